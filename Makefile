@@ -1,0 +1,103 @@
+# Makefile - builds the native library, the browser module and the tests.
+#   make          native library (build/librlx.a, build/librlx.so) + web/pkg/rlx_web.wasm
+#   make test     set-up, then every test (native, sanitizers, wasm under Node)
+#   make bench    GEMM and op benchmarks next to TensorFlow.js
+#   make serve    set-up, build, serve the demo on http://0.0.0.0:8000
+#   make BLAS=openblas   native GEMM through OpenBLAS (never in wasm)
+
+CC      ?= cc
+WASMCC  ?= clang
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -Wall -Wextra -Wno-unused-parameter -fPIC -Iinclude -D_POSIX_C_SOURCE=200809L
+LDLIBS  += -lm
+WASM_CFLAGS = --target=wasm32-wasi --sysroot=/usr -O3 -msimd128 -std=c11 -Wall -Wextra \
+              -Wno-unused-parameter -Iinclude -DNDEBUG
+WASM_LDFLAGS = -mexec-model=reactor -Wl,--strip-all -Wl,-z,stack-size=1048576 -Wl,--initial-memory=4194304
+
+ifeq ($(BLAS),openblas)
+CFLAGS += -DRLX_USE_OPENBLAS -I/usr/include/x86_64-linux-gnu/openblas-pthread
+LDLIBS += -lopenblas
+endif
+
+LIB_SRC  := $(sort $(wildcard src/core/*.c src/ir/*.c src/compile/*.c src/cpu/*.c))
+WEB_SRC  := $(sort $(wildcard src/web/*.c))
+HDRS     := $(wildcard include/*.h include/*.def src/*/*.h)
+LIB_OBJ  := $(LIB_SRC:%.c=build/native/%.o)
+ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
+WASM_OBJ := $(LIB_SRC:%.c=build/wasm/%.o)
+
+TEST_SUPPORT := $(sort $(wildcard tests/c/harness.c tests/c/ref_*.c tests/c/cases_*.c))
+TEST_MAINS   := $(sort $(wildcard tests/c/test_*.c))
+TEST_BINS    := $(TEST_MAINS:tests/c/%.c=build/tests/%)
+ASAN_BINS    := $(TEST_MAINS:tests/c/%.c=build/tests-asan/%)
+SAN_FLAGS    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+.PHONY: all native wasm test test-native test-asan test-node bench serve setup clean
+all: native wasm
+native: build/librlx.a build/librlx.so
+wasm: web/pkg/rlx_web.wasm build/wasm-tests/opcases.wasm
+
+build/native/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+build/asan/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -O1 $(SAN_FLAGS) -c $< -o $@
+build/wasm/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_CFLAGS) -c $< -o $@
+
+build/librlx.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+build/librlx.so: $(LIB_OBJ)
+	$(CC) -shared -o $@ $^ $(LDLIBS)
+
+web/pkg/rlx_web.wasm: $(WASM_OBJ) $(WEB_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_CFLAGS) $(WASM_LDFLAGS) -o $@ $(WEB_SRC) $(WASM_OBJ)
+
+# The op cases compiled to wasm, run by tests/node/opcases.test.mjs.
+build/wasm-tests/opcases.wasm: $(WASM_OBJ) $(TEST_SUPPORT) tests/c/wasm_opcases.c tests/c/op_case.h
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_CFLAGS) -Itests/c $(WASM_LDFLAGS) -o $@ tests/c/wasm_opcases.c $(TEST_SUPPORT) $(WASM_OBJ)
+
+build/tests/%: tests/c/%.c $(TEST_SUPPORT) build/librlx.a tests/c/op_case.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/c -o $@ $< $(TEST_SUPPORT) build/librlx.a -lcmocka $(LDLIBS)
+build/tests-asan/%: tests/c/%.c $(TEST_SUPPORT) $(ASAN_OBJ) tests/c/op_case.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -O1 $(SAN_FLAGS) -Itests/c -o $@ $< $(TEST_SUPPORT) $(ASAN_OBJ) -lcmocka $(LDLIBS)
+
+# Native reference outputs of every op case, compared against wasm in Node.
+build/tests/opcases_native.bin: build/tests/dump_opcases
+	build/tests/dump_opcases $@
+build/tests/dump_opcases: tests/c/dump_opcases.c $(TEST_SUPPORT) build/librlx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/c -o $@ $< $(TEST_SUPPORT) build/librlx.a $(LDLIBS)
+
+setup:
+	@tools/setup.sh
+
+test: setup
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory test-native test-asan test-node
+
+test-native: $(TEST_BINS)
+	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t; done
+
+test-asan: $(ASAN_BINS)
+	@set -e; for t in $(ASAN_BINS); do echo "== $$t (ASan+UBSan)"; \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 $$t; done
+
+test-node: wasm build/tests/opcases_native.bin
+	node --test tests/node/
+
+-include bench/bench.mk
+
+serve: setup
+	@$(MAKE) --no-print-directory all
+	node tools/serve.mjs $(SERVE_ARGS)
+
+clean:
+	rm -rf build web/pkg/*.wasm

@@ -1,0 +1,122 @@
+/* core.c - allocator hook, thread-local error message, checked sizes, RNG. */
+#include "core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *default_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  (void)ud;
+  (void)osize;
+  if (nsize == 0) {
+    free(ptr);
+    return NULL;
+  }
+  return realloc(ptr, nsize);
+}
+
+static rlx_alloc_fn g_alloc = default_alloc;
+static void *g_alloc_ud = NULL;
+
+void rlx_set_allocator(rlx_alloc_fn fn, void *ud) {
+  g_alloc = fn ? fn : default_alloc;
+  g_alloc_ud = fn ? ud : NULL;
+}
+
+void *rlx_malloc(size_t n) { return n ? g_alloc(g_alloc_ud, NULL, 0, n) : NULL; }
+
+void *rlx_calloc(size_t count, size_t size) {
+  size_t n;
+  if (!rlx_mul_size(count, size, &n) || n == 0) return NULL;
+  void *p = rlx_malloc(n);
+  if (p) memset(p, 0, n);
+  return p;
+}
+
+void *rlx_realloc(void *p, size_t old_n, size_t new_n) {
+  if (new_n == 0) {
+    rlx_free(p, old_n);
+    return NULL;
+  }
+  return g_alloc(g_alloc_ud, p, p ? old_n : 0, new_n);
+}
+
+void rlx_free(void *p, size_t n) {
+  if (p) g_alloc(g_alloc_ud, p, n, 0);
+}
+
+char *rlx_strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = rlx_malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+void rlx_strfree(char *s) {
+  if (s) rlx_free(s, strlen(s) + 1);
+}
+
+#if defined(__wasm__)
+#define RLX_TLS /* single-threaded */
+#else
+#define RLX_TLS _Thread_local
+#endif
+static RLX_TLS char g_msg[1024];
+
+const char *rlx_last_error(void) { return g_msg; }
+void rlx_clear_error(void) { g_msg[0] = 0; }
+
+rlx_status rlx_error(rlx_status code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_msg, sizeof g_msg, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+const char *rlx_status_name(rlx_status s) {
+  switch (s) {
+    case RLX_OK: return "ok";
+    case RLX_ERR_INVALID_ARG: return "invalid argument";
+    case RLX_ERR_SHAPE: return "shape error";
+    case RLX_ERR_GRAPH: return "graph error";
+    case RLX_ERR_NO_MEMORY: return "out of memory";
+    case RLX_ERR_NOT_FOUND: return "not found";
+    case RLX_ERR_UNSUPPORTED: return "unsupported";
+    case RLX_ERR_STATE: return "bad state";
+    case RLX_ERR_NUMERIC: return "numeric error";
+  }
+  return "unknown status";
+}
+
+const char *rlx_version(void) { return "0.1.0"; }
+
+void rlx_format_dims(char *buf, size_t cap, int32_t rank, const int32_t *dims) {
+  size_t used = 0;
+  if (cap == 0) return;
+  buf[0] = 0;
+  used += (size_t)snprintf(buf + used, cap - used, "[");
+  for (int32_t i = 0; i < rank && used < cap; i++)
+    used += (size_t)snprintf(buf + used, cap - used, i ? ", %d" : "%d", (int)dims[i]);
+  if (used < cap) snprintf(buf + used, cap - used, "]");
+}
+
+int rlx_mul_size(size_t a, size_t b, size_t *out) {
+  if (a != 0 && b > SIZE_MAX / a) return 0;
+  *out = a * b;
+  return 1;
+}
+
+uint64_t rlx_hash64(uint64_t seed, uint64_t i) {
+  uint64_t z = seed * 0x9E3779B97F4A7C15ull + i + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  z += i * 0xD6E8FEB86659FD93ull;
+  z = (z ^ (z >> 32)) * 0xD6E8FEB86659FD93ull;
+  return z ^ (z >> 32);
+}
+
+float rlx_uniform(uint64_t seed, uint64_t i) {
+  return (float)(rlx_hash64(seed, i) >> 40) * (1.0f / 16777216.0f);
+}

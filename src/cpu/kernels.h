@@ -1,0 +1,67 @@
+/* kernels.h - the one signature every CPU kernel has, and the helpers they
+ * share (scratch memory, broadcasting index math, reading index tensors).
+ * Kernels never allocate with malloc: they ask rlx_kscratch for workspace,
+ * which the executor keeps across runs. */
+#ifndef RLX_CPU_KERNELS_H
+#define RLX_CPU_KERNELS_H
+
+#include "../ir/graph.h"
+
+typedef struct rlx_scratch {
+  void *ptr;
+  size_t bytes;
+} rlx_scratch;
+
+/* Workspace of at least `bytes`, 64-byte aligned, valid until the next call
+ * on the same scratch.  NULL when out of memory. */
+void *rlx_scratch_get(rlx_scratch *s, size_t bytes);
+void rlx_scratch_release(rlx_scratch *s);
+
+typedef struct {
+  const rlx_node_t *node;                    /* op, attrs, output shape */
+  const rlx_node_t *in_node[RLX_MAX_INPUTS]; /* input shapes and dtypes */
+  const float *in[RLX_MAX_INPUTS];           /* input data (i32 inputs: reinterpret) */
+  float *out;                                /* output, numel(node->shape) floats */
+  rlx_scratch *scratch;
+  int32_t *flags;                            /* kernels OR in RLX_KFLAG_* */
+} rlx_kargs;
+
+#define RLX_KFLAG_BAD_INDEX 1 /* a gather/CE index was out of range */
+
+/* Returns RLX_OK or an error status (only for scratch allocation failure). */
+typedef rlx_status (*rlx_cpu_kernel)(const rlx_kargs *a);
+
+#define RLX_OP(ID, name, min_in, max_in, rule) rlx_status rlx_cpu_##name(const rlx_kargs *a);
+#include "rlx_ops.def"
+#undef RLX_OP
+
+extern const rlx_cpu_kernel rlx_cpu_kernels[RLX_OP_COUNT];
+
+/* Index value i of an index tensor (f32 ids are rounded toward zero). */
+static inline int64_t rlx_kindex(const rlx_kargs *a, int k, size_t i) {
+  if (a->in_node[k]->dtype == RLX_I32) return ((const int32_t *)a->in[k])[i];
+  float v = a->in[k][i];
+  if (!(v > -2147483648.0f && v < 2147483648.0f)) return -1; /* NaN, inf: invalid */
+  return (int64_t)v;
+}
+
+/* Strides of `in` broadcast to `out` (0 on broadcast axes), right-aligned,
+ * expressed over out's rank. */
+void rlx_broadcast_strides(const rlx_shape *in, const rlx_shape *out, size_t *strides);
+
+/* C[M,N] = (accumulate ? C : 0) + op(A)[M,K] . op(B)[K,N], row-major with
+ * leading dimensions lda/ldb/ldc; op(X) = X^T when trans_x. */
+typedef struct {
+  int32_t M, N, K;
+  const float *A;
+  int32_t lda, trans_a;
+  const float *B;
+  int32_t ldb, trans_b;
+  float *C;
+  int32_t ldc, accumulate;
+} rlx_gemm_args;
+rlx_status rlx_gemm(const rlx_gemm_args *g, rlx_scratch *scratch);
+/* Name of the GEMM path in use ("avx2", "sse", "simd128", "portable", "openblas"). */
+const char *rlx_gemm_path(void);
+
+#endif

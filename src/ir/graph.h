@@ -1,0 +1,65 @@
+/* graph.h - the IR: an append-only, topologically ordered list of nodes.
+ * A node is an op, its input node ids, its attributes and its inferred
+ * output shape.  Shape rules run when a node is added, so every node in a
+ * graph without a recorded error is well formed. */
+#ifndef RLX_GRAPH_H
+#define RLX_GRAPH_H
+
+#include "../core/core.h"
+
+typedef struct {
+  int32_t rank;
+  int32_t dims[RLX_MAX_RANK];
+} rlx_shape;
+
+typedef struct {
+  rlx_op op;
+  rlx_dtype dtype;
+  int32_t n_inputs;
+  int32_t inputs[RLX_MAX_INPUTS];
+  int32_t n_iattr;
+  int32_t iattr[RLX_MAX_IATTR];
+  int32_t n_fattr;
+  float fattr[RLX_MAX_FATTR];
+  rlx_shape shape;
+  char *name;  /* input/param name (owned) */
+  float *data; /* constant values (owned, numel floats) */
+} rlx_node_t;
+
+struct rlx_graph {
+  rlx_node_t *nodes;
+  int32_t n_nodes, cap_nodes;
+  rlx_status status; /* first builder error */
+  char *error;       /* its message (owned) */
+};
+
+/* Shape rule: validate n's inputs and attributes and set n->shape (and
+ * normalize attributes).  On failure return a status and write a message
+ * (without the node prefix) into msg. */
+typedef rlx_status (*rlx_shape_rule)(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap);
+
+typedef struct {
+  const char *name;
+  int32_t min_inputs, max_inputs;
+  rlx_shape_rule shape;
+} rlx_op_info;
+
+extern const rlx_op_info rlx_op_table[RLX_OP_COUNT];
+
+size_t rlx_shape_numel(const rlx_shape *s);
+int rlx_shape_equal(const rlx_shape *a, const rlx_shape *b);
+/* "add(node 3: [2, 3], node 5: [4])"-style description of a node's inputs. */
+void rlx_describe_node(const rlx_graph *g, int32_t id, char *buf, size_t cap);
+
+/* Appends a node after checking arity, input ids and the shape rule.
+ * Returns its id or RLX_NO_NODE (the error is recorded in g). */
+rlx_node rlx_graph_append(rlx_graph *g, const rlx_node_t *proto);
+
+/* Re-checks every node (used by the compiler on graphs it did not build). */
+rlx_status rlx_graph_verify(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs);
+
+static inline const rlx_node_t *rlx_graph_node(const rlx_graph *g, int32_t id) {
+  return (id >= 0 && id < g->n_nodes) ? &g->nodes[id] : NULL;
+}
+
+#endif
