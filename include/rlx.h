@@ -226,6 +226,9 @@ int32_t rlx_session_step_count(const rlx_session *s);   /* kernels per run    */
 int32_t rlx_session_input_count(const rlx_session *s);
 int32_t rlx_session_param_count(const rlx_session *s);
 const char *rlx_session_input_name(const rlx_session *s, int32_t i);
+/* Rank of input i (dims copied when non-NULL), -1 if out of range. */
+int32_t rlx_session_input_shape(const rlx_session *s, int32_t i, int32_t *dims);
+rlx_dtype rlx_session_input_dtype(const rlx_session *s, int32_t i); /* RLX_F32 if out of range */
 const char *rlx_session_param_name(const rlx_session *s, int32_t i);
 size_t rlx_session_param_len(const rlx_session *s, int32_t i);
 

@@ -25,7 +25,8 @@ struct op_case {
   rlx_node (*build)(rlx_graph *g, const op_case *c);
   /* Writes the expected output (numel of the output shape) in double. */
   void (*ref)(const op_case *c, const op_inputs *in, double *expect);
-  /* Optional: fills input k (n values); default uniform in [lo, hi). */
+  /* Optional: fills input k (n values); default uniform in [lo, hi).  For an
+   * RLX_I32 input, write int32 values (memcpy their bits into data). */
   void (*fill)(const op_case *c, int32_t k, float *data, size_t n, unsigned seed);
   int32_t p[16]; /* case parameters (dims, attrs) read by build/ref/fill */
   float lo, hi;  /* default fill range; lo == hi means [-1, 1) */
@@ -33,16 +34,18 @@ struct op_case {
 };
 
 /* Case tables, one per group (tests/c/cases_*.c). */
-extern const op_case rlx_cases_elementwise[];
+extern const op_case rlx_cases_elementwise[]; /* binary, compare, where, unary */
 extern const int rlx_n_cases_elementwise;
-extern const op_case rlx_cases_layout[];
+extern const op_case rlx_cases_layout[];      /* reshape ... gather */
 extern const int rlx_n_cases_layout;
-extern const op_case rlx_cases_reduce[];
+extern const op_case rlx_cases_reduce[];      /* reduce, softmax, CE, norms */
 extern const int rlx_n_cases_reduce;
+extern const op_case rlx_cases_seq[];         /* rope, attention */
+extern const int rlx_n_cases_seq;
 extern const op_case rlx_cases_matmul[];
 extern const int rlx_n_cases_matmul;
-extern const op_case rlx_cases_nn[];
-extern const int rlx_n_cases_nn;
+extern const op_case rlx_cases_vision[];      /* conv2d, pools */
+extern const int rlx_n_cases_vision;
 
 /* All cases in one list (harness.c). */
 int opcase_count(void);

@@ -1,0 +1,46 @@
+/* plan.h - the compiled, device-neutral form of a graph: which nodes run in
+ * which order, and where every value lives (an input, param or constant
+ * buffer, or a region of one shared arena).  Executors only read a plan. */
+#ifndef RLX_PLAN_H
+#define RLX_PLAN_H
+
+#include "../ir/graph.h"
+
+typedef enum {
+  RLX_LOC_ARENA = 0, /* offset floats into the session arena */
+  RLX_LOC_INPUT,     /* index into the plan's inputs          */
+  RLX_LOC_PARAM,     /* index into the plan's params          */
+  RLX_LOC_CONST      /* node data of the plan's graph         */
+} rlx_loc_kind;
+
+typedef struct {
+  rlx_loc_kind kind;
+  int32_t index;  /* input/param index, or the node id for constants */
+  size_t offset;  /* in floats: arena offset, or offset into the buffer (views) */
+} rlx_loc;
+
+typedef struct {
+  rlx_graph graph;      /* compacted copy: live nodes plus every input/param */
+  rlx_loc *loc;         /* per node */
+  int32_t *steps;       /* node ids run in order (views are not steps) */
+  int32_t n_steps;
+  int32_t *first_step;  /* per node: step that writes it (-1: not in the arena) */
+  int32_t *last_step;   /* per node: last step that reads it (n_steps: an output) */
+  int32_t *inputs, n_inputs; /* node ids of inputs, in declaration order */
+  int32_t *params, n_params;
+  int32_t *outputs, n_outputs;
+  size_t arena_floats;
+} rlx_plan;
+
+/* A reshape is a view: it shares its input's storage and runs no kernel. */
+int rlx_plan_is_view(const rlx_node_t *n);
+
+/* Verify, drop dead nodes, order steps, plan memory. */
+rlx_status rlx_plan_build(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs, rlx_plan *plan);
+void rlx_plan_free(rlx_plan *plan);
+
+/* Checks the memory plan: every arena value inside the arena, and no two
+ * values whose lifetimes overlap share bytes.  RLX_OK or RLX_ERR_STATE. */
+rlx_status rlx_plan_check(const rlx_plan *plan);
+
+#endif

@@ -1,0 +1,212 @@
+/* session.c - compile a graph into a session and move data in and out of
+ * it: params by name (persistent), inputs by name, outputs by index. */
+#include "session.h"
+
+#include <string.h>
+
+static size_t node_numel(const rlx_session *s, int32_t id) { return rlx_shape_numel(&s->plan.graph.nodes[id].shape); }
+
+float *rlx_session_value(const rlx_session *s, int32_t id) {
+  const rlx_loc *l = &s->plan.loc[id];
+  switch (l->kind) {
+    case RLX_LOC_ARENA: return s->arena + l->offset;
+    case RLX_LOC_INPUT: return s->input_data[l->index] + l->offset;
+    case RLX_LOC_PARAM: return s->param_data[l->index] + l->offset;
+    case RLX_LOC_CONST: return s->plan.graph.nodes[l->index].data + l->offset;
+  }
+  return NULL;
+}
+
+void rlx_session_free(rlx_session *s) {
+  if (!s) return;
+  rlx_plan *p = &s->plan;
+  for (int32_t i = 0; i < p->n_inputs; i++)
+    if (s->input_data) rlx_free(s->input_data[i], node_numel(s, p->inputs[i]) * sizeof(float));
+  for (int32_t i = 0; i < p->n_params; i++)
+    if (s->param_data) rlx_free(s->param_data[i], node_numel(s, p->params[i]) * sizeof(float));
+  rlx_free(s->input_data, (size_t)p->n_inputs * sizeof(float *));
+  rlx_free(s->param_data, (size_t)p->n_params * sizeof(float *));
+  rlx_free(s->input_set, (size_t)p->n_inputs);
+  rlx_free(s->arena, p->arena_floats * sizeof(float));
+  rlx_scratch_release(&s->scratch);
+  rlx_plan_free(p);
+  rlx_free(s, sizeof *s);
+}
+
+static rlx_status alloc_buffers(rlx_session *s) {
+  rlx_plan *p = &s->plan;
+  if (p->n_inputs && !(s->input_data = rlx_calloc((size_t)p->n_inputs, sizeof(float *)))) return RLX_ERR_NO_MEMORY;
+  if (p->n_inputs && !(s->input_set = rlx_calloc((size_t)p->n_inputs, 1))) return RLX_ERR_NO_MEMORY;
+  if (p->n_params && !(s->param_data = rlx_calloc((size_t)p->n_params, sizeof(float *)))) return RLX_ERR_NO_MEMORY;
+  for (int32_t i = 0; i < p->n_inputs; i++)
+    if (!(s->input_data[i] = rlx_calloc(node_numel(s, p->inputs[i]), sizeof(float)))) return RLX_ERR_NO_MEMORY;
+  for (int32_t i = 0; i < p->n_params; i++)
+    if (!(s->param_data[i] = rlx_calloc(node_numel(s, p->params[i]), sizeof(float)))) return RLX_ERR_NO_MEMORY;
+  if (p->arena_floats && !(s->arena = rlx_calloc(p->arena_floats, sizeof(float)))) return RLX_ERR_NO_MEMORY;
+  return RLX_OK;
+}
+
+rlx_status rlx_compile(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs,
+                       const rlx_compile_options *opt, rlx_session **out) {
+  rlx_compile_options defaults = {RLX_DEVICE_CPU, 0, 0};
+  if (!out) return rlx_error(RLX_ERR_INVALID_ARG, "compile: the session out-pointer is NULL");
+  *out = NULL;
+  if (!opt) opt = &defaults;
+  if (opt->device != RLX_DEVICE_CPU) {
+    if (opt->device == RLX_DEVICE_WEBGPU || opt->device == RLX_DEVICE_WEBGL)
+      return rlx_error(RLX_ERR_UNSUPPORTED, "compile: the %s executor is not part of this build",
+                       opt->device == RLX_DEVICE_WEBGPU ? "WebGPU" : "WebGL2");
+    return rlx_error(RLX_ERR_INVALID_ARG, "compile: unknown device %d", (int)opt->device);
+  }
+  rlx_session *s = rlx_calloc(1, sizeof *s);
+  if (!s) return rlx_error(RLX_ERR_NO_MEMORY, "compile: out of memory");
+  rlx_status st = rlx_plan_build(g, outputs, n_outputs, &s->plan);
+  if (st != RLX_OK) {
+    rlx_free(s, sizeof *s);
+    return st; /* message set by the planner */
+  }
+  s->device = opt->device;
+  s->debug_poison = opt->debug_poison != 0;
+  if (alloc_buffers(s) != RLX_OK) {
+    rlx_session_free(s);
+    return rlx_error(RLX_ERR_NO_MEMORY, "compile: out of memory allocating session buffers");
+  }
+  *out = s;
+  return RLX_OK;
+}
+
+/* Index of the input/param called name in ids, or -1. */
+static int32_t find_named(const rlx_session *s, const int32_t *ids, int32_t n, const char *name) {
+  for (int32_t i = 0; i < n; i++)
+    if (strcmp(s->plan.graph.nodes[ids[i]].name, name) == 0) return i;
+  return -1;
+}
+
+static rlx_status lookup(const rlx_session *s, const char *name, size_t len, int want_param, int32_t *index,
+                         const char *what) {
+  if (!s) return rlx_error(RLX_ERR_INVALID_ARG, "%s: session is NULL", what);
+  if (!name) return rlx_error(RLX_ERR_INVALID_ARG, "%s: name is NULL", what);
+  const int32_t *ids = want_param ? s->plan.params : s->plan.inputs;
+  int32_t n = want_param ? s->plan.n_params : s->plan.n_inputs;
+  int32_t i = find_named(s, ids, n, name);
+  if (i < 0) return rlx_error(RLX_ERR_NOT_FOUND, "%s: no %s named '%s'", what, want_param ? "param" : "input", name);
+  size_t want = node_numel(s, ids[i]);
+  if (len != want)
+    return rlx_error(RLX_ERR_INVALID_ARG, "%s: '%s' holds %zu values, got %zu", what, name, want, len);
+  *index = i;
+  return RLX_OK;
+}
+
+rlx_status rlx_session_set_param(rlx_session *s, const char *name, const float *data, size_t len) {
+  int32_t i;
+  rlx_status st = lookup(s, name, len, 1, &i, "set_param");
+  if (st != RLX_OK) return st;
+  if (!data) return rlx_error(RLX_ERR_INVALID_ARG, "set_param: data is NULL");
+  memcpy(s->param_data[i], data, len * sizeof(float));
+  return RLX_OK;
+}
+
+rlx_status rlx_session_get_param(const rlx_session *s, const char *name, float *data, size_t len) {
+  int32_t i;
+  rlx_status st = lookup(s, name, len, 1, &i, "get_param");
+  if (st != RLX_OK) return st;
+  if (!data) return rlx_error(RLX_ERR_INVALID_ARG, "get_param: data is NULL");
+  memcpy(data, s->param_data[i], len * sizeof(float));
+  return RLX_OK;
+}
+
+rlx_status rlx_session_set_input(rlx_session *s, const char *name, const float *data, size_t len) {
+  int32_t i;
+  rlx_status st = lookup(s, name, len, 0, &i, "set_input");
+  if (st != RLX_OK) return st;
+  if (!data) return rlx_error(RLX_ERR_INVALID_ARG, "set_input: data is NULL");
+  if (s->plan.graph.nodes[s->plan.inputs[i]].dtype == RLX_I32) {
+    int32_t *dst = (int32_t *)s->input_data[i];
+    for (size_t j = 0; j < len; j++) {
+      float v = data[j];
+      dst[j] = (v > -2147483648.0f && v < 2147483648.0f) ? (int32_t)v : -1;
+    }
+  } else {
+    memcpy(s->input_data[i], data, len * sizeof(float));
+  }
+  s->input_set[i] = 1;
+  return RLX_OK;
+}
+
+rlx_status rlx_session_set_input_i32(rlx_session *s, const char *name, const int32_t *data, size_t len) {
+  int32_t i;
+  rlx_status st = lookup(s, name, len, 0, &i, "set_input_i32");
+  if (st != RLX_OK) return st;
+  if (!data) return rlx_error(RLX_ERR_INVALID_ARG, "set_input_i32: data is NULL");
+  if (s->plan.graph.nodes[s->plan.inputs[i]].dtype == RLX_I32) {
+    memcpy(s->input_data[i], data, len * sizeof(int32_t));
+  } else {
+    for (size_t j = 0; j < len; j++) s->input_data[i][j] = (float)data[j];
+  }
+  s->input_set[i] = 1;
+  return RLX_OK;
+}
+
+rlx_status rlx_session_run(rlx_session *s) {
+  if (!s) return rlx_error(RLX_ERR_INVALID_ARG, "run: session is NULL");
+  for (int32_t i = 0; i < s->plan.n_inputs; i++)
+    if (!s->input_set[i])
+      return rlx_error(RLX_ERR_STATE, "run: input '%s' has not been set", s->plan.graph.nodes[s->plan.inputs[i]].name);
+  s->ran = 0;
+  rlx_status st = rlx_cpu_execute(s);
+  if (st == RLX_OK) s->ran = 1;
+  return st;
+}
+
+int32_t rlx_session_output_count(const rlx_session *s) { return s ? s->plan.n_outputs : 0; }
+
+int32_t rlx_session_output_shape(const rlx_session *s, int32_t i, int32_t *dims) {
+  if (!s || i < 0 || i >= s->plan.n_outputs) return -1;
+  const rlx_shape *sh = &s->plan.graph.nodes[s->plan.outputs[i]].shape;
+  if (dims) memcpy(dims, sh->dims, (size_t)sh->rank * sizeof(int32_t));
+  return sh->rank;
+}
+
+size_t rlx_session_output_len(const rlx_session *s, int32_t i) {
+  if (!s || i < 0 || i >= s->plan.n_outputs) return 0;
+  return node_numel(s, s->plan.outputs[i]);
+}
+
+const float *rlx_session_output(const rlx_session *s, int32_t i) {
+  if (!s || i < 0 || i >= s->plan.n_outputs || !s->ran) return NULL;
+  return rlx_session_value(s, s->plan.outputs[i]);
+}
+
+rlx_status rlx_session_read_output(const rlx_session *s, int32_t i, float *dst, size_t len) {
+  if (!s) return rlx_error(RLX_ERR_INVALID_ARG, "read_output: session is NULL");
+  if (i < 0 || i >= s->plan.n_outputs)
+    return rlx_error(RLX_ERR_NOT_FOUND, "read_output: output %d does not exist (%d outputs)", (int)i, (int)s->plan.n_outputs);
+  if (!s->ran) return rlx_error(RLX_ERR_STATE, "read_output: the session has not run successfully");
+  size_t n = node_numel(s, s->plan.outputs[i]);
+  if (!dst || len != n) return rlx_error(RLX_ERR_INVALID_ARG, "read_output: output %d holds %zu values, got a buffer of %zu", (int)i, n, len);
+  memcpy(dst, rlx_session_value(s, s->plan.outputs[i]), n * sizeof(float));
+  return RLX_OK;
+}
+
+size_t rlx_session_arena_bytes(const rlx_session *s) { return s ? s->plan.arena_floats * sizeof(float) : 0; }
+int32_t rlx_session_step_count(const rlx_session *s) { return s ? s->plan.n_steps : 0; }
+int32_t rlx_session_input_count(const rlx_session *s) { return s ? s->plan.n_inputs : 0; }
+int32_t rlx_session_param_count(const rlx_session *s) { return s ? s->plan.n_params : 0; }
+const char *rlx_session_input_name(const rlx_session *s, int32_t i) {
+  return (s && i >= 0 && i < s->plan.n_inputs) ? s->plan.graph.nodes[s->plan.inputs[i]].name : NULL;
+}
+int32_t rlx_session_input_shape(const rlx_session *s, int32_t i, int32_t *dims) {
+  if (!s || i < 0 || i >= s->plan.n_inputs) return -1;
+  const rlx_shape *sh = &s->plan.graph.nodes[s->plan.inputs[i]].shape;
+  if (dims) memcpy(dims, sh->dims, (size_t)sh->rank * sizeof(int32_t));
+  return sh->rank;
+}
+rlx_dtype rlx_session_input_dtype(const rlx_session *s, int32_t i) {
+  return (s && i >= 0 && i < s->plan.n_inputs) ? s->plan.graph.nodes[s->plan.inputs[i]].dtype : RLX_F32;
+}
+const char *rlx_session_param_name(const rlx_session *s, int32_t i) {
+  return (s && i >= 0 && i < s->plan.n_params) ? s->plan.graph.nodes[s->plan.params[i]].name : NULL;
+}
+size_t rlx_session_param_len(const rlx_session *s, int32_t i) {
+  return (s && i >= 0 && i < s->plan.n_params) ? node_numel(s, s->plan.params[i]) : 0;
+}

@@ -1,0 +1,83 @@
+/* executor.c - runs a plan on the CPU: one kernel call per step through the
+ * dispatch table generated from the op table.  In debug-poison mode every
+ * arena region is filled with NaN once its value is dead, so a kernel that
+ * reads freed memory (or a planner that overlaps live values) shows up as
+ * NaN in the outputs. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../compile/session.h"
+
+const rlx_cpu_kernel rlx_cpu_kernels[RLX_OP_COUNT] = {
+#define RLX_OP(ID, name, min_in, max_in, rule) [RLX_OP_##ID] = rlx_cpu_##name,
+#include "rlx_ops.def"
+#undef RLX_OP
+};
+
+/* Leaves and views have no kernel: the plan never schedules them. */
+rlx_status rlx_cpu_input(const rlx_kargs *a) { (void)a; return RLX_OK; }
+rlx_status rlx_cpu_param(const rlx_kargs *a) { (void)a; return RLX_OK; }
+rlx_status rlx_cpu_constant(const rlx_kargs *a) { (void)a; return RLX_OK; }
+
+void *rlx_scratch_get(rlx_scratch *s, size_t bytes) {
+  if (bytes <= s->bytes) return s->ptr;
+  size_t want = (bytes + 63) & ~(size_t)63;
+  void *p = NULL;
+  rlx_scratch_release(s);
+  p = rlx_malloc(want + 64);
+  if (!p) return NULL;
+  s->ptr = p;
+  s->bytes = want;
+  /* Keep the raw pointer for free: store alignment offset before the block. */
+  uintptr_t aligned = ((uintptr_t)p + 64) & ~(uintptr_t)63;
+  ((unsigned char *)aligned)[-1] = (unsigned char)(aligned - (uintptr_t)p);
+  s->ptr = (void *)aligned;
+  return s->ptr;
+}
+
+void rlx_scratch_release(rlx_scratch *s) {
+  if (s->ptr) {
+    unsigned char *aligned = s->ptr;
+    rlx_free(aligned - aligned[-1], s->bytes + 64);
+  }
+  s->ptr = NULL;
+  s->bytes = 0;
+}
+
+static void poison_dead(rlx_session *s, int32_t step) {
+  const rlx_plan *p = &s->plan;
+  for (int32_t id = 0; id < p->graph.n_nodes; id++)
+    if (p->first_step[id] >= 0 && p->last_step[id] == step) {
+      float *v = s->arena + p->loc[id].offset;
+      size_t n = rlx_shape_numel(&p->graph.nodes[id].shape);
+      for (size_t i = 0; i < n; i++) v[i] = NAN;
+    }
+}
+
+rlx_status rlx_cpu_execute(rlx_session *s) {
+  const rlx_plan *p = &s->plan;
+  int32_t flags = 0;
+  if (s->debug_poison)
+    for (size_t i = 0; i < p->arena_floats; i++) s->arena[i] = NAN;
+  for (int32_t step = 0; step < p->n_steps; step++) {
+    int32_t id = p->steps[step];
+    const rlx_node_t *n = &p->graph.nodes[id];
+    rlx_kargs a;
+    memset(&a, 0, sizeof a);
+    a.node = n;
+    for (int32_t k = 0; k < n->n_inputs; k++) {
+      a.in_node[k] = &p->graph.nodes[n->inputs[k]];
+      a.in[k] = rlx_session_value(s, n->inputs[k]);
+    }
+    a.out = rlx_session_value(s, id);
+    a.scratch = &s->scratch;
+    a.flags = &flags;
+    rlx_status st = rlx_cpu_kernels[n->op](&a);
+    if (st != RLX_OK) return rlx_error(st, "run: node %d (%s) failed: %s", (int)id, rlx_op_name(n->op), rlx_last_error());
+    if (s->debug_poison) poison_dead(s, step);
+  }
+  if (flags & RLX_KFLAG_BAD_INDEX)
+    return rlx_error(RLX_ERR_INVALID_ARG, "run: an index (gather id or class label) was outside its range");
+  return RLX_OK;
+}

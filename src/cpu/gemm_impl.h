@@ -1,0 +1,48 @@
+/* gemm_impl.h - internals of the GEMM engine shared by its files: the
+ * micro-kernel interface, the per-path blocking parameters, the packing
+ * routines and the cache-blocked driver that ties them together.
+ *
+ * Layout of packed panels (zero-padded to whole register blocks):
+ *   A block: ceil(mc/MR) slivers; sliver s holds op(A)[s*MR + r, k] at
+ *            [k*MR + r] for k < kc.
+ *   B panel: ceil(nc/NR) slivers; sliver s holds op(B)[k, s*NR + j] at
+ *            [k*NR + j] for k < kc. */
+#ifndef RLX_CPU_GEMM_IMPL_H
+#define RLX_CPU_GEMM_IMPL_H
+
+#include "kernels.h"
+
+/* Largest register block of any path (for the driver's edge tile). */
+#define RLX_GEMM_MAX_MR 8
+#define RLX_GEMM_MAX_NR 32
+
+/* c[MR, NR] (row stride ldc) = (load_c ? c : 0) + ap . bp over kc steps,
+ * where ap/bp are one packed A sliver and one packed B sliver. */
+typedef void (*rlx_gemm_ukernel)(int32_t kc, const float *ap, const float *bp, float *c,
+                                 int32_t ldc, int load_c);
+
+typedef struct {
+  const char *name;
+  int32_t mr, nr;     /* register block */
+  int32_t mc, kc, nc; /* cache blocks: A block mc x kc (L2), B panel kc x nc */
+  rlx_gemm_ukernel kernel;
+} rlx_gemm_impl;
+
+/* The paths compiled into this build; each returns NULL where the path is
+ * not compiled in or the CPU lacks the instructions. */
+const rlx_gemm_impl *rlx_gemm_impl_avx2(void);
+const rlx_gemm_impl *rlx_gemm_impl_sse(void);
+const rlx_gemm_impl *rlx_gemm_impl_simd128(void);
+const rlx_gemm_impl *rlx_gemm_impl_portable(void);
+
+/* Packs op(A)[i0 : i0+mc, k0 : k0+kc] and op(B)[k0 : k0+kc, j0 : j0+nc]. */
+void rlx_gemm_pack_a(const rlx_gemm_args *g, int32_t i0, int32_t mc, int32_t k0, int32_t kc,
+                     int32_t mr, float *dst);
+void rlx_gemm_pack_b(const rlx_gemm_args *g, int32_t k0, int32_t kc, int32_t j0, int32_t nc,
+                     int32_t nr, float *dst);
+
+/* The Goto/BLIS-style loop nest with the given path (M, N, K >= 1). */
+rlx_status rlx_gemm_blocked(const rlx_gemm_args *g, rlx_scratch *scratch,
+                            const rlx_gemm_impl *impl);
+
+#endif

@@ -1,0 +1,339 @@
+/* shape_rules.c - one shape rule per op family: validates inputs and
+ * attributes, normalizes negative axes, and sets the output shape.  Messages
+ * say what is wrong; graph.c adds the node, op and input shapes. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "graph.h"
+
+#define RULE(name) static rlx_status rlx_shape_##name(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap)
+#define FAIL(code, ...) return (snprintf(msg, cap, __VA_ARGS__), (code))
+#define IN(k) (&g->nodes[n->inputs[k]].shape)
+
+static rlx_status want_attrs(const rlx_node_t *n, int32_t ni, int32_t nf, char *msg, size_t cap) {
+  if (n->n_iattr != ni || n->n_fattr != nf)
+    FAIL(RLX_ERR_INVALID_ARG, "expects %d integer and %d float attributes, got %d and %d", (int)ni, (int)nf,
+         (int)n->n_iattr, (int)n->n_fattr);
+  return RLX_OK;
+}
+#define ATTRS(ni, nf)                                       \
+  do {                                                      \
+    rlx_status st_ = want_attrs(n, (ni), (nf), msg, cap);   \
+    if (st_ != RLX_OK) return st_;                          \
+  } while (0)
+
+/* Normalizes *axis against rank; 0 if it is out of range. */
+static int norm_axis(int32_t *axis, int32_t rank) {
+  if (*axis < 0) *axis += rank;
+  return *axis >= 0 && *axis < rank;
+}
+
+/* out = numpy broadcast of a and b; 0 if incompatible. */
+static int broadcast(const rlx_shape *a, const rlx_shape *b, rlx_shape *out) {
+  int32_t r = a->rank > b->rank ? a->rank : b->rank;
+  out->rank = r;
+  for (int32_t i = 0; i < r; i++) {
+    int32_t da = i < r - a->rank ? 1 : a->dims[i - (r - a->rank)];
+    int32_t db = i < r - b->rank ? 1 : b->dims[i - (r - b->rank)];
+    if (da != db && da != 1 && db != 1) return 0;
+    out->dims[i] = da == 1 ? db : da;
+  }
+  return 1;
+}
+
+RULE(leaf) {
+  (void)g, (void)msg, (void)cap;
+  return n->n_inputs == 0 ? RLX_OK : RLX_ERR_GRAPH;
+}
+
+RULE(unary) {
+  ATTRS(0, 0);
+  n->shape = *IN(0);
+  return RLX_OK;
+}
+
+RULE(binary) {
+  ATTRS(0, 0);
+  if (!broadcast(IN(0), IN(1), &n->shape)) FAIL(RLX_ERR_SHAPE, "shapes do not broadcast");
+  return RLX_OK;
+}
+
+RULE(ternary) {
+  rlx_shape ab;
+  ATTRS(0, 0);
+  if (!broadcast(IN(1), IN(2), &ab) || !broadcast(IN(0), &ab, &n->shape))
+    FAIL(RLX_ERR_SHAPE, "condition and values do not broadcast");
+  return RLX_OK;
+}
+
+RULE(matmul) {
+  const rlx_shape *a = IN(0), *b = IN(1);
+  rlx_shape ba, bb, batch;
+  ATTRS(2, 0);
+  if (a->rank < 2 || b->rank < 2) FAIL(RLX_ERR_SHAPE, "both operands need rank >= 2");
+  int32_t ta = n->iattr[0] != 0, tb = n->iattr[1] != 0;
+  int32_t m = a->dims[a->rank - 2 + ta], ka = a->dims[a->rank - 1 - ta];
+  int32_t kb = b->dims[b->rank - 2 + tb], nn = b->dims[b->rank - 1 - tb];
+  if (ka != kb) FAIL(RLX_ERR_SHAPE, "inner dimensions differ (%d vs %d)", (int)ka, (int)kb);
+  ba.rank = a->rank - 2;
+  bb.rank = b->rank - 2;
+  memcpy(ba.dims, a->dims, sizeof(int32_t) * (size_t)ba.rank);
+  memcpy(bb.dims, b->dims, sizeof(int32_t) * (size_t)bb.rank);
+  if (!broadcast(&ba, &bb, &batch)) FAIL(RLX_ERR_SHAPE, "batch dimensions do not broadcast");
+  n->iattr[0] = ta;
+  n->iattr[1] = tb;
+  n->shape = batch;
+  n->shape.dims[n->shape.rank++] = m;
+  n->shape.dims[n->shape.rank++] = nn;
+  return RLX_OK;
+}
+
+RULE(reshape) {
+  size_t known = 1, total = rlx_shape_numel(IN(0));
+  int32_t infer_at = -1;
+  if (n->n_fattr != 0 || n->n_iattr > RLX_MAX_RANK) FAIL(RLX_ERR_INVALID_ARG, "bad target dims");
+  for (int32_t i = 0; i < n->n_iattr; i++) {
+    int32_t d = n->iattr[i];
+    if (d == -1 && infer_at < 0) {
+      infer_at = i;
+    } else if (d <= 0) {
+      FAIL(RLX_ERR_SHAPE, "target dim %d is %d (dims must be positive, one may be -1)", (int)i, (int)d);
+    } else if (!rlx_mul_size(known, (size_t)d, &known) || known > total) {
+      FAIL(RLX_ERR_SHAPE, "target has more elements than the input (%zu)", total);
+    }
+  }
+  if (infer_at >= 0) {
+    if (total % known) FAIL(RLX_ERR_SHAPE, "cannot infer the -1 dim: %zu is not a multiple of %zu", total, known);
+    n->iattr[infer_at] = (int32_t)(total / known);
+    known = total;
+  }
+  if (known != total) FAIL(RLX_ERR_SHAPE, "element counts differ (%zu vs %zu)", known, total);
+  n->shape.rank = n->n_iattr;
+  memcpy(n->shape.dims, n->iattr, sizeof(int32_t) * (size_t)n->n_iattr);
+  return RLX_OK;
+}
+
+RULE(permute) {
+  const rlx_shape *x = IN(0);
+  int32_t seen = 0;
+  if (n->n_fattr != 0 || n->n_iattr != x->rank)
+    FAIL(RLX_ERR_INVALID_ARG, "perm needs %d entries, got %d", (int)x->rank, (int)n->n_iattr);
+  n->shape.rank = x->rank;
+  for (int32_t i = 0; i < x->rank; i++) {
+    int32_t p = n->iattr[i];
+    if (!norm_axis(&p, x->rank) || (seen & (1 << p))) FAIL(RLX_ERR_INVALID_ARG, "perm is not a permutation of 0..%d", (int)x->rank - 1);
+    seen |= 1 << p;
+    n->iattr[i] = p;
+    n->shape.dims[i] = x->dims[p];
+  }
+  return RLX_OK;
+}
+
+RULE(narrow) {
+  const rlx_shape *x = IN(0);
+  ATTRS(3, 0);
+  if (!norm_axis(&n->iattr[0], x->rank)) FAIL(RLX_ERR_INVALID_ARG, "axis %d is outside rank %d", (int)n->iattr[0], (int)x->rank);
+  int32_t axis = n->iattr[0], start = n->iattr[1], len = n->iattr[2];
+  if (start < 0 || len <= 0 || start > x->dims[axis] - len)
+    FAIL(RLX_ERR_SHAPE, "range start %d length %d does not fit dim %d of size %d", (int)start, (int)len,
+         (int)axis, (int)x->dims[axis]);
+  n->shape = *x;
+  n->shape.dims[axis] = len;
+  return RLX_OK;
+}
+
+RULE(concat) {
+  const rlx_shape *x = IN(0);
+  ATTRS(1, 0);
+  if (!norm_axis(&n->iattr[0], x->rank)) FAIL(RLX_ERR_INVALID_ARG, "axis %d is outside rank %d", (int)n->iattr[0], (int)x->rank);
+  int32_t axis = n->iattr[0];
+  int64_t total = 0;
+  for (int32_t k = 0; k < n->n_inputs; k++) {
+    const rlx_shape *s = IN(k);
+    if (s->rank != x->rank) FAIL(RLX_ERR_SHAPE, "input %d has rank %d, input 0 has %d", (int)k, (int)s->rank, (int)x->rank);
+    for (int32_t i = 0; i < x->rank; i++)
+      if (i != axis && s->dims[i] != x->dims[i])
+        FAIL(RLX_ERR_SHAPE, "input %d differs from input 0 in dim %d (not the concat axis %d)", (int)k, (int)i, (int)axis);
+    total += s->dims[axis];
+  }
+  if (total > INT32_MAX) FAIL(RLX_ERR_SHAPE, "concatenated dim is too large");
+  n->shape = *x;
+  n->shape.dims[axis] = (int32_t)total;
+  return RLX_OK;
+}
+
+RULE(expand) {
+  const rlx_shape *x = IN(0);
+  if (n->n_fattr != 0 || n->n_iattr > RLX_MAX_RANK || n->n_iattr < x->rank)
+    FAIL(RLX_ERR_SHAPE, "target rank %d is below the input rank %d", (int)n->n_iattr, (int)x->rank);
+  int32_t off = n->n_iattr - x->rank;
+  for (int32_t i = 0; i < n->n_iattr; i++) {
+    int32_t d = n->iattr[i];
+    if (d <= 0) FAIL(RLX_ERR_SHAPE, "target dim %d is %d", (int)i, (int)d);
+    if (i >= off && x->dims[i - off] != 1 && x->dims[i - off] != d)
+      FAIL(RLX_ERR_SHAPE, "dim %d of size %d cannot expand to %d", (int)(i - off), (int)x->dims[i - off], (int)d);
+  }
+  n->shape.rank = n->n_iattr;
+  memcpy(n->shape.dims, n->iattr, sizeof(int32_t) * (size_t)n->n_iattr);
+  return RLX_OK;
+}
+
+RULE(gather) {
+  const rlx_shape *t = IN(0), *ids = IN(1);
+  ATTRS(0, 0);
+  if (t->rank != 2) FAIL(RLX_ERR_SHAPE, "the table must be [rows, dim]");
+  if (ids->rank >= RLX_MAX_RANK) FAIL(RLX_ERR_SHAPE, "ids have too many dims");
+  n->shape = *ids;
+  n->shape.dims[n->shape.rank++] = t->dims[1];
+  return RLX_OK;
+}
+
+RULE(reduce) {
+  const rlx_shape *x = IN(0);
+  ATTRS(2, 0);
+  int32_t mask = n->iattr[0], keep = n->iattr[1] != 0;
+  if (mask == 0 || (x->rank < 31 && (mask >> x->rank) != 0) || mask < 0)
+    FAIL(RLX_ERR_INVALID_ARG, "axis mask 0x%x does not name axes of a rank-%d tensor", (unsigned)mask, (int)x->rank);
+  n->iattr[1] = keep;
+  n->shape.rank = 0;
+  for (int32_t i = 0; i < x->rank; i++) {
+    if (!(mask & (1 << i)))
+      n->shape.dims[n->shape.rank++] = x->dims[i];
+    else if (keep)
+      n->shape.dims[n->shape.rank++] = 1;
+  }
+  return RLX_OK;
+}
+
+RULE(axis_op) {
+  const rlx_shape *x = IN(0);
+  ATTRS(1, 0);
+  if (!norm_axis(&n->iattr[0], x->rank)) FAIL(RLX_ERR_INVALID_ARG, "axis %d is outside rank %d", (int)n->iattr[0], (int)x->rank);
+  n->shape = *x;
+  return RLX_OK;
+}
+
+RULE(softmax_ce) {
+  const rlx_shape *lg = IN(0), *lb = IN(1);
+  ATTRS(0, 0);
+  if (lg->rank < 1) FAIL(RLX_ERR_SHAPE, "logits need a class axis");
+  if (lb->rank != lg->rank - 1 || memcmp(lb->dims, lg->dims, sizeof(int32_t) * (size_t)lb->rank) != 0)
+    FAIL(RLX_ERR_SHAPE, "labels must have the logits' shape without the class axis");
+  n->shape = *lb;
+  return RLX_OK;
+}
+
+RULE(norm) {
+  const rlx_shape *x = IN(0);
+  ATTRS(0, 1);
+  if (x->rank < 1) FAIL(RLX_ERR_SHAPE, "input needs rank >= 1");
+  int32_t d = x->dims[x->rank - 1];
+  for (int32_t k = 1; k < n->n_inputs; k++)
+    if (IN(k)->rank != 1 || IN(k)->dims[0] != d)
+      FAIL(RLX_ERR_SHAPE, "input %d must be [%d] (the last dim)", (int)k, (int)d);
+  if (!(n->fattr[0] >= 0.0f) || isinf(n->fattr[0])) FAIL(RLX_ERR_INVALID_ARG, "eps must be finite and >= 0");
+  n->shape = *x;
+  return RLX_OK;
+}
+
+RULE(rope) {
+  const rlx_shape *x = IN(0);
+  ATTRS(1, 1);
+  if (x->rank < 2) FAIL(RLX_ERR_SHAPE, "input needs rank >= 2 ([..., S, D])");
+  if (x->dims[x->rank - 1] % 2) FAIL(RLX_ERR_SHAPE, "the last dim must be even");
+  if (!(n->fattr[0] > 0.0f) || isinf(n->fattr[0])) FAIL(RLX_ERR_INVALID_ARG, "theta must be finite and > 0");
+  if (n->iattr[0] < 0) FAIL(RLX_ERR_INVALID_ARG, "pos_offset must be >= 0");
+  n->shape = *x;
+  return RLX_OK;
+}
+
+RULE(attention) {
+  const rlx_shape *q = IN(0), *k = IN(1), *v = IN(2);
+  ATTRS(2, 1);
+  int32_t kind = n->iattr[0], window = n->iattr[1];
+  if (q->rank != 4 || k->rank != 4 || v->rank != 4) FAIL(RLX_ERR_SHAPE, "q, k and v must be [B, H, S, D]");
+  if (k->dims[0] != q->dims[0] || v->dims[0] != q->dims[0] || k->dims[1] != q->dims[1] || v->dims[1] != q->dims[1])
+    FAIL(RLX_ERR_SHAPE, "q, k and v must share B and H");
+  if (k->dims[3] != q->dims[3]) FAIL(RLX_ERR_SHAPE, "q and k must share the head dim");
+  if (v->dims[2] != k->dims[2]) FAIL(RLX_ERR_SHAPE, "k and v must share the key length");
+  if (kind < RLX_MASK_NONE || kind > RLX_MASK_BIAS) FAIL(RLX_ERR_INVALID_ARG, "unknown mask kind %d", (int)kind);
+  int32_t wants_mask = kind == RLX_MASK_PADDING || kind == RLX_MASK_BIAS;
+  if (wants_mask != (n->n_inputs == 4))
+    FAIL(RLX_ERR_GRAPH, "mask kind %d %s a mask tensor", (int)kind, wants_mask ? "needs" : "takes no");
+  if (kind == RLX_MASK_SLIDING && window < 1) FAIL(RLX_ERR_INVALID_ARG, "sliding window must be >= 1, got %d", (int)window);
+  if (!isfinite(n->fattr[0])) FAIL(RLX_ERR_INVALID_ARG, "scale must be finite");
+  if (kind == RLX_MASK_PADDING) {
+    const rlx_shape *m = IN(3);
+    if (m->rank != 2 || m->dims[0] != q->dims[0] || m->dims[1] != k->dims[2])
+      FAIL(RLX_ERR_SHAPE, "padding mask must be [B, Sk] = [%d, %d]", (int)q->dims[0], (int)k->dims[2]);
+  }
+  n->shape = *q;
+  n->shape.dims[3] = v->dims[3];
+  if (kind == RLX_MASK_BIAS) {
+    rlx_shape scores = *q, out;
+    scores.dims[3] = k->dims[2];
+    if (IN(3)->rank > 4 || !broadcast(IN(3), &scores, &out) || !rlx_shape_equal(&out, &scores))
+      FAIL(RLX_ERR_SHAPE, "bias must broadcast to [B, H, Sq, Sk]");
+  }
+  return RLX_OK;
+}
+
+/* Output size of a strided window; 0 if no window fits. */
+static int32_t window_out(int32_t in, int32_t k, int32_t stride, int32_t pad, int32_t dil) {
+  int64_t span = (int64_t)dil * (k - 1) + 1, room = (int64_t)in + 2 * (int64_t)pad - span;
+  return room < 0 ? 0 : (int32_t)(room / stride + 1);
+}
+
+RULE(conv2d) {
+  const rlx_shape *x = IN(0), *w = IN(1);
+  ATTRS(7, 0);
+  const int32_t *a = n->iattr;
+  if (x->rank != 4 || w->rank != 4) FAIL(RLX_ERR_SHAPE, "x must be [N, C, H, W] and w [O, C/groups, KH, KW]");
+  if (a[0] < 1 || a[1] < 1 || a[2] < 0 || a[3] < 0 || a[4] < 1 || a[5] < 1 || a[6] < 1)
+    FAIL(RLX_ERR_INVALID_ARG, "stride and dilation must be >= 1, padding >= 0, groups >= 1");
+  if (x->dims[1] % a[6] || w->dims[0] % a[6])
+    FAIL(RLX_ERR_SHAPE, "channels %d and filters %d must divide by groups %d", (int)x->dims[1], (int)w->dims[0], (int)a[6]);
+  if (w->dims[1] != x->dims[1] / a[6])
+    FAIL(RLX_ERR_SHAPE, "w has %d input channels per group, x gives %d", (int)w->dims[1], (int)(x->dims[1] / a[6]));
+  int32_t oh = window_out(x->dims[2], w->dims[2], a[0], a[2], a[4]);
+  int32_t ow = window_out(x->dims[3], w->dims[3], a[1], a[3], a[5]);
+  if (oh < 1 || ow < 1) FAIL(RLX_ERR_SHAPE, "the kernel does not fit the padded input");
+  n->shape.rank = 4;
+  n->shape.dims[0] = x->dims[0];
+  n->shape.dims[1] = w->dims[0];
+  n->shape.dims[2] = oh;
+  n->shape.dims[3] = ow;
+  return RLX_OK;
+}
+
+RULE(pool2d) {
+  const rlx_shape *x = IN(0);
+  ATTRS(6, 0);
+  const int32_t *a = n->iattr;
+  if (x->rank != 4) FAIL(RLX_ERR_SHAPE, "x must be [N, C, H, W]");
+  if (a[0] < 1 || a[1] < 1 || a[2] < 1 || a[3] < 1 || a[4] < 0 || a[5] < 0 || a[4] >= a[0] || a[5] >= a[1])
+    FAIL(RLX_ERR_INVALID_ARG, "kernel and stride must be >= 1 and padding in [0, kernel)");
+  int32_t oh = window_out(x->dims[2], a[0], a[2], a[4], 1), ow = window_out(x->dims[3], a[1], a[3], a[5], 1);
+  if (oh < 1 || ow < 1) FAIL(RLX_ERR_SHAPE, "the window does not fit the padded input");
+  n->shape = *x;
+  n->shape.dims[2] = oh;
+  n->shape.dims[3] = ow;
+  return RLX_OK;
+}
+
+RULE(global_pool) {
+  const rlx_shape *x = IN(0);
+  ATTRS(0, 0);
+  if (x->rank != 4) FAIL(RLX_ERR_SHAPE, "x must be [N, C, H, W]");
+  n->shape.rank = 2;
+  n->shape.dims[0] = x->dims[0];
+  n->shape.dims[1] = x->dims[1];
+  return RLX_OK;
+}
+
+const rlx_op_info rlx_op_table[RLX_OP_COUNT] = {
+#define RLX_OP(ID, name, min_in, max_in, rule) [RLX_OP_##ID] = {#name, min_in, max_in, rlx_shape_##rule},
+#include "rlx_ops.def"
+#undef RLX_OP
+};

@@ -1,0 +1,121 @@
+/* exports.c - the wasm export surface of RLX (linked only into
+ * web/pkg/rlx_web.wasm).  This is the ONLY file with export attributes.
+ * Each export is a thin wrapper over the public API of include/rlx.h with
+ * the same name; pointers are byte offsets into the exported `memory`,
+ * size_t is 32-bit.  JS (web/runtime/loader.js) allocates strings and
+ * float buffers with rlx_wasm_alloc/rlx_wasm_free.  No logic lives here:
+ * validation and error messages come from the library (rlx_last_error). */
+#include <stdlib.h>
+#include "rlx.h"
+
+#define EXPORT(name) __attribute__((export_name(#name)))
+
+/* Declared in src/cpu/kernels.h (internal); repeated here so this file only
+ * depends on the public header. */
+const char *rlx_gemm_path(void);
+
+/* ---- memory for JS ------------------------------------------------------ */
+EXPORT(rlx_wasm_alloc) void *w_alloc(size_t bytes) { return malloc(bytes ? bytes : 1); }
+EXPORT(rlx_wasm_free) void w_free(void *p) { free(p); }
+
+/* ---- status and info ---------------------------------------------------- */
+EXPORT(rlx_last_error) const char *w_last_error(void) { return rlx_last_error(); }
+EXPORT(rlx_status_name) const char *w_status_name(int32_t s) { return rlx_status_name((rlx_status)s); }
+EXPORT(rlx_version) const char *w_version(void) { return rlx_version(); }
+EXPORT(rlx_gemm_path) const char *w_gemm_path(void) { return rlx_gemm_path(); }
+
+/* ---- ops ---------------------------------------------------------------- */
+EXPORT(rlx_op_count) int32_t w_op_count(void) { return RLX_OP_COUNT; }
+EXPORT(rlx_op_name) const char *w_op_name(int32_t op) { return rlx_op_name((rlx_op)op); }
+/* RLX_OP_COUNT (== rlx_op_count()) when the name is unknown. */
+EXPORT(rlx_op_from_name) int32_t w_op_from_name(const char *name) { return rlx_op_from_name(name); }
+
+/* ---- graphs ------------------------------------------------------------- */
+EXPORT(rlx_graph_new) rlx_graph *w_graph_new(void) { return rlx_graph_new(); }
+EXPORT(rlx_graph_free) void w_graph_free(rlx_graph *g) { rlx_graph_free(g); }
+EXPORT(rlx_graph_status) int32_t w_graph_status(const rlx_graph *g) { return rlx_graph_status(g); }
+EXPORT(rlx_graph_error) const char *w_graph_error(const rlx_graph *g) { return rlx_graph_error(g); }
+EXPORT(rlx_graph_node_count) int32_t w_graph_node_count(const rlx_graph *g) { return rlx_graph_node_count(g); }
+EXPORT(rlx_node_shape) int32_t w_node_shape(const rlx_graph *g, rlx_node n, int32_t *dims) {
+  return rlx_node_shape(g, n, dims);
+}
+
+EXPORT(rlx_input)
+rlx_node w_input(rlx_graph *g, const char *name, int32_t rank, const int32_t *dims, int32_t dtype) {
+  return rlx_input(g, name, rank, dims, (rlx_dtype)dtype);
+}
+EXPORT(rlx_param)
+rlx_node w_param(rlx_graph *g, const char *name, int32_t rank, const int32_t *dims) {
+  return rlx_param(g, name, rank, dims);
+}
+EXPORT(rlx_constant)
+rlx_node w_constant(rlx_graph *g, int32_t rank, const int32_t *dims, const float *data) {
+  return rlx_constant(g, rank, dims, data);
+}
+EXPORT(rlx_scalar) rlx_node w_scalar(rlx_graph *g, float value) { return rlx_scalar(g, value); }
+
+EXPORT(rlx_op_node)
+rlx_node w_op_node(rlx_graph *g, int32_t op, const rlx_node *inputs, int32_t n_inputs,
+                   const int32_t *iattr, int32_t n_iattr, const float *fattr, int32_t n_fattr) {
+  return rlx_op_node(g, (rlx_op)op, inputs, n_inputs, iattr, n_iattr, fattr, n_fattr);
+}
+
+/* ---- compile ------------------------------------------------------------ */
+/* Options as plain ints; the new session is written to *out. */
+EXPORT(rlx_compile)
+int32_t w_compile(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs, int32_t device,
+                  int32_t skip_fusion, int32_t debug_poison, rlx_session **out) {
+  rlx_compile_options opt = {(rlx_device)device, skip_fusion, debug_poison};
+  return rlx_compile(g, outputs, n_outputs, &opt, out);
+}
+EXPORT(rlx_session_free) void w_session_free(rlx_session *s) { rlx_session_free(s); }
+
+/* ---- sessions ----------------------------------------------------------- */
+EXPORT(rlx_session_set_param)
+int32_t w_set_param(rlx_session *s, const char *name, const float *data, size_t len) {
+  return rlx_session_set_param(s, name, data, len);
+}
+EXPORT(rlx_session_get_param)
+int32_t w_get_param(const rlx_session *s, const char *name, float *data, size_t len) {
+  return rlx_session_get_param(s, name, data, len);
+}
+EXPORT(rlx_session_set_input)
+int32_t w_set_input(rlx_session *s, const char *name, const float *data, size_t len) {
+  return rlx_session_set_input(s, name, data, len);
+}
+EXPORT(rlx_session_set_input_i32)
+int32_t w_set_input_i32(rlx_session *s, const char *name, const int32_t *data, size_t len) {
+  return rlx_session_set_input_i32(s, name, data, len);
+}
+EXPORT(rlx_session_run) int32_t w_run(rlx_session *s) { return rlx_session_run(s); }
+
+EXPORT(rlx_session_output_count) int32_t w_output_count(const rlx_session *s) {
+  return rlx_session_output_count(s);
+}
+EXPORT(rlx_session_output_shape) int32_t w_output_shape(const rlx_session *s, int32_t i, int32_t *dims) {
+  return rlx_session_output_shape(s, i, dims);
+}
+EXPORT(rlx_session_output_len) size_t w_output_len(const rlx_session *s, int32_t i) {
+  return rlx_session_output_len(s, i);
+}
+EXPORT(rlx_session_output) const float *w_output(const rlx_session *s, int32_t i) {
+  return rlx_session_output(s, i);
+}
+EXPORT(rlx_session_read_output)
+int32_t w_read_output(const rlx_session *s, int32_t i, float *dst, size_t len) {
+  return rlx_session_read_output(s, i, dst, len);
+}
+
+EXPORT(rlx_session_arena_bytes) size_t w_arena_bytes(const rlx_session *s) { return rlx_session_arena_bytes(s); }
+EXPORT(rlx_session_step_count) int32_t w_step_count(const rlx_session *s) { return rlx_session_step_count(s); }
+EXPORT(rlx_session_input_count) int32_t w_input_count(const rlx_session *s) { return rlx_session_input_count(s); }
+EXPORT(rlx_session_param_count) int32_t w_param_count(const rlx_session *s) { return rlx_session_param_count(s); }
+EXPORT(rlx_session_input_name) const char *w_input_name(const rlx_session *s, int32_t i) {
+  return rlx_session_input_name(s, i);
+}
+EXPORT(rlx_session_param_name) const char *w_param_name(const rlx_session *s, int32_t i) {
+  return rlx_session_param_name(s, i);
+}
+EXPORT(rlx_session_param_len) size_t w_param_len(const rlx_session *s, int32_t i) {
+  return rlx_session_param_len(s, i);
+}

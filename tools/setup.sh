@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# setup.sh - installs what the build and the tests need, when missing:
+# Debian packages (compilers, wasm sysroot, test framework, BLAS, browser,
+# data) and the npm packages of package-lock.json.  Idempotent; takes well
+# under a second when everything is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+debs=(clang lld wasi-libc libclang-rt-14-dev-wasm32 libcmocka-dev libopenblas-dev make gcc nodejs)
+missing=()
+for p in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# npm packages: reinstall only when package-lock.json changed since the last install.
+stamp=node_modules/.rlx-setup-stamp
+if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ]; then
+  echo "setup: installing npm packages (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+  touch "$stamp"
+fi
