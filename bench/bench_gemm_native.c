@@ -1,6 +1,7 @@
 /* bench_gemm_native.c - native GEMM throughput: rlx_gemm (whatever path the
  * library picked) and OpenBLAS cblas_sgemm (run with OPENBLAS_NUM_THREADS=1)
- * on the same matrices, for each (M, K, N) given on the command line.
+ * on the same matrices (calls interleaved), for each (M, K, N) given on the
+ * command line.
  * Prints one JSON object per line (read by bench/bench_gemm.mjs). */
 #include <cblas.h>
 #include <math.h>
@@ -43,23 +44,32 @@ static void run_openblas(const problem *p) {
               p->B, p->N, 0.0f, p->C, p->N);
 }
 
-/* Same protocol as the TF.js anchors: warm-up, then timed calls. */
-static void measure(const char *backend, const char *path, void (*fn)(const problem *),
-                    const problem *p, double max_err) {
-  const int big = p->M >= 1024, warmup = big ? 3 : 10, iters = big ? 20 : 50;
-  double ts[64];
-  for (int i = 0; i < warmup; i++) fn(p);
-  for (int i = 0; i < iters; i++) {
-    double s = now_ms();
-    fn(p);
-    ts[i] = now_ms() - s;
-  }
+static void report(const char *backend, const char *path, const problem *p, double *ts, int iters,
+                   double max_err) {
   qsort(ts, (size_t)iters, sizeof(double), cmp_double);
   const double med = (ts[iters / 2 - 1] + ts[iters / 2]) / 2;
   printf("{\"host\":\"native\",\"backend\":\"%s\",\"path\":\"%s\",\"workload\":\"W5 matmul %dx%dx%d\","
          "\"median_ms\":%.4f,\"min_ms\":%.4f,\"max_ms\":%.4f,\"n\":%d,\"gflops\":%.2f,\"max_abs_err\":%.3g}\n",
          backend, path, p->M, p->K, p->N, med, ts[0], ts[iters - 1], iters,
          2.0 * p->M * p->N * p->K / (med * 1e6), max_err);
+}
+
+/* Same protocol as the TF.js anchors (warm-up, then timed calls), with the
+ * two contenders' calls interleaved so that both see the same load. */
+static void measure(const problem *p, double max_err) {
+  const int big = p->M >= 1024, warmup = big ? 3 : 10, iters = big ? 20 : 50;
+  double ours[64], blas[64];
+  for (int i = 0; i < warmup; i++) run_rlx(p), run_openblas(p);
+  for (int i = 0; i < iters; i++) {
+    double s = now_ms();
+    run_rlx(p);
+    ours[i] = now_ms() - s;
+    s = now_ms();
+    run_openblas(p);
+    blas[i] = now_ms() - s;
+  }
+  report("rlx", rlx_gemm_path(), p, ours, iters, max_err);
+  report("openblas", openblas_get_corename(), p, blas, iters, 0);
   fflush(stdout);
 }
 
@@ -85,8 +95,7 @@ int main(int argc, char **argv) {
     run_rlx(&p);
     double err = 0;
     for (size_t i = 0; i < nc; i++) err = fmax(err, fabs((double)C[i] - R[i]));
-    measure("rlx", rlx_gemm_path(), run_rlx, &p, err);
-    measure("openblas", openblas_get_corename(), run_openblas, &p, 0);
+    measure(&p, err);
     free(A), free(B), free(C), free(R);
   }
   rlx_scratch_release(&scratch);

@@ -4,141 +4,10 @@
  * the packed slivers (one B sliver stays in L1).  Partial register blocks at
  * the right and bottom edges go through a small tile on the stack, so the
  * micro-kernels never touch memory outside C. */
-#include <string.h>
 #include "gemm_impl.h"
 
 static int32_t min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
 static int32_t round_up(int32_t x, int32_t m) { return (x + m - 1) / m * m; }
-
-/* ---- packing A ---------------------------------------------------------- */
-
-/* One MR-row sliver of a non-transposed A (rows are contiguous in k).  MR is
- * a compile-time constant at every call site, so the row loop unrolls. */
-static inline void pack_a_rows(const float *a, size_t lda, int32_t rows, int32_t kc,
-                               const int32_t MR, float *d) {
-  if (rows == MR) {
-    for (int32_t k = 0; k < kc; k++)
-      for (int32_t r = 0; r < MR; r++) d[(size_t)k * MR + r] = a[r * lda + k];
-    return;
-  }
-  for (int32_t k = 0; k < kc; k++) {
-    for (int32_t r = 0; r < rows; r++) d[(size_t)k * MR + r] = a[r * lda + k];
-    for (int32_t r = rows; r < MR; r++) d[(size_t)k * MR + r] = 0.0f;
-  }
-}
-
-/* One MR-row sliver of a transposed A (op(A) rows are contiguous in memory
- * for a fixed k). */
-static inline void pack_a_cols(const float *a, size_t lda, int32_t rows, int32_t kc,
-                               const int32_t MR, float *d) {
-  if (rows == MR) {
-    for (int32_t k = 0; k < kc; k++)
-      for (int32_t r = 0; r < MR; r++) d[(size_t)k * MR + r] = a[k * lda + r];
-    return;
-  }
-  for (int32_t k = 0; k < kc; k++) {
-    for (int32_t r = 0; r < rows; r++) d[(size_t)k * MR + r] = a[k * lda + r];
-    for (int32_t r = rows; r < MR; r++) d[(size_t)k * MR + r] = 0.0f;
-  }
-}
-
-static void pack_a_sliver(const rlx_gemm_args *g, int32_t i, int32_t rows, int32_t k0,
-                          int32_t kc, int32_t mr, float *d) {
-  size_t lda = (size_t)g->lda;
-  if (!g->trans_a) {
-    const float *a = g->A + (size_t)i * lda + k0;
-    switch (mr) {
-      case 4: pack_a_rows(a, lda, rows, kc, 4, d); return;
-      case 6: pack_a_rows(a, lda, rows, kc, 6, d); return;
-      case 8: pack_a_rows(a, lda, rows, kc, 8, d); return;
-      default: pack_a_rows(a, lda, rows, kc, mr, d); return;
-    }
-  }
-  const float *a = g->A + (size_t)k0 * lda + i;
-  switch (mr) {
-    case 4: pack_a_cols(a, lda, rows, kc, 4, d); return;
-    case 6: pack_a_cols(a, lda, rows, kc, 6, d); return;
-    case 8: pack_a_cols(a, lda, rows, kc, 8, d); return;
-    default: pack_a_cols(a, lda, rows, kc, mr, d); return;
-  }
-}
-
-void rlx_gemm_pack_a(const rlx_gemm_args *g, int32_t i0, int32_t mc, int32_t k0, int32_t kc,
-                     int32_t mr, float *dst) {
-  for (int32_t s = 0; s < mc; s += mr)
-    pack_a_sliver(g, i0 + s, min_i32(mr, mc - s), k0, kc, mr, dst + (size_t)s * kc);
-}
-
-/* ---- packing B ---------------------------------------------------------- */
-
-/* One NR-column sliver of a non-transposed B (a row of the sliver is a
- * contiguous piece of a row of B). */
-static inline void pack_b_rows(const float *b, size_t ldb, int32_t cols, int32_t kc,
-                               const int32_t NR, float *d) {
-  if (cols == NR) {
-    for (int32_t k = 0; k < kc; k++)
-      for (int32_t j = 0; j < NR; j++) d[(size_t)k * NR + j] = b[k * ldb + j];
-    return;
-  }
-  for (int32_t k = 0; k < kc; k++) {
-    for (int32_t j = 0; j < cols; j++) d[(size_t)k * NR + j] = b[k * ldb + j];
-    for (int32_t j = cols; j < NR; j++) d[(size_t)k * NR + j] = 0.0f;
-  }
-}
-
-/* One NR-column sliver of a transposed B (column j of op(B) is a contiguous
- * row of B): gathered NR rows at a time, 4 k-steps per pass. */
-static inline void pack_b_cols(const float *b, size_t ldb, int32_t cols, int32_t kc,
-                               const int32_t NR, float *d) {
-  if (cols == NR) {
-    int32_t k = 0;
-    for (; k + 4 <= kc; k += 4)
-      for (int32_t j = 0; j < NR; j++) {
-        const float *src = b + j * ldb + k;
-        float *dk = d + (size_t)k * NR + j;
-        dk[0] = src[0];
-        dk[NR] = src[1];
-        dk[2 * NR] = src[2];
-        dk[3 * NR] = src[3];
-      }
-    for (; k < kc; k++)
-      for (int32_t j = 0; j < NR; j++) d[(size_t)k * NR + j] = b[j * ldb + k];
-    return;
-  }
-  for (int32_t k = 0; k < kc; k++) {
-    for (int32_t j = 0; j < cols; j++) d[(size_t)k * NR + j] = b[j * ldb + k];
-    for (int32_t j = cols; j < NR; j++) d[(size_t)k * NR + j] = 0.0f;
-  }
-}
-
-static void pack_b_sliver(const rlx_gemm_args *g, int32_t k0, int32_t kc, int32_t j,
-                          int32_t cols, int32_t nr, float *d) {
-  size_t ldb = (size_t)g->ldb;
-  if (!g->trans_b) {
-    const float *b = g->B + (size_t)k0 * ldb + j;
-    switch (nr) {
-      case 8: pack_b_rows(b, ldb, cols, kc, 8, d); return;
-      case 12: pack_b_rows(b, ldb, cols, kc, 12, d); return;
-      case 16: pack_b_rows(b, ldb, cols, kc, 16, d); return;
-      case 32: pack_b_rows(b, ldb, cols, kc, 32, d); return;
-      default: pack_b_rows(b, ldb, cols, kc, nr, d); return;
-    }
-  }
-  const float *b = g->B + (size_t)j * ldb + k0;
-  switch (nr) {
-    case 8: pack_b_cols(b, ldb, cols, kc, 8, d); return;
-    case 12: pack_b_cols(b, ldb, cols, kc, 12, d); return;
-    case 16: pack_b_cols(b, ldb, cols, kc, 16, d); return;
-    case 32: pack_b_cols(b, ldb, cols, kc, 32, d); return;
-    default: pack_b_cols(b, ldb, cols, kc, nr, d); return;
-  }
-}
-
-void rlx_gemm_pack_b(const rlx_gemm_args *g, int32_t k0, int32_t kc, int32_t j0, int32_t nc,
-                     int32_t nr, float *dst) {
-  for (int32_t s = 0; s < nc; s += nr)
-    pack_b_sliver(g, k0, kc, j0 + s, min_i32(nr, nc - s), nr, dst + (size_t)s * kc);
-}
 
 /* ---- the loop nest ------------------------------------------------------ */
 
@@ -176,30 +45,38 @@ static void macro_kernel(const rlx_gemm_impl *impl, int32_t mc, int32_t nc, int3
   }
 }
 
+/* Size of the blocks when n is cut into equal pieces of at most max, each
+ * rounded up to a multiple of unit (784 -> 4 x 196, not 3 x 256 + 16), so
+ * no pass is wasted on a thin remainder.  Never more than max when max is a
+ * multiple of unit. */
+static int32_t even_block(int32_t n, int32_t max, int32_t unit) {
+  const int32_t blocks = (n + max - 1) / max;
+  return min_i32(round_up((n + blocks - 1) / blocks, unit), max);
+}
+
 rlx_status rlx_gemm_blocked(const rlx_gemm_args *g, rlx_scratch *scratch,
                             const rlx_gemm_impl *impl) {
   const int32_t M = g->M, N = g->N, K = g->K;
   const int32_t MR = impl->mr, NR = impl->nr;
+  const int32_t MC = even_block(M, impl->mc, MR), KC = even_block(K, impl->kc, 1);
+  const int32_t NC = even_block(N, impl->nc, NR);
   /* Buffers sized for this problem, not for the largest blocks. */
-  const int32_t kc_max = min_i32(K, impl->kc);
-  const int32_t mc_max = round_up(min_i32(M, impl->mc), MR);
-  const int32_t nc_max = round_up(min_i32(N, impl->nc), NR);
-  const size_t b_floats = ((size_t)nc_max * kc_max + 15) / 16 * 16;
-  const size_t a_floats = (size_t)mc_max * kc_max;
+  const size_t b_floats = ((size_t)round_up(min_i32(N, NC), NR) * KC + 15) / 16 * 16;
+  const size_t a_floats = (size_t)round_up(min_i32(M, MC), MR) * KC;
   float *bp = rlx_scratch_get(scratch, (a_floats + b_floats) * sizeof(float));
   if (!bp) return rlx_error(RLX_ERR_NO_MEMORY, "gemm: no memory for packing buffers (%zu bytes)",
                             (a_floats + b_floats) * sizeof(float));
   float *ap = bp + b_floats;
 
-  for (int32_t jc = 0; jc < N; jc += impl->nc) {
-    const int32_t nc = min_i32(impl->nc, N - jc);
-    for (int32_t pc = 0; pc < K; pc += impl->kc) {
-      const int32_t kc = min_i32(impl->kc, K - pc);
+  for (int32_t jc = 0; jc < N; jc += NC) {
+    const int32_t nc = min_i32(NC, N - jc);
+    for (int32_t pc = 0; pc < K; pc += KC) {
+      const int32_t kc = min_i32(KC, K - pc);
       const int load_c = g->accumulate || pc > 0;
-      rlx_gemm_pack_b(g, pc, kc, jc, nc, NR, bp);
-      for (int32_t ic = 0; ic < M; ic += impl->mc) {
-        const int32_t mc = min_i32(impl->mc, M - ic);
-        rlx_gemm_pack_a(g, ic, mc, pc, kc, MR, ap);
+      rlx_gemm_pack_b(g, impl, pc, kc, jc, nc, bp);
+      for (int32_t ic = 0; ic < M; ic += MC) {
+        const int32_t mc = min_i32(MC, M - ic);
+        rlx_gemm_pack_a(g, impl, ic, mc, pc, kc, ap);
         macro_kernel(impl, mc, nc, kc, ap, bp, g->C + (size_t)ic * g->ldc + jc, g->ldc, load_c);
       }
     }

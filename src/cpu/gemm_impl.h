@@ -21,11 +21,24 @@
 typedef void (*rlx_gemm_ukernel)(int32_t kc, const float *ap, const float *bp, float *c,
                                  int32_t ldc, int load_c);
 
+/* Upper bound of the workspace one rlx_gemm call asks its scratch for:
+ * (round_up(mc, mr) + round_up(nc, nr)) * kc floats.  Callers that hand
+ * rlx_gemm a window of a larger scratch (conv2d) reserve this much. */
+#define RLX_GEMM_SCRATCH_MAX ((size_t)1 << 20)
+
+/* dst[k*ldd + r] = src[r*lds + k] for r < 4, k < n: four rows of a matrix
+ * become four columns of a packed sliver. */
+typedef void (*rlx_gemm_transpose4_fn)(const float *src, size_t lds, int32_t n, float *dst,
+                                       size_t ldd);
+void rlx_gemm_transpose4_scalar(const float *src, size_t lds, int32_t n, float *dst, size_t ldd);
+
 typedef struct {
   const char *name;
   int32_t mr, nr;     /* register block */
-  int32_t mc, kc, nc; /* cache blocks: A block mc x kc (L2), B panel kc x nc */
+  int32_t mc, kc, nc; /* cache blocks: A block mc x kc (L2), B panel kc x nc;
+                         mc a multiple of mr, nc of nr */
   rlx_gemm_ukernel kernel;
+  rlx_gemm_transpose4_fn transpose4; /* for packing */
 } rlx_gemm_impl;
 
 /* The paths compiled into this build; each returns NULL where the path is
@@ -35,11 +48,12 @@ const rlx_gemm_impl *rlx_gemm_impl_sse(void);
 const rlx_gemm_impl *rlx_gemm_impl_simd128(void);
 const rlx_gemm_impl *rlx_gemm_impl_portable(void);
 
-/* Packs op(A)[i0 : i0+mc, k0 : k0+kc] and op(B)[k0 : k0+kc, j0 : j0+nc]. */
-void rlx_gemm_pack_a(const rlx_gemm_args *g, int32_t i0, int32_t mc, int32_t k0, int32_t kc,
-                     int32_t mr, float *dst);
-void rlx_gemm_pack_b(const rlx_gemm_args *g, int32_t k0, int32_t kc, int32_t j0, int32_t nc,
-                     int32_t nr, float *dst);
+/* Packs op(A)[i0 : i0+mc, k0 : k0+kc] and op(B)[k0 : k0+kc, j0 : j0+nc]
+ * into impl's sliver layout. */
+void rlx_gemm_pack_a(const rlx_gemm_args *g, const rlx_gemm_impl *impl, int32_t i0, int32_t mc,
+                     int32_t k0, int32_t kc, float *dst);
+void rlx_gemm_pack_b(const rlx_gemm_args *g, const rlx_gemm_impl *impl, int32_t k0, int32_t kc,
+                     int32_t j0, int32_t nc, float *dst);
 
 /* The Goto/BLIS-style loop nest with the given path (M, N, K >= 1). */
 rlx_status rlx_gemm_blocked(const rlx_gemm_args *g, rlx_scratch *scratch,

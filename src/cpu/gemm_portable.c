@@ -23,6 +23,7 @@ static void kernel_portable_4x8(int32_t kc, const float *ap, const float *bp, fl
   }
 }
 
-static const rlx_gemm_impl portable_impl = {"portable", 4, 8, 128, 256, 2048, kernel_portable_4x8};
+static const rlx_gemm_impl portable_impl = {
+    "portable", 4, 8, 128, 256, 768, kernel_portable_4x8, rlx_gemm_transpose4_scalar};
 
 const rlx_gemm_impl *rlx_gemm_impl_portable(void) { return &portable_impl; }

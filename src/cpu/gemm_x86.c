@@ -7,6 +7,23 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
+/* Packing: four rows of the source become four sliver columns, 4x4 blocks
+ * at a time through SSE registers. */
+static void transpose4_sse(const float *src, size_t lds, int32_t n, float *dst, size_t ldd) {
+  int32_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    __m128 r0 = _mm_loadu_ps(src + k), r1 = _mm_loadu_ps(src + lds + k);
+    __m128 r2 = _mm_loadu_ps(src + 2 * lds + k), r3 = _mm_loadu_ps(src + 3 * lds + k);
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    float *d = dst + (size_t)k * ldd;
+    _mm_storeu_ps(d, r0);
+    _mm_storeu_ps(d + ldd, r1);
+    _mm_storeu_ps(d + 2 * ldd, r2);
+    _mm_storeu_ps(d + 3 * ldd, r3);
+  }
+  if (k < n) rlx_gemm_transpose4_scalar(src + k, lds, n - k, dst + (size_t)k * ldd, ldd);
+}
+
 /* ---- AVX2 + FMA, 6 x 16 ------------------------------------------------- */
 
 #define AVX2_ROW(r)                                      \
@@ -44,7 +61,8 @@ __attribute__((target("avx2,fma"))) static void kernel_avx2_6x16(int32_t kc, con
   AVX2_STORE(0) AVX2_STORE(1) AVX2_STORE(2) AVX2_STORE(3) AVX2_STORE(4) AVX2_STORE(5)
 }
 
-static const rlx_gemm_impl avx2_impl = {"avx2", 6, 16, 144, 256, 4080, kernel_avx2_6x16};
+static const rlx_gemm_impl avx2_impl = {
+    "avx2", 6, 16, 144, 256, 768, kernel_avx2_6x16, transpose4_sse};
 
 const rlx_gemm_impl *rlx_gemm_impl_avx2(void) {
   __builtin_cpu_init();
@@ -81,7 +99,8 @@ static void kernel_sse_4x8(int32_t kc, const float *ap, const float *bp, float *
   SSE_STORE(0) SSE_STORE(1) SSE_STORE(2) SSE_STORE(3)
 }
 
-static const rlx_gemm_impl sse_impl = {"sse", 4, 8, 128, 256, 4096, kernel_sse_4x8};
+static const rlx_gemm_impl sse_impl = {
+    "sse", 4, 8, 128, 256, 768, kernel_sse_4x8, transpose4_sse};
 
 const rlx_gemm_impl *rlx_gemm_impl_sse(void) { return &sse_impl; }
 

@@ -1,135 +1,200 @@
 /* k_attention.c - scaled dot-product attention with causal, sliding-window,
  * padding and additive-bias masks.
  *
- * For every query row the kernel scores the keys it may see (a contiguous
- * range [j_lo, j_hi) for causal/sliding masks, all keys otherwise), adds the
- * padding/bias mask, takes a numerically stable softmax (row max first, sum
- * in double) and accumulates the probability-weighted rows of v.  The score
- * row lives in scratch.
+ * Per (batch, head) the keys are transposed once into scratch (kt[D][Sk8],
+ * Sk8 = Sk rounded up to 8, zero padded).  Queries then go in blocks of 4
+ * rows (single rows for the remainder): the block's scores against the keys
+ * any of its rows may see come from a 4 x 8 register tile over D, each row
+ * gets its mask, a numerically stable softmax (row max first, exp sum in
+ * double) and the probabilities are multiplied into v with another 4 x 8
+ * tile.  The fixed-width inner loops vectorize at -O2 without fast-math.
  *
- * A query row whose keys are all masked (an empty causal/sliding range, an
- * all-zero padding row, or a bias of -inf everywhere) outputs zeros rather
- * than NaN.
+ * Causal and sliding masks only narrow each row's key range [lo, hi);
+ * padding and bias masks apply inside it.  A query row whose keys are all
+ * masked (an empty causal/sliding range, an all-zero padding row, or a bias
+ * of -inf everywhere) outputs zeros rather than NaN.
  *
- * The loops are written for auto-vectorization (a multi-accumulator dot for
- * q.k, an axpy over v rows for p.v) rather than calling rlx_gemm: the score
- * buffer lives in the same scratch rlx_gemm would use for packing. */
+ * rlx_gemm would be faster for long sequences, but the score buffer lives in
+ * the same scratch that rlx_gemm uses for its packing buffers. */
 #include <math.h>
 #include <string.h>
 #include "kernels.h"
 
+/* Row helpers from k_softmax.c (they belong in kernels.h). */
+float rlx_cpu_row_max(const float *x, size_t n);
+double rlx_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n);
+
+#define QB 4 /* query rows per block */
+#define KW 8 /* keys (q.k) or value columns (p.v) per register tile */
+
 typedef struct {
-  int32_t B, H, Sq, Sk, D, Dv;
+  int32_t Sq, Sk, D, Dv;
+  size_t sk8;            /* Sk rounded up to KW: row length of kt and of the scores */
   int32_t kind, window;
-  float scale;
-  const float *pad;         /* padding mask [B, Sk] (or NULL) */
-  const float *bias;        /* additive bias (or NULL) */
-  size_t bias_stride[4];    /* its strides over [B, H, Sq, Sk] */
-} attn_plan;
+  const float *pad;      /* padding mask row of this batch [Sk] (or NULL) */
+  const float *bias;     /* bias at (b, h, 0, 0) (or NULL) */
+  size_t bias_si, bias_sj; /* its strides along Sq and Sk */
+} attn_head;
 
-static float attn_dot(const float *a, const float *b, int32_t n) {
-  float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-  int32_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    s0 += a[i] * b[i];
-    s1 += a[i + 1] * b[i + 1];
-    s2 += a[i + 2] * b[i + 2];
-    s3 += a[i + 3] * b[i + 3];
-  }
-  for (; i < n; i++) s0 += a[i] * b[i];
-  return (s0 + s1) + (s2 + s3);
-}
-
-static int attn_pad_keep(const attn_plan *p, int32_t b, int32_t j) {
-  return p->pad[(size_t)b * (size_t)p->Sk + (size_t)j] != 0.0f;
-}
-
-/* Keys that query i may see before padding/bias: [*lo, *hi). */
-static void attn_key_range(const attn_plan *p, int32_t i, int32_t *lo, int32_t *hi) {
-  int64_t diag = (int64_t)i + p->Sk - p->Sq; /* last key query i sees */
+/* Keys that query i may see before padding/bias: [*lo, *hi), lo <= hi. */
+static void attn_key_range(const attn_head *p, int32_t i, int32_t *lo, int32_t *hi) {
+  int64_t last = (int64_t)i + p->Sk - p->Sq; /* last key query i sees */
   int64_t l = 0, h = p->Sk;
   if (p->kind == RLX_MASK_CAUSAL || p->kind == RLX_MASK_SLIDING) {
-    if (diag + 1 < h) h = diag + 1;
-    if (p->kind == RLX_MASK_SLIDING && diag - p->window + 1 > l) l = diag - p->window + 1;
+    if (last + 1 < h) h = last + 1;
+    if (p->kind == RLX_MASK_SLIDING && last - p->window + 1 > l) l = last - p->window + 1;
   }
-  if (h < l) h = l;
+  if (h < 0) h = 0;
+  if (l > h) l = h;
   *lo = (int32_t)l;
-  *hi = (int32_t)(h < 0 ? 0 : h);
-  if (*lo > *hi) *lo = *hi;
+  *hi = (int32_t)h;
 }
 
-/* One query row: y[Dv] = softmax(scores) . v over the visible keys. */
-static void attn_row(const attn_plan *p, int32_t b, int32_t h, int32_t i, const float *qi, const float *kbh,
-                     const float *vbh, float *score, float *y) {
-  for (int32_t e = 0; e < p->Dv; e++) y[e] = 0.0f;
+/* s[r][j0 + l] = sum_d qs[r][d] * kt[d][j0 + l] for r < nq, l < KW. */
+static inline void attn_qk_tile(int nq, const float *qs, int32_t D, const float *kt, size_t sk8, size_t j0,
+                                float *s) {
+  float acc[QB][KW] = {{0.0f}};
+  for (int32_t d = 0; d < D; d++) {
+    const float *k = kt + (size_t)d * sk8 + j0;
+#pragma GCC unroll 4
+    for (int r = 0; r < nq; r++) {
+      float a = qs[(size_t)r * D + d];
+#pragma GCC unroll 8
+      for (int l = 0; l < KW; l++) acc[r][l] += a * k[l];
+    }
+  }
+  for (int r = 0; r < nq; r++)
+    for (int l = 0; l < KW; l++) s[(size_t)r * sk8 + j0 + l] = acc[r][l];
+}
+
+/* y[r][e0 + l] = inv[r] * sum_{j0 <= j < j1} p[r][j] * v[j][e0 + l]. */
+static inline void attn_pv_tile(int nq, const float *p, size_t sk8, const float *v, int32_t Dv, int32_t j0,
+                                int32_t j1, int32_t e0, const float *inv, float *const *y) {
+  float acc[QB][KW] = {{0.0f}};
+  for (int32_t j = j0; j < j1; j++) {
+    const float *vj = v + (size_t)j * Dv + e0;
+#pragma GCC unroll 4
+    for (int r = 0; r < nq; r++) {
+      float pr = p[(size_t)r * sk8 + j];
+#pragma GCC unroll 8
+      for (int l = 0; l < KW; l++) acc[r][l] += pr * vj[l];
+    }
+  }
+  for (int r = 0; r < nq; r++)
+    for (int l = 0; l < KW; l++) y[r][e0 + l] = acc[r][l] * inv[r];
+}
+
+/* Turns row i's scores s[lo, hi) into probabilities (masked keys 0) and
+ * zeros s[ulo, uhi) outside [lo, hi).  Returns 1 / sum, or 0 when no key
+ * is visible. */
+static float attn_row_softmax(const attn_head *p, int32_t i, float *s, int32_t ulo, int32_t uhi) {
   int32_t lo, hi;
   attn_key_range(p, i, &lo, &hi);
-  float m = -INFINITY;
-  const float *bias_row = NULL;
-  if (p->bias)
-    bias_row = p->bias + (size_t)b * p->bias_stride[0] + (size_t)h * p->bias_stride[1] +
-               (size_t)i * p->bias_stride[2];
-  for (int32_t j = lo; j < hi; j++) {
-    float s;
-    if (p->pad && !attn_pad_keep(p, b, j)) {
-      score[j] = -INFINITY;
-      continue;
+  if (p->pad)
+    for (int32_t j = lo; j < hi; j++)
+      if (p->pad[j] == 0.0f) s[j] = -INFINITY;
+  if (p->bias) {
+    const float *b = p->bias + (size_t)i * p->bias_si;
+    for (int32_t j = lo; j < hi; j++) s[j] += b[(size_t)j * p->bias_sj];
+  }
+  for (int32_t j = ulo; j < lo; j++) s[j] = 0.0f;
+  for (int32_t j = hi; j < uhi; j++) s[j] = 0.0f;
+  float m = rlx_cpu_row_max(s + lo, (size_t)(hi - lo));
+  if (!(m > -INFINITY)) { /* nothing visible */
+    for (int32_t j = lo; j < hi; j++) s[j] = 0.0f;
+    return 0.0f;
+  }
+  double sum = rlx_cpu_exp_shift_sum(s + lo, m, s + lo, (size_t)(hi - lo));
+  return (float)(1.0 / sum);
+}
+
+/* Rows [i0, i0 + nq) of one head (nq is QB or 1): q rows at q, outputs at y. */
+static void attn_block(int nq, const attn_head *p, int32_t i0, const float *q, float scale, const float *kt,
+                              const float *v, float *qs, float *s, float *y) {
+  int32_t ulo, uhi, unused;
+  attn_key_range(p, i0, &ulo, &unused);
+  attn_key_range(p, i0 + nq - 1, &unused, &uhi);
+  float *rows[QB];
+  float inv[QB];
+  for (int r = 0; r < nq; r++) rows[r] = y + (size_t)r * p->Dv;
+  if (uhi <= ulo) { /* every row of the block sees nothing */
+    memset(y, 0, sizeof(float) * (size_t)nq * (size_t)p->Dv);
+    return;
+  }
+  for (size_t t = 0; t < (size_t)nq * (size_t)p->D; t++) qs[t] = q[t] * scale;
+  size_t c_lo = (size_t)ulo & ~(size_t)(KW - 1);
+  /* constant row counts let the compiler keep the tiles in registers */
+  for (size_t j0 = c_lo; j0 < (size_t)uhi; j0 += KW) {
+    if (nq == QB)
+      attn_qk_tile(QB, qs, p->D, kt, p->sk8, j0, s);
+    else
+      attn_qk_tile(1, qs, p->D, kt, p->sk8, j0, s);
+  }
+  for (int r = 0; r < nq; r++) inv[r] = attn_row_softmax(p, i0 + r, s + (size_t)r * p->sk8, ulo, uhi);
+  int32_t e0 = 0;
+  for (; e0 + KW <= p->Dv; e0 += KW) {
+    if (nq == QB)
+      attn_pv_tile(QB, s, p->sk8, v, p->Dv, ulo, uhi, e0, inv, rows);
+    else
+      attn_pv_tile(1, s, p->sk8, v, p->Dv, ulo, uhi, e0, inv, rows);
+  }
+  for (; e0 < p->Dv; e0++)
+    for (int r = 0; r < nq; r++) {
+      float acc = 0.0f;
+      for (int32_t j = ulo; j < uhi; j++) acc += s[(size_t)r * p->sk8 + j] * v[(size_t)j * p->Dv + e0];
+      rows[r][e0] = acc * inv[r];
     }
-    s = attn_dot(qi, kbh + (size_t)j * p->D, p->D) * p->scale;
-    if (bias_row) s += bias_row[(size_t)j * p->bias_stride[3]];
-    score[j] = s;
-    m = s > m ? s : m;
-  }
-  if (!(m > -INFINITY)) return; /* nothing visible (or NaN max): zeros */
-  double sum = 0.0;
-  for (int32_t j = lo; j < hi; j++) {
-    float e = expf(score[j] - m);
-    score[j] = e;
-    sum += e;
-  }
-  for (int32_t j = lo; j < hi; j++) {
-    float pj = score[j];
-    if (pj == 0.0f) continue; /* masked keys never touch y, even if v is inf there */
-    const float *vj = vbh + (size_t)j * p->Dv;
-    for (int32_t e = 0; e < p->Dv; e++) y[e] += pj * vj[e];
-  }
-  float inv = (float)(1.0 / sum);
-  for (int32_t e = 0; e < p->Dv; e++) y[e] *= inv;
+  for (int r = 0; r < nq; r++)
+    if (inv[r] == 0.0f) memset(rows[r], 0, sizeof(float) * (size_t)p->Dv);
 }
 
 /* q[B,H,Sq,D], k[B,H,Sk,D], v[B,H,Sk,Dv] (, mask) -> y[B,H,Sq,Dv];
  * iattr = {mask kind, window}, fattr[0] = scale (<= 0: 1/sqrt(D));
  * mask: PADDING [B,Sk] nonzero = keep, BIAS additive, broadcast to [B,H,Sq,Sk] */
 rlx_status rlx_cpu_attention(const rlx_kargs *a) {
-  const rlx_shape *qs = &a->in_node[0]->shape, *ks = &a->in_node[1]->shape, *vs = &a->in_node[2]->shape;
-  attn_plan p;
+  const rlx_shape *qshape = &a->in_node[0]->shape;
+  int32_t B = qshape->dims[0], H = qshape->dims[1];
+  attn_head p;
   memset(&p, 0, sizeof p);
-  p.B = qs->dims[0];
-  p.H = qs->dims[1];
-  p.Sq = qs->dims[2];
-  p.D = qs->dims[3];
-  p.Sk = ks->dims[2];
-  p.Dv = vs->dims[3];
+  p.Sq = qshape->dims[2];
+  p.D = qshape->dims[3];
+  p.Sk = a->in_node[1]->shape.dims[2];
+  p.Dv = a->in_node[2]->shape.dims[3];
+  p.sk8 = ((size_t)p.Sk + KW - 1) / KW * KW;
   p.kind = a->node->iattr[0];
   p.window = a->node->iattr[1];
-  p.scale = a->node->fattr[0] > 0.0f ? a->node->fattr[0] : (float)(1.0 / sqrt((double)p.D));
-  if (a->node->n_inputs > 3 && p.kind == RLX_MASK_PADDING) {
-    p.pad = a->in[3];
-  } else if (a->node->n_inputs > 3 && p.kind == RLX_MASK_BIAS) {
-    rlx_shape full = {4, {p.B, p.H, p.Sq, p.Sk}};
-    rlx_broadcast_strides(&a->in_node[3]->shape, &full, p.bias_stride);
-    p.bias = a->in[3];
+  float scale = a->node->fattr[0] > 0.0f ? a->node->fattr[0] : (float)(1.0 / sqrt((double)p.D));
+  const float *mask = a->node->n_inputs > 3 ? a->in[3] : NULL;
+  size_t bias_stride[4] = {0, 0, 0, 0};
+  if (mask && p.kind == RLX_MASK_BIAS) {
+    rlx_shape scores = {4, {B, H, p.Sq, p.Sk}};
+    rlx_broadcast_strides(&a->in_node[3]->shape, &scores, bias_stride);
+    p.bias_si = bias_stride[2];
+    p.bias_sj = bias_stride[3];
   }
 
-  float *score = (float *)rlx_scratch_get(a->scratch, (size_t)p.Sk * sizeof(float));
-  if (!score) return rlx_error(RLX_ERR_NO_MEMORY, "attention: no memory for a %d-key score row", p.Sk);
+  size_t kt_floats = (size_t)p.D * p.sk8, s_floats = (size_t)QB * p.sk8, qs_floats = (size_t)QB * p.D;
+  float *kt = (float *)rlx_scratch_get(a->scratch, (kt_floats + s_floats + qs_floats) * sizeof(float));
+  if (!kt) return rlx_error(RLX_ERR_NO_MEMORY, "attention: no memory for a %d x %d key block", p.D, p.Sk);
+  float *s = kt + kt_floats, *qs = s + s_floats;
 
+  const float *q = a->in[0], *k = a->in[1], *v = a->in[2];
   float *y = a->out;
-  const float *q = a->in[0], *kbh = a->in[1], *vbh = a->in[2];
-  size_t k_step = (size_t)p.Sk * (size_t)p.D, v_step = (size_t)p.Sk * (size_t)p.Dv;
-  for (int32_t b = 0; b < p.B; b++) {
-    for (int32_t h = 0; h < p.H; h++, kbh += k_step, vbh += v_step) {
-      for (int32_t i = 0; i < p.Sq; i++, q += p.D, y += p.Dv) attn_row(&p, b, h, i, q, kbh, vbh, score, y);
+  size_t q_head = (size_t)p.Sq * p.D, k_head = (size_t)p.Sk * p.D, v_head = (size_t)p.Sk * p.Dv;
+  size_t y_head = (size_t)p.Sq * p.Dv;
+  for (int32_t b = 0; b < B; b++) {
+    if (mask && p.kind == RLX_MASK_PADDING) p.pad = mask + (size_t)b * p.Sk;
+    for (int32_t h = 0; h < H; h++, q += q_head, k += k_head, v += v_head, y += y_head) {
+      if (mask && p.kind == RLX_MASK_BIAS) p.bias = mask + (size_t)b * bias_stride[0] + (size_t)h * bias_stride[1];
+      for (int32_t d = 0; d < p.D; d++) {
+        float *row = kt + (size_t)d * p.sk8;
+        for (int32_t j = 0; j < p.Sk; j++) row[j] = k[(size_t)j * p.D + d];
+        for (size_t j = (size_t)p.Sk; j < p.sk8; j++) row[j] = 0.0f;
+      }
+      int32_t i = 0;
+      for (; i + QB <= p.Sq; i += QB)
+        attn_block(QB, &p, i, q + (size_t)i * p.D, scale, kt, v, qs, s, y + (size_t)i * p.Dv);
+      for (; i < p.Sq; i++) attn_block(1, &p, i, q + (size_t)i * p.D, scale, kt, v, qs, s, y + (size_t)i * p.Dv);
     }
   }
   return RLX_OK;

@@ -11,10 +11,6 @@
 
 #include "kernels.h"
 
-/* Defined in broadcast.c. */
-int32_t rlx_iter_coalesce(int32_t rank, size_t *dims, int32_t n_ops, size_t (*strides)[RLX_MAX_RANK]);
-void rlx_iter_next(int32_t rank, const size_t *dims, size_t *idx, int32_t n_ops,
-                   size_t (*strides)[RLX_MAX_RANK], size_t *offs);
 
 /* for (i = 0; i < n; i++) BODY, run as blocks of 8 with a constant trip
  * count plus a scalar tail: gcc -O2 (whose cheap vectorizer skips loops of
@@ -56,6 +52,8 @@ static size_t outer_count(int32_t rank, const size_t *dims) {
   return rows;
 }
 
+/* Runs one binary op: per row of the simplified iteration, the loop that
+ * fits which operands are dense (innermost stride 1) or broadcast (0). */
 static rlx_status binary_run(const rlx_kargs *a, const binary_loops *loops) {
   size_t dims[RLX_MAX_RANK], strides[2][RLX_MAX_RANK];
   int32_t rank = broadcast_plan(a, 2, dims, strides);
@@ -117,35 +115,38 @@ RLX_BINARY_KERNEL(le, x <= y ? 1.0f : 0.0f)
 RLX_BINARY_KERNEL(gt, x > y ? 1.0f : 0.0f)
 RLX_BINARY_KERNEL(ge, x >= y ? 1.0f : 0.0f)
 
+/* One row of where: mode bit 2/1/0 says whether cond/x/y are dense
+ * (stride 1) or broadcast (stride 0, the only other innermost stride that
+ * broadcasting leaves).  One loop per combination; both values are loaded so
+ * the choice is a select. */
+static void where_row(const float *restrict c, const float *restrict x, const float *restrict y,
+                      float *restrict o, size_t n, int mode) {
+  const float c0 = c[0], x0 = x[0], y0 = y[0];
+#define WHERE_LOOP(CV, XV, YV) VEC_LOOP(i, n, float xv = (XV); float yv = (YV); o[i] = (CV) != 0.0f ? xv : yv)
+  switch (mode) {
+    case 7: WHERE_LOOP(c[i], x[i], y[i]); break;
+    case 6: WHERE_LOOP(c[i], x[i], y0); break;
+    case 5: WHERE_LOOP(c[i], x0, y[i]); break;
+    case 4: WHERE_LOOP(c[i], x0, y0); break;
+    case 3: WHERE_LOOP(c0, x[i], y[i]); break;
+    case 2: WHERE_LOOP(c0, x[i], y0); break;
+    case 1: WHERE_LOOP(c0, x0, y[i]); break;
+    default: WHERE_LOOP(c0, x0, y0); break;
+  }
+#undef WHERE_LOOP
+}
+
 /* cond[...], a[...], b[...] broadcast together -> out: a where cond != 0
  * (NaN counts as nonzero), else b. */
 rlx_status rlx_cpu_where(const rlx_kargs *a) {
   size_t dims[RLX_MAX_RANK], strides[3][RLX_MAX_RANK];
   int32_t rank = broadcast_plan(a, 3, dims, strides);
   size_t n = dims[rank - 1], rows = outer_count(rank, dims);
-  size_t sc = strides[0][rank - 1], sx = strides[1][rank - 1], sy = strides[2][rank - 1];
+  int mode = (strides[0][rank - 1] != 0) << 2 | (strides[1][rank - 1] != 0) << 1 | (strides[2][rank - 1] != 0);
   size_t idx[RLX_MAX_RANK] = {0}, offs[3] = {0, 0, 0};
-  float *restrict o = a->out;
+  float *o = a->out;
   for (size_t row = 0; row < rows; row++, o += n) {
-    const float *restrict c = a->in[0] + offs[0];
-    const float *restrict x = a->in[1] + offs[1];
-    const float *restrict y = a->in[2] + offs[2];
-    const float c0 = c[0], x0 = x[0], y0 = y[0];
-    /* One loop per combination of dense (stride 1) and broadcast (stride 0)
-     * operands (the only innermost strides broadcasting leaves); both values
-     * are loaded so the choice is a select. */
-#define WHERE_LOOP(CV, XV, YV) VEC_LOOP(i, n, float xv = (XV); float yv = (YV); o[i] = (CV) != 0.0f ? xv : yv)
-    switch ((sc != 0) << 2 | (sx != 0) << 1 | (sy != 0)) {
-      case 7: WHERE_LOOP(c[i], x[i], y[i]); break;
-      case 6: WHERE_LOOP(c[i], x[i], y0); break;
-      case 5: WHERE_LOOP(c[i], x0, y[i]); break;
-      case 4: WHERE_LOOP(c[i], x0, y0); break;
-      case 3: WHERE_LOOP(c0, x[i], y[i]); break;
-      case 2: WHERE_LOOP(c0, x[i], y0); break;
-      case 1: WHERE_LOOP(c0, x0, y[i]); break;
-      default: WHERE_LOOP(c0, x0, y0); break;
-    }
-#undef WHERE_LOOP
+    where_row(a->in[0] + offs[0], a->in[1] + offs[1], a->in[2] + offs[2], o, n, mode);
     rlx_iter_next(rank, dims, idx, 3, strides, offs);
   }
   return RLX_OK;

@@ -5,10 +5,6 @@
 
 #include "kernels.h"
 
-/* Defined in broadcast.c. */
-int32_t rlx_iter_coalesce(int32_t rank, size_t *dims, int32_t n_ops, size_t (*strides)[RLX_MAX_RANK]);
-void rlx_iter_next(int32_t rank, const size_t *dims, size_t *idx, int32_t n_ops,
-                   size_t (*strides)[RLX_MAX_RANK], size_t *offs);
 
 /* Edge of the square tiles a transposing permute copies through. */
 #define PERMUTE_TILE 16
@@ -44,7 +40,7 @@ static void transpose_block(const float *restrict src, size_t src_stride, float 
 rlx_status rlx_cpu_permute(const rlx_kargs *a) {
   const rlx_shape *in = &a->in_node[0]->shape, *out = &a->node->shape;
   const int32_t *perm = a->node->iattr;
-  size_t in_stride[RLX_MAX_RANK], dims[RLX_MAX_RANK], st[2][RLX_MAX_RANK];
+  size_t in_stride[RLX_MAX_RANK], dims[RLX_MAX_RANK], st[1][RLX_MAX_RANK];
   for (int32_t i = 0; i < in->rank; i++) in_stride[i] = dims_product(in, i + 1, in->rank);
   for (int32_t i = 0; i < out->rank; i++) {
     dims[i] = (size_t)out->dims[i];
@@ -66,9 +62,11 @@ rlx_status rlx_cpu_permute(const rlx_kargs *a) {
     return RLX_OK;
   }
 
-  /* Otherwise some outer axis k is x's contiguous one: transpose (k, last)
-   * blocks tile by tile, walking the other axes with an odometer that
-   * tracks the offset into x (operand 0) and into y (operand 1). */
+  /* Otherwise some outer axis k is x's contiguous one (x's innermost axis
+   * of size > 1 has stride 1, survives the simplification and keeps its
+   * stride when merged): transpose (k, last) blocks tile by tile, walking
+   * the other axes with an odometer that tracks the offset into x
+   * (operand 0) and into y (operand 1). */
   int32_t k = 0;
   while (st[0][k] != 1) k++;
   size_t y_stride[RLX_MAX_RANK], step = 1;

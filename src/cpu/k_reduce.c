@@ -62,6 +62,55 @@ static size_t reduce_odometer_next(const reduce_plan *p, int32_t n_outer, size_t
   return off;
 }
 
+#define LANES 8 /* fixed-width inner loops vectorize at -O2 without fast-math */
+
+/* NaN-propagating max. */
+static inline float reduce_fmax(float m, float v) { return ((v > m) | (v != v)) ? v : m; }
+
+static double row_sum(const float *x, size_t n) {
+  double acc[LANES] = {0.0}, tail = 0.0;
+  size_t i = 0;
+  for (; i + LANES <= n; i += LANES)
+#pragma GCC unroll 8
+    for (int l = 0; l < LANES; l++) acc[l] += x[i + l];
+  for (; i < n; i++) tail += x[i];
+  return tail + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+static float row_max(float m0, const float *x, size_t n) {
+  float m[LANES];
+  int32_t nan[LANES] = {0}; /* NaN is tracked apart so the max loop stays a plain compare-select */
+  size_t i = 0;
+#pragma GCC unroll 8
+  for (int l = 0; l < LANES; l++) m[l] = m0;
+  for (; i + LANES <= n; i += LANES)
+#pragma GCC unroll 8
+    for (int l = 0; l < LANES; l++) {
+      float v = x[i + l];
+      m[l] = v > m[l] ? v : m[l];
+      nan[l] |= v != v;
+    }
+  for (; i < n; i++) m0 = reduce_fmax(m0, x[i]);
+  for (int l = 0; l < LANES; l++) m0 = nan[l] ? NAN : reduce_fmax(m0, m[l]);
+  return m0;
+}
+
+static void add_into(double *restrict dst, const float *restrict x, size_t n) {
+  size_t i = 0;
+  for (; i + LANES <= n; i += LANES)
+#pragma GCC unroll 8
+    for (int l = 0; l < LANES; l++) dst[i + l] += x[i + l];
+  for (; i < n; i++) dst[i] += x[i];
+}
+
+static void max_into(float *restrict dst, const float *restrict x, size_t n) {
+  size_t i = 0;
+  for (; i + LANES <= n; i += LANES)
+#pragma GCC unroll 8
+    for (int l = 0; l < LANES; l++) dst[i + l] = reduce_fmax(dst[i + l], x[i + l]);
+  for (; i < n; i++) dst[i] = reduce_fmax(dst[i], x[i]);
+}
+
 /* acc[out_numel] += sums of x over the reduced groups. */
 static void reduce_sum_into(const reduce_plan *p, const float *x, double *acc) {
   int32_t n_outer = p->n_groups - 1;
@@ -71,29 +120,16 @@ static void reduce_sum_into(const reduce_plan *p, const float *x, double *acc) {
   size_t off = 0;
   if (p->reduced[n_outer]) {
     for (size_t s = 0; s < steps; s++, x += inner) {
-      double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
-      size_t i = 0;
-      for (; i + 4 <= inner; i += 4) {
-        s0 += x[i];
-        s1 += x[i + 1];
-        s2 += x[i + 2];
-        s3 += x[i + 3];
-      }
-      for (; i < inner; i++) s0 += x[i];
-      acc[off] += (s0 + s1) + (s2 + s3);
+      acc[off] += row_sum(x, inner);
       off = reduce_odometer_next(p, n_outer, idx, off);
     }
   } else {
     for (size_t s = 0; s < steps; s++, x += inner) {
-      double *dst = acc + off;
-      for (size_t i = 0; i < inner; i++) dst[i] += x[i];
+      add_into(acc + off, x, inner);
       off = reduce_odometer_next(p, n_outer, idx, off);
     }
   }
 }
-
-/* NaN-propagating max. */
-static inline float reduce_fmax(float m, float v) { return (v > m || v != v) ? v : m; }
 
 /* out[out_numel] = max of x over the reduced groups. */
 static void reduce_max_into(const reduce_plan *p, const float *x, float *out) {
@@ -105,15 +141,12 @@ static void reduce_max_into(const reduce_plan *p, const float *x, float *out) {
   for (size_t o = 0; o < p->out_numel; o++) out[o] = -INFINITY;
   if (p->reduced[n_outer]) {
     for (size_t s = 0; s < steps; s++, x += inner) {
-      float m = out[off];
-      for (size_t i = 0; i < inner; i++) m = reduce_fmax(m, x[i]);
-      out[off] = m;
+      out[off] = row_max(out[off], x, inner);
       off = reduce_odometer_next(p, n_outer, idx, off);
     }
   } else {
     for (size_t s = 0; s < steps; s++, x += inner) {
-      float *dst = out + off;
-      for (size_t i = 0; i < inner; i++) dst[i] = reduce_fmax(dst[i], x[i]);
+      max_into(out + off, x, inner);
       off = reduce_odometer_next(p, n_outer, idx, off);
     }
   }

@@ -1,13 +1,107 @@
-/* k_softmax.c - softmax and log-softmax over any axis, and the fused
- * softmax cross-entropy loss over the last axis.
+/* k_softmax.c - softmax and log-softmax over any axis, the fused softmax
+ * cross-entropy loss over the last axis, and the row helpers (max, shifted
+ * exp with sum) that attention shares.
  *
  * The input is viewed as [outer, n, inner] around the axis.  When inner is 1
  * each row is contiguous; otherwise the n values of one softmax are inner
  * apart, and the kernel walks them for a whole run of `inner` positions at
  * once so every loop stays contiguous.  All variants subtract the row max
- * before exp (numerically stable) and sum the exponentials in double. */
+ * before exp (numerically stable) and sum the exponentials in double.
+ *
+ * exp is a Cephes-style polynomial (within 1e-7 relative of exp on
+ * [-87, 88], exactly 0 below -87 and for -inf, NaN for NaN) written without branches so
+ * that the 8-wide loops below vectorize at -O2 without fast-math flags. */
 #include <math.h>
+#include <string.h>
 #include "kernels.h"
+
+/* Shared with k_attention.c (declared there; they belong in kernels.h). */
+float rlx_cpu_row_max(const float *x, size_t n);
+double rlx_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n);
+
+#define LANES 8
+
+/* e^x for x <= 88; 0 for x < -87 and -inf; NaN stays NaN (so poisoned
+ * memory still shows). */
+static inline float fast_expf(float x) {
+  uint32_t keep = 0u - (uint32_t)(x >= -87.0f); /* all ones when in range (false for NaN) */
+  uint32_t nan = 0u - (uint32_t)(x != x);
+  uint32_t xb, lo = 0xc2ae0000u;                /* bits of -87.0f */
+  memcpy(&xb, &x, sizeof xb);
+  xb = (xb & keep) | (lo & ~keep);
+  memcpy(&x, &xb, sizeof x);
+  /* x = n ln2 + r, |r| <= ln2 / 2: adding 1.5 * 2^23 rounds x / ln2 to the
+   * integer n, which then sits in the low mantissa bits of t */
+  float t = x * 1.44269504088896341f + 12582912.0f;
+  float n = t - 12582912.0f;
+  uint32_t tb;
+  memcpy(&tb, &t, sizeof tb);
+  float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  uint32_t scale_bits = (tb - 0x4b400000u + 127u) << 23, yb; /* 2^n; 0x4b400000 = bits of 1.5 * 2^23 */
+  float scale, y;
+  memcpy(&scale, &scale_bits, sizeof scale);
+  y = p * scale;
+  memcpy(&yb, &y, sizeof yb);
+  yb = (yb & keep) | (0x7fc00000u & nan);
+  memcpy(&y, &yb, sizeof y);
+  return y;
+}
+
+/* Largest of x[0..n) (-inf when n is 0; NaNs are skipped). */
+float rlx_cpu_row_max(const float *x, size_t n) {
+  float m[LANES], r = -INFINITY;
+  size_t i = 0;
+#pragma GCC unroll 8
+  for (int l = 0; l < LANES; l++) m[l] = -INFINITY;
+  for (; i + LANES <= n; i += LANES)
+#pragma GCC unroll 8
+    for (int l = 0; l < LANES; l++) m[l] = x[i + l] > m[l] ? x[i + l] : m[l];
+#pragma GCC unroll 8
+  for (int l = 0; l < LANES; l++) r = m[l] > r ? m[l] : r;
+  for (; i < n; i++) r = x[i] > r ? x[i] : r;
+  return r;
+}
+
+/* y[i] = exp(x[i] - shift) for i < n, returning the sum (in double); y may
+ * be x. */
+double rlx_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n) {
+  double acc[LANES] = {0.0}, tail = 0.0;
+  size_t i = 0;
+  for (; i + LANES <= n; i += LANES) {
+    float t[LANES];
+#pragma GCC unroll 8
+    for (int l = 0; l < LANES; l++) t[l] = x[i + l] - shift;
+#pragma GCC unroll 8
+    for (int l = 0; l < LANES; l++) t[l] = fast_expf(t[l]);
+#pragma GCC unroll 8
+    for (int l = 0; l < LANES; l++) {
+      y[i + l] = t[l];
+      acc[l] += t[l];
+    }
+  }
+  for (; i < n; i++) {
+    float e = fast_expf(x[i] - shift);
+    y[i] = e;
+    tail += e;
+  }
+  return tail + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+/* y[i] = x[i] * s */
+static void scale_row(float *restrict y, float s, size_t n) {
+  size_t i = 0;
+  for (; i + LANES <= n; i += LANES)
+#pragma GCC unroll 8
+    for (int l = 0; l < LANES; l++) y[i + l] *= s;
+  for (; i < n; i++) y[i] *= s;
+}
 
 /* Splits `s` around `axis` into outer * n * inner. */
 static void softmax_view(const rlx_shape *s, int32_t axis, size_t *outer, size_t *n, size_t *inner) {
@@ -18,61 +112,68 @@ static void softmax_view(const rlx_shape *s, int32_t axis, size_t *outer, size_t
   for (int32_t d = axis + 1; d < s->rank; d++) *inner *= (size_t)s->dims[d];
 }
 
+/* y[i] = (x[i] - m) - log_sum */
+static void log_softmax_finish(const float *restrict x, float m, float log_sum, float *restrict y, size_t n) {
+  size_t i = 0;
+  for (; i + LANES <= n; i += LANES)
+#pragma GCC unroll 8
+    for (int l = 0; l < LANES; l++) y[i + l] = (x[i + l] - m) - log_sum;
+  for (; i < n; i++) y[i] = (x[i] - m) - log_sum;
+}
+
 /* One contiguous row of n values. */
 static void softmax_row(const float *x, float *y, size_t n, int log_out) {
-  float m = x[0];
-  for (size_t i = 1; i < n; i++) m = x[i] > m ? x[i] : m;
-  double sum = 0.0;
+  float m = rlx_cpu_row_max(x, n);
+  double sum = rlx_cpu_exp_shift_sum(x, m, y, n);
   if (log_out) {
-    for (size_t i = 0; i < n; i++) sum += expf(x[i] - m);
-    float log_sum = (float)log(sum);
-    for (size_t i = 0; i < n; i++) y[i] = (x[i] - m) - log_sum;
+    log_softmax_finish(x, m, (float)log(sum), y, n);
   } else {
-    for (size_t i = 0; i < n; i++) {
-      float e = expf(x[i] - m);
-      y[i] = e;
-      sum += e;
-    }
-    float inv = (float)(1.0 / sum);
-    for (size_t i = 0; i < n; i++) y[i] *= inv;
+    scale_row(y, (float)(1.0 / sum), n);
   }
 }
 
-/* n values `inner` apart, for `inner` interleaved softmaxes at once; mx holds
- * 2 * inner floats and sum inner doubles of workspace. */
-static void softmax_strided(const float *x, float *y, size_t n, size_t inner, int log_out, float *mx,
-                            double *sum) {
+/* The strided case, one softmax per j < inner over n values inner apart.
+ * mx holds 2 * inner floats and sum inner doubles of workspace. */
+static void softmax_strided(const float *restrict x, float *restrict y, size_t n, size_t inner, int log_out,
+                            float *restrict mx, double *restrict sum) {
   for (size_t j = 0; j < inner; j++) {
     mx[j] = x[j];
     sum[j] = 0.0;
   }
   for (size_t r = 1; r < n; r++) {
     const float *xr = x + r * inner;
-    for (size_t j = 0; j < inner; j++) mx[j] = xr[j] > mx[j] ? xr[j] : mx[j];
+    size_t j = 0;
+    for (; j + LANES <= inner; j += LANES)
+#pragma GCC unroll 8
+      for (int l = 0; l < LANES; l++) mx[j + l] = xr[j + l] > mx[j + l] ? xr[j + l] : mx[j + l];
+    for (; j < inner; j++) mx[j] = xr[j] > mx[j] ? xr[j] : mx[j];
   }
   for (size_t r = 0; r < n; r++) {
     const float *xr = x + r * inner;
     float *yr = y + r * inner;
-    for (size_t j = 0; j < inner; j++) {
-      float e = expf(xr[j] - mx[j]);
-      if (!log_out) yr[j] = e;
+    size_t j = 0;
+    for (; j + LANES <= inner; j += LANES)
+#pragma GCC unroll 8
+      for (int l = 0; l < LANES; l++) {
+        float e = fast_expf(xr[j + l] - mx[j + l]);
+        yr[j + l] = e;
+        sum[j + l] += e;
+      }
+    for (; j < inner; j++) {
+      float e = fast_expf(xr[j] - mx[j]);
+      yr[j] = e;
       sum[j] += e;
     }
   }
-  if (log_out) {
-    float *log_sum = mx + inner;
-    for (size_t j = 0; j < inner; j++) log_sum[j] = (float)log(sum[j]);
-    for (size_t r = 0; r < n; r++) {
-      const float *xr = x + r * inner;
-      float *yr = y + r * inner;
-      for (size_t j = 0; j < inner; j++) yr[j] = (xr[j] - mx[j]) - log_sum[j];
-    }
-  } else {
-    for (size_t j = 0; j < inner; j++) mx[j] = (float)(1.0 / sum[j]); /* mx now holds 1/sum */
-    for (size_t r = 0; r < n; r++) {
-      float *yr = y + r * inner;
-      for (size_t j = 0; j < inner; j++) yr[j] *= mx[j];
-    }
+  float *fac = mx + inner; /* log(sum) for log_out, else 1 / sum */
+  for (size_t j = 0; j < inner; j++) fac[j] = log_out ? (float)log(sum[j]) : (float)(1.0 / sum[j]);
+  for (size_t r = 0; r < n; r++) {
+    const float *xr = x + r * inner;
+    float *yr = y + r * inner;
+    if (log_out)
+      for (size_t j = 0; j < inner; j++) yr[j] = (xr[j] - mx[j]) - fac[j];
+    else
+      for (size_t j = 0; j < inner; j++) yr[j] *= fac[j];
   }
 }
 
@@ -87,7 +188,7 @@ static rlx_status softmax_common(const rlx_kargs *a, int log_out) {
   }
   /* doubles first so both workspaces stay aligned */
   double *sum = (double *)rlx_scratch_get(a->scratch, inner * (sizeof(double) + 2 * sizeof(float)));
-  if (!sum) return rlx_error(RLX_ERR_NO_MEMORY, "softmax: no memory for %zu-wide workspace", inner);
+  if (!sum) return rlx_error(RLX_ERR_NO_MEMORY, "softmax: no memory for a %zu-wide workspace", inner);
   float *mx = (float *)(sum + inner);
   size_t block = n * inner;
   for (size_t o = 0; o < outer; o++) softmax_strided(x + o * block, y + o * block, n, inner, log_out, mx, sum);
@@ -107,6 +208,8 @@ rlx_status rlx_cpu_softmax_cross_entropy(const rlx_kargs *a) {
   const rlx_shape *ls = &a->in_node[0]->shape;
   size_t c = (size_t)ls->dims[ls->rank - 1];
   size_t rows = rlx_shape_numel(ls) / c;
+  float *tmp = (float *)rlx_scratch_get(a->scratch, c * sizeof(float));
+  if (!tmp) return rlx_error(RLX_ERR_NO_MEMORY, "softmax_cross_entropy: no memory for a %zu-class row", c);
   const float *x = a->in[0];
   for (size_t r = 0; r < rows; r++, x += c) {
     int64_t label = rlx_kindex(a, 1, r);
@@ -115,11 +218,9 @@ rlx_status rlx_cpu_softmax_cross_entropy(const rlx_kargs *a) {
       *a->flags |= RLX_KFLAG_BAD_INDEX;
       continue;
     }
-    float m = x[0];
-    for (size_t i = 1; i < c; i++) m = x[i] > m ? x[i] : m;
-    double sum = 0.0;
-    for (size_t i = 0; i < c; i++) sum += expf(x[i] - m);
-    /* (m - x[label]) is exact-ish and >= 0; adding log(sum) last avoids
+    float m = rlx_cpu_row_max(x, c);
+    double sum = rlx_cpu_exp_shift_sum(x, m, tmp, c);
+    /* m - x[label] >= 0 is exact enough; adding log(sum) last avoids
      * cancelling two large logsumexp terms */
     a->out[r] = (float)(log(sum) + ((double)m - (double)x[label]));
   }

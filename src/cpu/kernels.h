@@ -49,6 +49,14 @@ static inline int64_t rlx_kindex(const rlx_kargs *a, int k, size_t i) {
  * expressed over out's rank. */
 void rlx_broadcast_strides(const rlx_shape *in, const rlx_shape *out, size_t *strides);
 
+/* Iteration over broadcast operands (broadcast.c): drop size-1 axes and
+ * merge axes every operand walks contiguously (returns the new rank), and
+ * advance an index counter over the outer axes, updating each operand's
+ * offset.  strides[k] are operand k's strides in elements. */
+int32_t rlx_iter_coalesce(int32_t rank, size_t *dims, int32_t n_ops, size_t (*strides)[RLX_MAX_RANK]);
+void rlx_iter_next(int32_t rank, const size_t *dims, size_t *idx, int32_t n_ops,
+                   size_t (*strides)[RLX_MAX_RANK], size_t *offs);
+
 /* C[M,N] = (accumulate ? C : 0) + op(A)[M,K] . op(B)[K,N], row-major with
  * leading dimensions lda/ldb/ldc; op(X) = X^T when trans_x. */
 typedef struct {

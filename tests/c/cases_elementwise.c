@@ -8,6 +8,7 @@
  *
  * p[0] is the rlx_op; p[1..] hold up to three shapes of 5 ints each:
  * {rank, d0, d1, d2, d3} (see the S0..S4 macros). */
+#include <math.h>
 #include <string.h>
 
 #include "op_case.h"
@@ -115,13 +116,39 @@ static void fill_where01(const op_case *c, int32_t k, float *data, size_t n, uns
                      : opcase_uniform(seed, i, -1.0f, 1.0f);
 }
 
-/* where: condition from {0, 1, -2.5, 0}: any nonzero value selects a. */
+/* where: condition from {0, 1, -2.5, NaN}: any nonzero value (NaN too)
+ * selects a. */
 static void fill_where_nonzero(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
-  static const float conds[4] = {0.0f, 1.0f, -2.5f, 0.0f};
+  static const float conds[4] = {0.0f, 1.0f, -2.5f, NAN};
   (void)c;
   for (size_t i = 0; i < n; i++)
     data[i] = k == 0 ? conds[(int)opcase_uniform(seed, i, 0.0f, 4.0f) & 3]
                      : opcase_uniform(seed, i, -1.0f, 1.0f);
+}
+
+/* IEEE corner cases, pairwise (x[i], y[i]) for the first 16 elements, then
+ * uniform values: division by +-0, 0/0, infinities, NaN on either side,
+ * signed zeros, and pow's special cases (negative base with a non-integer
+ * exponent, 0 to a negative power, 1 to NaN, ...). */
+static void fill_binary_specials(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
+  static const float xs[16] = {1.0f, -1.0f, 0.0f, 1.0f, INFINITY, -INFINITY, NAN, 1.0f,
+                               NAN, 0.0f, -8.0f, 2.0f, -0.0f, INFINITY, 1.0f, -2.0f};
+  static const float ys[16] = {0.0f, 0.0f, 0.0f, -0.0f, INFINITY, 2.0f, 1.0f, NAN,
+                               NAN, -1.0f, 1.0f / 3.0f, 0.5f, -0.0f, 0.0f, INFINITY, -INFINITY};
+  (void)c;
+  for (size_t i = 0; i < n; i++)
+    data[i] = i < 16 ? (k == 0 ? xs[i] : ys[i]) : opcase_uniform(seed, i, -2.0f, 2.0f);
+}
+
+/* Unary corner cases first (signed zeros, infinities, NaN, the overflow and
+ * underflow edges of exp, huge and tiny magnitudes), then uniform values in
+ * the case's range. */
+static void fill_unary_specials(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
+  static const float sp[20] = {0.0f,   -0.0f,  INFINITY, -INFINITY, NAN,     88.7f,   88.73f,
+                               89.0f,  100.0f, -87.0f,   -100.0f,   -103.9f, -104.5f, -200.0f,
+                               1e-30f, -1e-30f, 1e-5f,   0.6f,      -0.65f,  1e30f};
+  (void)k;
+  for (size_t i = 0; i < n; i++) data[i] = i < 20 ? sp[i] : opcase_uniform(seed, i, c->lo, c->hi);
 }
 
 #define BIN(name, op, A, B) {name, build_binary, ref_ew_binary, NULL, {RLX_OP_##op, A, B}, 0.0f, 0.0f, 0.0}
@@ -129,6 +156,10 @@ static void fill_where_nonzero(const op_case *c, int32_t k, float *data, size_t 
 /* (not written through BIN_FILL: A and B would be expanded into commas first) */
 #define CMP(name, op, A, B) {name, build_binary, ref_ew_binary, fill_small_ints, {RLX_OP_##op, A, B}, 0.0f, 0.0f, 0.0}
 #define WHERE(name, C, A, B, fill) {name, build_where, ref_ew_where, fill, {0, C, A, B}, 0.0f, 0.0f, 0.0}
+#define BIN_SPECIAL(name, op) \
+  {name, build_binary, ref_ew_binary, fill_binary_specials, {RLX_OP_##op, 1, 19, 0, 0, 0, 1, 19}, 0.0f, 0.0f, 0.0}
+#define UN_SPECIAL(name, op, lo, hi) \
+  {name, build_unary, ref_ew_unary, fill_unary_specials, {RLX_OP_##op, 1, 27}, lo, hi, 0.0}
 #define UN(name, op, X, lo, hi) {name, build_unary, ref_ew_unary, NULL, {RLX_OP_##op, X}, lo, hi, 0.0}
 
 /* The same op over the standard broadcasting patterns. */
@@ -229,5 +260,30 @@ const op_case rlx_cases_elementwise[] = {
     UN("tanh_large", TANH, S2(5, 33), -100.0f, 100.0f),
     UN("gelu_large", GELU, S2(5, 33), -100.0f, 100.0f),
     UN("exp_large_negative", EXP, S1(33), -100.0f, 0.0f),
+    /* IEEE corner cases: the reference applies the same rules in double */
+    BIN_SPECIAL("add_ieee_specials", ADD),
+    BIN_SPECIAL("sub_ieee_specials", SUB),
+    BIN_SPECIAL("mul_ieee_specials", MUL),
+    BIN_SPECIAL("div_ieee_specials", DIV),
+    BIN_SPECIAL("max_nan_propagates", MAX),
+    BIN_SPECIAL("min_nan_propagates", MIN),
+    BIN_SPECIAL("pow_ieee_specials", POW),
+    BIN_SPECIAL("eq_ieee_specials", EQ),
+    BIN_SPECIAL("ne_ieee_specials", NE),
+    BIN_SPECIAL("lt_ieee_specials", LT),
+    BIN_SPECIAL("le_ieee_specials", LE),
+    BIN_SPECIAL("gt_ieee_specials", GT),
+    BIN_SPECIAL("ge_ieee_specials", GE),
+    UN_SPECIAL("neg_ieee_specials", NEG, -1.0f, 1.0f),
+    UN_SPECIAL("abs_ieee_specials", ABS, -1.0f, 1.0f),
+    UN_SPECIAL("exp_ieee_specials", EXP, -90.0f, 90.0f),
+    UN_SPECIAL("log_ieee_specials", LOG, 0.0f, 100.0f),
+    UN_SPECIAL("sqrt_ieee_specials", SQRT, 0.0f, 100.0f),
+    UN_SPECIAL("rsqrt_ieee_specials", RSQRT, 0.0f, 100.0f),
+    UN_SPECIAL("tanh_ieee_specials", TANH, -3.0f, 3.0f),
+    UN_SPECIAL("sigmoid_ieee_specials", SIGMOID, -20.0f, 20.0f),
+    UN_SPECIAL("relu_ieee_specials", RELU, -1.0f, 1.0f),
+    UN_SPECIAL("gelu_ieee_specials", GELU, -10.0f, 10.0f),
+    UN_SPECIAL("silu_ieee_specials", SILU, -20.0f, 20.0f),
 };
 const int rlx_n_cases_elementwise = sizeof(rlx_cases_elementwise) / sizeof(rlx_cases_elementwise[0]);

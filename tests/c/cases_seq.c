@@ -81,6 +81,9 @@ const op_case rlx_cases_seq[] = {
     ROPE("rope_theta10000_pos4099_2x1x3x16", 10000, 4099, 4, 2, 1, 3, 16),
     ROPE("rope_theta500_pos100000_s1_1x4", 500, 100000, 2, 1, 4),
     ROPE("rope_theta10000_pos5_odd_s_1x2x7x34", 10000, 5, 4, 1, 2, 7, 34),
+    /* 70 positions: crosses the table's exact re-syncs every 32 positions */
+    ROPE("rope_theta10000_pos1000_long_s_2x70x8", 10000, 1000, 3, 2, 70, 8),
+    ROPE("rope_theta500_pos0_wide_d_1x3x36", 500, 0, 3, 1, 3, 36),
 
     /* no mask; D != Dv; explicit and default scales */
     ATTN("attention_none_sq5_sk5", 2, 3, 5, 5, 8, 8, NONE, 0, 0, 0, 0),
@@ -94,6 +97,12 @@ const op_case rlx_cases_seq[] = {
     ATTN("attention_causal_sq6_sk4_first_rows_zero", 2, 3, 6, 4, 5, 3, CAUSAL, 0, 0, 0, 0),
     ATTN("attention_sliding_w2_sq6_sk4", 2, 3, 6, 4, 5, 3, SLIDING, 2, 0, 0, 0),
     ATTN("attention_causal_long_1x2x67x67_d33", 1, 2, 67, 67, 33, 17, CAUSAL, 0, 0, 0, 0),
+    /* longer rows: 4-query blocks whose key ranges start past the first 8-key tile */
+    ATTN("attention_causal_sq5_sk23_d7_dv9", 2, 3, 5, 23, 7, 9, CAUSAL, 0, 0, 0, 0),
+    ATTN("attention_sliding_w5_sq37_sk37_d12_dv9", 2, 3, 37, 37, 12, 9, SLIDING, 5, 0, 0, 0),
+    ATTN("attention_sliding_w11_sq9_sk30_d8_dv16", 2, 3, 9, 30, 8, 16, SLIDING, 11, 0, 0, 0),
+    ATTN("attention_padding_sq9_sk19_d5_dv11", 3, 2, 9, 19, 5, 11, PADDING, 0, 0, 0, 0),
+    ATTN("attention_bias_neg_inf_sq10_sk21", 2, 3, 10, 21, 6, 8, BIAS, 0, 0, 1, 4, 2, 3, 10, 21),
     /* sliding window */
     ATTN("attention_sliding_w1_sq6_sk6", 2, 3, 6, 6, 5, 7, SLIDING, 1, 0, 0, 0),
     ATTN("attention_sliding_w3_sq6_sk6", 2, 3, 6, 6, 5, 7, SLIDING, 3, 0, 0, 0),

@@ -86,6 +86,11 @@ const op_case rlx_cases_vision[] = {
     CONV("conv2d_5to3_2x2_stride3",           2, 5, 10, 11, 3, 2, 2, 3, 3, 0, 0, 1, 1, 1),
     CONV("conv2d_8to16_3x3_13x13",            2, 8, 13, 13, 16, 3, 3, 1, 1, 0, 0, 1, 1, 1),
     CONV("conv2d_17to33_3x3_pad1_8x8",        1, 17, 8, 8,  33, 3, 3, 1, 1, 1, 1, 1, 1, 1),
+    /* cols of one image (576 x 1024 floats) exceed k_conv.c's 1 MiB band: 3 bands */
+    CONV("conv2d_64to3_3x3_pad1_32x29_bands", 1, 64, 32, 29, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1),
+    /* padding wider than the kernel reach: border outputs see only zeros */
+    CONV("conv2d_1to2_3x3_pad3_on_2x3",       2, 1, 2,  3,  2, 3, 3, 1, 1, 3, 3, 1, 1, 1),
+    CONV("conv2d_3to5_3x2_pad3_s2_on_2x3",    1, 3, 2,  3,  5, 3, 2, 2, 2, 3, 3, 1, 1, 1),
     CONV("conv2d_5to7_3x3_pad1_on_1x1",       3, 5, 1,  1,  7, 3, 3, 1, 1, 1, 1, 1, 1, 1),
     CONV("conv2d_3to2_3x3_kernel_eq_input",   1, 3, 3,  3,  2, 3, 3, 1, 1, 0, 0, 1, 1, 1),
     /* 1x1 kernels: plain GEMM (stride 1, no pad), or im2col when strided/padded */
@@ -106,6 +111,8 @@ const op_case rlx_cases_vision[] = {
     MAXPOOL("max_pool2d_3x2_s21_p10",         2, 3, 7, 9, 3, 2, 2, 1, 1, 0),
     MAXPOOL("max_pool2d_2x3_s12_p01",         1, 4, 6, 7, 2, 3, 1, 2, 0, 1),
     MAXPOOL("max_pool2d_3x3_on_3x3",          2, 3, 3, 3, 3, 3, 1, 1, 0, 0),
+    MAXPOOL("max_pool2d_3x3_s1_pad2",         1, 3, 4, 5, 3, 3, 1, 1, 2, 2),
+    MAXPOOL("max_pool2d_3x3_s2_pad2_on_1x2",  2, 3, 1, 2, 3, 3, 2, 2, 2, 2),
     AVGPOOL("avg_pool2d_2x2_s2_6x8",          2, 3, 6, 8, 2, 2, 2, 2, 0, 0),
     AVGPOOL("avg_pool2d_2x2_s2_odd_7x9",      1, 5, 7, 9, 2, 2, 2, 2, 0, 0),
     AVGPOOL("avg_pool2d_2x2_s1",              3, 2, 5, 7, 2, 2, 1, 1, 0, 0),
@@ -115,6 +122,8 @@ const op_case rlx_cases_vision[] = {
     AVGPOOL("avg_pool2d_3x2_s21_p10",         2, 3, 7, 9, 3, 2, 2, 1, 1, 0),
     AVGPOOL("avg_pool2d_2x3_s12_p01",         1, 4, 6, 7, 2, 3, 1, 2, 0, 1),
     AVGPOOL("avg_pool2d_3x3_on_3x3",          2, 3, 3, 3, 3, 3, 1, 1, 0, 0),
+    AVGPOOL("avg_pool2d_3x3_s1_pad2",         1, 3, 4, 5, 3, 3, 1, 1, 2, 2),
+    AVGPOOL("avg_pool2d_3x3_s2_pad2_on_1x2",  2, 3, 1, 2, 3, 3, 2, 2, 2, 2),
 
     /*   name                                 N  C  H  W */
     GAP("global_avg_pool_7x5",                2, 3, 7, 5),

@@ -55,7 +55,7 @@ static double unary_op(rlx_op op, double x) {
     case RLX_OP_RSQRT: return 1.0 / sqrt(x);
     case RLX_OP_TANH: return tanh(x);
     case RLX_OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case RLX_OP_RELU: return x > 0.0 ? x : 0.0;
+    case RLX_OP_RELU: return x < 0.0 ? 0.0 : x; /* NaN passes through */
     case RLX_OP_GELU: {
       const double pi = 3.14159265358979323846;
       return 0.5 * x * (1.0 + tanh(sqrt(2.0 / pi) * (x + 0.044715 * x * x * x)));
@@ -74,7 +74,7 @@ void ref_ew_binary(const op_case *c, const op_inputs *in, double *expect) {
     ref_unravel(f, rank, dims, idx);
     double x = in->data[0][ref_broadcast_index(idx, rank, in->rank[0], in->dims[0])];
     double y = in->data[1][ref_broadcast_index(idx, rank, in->rank[1], in->dims[1])];
-    expect[f] = binary_op((rlx_op)c->p[0], x, y);
+    expect[f] = (float)binary_op((rlx_op)c->p[0], x, y); /* overflow -> inf as in float */
   }
 }
 
@@ -92,8 +92,9 @@ void ref_ew_where(const op_case *c, const op_inputs *in, double *expect) {
   }
 }
 
-/* p[0] = op; out[i] = op(x[i]). */
+/* p[0] = op; out[i] = op(x[i]), rounded to float (so that a result beyond
+ * FLT_MAX is the inf that a float computation must give). */
 void ref_ew_unary(const op_case *c, const op_inputs *in, double *expect) {
   size_t n = ref_numel(in->rank[0], in->dims[0]);
-  for (size_t i = 0; i < n; i++) expect[i] = unary_op((rlx_op)c->p[0], in->data[0][i]);
+  for (size_t i = 0; i < n; i++) expect[i] = (float)unary_op((rlx_op)c->p[0], in->data[0][i]);
 }

@@ -1,0 +1,112 @@
+// bench_gemm.mjs - GEMM throughput, one process, one table:
+//   native  rlx_gemm (the library's path) and OpenBLAS one thread, from the
+//           bench binary (JSON lines on stdout; run with OPENBLAS_NUM_THREADS=1)
+//   node    our GEMM compiled to wasm (SIMD128) next to TensorFlow.js's `wasm`
+//           backend tf.matMul, alternating per workload.
+// usage: node bench/bench_gemm.mjs --native=BIN --wasm=MODULE [--out=build/bench/gemm.json]
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as tf from '@tensorflow/tfjs-core';
+import '@tensorflow/tfjs-backend-wasm';
+import { loadWasi } from './wasi_shim.mjs';
+
+const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
+const outFile = args.out ?? 'build/bench/gemm.json';
+// [M, K, N] and names as in the TF.js anchors (W5 of /work/shared/bench/tfjs/workloads.mjs).
+const SIZES = [[64, 784, 128], [256, 256, 256], [512, 512, 512], [1024, 1024, 1024]];
+const workload = ([M, K, N]) => `W5 matmul ${M}x${K}x${N}`;
+const gflops = ([M, K, N], ms) => (2 * M * K * N) / (ms * 1e6);
+
+function stats(ts) {
+  const s = [...ts].sort((a, b) => a - b), n = s.length;
+  const median = n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  return { n, median_ms: median, min_ms: s[0], max_ms: s[n - 1] };
+}
+
+// The anchors' protocol (warm-up, then timed calls; fewer for 1024^3), with
+// the contenders' calls interleaved so that both see the same machine load.
+async function benchInterleaved(fns, big) {
+  const warmup = big ? 3 : 10, iters = big ? 20 : 50, ts = fns.map(() => []);
+  for (let i = 0; i < warmup; i++) for (const fn of fns) await fn();
+  for (let i = 0; i < iters; i++)
+    for (let f = 0; f < fns.length; f++) {
+      const s = performance.now();
+      await fns[f]();
+      ts[f].push(performance.now() - s);
+    }
+  return ts.map(stats);
+}
+
+const results = [];
+const add = (row) => results.push({ ...row, gflops: gflops(row.size, row.median_ms) });
+
+// ---- native: ours and OpenBLAS, measured by the bench binary -------------------
+if (args.native) {
+  const run = spawnSync(args.native, SIZES.map((s) => s.join('x')), {
+    env: { ...process.env, OPENBLAS_NUM_THREADS: '1' }, encoding: 'utf8',
+  });
+  if (run.status !== 0) throw new Error(`${args.native} failed: ${run.stderr}`);
+  for (const line of run.stdout.split('\n').filter(Boolean)) {
+    const r = JSON.parse(line);
+    const size = SIZES.find((s) => workload(s) === r.workload);
+    add({ ...r, size });
+  }
+}
+
+// ---- node: our wasm module and tfjs-wasm, alternating per workload ------------
+const ours = await loadWasi(fs.readFileSync(args.wasm));
+const path_ = (p) => { const m = new Uint8Array(ours.memory.buffer); let e = p; while (m[e]) e++; return new TextDecoder().decode(m.subarray(p, e)); };
+const oursPath = path_(ours.exports.bench_path());
+const selftestFailures = ours.exports.bench_selftest();
+
+if (!(await tf.setBackend('wasm'))) throw new Error('tfjs wasm backend failed to init');
+await tf.ready();
+const tfjsInfo = { simd: await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT'), threads: (await import('@tensorflow/tfjs-backend-wasm')).getThreadsCount() };
+
+for (const size of SIZES) {
+  const [M, K, N] = size, big = M >= 1024;
+  // Ours: one GEMM, then read C out of wasm memory (as tfjs's t.data() does).
+  const c = ours.exports.bench_setup(M, K, N);
+  if (!c) throw new Error('bench_setup: out of memory');
+  const oursFn = () => {
+    if (ours.exports.bench_gemm() !== 0) throw new Error('rlx_gemm failed');
+    return new Float32Array(ours.memory.buffer, c, M * N).slice();
+  };
+  // TF.js wasm backend, as in workloads.mjs W5.
+  const rnd = (n) => Float32Array.from({ length: n }, () => Math.random() * 2 - 1);
+  const a = tf.tensor2d(rnd(M * K), [M, K]), b = tf.tensor2d(rnd(K * N), [K, N]);
+  const tfjsFn = async () => {
+    const y = tf.matMul(a, b);
+    await y.data();
+    y.dispose();
+  };
+  const [r, t] = await benchInterleaved([oursFn, tfjsFn], big);
+  tf.dispose([a, b]);
+  add({ host: 'node', backend: 'rlx-wasm', path: oursPath, workload: workload(size), ...r, size,
+        max_abs_err: ours.exports.bench_check() });
+  add({ host: 'node', backend: 'tfjs-wasm', path: `simd=${tfjsInfo.simd} threads=${tfjsInfo.threads}`, workload: workload(size), ...t, size });
+}
+
+// ---- report -------------------------------------------------------------------
+const find = (backend, size) => results.find((r) => r.backend === backend && r.workload === workload(size));
+const fmt = (r) => (r ? r.gflops.toFixed(1).padStart(8) : '       -');
+const ratio = (x, y) => (x && y ? (x.gflops / y.gflops).toFixed(2) + 'x' : '-').padStart(9);
+const lines = [
+  `GEMM GFLOP/s (median of timed calls); ${os.cpus()[0].model}, ${os.cpus().length} cores, node ${process.version}, tfjs ${tf.version_core}`,
+  `wasm path: ${oursPath} (self-test failures: ${selftestFailures}); native path: ${find('rlx', SIZES[0])?.path ?? '-'}; OpenBLAS core: ${find('openblas', SIZES[0])?.path ?? '-'}`,
+  '',
+  'workload                    rlx-wasm tfjs-wasm  wasm/tfjs   native openblas  nat/oblas',
+];
+for (const s of SIZES) {
+  const w = find('rlx-wasm', s), t = find('tfjs-wasm', s), n = find('rlx', s), o = find('openblas', s);
+  lines.push(`${workload(s).padEnd(26)}${fmt(w)} ${fmt(t)} ${ratio(w, t)} ${fmt(n)} ${fmt(o)} ${ratio(n, o)}`);
+}
+console.log(lines.join('\n'));
+
+const env = { node: process.version, cpu: os.cpus()[0].model, cores: os.cpus().length, tfjs: tf.version_core,
+              date: new Date().toISOString(), loadavg: os.loadavg().map((v) => +v.toFixed(2)), wasm_selftest_failures: selftestFailures };
+fs.mkdirSync(path.dirname(outFile), { recursive: true });
+fs.writeFileSync(outFile, JSON.stringify({ env, results: results.map(({ size, ...r }) => r) }, null, 1));
+console.log(`\nwrote ${outFile}`);
