@@ -1,7 +1,8 @@
 /* gemm_blocked.c - the cache-blocked GEMM driver shared by every SIMD path:
  * B is packed panel by panel (kc x nc, kept in L3/L2), A block by block
  * (mc x kc, kept in L2), and a path's register-blocked micro-kernel sweeps
- * the packed slivers (one B sliver stays in L1).  Partial register blocks at
+ * the packed slivers (one B sliver stays in L1).  With few rows of A, B is
+ * read in place instead of packed.  Partial register blocks at
  * the right and bottom edges go through a small tile on the stack, so the
  * micro-kernels never touch memory outside C. */
 #include "gemm_impl.h"
@@ -9,13 +10,20 @@
 static int32_t min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
 static int32_t round_up(int32_t x, int32_t m) { return (x + m - 1) / m * m; }
 
-/* ---- the loop nest ------------------------------------------------------ */
+/* Where the micro-kernels read B from: the packed panel (slivers of kc x
+ * NR), or, with B in place, the rows of op(B) itself (row stride ld); then
+ * only a partial last sliver is packed, into `packed`. */
+typedef struct {
+  const float *packed;
+  const float *rows;
+  int32_t ld;
+} b_source;
 
 /* Runs the micro-kernel on an mr x nr corner block through a full tile. */
 static void edge_block(const rlx_gemm_impl *impl, int32_t kc, const float *ap, const float *bp,
-                       float *c, int32_t ldc, int load_c, int32_t mr, int32_t nr) {
+                       int32_t ldb, float *c, int32_t ldc, int load_c, int32_t mr, int32_t nr) {
   _Alignas(64) float tile[RLX_GEMM_MAX_MR * RLX_GEMM_MAX_NR];
-  impl->kernel(kc, ap, bp, tile, impl->nr, 0);
+  impl->kernel(kc, ap, bp, ldb, tile, impl->nr, 0);
   for (int32_t i = 0; i < mr; i++) {
     float *ci = c + (size_t)i * ldc;
     const float *ti = tile + (size_t)i * impl->nr;
@@ -26,21 +34,26 @@ static void edge_block(const rlx_gemm_impl *impl, int32_t kc, const float *ap, c
   }
 }
 
-/* C[mc, nc] (+)= packed A block . packed B panel. */
+/* C[mc, nc] (+)= packed A block . B panel. */
 static void macro_kernel(const rlx_gemm_impl *impl, int32_t mc, int32_t nc, int32_t kc,
-                         const float *ap, const float *bp, float *c, int32_t ldc, int load_c) {
+                         const float *ap, const b_source *bs, float *c, int32_t ldc, int load_c) {
   const int32_t MR = impl->mr, NR = impl->nr;
   for (int32_t jr = 0; jr < nc; jr += NR) {
     const int32_t nr = min_i32(NR, nc - jr);
-    const float *b = bp + (size_t)jr * kc;
+    const float *b = bs->packed + (size_t)jr * kc;
+    int32_t ldb = NR;
+    if (bs->rows) {
+      b = nr == NR ? bs->rows + jr : bs->packed;
+      ldb = nr == NR ? bs->ld : NR;
+    }
     for (int32_t ir = 0; ir < mc; ir += MR) {
       const int32_t mr = min_i32(MR, mc - ir);
       const float *a = ap + (size_t)ir * kc;
       float *cij = c + (size_t)ir * ldc + jr;
       if (mr == MR && nr == NR)
-        impl->kernel(kc, a, b, cij, ldc, load_c);
+        impl->kernel(kc, a, b, ldb, cij, ldc, load_c);
       else
-        edge_block(impl, kc, a, b, cij, ldc, load_c, mr, nr);
+        edge_block(impl, kc, a, b, ldb, cij, ldc, load_c, mr, nr);
     }
   }
 }
@@ -60,8 +73,11 @@ rlx_status rlx_gemm_blocked(const rlx_gemm_args *g, rlx_scratch *scratch,
   const int32_t MR = impl->mr, NR = impl->nr;
   const int32_t MC = even_block(M, impl->mc, MR), KC = even_block(K, impl->kc, 1);
   const int32_t NC = even_block(N, impl->nc, NR);
+  /* Few rows reuse each B sliver only a few times: packing B would cost
+   * about as much as the product, so the kernels read B's rows in place. */
+  const int b_in_place = !g->trans_b && M <= RLX_GEMM_B_IN_PLACE_ROWS;
   /* Buffers sized for this problem, not for the largest blocks. */
-  const size_t b_floats = ((size_t)round_up(min_i32(N, NC), NR) * KC + 15) / 16 * 16;
+  const size_t b_floats = ((size_t)(b_in_place ? NR : round_up(min_i32(N, NC), NR)) * KC + 15) / 16 * 16;
   const size_t a_floats = (size_t)round_up(min_i32(M, MC), MR) * KC;
   float *bp = rlx_scratch_get(scratch, (a_floats + b_floats) * sizeof(float));
   if (!bp) return rlx_error(RLX_ERR_NO_MEMORY, "gemm: no memory for packing buffers (%zu bytes)",
@@ -73,11 +89,18 @@ rlx_status rlx_gemm_blocked(const rlx_gemm_args *g, rlx_scratch *scratch,
     for (int32_t pc = 0; pc < K; pc += KC) {
       const int32_t kc = min_i32(KC, K - pc);
       const int load_c = g->accumulate || pc > 0;
-      rlx_gemm_pack_b(g, impl, pc, kc, jc, nc, bp);
+      b_source bs = {bp, NULL, g->ldb};
+      if (b_in_place) {
+        const int32_t full = nc / NR * NR;
+        bs.rows = g->B + (size_t)pc * g->ldb + jc;
+        if (full < nc) rlx_gemm_pack_b(g, impl, pc, kc, jc + full, nc - full, bp);
+      } else {
+        rlx_gemm_pack_b(g, impl, pc, kc, jc, nc, bp);
+      }
       for (int32_t ic = 0; ic < M; ic += MC) {
         const int32_t mc = min_i32(MC, M - ic);
         rlx_gemm_pack_a(g, impl, ic, mc, pc, kc, ap);
-        macro_kernel(impl, mc, nc, kc, ap, bp, g->C + (size_t)ic * g->ldc + jc, g->ldc, load_c);
+        macro_kernel(impl, mc, nc, kc, ap, &bs, g->C + (size_t)ic * g->ldc + jc, g->ldc, load_c);
       }
     }
   }

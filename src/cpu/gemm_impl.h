@@ -17,9 +17,13 @@
 #define RLX_GEMM_MAX_NR 32
 
 /* c[MR, NR] (row stride ldc) = (load_c ? c : 0) + ap . bp over kc steps,
- * where ap/bp are one packed A sliver and one packed B sliver. */
-typedef void (*rlx_gemm_ukernel)(int32_t kc, const float *ap, const float *bp, float *c,
-                                 int32_t ldc, int load_c);
+ * where ap is one packed A sliver and bp one B sliver whose k-th row of NR
+ * values starts at bp + k*ldb (ldb = NR when packed). */
+typedef void (*rlx_gemm_ukernel)(int32_t kc, const float *ap, const float *bp, int32_t ldb,
+                                 float *c, int32_t ldc, int load_c);
+
+/* Products with at most this many rows read B in place (no packing). */
+#define RLX_GEMM_B_IN_PLACE_ROWS 16
 
 /* Upper bound of the workspace one rlx_gemm call asks its scratch for:
  * (round_up(mc, mr) + round_up(nc, nr)) * kc floats.  Callers that hand

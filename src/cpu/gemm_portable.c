@@ -3,8 +3,8 @@
  * vectorize the column loop. */
 #include "gemm_impl.h"
 
-static void kernel_portable_4x8(int32_t kc, const float *ap, const float *bp, float *c,
-                                int32_t ldc, int load_c) {
+static void kernel_portable_4x8(int32_t kc, const float *ap, const float *bp, int32_t ldb,
+                                float *c, int32_t ldc, int load_c) {
   float acc[4][8] = {{0.0f}};
   for (int32_t k = 0; k < kc; k++) {
     for (int r = 0; r < 4; r++) {
@@ -12,7 +12,7 @@ static void kernel_portable_4x8(int32_t kc, const float *ap, const float *bp, fl
       for (int j = 0; j < 8; j++) acc[r][j] += a * bp[j];
     }
     ap += 4;
-    bp += 8;
+    bp += ldb;
   }
   for (int r = 0; r < 4; r++) {
     float *cr = c + (size_t)r * ldc;

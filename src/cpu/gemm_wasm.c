@@ -27,7 +27,7 @@
   b1 = wasm_v128_load(bp + 4);                    \
   WROW(0) WROW(1) WROW(2) WROW(3)                 \
   ap += 4;                                        \
-  bp += 8;                                        \
+  bp += ldb;                                      \
   __asm__("" : "+r"(ap), "+r"(bp));
 #define WSTORE(r)                                                              \
   if (load_c) {                                                                \
@@ -37,8 +37,8 @@
   wasm_v128_store(c + (r) * (size_t)ldc, c##r##0);                             \
   wasm_v128_store(c + (r) * (size_t)ldc + 4, c##r##1);
 
-static void kernel_simd128_4x8(int32_t kc, const float *ap, const float *bp, float *c,
-                               int32_t ldc, int load_c) {
+static void kernel_simd128_4x8(int32_t kc, const float *ap, const float *bp, int32_t ldb,
+                               float *c, int32_t ldc, int load_c) {
   v128_t c00 = wasm_f32x4_splat(0.0f), c01 = c00, c10 = c00, c11 = c00;
   v128_t c20 = c00, c21 = c00, c30 = c00, c31 = c00;
   v128_t a, b0, b1;

@@ -35,7 +35,7 @@ static void transpose4_sse(const float *src, size_t lds, int32_t n, float *dst, 
   b1 = _mm256_loadu_ps(bp + 8);                            \
   AVX2_ROW(0) AVX2_ROW(1) AVX2_ROW(2) AVX2_ROW(3) AVX2_ROW(4) AVX2_ROW(5) \
   ap += 6;                                                 \
-  bp += 16;
+  bp += ldb;
 #define AVX2_STORE(r)                                                         \
   if (load_c) {                                                               \
     c##r##0 = _mm256_add_ps(c##r##0, _mm256_loadu_ps(c + (r) * (size_t)ldc));     \
@@ -45,14 +45,18 @@ static void transpose4_sse(const float *src, size_t lds, int32_t n, float *dst, 
   _mm256_storeu_ps(c + (r) * (size_t)ldc + 8, c##r##1);
 
 __attribute__((target("avx2,fma"))) static void kernel_avx2_6x16(int32_t kc, const float *ap,
-                                                                 const float *bp, float *c,
-                                                                 int32_t ldc, int load_c) {
+                                                                 const float *bp, int32_t ldb,
+                                                                 float *c, int32_t ldc, int load_c) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   __m256 a, b0, b1;
+  for (int r = 0; r < 6; r++) { /* C's rows are written at the end: fetch them now */
+    _mm_prefetch((const char *)(c + r * (size_t)ldc), _MM_HINT_T0);
+    _mm_prefetch((const char *)(c + r * (size_t)ldc + 15), _MM_HINT_T0);
+  }
   int32_t k = 0;
   for (; k + 4 <= kc; k += 4) {
-    _mm_prefetch((const char *)(bp + 16 * 8), _MM_HINT_T0);
+    _mm_prefetch((const char *)(bp + 8 * (size_t)ldb), _MM_HINT_T0);
     AVX2_STEP AVX2_STEP AVX2_STEP AVX2_STEP
   }
   for (; k < kc; k++) {
@@ -84,8 +88,8 @@ const rlx_gemm_impl *rlx_gemm_impl_avx2(void) {
   _mm_storeu_ps(c + (r) * (size_t)ldc, c##r##0);                              \
   _mm_storeu_ps(c + (r) * (size_t)ldc + 4, c##r##1);
 
-static void kernel_sse_4x8(int32_t kc, const float *ap, const float *bp, float *c, int32_t ldc,
-                           int load_c) {
+static void kernel_sse_4x8(int32_t kc, const float *ap, const float *bp, int32_t ldb, float *c,
+                           int32_t ldc, int load_c) {
   __m128 c00 = _mm_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
   __m128 c20 = c00, c21 = c00, c30 = c00, c31 = c00;
   __m128 a, b0, b1;
@@ -94,7 +98,7 @@ static void kernel_sse_4x8(int32_t kc, const float *ap, const float *bp, float *
     b1 = _mm_loadu_ps(bp + 4);
     SSE_ROW(0) SSE_ROW(1) SSE_ROW(2) SSE_ROW(3)
     ap += 4;
-    bp += 8;
+    bp += ldb;
   }
   SSE_STORE(0) SSE_STORE(1) SSE_STORE(2) SSE_STORE(3)
 }

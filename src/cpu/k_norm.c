@@ -19,7 +19,8 @@ static double sum_sq(const float *x, double centre, size_t n) {
       acc[l] += c * c;
     }
   for (; i < n; i++) tail += ((double)x[i] - centre) * ((double)x[i] - centre);
-  return tail + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (int l = 0; l < LANES; l++) tail += acc[l]; /* in lane order: keeps clang's SLP 4-wide */
+  return tail;
 }
 
 static double sum_row(const float *x, size_t n) {
@@ -29,7 +30,8 @@ static double sum_row(const float *x, size_t n) {
 #pragma GCC unroll 8
     for (int l = 0; l < LANES; l++) acc[l] += x[i + l];
   for (; i < n; i++) tail += x[i];
-  return tail + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (int l = 0; l < LANES; l++) tail += acc[l]; /* in lane order: keeps clang's SLP 4-wide */
+  return tail;
 }
 
 /* y = x * inv * w (restrict parameters so that clang vectorizes too) */

@@ -74,7 +74,8 @@ static double row_sum(const float *x, size_t n) {
 #pragma GCC unroll 8
     for (int l = 0; l < LANES; l++) acc[l] += x[i + l];
   for (; i < n; i++) tail += x[i];
-  return tail + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (int l = 0; l < LANES; l++) tail += acc[l]; /* in lane order: keeps clang's SLP 4-wide */
+  return tail;
 }
 
 static float row_max(float m0, const float *x, size_t n) {

@@ -91,7 +91,8 @@ double rlx_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n) {
     y[i] = e;
     tail += e;
   }
-  return tail + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (int l = 0; l < LANES; l++) tail += acc[l]; /* in lane order: keeps clang's SLP 4-wide */
+  return tail;
 }
 
 /* y[i] = x[i] * s */
@@ -132,48 +133,70 @@ static void softmax_row(const float *x, float *y, size_t n, int log_out) {
   }
 }
 
-/* The strided case, one softmax per j < inner over n values inner apart.
- * mx holds 2 * inner floats and sum inner doubles of workspace. */
-static void softmax_strided(const float *restrict x, float *restrict y, size_t n, size_t inner, int log_out,
-                            float *restrict mx, double *restrict sum) {
-  for (size_t j = 0; j < inner; j++) {
-    mx[j] = x[j];
-    sum[j] = 0.0;
-  }
-  for (size_t r = 1; r < n; r++) {
-    const float *xr = x + r * inner;
-    size_t j = 0;
-    for (; j + LANES <= inner; j += LANES)
+/* y[j] = exp(x[j] - shift[j]) */
+static void exp_sub_row(const float *restrict x, const float *restrict shift, float *restrict y, size_t n) {
+  size_t j = 0;
+  for (; j + LANES <= n; j += LANES)
 #pragma GCC unroll 8
-      for (int l = 0; l < LANES; l++) mx[j + l] = xr[j + l] > mx[j + l] ? xr[j + l] : mx[j + l];
-    for (; j < inner; j++) mx[j] = xr[j] > mx[j] ? xr[j] : mx[j];
-  }
+    for (int l = 0; l < LANES; l++) y[j + l] = fast_expf(x[j + l] - shift[j + l]);
+  for (; j < n; j++) y[j] = fast_expf(x[j] - shift[j]);
+}
+
+/* acc[j] += y[j] */
+static void accumulate_row(double *restrict acc, const float *restrict y, size_t n) {
+  size_t j = 0;
+  for (; j + LANES <= n; j += LANES)
+#pragma GCC unroll 8
+    for (int l = 0; l < LANES; l++) acc[j + l] += y[j + l];
+  for (; j < n; j++) acc[j] += y[j];
+}
+
+/* m[j] = max(m[j], x[j]) */
+static void max_row(float *restrict m, const float *restrict x, size_t n) {
+  size_t j = 0;
+  for (; j + LANES <= n; j += LANES)
+#pragma GCC unroll 8
+    for (int l = 0; l < LANES; l++) m[j + l] = x[j + l] > m[j + l] ? x[j + l] : m[j + l];
+  for (; j < n; j++) m[j] = x[j] > m[j] ? x[j] : m[j];
+}
+
+/* y[j] = (x[j] - m[j]) - log_sum[j] */
+static void log_softmax_finish_strided(const float *restrict x, const float *restrict m,
+                                       const float *restrict log_sum, float *restrict y, size_t n) {
+  size_t j = 0;
+  for (; j + LANES <= n; j += LANES)
+#pragma GCC unroll 8
+    for (int l = 0; l < LANES; l++) y[j + l] = (x[j + l] - m[j + l]) - log_sum[j + l];
+  for (; j < n; j++) y[j] = (x[j] - m[j]) - log_sum[j];
+}
+
+/* y[j] *= f[j] */
+static void scale_row_strided(float *restrict y, const float *restrict f, size_t n) {
+  size_t j = 0;
+  for (; j + LANES <= n; j += LANES)
+#pragma GCC unroll 8
+    for (int l = 0; l < LANES; l++) y[j + l] *= f[j + l];
+  for (; j < n; j++) y[j] *= f[j];
+}
+
+/* The strided case, one softmax per j < inner over n values inner apart,
+ * walked row by row so every loop is contiguous.  mx holds 2 * inner
+ * floats and sum inner doubles of workspace. */
+static void softmax_strided(const float *x, float *y, size_t n, size_t inner, int log_out, float *mx, double *sum) {
+  memcpy(mx, x, inner * sizeof(float));
+  memset(sum, 0, inner * sizeof(double));
+  for (size_t r = 1; r < n; r++) max_row(mx, x + r * inner, inner);
   for (size_t r = 0; r < n; r++) {
-    const float *xr = x + r * inner;
-    float *yr = y + r * inner;
-    size_t j = 0;
-    for (; j + LANES <= inner; j += LANES)
-#pragma GCC unroll 8
-      for (int l = 0; l < LANES; l++) {
-        float e = fast_expf(xr[j + l] - mx[j + l]);
-        yr[j + l] = e;
-        sum[j + l] += e;
-      }
-    for (; j < inner; j++) {
-      float e = fast_expf(xr[j] - mx[j]);
-      yr[j] = e;
-      sum[j] += e;
-    }
+    exp_sub_row(x + r * inner, mx, y + r * inner, inner);
+    accumulate_row(sum, y + r * inner, inner);
   }
   float *fac = mx + inner; /* log(sum) for log_out, else 1 / sum */
   for (size_t j = 0; j < inner; j++) fac[j] = log_out ? (float)log(sum[j]) : (float)(1.0 / sum[j]);
   for (size_t r = 0; r < n; r++) {
-    const float *xr = x + r * inner;
-    float *yr = y + r * inner;
     if (log_out)
-      for (size_t j = 0; j < inner; j++) yr[j] = (xr[j] - mx[j]) - fac[j];
+      log_softmax_finish_strided(x + r * inner, mx, fac, y + r * inner, inner);
     else
-      for (size_t j = 0; j < inner; j++) yr[j] *= fac[j];
+      scale_row_strided(y + r * inner, fac, inner);
   }
 }
 

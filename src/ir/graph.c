@@ -104,7 +104,8 @@ static rlx_status grow(rlx_graph *g) {
 
 /* Input k of `op` may be an i32 index tensor. */
 static int accepts_i32(rlx_op op, int32_t k) {
-  return k == 1 && (op == RLX_OP_GATHER || op == RLX_OP_SOFTMAX_CE);
+  if (op == RLX_OP_SCATTER_ADD) return k == 0;
+  return k == 1 && (op == RLX_OP_GATHER || op == RLX_OP_SOFTMAX_CE || op == RLX_OP_SOFTMAX_CE_GRAD);
 }
 
 /* Shared checks: arity, input ids, dtypes, attribute counts. */

@@ -239,7 +239,9 @@ RULE(norm) {
 
 RULE(rope) {
   const rlx_shape *x = IN(0);
-  ATTRS(1, 1);
+  if (n->n_iattr == 1) n->iattr[n->n_iattr++] = 0; /* inverse defaults to off */
+  ATTRS(2, 1);
+  if (n->iattr[1] != 0 && n->iattr[1] != 1) FAIL(RLX_ERR_INVALID_ARG, "inverse must be 0 or 1");
   if (x->rank < 2) FAIL(RLX_ERR_SHAPE, "input needs rank >= 2 ([..., S, D])");
   if (x->dims[x->rank - 1] % 2) FAIL(RLX_ERR_SHAPE, "the last dim must be even");
   if (!(n->fattr[0] > 0.0f) || isinf(n->fattr[0])) FAIL(RLX_ERR_INVALID_ARG, "theta must be finite and > 0");
@@ -248,9 +250,11 @@ RULE(rope) {
   return RLX_OK;
 }
 
-RULE(attention) {
+/* Checks q, k, v (and the mask input at index mask_k) of attention and its
+ * gradient; sets *out to the attention output shape. */
+static rlx_status check_attention(const rlx_graph *g, const rlx_node_t *n, int32_t mask_k, rlx_shape *out,
+                                  char *msg, size_t cap) {
   const rlx_shape *q = IN(0), *k = IN(1), *v = IN(2);
-  ATTRS(2, 1);
   int32_t kind = n->iattr[0], window = n->iattr[1];
   if (q->rank != 4 || k->rank != 4 || v->rank != 4) FAIL(RLX_ERR_SHAPE, "q, k and v must be [B, H, S, D]");
   if (k->dims[0] != q->dims[0] || v->dims[0] != q->dims[0] || k->dims[1] != q->dims[1] || v->dims[1] != q->dims[1])
@@ -259,23 +263,41 @@ RULE(attention) {
   if (v->dims[2] != k->dims[2]) FAIL(RLX_ERR_SHAPE, "k and v must share the key length");
   if (kind < RLX_MASK_NONE || kind > RLX_MASK_BIAS) FAIL(RLX_ERR_INVALID_ARG, "unknown mask kind %d", (int)kind);
   int32_t wants_mask = kind == RLX_MASK_PADDING || kind == RLX_MASK_BIAS;
-  if (wants_mask != (n->n_inputs == 4))
+  if (wants_mask != (n->n_inputs == mask_k + 1))
     FAIL(RLX_ERR_GRAPH, "mask kind %d %s a mask tensor", (int)kind, wants_mask ? "needs" : "takes no");
   if (kind == RLX_MASK_SLIDING && window < 1) FAIL(RLX_ERR_INVALID_ARG, "sliding window must be >= 1, got %d", (int)window);
   if (!isfinite(n->fattr[0])) FAIL(RLX_ERR_INVALID_ARG, "scale must be finite");
   if (kind == RLX_MASK_PADDING) {
-    const rlx_shape *m = IN(3);
+    const rlx_shape *m = IN(mask_k);
     if (m->rank != 2 || m->dims[0] != q->dims[0] || m->dims[1] != k->dims[2])
       FAIL(RLX_ERR_SHAPE, "padding mask must be [B, Sk] = [%d, %d]", (int)q->dims[0], (int)k->dims[2]);
   }
-  n->shape = *q;
-  n->shape.dims[3] = v->dims[3];
   if (kind == RLX_MASK_BIAS) {
-    rlx_shape scores = *q, out;
+    rlx_shape scores = *q, b;
     scores.dims[3] = k->dims[2];
-    if (IN(3)->rank > 4 || !broadcast(IN(3), &scores, &out) || !rlx_shape_equal(&out, &scores))
+    if (IN(mask_k)->rank > 4 || !broadcast(IN(mask_k), &scores, &b) || !rlx_shape_equal(&b, &scores))
       FAIL(RLX_ERR_SHAPE, "bias must broadcast to [B, H, Sq, Sk]");
   }
+  *out = *q;
+  out->dims[3] = v->dims[3];
+  return RLX_OK;
+}
+
+RULE(attention) {
+  ATTRS(2, 1);
+  return check_attention(g, n, 3, &n->shape, msg, cap);
+}
+
+RULE(attention_grad) {
+  rlx_shape y;
+  ATTRS(2, 1);
+  rlx_status st = check_attention(g, n, 4, &y, msg, cap);
+  if (st != RLX_OK) return st;
+  if (!rlx_shape_equal(IN(3), &y)) FAIL(RLX_ERR_SHAPE, "dy must have the attention output's shape");
+  size_t total = rlx_shape_numel(IN(0)) + rlx_shape_numel(IN(1)) + rlx_shape_numel(IN(2));
+  if (total > (size_t)INT32_MAX) FAIL(RLX_ERR_SHAPE, "gradient too large");
+  n->shape.rank = 1;
+  n->shape.dims[0] = (int32_t)total;
   return RLX_OK;
 }
 
@@ -285,41 +307,110 @@ static int32_t window_out(int32_t in, int32_t k, int32_t stride, int32_t pad, in
   return room < 0 ? 0 : (int32_t)(room / stride + 1);
 }
 
-RULE(conv2d) {
-  const rlx_shape *x = IN(0), *w = IN(1);
-  ATTRS(7, 0);
-  const int32_t *a = n->iattr;
-  if (x->rank != 4 || w->rank != 4) FAIL(RLX_ERR_SHAPE, "x must be [N, C, H, W] and w [O, C/groups, KH, KW]");
+/* Checks conv2d attributes for input [N, C, H, W] and weight [O, C/g, KH, KW]
+ * (given as dims) and sets out to [N, O, OH, OW]. */
+static rlx_status check_conv(const int32_t *a, const int32_t *x, const int32_t *w, rlx_shape *out, char *msg,
+                             size_t cap) {
   if (a[0] < 1 || a[1] < 1 || a[2] < 0 || a[3] < 0 || a[4] < 1 || a[5] < 1 || a[6] < 1)
     FAIL(RLX_ERR_INVALID_ARG, "stride and dilation must be >= 1, padding >= 0, groups >= 1");
-  if (x->dims[1] % a[6] || w->dims[0] % a[6])
-    FAIL(RLX_ERR_SHAPE, "channels %d and filters %d must divide by groups %d", (int)x->dims[1], (int)w->dims[0], (int)a[6]);
-  if (w->dims[1] != x->dims[1] / a[6])
-    FAIL(RLX_ERR_SHAPE, "w has %d input channels per group, x gives %d", (int)w->dims[1], (int)(x->dims[1] / a[6]));
-  int32_t oh = window_out(x->dims[2], w->dims[2], a[0], a[2], a[4]);
-  int32_t ow = window_out(x->dims[3], w->dims[3], a[1], a[3], a[5]);
+  if (x[1] % a[6] || w[0] % a[6])
+    FAIL(RLX_ERR_SHAPE, "channels %d and filters %d must divide by groups %d", (int)x[1], (int)w[0], (int)a[6]);
+  if (w[1] != x[1] / a[6])
+    FAIL(RLX_ERR_SHAPE, "w has %d input channels per group, x gives %d", (int)w[1], (int)(x[1] / a[6]));
+  int32_t oh = window_out(x[2], w[2], a[0], a[2], a[4]);
+  int32_t ow = window_out(x[3], w[3], a[1], a[3], a[5]);
   if (oh < 1 || ow < 1) FAIL(RLX_ERR_SHAPE, "the kernel does not fit the padded input");
-  n->shape.rank = 4;
-  n->shape.dims[0] = x->dims[0];
-  n->shape.dims[1] = w->dims[0];
-  n->shape.dims[2] = oh;
-  n->shape.dims[3] = ow;
+  out->rank = 4;
+  out->dims[0] = x[0];
+  out->dims[1] = w[0];
+  out->dims[2] = oh;
+  out->dims[3] = ow;
   return RLX_OK;
 }
 
-RULE(pool2d) {
-  const rlx_shape *x = IN(0);
-  ATTRS(6, 0);
-  const int32_t *a = n->iattr;
+RULE(conv2d) {
+  const rlx_shape *x = IN(0), *w = IN(1);
+  ATTRS(7, 0);
+  if (x->rank != 4 || w->rank != 4) FAIL(RLX_ERR_SHAPE, "x must be [N, C, H, W] and w [O, C/groups, KH, KW]");
+  return check_conv(n->iattr, x->dims, w->dims, &n->shape, msg, cap);
+}
+
+static rlx_status want_dy(const rlx_shape *dy, const rlx_shape *y, char *msg, size_t cap) {
+  char want[96];
+  if (rlx_shape_equal(dy, y)) return RLX_OK;
+  rlx_format_dims(want, sizeof want, y->rank, y->dims);
+  FAIL(RLX_ERR_SHAPE, "dy must be %s (the forward output)", want);
+}
+
+RULE(conv2d_grad_input) { /* (dy, w) -> [N, C, H, W] */
+  const rlx_shape *dy = IN(0), *w = IN(1);
+  rlx_shape y;
+  ATTRS(9, 0);
+  if (dy->rank != 4 || w->rank != 4) FAIL(RLX_ERR_SHAPE, "dy and w must have rank 4");
+  if (n->iattr[7] < 1 || n->iattr[8] < 1) FAIL(RLX_ERR_INVALID_ARG, "input height and width must be >= 1");
+  int32_t x[4] = {dy->dims[0], w->dims[1] * n->iattr[6], n->iattr[7], n->iattr[8]};
+  rlx_status st = check_conv(n->iattr, x, w->dims, &y, msg, cap);
+  if (st != RLX_OK) return st;
+  if ((st = want_dy(dy, &y, msg, cap)) != RLX_OK) return st;
+  n->shape.rank = 4;
+  memcpy(n->shape.dims, x, sizeof x);
+  return RLX_OK;
+}
+
+RULE(conv2d_grad_weight) { /* (x, dy) -> [O, C/g, KH, KW] */
+  const rlx_shape *x = IN(0), *dy = IN(1);
+  rlx_shape y;
+  ATTRS(9, 0);
+  if (dy->rank != 4 || x->rank != 4) FAIL(RLX_ERR_SHAPE, "x and dy must have rank 4");
+  if (n->iattr[7] < 1 || n->iattr[8] < 1 || n->iattr[6] < 1) FAIL(RLX_ERR_INVALID_ARG, "kernel size and groups must be >= 1");
+  int32_t w[4] = {dy->dims[1], x->dims[1] / n->iattr[6], n->iattr[7], n->iattr[8]};
+  rlx_status st = check_conv(n->iattr, x->dims, w, &y, msg, cap);
+  if (st != RLX_OK) return st;
+  if ((st = want_dy(dy, &y, msg, cap)) != RLX_OK) return st;
+  n->shape.rank = 4;
+  memcpy(n->shape.dims, w, sizeof w);
+  return RLX_OK;
+}
+
+static rlx_status check_pool(const int32_t *a, const rlx_shape *x, rlx_shape *out, char *msg, size_t cap) {
   if (x->rank != 4) FAIL(RLX_ERR_SHAPE, "x must be [N, C, H, W]");
   if (a[0] < 1 || a[1] < 1 || a[2] < 1 || a[3] < 1 || a[4] < 0 || a[5] < 0 || a[4] >= a[0] || a[5] >= a[1])
     FAIL(RLX_ERR_INVALID_ARG, "kernel and stride must be >= 1 and padding in [0, kernel)");
   int32_t oh = window_out(x->dims[2], a[0], a[2], a[4], 1), ow = window_out(x->dims[3], a[1], a[3], a[5], 1);
   if (oh < 1 || ow < 1) FAIL(RLX_ERR_SHAPE, "the window does not fit the padded input");
-  n->shape = *x;
-  n->shape.dims[2] = oh;
-  n->shape.dims[3] = ow;
+  *out = *x;
+  out->dims[2] = oh;
+  out->dims[3] = ow;
   return RLX_OK;
+}
+
+RULE(pool2d) {
+  ATTRS(6, 0);
+  return check_pool(n->iattr, IN(0), &n->shape, msg, cap);
+}
+
+RULE(max_pool2d_grad) { /* (x, dy) -> x's shape */
+  rlx_shape y;
+  ATTRS(6, 0);
+  rlx_status st = check_pool(n->iattr, IN(0), &y, msg, cap);
+  if (st == RLX_OK) st = want_dy(IN(1), &y, msg, cap);
+  n->shape = *IN(0);
+  return st;
+}
+
+RULE(avg_pool2d_grad) { /* (dy) -> [N, C, H, W] */
+  const rlx_shape *dy = IN(0);
+  rlx_shape x, y;
+  ATTRS(8, 0);
+  if (dy->rank != 4) FAIL(RLX_ERR_SHAPE, "dy must have rank 4");
+  if (n->iattr[6] < 1 || n->iattr[7] < 1) FAIL(RLX_ERR_INVALID_ARG, "input height and width must be >= 1");
+  x = *dy;
+  x.dims[2] = n->iattr[6];
+  x.dims[3] = n->iattr[7];
+  rlx_status st = check_pool(n->iattr, &x, &y, msg, cap);
+  if (st == RLX_OK) st = want_dy(dy, &y, msg, cap);
+  n->shape = x;
+  return st;
 }
 
 RULE(global_pool) {
@@ -329,6 +420,73 @@ RULE(global_pool) {
   n->shape.rank = 2;
   n->shape.dims[0] = x->dims[0];
   n->shape.dims[1] = x->dims[1];
+  return RLX_OK;
+}
+
+RULE(grad_pointwise) { /* (x, dy) -> dx */
+  ATTRS(0, 0);
+  if (!rlx_shape_equal(IN(0), IN(1))) FAIL(RLX_ERR_SHAPE, "x and dy must have the same shape");
+  n->shape = *IN(0);
+  return RLX_OK;
+}
+
+RULE(narrow_grad) { /* (dy) -> input shape */
+  const rlx_shape *dy = IN(0);
+  ATTRS(3, 0);
+  if (!norm_axis(&n->iattr[0], dy->rank)) FAIL(RLX_ERR_INVALID_ARG, "axis %d is outside rank %d", (int)n->iattr[0], (int)dy->rank);
+  int32_t axis = n->iattr[0], start = n->iattr[1], full = n->iattr[2];
+  if (start < 0 || full < 1 || start > full - dy->dims[axis])
+    FAIL(RLX_ERR_SHAPE, "range start %d length %d does not fit a dim of size %d", (int)start, (int)dy->dims[axis], (int)full);
+  n->shape = *dy;
+  n->shape.dims[axis] = full;
+  return RLX_OK;
+}
+
+RULE(scatter_add) { /* (ids[...], dy[..., D]) -> [V, D] */
+  const rlx_shape *ids = IN(0), *dy = IN(1);
+  ATTRS(1, 0);
+  if (n->iattr[0] < 1) FAIL(RLX_ERR_INVALID_ARG, "row count V must be >= 1");
+  if (dy->rank != ids->rank + 1 || memcmp(dy->dims, ids->dims, sizeof(int32_t) * (size_t)ids->rank) != 0)
+    FAIL(RLX_ERR_SHAPE, "dy must be the ids' shape plus a row dim");
+  n->shape.rank = 2;
+  n->shape.dims[0] = n->iattr[0];
+  n->shape.dims[1] = dy->dims[dy->rank - 1];
+  return RLX_OK;
+}
+
+RULE(axis_grad) { /* (y, dy) -> dx */
+  ATTRS(1, 0);
+  if (!rlx_shape_equal(IN(0), IN(1))) FAIL(RLX_ERR_SHAPE, "y and dy must have the same shape");
+  if (!norm_axis(&n->iattr[0], IN(0)->rank)) FAIL(RLX_ERR_INVALID_ARG, "axis %d is outside rank %d", (int)n->iattr[0], (int)IN(0)->rank);
+  n->shape = *IN(0);
+  return RLX_OK;
+}
+
+RULE(softmax_ce_grad) { /* (logits, labels, dy) -> logits' shape */
+  rlx_status st = rlx_shape_softmax_ce(g, n, msg, cap);
+  if (st != RLX_OK) return st;
+  if (!rlx_shape_equal(IN(2), &n->shape)) FAIL(RLX_ERR_SHAPE, "dy must have the labels' shape");
+  n->shape = *IN(0);
+  return RLX_OK;
+}
+
+RULE(norm_grad) { /* (x, w, dy) -> dx */
+  ATTRS(0, 1);
+  const rlx_shape *x = IN(0);
+  if (x->rank < 1) FAIL(RLX_ERR_SHAPE, "input needs rank >= 1");
+  if (IN(1)->rank != 1 || IN(1)->dims[0] != x->dims[x->rank - 1]) FAIL(RLX_ERR_SHAPE, "w must be [%d]", (int)x->dims[x->rank - 1]);
+  if (!rlx_shape_equal(IN(2), x)) FAIL(RLX_ERR_SHAPE, "x and dy must have the same shape");
+  n->shape = *x;
+  return RLX_OK;
+}
+
+RULE(norm_grad_weight) { /* (x, dy) -> [D] */
+  ATTRS(0, 1);
+  const rlx_shape *x = IN(0);
+  if (x->rank < 1) FAIL(RLX_ERR_SHAPE, "input needs rank >= 1");
+  if (!rlx_shape_equal(IN(1), x)) FAIL(RLX_ERR_SHAPE, "x and dy must have the same shape");
+  n->shape.rank = 1;
+  n->shape.dims[0] = x->dims[x->rank - 1];
   return RLX_OK;
 }
 

@@ -130,6 +130,13 @@ static void check_impl(const rlx_gemm_impl *impl) {
     skip();
     return;
   }
+  /* The workspace bound callers rely on (conv2d hands rlx_gemm a window). */
+  const size_t kc = (size_t)impl->kc;
+  const size_t mc = (size_t)(impl->mc + impl->mr - 1) / impl->mr * impl->mr;
+  const size_t nc = (size_t)(impl->nc + impl->nr - 1) / impl->nr * impl->nr;
+  assert_true((mc * kc + nc * kc + 16) * sizeof(float) <= RLX_GEMM_SCRATCH_MAX);
+  assert_true(impl->mr <= RLX_GEMM_MAX_MR && impl->nr <= RLX_GEMM_MAX_NR);
+  assert_true(impl->mc % impl->mr == 0 && impl->nc % impl->nr == 0 && impl->nr % 4 == 0);
   rlx_scratch s = {0};
   int fails = sweep(impl, &s, impl->name);
   rlx_gemm_impl tiny = *impl;
