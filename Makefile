@@ -22,7 +22,7 @@ CFLAGS += -DRLX_USE_OPENBLAS -I/usr/include/x86_64-linux-gnu/openblas-pthread
 LDLIBS += -lopenblas
 endif
 
-LIB_SRC  := $(sort $(wildcard src/core/*.c src/ir/*.c src/compile/*.c src/cpu/*.c))
+LIB_SRC  := $(sort $(wildcard src/core/*.c src/ir/*.c src/autodiff/*.c src/compile/*.c src/cpu/*.c))
 WEB_SRC  := $(sort $(wildcard src/web/*.c))
 WEB_OBJ  := $(WEB_SRC:%.c=build/wasm/%.o)
 HDRS     := $(wildcard include/*.h include/*.def src/*/*.h)
@@ -30,7 +30,7 @@ LIB_OBJ  := $(LIB_SRC:%.c=build/native/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
 WASM_OBJ := $(LIB_SRC:%.c=build/wasm/%.o)
 
-TEST_SUPPORT := $(sort $(wildcard tests/c/harness.c tests/c/ref_*.c tests/c/cases_*.c))
+TEST_SUPPORT := $(sort $(wildcard tests/c/harness.c tests/c/ref_*.c tests/c/cases_*.c tests/c/grad_*.c))
 TEST_MAINS   := $(sort $(wildcard tests/c/test_*.c))
 TEST_BINS    := $(TEST_MAINS:tests/c/%.c=build/tests/%)
 ASAN_BINS    := $(TEST_MAINS:tests/c/%.c=build/tests-asan/%)
@@ -71,10 +71,10 @@ build/wasm-tests/opcases.wasm: $(WASM_OBJ) $(WASM_TEST_OBJ)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_LDFLAGS) -o $@ $(WASM_TEST_OBJ) $(WASM_OBJ)
 
-build/tests/%: tests/c/%.c $(TEST_SUPPORT) build/librlx.a tests/c/op_case.h
+build/tests/%: tests/c/%.c $(TEST_SUPPORT) build/librlx.a tests/c/op_case.h tests/c/grad_case.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/c -o $@ $< $(TEST_SUPPORT) build/librlx.a -lcmocka $(LDLIBS)
-build/tests-asan/%: tests/c/%.c $(TEST_SUPPORT) $(ASAN_OBJ) tests/c/op_case.h
+build/tests-asan/%: tests/c/%.c $(TEST_SUPPORT) $(ASAN_OBJ) tests/c/op_case.h tests/c/grad_case.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -O1 $(SAN_FLAGS) -Itests/c -o $@ $< $(TEST_SUPPORT) $(ASAN_OBJ) -lcmocka $(LDLIBS)
 

@@ -67,42 +67,55 @@ const tfjsInfo = { simd: await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT'), threa
 
 for (const size of SIZES) {
   const [M, K, N] = size, big = M >= 1024;
-  // Ours: one GEMM, then read C out of wasm memory (as tfjs's t.data() does).
   const c = ours.exports.bench_setup(M, K, N);
   if (!c) throw new Error('bench_setup: out of memory');
-  const oursFn = () => {
-    if (ours.exports.bench_gemm() !== 0) throw new Error('rlx_gemm failed');
-    return new Float32Array(ours.memory.buffer, c, M * N).slice();
-  };
-  // TF.js wasm backend, as in workloads.mjs W5.
   const rnd = (n) => Float32Array.from({ length: n }, () => Math.random() * 2 - 1);
   const a = tf.tensor2d(rnd(M * K), [M, K]), b = tf.tensor2d(rnd(K * N), [K, N]);
-  const tfjsFn = async () => {
-    const y = tf.matMul(a, b);
-    await y.data();
-    y.dispose();
+  const gemm = () => {
+    if (ours.exports.bench_gemm() !== 0) throw new Error('rlx_gemm failed');
   };
-  const [r, t] = await benchInterleaved([oursFn, tfjsFn], big);
+  const fns = {
+    // The anchors' protocol (workloads.mjs W5): product, then read it into JS
+    // (tfjs: await t.data(); ours: copy C out of wasm memory).
+    'rlx-wasm': () => {
+      gemm();
+      return new Float32Array(ours.memory.buffer, c, M * N).slice();
+    },
+    'tfjs-wasm': async () => {
+      const y = tf.matMul(a, b);
+      await y.data();
+      y.dispose();
+    },
+    // The product alone (tfjs-wasm runs kernels synchronously inside tf.matMul).
+    'rlx-wasm-compute': gemm,
+    'tfjs-wasm-compute': () => tf.matMul(a, b).dispose(),
+  };
+  const stats_ = await benchInterleaved(Object.values(fns), big);
   tf.dispose([a, b]);
-  add({ host: 'node', backend: 'rlx-wasm', path: oursPath, workload: workload(size), ...r, size,
-        max_abs_err: ours.exports.bench_check() });
-  add({ host: 'node', backend: 'tfjs-wasm', path: `simd=${tfjsInfo.simd} threads=${tfjsInfo.threads}`, workload: workload(size), ...t, size });
+  Object.keys(fns).forEach((backend, i) => {
+    const ours_ = backend.startsWith('rlx');
+    add({ host: 'node', backend, path: ours_ ? oursPath : `simd=${tfjsInfo.simd} threads=${tfjsInfo.threads}`,
+          workload: workload(size), ...stats_[i], size, ...(ours_ ? { max_abs_err: ours.exports.bench_check() } : {}) });
+  });
 }
 
 // ---- report -------------------------------------------------------------------
 const find = (backend, size) => results.find((r) => r.backend === backend && r.workload === workload(size));
 const fmt = (r) => (r ? r.gflops.toFixed(1).padStart(8) : '       -');
-const ratio = (x, y) => (x && y ? (x.gflops / y.gflops).toFixed(2) + 'x' : '-').padStart(9);
+const ratio = (x, y) => (x && y ? (x.gflops / y.gflops).toFixed(2) + 'x' : '-').padStart(7);
 const lines = [
   `GEMM GFLOP/s (median of timed calls); ${os.cpus()[0].model}, ${os.cpus().length} cores, node ${process.version}, tfjs ${tf.version_core}`,
   `wasm path: ${oursPath} (self-test failures: ${selftestFailures}); native path: ${find('rlx', SIZES[0])?.path ?? '-'}; OpenBLAS core: ${find('openblas', SIZES[0])?.path ?? '-'}`,
   '',
-  'workload                    rlx-wasm tfjs-wasm  wasm/tfjs   native openblas  nat/oblas',
+'workload                    rlx-wasm tfjs-wasm   ratio | compute only: rlx-wasm tfjs-wasm   ratio |   native openblas   ratio',
 ];
 for (const s of SIZES) {
-  const w = find('rlx-wasm', s), t = find('tfjs-wasm', s), n = find('rlx', s), o = find('openblas', s);
-  lines.push(`${workload(s).padEnd(26)}${fmt(w)} ${fmt(t)} ${ratio(w, t)} ${fmt(n)} ${fmt(o)} ${ratio(n, o)}`);
+  const w = find('rlx-wasm', s), t = find('tfjs-wasm', s), wc = find('rlx-wasm-compute', s), tc = find('tfjs-wasm-compute', s);
+  const n = find('rlx', s), o = find('openblas', s);
+  lines.push(`${workload(s).padEnd(26)}${fmt(w)} ${fmt(t)} ${ratio(w, t)} |              ${fmt(wc)} ${fmt(tc)} ${ratio(wc, tc)} | ${fmt(n)} ${fmt(o)} ${ratio(n, o)}`);
 }
+lines.push('', 'rlx-wasm/tfjs-wasm: the anchors\' protocol (product, then read it into JS: t.data() / copy out of wasm memory);',
+  'compute only: the product alone; native: rlx_gemm vs OpenBLAS sgemm, one thread. Calls interleaved; GFLOP/s = 2MKN / median.');
 console.log(lines.join('\n'));
 
 const env = { node: process.version, cpu: os.cpus()[0].model, cores: os.cpus().length, tfjs: tf.version_core,

@@ -186,6 +186,18 @@ rlx_node rlx_max_pool2d(rlx_graph *g, rlx_node x, const rlx_pool2d_params *p);
 rlx_node rlx_avg_pool2d(rlx_graph *g, rlx_node x, const rlx_pool2d_params *p);
 rlx_node rlx_global_avg_pool(rlx_graph *g, rlx_node x); /* [N, C, H, W] -> [N, C] */
 
+/* ---- autodiff ---------------------------------------------------------- */
+/* Appends the backward pass of `loss` to g.  On success outputs[0] = loss and
+ * outputs[1 + i] = d loss / d wrt[i] (shaped like wrt[i]), for n_wrt + 1
+ * entries.  The gradient is seeded by an input named "d_output" shaped like
+ * the loss (added, or reused if present): feed [1.0] for a scalar loss.
+ * Contributions from several consumers are summed, broadcasts are undone by
+ * summing.  Comparisons, labels, ids and where conditions pass no gradient;
+ * a wrt node that no gradient reaches is an error (RLX_ERR_GRAPH). */
+rlx_status rlx_grad_with_loss(rlx_graph *g, rlx_node loss, const rlx_node *wrt, int32_t n_wrt, rlx_node *outputs);
+/* The same without the loss: grads[i] = d loss / d wrt[i]. */
+rlx_status rlx_grad(rlx_graph *g, rlx_node loss, const rlx_node *wrt, int32_t n_wrt, rlx_node *grads);
+
 /* ---- compile and run --------------------------------------------------- */
 typedef enum { RLX_DEVICE_CPU = 0, RLX_DEVICE_WEBGPU = 1, RLX_DEVICE_WEBGL = 2 } rlx_device;
 

@@ -25,6 +25,7 @@ void rlx_plan_free(rlx_plan *p) {
   rlx_free(p->first_step, n * sizeof(int32_t));
   rlx_free(p->last_step, n * sizeof(int32_t));
   rlx_free(p->inputs, n * sizeof(int32_t));
+  rlx_free(p->input_needed, p->input_needed_len);
   rlx_free(p->params, n * sizeof(int32_t));
   rlx_free(p->outputs, (size_t)p->n_outputs * sizeof(int32_t));
   memset(p, 0, sizeof *p);
@@ -34,16 +35,26 @@ void rlx_plan_free(rlx_plan *p) {
 static rlx_status compact(const rlx_graph *g, const rlx_node *outputs, int32_t n_out, rlx_plan *p, int32_t *remap) {
   uint8_t *live = rlx_calloc((size_t)g->n_nodes, 1);
   if (!live) return RLX_ERR_NO_MEMORY;
+  /* live: 1 = an output depends on it, 2 = kept only to be settable */
   for (int32_t i = 0; i < n_out; i++) live[outputs[i]] = 1;
   for (int32_t id = g->n_nodes - 1; id >= 0; id--) {
     const rlx_node_t *n = &g->nodes[id];
-    if (n->op == RLX_OP_INPUT || n->op == RLX_OP_PARAM) live[id] = 1;
-    if (live[id])
+    if (live[id] == 1)
       for (int32_t k = 0; k < n->n_inputs; k++) live[n->inputs[k]] = 1;
+    else if (n->op == RLX_OP_INPUT || n->op == RLX_OP_PARAM)
+      live[id] = 2;
   }
-  int32_t count = 0;
-  for (int32_t id = 0; id < g->n_nodes; id++) remap[id] = live[id] ? count++ : -1;
+  int32_t count = 0, n_inputs = 0;
+  for (int32_t id = 0; id < g->n_nodes; id++) {
+    remap[id] = live[id] ? count++ : -1;
+    if (g->nodes[id].op == RLX_OP_INPUT) n_inputs++;
+  }
+  p->input_needed_len = (size_t)n_inputs + 1;
+  p->input_needed = rlx_calloc(p->input_needed_len, 1);
+  for (int32_t id = 0, k = 0; id < g->n_nodes && p->input_needed; id++)
+    if (g->nodes[id].op == RLX_OP_INPUT) p->input_needed[k++] = live[id] == 1;
   rlx_free(live, (size_t)g->n_nodes);
+  if (!p->input_needed) return RLX_ERR_NO_MEMORY;
   p->graph.nodes = rlx_calloc((size_t)count, sizeof(rlx_node_t));
   if (!p->graph.nodes) return RLX_ERR_NO_MEMORY;
   p->graph.cap_nodes = count;

@@ -27,6 +27,8 @@ typedef struct {
   int32_t *first_step;  /* per node: step that writes it (-1: not in the arena) */
   int32_t *last_step;   /* per node: last step that reads it (n_steps: an output) */
   int32_t *inputs, n_inputs; /* node ids of inputs, in declaration order */
+  uint8_t *input_needed;     /* per input: some output depends on it */
+  size_t input_needed_len;
   int32_t *params, n_params;
   int32_t *outputs, n_outputs;
   size_t arena_floats;

@@ -150,7 +150,7 @@ rlx_status rlx_session_set_input_i32(rlx_session *s, const char *name, const int
 rlx_status rlx_session_run(rlx_session *s) {
   if (!s) return rlx_error(RLX_ERR_INVALID_ARG, "run: session is NULL");
   for (int32_t i = 0; i < s->plan.n_inputs; i++)
-    if (!s->input_set[i])
+    if (!s->input_set[i] && s->plan.input_needed[i])
       return rlx_error(RLX_ERR_STATE, "run: input '%s' has not been set", s->plan.graph.nodes[s->plan.inputs[i]].name);
   s->ran = 0;
   rlx_status st = rlx_cpu_execute(s);

@@ -4,6 +4,7 @@
  * reads freed memory (or a planner that overlaps live values) shows up as
  * NaN in the outputs. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,7 +75,11 @@ rlx_status rlx_cpu_execute(rlx_session *s) {
     a.scratch = &s->scratch;
     a.flags = &flags;
     rlx_status st = rlx_cpu_kernels[n->op](&a);
-    if (st != RLX_OK) return rlx_error(st, "run: node %d (%s) failed: %s", (int)id, rlx_op_name(n->op), rlx_last_error());
+    if (st != RLX_OK) {
+      char why[512];
+      snprintf(why, sizeof why, "%s", rlx_last_error());
+      return rlx_error(st, "run: node %d (%s) failed: %s", (int)id, rlx_op_name(n->op), why);
+    }
     if (s->debug_poison) poison_dead(s, step);
   }
   if (flags & RLX_KFLAG_BAD_INDEX)

@@ -1,6 +1,6 @@
-/* gemm.c - C = op(A) . op(B) (+ C): picks the GEMM path.  Matrix-vector
- * shapes and tiny products run direct loops (packing would cost more than
- * it saves); everything else goes through the cache-blocked driver with the
+/* gemm.c - C = op(A) . op(B) (+ C): picks the GEMM path.  Vector-matrix
+ * and matrix-vector products and tiny products run direct loops (packing
+ * would cost more than it saves); everything else goes through the cache-blocked driver with the
  * best micro-kernel of the build and CPU (AVX2+FMA, SSE, SIMD128, portable),
  * or through OpenBLAS when built with `make BLAS=openblas` (never in wasm). */
 #include <string.h>
@@ -39,46 +39,69 @@ const char *rlx_gemm_path(void) {
 }
 
 #ifndef RLX_GEMM_OPENBLAS
-/* sum_k x[k*sx] * y[k*sy]; eight independent partial sums when both are
+/* sum_k x[k*sx] * y[k]; eight independent partial sums when x is
  * contiguous, so the loop vectorizes without reassociation flags. */
-static float dot(const float *x, size_t sx, const float *y, size_t sy, int32_t n) {
+static float dot(const float *x, size_t sx, const float *y, int32_t n) {
   int32_t k = 0;
   float t = 0.0f;
-  if (sx == 1 && sy == 1) {
+  if (sx == 1) {
     float s[8] = {0.0f};
     for (; k + 8 <= n; k += 8)
       for (int l = 0; l < 8; l++) s[l] += x[k + l] * y[k + l];
     t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
   }
-  for (; k < n; k++) t += x[(size_t)k * sx] * y[(size_t)k * sy];
+  for (; k < n; k++) t += x[(size_t)k * sx] * y[k];
   return t;
 }
 
-/* Unpacked loops: row i of C as sum_k a[i,k] * B[k,:] (rows of B are
- * contiguous) or as dot products (columns of op(B) are contiguous). */
-static void gemm_direct(const rlx_gemm_args *g) {
-  const size_t lda = (size_t)g->lda, ldb = (size_t)g->ldb;
-  const size_t sa = g->trans_a ? lda : 1; /* stride of op(A) along k */
-  for (int32_t i = 0; i < g->M; i++) {
-    const float *a = g->trans_a ? g->A + i : g->A + (size_t)i * lda;
-    float *c = g->C + (size_t)i * g->ldc;
-    if (!g->trans_b && g->N > 1) {
-      if (!g->accumulate) memset(c, 0, sizeof(float) * (size_t)g->N);
-      for (int32_t k = 0; k < g->K; k++) {
-        const float av = a[(size_t)k * sa];
-        const float *b = g->B + (size_t)k * ldb;
-        for (int32_t j = 0; j < g->N; j++) c[j] += av * b[j];
-      }
-    } else {
-      for (int32_t j = 0; j < g->N; j++) {
-        const float *b = g->trans_b ? g->B + (size_t)j * ldb : g->B + j;
-        const float s = dot(a, sa, b, g->trans_b ? 1 : ldb, g->K);
-        c[j] = g->accumulate ? c[j] + s : s;
-      }
-    }
+/* c[0, N) (+)= sum_k a[k*sa] * B[k*ldb + j]: rows of B scaled and summed,
+ * four at a time so c is loaded and stored once per four rows. */
+static void row_times_rows(const float *a, size_t sa, const float *B, size_t ldb, int32_t K,
+                           int32_t N, float *restrict c) {
+  int32_t k = 0;
+  for (; k + 4 <= K; k += 4) {
+    const float a0 = a[k * sa], a1 = a[(k + 1) * sa], a2 = a[(k + 2) * sa], a3 = a[(k + 3) * sa];
+    const float *restrict b0 = B + (size_t)k * ldb, *restrict b1 = b0 + ldb;
+    const float *restrict b2 = b1 + ldb, *restrict b3 = b2 + ldb;
+    for (int32_t j = 0; j < N; j++) c[j] += (a0 * b0[j] + a1 * b1[j]) + (a2 * b2[j] + a3 * b3[j]);
+  }
+  for (; k < K; k++) {
+    const float a0 = a[k * sa];
+    const float *restrict b0 = B + (size_t)k * ldb;
+    for (int32_t j = 0; j < N; j++) c[j] += a0 * b0[j];
   }
 }
 
+/* One row of C: c[0, N) (+)= op(A)[i, :] . op(B), unpacked.  Rows of B are
+ * summed when contiguous, else (trans_b) each c[j] is a dot product. */
+static void gemm_row(const rlx_gemm_args *g, int32_t i) {
+  const size_t lda = (size_t)g->lda, ldb = (size_t)g->ldb;
+  const float *a = g->trans_a ? g->A + i : g->A + (size_t)i * lda;
+  const size_t sa = g->trans_a ? lda : 1; /* stride of op(A)[i, :] */
+  float *c = g->C + (size_t)i * g->ldc;
+  if (!g->trans_b) {
+    if (!g->accumulate) memset(c, 0, sizeof(float) * (size_t)g->N);
+    row_times_rows(a, sa, g->B, ldb, g->K, g->N, c);
+    return;
+  }
+  for (int32_t j = 0; j < g->N; j++) {
+    const float s = dot(a, sa, g->B + (size_t)j * ldb, g->K);
+    c[j] = g->accumulate ? c[j] + s : s;
+  }
+}
+
+/* C (column vector) = op(A) . op(B) as C^T = op(B)^T . op(A)^T, a single
+ * row (needs ldc == 1 so that C^T is a contiguous row). */
+static void gemm_column(const rlx_gemm_args *g) {
+  rlx_gemm_args t = {1, g->M, g->K, g->B, g->ldb, !g->trans_b, g->A, g->lda, !g->trans_a,
+                     g->C, g->M, g->accumulate};
+  gemm_row(&t, 0);
+}
+
+/* Row by row, for tiny products and column vectors with strided C. */
+static void gemm_rows(const rlx_gemm_args *g) {
+  for (int32_t i = 0; i < g->M; i++) gemm_row(g, i);
+}
 #endif
 
 rlx_status rlx_gemm(const rlx_gemm_args *g, rlx_scratch *scratch) {
@@ -95,9 +118,16 @@ rlx_status rlx_gemm(const rlx_gemm_args *g, rlx_scratch *scratch) {
               g->ldb, g->accumulate ? 1.0f : 0.0f, g->C, g->ldc);
   return RLX_OK;
 #else
-  if (g->M == 1 || g->N == 1 ||
-      (int64_t)g->M * g->N * g->K <= RLX_GEMM_DIRECT_MACS) {
-    gemm_direct(g);
+  if (g->M == 1) {
+    gemm_row(g, 0);
+    return RLX_OK;
+  }
+  if (g->N == 1 && g->ldc == 1) {
+    gemm_column(g);
+    return RLX_OK;
+  }
+  if (g->N == 1 || (int64_t)g->M * g->N * g->K <= RLX_GEMM_DIRECT_MACS) {
+    gemm_rows(g);
     return RLX_OK;
   }
   return rlx_gemm_blocked(g, scratch, chosen_impl());

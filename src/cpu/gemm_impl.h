@@ -23,7 +23,9 @@ typedef void (*rlx_gemm_ukernel)(int32_t kc, const float *ap, const float *bp, i
                                  float *c, int32_t ldc, int load_c);
 
 /* Products with at most this many rows read B in place (no packing). */
-#define RLX_GEMM_B_IN_PLACE_ROWS 16
+#ifndef RLX_GEMM_B_IN_PLACE_ROWS
+#define RLX_GEMM_B_IN_PLACE_ROWS 8
+#endif
 
 /* Upper bound of the workspace one rlx_gemm call asks its scratch for:
  * (round_up(mc, mr) + round_up(nc, nr)) * kc floats.  Callers that hand

@@ -24,6 +24,16 @@
 float rlx_cpu_row_max(const float *x, size_t n);
 double rlx_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n);
 
+/* The tiles must inline into their callers, where the row count is a
+ * constant, for the accumulators to live in registers.  clang (the wasm
+ * build) needs to be told; gcc inlines them itself, and forcing it there
+ * inlines them too early and costs the p.v tile its vectorization. */
+#if defined(__clang__)
+#define ATTN_TILE static inline __attribute__((always_inline))
+#else
+#define ATTN_TILE static inline
+#endif
+
 #define QB 4 /* query rows per block */
 #define KW 8 /* keys (q.k) or value columns (p.v) per register tile */
 
@@ -51,8 +61,8 @@ static void attn_key_range(const attn_head *p, int32_t i, int32_t *lo, int32_t *
 }
 
 /* s[r][j0 + l] = sum_d qs[r][d] * kt[d][j0 + l] for r < nq, l < KW. */
-static inline void attn_qk_tile(int nq, const float *qs, int32_t D, const float *kt, size_t sk8, size_t j0,
-                                float *s) {
+ATTN_TILE void attn_qk_tile(int nq, const float *qs, int32_t D, const float *kt, size_t sk8, size_t j0,
+                            float *s) {
   float acc[QB][KW] = {{0.0f}};
   for (int32_t d = 0; d < D; d++) {
     const float *k = kt + (size_t)d * sk8 + j0;
@@ -68,8 +78,8 @@ static inline void attn_qk_tile(int nq, const float *qs, int32_t D, const float 
 }
 
 /* y[r][e0 + l] = inv[r] * sum_{j0 <= j < j1} p[r][j] * v[j][e0 + l]. */
-static inline void attn_pv_tile(int nq, const float *p, size_t sk8, const float *v, int32_t Dv, int32_t j0,
-                                int32_t j1, int32_t e0, const float *inv, float *const *y) {
+ATTN_TILE void attn_pv_tile(int nq, const float *p, size_t sk8, const float *v, int32_t Dv, int32_t j0,
+                            int32_t j1, int32_t e0, const float *inv, float *const *y) {
   float acc[QB][KW] = {{0.0f}};
   for (int32_t j = j0; j < j1; j++) {
     const float *vj = v + (size_t)j * Dv + e0;
@@ -85,8 +95,8 @@ static inline void attn_pv_tile(int nq, const float *p, size_t sk8, const float 
 }
 
 /* Turns row i's scores s[lo, hi) into probabilities (masked keys 0) and
- * zeros s[ulo, uhi) outside [lo, hi).  Returns 1 / sum, or 0 when no key
- * is visible. */
+ * zeros s[ulo, uhi) outside [lo, hi).  Returns 1 / sum, 0 when no key is
+ * visible, NaN when the scores are NaN. */
 static float attn_row_softmax(const attn_head *p, int32_t i, float *s, int32_t ulo, int32_t uhi) {
   int32_t lo, hi;
   attn_key_range(p, i, &lo, &hi);
@@ -99,8 +109,10 @@ static float attn_row_softmax(const attn_head *p, int32_t i, float *s, int32_t u
   }
   for (int32_t j = ulo; j < lo; j++) s[j] = 0.0f;
   for (int32_t j = hi; j < uhi; j++) s[j] = 0.0f;
-  float m = rlx_cpu_row_max(s + lo, (size_t)(hi - lo));
-  if (!(m > -INFINITY)) { /* nothing visible */
+  float m = rlx_cpu_row_max(s + lo, (size_t)(hi - lo)); /* skips NaN */
+  if (!(m > -INFINITY)) { /* nothing visible, unless NaNs hide there */
+    for (int32_t j = lo; j < hi; j++)
+      if (s[j] != s[j]) return NAN; /* keep NaN visible (e.g. poisoned memory) */
     for (int32_t j = lo; j < hi; j++) s[j] = 0.0f;
     return 0.0f;
   }
@@ -110,10 +122,11 @@ static float attn_row_softmax(const attn_head *p, int32_t i, float *s, int32_t u
 
 /* Rows [i0, i0 + nq) of one head (nq is QB or 1): q rows at q, outputs at y. */
 static void attn_block(int nq, const attn_head *p, int32_t i0, const float *q, float scale, const float *kt,
-                              const float *v, float *qs, float *s, float *y) {
-  int32_t ulo, uhi, unused;
-  attn_key_range(p, i0, &ulo, &unused);
-  attn_key_range(p, i0 + nq - 1, &unused, &uhi);
+                       const float *v, float *qs, float *s, float *y) {
+  /* key ranges only move forward with i: the block's union is [ulo, uhi) */
+  int32_t ulo, uhi, first_hi, last_lo;
+  attn_key_range(p, i0, &ulo, &first_hi);
+  attn_key_range(p, i0 + nq - 1, &last_lo, &uhi);
   float *rows[QB];
   float inv[QB];
   for (int r = 0; r < nq; r++) rows[r] = y + (size_t)r * p->Dv;

@@ -211,10 +211,11 @@ static void conv_direct(const conv_geom *g, const float *x, const float *w, floa
 
 /* Direct when a group has at most two output channels (depthwise, 1->2)
  * and few taps each: the GEMM then runs one or two rows and im2col costs
- * as much as the product.  Measured at batch 64 (AVX2 GEMM): depthwise
- * 3x3 32ch 32x32 3.6 ms direct vs 9.9 ms im2col+GEMM; with four outputs per
- * group the two tie and with eight the GEMM wins (1->8 3x3 28x28: 0.31 vs
- * 0.55 ms). */
+ * as much as the product.  Measured at batch 64 with the AVX2 GEMM
+ * (bench/conv_bench.c): depthwise 3x3 32ch 32x32 3.5 ms direct vs 8.2 ms
+ * im2col+GEMM; two outputs per group 2.7 vs 3.0 ms; from four outputs per
+ * group the GEMM wins (1->4 3x3 28x28: 0.17 vs 0.28 ms).  Same picture
+ * under wasm SIMD128. */
 static int conv_prefers_direct(const conv_geom *g) {
   return g->Og <= 2 && g->Cg * g->KH * g->KW <= 32;
 }

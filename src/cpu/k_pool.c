@@ -1,7 +1,8 @@
 /* k_pool.c - 2-D max and average pooling over NCHW tensors, and global
  * average pooling.  Windows are clipped to the input: max pooling ignores
  * padded cells (padding acts as -inf), average pooling counts them as zeros
- * and always divides by kernel_h * kernel_w. */
+ * and always divides by kernel_h * kernel_w.  Max pooling propagates NaN,
+ * like the max and reduce_max kernels. */
 #include <math.h>
 #include "kernels.h"
 
@@ -29,6 +30,9 @@ static void pool_window(int32_t o, int32_t stride, int32_t pad, int32_t k, int32
   *hi = end > size ? size : end;
 }
 
+/* max(m, v), NaN when either is NaN. */
+static inline float nan_max(float m, float v) { return (v > m || v != v) ? v : m; }
+
 /* Max of a 2x2 stride-2 unpadded window grid (the common downsampling). */
 static void max_pool_2x2s2(const pool_geom *g, const float *x, float *y) {
   for (int32_t p = 0; p < g->planes; p++) {
@@ -38,15 +42,16 @@ static void max_pool_2x2s2(const pool_geom *g, const float *x, float *y) {
       const float *r0 = xp + (size_t)(2 * oh) * g->W, *r1 = r0 + g->W;
       float *yr = yp + (size_t)oh * g->OW;
       for (int32_t ow = 0; ow < g->OW; ow++) {
-        float a = fmaxf(r0[2 * ow], r0[2 * ow + 1]), b = fmaxf(r1[2 * ow], r1[2 * ow + 1]);
-        yr[ow] = fmaxf(a, b);
+        float a = nan_max(r0[2 * ow], r0[2 * ow + 1]), b = nan_max(r1[2 * ow], r1[2 * ow + 1]);
+        yr[ow] = nan_max(a, b);
       }
     }
   }
 }
 
 /* x[N,C,H,W] -> y[N,C,OH,OW]; iattr = {kernel_h, kernel_w, stride_h,
- * stride_w, pad_h, pad_w}; a window entirely in the padding gives -inf. */
+ * stride_w, pad_h, pad_w}.  (The shape rule keeps padding below the kernel
+ * size, so every window holds at least one input cell.) */
 rlx_status rlx_cpu_max_pool2d(const rlx_kargs *a) {
   const pool_geom g = pool_geom_of(a);
   const float *x = a->in[0];
@@ -67,7 +72,7 @@ rlx_status rlx_cpu_max_pool2d(const rlx_kargs *a) {
         float m = -INFINITY;
         for (int32_t ih = h0; ih < h1; ih++) {
           const float *xr = xp + (size_t)ih * g.W;
-          for (int32_t iw = w0; iw < w1; iw++) m = fmaxf(m, xr[iw]);
+          for (int32_t iw = w0; iw < w1; iw++) m = nan_max(m, xr[iw]);
         }
         yp[(size_t)oh * g.OW + ow] = m;
       }

@@ -78,22 +78,34 @@ static double row_sum(const float *x, size_t n) {
   return tail;
 }
 
+/* 1 if any of x[0..n) is NaN (by its bits: integer ops vectorize). */
+static int row_has_nan(const float *x, size_t n) {
+  int32_t nan[LANES] = {0}, any = 0;
+  size_t i = 0;
+  for (; i + LANES <= n; i += LANES) {
+    int32_t bits[LANES];
+    memcpy(bits, x + i, sizeof bits);
+#pragma GCC unroll 8
+    for (int l = 0; l < LANES; l++) nan[l] |= (bits[l] & 0x7fffffff) > 0x7f800000;
+  }
+  for (; i < n; i++) any |= x[i] != x[i];
+  for (int l = 0; l < LANES; l++) any |= nan[l];
+  return any;
+}
+
+/* Max of m0 and x[0..n), NaN if any is NaN.  The max loop is a plain
+ * compare-select, which vectorizes only without the NaN test, so NaNs are
+ * looked for in a second pass. */
 static float row_max(float m0, const float *x, size_t n) {
   float m[LANES];
-  int32_t nan[LANES] = {0}; /* NaN is tracked apart so the max loop stays a plain compare-select */
   size_t i = 0;
-#pragma GCC unroll 8
-  for (int l = 0; l < LANES; l++) m[l] = m0;
+  for (int l = 0; l < LANES; l++) m[l] = -INFINITY;
   for (; i + LANES <= n; i += LANES)
 #pragma GCC unroll 8
-    for (int l = 0; l < LANES; l++) {
-      float v = x[i + l];
-      m[l] = v > m[l] ? v : m[l];
-      nan[l] |= v != v;
-    }
+    for (int l = 0; l < LANES; l++) m[l] = x[i + l] > m[l] ? x[i + l] : m[l];
   for (; i < n; i++) m0 = reduce_fmax(m0, x[i]);
-  for (int l = 0; l < LANES; l++) m0 = nan[l] ? NAN : reduce_fmax(m0, m[l]);
-  return m0;
+  for (int l = 0; l < LANES; l++) m0 = reduce_fmax(m0, m[l]);
+  return row_has_nan(x, n - (n % LANES)) ? NAN : m0;
 }
 
 static void add_into(double *restrict dst, const float *restrict x, size_t n) {
@@ -161,8 +173,8 @@ static rlx_status reduce_sum_common(const rlx_kargs *a, int mean) {
   if (!acc) return rlx_error(RLX_ERR_NO_MEMORY, "reduce: no memory for %zu accumulators", p.out_numel);
   memset(acc, 0, p.out_numel * sizeof(double));
   reduce_sum_into(&p, a->in[0], acc);
-  double scale = mean ? (double)p.out_numel / (double)p.in_numel : 1.0;
-  for (size_t o = 0; o < p.out_numel; o++) a->out[o] = (float)(acc[o] * scale);
+  double count = mean ? (double)(p.in_numel / p.out_numel) : 1.0; /* elements per output */
+  for (size_t o = 0; o < p.out_numel; o++) a->out[o] = (float)(acc[o] / count);
   return RLX_OK;
 }
 

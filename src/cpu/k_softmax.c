@@ -9,13 +9,14 @@
  * before exp (numerically stable) and sum the exponentials in double.
  *
  * exp is a Cephes-style polynomial (within 1e-7 relative of exp on
- * [-87, 88], exactly 0 below -87 and for -inf, NaN for NaN) written without branches so
- * that the 8-wide loops below vectorize at -O2 without fast-math flags. */
+ * [-87, 88], exactly 0 below -87 and for -inf, NaN for NaN) written without
+ * branches, so the 8-wide loops below vectorize at -O2 without fast-math. */
 #include <math.h>
 #include <string.h>
 #include "kernels.h"
 
-/* Shared with k_attention.c (declared there; they belong in kernels.h). */
+/* Row helpers shared with other kernels (k_attention.c, k_grad_softmax.c
+ * declare them; they belong in kernels.h). */
 float rlx_cpu_row_max(const float *x, size_t n);
 double rlx_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n);
 
@@ -70,7 +71,7 @@ float rlx_cpu_row_max(const float *x, size_t n) {
 }
 
 /* y[i] = exp(x[i] - shift) for i < n, returning the sum (in double); y may
- * be x. */
+ * be x.  x[i] - shift must stay <= 88, as it does with shift = the row max. */
 double rlx_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n) {
   double acc[LANES] = {0.0}, tail = 0.0;
   size_t i = 0;

@@ -1,80 +1,13 @@
 /* k_unary.c - elementwise unary ops: neg abs exp log sqrt rsqrt tanh sigmoid
  * relu gelu silu.  Each is generated from a scalar expression into one
  * contiguous loop over the tensor (output shape = input shape).  exp, and
- * the sigmoid/tanh family built on it, use a branch-free polynomial exp
- * (within 2 ulp of expf) so the loops vectorize instead of calling libm
- * once per element. */
+ * the sigmoid/tanh family built on it, use the branch-free polynomial exp
+ * of fast_math.h (within 2 ulp of expf) so the loops vectorize instead of
+ * calling libm once per element. */
 #include <math.h>
-#include <stdint.h>
-#include <string.h>
 
+#include "fast_math.h"
 #include "kernels.h"
-
-/* for (i = 0; i < n; i++) BODY, run as blocks of 8 with a constant trip
- * count plus a scalar tail: gcc -O2 (whose cheap vectorizer skips loops of
- * unknown trip count) vectorizes the blocks, clang -O3 the whole loop. */
-#define VEC_LOOP(i, n, BODY)                               \
-  do {                                                     \
-    size_t i##_block = 0;                                  \
-    for (; i##_block + 8 <= (n); i##_block += 8)           \
-      for (size_t i = i##_block; i < i##_block + 8; i++) { \
-        BODY;                                              \
-      }                                                    \
-    for (size_t i = i##_block; i < (n); i++) {             \
-      BODY;                                                \
-    }                                                      \
-  } while (0)
-
-static inline float f32_from_bits(int32_t bits) {
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-/* e^x = 2^n e^r with n = round(x / ln 2), |r| <= ln2 / 2 and e^r from the
- * Cephes expf polynomial.  x is clamped to [-104, 89] first (beyond those
- * the result is 0 or inf anyway, and n stays in int range); 2^n is applied
- * as two factors 2^(n/2) 2^(n-n/2) so denormal results and results near
- * FLT_MAX come out right without a branch.  NaN gives NaN. */
-static inline float exp_poly(float x) {
-  const float log2e = 1.44269504088896341f;
-  const float ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
-  const float round_magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-  float xc = x > -104.0f ? x : -104.0f;  /* NaN -> -104 here, restored below */
-  xc = xc < 89.0f ? xc : 89.0f;
-  float n = (xc * log2e + round_magic) - round_magic;
-  float r = (xc - n * ln2_hi) - n * ln2_lo;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  int32_t ni = (int32_t)n, n1 = ni / 2, n2 = ni - n1; /* each in [-75, 64] */
-  float y = p * f32_from_bits((n1 + 127) * (1 << 23)) * f32_from_bits((n2 + 127) * (1 << 23));
-  return x != x ? x : y;
-}
-
-/* 1/(1+e^-x) computed from e = e^-|x| in (0, 1], so it neither overflows
- * nor divides inf by inf for large |x|. */
-static inline float sigmoid_stable(float x) {
-  float e = exp_poly(-fabsf(x));
-  return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
-}
-
-/* Small |x| (< 0.625): the Cephes tanhf odd polynomial, accurate where
- * 1 - e^-2|x| would cancel; otherwise (1 - e) / (1 + e) with e = e^-2|x|,
- * which saturates to 1 for large |x|.  Both are computed on |x|, one is
- * selected, and x's sign (also of -0) is put back. */
-static inline float tanh_poly(float x) {
-  float ax = fabsf(x), z = x * x;
-  float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
-                  1.33314422036e-1f) * z - 3.33332819422e-1f) * z * ax + ax;
-  float e = exp_poly(-2.0f * ax);
-  float large = (1.0f - e) / (1.0f + e);
-  return copysignf(ax < 0.625f ? small : large, x);
-}
 
 /* tanh approximation 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
  * evaluated as the identical x * sigmoid(2u): no cancellation in 1 + tanh(u)
@@ -88,7 +21,7 @@ static inline float gelu_tanh(float x) {
 #define RLX_UNARY_KERNEL(name, EXPR)                                               \
   static inline float name##_op(float x) { return EXPR; }                          \
   static void name##_loop(const float *restrict xs, float *restrict o, size_t n) { \
-    VEC_LOOP(i, n, o[i] = name##_op(xs[i]));                                       \
+    RLX_VEC_LOOP(i, n, o[i] = name##_op(xs[i]));                                   \
   }                                                                                \
   rlx_status rlx_cpu_##name(const rlx_kargs *a) {                                  \
     name##_loop(a->in[0], a->out, rlx_shape_numel(&a->node->shape));               \

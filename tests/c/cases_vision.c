@@ -5,6 +5,7 @@
  * inputs, 1x1 kernels.  Every conv strategy is reached: direct loops (one or
  * two output channels per group, few taps: depthwise and the like), im2col +
  * GEMM, and the plain GEMM of an unpadded stride-1 1x1 conv. */
+#include <math.h>
 #include "op_case.h"
 
 void ref_vision_conv2d(const op_case *c, const op_inputs *in, double *expect);
@@ -48,6 +49,13 @@ static rlx_node build_avg_pool2d(rlx_graph *g, const op_case *c) {
 static rlx_node build_global_avg_pool(rlx_graph *g, const op_case *c) {
   const int32_t xd[4] = {c->p[0], c->p[1], c->p[2], c->p[3]};
   return rlx_global_avg_pool(g, rlx_input(g, "x", 4, xd, RLX_F32));
+}
+
+/* Uniform in [-1, 1) with a NaN in every 7th cell (NaN must propagate). */
+static void fill_with_nans(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
+  (void)c;
+  (void)k;
+  for (size_t i = 0; i < n; i++) data[i] = i % 7 == 3 ? NAN : opcase_uniform(seed, i, -1.0f, 1.0f);
 }
 
 #define CONV(name, N, C, H, W, O, KH, KW, SH, SW, PH, PW, DH, DW, G) \
@@ -113,6 +121,15 @@ const op_case rlx_cases_vision[] = {
     MAXPOOL("max_pool2d_3x3_on_3x3",          2, 3, 3, 3, 3, 3, 1, 1, 0, 0),
     MAXPOOL("max_pool2d_3x3_s1_pad2",         1, 3, 4, 5, 3, 3, 1, 1, 2, 2),
     MAXPOOL("max_pool2d_3x3_s2_pad2_on_1x2",  2, 3, 1, 2, 3, 3, 2, 2, 2, 2),
+    /* all inputs negative: padding must not act as 0 */
+    {"max_pool2d_3x3_s1_pad1_negative", build_max_pool2d, ref_vision_max_pool2d, NULL,
+     {2, 3, 5, 6, 3, 3, 1, 1, 1, 1}, -5.0f, -1.0f, 0.0},
+    {"max_pool2d_2x2_s2_negative", build_max_pool2d, ref_vision_max_pool2d, NULL,
+     {1, 3, 6, 5, 2, 2, 2, 2, 0, 0}, -5.0f, -1.0f, 0.0},
+    {"max_pool2d_2x2_s2_nan", build_max_pool2d, ref_vision_max_pool2d, fill_with_nans,
+     {2, 3, 6, 8, 2, 2, 2, 2, 0, 0}, 0.0f, 0.0f, 0.0},
+    {"max_pool2d_3x2_s1_pad1_nan", build_max_pool2d, ref_vision_max_pool2d, fill_with_nans,
+     {1, 3, 7, 5, 3, 2, 1, 1, 1, 1}, 0.0f, 0.0f, 0.0},
     AVGPOOL("avg_pool2d_2x2_s2_6x8",          2, 3, 6, 8, 2, 2, 2, 2, 0, 0),
     AVGPOOL("avg_pool2d_2x2_s2_odd_7x9",      1, 5, 7, 9, 2, 2, 2, 2, 0, 0),
     AVGPOOL("avg_pool2d_2x2_s1",              3, 2, 5, 7, 2, 2, 1, 1, 0, 0),

@@ -37,7 +37,8 @@ void ref_vision_conv2d(const op_case *c, const op_inputs *in, double *expect) {
 }
 
 /* p = {N, C, H, W, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w}
- * is_max: max over the window cells inside the input (padding = -inf);
+ * is_max: max over the window cells inside the input (padding = -inf, NaN
+ * propagates);
  * otherwise the sum of those cells over kernel_h * kernel_w. */
 static void ref_pool(const op_case *c, const op_inputs *in, double *expect, int is_max) {
   const float *x = in->data[0];
@@ -54,7 +55,7 @@ static void ref_pool(const op_case *c, const op_inputs *in, double *expect, int 
             if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
             const double v = x[(nc * H + ih) * W + iw];
             if (is_max) {
-              if (v > acc) acc = v;
+              if (v > acc || isnan(v)) acc = v; /* NaN propagates */
             } else {
               acc += v;
             }
