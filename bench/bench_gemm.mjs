@@ -1,15 +1,15 @@
-// bench_gemm.mjs - GEMM throughput, one process, one table:
-//   native  rlx_gemm (the library's path) and OpenBLAS one thread, from the
-//           bench binary (JSON lines on stdout; run with OPENBLAS_NUM_THREADS=1)
+// bench_gemm.mjs - GEMM throughput in one run, one table:
+//   native  rlx_gemm (the library's path) and OpenBLAS sgemm on one thread,
+//           measured by the bench binary (JSON lines on stdout)
 //   node    our GEMM compiled to wasm (SIMD128) next to TensorFlow.js's `wasm`
-//           backend tf.matMul, alternating per workload.
-// usage: node bench/bench_gemm.mjs --native=BIN --wasm=MODULE [--out=build/bench/gemm.json]
+//           backend tf.matMul, calls interleaved in this process.
+// usage: node bench/bench_gemm.mjs [--native=BIN] --wasm=MODULE [--out=build/bench/gemm.json]
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import '@tensorflow/tfjs-backend-wasm';
+import * as tfwasm from '@tensorflow/tfjs-backend-wasm';
 import { loadWasi } from './wasi_shim.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
@@ -18,6 +18,7 @@ const outFile = args.out ?? 'build/bench/gemm.json';
 const SIZES = [[64, 784, 128], [256, 256, 256], [512, 512, 512], [1024, 1024, 1024]];
 const workload = ([M, K, N]) => `W5 matmul ${M}x${K}x${N}`;
 const gflops = ([M, K, N], ms) => (2 * M * K * N) / (ms * 1e6);
+const loadStart = os.loadavg()[0];
 
 function stats(ts) {
   const s = [...ts].sort((a, b) => a - b), n = s.length;
@@ -26,7 +27,7 @@ function stats(ts) {
 }
 
 // The anchors' protocol (warm-up, then timed calls; fewer for 1024^3), with
-// the contenders' calls interleaved so that both see the same machine load.
+// the contenders' calls interleaved so that all see the same machine load.
 async function benchInterleaved(fns, big) {
   const warmup = big ? 3 : 10, iters = big ? 20 : 50, ts = fns.map(() => []);
   for (let i = 0; i < warmup; i++) for (const fn of fns) await fn();
@@ -40,33 +41,35 @@ async function benchInterleaved(fns, big) {
 }
 
 const results = [];
-const add = (row) => results.push({ ...row, gflops: gflops(row.size, row.median_ms) });
+const add = (size, row) => results.push({ ...row, workload: workload(size), gflops: gflops(size, row.median_ms) });
 
-// ---- native: ours and OpenBLAS, measured by the bench binary -------------------
+// ---- native: ours and OpenBLAS (one thread), from the bench binary -------------
 if (args.native) {
   const run = spawnSync(args.native, SIZES.map((s) => s.join('x')), {
     env: { ...process.env, OPENBLAS_NUM_THREADS: '1' }, encoding: 'utf8',
   });
-  if (run.status !== 0) throw new Error(`${args.native} failed: ${run.stderr}`);
+  if (run.status !== 0) throw new Error(`${args.native} failed (${run.status}): ${run.stderr}`);
   for (const line of run.stdout.split('\n').filter(Boolean)) {
-    const r = JSON.parse(line);
-    const size = SIZES.find((s) => workload(s) === r.workload);
-    add({ ...r, size });
+    const row = JSON.parse(line);
+    add(SIZES.find((s) => workload(s) === row.workload), row);
   }
 }
 
-// ---- node: our wasm module and tfjs-wasm, alternating per workload ------------
+// ---- node: our wasm module and tfjs-wasm --------------------------------------
 const ours = await loadWasi(fs.readFileSync(args.wasm));
-const path_ = (p) => { const m = new Uint8Array(ours.memory.buffer); let e = p; while (m[e]) e++; return new TextDecoder().decode(m.subarray(p, e)); };
-const oursPath = path_(ours.exports.bench_path());
+const cString = (p) => {
+  const m = new Uint8Array(ours.memory.buffer);
+  return new TextDecoder().decode(m.subarray(p, m.indexOf(0, p)));
+};
+const oursPath = cString(ours.exports.bench_path());
 const selftestFailures = ours.exports.bench_selftest();
 
 if (!(await tf.setBackend('wasm'))) throw new Error('tfjs wasm backend failed to init');
 await tf.ready();
-const tfjsInfo = { simd: await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT'), threads: (await import('@tensorflow/tfjs-backend-wasm')).getThreadsCount() };
+const tfjsPath = `simd=${await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')} threads=${tfwasm.getThreadsCount()}`;
 
 for (const size of SIZES) {
-  const [M, K, N] = size, big = M >= 1024;
+  const [M, K, N] = size;
   const c = ours.exports.bench_setup(M, K, N);
   if (!c) throw new Error('bench_setup: out of memory');
   const rnd = (n) => Float32Array.from({ length: n }, () => Math.random() * 2 - 1);
@@ -74,8 +77,8 @@ for (const size of SIZES) {
   const gemm = () => {
     if (ours.exports.bench_gemm() !== 0) throw new Error('rlx_gemm failed');
   };
-  const fns = {
-    // The anchors' protocol (workloads.mjs W5): product, then read it into JS
+  const contenders = {
+    // The anchors' protocol (workloads.mjs W5): the product, then read into JS
     // (tfjs: await t.data(); ours: copy C out of wasm memory).
     'rlx-wasm': () => {
       gemm();
@@ -86,40 +89,48 @@ for (const size of SIZES) {
       await y.data();
       y.dispose();
     },
-    // The product alone (tfjs-wasm runs kernels synchronously inside tf.matMul).
+    // The product alone (tfjs-wasm runs its kernel synchronously in tf.matMul).
     'rlx-wasm-compute': gemm,
     'tfjs-wasm-compute': () => tf.matMul(a, b).dispose(),
   };
-  const stats_ = await benchInterleaved(Object.values(fns), big);
+  const measured = await benchInterleaved(Object.values(contenders), M >= 1024);
   tf.dispose([a, b]);
-  Object.keys(fns).forEach((backend, i) => {
-    const ours_ = backend.startsWith('rlx');
-    add({ host: 'node', backend, path: ours_ ? oursPath : `simd=${tfjsInfo.simd} threads=${tfjsInfo.threads}`,
-          workload: workload(size), ...stats_[i], size, ...(ours_ ? { max_abs_err: ours.exports.bench_check() } : {}) });
+  const err = ours.exports.bench_check();
+  Object.keys(contenders).forEach((backend, i) => {
+    const mine = backend.startsWith('rlx');
+    add(size, { host: 'node', backend, path: mine ? oursPath : tfjsPath, ...measured[i], ...(mine ? { max_abs_err: err } : {}) });
   });
 }
 
 // ---- report -------------------------------------------------------------------
 const find = (backend, size) => results.find((r) => r.backend === backend && r.workload === workload(size));
-const fmt = (r) => (r ? r.gflops.toFixed(1).padStart(8) : '       -');
-const ratio = (x, y) => (x && y ? (x.gflops / y.gflops).toFixed(2) + 'x' : '-').padStart(7);
+const num = (r) => (r ? r.gflops.toFixed(1) : '-').padStart(10);
+const ratio = (x, y) => (x && y ? (x.gflops / y.gflops).toFixed(2) + 'x' : '-').padStart(8);
+const PAIRS = [['rlx-wasm', 'tfjs-wasm'], ['rlx-wasm-compute', 'tfjs-wasm-compute'], ['rlx', 'openblas']];
+const cell = (a, b, c) => `${a.padStart(10)}${b.padStart(10)}${c.padStart(8)}  `;
 const lines = [
-  `GEMM GFLOP/s (median of timed calls); ${os.cpus()[0].model}, ${os.cpus().length} cores, node ${process.version}, tfjs ${tf.version_core}`,
-  `wasm path: ${oursPath} (self-test failures: ${selftestFailures}); native path: ${find('rlx', SIZES[0])?.path ?? '-'}; OpenBLAS core: ${find('openblas', SIZES[0])?.path ?? '-'}`,
+  `GEMM GFLOP/s (2MKN / median time); ${os.cpus()[0].model}, ${os.cpus().length} cores, node ${process.version}, tfjs ${tf.version_core}`,
+  `paths: rlx-wasm ${oursPath} (self-test failures: ${selftestFailures}), tfjs-wasm ${tfjsPath}, ` +
+    `native ${find('rlx', SIZES[0])?.path ?? '-'}, OpenBLAS core ${find('openblas', SIZES[0])?.path ?? '-'}`,
   '',
-'workload                    rlx-wasm tfjs-wasm   ratio | compute only: rlx-wasm tfjs-wasm   ratio |   native openblas   ratio',
+  `${''.padEnd(26)}|${'with readback to JS'.padStart(26).padEnd(30)}|${'compute only'.padStart(22).padEnd(30)}|${'native, 1 thread'.padStart(24)}`,
+  `${'workload'.padEnd(26)}|${cell('rlx-wasm', 'tfjs-wasm', 'ratio')}|${cell('rlx-wasm', 'tfjs-wasm', 'ratio')}|${cell('rlx', 'openblas', 'ratio')}`,
 ];
 for (const s of SIZES) {
-  const w = find('rlx-wasm', s), t = find('tfjs-wasm', s), wc = find('rlx-wasm-compute', s), tc = find('tfjs-wasm-compute', s);
-  const n = find('rlx', s), o = find('openblas', s);
-  lines.push(`${workload(s).padEnd(26)}${fmt(w)} ${fmt(t)} ${ratio(w, t)} |              ${fmt(wc)} ${fmt(tc)} ${ratio(wc, tc)} | ${fmt(n)} ${fmt(o)} ${ratio(n, o)}`);
+  const cells = PAIRS.map(([x, y]) => [find(x, s), find(y, s)]).map(([x, y]) => `${num(x)}${num(y)}${ratio(x, y)}  `);
+  lines.push(`${workload(s).padEnd(26)}|${cells.join('|')}`);
 }
-lines.push('', 'rlx-wasm/tfjs-wasm: the anchors\' protocol (product, then read it into JS: t.data() / copy out of wasm memory);',
-  'compute only: the product alone; native: rlx_gemm vs OpenBLAS sgemm, one thread. Calls interleaved; GFLOP/s = 2MKN / median.');
+lines.push('',
+  'ratio = ours / theirs.  "with readback": the TF.js anchors\' W5 protocol (tfjs awaits t.data(), ours copies C',
+  'out of wasm memory); "compute only": the product alone.  Contenders\' calls are interleaved.');
+const loadEnd = os.loadavg()[0];
+if (Math.max(loadStart, loadEnd) > 1.2)
+  lines.push(`note: load average ${loadStart.toFixed(2)} -> ${loadEnd.toFixed(2)} on ${os.cpus().length} cores; other work was running, numbers are noisy.`);
 console.log(lines.join('\n'));
 
 const env = { node: process.version, cpu: os.cpus()[0].model, cores: os.cpus().length, tfjs: tf.version_core,
-              date: new Date().toISOString(), loadavg: os.loadavg().map((v) => +v.toFixed(2)), wasm_selftest_failures: selftestFailures };
+              date: new Date().toISOString(), loadavg_start: +loadStart.toFixed(2), loadavg_end: +loadEnd.toFixed(2),
+              wasm_selftest_failures: selftestFailures };
 fs.mkdirSync(path.dirname(outFile), { recursive: true });
-fs.writeFileSync(outFile, JSON.stringify({ env, results: results.map(({ size, ...r }) => r) }, null, 1));
+fs.writeFileSync(outFile, JSON.stringify({ env, results }, null, 1));
 console.log(`\nwrote ${outFile}`);

@@ -232,6 +232,27 @@ size_t rlx_session_output_len(const rlx_session *s, int32_t i);
 const float *rlx_session_output(const rlx_session *s, int32_t i);
 rlx_status rlx_session_read_output(const rlx_session *s, int32_t i, float *dst, size_t len);
 
+/* ---- training steps ----------------------------------------------------- */
+typedef enum { RLX_OPT_SGD = 0, RLX_OPT_MOMENTUM = 1, RLX_OPT_ADAM = 2, RLX_OPT_ADAMW = 3 } rlx_optimizer_kind;
+typedef struct {
+  rlx_optimizer_kind kind;
+  float lr;           /* learning rate; change it later with rlx_session_set_lr */
+  float momentum;     /* MOMENTUM: v = momentum v + g; p -= lr v               */
+  float beta1, beta2; /* ADAM(W): moment decay rates (0.9, 0.999 if both 0)     */
+  float eps;          /* ADAM(W): denominator guard (1e-8 if 0)                 */
+  float weight_decay; /* ADAMW: decoupled decay, p -= lr wd p                   */
+} rlx_optimizer;
+
+/* Compiles one training step: forward, backward (as rlx_grad_with_loss)
+ * and the optimizer update, in one plan.  Each run reads the inputs,
+ * updates the params and the optimizer state in the session, and leaves the
+ * loss (before the update) as output 0.  The graph gains the gradient nodes,
+ * the state params "<param>.m" / "<param>.v" (zero at start), "rlx.step"
+ * and the inputs "d_output" and "rlx.lr", which the session presets. */
+rlx_status rlx_compile_train(rlx_graph *g, rlx_node loss, const rlx_node *params, int32_t n_params,
+                             const rlx_optimizer *opt, const rlx_compile_options *copt, rlx_session **out);
+rlx_status rlx_session_set_lr(rlx_session *s, float lr);
+
 /* Introspection of the compiled plan. */
 size_t rlx_session_arena_bytes(const rlx_session *s);   /* intermediate arena */
 int32_t rlx_session_step_count(const rlx_session *s);   /* kernels per run    */

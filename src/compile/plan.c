@@ -28,6 +28,7 @@ void rlx_plan_free(rlx_plan *p) {
   rlx_free(p->input_needed, p->input_needed_len);
   rlx_free(p->params, n * sizeof(int32_t));
   rlx_free(p->outputs, (size_t)p->n_outputs * sizeof(int32_t));
+  rlx_free(p->assign_param, (size_t)p->n_outputs * sizeof(int32_t));
   memset(p, 0, sizeof *p);
 }
 
@@ -197,12 +198,14 @@ rlx_status rlx_plan_build(const rlx_graph *g, const rlx_node *outputs, int32_t n
     p->inputs = rlx_calloc(n, sizeof(int32_t));
     p->params = rlx_calloc(n, sizeof(int32_t));
     p->outputs = rlx_calloc((size_t)n_outputs, sizeof(int32_t));
-    if (!p->loc || !p->steps || !p->first_step || !p->last_step || !p->inputs || !p->params || !p->outputs)
+    p->assign_param = rlx_calloc((size_t)n_outputs, sizeof(int32_t));
+    if (!p->loc || !p->steps || !p->first_step || !p->last_step || !p->inputs || !p->params || !p->outputs ||
+        !p->assign_param)
       st = RLX_ERR_NO_MEMORY;
   }
   if (st == RLX_OK) {
-    p->n_outputs = n_outputs;
-    for (int32_t i = 0; i < n_outputs; i++) p->outputs[i] = remap[outputs[i]];
+    p->n_outputs = p->n_user_outputs = n_outputs;
+    for (int32_t i = 0; i < n_outputs; i++) p->outputs[i] = remap[outputs[i]], p->assign_param[i] = -1;
     st = plan_memory(p);
   }
   rlx_free(remap, (size_t)g->n_nodes * sizeof(int32_t));

@@ -31,6 +31,8 @@ typedef struct {
   size_t input_needed_len;
   int32_t *params, n_params;
   int32_t *outputs, n_outputs;
+  int32_t n_user_outputs;  /* outputs visible through the session API */
+  int32_t *assign_param;   /* per output: param index it overwrites after a run, or -1 */
   size_t arena_floats;
 } rlx_plan;
 

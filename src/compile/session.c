@@ -158,29 +158,29 @@ rlx_status rlx_session_run(rlx_session *s) {
   return st;
 }
 
-int32_t rlx_session_output_count(const rlx_session *s) { return s ? s->plan.n_outputs : 0; }
+int32_t rlx_session_output_count(const rlx_session *s) { return s ? s->plan.n_user_outputs : 0; }
 
 int32_t rlx_session_output_shape(const rlx_session *s, int32_t i, int32_t *dims) {
-  if (!s || i < 0 || i >= s->plan.n_outputs) return -1;
+  if (!s || i < 0 || i >= s->plan.n_user_outputs) return -1;
   const rlx_shape *sh = &s->plan.graph.nodes[s->plan.outputs[i]].shape;
   if (dims) memcpy(dims, sh->dims, (size_t)sh->rank * sizeof(int32_t));
   return sh->rank;
 }
 
 size_t rlx_session_output_len(const rlx_session *s, int32_t i) {
-  if (!s || i < 0 || i >= s->plan.n_outputs) return 0;
+  if (!s || i < 0 || i >= s->plan.n_user_outputs) return 0;
   return node_numel(s, s->plan.outputs[i]);
 }
 
 const float *rlx_session_output(const rlx_session *s, int32_t i) {
-  if (!s || i < 0 || i >= s->plan.n_outputs || !s->ran) return NULL;
+  if (!s || i < 0 || i >= s->plan.n_user_outputs || !s->ran) return NULL;
   return rlx_session_value(s, s->plan.outputs[i]);
 }
 
 rlx_status rlx_session_read_output(const rlx_session *s, int32_t i, float *dst, size_t len) {
   if (!s) return rlx_error(RLX_ERR_INVALID_ARG, "read_output: session is NULL");
-  if (i < 0 || i >= s->plan.n_outputs)
-    return rlx_error(RLX_ERR_NOT_FOUND, "read_output: output %d does not exist (%d outputs)", (int)i, (int)s->plan.n_outputs);
+  if (i < 0 || i >= s->plan.n_user_outputs)
+    return rlx_error(RLX_ERR_NOT_FOUND, "read_output: output %d does not exist (%d outputs)", (int)i, (int)s->plan.n_user_outputs);
   if (!s->ran) return rlx_error(RLX_ERR_STATE, "read_output: the session has not run successfully");
   size_t n = node_numel(s, s->plan.outputs[i]);
   if (!dst || len != n) return rlx_error(RLX_ERR_INVALID_ARG, "read_output: output %d holds %zu values, got a buffer of %zu", (int)i, n, len);

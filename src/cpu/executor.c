@@ -84,5 +84,12 @@ rlx_status rlx_cpu_execute(rlx_session *s) {
   }
   if (flags & RLX_KFLAG_BAD_INDEX)
     return rlx_error(RLX_ERR_INVALID_ARG, "run: an index (gather id or class label) was outside its range");
+  /* Training steps: updated values overwrite their params once all steps ran. */
+  for (int32_t i = 0; i < p->n_outputs; i++)
+    if (p->assign_param[i] >= 0) {
+      int32_t id = p->outputs[i];
+      memcpy(s->param_data[p->assign_param[i]], rlx_session_value(s, id),
+             rlx_shape_numel(&p->graph.nodes[id].shape) * sizeof(float));
+    }
   return RLX_OK;
 }

@@ -11,128 +11,31 @@
  *    Used for depthwise-like convs (one or two outputs per group, few taps),
  *    where unfolding costs more than the thin product it feeds. */
 #include <string.h>
-#include "kernels.h"
-
-typedef struct {
-  int32_t N, C, H, W;     /* input  */
-  int32_t O, KH, KW;      /* weight */
-  int32_t OH, OW;         /* output */
-  int32_t sh, sw, ph, pw, dh, dw, groups;
-  int32_t Cg, Og;         /* channels per group (input, output) */
-} conv_geom;
+#include "conv_common.h"
 
 static conv_geom conv_geom_of(const rlx_kargs *a) {
-  const int32_t *xd = a->in_node[0]->shape.dims, *wd = a->in_node[1]->shape.dims;
-  const int32_t *yd = a->node->shape.dims, *at = a->node->iattr;
-  conv_geom g;
-  g.N = xd[0]; g.C = xd[1]; g.H = xd[2]; g.W = xd[3];
-  g.O = wd[0]; g.KH = wd[2]; g.KW = wd[3];
-  g.OH = yd[2]; g.OW = yd[3];
-  g.sh = at[0]; g.sw = at[1]; g.ph = at[2]; g.pw = at[3];
-  g.dh = at[4]; g.dw = at[5]; g.groups = at[6];
-  g.Cg = g.C / g.groups; g.Og = g.O / g.groups;
-  return g;
+  return rlx_conv_geom(a->in_node[0]->shape.dims, a->in_node[1]->shape.dims, a->node->shape.dims,
+                       a->node->iattr);
 }
-
-/* Output columns [ow0, ow1) whose input column ow*sw + off lies in [0, W). */
-static void valid_cols(int32_t off, int32_t sw, int32_t W, int32_t OW, int32_t *ow0, int32_t *ow1) {
-  int32_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
-  int32_t hi = (W - 1 - off) < 0 ? 0 : (W - 1 - off) / sw + 1;
-  if (lo > OW) lo = OW;
-  if (hi > OW) hi = OW;
-  if (hi < lo) hi = lo;
-  *ow0 = lo;
-  *ow1 = hi;
-}
-
-/* dst[i] = src[i * stride] for i < n. */
-static void strided_copy(float *restrict dst, const float *restrict src, int32_t stride, int32_t n) {
-  if (stride == 2) {
-    for (int32_t i = 0; i < n; i++) dst[i] = src[2 * i];
-  } else {
-    for (int32_t i = 0; i < n; i++) dst[i] = src[(size_t)i * stride];
-  }
-}
-
-/* x[Cg,H,W] (one image, one group) -> cols[Cg*KH*KW, (oh1-oh0)*OW], the
- * unfolding of output rows [oh0, oh1); taps in the padding are zero. */
-static void im2col(const conv_geom *g, const float *x, int32_t oh0, int32_t oh1, float *cols) {
-  const size_t band = (size_t)(oh1 - oh0) * g->OW;
-  for (int32_t c = 0; c < g->Cg; c++) {
-    const float *xc = x + (size_t)c * g->H * g->W;
-    for (int32_t kh = 0; kh < g->KH; kh++) {
-      for (int32_t kw = 0; kw < g->KW; kw++) {
-        float *row = cols + ((size_t)(c * g->KH + kh) * g->KW + kw) * band;
-        const int32_t off_w = kw * g->dw - g->pw;
-        int32_t ow0, ow1;
-        valid_cols(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
-        for (int32_t oh = oh0; oh < oh1; oh++) {
-          float *r = row + (size_t)(oh - oh0) * g->OW;
-          const int32_t ih = oh * g->sh + kh * g->dh - g->ph;
-          if (ih < 0 || ih >= g->H || ow0 == ow1) {
-            memset(r, 0, (size_t)g->OW * sizeof(float));
-            continue;
-          }
-          const float *xr = xc + (size_t)ih * g->W;
-          for (int32_t ow = 0; ow < ow0; ow++) r[ow] = 0.0f;
-          if (g->sw == 1) {
-            memcpy(r + ow0, xr + (ow0 + off_w), (size_t)(ow1 - ow0) * sizeof(float));
-          } else {
-            strided_copy(r + ow0, xr + (ow0 * g->sw + off_w), g->sw, ow1 - ow0);
-          }
-          for (int32_t ow = ow1; ow < g->OW; ow++) r[ow] = 0.0f;
-        }
-      }
-    }
-  }
-}
-
-/* Upper bound on the workspace rlx_gemm asks for on an M x N x K product:
- * its packed panels never exceed the whole of op(A) and op(B) padded to
- * register blocks (at most 8 rows, 32 columns) plus 16 floats of alignment.
- * The GEMM gets a window of this size past cols, so packing never
- * overwrites cols. */
-static size_t gemm_scratch_bound(int32_t M, int32_t N, int32_t K) {
-  return (((size_t)M + 8 + (size_t)N + 32) * (size_t)K + 16) * sizeof(float);
-}
-
-/* Most bytes of cols per GEMM call: larger outputs are unfolded in bands of
- * output rows, which bounds the workspace.  Smaller bands (64-256 KiB, to
- * stay in L2) measured no faster on the vision shapes, so the bound is
- * loose and whole planes of the models above go in one call. */
-#ifndef CONV_COLS_BYTES
-#define CONV_COLS_BYTES ((size_t)1 << 20)
-#endif
 
 /* x[N,C,H,W], w[O,C/g,KH,KW] -> y[N,O,OH,OW] through im2col + GEMM. */
 static rlx_status conv_gemm(const conv_geom *g, const float *x, const float *w, float *y,
                             rlx_scratch *scratch) {
   const int32_t kdim = g->Cg * g->KH * g->KW;
   const size_t in_plane = (size_t)g->H * g->W, out_plane = (size_t)g->OH * g->OW;
-  const int direct_cols = g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 &&
-                          g->ph == 0 && g->pw == 0;
+  const int direct_cols = rlx_conv_is_pointwise(g);
   /* output rows per band (the whole plane when the input is used as cols) */
-  int32_t band = g->OH;
+  const int32_t band = direct_cols ? g->OH : rlx_conv_band_rows(g);
   float *cols = NULL;
   rlx_scratch gemm_scratch = {NULL, 0};
   rlx_scratch *gs = scratch;
   if (!direct_cols) {
-    const size_t row_bytes = (size_t)kdim * g->OW * sizeof(float);
-    if (row_bytes * band > CONV_COLS_BYTES) {
-      int32_t most = (int32_t)(CONV_COLS_BYTES / row_bytes);
-      if (most < 1) most = 1;
-      const int32_t n_bands = (g->OH + most - 1) / most;
-      band = (g->OH + n_bands - 1) / n_bands; /* equal bands, no thin last one */
-    }
-    const size_t cols_bytes = (row_bytes * band + 63) & ~(size_t)63;
-    const size_t gemm_bytes = gemm_scratch_bound(g->Og, band * g->OW, kdim);
-    char *base = rlx_scratch_get(scratch, cols_bytes + gemm_bytes);
-    if (!base)
+    const size_t cols_bytes = (size_t)kdim * band * g->OW * sizeof(float);
+    const size_t gemm_bytes = rlx_conv_gemm_scratch_bound(g->Og, band * g->OW, kdim);
+    rlx_conv_split_scratch(scratch, cols_bytes, gemm_bytes, &cols, &gemm_scratch);
+    if (!cols)
       return rlx_error(RLX_ERR_NO_MEMORY, "conv2d: no memory for im2col (%zu bytes)",
                        cols_bytes + gemm_bytes);
-    cols = (float *)base;
-    gemm_scratch.ptr = base + cols_bytes;
-    gemm_scratch.bytes = gemm_bytes;
     gs = &gemm_scratch;
   }
   for (int32_t n = 0; n < g->N; n++) {
@@ -142,7 +45,7 @@ static rlx_status conv_gemm(const conv_geom *g, const float *x, const float *w, 
       for (int32_t oh0 = 0; oh0 < g->OH; oh0 += band) {
         const int32_t oh1 = oh0 + band < g->OH ? oh0 + band : g->OH;
         const int32_t ncols = (oh1 - oh0) * g->OW;
-        if (!direct_cols) im2col(g, xg, oh0, oh1, cols);
+        if (!direct_cols) rlx_conv_im2col(g, xg, oh0, oh1, cols);
         rlx_gemm_args ga;
         ga.M = g->Og;
         ga.N = ncols;
@@ -164,14 +67,6 @@ static rlx_status conv_gemm(const conv_geom *g, const float *x, const float *w, 
   return RLX_OK;
 }
 
-/* y[0:n] += a * x[0:n]; blocks of 8 so it vectorizes at -O2 too. */
-static void axpy(float *restrict y, const float *restrict x, float a, int32_t n) {
-  int32_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int32_t l = 0; l < 8; l++) y[i + l] += a * x[i + l];
-  for (; i < n; i++) y[i] += a * x[i];
-}
-
 /* x[N,C,H,W], w[O,C/g,KH,KW] -> y[N,O,OH,OW], one output plane at a time:
  * plane += w[o,c,kh,kw] * (input plane c shifted by the tap). */
 static void conv_direct(const conv_geom *g, const float *x, const float *w, float *y) {
@@ -189,7 +84,7 @@ static void conv_direct(const conv_geom *g, const float *x, const float *w, floa
             const float wv = wc[kh * g->KW + kw];
             const int32_t off_w = kw * g->dw - g->pw;
             int32_t ow0, ow1;
-            valid_cols(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
+            rlx_conv_valid_cols(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
             if (ow0 == ow1) continue;
             for (int32_t oh = 0; oh < g->OH; oh++) {
               const int32_t ih = oh * g->sh + kh * g->dh - g->ph;
@@ -197,7 +92,7 @@ static void conv_direct(const conv_geom *g, const float *x, const float *w, floa
               const float *xr = xc + (size_t)ih * g->W;
               float *yr = yp + (size_t)oh * g->OW;
               if (g->sw == 1) {
-                axpy(yr + ow0, xr + (ow0 + off_w), wv, ow1 - ow0);
+                rlx_conv_axpy(yr + ow0, xr + (ow0 + off_w), wv, ow1 - ow0);
               } else {
                 for (int32_t ow = ow0; ow < ow1; ow++) yr[ow] += wv * xr[ow * g->sw + off_w];
               }

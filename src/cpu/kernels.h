@@ -69,6 +69,10 @@ typedef struct {
   int32_t ldc, accumulate;
 } rlx_gemm_args;
 rlx_status rlx_gemm(const rlx_gemm_args *g, rlx_scratch *scratch);
+/* Scratch bytes rlx_gemm(g, ...) asks for.  A kernel that needs its own
+ * workspace too takes own + this in one rlx_scratch_get, and hands the GEMM
+ * the tail as a separate rlx_scratch {ptr, bytes} so it never reallocates. */
+size_t rlx_gemm_scratch_bytes(const rlx_gemm_args *g);
 /* Name of the GEMM path in use ("avx2", "sse", "simd128", "portable", "openblas"). */
 const char *rlx_gemm_path(void);
 

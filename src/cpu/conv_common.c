@@ -1,0 +1,134 @@
+/* conv_common.c - conv geometry, im2col / col2im and workspace helpers
+ * shared by the conv2d forward and backward kernels (see conv_common.h). */
+#include <string.h>
+#include "conv_common.h"
+
+conv_geom rlx_conv_geom(const int32_t *xd, const int32_t *wd, const int32_t *yd, const int32_t *attr) {
+  conv_geom g;
+  g.N = xd[0]; g.C = xd[1]; g.H = xd[2]; g.W = xd[3];
+  g.O = wd[0]; g.KH = wd[2]; g.KW = wd[3];
+  g.OH = yd[2]; g.OW = yd[3];
+  g.sh = attr[0]; g.sw = attr[1]; g.ph = attr[2]; g.pw = attr[3];
+  g.dh = attr[4]; g.dw = attr[5]; g.groups = attr[6];
+  g.Cg = g.C / g.groups; g.Og = g.O / g.groups;
+  return g;
+}
+
+void rlx_conv_valid_cols(int32_t off, int32_t sw, int32_t W, int32_t OW, int32_t *ow0, int32_t *ow1) {
+  int32_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+  int32_t hi = (W - 1 - off) < 0 ? 0 : (W - 1 - off) / sw + 1;
+  if (lo > OW) lo = OW;
+  if (hi > OW) hi = OW;
+  if (hi < lo) hi = lo;
+  *ow0 = lo;
+  *ow1 = hi;
+}
+
+int rlx_conv_is_pointwise(const conv_geom *g) {
+  return g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+}
+
+/* dst[i] = src[i * stride] for i < n. */
+static void strided_copy(float *restrict dst, const float *restrict src, int32_t stride, int32_t n) {
+  if (stride == 2) {
+    for (int32_t i = 0; i < n; i++) dst[i] = src[2 * i];
+  } else {
+    for (int32_t i = 0; i < n; i++) dst[i] = src[(size_t)i * stride];
+  }
+}
+
+void rlx_conv_im2col(const conv_geom *g, const float *x, int32_t oh0, int32_t oh1, float *cols) {
+  const size_t band = (size_t)(oh1 - oh0) * g->OW;
+  for (int32_t c = 0; c < g->Cg; c++) {
+    const float *xc = x + (size_t)c * g->H * g->W;
+    for (int32_t kh = 0; kh < g->KH; kh++) {
+      for (int32_t kw = 0; kw < g->KW; kw++) {
+        float *row = cols + ((size_t)(c * g->KH + kh) * g->KW + kw) * band;
+        const int32_t off_w = kw * g->dw - g->pw;
+        int32_t ow0, ow1;
+        rlx_conv_valid_cols(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
+        for (int32_t oh = oh0; oh < oh1; oh++) {
+          float *r = row + (size_t)(oh - oh0) * g->OW;
+          const int32_t ih = oh * g->sh + kh * g->dh - g->ph;
+          if (ih < 0 || ih >= g->H || ow0 == ow1) {
+            memset(r, 0, (size_t)g->OW * sizeof(float));
+            continue;
+          }
+          const float *xr = xc + (size_t)ih * g->W;
+          for (int32_t ow = 0; ow < ow0; ow++) r[ow] = 0.0f;
+          if (g->sw == 1) {
+            memcpy(r + ow0, xr + (ow0 + off_w), (size_t)(ow1 - ow0) * sizeof(float));
+          } else {
+            strided_copy(r + ow0, xr + (ow0 * g->sw + off_w), g->sw, ow1 - ow0);
+          }
+          for (int32_t ow = ow1; ow < g->OW; ow++) r[ow] = 0.0f;
+        }
+      }
+    }
+  }
+}
+
+/* dst[i * stride] += src[i] for i < n. */
+static void strided_add(float *restrict dst, const float *restrict src, int32_t stride, int32_t n) {
+  if (stride == 1) {
+    for (int32_t i = 0; i < n; i++) dst[i] += src[i];
+  } else if (stride == 2) {
+    for (int32_t i = 0; i < n; i++) dst[2 * i] += src[i];
+  } else {
+    for (int32_t i = 0; i < n; i++) dst[(size_t)i * stride] += src[i];
+  }
+}
+
+void rlx_conv_col2im(const conv_geom *g, const float *cols, int32_t oh0, int32_t oh1, float *x) {
+  const size_t band = (size_t)(oh1 - oh0) * g->OW;
+  for (int32_t c = 0; c < g->Cg; c++) {
+    float *xc = x + (size_t)c * g->H * g->W;
+    for (int32_t kh = 0; kh < g->KH; kh++) {
+      for (int32_t kw = 0; kw < g->KW; kw++) {
+        const float *row = cols + ((size_t)(c * g->KH + kh) * g->KW + kw) * band;
+        const int32_t off_w = kw * g->dw - g->pw;
+        int32_t ow0, ow1;
+        rlx_conv_valid_cols(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
+        if (ow0 == ow1) continue;
+        for (int32_t oh = oh0; oh < oh1; oh++) {
+          const int32_t ih = oh * g->sh + kh * g->dh - g->ph;
+          if (ih < 0 || ih >= g->H) continue;
+          strided_add(xc + (size_t)ih * g->W + (ow0 * g->sw + off_w),
+                      row + (size_t)(oh - oh0) * g->OW + ow0, g->sw, ow1 - ow0);
+        }
+      }
+    }
+  }
+}
+
+void rlx_conv_axpy(float *restrict y, const float *restrict x, float a, int32_t n) {
+  int32_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int32_t l = 0; l < 8; l++) y[i + l] += a * x[i + l];
+  for (; i < n; i++) y[i] += a * x[i];
+}
+
+int32_t rlx_conv_band_rows(const conv_geom *g) {
+  const size_t row_bytes = (size_t)g->Cg * g->KH * g->KW * g->OW * sizeof(float);
+  if (row_bytes * (size_t)g->OH <= CONV_COLS_BYTES) return g->OH;
+  int32_t most = (int32_t)(CONV_COLS_BYTES / row_bytes);
+  if (most < 1) most = 1;
+  const int32_t n_bands = (g->OH + most - 1) / most;
+  return (g->OH + n_bands - 1) / n_bands; /* equal bands, no thin last one */
+}
+
+/* rlx_gemm's packed panels never exceed the whole of op(A) and op(B)
+ * padded to register blocks (at most 8 rows, 32 columns) plus 16 floats of
+ * alignment. */
+size_t rlx_conv_gemm_scratch_bound(int32_t M, int32_t N, int32_t K) {
+  return (((size_t)M + 8 + (size_t)N + 32) * (size_t)K + 16) * sizeof(float);
+}
+
+void rlx_conv_split_scratch(rlx_scratch *scratch, size_t cols_bytes, size_t gemm_bytes, float **cols,
+                            rlx_scratch *gemm) {
+  cols_bytes = (cols_bytes + 63) & ~(size_t)63;
+  char *base = rlx_scratch_get(scratch, cols_bytes + gemm_bytes);
+  *cols = (float *)base;
+  gemm->ptr = base ? base + cols_bytes : NULL;
+  gemm->bytes = base ? gemm_bytes : 0;
+}

@@ -1,0 +1,62 @@
+/* conv_common.h - what the conv2d kernels (forward in k_conv.c, backward in
+ * k_conv_grad.c) share: the geometry of a convolution, the im2col unfolding
+ * and its adjoint col2im, the banding of the unfolded columns and the split
+ * of one scratch into a columns buffer plus a window for rlx_gemm. */
+#ifndef RLX_CPU_CONV_COMMON_H
+#define RLX_CPU_CONV_COMMON_H
+
+#include "kernels.h"
+
+typedef struct {
+  int32_t N, C, H, W;     /* input  */
+  int32_t O, KH, KW;      /* weight */
+  int32_t OH, OW;         /* output */
+  int32_t sh, sw, ph, pw, dh, dw, groups;
+  int32_t Cg, Og;         /* channels per group (input, output) */
+} conv_geom;
+
+/* Geometry from the dims of x[N,C,H,W], w[O,C/g,KH,KW], y[N,O,OH,OW] and
+ * conv2d's iattr {stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups}. */
+conv_geom rlx_conv_geom(const int32_t *xd, const int32_t *wd, const int32_t *yd, const int32_t *attr);
+
+/* Output columns [ow0, ow1) whose input column ow*sw + off lies in [0, W). */
+void rlx_conv_valid_cols(int32_t off, int32_t sw, int32_t W, int32_t OW, int32_t *ow0, int32_t *ow1);
+
+/* A 1x1, stride-1, unpadded conv: the input planes of a group are its
+ * columns, so no unfolding is needed. */
+int rlx_conv_is_pointwise(const conv_geom *g);
+
+/* x[Cg,H,W] (one image, one group) -> cols[Cg*KH*KW, (oh1-oh0)*OW], the
+ * unfolding of output rows [oh0, oh1); taps in the padding are zero. */
+void rlx_conv_im2col(const conv_geom *g, const float *x, int32_t oh0, int32_t oh1, float *cols);
+
+/* The adjoint of im2col: x[Cg,H,W] += every column entry of output rows
+ * [oh0, oh1) at the input cell it was unfolded from (padding taps dropped). */
+void rlx_conv_col2im(const conv_geom *g, const float *cols, int32_t oh0, int32_t oh1, float *x);
+
+/* y[0:n] += a * x[0:n]; blocks of 8 so it vectorizes at -O2 too. */
+void rlx_conv_axpy(float *restrict y, const float *restrict x, float a, int32_t n);
+
+/* Most bytes of cols per GEMM call: larger outputs are unfolded in bands of
+ * output rows, which bounds the workspace.  Smaller bands (64-256 KiB, to
+ * stay in L2) measured no faster on the vision shapes, so the bound is
+ * loose and whole planes of the vision models go in one call. */
+#ifndef CONV_COLS_BYTES
+#define CONV_COLS_BYTES ((size_t)1 << 20)
+#endif
+
+/* Output rows per band so that cols[Cg*KH*KW, band*OW] stays within
+ * CONV_COLS_BYTES (bands of equal height, at least one row). */
+int32_t rlx_conv_band_rows(const conv_geom *g);
+
+/* Upper bound on the workspace rlx_gemm asks for on an M x N x K product. */
+size_t rlx_conv_gemm_scratch_bound(int32_t M, int32_t N, int32_t K);
+
+/* Takes cols_bytes for a columns buffer plus gemm_bytes from `scratch`:
+ * *cols is the start, and *gemm a window past it for rlx_gemm, so GEMM
+ * packing never reallocates or overwrites the columns.  NULL cols when out
+ * of memory. */
+void rlx_conv_split_scratch(rlx_scratch *scratch, size_t cols_bytes, size_t gemm_bytes, float **cols,
+                            rlx_scratch *gemm);
+
+#endif
