@@ -1,0 +1,234 @@
+/* k_conv_grad.c - the two backward ops of conv2d: the gradient with respect
+ * to the input (conv2d_grad_input) and to the weight (conv2d_grad_weight).
+ *
+ * Both have the forward's two strategies (k_conv.c):
+ *  - GEMM, per image n and group g, with cols the im2col unfolding:
+ *      input:  dcols[C/g*KH*KW, OH*OW] = W[O/g, C/g*KH*KW]^T . dY[O/g, OH*OW],
+ *              then col2im scatter-adds dcols into dx;
+ *      weight: dW[O/g, C/g*KH*KW] += dY[O/g, OH*OW] . cols[C/g*KH*KW, OH*OW]^T.
+ *    A 1x1 stride-1 unpadded conv needs no unfolding: the input (gradient)
+ *    planes are the columns.  Large outputs go in bands of output rows, as
+ *    in the forward.
+ *  - direct: shifted rows of dy times a weight tap are added into dx, and
+ *    each weight tap is a dot product of dy with shifted rows of x.  Used
+ *    for depthwise-like convs (see prefers_direct). */
+#include <string.h>
+#include "conv_common.h"
+
+/* Direct loops when a group has at most two output channels and few taps:
+ * the GEMM then has two rows (input: inner dimension) and the unfolding
+ * costs more than the product it feeds; as in the forward. */
+static int prefers_direct(const conv_geom *g) {
+  return g->Og <= 2 && g->Cg * g->KH * g->KW <= 32;
+}
+
+/* sum_i a[i] * b[i * stride]; eight partial sums so it vectorizes when
+ * stride is 1. */
+static float strided_dot(const float *restrict a, const float *restrict b, int32_t stride, int32_t n) {
+  float s[8] = {0.0f};
+  int32_t i = 0;
+  if (stride == 1) {
+    for (; i + 8 <= n; i += 8)
+      for (int32_t l = 0; l < 8; l++) s[l] += a[i + l] * b[i + l];
+  }
+  float t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+  for (; i < n; i++) t += a[i] * b[(size_t)i * stride];
+  return t;
+}
+
+/* ---- gradient with respect to the input ---- */
+
+/* dy[N,O,OH,OW], w[O,C/g,KH,KW] -> dx[N,C,H,W] through GEMM + col2im. */
+static rlx_status grad_input_gemm(const conv_geom *g, const float *dy, const float *w, float *dx,
+                                  rlx_scratch *scratch) {
+  const int32_t kdim = g->Cg * g->KH * g->KW;
+  const size_t in_plane = (size_t)g->H * g->W, out_plane = (size_t)g->OH * g->OW;
+  const int pointwise = rlx_conv_is_pointwise(g);
+  const int32_t band = pointwise ? g->OH : rlx_conv_band_rows(g);
+  float *dcols = NULL;
+  rlx_scratch gemm_scratch = {NULL, 0};
+  rlx_scratch *gs = scratch;
+  if (!pointwise) {
+    const size_t cols_bytes = (size_t)kdim * band * g->OW * sizeof(float);
+    const size_t gemm_bytes = rlx_conv_gemm_scratch_bound(kdim, band * g->OW, g->Og);
+    rlx_conv_split_scratch(scratch, cols_bytes, gemm_bytes, &dcols, &gemm_scratch);
+    if (!dcols)
+      return rlx_error(RLX_ERR_NO_MEMORY, "conv2d_grad_input: no memory for columns (%zu bytes)",
+                       cols_bytes + gemm_bytes);
+    gs = &gemm_scratch;
+    memset(dx, 0, (size_t)g->N * g->C * in_plane * sizeof(float)); /* col2im accumulates */
+  }
+  for (int32_t n = 0; n < g->N; n++) {
+    for (int32_t grp = 0; grp < g->groups; grp++) {
+      const float *dyg = dy + ((size_t)n * g->O + (size_t)grp * g->Og) * out_plane;
+      float *dxg = dx + ((size_t)n * g->C + (size_t)grp * g->Cg) * in_plane;
+      for (int32_t oh0 = 0; oh0 < g->OH; oh0 += band) {
+        const int32_t oh1 = oh0 + band < g->OH ? oh0 + band : g->OH;
+        const int32_t ncols = (oh1 - oh0) * g->OW;
+        rlx_gemm_args ga;
+        ga.M = kdim;
+        ga.N = ncols;
+        ga.K = g->Og;
+        ga.A = w + (size_t)grp * g->Og * kdim;
+        ga.lda = kdim;
+        ga.trans_a = 1;
+        ga.B = dyg + (size_t)oh0 * g->OW;
+        ga.ldb = (int32_t)out_plane;
+        ga.trans_b = 0;
+        ga.C = pointwise ? dxg : dcols;
+        ga.ldc = pointwise ? (int32_t)in_plane : ncols;
+        ga.accumulate = 0;
+        rlx_status st = rlx_gemm(&ga, gs);
+        if (st != RLX_OK) return st;
+        if (!pointwise) rlx_conv_col2im(g, dcols, oh0, oh1, dxg);
+      }
+    }
+  }
+  return RLX_OK;
+}
+
+/* dy[N,O,OH,OW], w[O,C/g,KH,KW] -> dx[N,C,H,W], one output-gradient plane
+ * at a time: dx plane c += w[o,c,kh,kw] * (dy plane o shifted by the tap). */
+static void grad_input_direct(const conv_geom *g, const float *dy, const float *w, float *dx) {
+  const size_t in_plane = (size_t)g->H * g->W, out_plane = (size_t)g->OH * g->OW;
+  memset(dx, 0, (size_t)g->N * g->C * in_plane * sizeof(float));
+  for (int32_t n = 0; n < g->N; n++) {
+    for (int32_t o = 0; o < g->O; o++) {
+      const int32_t grp = o / g->Og;
+      const float *dyp = dy + ((size_t)n * g->O + o) * out_plane;
+      for (int32_t c = 0; c < g->Cg; c++) {
+        float *dxc = dx + ((size_t)n * g->C + (size_t)grp * g->Cg + c) * in_plane;
+        const float *wc = w + ((size_t)o * g->Cg + c) * g->KH * g->KW;
+        for (int32_t kh = 0; kh < g->KH; kh++) {
+          for (int32_t kw = 0; kw < g->KW; kw++) {
+            const float wv = wc[kh * g->KW + kw];
+            const int32_t off_w = kw * g->dw - g->pw;
+            int32_t ow0, ow1;
+            rlx_conv_valid_cols(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
+            if (ow0 == ow1) continue;
+            for (int32_t oh = 0; oh < g->OH; oh++) {
+              const int32_t ih = oh * g->sh + kh * g->dh - g->ph;
+              if (ih < 0 || ih >= g->H) continue;
+              float *dxr = dxc + (size_t)ih * g->W + off_w;
+              const float *dyr = dyp + (size_t)oh * g->OW;
+              if (g->sw == 1) {
+                rlx_conv_axpy(dxr + ow0, dyr + ow0, wv, ow1 - ow0);
+              } else {
+                for (int32_t ow = ow0; ow < ow1; ow++) dxr[(size_t)ow * g->sw] += wv * dyr[ow];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/* dy[N,O,OH,OW], w[O,C/g,KH,KW] -> dx[N,C,H,W]; iattr = conv2d's 7 + {H, W}. */
+rlx_status rlx_cpu_conv2d_grad_input(const rlx_kargs *a) {
+  const conv_geom g = rlx_conv_geom(a->node->shape.dims, a->in_node[1]->shape.dims,
+                                    a->in_node[0]->shape.dims, a->node->iattr);
+  if (prefers_direct(&g)) {
+    grad_input_direct(&g, a->in[0], a->in[1], a->out);
+    return RLX_OK;
+  }
+  return grad_input_gemm(&g, a->in[0], a->in[1], a->out, a->scratch);
+}
+
+/* ---- gradient with respect to the weight ---- */
+
+/* x[N,C,H,W], dy[N,O,OH,OW] -> dw[O,C/g,KH,KW] through im2col + GEMM,
+ * accumulated over images and bands. */
+static rlx_status grad_weight_gemm(const conv_geom *g, const float *x, const float *dy, float *dw,
+                                   rlx_scratch *scratch) {
+  const int32_t kdim = g->Cg * g->KH * g->KW;
+  const size_t in_plane = (size_t)g->H * g->W, out_plane = (size_t)g->OH * g->OW;
+  const int pointwise = rlx_conv_is_pointwise(g);
+  const int32_t band = pointwise ? g->OH : rlx_conv_band_rows(g);
+  float *cols = NULL;
+  rlx_scratch gemm_scratch = {NULL, 0};
+  rlx_scratch *gs = scratch;
+  if (!pointwise) {
+    const size_t cols_bytes = (size_t)kdim * band * g->OW * sizeof(float);
+    const size_t gemm_bytes = rlx_conv_gemm_scratch_bound(g->Og, kdim, band * g->OW);
+    rlx_conv_split_scratch(scratch, cols_bytes, gemm_bytes, &cols, &gemm_scratch);
+    if (!cols)
+      return rlx_error(RLX_ERR_NO_MEMORY, "conv2d_grad_weight: no memory for im2col (%zu bytes)",
+                       cols_bytes + gemm_bytes);
+    gs = &gemm_scratch;
+  }
+  for (int32_t n = 0; n < g->N; n++) {
+    for (int32_t grp = 0; grp < g->groups; grp++) {
+      const float *xg = x + ((size_t)n * g->C + (size_t)grp * g->Cg) * in_plane;
+      const float *dyg = dy + ((size_t)n * g->O + (size_t)grp * g->Og) * out_plane;
+      for (int32_t oh0 = 0; oh0 < g->OH; oh0 += band) {
+        const int32_t oh1 = oh0 + band < g->OH ? oh0 + band : g->OH;
+        const int32_t ncols = (oh1 - oh0) * g->OW;
+        if (!pointwise) rlx_conv_im2col(g, xg, oh0, oh1, cols);
+        rlx_gemm_args ga;
+        ga.M = g->Og;
+        ga.N = kdim;
+        ga.K = ncols;
+        ga.A = dyg + (size_t)oh0 * g->OW;
+        ga.lda = (int32_t)out_plane;
+        ga.trans_a = 0;
+        ga.B = pointwise ? xg : cols;
+        ga.ldb = pointwise ? (int32_t)in_plane : ncols;
+        ga.trans_b = 1;
+        ga.C = dw + (size_t)grp * g->Og * kdim;
+        ga.ldc = kdim;
+        ga.accumulate = n > 0 || oh0 > 0;
+        rlx_status st = rlx_gemm(&ga, gs);
+        if (st != RLX_OK) return st;
+      }
+    }
+  }
+  return RLX_OK;
+}
+
+/* x[N,C,H,W], dy[N,O,OH,OW] -> dw[O,C/g,KH,KW]: each tap is the dot
+ * product of dy plane o with input plane c shifted by the tap, summed over
+ * images (both planes stay in cache across the taps). */
+static void grad_weight_direct(const conv_geom *g, const float *x, const float *dy, float *dw) {
+  const size_t in_plane = (size_t)g->H * g->W, out_plane = (size_t)g->OH * g->OW;
+  const int32_t taps = g->KH * g->KW;
+  memset(dw, 0, (size_t)g->O * g->Cg * taps * sizeof(float));
+  for (int32_t o = 0; o < g->O; o++) {
+    const int32_t grp = o / g->Og;
+    for (int32_t c = 0; c < g->Cg; c++) {
+      float *dwc = dw + ((size_t)o * g->Cg + c) * taps;
+      for (int32_t n = 0; n < g->N; n++) {
+        const float *dyp = dy + ((size_t)n * g->O + o) * out_plane;
+        const float *xc = x + ((size_t)n * g->C + (size_t)grp * g->Cg + c) * in_plane;
+        for (int32_t kh = 0; kh < g->KH; kh++) {
+          for (int32_t kw = 0; kw < g->KW; kw++) {
+            const int32_t off_w = kw * g->dw - g->pw;
+            int32_t ow0, ow1;
+            rlx_conv_valid_cols(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
+            if (ow0 == ow1) continue;
+            float s = 0.0f;
+            for (int32_t oh = 0; oh < g->OH; oh++) {
+              const int32_t ih = oh * g->sh + kh * g->dh - g->ph;
+              if (ih < 0 || ih >= g->H) continue;
+              const float *xr = xc + (size_t)ih * g->W + off_w;
+              const float *dyr = dyp + (size_t)oh * g->OW;
+              s += strided_dot(dyr + ow0, xr + (size_t)ow0 * g->sw, g->sw, ow1 - ow0);
+            }
+            dwc[kh * g->KW + kw] += s;
+          }
+        }
+      }
+    }
+  }
+}
+
+/* x[N,C,H,W], dy[N,O,OH,OW] -> dw[O,C/g,KH,KW]; iattr = conv2d's 7 + {KH, KW}. */
+rlx_status rlx_cpu_conv2d_grad_weight(const rlx_kargs *a) {
+  const conv_geom g = rlx_conv_geom(a->in_node[0]->shape.dims, a->node->shape.dims,
+                                    a->in_node[1]->shape.dims, a->node->iattr);
+  if (prefers_direct(&g)) {
+    grad_weight_direct(&g, a->in[0], a->in[1], a->out);
+    return RLX_OK;
+  }
+  return grad_weight_gemm(&g, a->in[0], a->in[1], a->out, a->scratch);
+}
