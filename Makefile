@@ -63,8 +63,8 @@ web/pkg/rlx_web.wasm: $(WASM_OBJ) $(WEB_OBJ)
 	$(WASMCC) $(WASM_LDFLAGS) -o $@ $(WEB_OBJ) $(WASM_OBJ)
 
 # The op cases compiled to wasm, run by tests/node/opcases.test.mjs.
-WASM_TEST_OBJ := $(patsubst %.c,build/wasm/%.o,tests/c/wasm_opcases.c $(TEST_SUPPORT))
-build/wasm/tests/c/%.o: tests/c/%.c tests/c/op_case.h $(HDRS)
+WASM_TEST_OBJ := $(patsubst %.c,build/wasm/%.o,tests/c/wasm_opcases.c tests/c/wasm_gradcases.c $(TEST_SUPPORT))
+build/wasm/tests/c/%.o: tests/c/%.c tests/c/op_case.h tests/c/grad_case.h tests/c/grad_train.h $(HDRS)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_CFLAGS) -Itests/c -c $< -o $@
 build/wasm-tests/opcases.wasm: $(WASM_OBJ) $(WASM_TEST_OBJ)

@@ -48,8 +48,9 @@ static void report(const char *backend, const char *path, const problem *p, doub
                    double max_err) {
   qsort(ts, (size_t)iters, sizeof(double), cmp_double);
   const double med = (ts[iters / 2 - 1] + ts[iters / 2]) / 2;
-  printf("{\"host\":\"native\",\"backend\":\"%s\",\"path\":\"%s\",\"workload\":\"W5 matmul %dx%dx%d\","
-         "\"median_ms\":%.4f,\"min_ms\":%.4f,\"max_ms\":%.4f,\"n\":%d,\"gflops\":%.2f,\"max_abs_err\":%.3g}\n",
+  printf("{\"host\":\"native\",\"backend\":\"%s\",\"path\":\"%s\","
+         "\"workload\":\"W5 matmul %dx%dx%d\",\"median_ms\":%.4f,\"min_ms\":%.4f,"
+         "\"max_ms\":%.4f,\"n\":%d,\"gflops\":%.2f,\"max_abs_err\":%.3g}\n",
          backend, path, p->M, p->K, p->N, med, ts[0], ts[iters - 1], iters,
          2.0 * p->M * p->N * p->K / (med * 1e6), max_err);
 }

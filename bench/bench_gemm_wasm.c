@@ -16,6 +16,12 @@
 
 #define EXPORT(name) __attribute__((export_name(#name)))
 
+/* Uniform in [-1, 1). */
+static float lcg(unsigned *s) {
+  *s = *s * 1664525u + 1013904223u;
+  return (float)(*s >> 8) / 8388608.0f - 1.0f;
+}
+
 static float *A, *B, *C;
 static int32_t M, K, N;
 static rlx_scratch scratch;
@@ -28,8 +34,8 @@ EXPORT(bench_setup) float *bench_setup(int32_t m, int32_t k, int32_t n) {
   C = malloc(sizeof(float) * (size_t)M * N);
   if (!A || !B || !C) return NULL;
   unsigned s = 1;
-  for (size_t i = 0; i < (size_t)M * K; i++) A[i] = (float)((s = s * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
-  for (size_t i = 0; i < (size_t)K * N; i++) B[i] = (float)((s = s * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+  for (size_t i = 0; i < (size_t)M * K; i++) A[i] = lcg(&s);
+  for (size_t i = 0; i < (size_t)K * N; i++) B[i] = lcg(&s);
   return C;
 }
 
@@ -51,16 +57,12 @@ EXPORT(bench_check) double bench_check(void) {
 
 EXPORT(bench_path) const char *bench_path(void) { return rlx_gemm_path(); }
 
-static float lcg(unsigned *s) {
-  *s = *s * 1664525u + 1013904223u;
-  return (float)(*s >> 8) / 8388608.0f - 1.0f;
-}
-
 /* One case; 0 when every element is within tolerance. */
 static int selftest_case(int32_t m, int32_t n, int32_t k, int32_t ta, int32_t tb, int32_t acc,
                          int32_t pad, unsigned *seed) {
   const int32_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
-  const size_t la = (size_t)(ta ? k : m) * lda, lb = (size_t)(tb ? n : k) * ldb, lc = (size_t)m * ldc;
+  const size_t la = (size_t)(ta ? k : m) * lda, lb = (size_t)(tb ? n : k) * ldb;
+  const size_t lc = (size_t)m * ldc;
   float *a = malloc(la * sizeof(float)), *b = malloc(lb * sizeof(float));
   float *c = malloc(lc * sizeof(float)), *c0 = malloc(lc * sizeof(float));
   int bad = !a || !b || !c || !c0;

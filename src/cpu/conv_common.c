@@ -117,18 +117,19 @@ int32_t rlx_conv_band_rows(const conv_geom *g) {
   return (g->OH + n_bands - 1) / n_bands; /* equal bands, no thin last one */
 }
 
-/* rlx_gemm's packed panels never exceed the whole of op(A) and op(B)
- * padded to register blocks (at most 8 rows, 32 columns) plus 16 floats of
- * alignment. */
-size_t rlx_conv_gemm_scratch_bound(int32_t M, int32_t N, int32_t K) {
-  return (((size_t)M + 8 + (size_t)N + 32) * (size_t)K + 16) * sizeof(float);
-}
+int32_t rlx_conv_last_band(const conv_geom *g, int32_t band) { return (g->OH - 1) / band * band; }
 
-void rlx_conv_split_scratch(rlx_scratch *scratch, size_t cols_bytes, size_t gemm_bytes, float **cols,
-                            rlx_scratch *gemm) {
-  cols_bytes = (cols_bytes + 63) & ~(size_t)63;
+size_t rlx_conv_workspace(rlx_scratch *scratch, size_t cols_bytes, const rlx_gemm_args *gemms, int32_t n,
+                          float **cols, rlx_scratch *gemm) {
+  size_t gemm_bytes = 0;
+  for (int32_t i = 0; i < n; i++) {
+    const size_t b = rlx_gemm_scratch_bytes(&gemms[i]);
+    if (b > gemm_bytes) gemm_bytes = b;
+  }
+  cols_bytes = (cols_bytes + 63) & ~(size_t)63; /* the GEMM window stays 64-byte aligned */
   char *base = rlx_scratch_get(scratch, cols_bytes + gemm_bytes);
   *cols = (float *)base;
   gemm->ptr = base ? base + cols_bytes : NULL;
   gemm->bytes = base ? gemm_bytes : 0;
+  return cols_bytes + gemm_bytes;
 }

@@ -49,14 +49,17 @@ void rlx_conv_axpy(float *restrict y, const float *restrict x, float a, int32_t 
  * CONV_COLS_BYTES (bands of equal height, at least one row). */
 int32_t rlx_conv_band_rows(const conv_geom *g);
 
-/* Upper bound on the workspace rlx_gemm asks for on an M x N x K product. */
-size_t rlx_conv_gemm_scratch_bound(int32_t M, int32_t N, int32_t K);
+/* First output row of the last band when output rows go in bands of
+ * `band`: every band but the last has `band` rows, the last OH minus this.
+ * (The two sizes a kernel sizes its GEMM workspace for.) */
+int32_t rlx_conv_last_band(const conv_geom *g, int32_t band);
 
-/* Takes cols_bytes for a columns buffer plus gemm_bytes from `scratch`:
- * *cols is the start, and *gemm a window past it for rlx_gemm, so GEMM
- * packing never reallocates or overwrites the columns.  NULL cols when out
- * of memory. */
-void rlx_conv_split_scratch(rlx_scratch *scratch, size_t cols_bytes, size_t gemm_bytes, float **cols,
-                            rlx_scratch *gemm);
+/* Takes cols_bytes for a columns buffer plus, past it, a window for
+ * rlx_gemm as large as the most any of the n products in gemms asks for
+ * (rlx_gemm_scratch_bytes): *cols is the start and *gemm the window, so
+ * GEMM packing never reallocates or overwrites the columns.  Returns the
+ * bytes taken; *cols is NULL when out of memory. */
+size_t rlx_conv_workspace(rlx_scratch *scratch, size_t cols_bytes, const rlx_gemm_args *gemms, int32_t n,
+                          float **cols, rlx_scratch *gemm);
 
 #endif

@@ -1,8 +1,9 @@
-/* gemm.c - C = op(A) . op(B) (+ C): picks the GEMM path.  Vector-matrix
- * and matrix-vector products and tiny products run direct loops (packing
- * would cost more than it saves); everything else goes through the cache-blocked driver with the
- * best micro-kernel of the build and CPU (AVX2+FMA, SSE, SIMD128, portable),
- * or through OpenBLAS when built with `make BLAS=openblas` (never in wasm). */
+/* gemm.c - C = op(A) . op(B) (+ C): picks the GEMM path.  A single row or
+ * column of C and tiny products run unpacked loops (gemm_direct.c);
+ * everything else goes through the cache-blocked driver (gemm_blocked.c)
+ * with the best micro-kernel of the build and CPU (AVX2+FMA, SSE, SIMD128,
+ * portable), or through OpenBLAS when built with `make BLAS=openblas`
+ * (never in wasm). */
 #include <string.h>
 #include "gemm_impl.h"
 
@@ -12,7 +13,7 @@
 #endif
 
 /* Products with at most this many multiply-adds skip packing. */
-#define RLX_GEMM_DIRECT_MACS 4096
+#define RLX_GEMM_DIRECT_MACS 512
 
 #ifndef RLX_GEMM_OPENBLAS
 static const rlx_gemm_impl *chosen_impl(void) {
@@ -27,7 +28,6 @@ static const rlx_gemm_impl *chosen_impl(void) {
   }
   return impl;
 }
-
 #endif
 
 const char *rlx_gemm_path(void) {
@@ -39,76 +39,33 @@ const char *rlx_gemm_path(void) {
 }
 
 #ifndef RLX_GEMM_OPENBLAS
-/* sum_k x[k*sx] * y[k]; eight independent partial sums when x is
- * contiguous, so the loop vectorizes without reassociation flags. */
-static float dot(const float *x, size_t sx, const float *y, int32_t n) {
-  int32_t k = 0;
-  float t = 0.0f;
-  if (sx == 1) {
-    float s[8] = {0.0f};
-    for (; k + 8 <= n; k += 8)
-      for (int l = 0; l < 8; l++) s[l] += x[k + l] * y[k + l];
-    t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
-  }
-  for (; k < n; k++) t += x[(size_t)k * sx] * y[k];
-  return t;
-}
+typedef enum { GEMM_ROW, GEMM_COLUMN, GEMM_ROWS, GEMM_BLOCKED } gemm_route;
 
-/* c[0, N) (+)= sum_k a[k*sa] * B[k*ldb + j]: rows of B scaled and summed,
- * four at a time so c is loaded and stored once per four rows. */
-static void row_times_rows(const float *a, size_t sa, const float *B, size_t ldb, int32_t K,
-                           int32_t N, float *restrict c) {
-  int32_t k = 0;
-  for (; k + 4 <= K; k += 4) {
-    const float a0 = a[k * sa], a1 = a[(k + 1) * sa], a2 = a[(k + 2) * sa], a3 = a[(k + 3) * sa];
-    const float *restrict b0 = B + (size_t)k * ldb, *restrict b1 = b0 + ldb;
-    const float *restrict b2 = b1 + ldb, *restrict b3 = b2 + ldb;
-    for (int32_t j = 0; j < N; j++) c[j] += (a0 * b0[j] + a1 * b1[j]) + (a2 * b2[j] + a3 * b3[j]);
-  }
-  for (; k < K; k++) {
-    const float a0 = a[k * sa];
-    const float *restrict b0 = B + (size_t)k * ldb;
-    for (int32_t j = 0; j < N; j++) c[j] += a0 * b0[j];
-  }
-}
-
-/* One row of C: c[0, N) (+)= op(A)[i, :] . op(B), unpacked.  Rows of B are
- * summed when contiguous, else (trans_b) each c[j] is a dot product. */
-static void gemm_row(const rlx_gemm_args *g, int32_t i) {
-  const size_t lda = (size_t)g->lda, ldb = (size_t)g->ldb;
-  const float *a = g->trans_a ? g->A + i : g->A + (size_t)i * lda;
-  const size_t sa = g->trans_a ? lda : 1; /* stride of op(A)[i, :] */
-  float *c = g->C + (size_t)i * g->ldc;
-  if (!g->trans_b) {
-    if (!g->accumulate) memset(c, 0, sizeof(float) * (size_t)g->N);
-    row_times_rows(a, sa, g->B, ldb, g->K, g->N, c);
-    return;
-  }
-  for (int32_t j = 0; j < g->N; j++) {
-    const float s = dot(a, sa, g->B + (size_t)j * ldb, g->K);
-    c[j] = g->accumulate ? c[j] + s : s;
-  }
-}
-
-/* C (column vector) = op(A) . op(B) as C^T = op(B)^T . op(A)^T, a single
- * row (needs ldc == 1 so that C^T is a contiguous row). */
-static void gemm_column(const rlx_gemm_args *g) {
-  rlx_gemm_args t = {1, g->M, g->K, g->B, g->ldb, !g->trans_b, g->A, g->lda, !g->trans_a,
-                     g->C, g->M, g->accumulate};
-  gemm_row(&t, 0);
-}
-
-/* Row by row, for tiny products and column vectors with strided C. */
-static void gemm_rows(const rlx_gemm_args *g) {
-  for (int32_t i = 0; i < g->M; i++) gemm_row(g, i);
+/* Which loops compute a product with M, N, K >= 1. */
+static gemm_route route(const rlx_gemm_args *g) {
+  if (g->M == 1) return GEMM_ROW;
+  if (g->N == 1 && g->ldc == 1) return GEMM_COLUMN;
+  if (g->N == 1 || (int64_t)g->M * g->N * g->K <= RLX_GEMM_DIRECT_MACS) return GEMM_ROWS;
+  return GEMM_BLOCKED;
 }
 #endif
+
+size_t rlx_gemm_scratch_bytes(const rlx_gemm_args *g) {
+#ifdef RLX_GEMM_OPENBLAS
+  (void)g;
+  return 0;
+#else
+  if (g->M <= 0 || g->N <= 0 || g->K <= 0 || route(g) != GEMM_BLOCKED) return 0;
+  return rlx_gemm_blocked_bytes(g, chosen_impl());
+#endif
+}
 
 rlx_status rlx_gemm(const rlx_gemm_args *g, rlx_scratch *scratch) {
   if (g->M <= 0 || g->N <= 0) return RLX_OK;
   if (g->K <= 0) {
     if (!g->accumulate)
-      for (int32_t i = 0; i < g->M; i++) memset(g->C + (size_t)i * g->ldc, 0, sizeof(float) * (size_t)g->N);
+      for (int32_t i = 0; i < g->M; i++)
+        memset(g->C + (size_t)i * g->ldc, 0, sizeof(float) * (size_t)g->N);
     return RLX_OK;
   }
 #ifdef RLX_GEMM_OPENBLAS
@@ -118,17 +75,11 @@ rlx_status rlx_gemm(const rlx_gemm_args *g, rlx_scratch *scratch) {
               g->ldb, g->accumulate ? 1.0f : 0.0f, g->C, g->ldc);
   return RLX_OK;
 #else
-  if (g->M == 1) {
-    gemm_row(g, 0);
-    return RLX_OK;
-  }
-  if (g->N == 1 && g->ldc == 1) {
-    gemm_column(g);
-    return RLX_OK;
-  }
-  if (g->N == 1 || (int64_t)g->M * g->N * g->K <= RLX_GEMM_DIRECT_MACS) {
-    gemm_rows(g);
-    return RLX_OK;
+  switch (route(g)) {
+    case GEMM_ROW: rlx_gemm_row(g, 0); return RLX_OK;
+    case GEMM_COLUMN: rlx_gemm_column(g); return RLX_OK;
+    case GEMM_ROWS: rlx_gemm_rows(g); return RLX_OK;
+    case GEMM_BLOCKED: break;
   }
   return rlx_gemm_blocked(g, scratch, chosen_impl());
 #endif

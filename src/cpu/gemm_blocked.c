@@ -67,22 +67,44 @@ static int32_t even_block(int32_t n, int32_t max, int32_t unit) {
   return min_i32(round_up((n + blocks - 1) / blocks, unit), max);
 }
 
-rlx_status rlx_gemm_blocked(const rlx_gemm_args *g, rlx_scratch *scratch,
-                            const rlx_gemm_impl *impl) {
-  const int32_t M = g->M, N = g->N, K = g->K;
+/* The blocking of one product: block sizes and packing buffer sizes. */
+typedef struct {
+  int32_t MC, KC, NC;
+  int b_in_place;
+  size_t a_floats, b_floats;
+} blocking;
+
+static blocking plan_blocks(const rlx_gemm_args *g, const rlx_gemm_impl *impl) {
+  blocking p;
   const int32_t MR = impl->mr, NR = impl->nr;
-  const int32_t MC = even_block(M, impl->mc, MR), KC = even_block(K, impl->kc, 1);
-  const int32_t NC = even_block(N, impl->nc, NR);
+  p.MC = even_block(g->M, impl->mc, MR);
+  p.KC = even_block(g->K, impl->kc, 1);
+  p.NC = even_block(g->N, impl->nc, NR);
   /* Few rows reuse each B sliver only a few times: packing B would cost
    * about as much as the product, so the kernels read B's rows in place. */
-  const int b_in_place = !g->trans_b && M <= RLX_GEMM_B_IN_PLACE_ROWS;
+  p.b_in_place = !g->trans_b && g->M <= RLX_GEMM_B_IN_PLACE_ROWS;
   /* Buffers sized for this problem, not for the largest blocks. */
-  const size_t b_floats = ((size_t)(b_in_place ? NR : round_up(min_i32(N, NC), NR)) * KC + 15) / 16 * 16;
-  const size_t a_floats = (size_t)round_up(min_i32(M, MC), MR) * KC;
-  float *bp = rlx_scratch_get(scratch, (a_floats + b_floats) * sizeof(float));
-  if (!bp) return rlx_error(RLX_ERR_NO_MEMORY, "gemm: no memory for packing buffers (%zu bytes)",
-                            (a_floats + b_floats) * sizeof(float));
-  float *ap = bp + b_floats;
+  const int32_t b_cols = p.b_in_place ? NR : round_up(min_i32(g->N, p.NC), NR);
+  p.b_floats = ((size_t)b_cols * p.KC + 15) / 16 * 16;
+  p.a_floats = (size_t)round_up(min_i32(g->M, p.MC), MR) * p.KC;
+  return p;
+}
+
+size_t rlx_gemm_blocked_bytes(const rlx_gemm_args *g, const rlx_gemm_impl *impl) {
+  const blocking p = plan_blocks(g, impl);
+  return (p.a_floats + p.b_floats) * sizeof(float);
+}
+
+rlx_status rlx_gemm_blocked(const rlx_gemm_args *g, rlx_scratch *scratch,
+                            const rlx_gemm_impl *impl) {
+  const int32_t M = g->M, N = g->N, K = g->K, NR = impl->nr;
+  const blocking p = plan_blocks(g, impl);
+  const int32_t MC = p.MC, KC = p.KC, NC = p.NC;
+  const size_t bytes = (p.a_floats + p.b_floats) * sizeof(float);
+  float *bp = rlx_scratch_get(scratch, bytes);
+  if (!bp)
+    return rlx_error(RLX_ERR_NO_MEMORY, "gemm: no memory for packing buffers (%zu bytes)", bytes);
+  float *ap = bp + p.b_floats;
 
   for (int32_t jc = 0; jc < N; jc += NC) {
     const int32_t nc = min_i32(NC, N - jc);
@@ -90,7 +112,7 @@ rlx_status rlx_gemm_blocked(const rlx_gemm_args *g, rlx_scratch *scratch,
       const int32_t kc = min_i32(KC, K - pc);
       const int load_c = g->accumulate || pc > 0;
       b_source bs = {bp, NULL, g->ldb};
-      if (b_in_place) {
+      if (p.b_in_place) {
         const int32_t full = nc / NR * NR;
         bs.rows = g->B + (size_t)pc * g->ldb + jc;
         if (full < nc) rlx_gemm_pack_b(g, impl, pc, kc, jc + full, nc - full, bp);

@@ -28,8 +28,9 @@ typedef void (*rlx_gemm_ukernel)(int32_t kc, const float *ap, const float *bp, i
 #endif
 
 /* Upper bound of the workspace one rlx_gemm call asks its scratch for:
- * (round_up(mc, mr) + round_up(nc, nr)) * kc floats.  Callers that hand
- * rlx_gemm a window of a larger scratch (conv2d) reserve this much. */
+ * (round_up(mc, mr) + round_up(nc, nr)) * kc floats of the largest path
+ * (checked by tests/c/test_gemm.c); rlx_gemm_scratch_bytes (kernels.h)
+ * gives the exact figure for one product. */
 #define RLX_GEMM_SCRATCH_MAX ((size_t)1 << 20)
 
 /* dst[k*ldd + r] = src[r*lds + k] for r < 4, k < n: four rows of a matrix
@@ -61,8 +62,16 @@ void rlx_gemm_pack_a(const rlx_gemm_args *g, const rlx_gemm_impl *impl, int32_t 
 void rlx_gemm_pack_b(const rlx_gemm_args *g, const rlx_gemm_impl *impl, int32_t k0, int32_t kc,
                      int32_t j0, int32_t nc, float *dst);
 
-/* The Goto/BLIS-style loop nest with the given path (M, N, K >= 1). */
+/* Unpacked products (gemm_direct.c; M, N, K >= 1): row i of C; every row;
+ * C as one column (needs N == 1 and ldc == 1). */
+void rlx_gemm_row(const rlx_gemm_args *g, int32_t i);
+void rlx_gemm_rows(const rlx_gemm_args *g);
+void rlx_gemm_column(const rlx_gemm_args *g);
+
+/* The Goto/BLIS-style loop nest with the given path (M, N, K >= 1), and
+ * the scratch bytes it asks for (at most RLX_GEMM_SCRATCH_MAX). */
 rlx_status rlx_gemm_blocked(const rlx_gemm_args *g, rlx_scratch *scratch,
                             const rlx_gemm_impl *impl);
+size_t rlx_gemm_blocked_bytes(const rlx_gemm_args *g, const rlx_gemm_impl *impl);
 
 #endif

@@ -55,8 +55,10 @@ static void transpose4_simd128(const float *src, size_t lds, int32_t n, float *d
   for (; k + 4 <= n; k += 4) {
     const v128_t r0 = wasm_v128_load(src + k), r1 = wasm_v128_load(src + lds + k);
     const v128_t r2 = wasm_v128_load(src + 2 * lds + k), r3 = wasm_v128_load(src + 3 * lds + k);
-    const v128_t t0 = wasm_i32x4_shuffle(r0, r1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(r2, r3, 0, 4, 1, 5);
-    const v128_t t2 = wasm_i32x4_shuffle(r0, r1, 2, 6, 3, 7), t3 = wasm_i32x4_shuffle(r2, r3, 2, 6, 3, 7);
+    const v128_t t0 = wasm_i32x4_shuffle(r0, r1, 0, 4, 1, 5);
+    const v128_t t1 = wasm_i32x4_shuffle(r2, r3, 0, 4, 1, 5);
+    const v128_t t2 = wasm_i32x4_shuffle(r0, r1, 2, 6, 3, 7);
+    const v128_t t3 = wasm_i32x4_shuffle(r2, r3, 2, 6, 3, 7);
     float *d = dst + (size_t)k * ldd;
     wasm_v128_store(d, wasm_i32x4_shuffle(t0, t1, 0, 1, 4, 5));
     wasm_v128_store(d + ldd, wasm_i32x4_shuffle(t0, t1, 2, 3, 6, 7));

@@ -44,9 +44,8 @@ static void transpose4_sse(const float *src, size_t lds, int32_t n, float *dst, 
   _mm256_storeu_ps(c + (r) * (size_t)ldc, c##r##0);                           \
   _mm256_storeu_ps(c + (r) * (size_t)ldc + 8, c##r##1);
 
-__attribute__((target("avx2,fma"))) static void kernel_avx2_6x16(int32_t kc, const float *ap,
-                                                                 const float *bp, int32_t ldb,
-                                                                 float *c, int32_t ldc, int load_c) {
+__attribute__((target("avx2,fma"))) static void kernel_avx2_6x16(
+    int32_t kc, const float *ap, const float *bp, int32_t ldb, float *c, int32_t ldc, int load_c) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   __m256 a, b0, b1;

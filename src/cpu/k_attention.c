@@ -19,10 +19,7 @@
 #include <math.h>
 #include <string.h>
 #include "kernels.h"
-
-/* Row helpers from k_softmax.c (they belong in kernels.h). */
-float rlx_cpu_row_max(const float *x, size_t n);
-double rlx_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n);
+#include "row_math.h"
 
 /* The tiles must inline into their callers, where the row count is a
  * constant, for the accumulators to live in registers.  clang (the wasm

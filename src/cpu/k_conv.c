@@ -18,47 +18,57 @@ static conv_geom conv_geom_of(const rlx_kargs *a) {
                        a->node->iattr);
 }
 
+/* Output rows [oh0, oh1) of one image and group: y[O/g, rows] =
+ * w[O/g, kdim] . b[kdim, rows], where b is the unfolded columns (or, for a
+ * pointwise conv, the group's input planes, b = x). */
+static rlx_gemm_args forward_gemm(const conv_geom *g, const float *wg, const float *b, float *yg,
+                                  int32_t oh0, int32_t oh1, int pointwise) {
+  const int32_t kdim = g->Cg * g->KH * g->KW, ncols = (oh1 - oh0) * g->OW;
+  rlx_gemm_args ga;
+  ga.M = g->Og;
+  ga.N = ncols;
+  ga.K = kdim;
+  ga.A = wg;
+  ga.lda = kdim;
+  ga.trans_a = 0;
+  ga.B = b;
+  ga.ldb = pointwise ? g->H * g->W : ncols;
+  ga.trans_b = 0;
+  ga.C = yg ? yg + (size_t)oh0 * g->OW : NULL;
+  ga.ldc = g->OH * g->OW;
+  ga.accumulate = 0;
+  return ga;
+}
+
 /* x[N,C,H,W], w[O,C/g,KH,KW] -> y[N,O,OH,OW] through im2col + GEMM. */
 static rlx_status conv_gemm(const conv_geom *g, const float *x, const float *w, float *y,
                             rlx_scratch *scratch) {
   const int32_t kdim = g->Cg * g->KH * g->KW;
   const size_t in_plane = (size_t)g->H * g->W, out_plane = (size_t)g->OH * g->OW;
-  const int direct_cols = rlx_conv_is_pointwise(g);
+  const int pointwise = rlx_conv_is_pointwise(g);
   /* output rows per band (the whole plane when the input is used as cols) */
-  const int32_t band = direct_cols ? g->OH : rlx_conv_band_rows(g);
+  const int32_t band = pointwise ? g->OH : rlx_conv_band_rows(g);
   float *cols = NULL;
   rlx_scratch gemm_scratch = {NULL, 0};
   rlx_scratch *gs = scratch;
-  if (!direct_cols) {
-    const size_t cols_bytes = (size_t)kdim * band * g->OW * sizeof(float);
-    const size_t gemm_bytes = rlx_conv_gemm_scratch_bound(g->Og, band * g->OW, kdim);
-    rlx_conv_split_scratch(scratch, cols_bytes, gemm_bytes, &cols, &gemm_scratch);
-    if (!cols)
-      return rlx_error(RLX_ERR_NO_MEMORY, "conv2d: no memory for im2col (%zu bytes)",
-                       cols_bytes + gemm_bytes);
+  if (!pointwise) {
+    const int32_t last = rlx_conv_last_band(g, band);
+    const rlx_gemm_args sizes[2] = {forward_gemm(g, w, NULL, NULL, 0, band, 0),
+                                    forward_gemm(g, w, NULL, NULL, last, g->OH, 0)};
+    const size_t bytes = rlx_conv_workspace(scratch, (size_t)kdim * band * g->OW * sizeof(float), sizes, 2,
+                                            &cols, &gemm_scratch);
+    if (!cols) return rlx_error(RLX_ERR_NO_MEMORY, "conv2d: no memory for im2col (%zu bytes)", bytes);
     gs = &gemm_scratch;
   }
   for (int32_t n = 0; n < g->N; n++) {
     for (int32_t grp = 0; grp < g->groups; grp++) {
       const float *xg = x + ((size_t)n * g->C + (size_t)grp * g->Cg) * in_plane;
+      const float *wg = w + (size_t)grp * g->Og * kdim;
       float *yg = y + ((size_t)n * g->O + (size_t)grp * g->Og) * out_plane;
       for (int32_t oh0 = 0; oh0 < g->OH; oh0 += band) {
         const int32_t oh1 = oh0 + band < g->OH ? oh0 + band : g->OH;
-        const int32_t ncols = (oh1 - oh0) * g->OW;
-        if (!direct_cols) rlx_conv_im2col(g, xg, oh0, oh1, cols);
-        rlx_gemm_args ga;
-        ga.M = g->Og;
-        ga.N = ncols;
-        ga.K = kdim;
-        ga.A = w + (size_t)grp * g->Og * kdim;
-        ga.lda = kdim;
-        ga.trans_a = 0;
-        ga.B = direct_cols ? xg : cols;
-        ga.ldb = direct_cols ? (int32_t)in_plane : ncols;
-        ga.trans_b = 0;
-        ga.C = yg + (size_t)oh0 * g->OW;
-        ga.ldc = (int32_t)out_plane;
-        ga.accumulate = 0;
+        if (!pointwise) rlx_conv_im2col(g, xg, oh0, oh1, cols);
+        const rlx_gemm_args ga = forward_gemm(g, wg, pointwise ? xg : cols, yg, oh0, oh1, pointwise);
         rlx_status st = rlx_gemm(&ga, gs);
         if (st != RLX_OK) return st;
       }

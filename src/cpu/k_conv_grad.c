@@ -38,6 +38,28 @@ static float strided_dot(const float *restrict a, const float *restrict b, int32
 
 /* ---- gradient with respect to the input ---- */
 
+/* Output rows [oh0, oh1) of one image and group: d[kdim, rows] =
+ * w[O/g, kdim]^T . dy[O/g, rows], where d is the column gradient (or, for
+ * a pointwise conv, the group's dx planes themselves). */
+static rlx_gemm_args input_gemm(const conv_geom *g, const float *wg, const float *dyg, float *d,
+                                int32_t oh0, int32_t oh1, int pointwise) {
+  const int32_t kdim = g->Cg * g->KH * g->KW, ncols = (oh1 - oh0) * g->OW;
+  rlx_gemm_args ga;
+  ga.M = kdim;
+  ga.N = ncols;
+  ga.K = g->Og;
+  ga.A = wg;
+  ga.lda = kdim;
+  ga.trans_a = 1;
+  ga.B = dyg ? dyg + (size_t)oh0 * g->OW : NULL;
+  ga.ldb = g->OH * g->OW;
+  ga.trans_b = 0;
+  ga.C = d;
+  ga.ldc = pointwise ? g->H * g->W : ncols;
+  ga.accumulate = 0;
+  return ga;
+}
+
 /* dy[N,O,OH,OW], w[O,C/g,KH,KW] -> dx[N,C,H,W] through GEMM + col2im. */
 static rlx_status grad_input_gemm(const conv_geom *g, const float *dy, const float *w, float *dx,
                                   rlx_scratch *scratch) {
@@ -49,35 +71,24 @@ static rlx_status grad_input_gemm(const conv_geom *g, const float *dy, const flo
   rlx_scratch gemm_scratch = {NULL, 0};
   rlx_scratch *gs = scratch;
   if (!pointwise) {
-    const size_t cols_bytes = (size_t)kdim * band * g->OW * sizeof(float);
-    const size_t gemm_bytes = rlx_conv_gemm_scratch_bound(kdim, band * g->OW, g->Og);
-    rlx_conv_split_scratch(scratch, cols_bytes, gemm_bytes, &dcols, &gemm_scratch);
+    const int32_t last = rlx_conv_last_band(g, band);
+    const rlx_gemm_args sizes[2] = {input_gemm(g, w, NULL, NULL, 0, band, 0),
+                                    input_gemm(g, w, NULL, NULL, last, g->OH, 0)};
+    const size_t bytes = rlx_conv_workspace(scratch, (size_t)kdim * band * g->OW * sizeof(float), sizes, 2,
+                                            &dcols, &gemm_scratch);
     if (!dcols)
-      return rlx_error(RLX_ERR_NO_MEMORY, "conv2d_grad_input: no memory for columns (%zu bytes)",
-                       cols_bytes + gemm_bytes);
+      return rlx_error(RLX_ERR_NO_MEMORY, "conv2d_grad_input: no memory for columns (%zu bytes)", bytes);
     gs = &gemm_scratch;
     memset(dx, 0, (size_t)g->N * g->C * in_plane * sizeof(float)); /* col2im accumulates */
   }
   for (int32_t n = 0; n < g->N; n++) {
     for (int32_t grp = 0; grp < g->groups; grp++) {
       const float *dyg = dy + ((size_t)n * g->O + (size_t)grp * g->Og) * out_plane;
+      const float *wg = w + (size_t)grp * g->Og * kdim;
       float *dxg = dx + ((size_t)n * g->C + (size_t)grp * g->Cg) * in_plane;
       for (int32_t oh0 = 0; oh0 < g->OH; oh0 += band) {
         const int32_t oh1 = oh0 + band < g->OH ? oh0 + band : g->OH;
-        const int32_t ncols = (oh1 - oh0) * g->OW;
-        rlx_gemm_args ga;
-        ga.M = kdim;
-        ga.N = ncols;
-        ga.K = g->Og;
-        ga.A = w + (size_t)grp * g->Og * kdim;
-        ga.lda = kdim;
-        ga.trans_a = 1;
-        ga.B = dyg + (size_t)oh0 * g->OW;
-        ga.ldb = (int32_t)out_plane;
-        ga.trans_b = 0;
-        ga.C = pointwise ? dxg : dcols;
-        ga.ldc = pointwise ? (int32_t)in_plane : ncols;
-        ga.accumulate = 0;
+        const rlx_gemm_args ga = input_gemm(g, wg, dyg, pointwise ? dxg : dcols, oh0, oh1, pointwise);
         rlx_status st = rlx_gemm(&ga, gs);
         if (st != RLX_OK) return st;
         if (!pointwise) rlx_conv_col2im(g, dcols, oh0, oh1, dxg);
@@ -109,12 +120,13 @@ static void grad_input_direct(const conv_geom *g, const float *dy, const float *
             for (int32_t oh = 0; oh < g->OH; oh++) {
               const int32_t ih = oh * g->sh + kh * g->dh - g->ph;
               if (ih < 0 || ih >= g->H) continue;
-              float *dxr = dxc + (size_t)ih * g->W + off_w;
-              const float *dyr = dyp + (size_t)oh * g->OW;
+              /* dx cells ow*sw + off_w for ow in [ow0, ow1) */
+              float *dxr = dxc + (size_t)ih * g->W + (ow0 * g->sw + off_w);
+              const float *dyr = dyp + (size_t)oh * g->OW + ow0;
               if (g->sw == 1) {
-                rlx_conv_axpy(dxr + ow0, dyr + ow0, wv, ow1 - ow0);
+                rlx_conv_axpy(dxr, dyr, wv, ow1 - ow0);
               } else {
-                for (int32_t ow = ow0; ow < ow1; ow++) dxr[(size_t)ow * g->sw] += wv * dyr[ow];
+                for (int32_t i = 0; i < ow1 - ow0; i++) dxr[(size_t)i * g->sw] += wv * dyr[i];
               }
             }
           }
@@ -137,6 +149,28 @@ rlx_status rlx_cpu_conv2d_grad_input(const rlx_kargs *a) {
 
 /* ---- gradient with respect to the weight ---- */
 
+/* Output rows [oh0, oh1) of one image and group: dw[O/g, kdim] (+)=
+ * dy[O/g, rows] . b[kdim, rows]^T, where b is the unfolded columns (or, for
+ * a pointwise conv, the group's input planes, b = x). */
+static rlx_gemm_args weight_gemm(const conv_geom *g, const float *dyg, const float *b, float *dwg,
+                                 int32_t oh0, int32_t oh1, int pointwise, int accumulate) {
+  const int32_t kdim = g->Cg * g->KH * g->KW, ncols = (oh1 - oh0) * g->OW;
+  rlx_gemm_args ga;
+  ga.M = g->Og;
+  ga.N = kdim;
+  ga.K = ncols;
+  ga.A = dyg ? dyg + (size_t)oh0 * g->OW : NULL;
+  ga.lda = g->OH * g->OW;
+  ga.trans_a = 0;
+  ga.B = b;
+  ga.ldb = pointwise ? g->H * g->W : ncols;
+  ga.trans_b = 1;
+  ga.C = dwg;
+  ga.ldc = kdim;
+  ga.accumulate = accumulate;
+  return ga;
+}
+
 /* x[N,C,H,W], dy[N,O,OH,OW] -> dw[O,C/g,KH,KW] through im2col + GEMM,
  * accumulated over images and bands. */
 static rlx_status grad_weight_gemm(const conv_geom *g, const float *x, const float *dy, float *dw,
@@ -149,35 +183,25 @@ static rlx_status grad_weight_gemm(const conv_geom *g, const float *x, const flo
   rlx_scratch gemm_scratch = {NULL, 0};
   rlx_scratch *gs = scratch;
   if (!pointwise) {
-    const size_t cols_bytes = (size_t)kdim * band * g->OW * sizeof(float);
-    const size_t gemm_bytes = rlx_conv_gemm_scratch_bound(g->Og, kdim, band * g->OW);
-    rlx_conv_split_scratch(scratch, cols_bytes, gemm_bytes, &cols, &gemm_scratch);
+    const int32_t last = rlx_conv_last_band(g, band);
+    const rlx_gemm_args sizes[2] = {weight_gemm(g, NULL, NULL, NULL, 0, band, 0, 1),
+                                    weight_gemm(g, NULL, NULL, NULL, last, g->OH, 0, 1)};
+    const size_t bytes = rlx_conv_workspace(scratch, (size_t)kdim * band * g->OW * sizeof(float), sizes, 2,
+                                            &cols, &gemm_scratch);
     if (!cols)
-      return rlx_error(RLX_ERR_NO_MEMORY, "conv2d_grad_weight: no memory for im2col (%zu bytes)",
-                       cols_bytes + gemm_bytes);
+      return rlx_error(RLX_ERR_NO_MEMORY, "conv2d_grad_weight: no memory for im2col (%zu bytes)", bytes);
     gs = &gemm_scratch;
   }
   for (int32_t n = 0; n < g->N; n++) {
     for (int32_t grp = 0; grp < g->groups; grp++) {
       const float *xg = x + ((size_t)n * g->C + (size_t)grp * g->Cg) * in_plane;
       const float *dyg = dy + ((size_t)n * g->O + (size_t)grp * g->Og) * out_plane;
+      float *dwg = dw + (size_t)grp * g->Og * kdim;
       for (int32_t oh0 = 0; oh0 < g->OH; oh0 += band) {
         const int32_t oh1 = oh0 + band < g->OH ? oh0 + band : g->OH;
-        const int32_t ncols = (oh1 - oh0) * g->OW;
         if (!pointwise) rlx_conv_im2col(g, xg, oh0, oh1, cols);
-        rlx_gemm_args ga;
-        ga.M = g->Og;
-        ga.N = kdim;
-        ga.K = ncols;
-        ga.A = dyg + (size_t)oh0 * g->OW;
-        ga.lda = (int32_t)out_plane;
-        ga.trans_a = 0;
-        ga.B = pointwise ? xg : cols;
-        ga.ldb = pointwise ? (int32_t)in_plane : ncols;
-        ga.trans_b = 1;
-        ga.C = dw + (size_t)grp * g->Og * kdim;
-        ga.ldc = kdim;
-        ga.accumulate = n > 0 || oh0 > 0;
+        const rlx_gemm_args ga =
+            weight_gemm(g, dyg, pointwise ? xg : cols, dwg, oh0, oh1, pointwise, n > 0 || oh0 > 0);
         rlx_status st = rlx_gemm(&ga, gs);
         if (st != RLX_OK) return st;
       }
@@ -210,9 +234,8 @@ static void grad_weight_direct(const conv_geom *g, const float *x, const float *
             for (int32_t oh = 0; oh < g->OH; oh++) {
               const int32_t ih = oh * g->sh + kh * g->dh - g->ph;
               if (ih < 0 || ih >= g->H) continue;
-              const float *xr = xc + (size_t)ih * g->W + off_w;
-              const float *dyr = dyp + (size_t)oh * g->OW;
-              s += strided_dot(dyr + ow0, xr + (size_t)ow0 * g->sw, g->sw, ow1 - ow0);
+              const float *xr = xc + (size_t)ih * g->W + (ow0 * g->sw + off_w);
+              s += strided_dot(dyp + (size_t)oh * g->OW + ow0, xr, g->sw, ow1 - ow0);
             }
             dwc[kh * g->KW + kw] += s;
           }

@@ -13,10 +13,7 @@
 
 #include "fast_math.h"
 #include "kernels.h"
-
-/* From k_softmax.c (also used by k_attention.c; they belong in kernels.h). */
-float rlx_cpu_row_max(const float *x, size_t n);
-double rlx_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n);
+#include "row_math.h"
 
 #define LANES 8
 

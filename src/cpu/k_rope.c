@@ -4,7 +4,8 @@
  * angles lose precision quickly) and stored as float in scratch; it is then
  * applied to every [S, D] slice of the input.  Within a frequency the table
  * steps from position to position by a double-precision rotation, with an
- * exact cos/sin every ROPE_RESYNC positions, so drift stays near 1e-14. */
+ * exact cos/sin every ROPE_RESYNC positions, so drift stays near 1e-14.
+ * The inverse rotation (the gradient of rope) only negates the sines. */
 #include <math.h>
 #include "kernels.h"
 
@@ -30,8 +31,9 @@ static void rope_row(const float *restrict x, const float *restrict cs, float *r
   }
 }
 
-/* x[..., S, D] -> y[..., S, D], D even; fattr[0] = theta, iattr[0] = pos_offset.
- * For i < D/2: freq_i = theta^(-2i/D), angle = (pos_offset + s) * freq_i,
+/* x[..., S, D] -> y[..., S, D], D even; fattr[0] = theta,
+ * iattr = {pos_offset, inverse}.  For i < D/2: freq_i = theta^(-2i/D),
+ * angle = +-(pos_offset + s) * freq_i (negative when inverse),
  * y[i] = x[i] cos - x[i + D/2] sin, y[i + D/2] = x[i + D/2] cos + x[i] sin. */
 rlx_status rlx_cpu_rope(const rlx_kargs *a) {
   const rlx_shape *s = &a->in_node[0]->shape;
@@ -41,6 +43,7 @@ rlx_status rlx_cpu_rope(const rlx_kargs *a) {
   size_t slices = rlx_shape_numel(s) / (seq * d);
   double theta = a->node->fattr[0];
   double pos0 = (double)a->node->iattr[0];
+  double sign = a->node->n_iattr > 1 && a->node->iattr[1] ? -1.0 : 1.0; /* sin(-t) = -sin(t) */
 
   /* table[s][0..half) = cos, table[s][half..d) = sin */
   float *table = (float *)rlx_scratch_get(a->scratch, seq * d * sizeof(float));
@@ -59,7 +62,7 @@ rlx_status rlx_cpu_rope(const rlx_kargs *a) {
         c = next_c;
       }
       table[p * d + i] = (float)c;
-      table[p * d + half + i] = (float)s;
+      table[p * d + half + i] = (float)(sign * s);
     }
   }
 

@@ -14,11 +14,7 @@
 #include <math.h>
 #include <string.h>
 #include "kernels.h"
-
-/* Row helpers shared with other kernels (k_attention.c, k_grad_softmax.c
- * declare them; they belong in kernels.h). */
-float rlx_cpu_row_max(const float *x, size_t n);
-double rlx_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n);
+#include "row_math.h"
 
 #define LANES 8
 

@@ -21,8 +21,10 @@ static rlx_node build_matmul(rlx_graph *g, const op_case *c) {
 #define A3(d0, d1, d2) 3, d0, d1, d2, 0, 0
 #define A4(d0, d1, d2, d3) 4, d0, d1, d2, d3, 0
 #define A5(d0, d1, d2, d3, d4) 5, d0, d1, d2, d3, d4
-#define MM(name, a, b, ta, tb) {name, build_matmul, ref_matmul, NULL, {a, b, ta, tb, 0}, 0.0f, 0.0f, 0.0}
-#define MM_PLAIN(name, a, b) {name, build_matmul, ref_matmul, NULL, {a, b, 0, 0, 1}, 0.0f, 0.0f, 0.0}
+#define MM(name, a, b, ta, tb) \
+  {name, build_matmul, ref_matmul, NULL, {a, b, ta, tb, 0}, 0.0f, 0.0f, 0.0}
+#define MM_PLAIN(name, a, b) \
+  {name, build_matmul, ref_matmul, NULL, {a, b, 0, 0, 1}, 0.0f, 0.0f, 0.0}
 
 const op_case rlx_cases_matmul[] = {
     /* 2-D, plain builder */

@@ -1,6 +1,7 @@
 /* cases_seq.c - op cases for rope and attention (references in ref_seq.c).
  * Parameter layouts (c->p):
- *   rope       {theta, pos_offset, rank, dims...}
+ *   rope       {theta, pos_offset, rank, dims...} (rope_inverse: the same,
+ *              built with iattr {pos_offset, 1} through rlx_op_node)
  *   attention  {B, H, Sq, Sk, D, Dv, mask kind, window, scale * 1000 (<= 0:
  *               default 1/sqrt(D)), variant, bias rank, bias dims...}
  * Attention variants: PADDING 0 = mask that drops some keys of some
@@ -11,11 +12,19 @@
 #include "op_case.h"
 
 void ref_rope_case(const op_case *c, const op_inputs *in, double *expect);
+void ref_rope_inverse_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_attention_case(const op_case *c, const op_inputs *in, double *expect);
 
 static rlx_node build_rope(rlx_graph *g, const op_case *c) {
   rlx_node x = rlx_input(g, "x", c->p[2], &c->p[3], RLX_F32);
   return rlx_rope(g, x, (float)c->p[0], c->p[1]);
+}
+
+/* rope with inverse = 1 (the op autodiff emits; no typed builder) */
+static rlx_node build_rope_inverse(rlx_graph *g, const op_case *c) {
+  rlx_node x = rlx_input(g, "x", c->p[2], &c->p[3], RLX_F32);
+  float theta = (float)c->p[0];
+  return rlx_op_node(g, RLX_OP_ROPE, &x, 1, (int32_t[]){c->p[1], 1}, 2, &theta, 1);
 }
 
 static rlx_node build_attention(rlx_graph *g, const op_case *c) {
@@ -64,6 +73,8 @@ static void fill_attention(const op_case *c, int32_t k, float *data, size_t n, u
 
 #define ROPE(name, theta, pos, rank, ...) \
   {name, build_rope, ref_rope_case, NULL, {theta, pos, rank, __VA_ARGS__}, 0, 0, 0}
+#define ROPE_INV(name, theta, pos, rank, ...) \
+  {name, build_rope_inverse, ref_rope_inverse_case, NULL, {theta, pos, rank, __VA_ARGS__}, 0, 0, 0}
 #define ATTN(name, B, H, sq, sk, d, dv, kind, window, scale, variant, ...)                                 \
   {name, build_attention, ref_attention_case, fill_attention,                                              \
    {B, H, sq, sk, d, dv, kind, window, scale, variant, __VA_ARGS__}, 0, 0, 0}
@@ -84,6 +95,13 @@ const op_case rlx_cases_seq[] = {
     /* 70 positions: crosses the table's exact re-syncs every 32 positions */
     ROPE("rope_theta10000_pos1000_long_s_2x70x8", 10000, 1000, 3, 2, 70, 8),
     ROPE("rope_theta500_pos0_wide_d_1x3x36", 500, 0, 3, 1, 3, 36),
+    /* inverse rotation (iattr {pos_offset, 1}) */
+    ROPE_INV("rope_inverse_theta10000_pos0_2x3x5x8", 10000, 0, 4, 2, 3, 5, 8),
+    ROPE_INV("rope_inverse_theta500_pos5_odd_half_3x7x6", 500, 5, 3, 3, 7, 6),
+    ROPE_INV("rope_inverse_theta10000_pos3_d2_1x4x2", 10000, 3, 3, 1, 4, 2),
+    ROPE_INV("rope_inverse_theta10000_pos4099_2x1x3x16", 10000, 4099, 4, 2, 1, 3, 16),
+    ROPE_INV("rope_inverse_theta10000_pos1000_long_s_2x70x18", 10000, 1000, 3, 2, 70, 18),
+    ROPE_INV("rope_inverse_theta500_pos100000_s1_1x4", 500, 100000, 2, 1, 4),
 
     /* no mask; D != Dv; explicit and default scales */
     ATTN("attention_none_sq5_sk5", 2, 3, 5, 5, 8, 8, NONE, 0, 0, 0, 0),

@@ -6,10 +6,12 @@
 #include "op_case.h"
 
 void ref_rope_case(const op_case *c, const op_inputs *in, double *expect);
+void ref_rope_inverse_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_attention_case(const op_case *c, const op_inputs *in, double *expect);
 
-/* p = {theta, pos_offset, rank, dims...}; x[..., S, D] */
-void ref_rope_case(const op_case *c, const op_inputs *in, double *expect) {
+/* p = {theta, pos_offset, rank, dims...}; x[..., S, D]; sign -1 rotates
+ * by the negative angle (the inverse) */
+static void ref_rope(const op_case *c, const op_inputs *in, double sign, double *expect) {
   double theta = (double)(float)c->p[0];
   int32_t rank = in->rank[0];
   const int32_t *dims = in->dims[0];
@@ -21,11 +23,14 @@ void ref_rope_case(const op_case *c, const op_inputs *in, double *expect) {
     int32_t s = (int32_t)((f / (size_t)d) % (size_t)seq);
     size_t row = f - (size_t)col;
     int32_t i = col < half ? col : col - half;
-    double angle = ((double)c->p[1] + s) * pow(theta, -2.0 * i / d);
+    double angle = sign * ((double)c->p[1] + s) * pow(theta, -2.0 * i / d);
     double x1 = x[row + (size_t)i], x2 = x[row + (size_t)(i + half)];
     expect[f] = col < half ? x1 * cos(angle) - x2 * sin(angle) : x2 * cos(angle) + x1 * sin(angle);
   }
 }
+
+void ref_rope_case(const op_case *c, const op_inputs *in, double *expect) { ref_rope(c, in, 1.0, expect); }
+void ref_rope_inverse_case(const op_case *c, const op_inputs *in, double *expect) { ref_rope(c, in, -1.0, expect); }
 
 /* Is key j of batch b kept by the padding mask? */
 static int ref_pad_keep(const op_inputs *in, int32_t b, int32_t j, int32_t sk) {

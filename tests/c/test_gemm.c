@@ -119,7 +119,8 @@ static int sweep(const rlx_gemm_impl *impl, rlx_scratch *s, const char *label) {
       {64, 128, 784, 0, 0, 0, 0},  {300, 19, 31, 1, 0, 0, 1},   {1, 300, 77, 0, 0, 1, 0},
       {1, 77, 300, 0, 1, 0, 2},    {250, 1, 66, 0, 0, 0, 1},    {66, 1, 250, 1, 1, 1, 0},
   };
-  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) fails += run_case(&big[i], impl, s, label);
+  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
+    fails += run_case(&big[i], impl, s, label);
   return fails;
 }
 
@@ -193,12 +194,50 @@ static void test_scratch_reuse(void **state) {
   assert_int_equal(fails, 0);
 }
 
+/* rlx_gemm_scratch_bytes covers what rlx_gemm asks for: given exactly that
+ * window (as conv2d and attention do), rlx_gemm never reallocates it. */
+static void test_scratch_bytes(void **state) {
+  (void)state;
+  static const int32_t dims[][3] = {{1, 1, 1},     {1, 300, 77},   {77, 1, 300},   {5, 7, 9},
+                                    {16, 16, 16},  {8, 513, 100},  {150, 97, 300}, {300, 800, 40},
+                                    {1000, 1000, 300}, {64, 128, 784}};
+  int fails = 0;
+  for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+    for (int tr = 0; tr < 4; tr++) {
+      const int32_t M = dims[d][0], N = dims[d][1], K = dims[d][2], ta = tr & 1, tb = tr >> 1;
+      float *A = calloc((size_t)M * K, sizeof(float)), *B = calloc((size_t)K * N, sizeof(float));
+      float *C = calloc((size_t)M * N, sizeof(float));
+      assert_true(A && B && C);
+      rlx_gemm_args g = {M, N, K, A, ta ? M : K, ta, B, tb ? K : N, tb, C, N, 0};
+      const size_t bytes = rlx_gemm_scratch_bytes(&g);
+      if (bytes > RLX_GEMM_SCRATCH_MAX && fails++ == 0)
+        print_error("M=%d N=%d K=%d: %zu scratch bytes > RLX_GEMM_SCRATCH_MAX\n", M, N, K, bytes);
+      rlx_scratch whole = {0};
+      void *p = rlx_scratch_get(&whole, bytes + 64);
+      assert_non_null(p);
+      rlx_scratch window = {p, bytes};
+      assert_int_equal(rlx_gemm(&g, &window), RLX_OK);
+      if (window.ptr == p) {
+        rlx_scratch_release(&whole);
+      } else { /* it reallocated, releasing the window (= whole's block) */
+        if (fails++ == 0)
+          print_error("M=%d N=%d K=%d ta=%d tb=%d: rlx_gemm wanted more than %zu bytes\n", M, N,
+                      K, ta, tb, bytes);
+        rlx_scratch_release(&window);
+      }
+      free(A);
+      free(B);
+      free(C);
+    }
+  assert_int_equal(fails, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_avx2),     cmocka_unit_test(test_sse),
       cmocka_unit_test(test_simd128),  cmocka_unit_test(test_portable),
       cmocka_unit_test(test_rlx_gemm), cmocka_unit_test(test_empty_k),
-      cmocka_unit_test(test_scratch_reuse),
+      cmocka_unit_test(test_scratch_reuse), cmocka_unit_test(test_scratch_bytes),
   };
   return cmocka_run_group_tests_name("gemm", tests, NULL, NULL);
 }

@@ -1,0 +1,133 @@
+/* k_pool_grad.c - the backward ops of 2-D max and average pooling (NCHW).
+ * Windows are clipped to the input exactly as in the forward (k_pool.c):
+ *  - max_pool2d_grad routes each dy to the first maximum of its window in
+ *    row-major order (the first NaN when the window holds one, since the
+ *    forward propagates NaN); padded cells never win.
+ *  - avg_pool2d_grad spreads dy / (kernel_h * kernel_w) over the window's
+ *    in-bounds cells (padding counts in the divisor, as in the forward).
+ * Where windows overlap (stride < kernel) the contributions add up. */
+#include <string.h>
+#include "kernels.h"
+
+typedef struct {
+  int32_t planes, H, W, OH, OW; /* planes = N * C */
+  int32_t kh, kw, sh, sw, ph, pw;
+} pool_geom;
+
+/* xd = input dims [N,C,H,W], yd = output dims [N,C,OH,OW], at = the pool's 6. */
+static pool_geom pool_geom_of(const int32_t *xd, const int32_t *yd, const int32_t *at) {
+  pool_geom g;
+  g.planes = xd[0] * xd[1];
+  g.H = xd[2]; g.W = xd[3];
+  g.OH = yd[2]; g.OW = yd[3];
+  g.kh = at[0]; g.kw = at[1]; g.sh = at[2]; g.sw = at[3]; g.ph = at[4]; g.pw = at[5];
+  return g;
+}
+
+/* Window [lo, hi) of output position o along an axis, clipped to [0, size). */
+static void pool_window(int32_t o, int32_t stride, int32_t pad, int32_t k, int32_t size,
+                        int32_t *lo, int32_t *hi) {
+  int32_t start = o * stride - pad, end = start + k;
+  *lo = start < 0 ? 0 : start;
+  *hi = end > size ? size : end;
+}
+
+/* Offset in the plane of the cell the forward's max came from: the first
+ * NaN, else the first cell holding the maximum. */
+static size_t window_argmax(const float *xp, int32_t W, int32_t h0, int32_t h1, int32_t w0, int32_t w1) {
+  size_t best = (size_t)h0 * W + w0;
+  float m = xp[best];
+  if (m != m) return best;
+  for (int32_t ih = h0; ih < h1; ih++) {
+    const size_t row = (size_t)ih * W;
+    for (int32_t iw = ih == h0 ? w0 + 1 : w0; iw < w1; iw++) {
+      const float v = xp[row + iw];
+      if (v != v) return row + iw;
+      if (v > m) {
+        m = v;
+        best = row + iw;
+      }
+    }
+  }
+  return best;
+}
+
+/* The 2x2 stride-2 unpadded case: disjoint windows, argmax of four cells. */
+static void max_pool_grad_2x2s2(const pool_geom *g, const float *x, const float *dy, float *dx) {
+  for (int32_t p = 0; p < g->planes; p++) {
+    const float *xp = x + (size_t)p * g->H * g->W;
+    const float *dyp = dy + (size_t)p * g->OH * g->OW;
+    float *dxp = dx + (size_t)p * g->H * g->W;
+    for (int32_t oh = 0; oh < g->OH; oh++) {
+      const size_t r0 = (size_t)(2 * oh) * g->W, r1 = r0 + g->W;
+      for (int32_t ow = 0; ow < g->OW; ow++) {
+        const size_t cell[4] = {r0 + 2 * ow, r0 + 2 * ow + 1, r1 + 2 * ow, r1 + 2 * ow + 1};
+        size_t best = cell[0];
+        float m = xp[best];
+        for (int k = 1; k < 4 && m == m; k++) {
+          const float v = xp[cell[k]];
+          if (v > m || v != v) {
+            m = v;
+            best = cell[k];
+          }
+        }
+        dxp[best] = dyp[(size_t)oh * g->OW + ow];
+      }
+    }
+  }
+}
+
+/* x[N,C,H,W], dy[N,C,OH,OW] -> dx[N,C,H,W]; iattr = the pool's 6
+ * {kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w}. */
+rlx_status rlx_cpu_max_pool2d_grad(const rlx_kargs *a) {
+  const pool_geom g = pool_geom_of(a->in_node[0]->shape.dims, a->in_node[1]->shape.dims, a->node->iattr);
+  const float *x = a->in[0], *dy = a->in[1];
+  float *dx = a->out;
+  memset(dx, 0, (size_t)g.planes * g.H * g.W * sizeof(float));
+  if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0) {
+    max_pool_grad_2x2s2(&g, x, dy, dx);
+    return RLX_OK;
+  }
+  for (int32_t p = 0; p < g.planes; p++) {
+    const float *xp = x + (size_t)p * g.H * g.W;
+    const float *dyp = dy + (size_t)p * g.OH * g.OW;
+    float *dxp = dx + (size_t)p * g.H * g.W;
+    for (int32_t oh = 0; oh < g.OH; oh++) {
+      int32_t h0, h1;
+      pool_window(oh, g.sh, g.ph, g.kh, g.H, &h0, &h1);
+      for (int32_t ow = 0; ow < g.OW; ow++) {
+        int32_t w0, w1;
+        pool_window(ow, g.sw, g.pw, g.kw, g.W, &w0, &w1);
+        dxp[window_argmax(xp, g.W, h0, h1, w0, w1)] += dyp[(size_t)oh * g.OW + ow];
+      }
+    }
+  }
+  return RLX_OK;
+}
+
+/* dy[N,C,OH,OW] -> dx[N,C,H,W]; iattr = the pool's 6 + {H, W}. */
+rlx_status rlx_cpu_avg_pool2d_grad(const rlx_kargs *a) {
+  const pool_geom g = pool_geom_of(a->node->shape.dims, a->in_node[0]->shape.dims, a->node->iattr);
+  const float *dy = a->in[0];
+  float *dx = a->out;
+  const float inv = 1.0f / ((float)g.kh * (float)g.kw);
+  memset(dx, 0, (size_t)g.planes * g.H * g.W * sizeof(float));
+  for (int32_t p = 0; p < g.planes; p++) {
+    const float *dyp = dy + (size_t)p * g.OH * g.OW;
+    float *dxp = dx + (size_t)p * g.H * g.W;
+    for (int32_t oh = 0; oh < g.OH; oh++) {
+      int32_t h0, h1;
+      pool_window(oh, g.sh, g.ph, g.kh, g.H, &h0, &h1);
+      for (int32_t ow = 0; ow < g.OW; ow++) {
+        int32_t w0, w1;
+        pool_window(ow, g.sw, g.pw, g.kw, g.W, &w0, &w1);
+        const float v = dyp[(size_t)oh * g.OW + ow] * inv;
+        for (int32_t ih = h0; ih < h1; ih++) {
+          float *dxr = dxp + (size_t)ih * g.W;
+          for (int32_t iw = w0; iw < w1; iw++) dxr[iw] += v;
+        }
+      }
+    }
+  }
+  return RLX_OK;
+}
