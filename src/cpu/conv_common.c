@@ -47,21 +47,24 @@ void rlx_conv_im2col(const conv_geom *g, const float *x, int32_t oh0, int32_t oh
         const int32_t off_w = kw * g->dw - g->pw;
         int32_t ow0, ow1;
         rlx_conv_valid_cols(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
+        /* A tap that reaches into the left or right padding: zero its
+         * whole band at once (cheaper than a few zeros per row), then copy
+         * the valid cells. */
+        const int edges = ow0 > 0 || ow1 < g->OW;
+        if (edges) memset(row, 0, band * sizeof(float));
         for (int32_t oh = oh0; oh < oh1; oh++) {
           float *r = row + (size_t)(oh - oh0) * g->OW;
           const int32_t ih = oh * g->sh + kh * g->dh - g->ph;
           if (ih < 0 || ih >= g->H || ow0 == ow1) {
-            memset(r, 0, (size_t)g->OW * sizeof(float));
+            if (!edges) memset(r, 0, (size_t)g->OW * sizeof(float));
             continue;
           }
           const float *xr = xc + (size_t)ih * g->W;
-          for (int32_t ow = 0; ow < ow0; ow++) r[ow] = 0.0f;
           if (g->sw == 1) {
             memcpy(r + ow0, xr + (ow0 + off_w), (size_t)(ow1 - ow0) * sizeof(float));
           } else {
             strided_copy(r + ow0, xr + (ow0 * g->sw + off_w), g->sw, ow1 - ow0);
           }
-          for (int32_t ow = ow1; ow < g->OW; ow++) r[ow] = 0.0f;
         }
       }
     }
