@@ -256,6 +256,7 @@ rlx_status rlx_session_set_lr(rlx_session *s, float lr);
 /* Introspection of the compiled plan. */
 size_t rlx_session_arena_bytes(const rlx_session *s);   /* intermediate arena */
 int32_t rlx_session_step_count(const rlx_session *s);   /* kernels per run    */
+int32_t rlx_session_fused_count(const rlx_session *s);  /* nodes made by fusion */
 int32_t rlx_session_input_count(const rlx_session *s);
 int32_t rlx_session_param_count(const rlx_session *s);
 const char *rlx_session_input_name(const rlx_session *s, int32_t i);

@@ -4,6 +4,8 @@
  * lowest offset that does not overlap a value alive at the same time. */
 #include "plan.h"
 
+#include "fuse.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,10 +184,62 @@ static rlx_status plan_memory(rlx_plan *p) {
   return RLX_OK;
 }
 
-rlx_status rlx_plan_build(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs, rlx_plan *p) {
+static rlx_status plan_from(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs, rlx_plan *p);
+
+/* A deep copy of g for the fusion passes to rewrite. */
+static rlx_graph *graph_copy(const rlx_graph *g) {
+  rlx_graph *c = rlx_graph_new();
+  if (!c) return NULL;
+  c->nodes = rlx_calloc((size_t)g->n_nodes + 1, sizeof(rlx_node_t));
+  if (!c->nodes) {
+    rlx_graph_free(c);
+    return NULL;
+  }
+  c->cap_nodes = g->n_nodes + 1;
+  for (int32_t id = 0; id < g->n_nodes; id++, c->n_nodes++) {
+    rlx_node_t *d = &c->nodes[id];
+    *d = g->nodes[id];
+    d->name = NULL;
+    d->data = NULL;
+    if (g->nodes[id].name && !(d->name = rlx_strdup(g->nodes[id].name))) break;
+    if (g->nodes[id].data) {
+      size_t bytes = rlx_shape_numel(&d->shape) * sizeof(float);
+      if (!(d->data = rlx_malloc(bytes))) break;
+      memcpy(d->data, g->nodes[id].data, bytes);
+    }
+  }
+  if (c->n_nodes != g->n_nodes) {
+    c->n_nodes++; /* free the partly copied node too */
+    rlx_graph_free(c);
+    return NULL;
+  }
+  return c;
+}
+
+rlx_status rlx_plan_build(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs, int skip_fusion,
+                          rlx_plan *p) {
   memset(p, 0, sizeof *p);
   rlx_status st = rlx_graph_verify(g, outputs, n_outputs);
   if (st != RLX_OK) return st;
+  rlx_graph *fused = NULL;
+  int32_t n_fused = 0;
+  if (!skip_fusion) {
+    if (!(fused = graph_copy(g))) return rlx_error(RLX_ERR_NO_MEMORY, "compile: out of memory");
+    if ((st = rlx_fuse(fused, outputs, n_outputs, &n_fused)) != RLX_OK) {
+      rlx_graph_free(fused);
+      return st;
+    }
+    g = fused;
+  }
+  st = plan_from(g, outputs, n_outputs, p);
+  p->n_fused = n_fused;
+  rlx_graph_free(fused);
+  return st;
+}
+
+/* Compacts and plans an already verified (and fused) graph. */
+static rlx_status plan_from(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs, rlx_plan *p) {
+  rlx_status st;
   int32_t *remap = rlx_calloc((size_t)g->n_nodes, sizeof(int32_t));
   if (!remap) return rlx_error(RLX_ERR_NO_MEMORY, "compile: out of memory");
   st = compact(g, outputs, n_outputs, p, remap);

@@ -34,13 +34,15 @@ typedef struct {
   int32_t n_user_outputs;  /* outputs visible through the session API */
   int32_t *assign_param;   /* per output: param index it overwrites after a run, or -1 */
   size_t arena_floats;
+  int32_t n_fused;      /* nodes made by fusion passes */
 } rlx_plan;
 
 /* A reshape is a view: it shares its input's storage and runs no kernel. */
 int rlx_plan_is_view(const rlx_node_t *n);
 
-/* Verify, drop dead nodes, order steps, plan memory. */
-rlx_status rlx_plan_build(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs, rlx_plan *plan);
+/* Verify, fuse (unless skip_fusion), drop dead nodes, order steps, plan memory. */
+rlx_status rlx_plan_build(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs, int skip_fusion,
+                          rlx_plan *plan);
 void rlx_plan_free(rlx_plan *plan);
 
 /* Checks the memory plan: every arena value inside the arena, and no two

@@ -60,7 +60,7 @@ rlx_status rlx_compile(const rlx_graph *g, const rlx_node *outputs, int32_t n_ou
   }
   rlx_session *s = rlx_calloc(1, sizeof *s);
   if (!s) return rlx_error(RLX_ERR_NO_MEMORY, "compile: out of memory");
-  rlx_status st = rlx_plan_build(g, outputs, n_outputs, &s->plan);
+  rlx_status st = rlx_plan_build(g, outputs, n_outputs, opt->skip_fusion, &s->plan);
   if (st != RLX_OK) {
     rlx_free(s, sizeof *s);
     return st; /* message set by the planner */
@@ -190,6 +190,7 @@ rlx_status rlx_session_read_output(const rlx_session *s, int32_t i, float *dst, 
 
 size_t rlx_session_arena_bytes(const rlx_session *s) { return s ? s->plan.arena_floats * sizeof(float) : 0; }
 int32_t rlx_session_step_count(const rlx_session *s) { return s ? s->plan.n_steps : 0; }
+int32_t rlx_session_fused_count(const rlx_session *s) { return s ? s->plan.n_fused : 0; }
 int32_t rlx_session_input_count(const rlx_session *s) { return s ? s->plan.n_inputs : 0; }
 int32_t rlx_session_param_count(const rlx_session *s) { return s ? s->plan.n_params : 0; }
 const char *rlx_session_input_name(const rlx_session *s, int32_t i) {

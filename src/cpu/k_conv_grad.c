@@ -22,18 +22,22 @@ static int prefers_direct(const conv_geom *g) {
   return g->Og <= 2 && g->Cg * g->KH * g->KW <= 32;
 }
 
-/* sum_i a[i] * b[i * stride]; eight partial sums so it vectorizes when
- * stride is 1. */
-static float strided_dot(const float *restrict a, const float *restrict b, int32_t stride, int32_t n) {
-  float s[8] = {0.0f};
-  int32_t i = 0;
-  if (stride == 1) {
-    for (; i + 8 <= n; i += 8)
-      for (int32_t l = 0; l < 8; l++) s[l] += a[i + l] * b[i + l];
+/* sum over r < rows, i < n of a[r*lda + i] * b[r*ldb + i*stride]: eight
+ * partial sums carried across the rows, so it vectorizes when stride is 1
+ * and reduces once per region, not once per row. */
+static float region_dot(const float *a, size_t lda, const float *b, size_t ldb, int32_t stride, int32_t rows,
+                        int32_t n) {
+  float s[8] = {0.0f}, t = 0.0f;
+  for (int32_t r = 0; r < rows; r++) {
+    const float *restrict ar = a + (size_t)r * lda, *restrict br = b + (size_t)r * ldb;
+    int32_t i = 0;
+    if (stride == 1) {
+      for (; i + 8 <= n; i += 8)
+        for (int32_t l = 0; l < 8; l++) s[l] += ar[i + l] * br[i + l];
+    }
+    for (; i < n; i++) t += ar[i] * br[(size_t)i * stride];
   }
-  float t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
-  for (; i < n; i++) t += a[i] * b[(size_t)i * stride];
-  return t;
+  return t + (((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7])));
 }
 
 /* ---- gradient with respect to the input ---- */
@@ -211,34 +215,35 @@ static rlx_status grad_weight_gemm(const conv_geom *g, const float *x, const flo
 }
 
 /* x[N,C,H,W], dy[N,O,OH,OW] -> dw[O,C/g,KH,KW]: each tap is the dot
- * product of dy plane o with input plane c shifted by the tap, summed over
- * images (both planes stay in cache across the taps). */
+ * product of dy plane o with input plane c shifted by the tap (over the
+ * outputs whose tap lands inside the input), summed over images. */
 static void grad_weight_direct(const conv_geom *g, const float *x, const float *dy, float *dw) {
   const size_t in_plane = (size_t)g->H * g->W, out_plane = (size_t)g->OH * g->OW;
-  const int32_t taps = g->KH * g->KW;
-  memset(dw, 0, (size_t)g->O * g->Cg * taps * sizeof(float));
   for (int32_t o = 0; o < g->O; o++) {
     const int32_t grp = o / g->Og;
     for (int32_t c = 0; c < g->Cg; c++) {
-      float *dwc = dw + ((size_t)o * g->Cg + c) * taps;
-      for (int32_t n = 0; n < g->N; n++) {
-        const float *dyp = dy + ((size_t)n * g->O + o) * out_plane;
-        const float *xc = x + ((size_t)n * g->C + (size_t)grp * g->Cg + c) * in_plane;
-        for (int32_t kh = 0; kh < g->KH; kh++) {
-          for (int32_t kw = 0; kw < g->KW; kw++) {
-            const int32_t off_w = kw * g->dw - g->pw;
-            int32_t ow0, ow1;
-            rlx_conv_valid_cols(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
-            if (ow0 == ow1) continue;
-            float s = 0.0f;
-            for (int32_t oh = 0; oh < g->OH; oh++) {
-              const int32_t ih = oh * g->sh + kh * g->dh - g->ph;
-              if (ih < 0 || ih >= g->H) continue;
-              const float *xr = xc + (size_t)ih * g->W + (ow0 * g->sw + off_w);
-              s += strided_dot(dyp + (size_t)oh * g->OW + ow0, xr, g->sw, ow1 - ow0);
+      float *dwc = dw + ((size_t)o * g->Cg + c) * g->KH * g->KW;
+      for (int32_t kh = 0; kh < g->KH; kh++) {
+        const int32_t off_h = kh * g->dh - g->ph;
+        int32_t oh0, oh1;
+        rlx_conv_valid_cols(off_h, g->sh, g->H, g->OH, &oh0, &oh1);
+        for (int32_t kw = 0; kw < g->KW; kw++) {
+          const int32_t off_w = kw * g->dw - g->pw;
+          int32_t ow0, ow1;
+          rlx_conv_valid_cols(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
+          float s = 0.0f;
+          if (oh0 < oh1 && ow0 < ow1) {
+            /* first input cell of the region: (oh0*sh + off_h, ow0*sw + off_w) */
+            const size_t x_first = (size_t)(oh0 * g->sh + off_h) * g->W + (size_t)(ow0 * g->sw + off_w);
+            const size_t dy_first = (size_t)oh0 * g->OW + ow0;
+            for (int32_t n = 0; n < g->N; n++) {
+              const float *dyp = dy + ((size_t)n * g->O + o) * out_plane;
+              const float *xc = x + ((size_t)n * g->C + (size_t)grp * g->Cg + c) * in_plane;
+              s += region_dot(dyp + dy_first, (size_t)g->OW, xc + x_first, (size_t)g->sh * g->W, g->sw,
+                              oh1 - oh0, ow1 - ow0);
             }
-            dwc[kh * g->KW + kw] += s;
           }
+          dwc[kh * g->KW + kw] = s;
         }
       }
     }

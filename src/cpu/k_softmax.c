@@ -8,48 +8,17 @@
  * once so every loop stays contiguous.  All variants subtract the row max
  * before exp (numerically stable) and sum the exponentials in double.
  *
- * exp is a Cephes-style polynomial (within 1e-7 relative of exp on
- * [-87, 88], exactly 0 below -87 and for -inf, NaN for NaN) written without
- * branches, so the 8-wide loops below vectorize at -O2 without fast-math. */
+ * exp is exp_poly from fast_math.h, a branch-free Cephes-style polynomial
+ * (within 2 ulp of expf, 0 for -inf, NaN for NaN), so the loops below
+ * vectorize at -O2 without fast-math: the reductions as 8 lanes, the
+ * elementwise loops through RLX_VEC_LOOP (fast_math.h). */
 #include <math.h>
 #include <string.h>
+#include "fast_math.h"
 #include "kernels.h"
 #include "row_math.h"
 
 #define LANES 8
-
-/* e^x for x <= 88; 0 for x < -87 and -inf; NaN stays NaN (so poisoned
- * memory still shows). */
-static inline float fast_expf(float x) {
-  uint32_t keep = 0u - (uint32_t)(x >= -87.0f); /* all ones when in range (false for NaN) */
-  uint32_t nan = 0u - (uint32_t)(x != x);
-  uint32_t xb, lo = 0xc2ae0000u;                /* bits of -87.0f */
-  memcpy(&xb, &x, sizeof xb);
-  xb = (xb & keep) | (lo & ~keep);
-  memcpy(&x, &xb, sizeof x);
-  /* x = n ln2 + r, |r| <= ln2 / 2: adding 1.5 * 2^23 rounds x / ln2 to the
-   * integer n, which then sits in the low mantissa bits of t */
-  float t = x * 1.44269504088896341f + 12582912.0f;
-  float n = t - 12582912.0f;
-  uint32_t tb;
-  memcpy(&tb, &t, sizeof tb);
-  float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  uint32_t scale_bits = (tb - 0x4b400000u + 127u) << 23, yb; /* 2^n; 0x4b400000 = bits of 1.5 * 2^23 */
-  float scale, y;
-  memcpy(&scale, &scale_bits, sizeof scale);
-  y = p * scale;
-  memcpy(&yb, &y, sizeof yb);
-  yb = (yb & keep) | (0x7fc00000u & nan);
-  memcpy(&y, &yb, sizeof y);
-  return y;
-}
 
 /* Largest of x[0..n) (-inf when n is 0; NaNs are skipped). */
 float rlx_cpu_row_max(const float *x, size_t n) {
@@ -67,7 +36,7 @@ float rlx_cpu_row_max(const float *x, size_t n) {
 }
 
 /* y[i] = exp(x[i] - shift) for i < n, returning the sum (in double); y may
- * be x.  x[i] - shift must stay <= 88, as it does with shift = the row max. */
+ * be x. */
 double rlx_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n) {
   double acc[LANES] = {0.0}, tail = 0.0;
   size_t i = 0;
@@ -76,7 +45,7 @@ double rlx_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n) {
 #pragma GCC unroll 8
     for (int l = 0; l < LANES; l++) t[l] = x[i + l] - shift;
 #pragma GCC unroll 8
-    for (int l = 0; l < LANES; l++) t[l] = fast_expf(t[l]);
+    for (int l = 0; l < LANES; l++) t[l] = exp_poly(t[l]);
 #pragma GCC unroll 8
     for (int l = 0; l < LANES; l++) {
       y[i + l] = t[l];
@@ -84,7 +53,7 @@ double rlx_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n) {
     }
   }
   for (; i < n; i++) {
-    float e = fast_expf(x[i] - shift);
+    float e = exp_poly(x[i] - shift);
     y[i] = e;
     tail += e;
   }
@@ -94,11 +63,7 @@ double rlx_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n) {
 
 /* y[i] = x[i] * s */
 static void scale_row(float *restrict y, float s, size_t n) {
-  size_t i = 0;
-  for (; i + LANES <= n; i += LANES)
-#pragma GCC unroll 8
-    for (int l = 0; l < LANES; l++) y[i + l] *= s;
-  for (; i < n; i++) y[i] *= s;
+  RLX_VEC_LOOP(i, n, y[i] *= s);
 }
 
 /* Splits `s` around `axis` into outer * n * inner. */
@@ -112,11 +77,7 @@ static void softmax_view(const rlx_shape *s, int32_t axis, size_t *outer, size_t
 
 /* y[i] = (x[i] - m) - log_sum */
 static void log_softmax_finish(const float *restrict x, float m, float log_sum, float *restrict y, size_t n) {
-  size_t i = 0;
-  for (; i + LANES <= n; i += LANES)
-#pragma GCC unroll 8
-    for (int l = 0; l < LANES; l++) y[i + l] = (x[i + l] - m) - log_sum;
-  for (; i < n; i++) y[i] = (x[i] - m) - log_sum;
+  RLX_VEC_LOOP(i, n, y[i] = (x[i] - m) - log_sum);
 }
 
 /* One contiguous row of n values. */
@@ -132,48 +93,28 @@ static void softmax_row(const float *x, float *y, size_t n, int log_out) {
 
 /* y[j] = exp(x[j] - shift[j]) */
 static void exp_sub_row(const float *restrict x, const float *restrict shift, float *restrict y, size_t n) {
-  size_t j = 0;
-  for (; j + LANES <= n; j += LANES)
-#pragma GCC unroll 8
-    for (int l = 0; l < LANES; l++) y[j + l] = fast_expf(x[j + l] - shift[j + l]);
-  for (; j < n; j++) y[j] = fast_expf(x[j] - shift[j]);
+  RLX_VEC_LOOP(j, n, y[j] = exp_poly(x[j] - shift[j]));
 }
 
 /* acc[j] += y[j] */
 static void accumulate_row(double *restrict acc, const float *restrict y, size_t n) {
-  size_t j = 0;
-  for (; j + LANES <= n; j += LANES)
-#pragma GCC unroll 8
-    for (int l = 0; l < LANES; l++) acc[j + l] += y[j + l];
-  for (; j < n; j++) acc[j] += y[j];
+  RLX_VEC_LOOP(j, n, acc[j] += y[j]);
 }
 
 /* m[j] = max(m[j], x[j]) */
 static void max_row(float *restrict m, const float *restrict x, size_t n) {
-  size_t j = 0;
-  for (; j + LANES <= n; j += LANES)
-#pragma GCC unroll 8
-    for (int l = 0; l < LANES; l++) m[j + l] = x[j + l] > m[j + l] ? x[j + l] : m[j + l];
-  for (; j < n; j++) m[j] = x[j] > m[j] ? x[j] : m[j];
+  RLX_VEC_LOOP(j, n, m[j] = x[j] > m[j] ? x[j] : m[j]);
 }
 
 /* y[j] = (x[j] - m[j]) - log_sum[j] */
 static void log_softmax_finish_strided(const float *restrict x, const float *restrict m,
                                        const float *restrict log_sum, float *restrict y, size_t n) {
-  size_t j = 0;
-  for (; j + LANES <= n; j += LANES)
-#pragma GCC unroll 8
-    for (int l = 0; l < LANES; l++) y[j + l] = (x[j + l] - m[j + l]) - log_sum[j + l];
-  for (; j < n; j++) y[j] = (x[j] - m[j]) - log_sum[j];
+  RLX_VEC_LOOP(j, n, y[j] = (x[j] - m[j]) - log_sum[j]);
 }
 
 /* y[j] *= f[j] */
 static void scale_row_strided(float *restrict y, const float *restrict f, size_t n) {
-  size_t j = 0;
-  for (; j + LANES <= n; j += LANES)
-#pragma GCC unroll 8
-    for (int l = 0; l < LANES; l++) y[j + l] *= f[j + l];
-  for (; j < n; j++) y[j] *= f[j];
+  RLX_VEC_LOOP(j, n, y[j] *= f[j]);
 }
 
 /* The strided case, one softmax per j < inner over n values inner apart,

@@ -10,7 +10,7 @@
 float rlx_cpu_row_max(const float *x, size_t n);
 
 /* y[i] = exp(x[i] - shift) for i < n, returning the sum (in double); y may
- * be x.  x[i] - shift must stay <= 88, as it does with shift = the row max. */
+ * be x.  Shift by the row max so that the exponentials cannot overflow. */
 double rlx_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n);
 
 #endif

@@ -171,7 +171,7 @@ static void planner_never_overlaps_live_values(void **state) {
     }
     rlx_node outs[3] = {nodes[n - 1], nodes[n - 7], nodes[n / 2]};
     rlx_plan plan;
-    assert_int_equal(rlx_plan_build(g, outs, 3, &plan), RLX_OK);
+    assert_int_equal(rlx_plan_build(g, outs, 3, 1, &plan), RLX_OK);
     assert_int_equal(rlx_plan_check(&plan), RLX_OK);
     /* Inject an overlap between two values alive at the same step. */
     int found = 0;
