@@ -22,11 +22,12 @@ CFLAGS += -DRLX_USE_OPENBLAS -I/usr/include/x86_64-linux-gnu/openblas-pthread
 LDLIBS += -lopenblas
 endif
 
-LIB_SRC  := $(sort $(wildcard src/core/*.c src/ir/*.c src/autodiff/*.c src/compile/*.c src/cpu/*.c))
+LIB_SRC  := $(sort $(wildcard src/core/*.c src/ir/*.c src/autodiff/*.c src/compile/*.c src/cpu/*.c src/models/*.c))
 WEB_SRC  := $(sort $(wildcard src/web/*.c))
 WEB_OBJ  := $(WEB_SRC:%.c=build/wasm/%.o)
 HDRS     := $(wildcard include/*.h include/*.def src/*/*.h)
-LIB_OBJ  := $(LIB_SRC:%.c=build/native/%.o)
+NATIVE_DIR := build/native$(if $(BLAS),-$(BLAS))
+LIB_OBJ  := $(LIB_SRC:%.c=$(NATIVE_DIR)/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
 WASM_OBJ := $(LIB_SRC:%.c=build/wasm/%.o)
 
@@ -42,7 +43,7 @@ all: native wasm
 native: build/librlx.a build/librlx.so
 wasm: web/pkg/rlx_web.wasm build/wasm-tests/opcases.wasm
 
-build/native/%.o: %.c $(HDRS)
+$(NATIVE_DIR)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 build/asan/%.o: %.c $(HDRS)

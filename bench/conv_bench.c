@@ -77,9 +77,14 @@ static const conv_shape shapes[] = {
     {"small  conv3x3 1->4 28x28 valid", 1, 28, 28, 4, 3, 1, 0, 1},
     {"small  conv3x3 2->4 28x28 valid", 2, 28, 28, 4, 3, 1, 0, 1},
     {"small  conv5x5 1->4 28x28 valid", 1, 28, 28, 4, 5, 1, 0, 1},
+    {"small  conv3x3 3->8 28x28 valid", 3, 28, 28, 8, 3, 1, 0, 1},
+    {"small  conv3x3 1->16 28x28 valid", 1, 28, 28, 16, 3, 1, 0, 1},
+    {"small  conv3x3 4->8 28x28 valid", 4, 28, 28, 8, 3, 1, 0, 1},
     {"dw     conv3x3 32->32 g32 32x32 pad1", 32, 32, 32, 32, 3, 1, 1, 32},
     {"dw     conv3x3 32->64 g32 16x16 pad1", 32, 16, 16, 64, 3, 1, 1, 32},
     {"dw     conv3x3 32->128 g32 16x16 pad1", 32, 16, 16, 128, 3, 1, 1, 32},
+    {"dw     conv3x3 32->256 g32 16x16 pad1", 32, 16, 16, 256, 3, 1, 1, 32},
+    {"dw     conv3x3 64->64 g64 8x8 s2 pad1", 64, 8, 8, 64, 3, 2, 1, 64},
 };
 
 static double now_ms(void) {
