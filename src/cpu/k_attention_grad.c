@@ -57,7 +57,8 @@ static void block_range(const attn_grad_head *p, int32_t i0, int32_t i1, int32_t
 
 /* Row i's scores s[0, uhi - ulo) (keys ulo...) become probabilities: zero
  * outside the row's range [lo, hi), scaled, masked and softmaxed inside.
- * Returns 0 (row all zeros) when no key is visible. */
+ * Returns 0 when no key is visible (the row is then all zeros); NaN scores
+ * make the row NaN (returns 1, so dS is NaN too). */
 static int row_probs(const attn_grad_head *p, int32_t i, float *s, int32_t ulo, int32_t uhi) {
   int32_t lo, hi;
   key_range(p, i, &lo, &hi);

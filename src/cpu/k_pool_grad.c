@@ -42,7 +42,7 @@ static size_t window_argmax(const float *xp, int32_t W, int32_t h0, int32_t h1, 
     const size_t row = (size_t)ih * W;
     for (int32_t iw = ih == h0 ? w0 + 1 : w0; iw < w1; iw++) {
       const float v = xp[row + iw];
-      if (v != v) return row + iw;
+      if (v != v) return row + iw; /* the first NaN: nothing replaces it */
       if (v > m) {
         m = v;
         best = row + iw;
@@ -52,28 +52,35 @@ static size_t window_argmax(const float *xp, int32_t W, int32_t h0, int32_t h1, 
   return best;
 }
 
-/* The 2x2 stride-2 unpadded case: disjoint windows, argmax of four cells. */
+/* Whether v takes the place of the earlier candidate m as the window's
+ * source: strictly larger, or the first NaN. */
+static inline int replaces(float m, float v) { return v > m || (v != v && m == m); }
+
+/* The 2x2 stride-2 unpadded case: the windows tile the input (but for an
+ * odd last row or column), so every cell is written once, without a
+ * separate zeroing pass. */
 static void max_pool_grad_2x2s2(const pool_geom *g, const float *x, const float *dy, float *dx) {
   for (int32_t p = 0; p < g->planes; p++) {
     const float *xp = x + (size_t)p * g->H * g->W;
     const float *dyp = dy + (size_t)p * g->OH * g->OW;
     float *dxp = dx + (size_t)p * g->H * g->W;
     for (int32_t oh = 0; oh < g->OH; oh++) {
-      const size_t r0 = (size_t)(2 * oh) * g->W, r1 = r0 + g->W;
+      const float *x0 = xp + (size_t)(2 * oh) * g->W, *x1 = x0 + g->W;
+      float *d0 = dxp + (size_t)(2 * oh) * g->W, *d1 = d0 + g->W;
+      const float *dyr = dyp + (size_t)oh * g->OW;
       for (int32_t ow = 0; ow < g->OW; ow++) {
-        const size_t cell[4] = {r0 + 2 * ow, r0 + 2 * ow + 1, r1 + 2 * ow, r1 + 2 * ow + 1};
-        size_t best = cell[0];
-        float m = xp[best];
-        for (int k = 1; k < 4 && m == m; k++) {
-          const float v = xp[cell[k]];
-          if (v > m || v != v) {
-            m = v;
-            best = cell[k];
-          }
-        }
-        dxp[best] = dyp[(size_t)oh * g->OW + ow];
+        const int32_t i = 2 * ow;
+        const int right0 = replaces(x0[i], x0[i + 1]), right1 = replaces(x1[i], x1[i + 1]);
+        const int lower = replaces(right0 ? x0[i + 1] : x0[i], right1 ? x1[i + 1] : x1[i]);
+        const float v = dyr[ow];
+        d0[i] = !lower && !right0 ? v : 0.0f;
+        d0[i + 1] = !lower && right0 ? v : 0.0f;
+        d1[i] = lower && !right1 ? v : 0.0f;
+        d1[i + 1] = lower && right1 ? v : 0.0f;
       }
+      if (g->W & 1) d0[g->W - 1] = d1[g->W - 1] = 0.0f; /* odd last column */
     }
+    if (g->H & 1) memset(dxp + (size_t)(g->H - 1) * g->W, 0, (size_t)g->W * sizeof(float)); /* odd last row */
   }
 }
 
@@ -83,11 +90,11 @@ rlx_status rlx_cpu_max_pool2d_grad(const rlx_kargs *a) {
   const pool_geom g = pool_geom_of(a->in_node[0]->shape.dims, a->in_node[1]->shape.dims, a->node->iattr);
   const float *x = a->in[0], *dy = a->in[1];
   float *dx = a->out;
-  memset(dx, 0, (size_t)g.planes * g.H * g.W * sizeof(float));
   if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0) {
     max_pool_grad_2x2s2(&g, x, dy, dx);
     return RLX_OK;
   }
+  memset(dx, 0, (size_t)g.planes * g.H * g.W * sizeof(float)); /* windows add into dx */
   for (int32_t p = 0; p < g.planes; p++) {
     const float *xp = x + (size_t)p * g.H * g.W;
     const float *dyp = dy + (size_t)p * g.OH * g.OW;
