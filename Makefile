@@ -2,14 +2,14 @@
 #   make          native library (build/librlx.a, build/librlx.so) + web/pkg/rlx_web.wasm
 #   make test     set-up, then every test (native, sanitizers, wasm under Node)
 #   make bench    GEMM and op benchmarks next to TensorFlow.js
-#   make serve    set-up, build, serve the demo on http://0.0.0.0:8000
+#   make serve    set-up, build, serve web/ on http://0.0.0.0:8000 (tools/serve.py; SERVE_ARGS=--tls ...)
 #   make BLAS=openblas   native GEMM through OpenBLAS (never in wasm)
 
 CC      ?= cc
 WASMCC  ?= clang
 CFLAGS  ?= -O2 -g
-CFLAGS  += -fno-trapping-math -fno-math-errno -std=c11 -Wall -Wextra -Wno-unused-parameter -fPIC -Iinclude -D_POSIX_C_SOURCE=200809L
-LDLIBS  += -lm
+CFLAGS  += -fno-trapping-math -fno-math-errno -std=c11 -Wall -Wextra -Wno-unused-parameter -fPIC -Iinclude -D_POSIX_C_SOURCE=200809L -DRLX_HAVE_ZLIB
+LDLIBS  += -lm -lz
 WASM_TARGET = --target=wasm32-wasi --sysroot=/usr
 WASM_CFLAGS = $(WASM_TARGET) -O3 -msimd128 -std=c11 -Wall -Wextra -Wno-unused-parameter -Iinclude -DNDEBUG
 # Linking without -O keeps clang from running an installed wasm-opt (binaryen
@@ -38,8 +38,8 @@ ASAN_BINS    := $(TEST_MAINS:tests/c/%.c=build/tests-asan/%)
 SAN_FLAGS    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 .SECONDARY:
-.PHONY: all native wasm test test-native test-asan test-node bench serve setup clean
-all: native wasm
+.PHONY: all native wasm test test-native test-asan test-node test-browser bench serve setup clean
+all: native wasm build/rlx web/data/fashion-mnist-train.bin web/data/fashion-mnist-test.bin
 native: build/librlx.a build/librlx.so
 wasm: web/pkg/rlx_web.wasm build/wasm-tests/opcases.wasm
 
@@ -85,13 +85,34 @@ build/tests/opcases_native.bin: build/tests/dump_opcases
 build/tests/dump_opcases: tests/c/dump_opcases.c $(TEST_SUPPORT) build/librlx.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/c -o $@ $< $(TEST_SUPPORT) build/librlx.a $(LDLIBS)
+# Native reference outputs of the model entry points (MLP, transformer,
+# vision), compared against web/pkg/rlx_web.js in Node.
+build/tests/models_native.json: build/tests/dump_models
+	build/tests/dump_models $@
+build/tests/dump_models: tests/c/dump_models.c build/librlx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< build/librlx.a $(LDLIBS)
+
+# The rlx command-line tool (train, info, bench) on the public API.
+CLI_SRC := tools/rlx_cli.c $(sort $(wildcard tools/cli_*.c))
+build/rlx: $(CLI_SRC) tools/cli.h build/librlx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $(CLI_SRC) build/librlx.a $(LDLIBS)
+
+# The Fashion-MNIST subset for the browser (format: tools/make_subset.c).
+build/make_subset: tools/make_subset.c build/librlx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< build/librlx.a $(LDLIBS)
+web/data/fashion-mnist-%.bin: build/make_subset
+	@mkdir -p $(dir $@)
+	build/make_subset $* $@
 
 setup:
 	@tools/setup.sh
 
 test: setup
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory test-native test-asan test-node
+	@$(MAKE) --no-print-directory test-native test-asan test-node test-browser
 
 test-native: $(TEST_BINS)
 	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t; done
@@ -100,14 +121,18 @@ test-asan: $(ASAN_BINS)
 	@set -e; for t in $(ASAN_BINS); do echo "== $$t (ASan+UBSan)"; \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 $$t; done
 
-test-node: wasm build/tests/opcases_native.bin
+test-node: wasm build/tests/opcases_native.bin build/tests/models_native.json
 	node --test --test-reporter=dot tests/node/
+
+# The pages in Debian's chromium (playwright-core) against tools/serve.py.
+test-browser: wasm
+	node --test tests/browser/
 
 -include bench/bench.mk
 
 serve: setup
 	@$(MAKE) --no-print-directory all
-	node tools/serve.mjs $(SERVE_ARGS)
+	python3 tools/serve.py $(SERVE_ARGS)
 
 clean:
 	rm -rf build web/pkg/*.wasm

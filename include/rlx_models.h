@@ -40,10 +40,11 @@ rlx_status rlx_vision_info_get(const char *slug, rlx_vision_info *info);
 /* Adds the model to g for a batch size: inputs "x" [batch, input_dims...]
  * (f32) and "labels" [batch] (i32), params by the names of the info. */
 rlx_status rlx_vision_build(rlx_graph *g, const char *slug, int32_t batch, rlx_node *logits, rlx_node *loss);
-/* He-style uniform init (+-sqrt(6/fan_in)... see vision.c) from seed,
- * biases zero; flat holds every param in order (param_flat_len values). */
+/* He-style uniform init in [-sqrt(2/fan_in), sqrt(2/fan_in)) from seed
+ * (see vision_models.c), biases zero; flat holds every param in order
+ * (param_flat_len values). */
 rlx_status rlx_vision_init_params(const char *slug, uint64_t seed, float *flat, size_t len);
-/* Inputs uniform in [-1, 1) from seed; labels in [0, 10). */
+/* Inputs uniform in [-1, 1) from seed; label of sample i = (seed + i) mod 10. */
 rlx_status rlx_vision_synthetic_batch(const char *slug, uint64_t seed, int32_t batch, float *x, size_t x_len,
                                       int32_t *labels, size_t labels_len);
 

@@ -1,91 +1,137 @@
-// demo.js - the demo page's logic: loads RLX from ./pkg/rlx_web.wasm, builds
-// a tiny MLP  x[B,4] -> matmul W1[4,H] + b1 -> relu -> matmul W2[H,O]  with
-// random params, runs it on the CPU and shows the outputs, the plan's arena
-// bytes and step count, and the GEMM path.  Errors are shown in the page.
-import { loadRlx } from './runtime/loader.js';
+// demo.js - the MLP demo page (index.html): trains the task of demo-task.js
+// with mlp_train_step from pkg/rlx_web.js, a few steps per animation frame
+// so the page stays responsive, and draws the loss curve and the current
+// fit.  The numbers shown carry their full value in data-value (the browser
+// tests compare them with the same computation in Node).
+import init, * as rlx from './pkg/rlx_web.js';
+import { makeTask, splitParams } from './demo-task.js';
+import { drawChart } from './chart.js';
 
-const B = 3, IN = 4, H = 8, OUT = 2;
-const TIMED_RUNS = 1000;
+const STEPS_PER_FRAME = 20;
+const DEFAULT_MAX_STEPS = 3000;
 const $ = (id) => document.getElementById(id);
+const query = new URLSearchParams(location.search);
+const maxSteps = Math.max(1, Number.parseInt(query.get('steps') ?? '', 10) || DEFAULT_MAX_STEPS);
 
-function randomArray(n, scale = 1) {
-  return Float32Array.from({ length: n }, () => (Math.random() * 2 - 1) * scale);
+let state = null;
+let running = false;
+
+function show(id, value, text = String(value)) {
+  const el = $(id);
+  el.textContent = text;
+  el.dataset.value = String(value);
 }
 
 function showError(err) {
-  $('error').textContent = `Error: ${err.message ?? err}`;
+  $('error').textContent = `Error: ${err?.message ?? err}`;
   console.error(err);
+  running = false;
+  $('train').textContent = 'Train';
+  show('status', 'error');
 }
 
-/** Builds and compiles the MLP; the graph is freed once compiled. */
-function buildMlp(rlx) {
-  const g = rlx.graph();
+function lossOf(s) {
+  const [i, h, o] = s.task.dims;
+  return rlx.mlp_loss(s.task.x, s.task.t, i, h, o, s.p.w1, s.p.b1, s.p.w2, s.p.b2);
+}
+
+function reset() {
+  const seed = Math.max(0, Number.parseInt($('seed').value, 10) || 0);
+  const task = makeTask(seed);
+  state = { task, p: { w1: task.w1, b1: task.b1, w2: task.w2, b2: task.b2 }, step: 0, history: [], computeMs: 0,
+    startedAt: 0, startedStep: 0 };
+  const l0 = lossOf(state);
+  state.history.push([0, l0]);
+  show('loss0', l0, l0.toPrecision(7));
+  show('loss', l0, l0.toPrecision(7));
+  show('step', 0);
+  show('rate', '-');
+  show('per-step', '-');
+  show('status', 'ready');
+  render();
+}
+
+function render() {
+  const s = state;
+  drawChart($('loss-chart'), [{ points: s.history, label: 'loss' }], { logY: true, xLabel: 'steps' });
+  const [i, h, o] = s.task.dims;
+  const y = rlx.mlp_forward(s.task.x, i, h, o, s.p.w1, s.p.b1, s.p.w2, s.p.b2);
+  const xs = Array.from(s.task.x);
+  drawChart($('fit-chart'), [
+    { points: xs.map((x, k) => [x, s.task.t[k]]), label: 'target' },
+    { points: xs.map((x, k) => [x, y[k]]), label: 'MLP', dots: true },
+  ], { xLabel: 'x' });
+}
+
+function frame() {
+  if (!running) return;
   try {
-    const x = g.input('x', [B, IN]);
-    const w1 = g.param('w1', [IN, H]);
-    const b1 = g.param('b1', [H]);
-    const w2 = g.param('w2', [H, OUT]);
-    const hidden = g.op('relu', [g.op('add', [g.op('matmul', [x, w1], [0, 0]), b1])]);
-    const y = g.op('matmul', [hidden, w2], [0, 0]);
-    return g.compile([y], { device: 'cpu' });
-  } finally {
-    g.free();
-  }
-}
-
-function render(rlx, session, us) {
-  const info = {
-    'RLX version': rlx.version(),
-    'GEMM path': rlx.gemmPath(),
-    'arena bytes': session.arenaBytes,
-    'steps per run': session.stepCount,
-    'run time': `${(us).toFixed(2)} µs (mean of ${TIMED_RUNS} runs)`,
-  };
-  $('info').replaceChildren(...Object.entries(info).flatMap(([k, v]) => {
-    const dt = document.createElement('dt');
-    const dd = document.createElement('dd');
-    dt.textContent = k;
-    dd.textContent = String(v);
-    return [dt, dd];
-  }));
-  const shape = session.outputShape(0);
-  const y = session.output(0);
-  $('shape').textContent = `[${shape.join(', ')}]`;
-  const rows = [];
-  for (let i = 0; i < shape[0]; i++) {
-    const tr = document.createElement('tr');
-    const th = document.createElement('th');
-    th.textContent = `row ${i}`;
-    tr.append(th);
-    for (let j = 0; j < shape[1]; j++) {
-      const td = document.createElement('td');
-      td.textContent = y[i * shape[1] + j].toFixed(5);
-      tr.append(td);
+    const s = state;
+    const [i, h, o] = s.task.dims;
+    const lr = Number($('lr').value);
+    const t0 = performance.now();
+    for (let k = 0; k < STEPS_PER_FRAME && s.step < maxSteps; k++) {
+      const flat = rlx.mlp_train_step(s.task.x, s.task.t, i, h, o, s.p.w1, s.p.b1, s.p.w2, s.p.b2, lr);
+      s.p = splitParams(flat);
+      s.step++;
+      s.history.push([s.step, lossOf(s)]);
     }
-    rows.push(tr);
+    s.computeMs += performance.now() - t0;
+    const loss = s.history[s.history.length - 1][1];
+    show('step', s.step);
+    show('loss', loss, loss.toPrecision(7));
+    const elapsed = (performance.now() - s.startedAt) / 1000;
+    if (elapsed > 0) show('rate', (s.step - s.startedStep) / elapsed, ((s.step - s.startedStep) / elapsed).toFixed(0));
+    const us = (1000 * s.computeMs) / Math.max(1, s.step);
+    show('per-step', us, `${us.toFixed(1)} \u00b5s`);
+    render();
+    if (s.step >= maxSteps) {
+      running = false;
+      $('train').textContent = 'Train';
+      $('train').disabled = true;
+      show('status', 'done');
+      return;
+    }
+    requestAnimationFrame(frame);
+  } catch (err) {
+    showError(err);
   }
-  $('outputs').replaceChildren(...rows);
 }
 
-function runOnce(rlx, session) {
-  $('error').textContent = '';
-  session.setParam('w1', randomArray(IN * H, 0.5));
-  session.setParam('b1', randomArray(H, 0.1));
-  session.setParam('w2', randomArray(H * OUT, 0.5));
-  session.setInput('x', randomArray(B * IN));
-  const t0 = performance.now(); // browsers coarsen the clock: time many runs
-  for (let i = 0; i < TIMED_RUNS; i++) session.run();
-  render(rlx, session, ((performance.now() - t0) * 1000) / TIMED_RUNS);
+function toggle() {
+  running = !running;
+  $('train').textContent = running ? 'Pause' : 'Train';
+  show('status', running ? 'training' : 'paused');
+  if (running) {
+    state.startedAt = performance.now();
+    state.startedStep = state.step;
+    requestAnimationFrame(frame);
+  }
 }
 
 async function main() {
-  const rlx = await loadRlx(new URL('./pkg/rlx_web.wasm', import.meta.url));
-  const session = buildMlp(rlx);
-  runOnce(rlx, session);
-  $('run').disabled = false;
-  $('run').addEventListener('click', () => {
-    try { runOnce(rlx, session); } catch (err) { showError(err); }
+  const rt = await init();
+  show('backend', rlx.backend());
+  show('version', rt.version());
+  show('gemm', rt.gemmPath());
+  show('preferred', rlx.preferred_backend());
+  reset();
+  $('train').disabled = false;
+  $('reset').disabled = false;
+  $('train').addEventListener('click', () => {
+    try { toggle(); } catch (err) { showError(err); }
   });
+  $('reset').addEventListener('click', () => {
+    try {
+      running = false;
+      $('train').textContent = 'Train';
+      $('train').disabled = false;
+      $('error').textContent = '';
+      reset();
+    } catch (err) { showError(err); }
+  });
+  addEventListener('resize', () => state && render());
+  if (query.get('autostart') !== '0') toggle();
 }
 
 main().catch(showError);

@@ -131,4 +131,4 @@ static rlx_status no_second_order(rlx_node id, const char *name) {
 NO_GRAD(gelu_grad) NO_GRAD(silu_grad) NO_GRAD(narrow_grad) NO_GRAD(scatter_add) NO_GRAD(softmax_grad)
 NO_GRAD(log_softmax_grad) NO_GRAD(softmax_cross_entropy_grad) NO_GRAD(rms_norm_grad) NO_GRAD(rms_norm_grad_weight)
 NO_GRAD(layer_norm_grad) NO_GRAD(layer_norm_grad_weight) NO_GRAD(attention_grad) NO_GRAD(conv2d_grad_input)
-NO_GRAD(conv2d_grad_weight) NO_GRAD(max_pool2d_grad) NO_GRAD(avg_pool2d_grad)
+NO_GRAD(conv2d_grad_weight) NO_GRAD(max_pool2d_grad) NO_GRAD(avg_pool2d_grad) NO_GRAD(fused_matmul) NO_GRAD(fused_attention)

@@ -34,8 +34,11 @@ void rlx_conv_im2col(const conv_geom *g, const float *x, int32_t oh0, int32_t oh
  * [oh0, oh1) at the input cell it was unfolded from (padding taps dropped). */
 void rlx_conv_col2im(const conv_geom *g, const float *cols, int32_t oh0, int32_t oh1, float *x);
 
-/* y[0:n] += a * x[0:n]; blocks of 8 so it vectorizes at -O2 too. */
-void rlx_conv_axpy(float *restrict y, const float *restrict x, float a, int32_t n);
+/* y[r*ldy + i*sy] += a * x[r*ldx + i*sx] for r < rows, i < n: one weight
+ * tap applied between a region of rows of two planes (the direct conv
+ * loops).  Vectorized when both strides are 1. */
+void rlx_conv_region_axpy(float *y, size_t ldy, int32_t sy, const float *x, size_t ldx, int32_t sx, float a,
+                          int32_t rows, int32_t n);
 
 /* Most bytes of cols per GEMM call: larger outputs are unfolded in bands of
  * output rows, which bounds the workspace.  Smaller bands (64-256 KiB, to

@@ -78,7 +78,8 @@ static rlx_status conv_gemm(const conv_geom *g, const float *x, const float *w, 
 }
 
 /* x[N,C,H,W], w[O,C/g,KH,KW] -> y[N,O,OH,OW], one output plane at a time:
- * plane += w[o,c,kh,kw] * (input plane c shifted by the tap). */
+ * plane += w[o,c,kh,kw] * (input plane c shifted by the tap), over the
+ * outputs whose tap lands inside the input. */
 static void conv_direct(const conv_geom *g, const float *x, const float *w, float *y) {
   const size_t in_plane = (size_t)g->H * g->W, out_plane = (size_t)g->OH * g->OW;
   for (int32_t n = 0; n < g->N; n++) {
@@ -90,23 +91,18 @@ static void conv_direct(const conv_geom *g, const float *x, const float *w, floa
         const float *xc = x + ((size_t)n * g->C + (size_t)grp * g->Cg + c) * in_plane;
         const float *wc = w + ((size_t)o * g->Cg + c) * g->KH * g->KW;
         for (int32_t kh = 0; kh < g->KH; kh++) {
+          const int32_t off_h = kh * g->dh - g->ph;
+          int32_t oh0, oh1;
+          rlx_conv_valid_cols(off_h, g->sh, g->H, g->OH, &oh0, &oh1);
+          if (oh0 == oh1) continue;
           for (int32_t kw = 0; kw < g->KW; kw++) {
-            const float wv = wc[kh * g->KW + kw];
             const int32_t off_w = kw * g->dw - g->pw;
             int32_t ow0, ow1;
             rlx_conv_valid_cols(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
             if (ow0 == ow1) continue;
-            for (int32_t oh = 0; oh < g->OH; oh++) {
-              const int32_t ih = oh * g->sh + kh * g->dh - g->ph;
-              if (ih < 0 || ih >= g->H) continue;
-              const float *xr = xc + (size_t)ih * g->W;
-              float *yr = yp + (size_t)oh * g->OW;
-              if (g->sw == 1) {
-                rlx_conv_axpy(yr + ow0, xr + (ow0 + off_w), wv, ow1 - ow0);
-              } else {
-                for (int32_t ow = ow0; ow < ow1; ow++) yr[ow] += wv * xr[ow * g->sw + off_w];
-              }
-            }
+            const size_t x_first = (size_t)(oh0 * g->sh + off_h) * g->W + (size_t)(ow0 * g->sw + off_w);
+            rlx_conv_region_axpy(yp + (size_t)oh0 * g->OW + ow0, (size_t)g->OW, 1, xc + x_first,
+                                 (size_t)g->sh * g->W, g->sw, wc[kh * g->KW + kw], oh1 - oh0, ow1 - ow0);
           }
         }
       }
@@ -116,11 +112,11 @@ static void conv_direct(const conv_geom *g, const float *x, const float *w, floa
 
 /* Direct when a group has at most two output channels (depthwise, 1->2)
  * and few taps each: the GEMM then runs one or two rows and im2col costs
- * as much as the product.  Measured at batch 64 with the AVX2 GEMM
- * (bench/conv_bench.c): depthwise 3x3 32ch 32x32 3.5 ms direct vs 8.2 ms
- * im2col+GEMM; two outputs per group 2.7 vs 3.0 ms; from four outputs per
- * group the GEMM wins (1->4 3x3 28x28: 0.17 vs 0.28 ms).  Same picture
- * under wasm SIMD128. */
+ * as much as the product.  Measured at batch 64 (bench/conv_bench.c), AVX2
+ * GEMM / wasm SIMD128 under Node: depthwise 3x3 32ch 32x32 direct 2.9 /
+ * 4.9 ms vs im2col+GEMM 5.0 / 19 ms; two outputs per group 16x16 2.1 / 3.4
+ * vs 2.2 / 5.7 ms; four 5.1 / 6.9 vs 2.9 / 4.8 ms; 1->2 3x3 28x28 0.12 /
+ * 0.22 vs 0.15 / 0.36 ms, 1->4 0.23 / 0.44 vs 0.16 / 0.30 ms. */
 static int conv_prefers_direct(const conv_geom *g) {
   return g->Og <= 2 && g->Cg * g->KH * g->KW <= 32;
 }

@@ -18,29 +18,33 @@
 
 /* Direct loops for dx when a group has at most two output channels and
  * few taps, as in the forward: the GEMM's inner dimension is then one or
- * two and col2im costs more than the product.  Measured at batch 64 with
- * the AVX2 GEMM (bench/conv_bench.c): depthwise 3x3 32ch 32x32 5.0 ms
- * direct vs 13 ms GEMM, two outputs per group 3.3 vs 3.5 ms, four 6.6 vs
- * 4.2 ms; 1->2 3x3 28x28 0.18 vs 0.27 ms, 1->4 0.37 vs 0.29 ms. */
+ * two and col2im costs more than the product.  Measured at batch 64
+ * (bench/conv_bench.c), AVX2 / wasm SIMD128 under Node: depthwise 3x3 32ch
+ * 32x32 direct 3.3 / 5.1 ms vs GEMM 14 / 17 ms; two outputs per group
+ * 16x16 2.2 / 3.4 vs 3.8 / 5.0 ms; four 4.2 / 6.8 vs 4.6 / 6.2 ms; 1->2
+ * 3x3 28x28 0.17 / 0.22 vs 0.27 / 0.35 ms, 1->4 0.37 / 0.43 vs 0.29 / 0.40. */
 static int input_prefers_direct(const conv_geom *g) {
   return g->Og <= 2 && g->Cg * g->KH * g->KW <= 32;
 }
 
 /* Direct loops for dw up to four output channels per group and few taps:
  * each tap is one long dot product, while the GEMM is a tiny product with
- * long inner dimension whose two operands both need transposed packing.
- * Measured as above: depthwise 3x3 32x32 4.3 vs 5.5 ms, four outputs per
- * group 16x16 6.0 vs 6.7 ms, eight 13 vs 9 ms; 1->4 3x3 28x28 0.23 vs
- * 0.45 ms, 5x5 0.51 vs 0.60 ms, 1->16 0.95 vs 0.77 ms, 3->8 1.5 vs 1.0 ms. */
+ * a long inner dimension whose operands both need transposed packing.
+ * Measured as above: depthwise 3x3 32x32 4.5 / 5.2 ms vs 5.5 / 18 ms;
+ * four outputs per group 16x16 6.0 / 6.2 vs 7.1 / 11 ms, eight 13 / 14 vs
+ * 10 / 14 ms; 1->4 3x3 28x28 0.22 / 0.27 vs 0.46 / 0.72 ms, 1->16 0.89 /
+ * 1.1 vs 0.78 / 1.2 ms, 3->8 1.4 / 1.7 vs 0.97 / 1.5 ms. */
 static int weight_prefers_direct(const conv_geom *g) {
   return g->Og <= 4 && g->Cg * g->KH * g->KW <= 32;
 }
 
 /* sum over r < rows, i < n of a[r*lda + i] * b[r*ldb + i*stride]: eight
  * partial sums carried across the rows, so it vectorizes when stride is 1
- * and reduces once per region, not once per row. */
-static float region_dot(const float *a, size_t lda, const float *b, size_t ldb, int32_t stride, int32_t rows,
-                        int32_t n) {
+ * and reduces once per region, not once per row.  Not inlined: inside the
+ * six loops of grad_weight_direct, clang's wasm code for it ran 3x slower
+ * under V8 (1->4 3x3 28x28 batch 64: 0.93 vs 0.28 ms). */
+__attribute__((noinline)) static float region_dot(const float *a, size_t lda, const float *b, size_t ldb,
+                                                  int32_t stride, int32_t rows, int32_t n) {
   float s[8] = {0.0f}, t = 0.0f;
   for (int32_t r = 0; r < rows; r++) {
     const float *restrict ar = a + (size_t)r * lda, *restrict br = b + (size_t)r * ldb;
@@ -117,7 +121,8 @@ static rlx_status grad_input_gemm(const conv_geom *g, const float *dy, const flo
 }
 
 /* dy[N,O,OH,OW], w[O,C/g,KH,KW] -> dx[N,C,H,W], one output-gradient plane
- * at a time: dx plane c += w[o,c,kh,kw] * (dy plane o shifted by the tap). */
+ * at a time: dx plane c += w[o,c,kh,kw] * (dy plane o shifted by the tap),
+ * over the outputs whose tap lands inside the input. */
 static void grad_input_direct(const conv_geom *g, const float *dy, const float *w, float *dx) {
   const size_t in_plane = (size_t)g->H * g->W, out_plane = (size_t)g->OH * g->OW;
   memset(dx, 0, (size_t)g->N * g->C * in_plane * sizeof(float));
@@ -129,24 +134,18 @@ static void grad_input_direct(const conv_geom *g, const float *dy, const float *
         float *dxc = dx + ((size_t)n * g->C + (size_t)grp * g->Cg + c) * in_plane;
         const float *wc = w + ((size_t)o * g->Cg + c) * g->KH * g->KW;
         for (int32_t kh = 0; kh < g->KH; kh++) {
+          const int32_t off_h = kh * g->dh - g->ph;
+          int32_t oh0, oh1;
+          rlx_conv_valid_cols(off_h, g->sh, g->H, g->OH, &oh0, &oh1);
+          if (oh0 == oh1) continue;
           for (int32_t kw = 0; kw < g->KW; kw++) {
-            const float wv = wc[kh * g->KW + kw];
             const int32_t off_w = kw * g->dw - g->pw;
             int32_t ow0, ow1;
             rlx_conv_valid_cols(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
             if (ow0 == ow1) continue;
-            for (int32_t oh = 0; oh < g->OH; oh++) {
-              const int32_t ih = oh * g->sh + kh * g->dh - g->ph;
-              if (ih < 0 || ih >= g->H) continue;
-              /* dx cells ow*sw + off_w for ow in [ow0, ow1) */
-              float *dxr = dxc + (size_t)ih * g->W + (ow0 * g->sw + off_w);
-              const float *dyr = dyp + (size_t)oh * g->OW + ow0;
-              if (g->sw == 1) {
-                rlx_conv_axpy(dxr, dyr, wv, ow1 - ow0);
-              } else {
-                for (int32_t i = 0; i < ow1 - ow0; i++) dxr[(size_t)i * g->sw] += wv * dyr[i];
-              }
-            }
+            const size_t x_first = (size_t)(oh0 * g->sh + off_h) * g->W + (size_t)(ow0 * g->sw + off_w);
+            rlx_conv_region_axpy(dxc + x_first, (size_t)g->sh * g->W, g->sw, dyp + (size_t)oh0 * g->OW + ow0,
+                                 (size_t)g->OW, 1, wc[kh * g->KW + kw], oh1 - oh0, ow1 - ow0);
           }
         }
       }

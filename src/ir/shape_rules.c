@@ -490,6 +490,82 @@ RULE(norm_grad_weight) { /* (x, dy) -> [D] */
   return RLX_OK;
 }
 
+/* ==== fused ops (made by the compiler's fusion passes; see rlx_ops.def) ==== */
+
+/* Input k must broadcast to `out` without enlarging it. */
+static int broadcasts_into(const rlx_shape *in, const rlx_shape *out) {
+  rlx_shape b;
+  return in->rank <= out->rank && broadcast(in, out, &b) && rlx_shape_equal(&b, out);
+}
+
+RULE(fused_matmul) { /* (a, b[, bias][, mul]) -> act(a.b + bias) * mul */
+  ATTRS(5, 0);
+  int32_t act = n->iattr[2], has_bias = n->iattr[3] != 0, has_mul = n->iattr[4] != 0;
+  if (act < 0 || act > 3) FAIL(RLX_ERR_INVALID_ARG, "activation %d is unknown (0 none, 1 relu, 2 gelu, 3 silu)", (int)act);
+  if (n->n_inputs != 2 + has_bias + has_mul)
+    FAIL(RLX_ERR_GRAPH, "expects %d inputs (a, b%s%s), got %d", (int)(2 + has_bias + has_mul), has_bias ? ", bias" : "",
+         has_mul ? ", mul" : "", (int)n->n_inputs);
+  rlx_node_t mm = *n;
+  mm.n_inputs = 2;
+  mm.n_iattr = 2;
+  rlx_status st = rlx_shape_matmul(g, &mm, msg, cap);
+  if (st != RLX_OK) return st;
+  n->iattr[0] = mm.iattr[0];
+  n->iattr[1] = mm.iattr[1];
+  n->iattr[3] = has_bias;
+  n->iattr[4] = has_mul;
+  n->shape = mm.shape;
+  for (int32_t k = 2; k < n->n_inputs; k++)
+    if (!broadcasts_into(IN(k), &n->shape))
+      FAIL(RLX_ERR_SHAPE, "the %s must broadcast to the product's shape", k == 2 && has_bias ? "bias" : "multiplier");
+  return RLX_OK;
+}
+
+RULE(fused_attention) { /* (x, wqkv | wq, wk, wv, wo[, mask]) -> [(B,) S, Eo] */
+  ATTRS(8, 2);
+  const int32_t H = n->iattr[0], Dh = n->iattr[1], kind = n->iattr[2], window = n->iattr[3];
+  const int32_t packed = n->iattr[4], rope = n->iattr[5], pos = n->iattr[6], inverse = n->iattr[7];
+  if (H < 1 || Dh < 1) FAIL(RLX_ERR_INVALID_ARG, "heads (%d) and head dim (%d) must be >= 1", (int)H, (int)Dh);
+  if ((packed | rope | inverse) & ~1) FAIL(RLX_ERR_INVALID_ARG, "packed, rope and inverse flags must be 0 or 1");
+  if ((int64_t)H * Dh * 3 > INT32_MAX) FAIL(RLX_ERR_SHAPE, "%d heads of %d are too wide", (int)H, (int)Dh);
+  if (kind < RLX_MASK_NONE || kind > RLX_MASK_BIAS) FAIL(RLX_ERR_INVALID_ARG, "unknown mask kind %d", (int)kind);
+  if (kind == RLX_MASK_SLIDING && window < 1) FAIL(RLX_ERR_INVALID_ARG, "sliding window must be >= 1, got %d", (int)window);
+  if (!isfinite(n->fattr[0])) FAIL(RLX_ERR_INVALID_ARG, "scale must be finite");
+  if (rope) {
+    if (Dh % 2) FAIL(RLX_ERR_SHAPE, "head dim %d must be even for RoPE", (int)Dh);
+    if (!(n->fattr[1] > 0.0f) || isinf(n->fattr[1])) FAIL(RLX_ERR_INVALID_ARG, "theta must be finite and > 0");
+    if (pos < 0) FAIL(RLX_ERR_INVALID_ARG, "pos_offset must be >= 0");
+  }
+  const int32_t n_w = packed ? 1 : 3, wants_mask = kind == RLX_MASK_PADDING || kind == RLX_MASK_BIAS;
+  if (n->n_inputs != 2 + n_w + wants_mask)
+    FAIL(RLX_ERR_GRAPH, "expects %d inputs (x, %s, wo%s), got %d", (int)(2 + n_w + wants_mask),
+         packed ? "wqkv" : "wq, wk, wv", wants_mask ? ", mask" : "", (int)n->n_inputs);
+  const rlx_shape *x = IN(0);
+  if (x->rank != 2 && x->rank != 3) FAIL(RLX_ERR_SHAPE, "x must be [S, E] or [B, S, E]");
+  const int32_t B = x->rank == 3 ? x->dims[0] : 1, S = x->dims[x->rank - 2], E = x->dims[x->rank - 1], HD = H * Dh;
+  for (int32_t k = 1; k <= n_w; k++) {
+    const rlx_shape *w = IN(k);
+    int32_t cols = packed ? 3 * HD : HD;
+    if (w->rank != 2 || w->dims[0] != E || w->dims[1] != cols)
+      FAIL(RLX_ERR_SHAPE, "%s must be [%d, %d]", packed ? "wqkv" : (k == 1 ? "wq" : k == 2 ? "wk" : "wv"), (int)E, (int)cols);
+  }
+  const rlx_shape *wo = IN(1 + n_w);
+  if (wo->rank != 2 || wo->dims[0] != HD) FAIL(RLX_ERR_SHAPE, "wo must be [%d, Eo]", (int)HD);
+  if (kind == RLX_MASK_PADDING) {
+    const rlx_shape *m = IN(2 + n_w);
+    if (m->rank != 2 || m->dims[0] != B || m->dims[1] != S)
+      FAIL(RLX_ERR_SHAPE, "padding mask must be [B, S] = [%d, %d]", (int)B, (int)S);
+  }
+  if (kind == RLX_MASK_BIAS) {
+    rlx_shape scores = {4, {B, H, S, S}};
+    if (!broadcasts_into(IN(2 + n_w), &scores)) FAIL(RLX_ERR_SHAPE, "bias must broadcast to [B, H, S, S]");
+  }
+  n->shape = *x;
+  n->shape.dims[x->rank - 1] = wo->dims[1];
+  return RLX_OK;
+}
+/* ==== end of the fused ops' rules ==== */
+
 const rlx_op_info rlx_op_table[RLX_OP_COUNT] = {
 #define RLX_OP(ID, name, min_in, max_in, rule) [RLX_OP_##ID] = {#name, min_in, max_in, rlx_shape_##rule},
 #include "rlx_ops.def"

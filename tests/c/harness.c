@@ -18,7 +18,7 @@ typedef struct {
   extern const op_case rlx_cases_##g[] __attribute__((weak)); \
   extern const int rlx_n_cases_##g __attribute__((weak));
 GROUP(elementwise) GROUP(layout) GROUP(reduce) GROUP(seq) GROUP(matmul) GROUP(vision)
-GROUP(grad_a) GROUP(grad_b) GROUP(grad_c)
+GROUP(grad_a) GROUP(grad_b) GROUP(grad_c) GROUP(fused)
 #undef GROUP
 
 static case_group groups(int i) {
@@ -32,10 +32,11 @@ static case_group groups(int i) {
     case 6: return (case_group){rlx_cases_grad_a, &rlx_n_cases_grad_a};
     case 7: return (case_group){rlx_cases_grad_b, &rlx_n_cases_grad_b};
     case 8: return (case_group){rlx_cases_grad_c, &rlx_n_cases_grad_c};
+    case 9: return (case_group){rlx_cases_fused, &rlx_n_cases_fused};
   }
   return (case_group){NULL, NULL};
 }
-#define N_GROUPS 9
+#define N_GROUPS 10
 
 int opcase_count(void) {
   int n = 0;

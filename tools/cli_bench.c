@@ -1,0 +1,129 @@
+/* cli_bench.c - `rlx info [M]` (a model's input, params and sizes) and
+ * `rlx bench` (training-step throughput of each model, SGD on synthetic
+ * data, after warm-up steps). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define BENCH_WARMUP 2
+
+/* "[d0, d1, ...]" into buf. */
+static const char *format_dims(char *buf, size_t cap, const int32_t *dims, int32_t rank) {
+  size_t n = (size_t)snprintf(buf, cap, "[");
+  for (int32_t d = 0; d < rank && n < cap; d++) n += (size_t)snprintf(buf + n, cap - n, "%s%d", d ? ", " : "", (int)dims[d]);
+  if (n < cap) snprintf(buf + n, cap - n, "]");
+  return buf;
+}
+
+static void print_info(const rlx_vision_info *info) {
+  printf("%s: %s\n", info->slug, info->title);
+  char dims[64];
+  printf("  input:   %s per sample (%zu values), %d classes\n", format_dims(dims, sizeof dims, info->input_dims, info->input_rank),
+         info->input_len, (int)info->num_classes);
+  printf("  params:\n");
+  for (int32_t k = 0; k < info->n_params; k++) {
+    printf("    %-8s %-16s %8zu\n", info->param_names[k],
+           format_dims(dims, sizeof dims, info->param_dims[k], info->param_ranks[k]), info->param_sizes[k]);
+  }
+  printf("  total:   %zu params in %d tensors (%zu bytes as float32)\n", info->param_flat_len, (int)info->n_params,
+         info->param_flat_len * sizeof(float));
+  printf("  trains on: %s%s%s\n", info->train_cpu ? "cpu " : "", info->train_webgpu ? "webgpu " : "",
+         info->train_webgl ? "webgl" : "");
+}
+
+int cli_info(int argc, char **argv) {
+  rlx_vision_info info;
+  if (argc > 3) return cli_usage_error("info", "takes at most one model (got '%s' after '%s')", argv[3], argv[2]);
+  if (argc == 3) {
+    if (argv[2][0] == '-') return cli_usage_error("info", "unknown option '%s' (usage: rlx info [MODEL])", argv[2]);
+    if (!cli_model_info("info", argv[2], &info)) return CLI_USAGE;
+    print_info(&info);
+    return CLI_OK;
+  }
+  for (int32_t i = 0; i < rlx_vision_count(); i++) {
+    if (rlx_vision_info_get(rlx_vision_slug(i), &info) != RLX_OK) return cli_lib_error("info", CLI_FAILED, "model table");
+    printf("%s", i ? "\n" : "");
+    print_info(&info);
+  }
+  return CLI_OK;
+}
+
+/* samples/s of one model's training step; < 0 on failure (printed). */
+static double bench_model(const rlx_vision_info *info, int32_t batch, long steps, double *ms_per_step) {
+  double result = -1;
+  rlx_graph *g = rlx_graph_new();
+  rlx_session *s = NULL;
+  rlx_node logits, loss, params[RLX_VISION_MAX_PARAMS];
+  size_t x_len = (size_t)batch * info->input_len;
+  float *x = malloc(x_len * sizeof(float));
+  int32_t *labels = malloc((size_t)batch * sizeof(int32_t));
+  float *flat = malloc(info->param_flat_len * sizeof(float));
+  if (!g || !x || !labels || !flat) {
+    fprintf(stderr, "rlx bench: out of memory\n");
+    goto done;
+  }
+  if (!cli_build_model("bench", g, info, batch, &logits, &loss, params)) goto done;
+  rlx_optimizer sgd = {RLX_OPT_SGD, 0.001f, 0, 0, 0, 0, 0};
+  if (rlx_compile_train(g, loss, params, info->n_params, &sgd, NULL, &s) != RLX_OK ||
+      rlx_vision_init_params(info->slug, 1, flat, info->param_flat_len) != RLX_OK ||
+      cli_set_params(s, info, flat) != RLX_OK ||
+      rlx_vision_synthetic_batch(info->slug, 7, batch, x, x_len, labels, (size_t)batch) != RLX_OK ||
+      rlx_session_set_input(s, "x", x, x_len) != RLX_OK ||
+      rlx_session_set_input_i32(s, "labels", labels, (size_t)batch) != RLX_OK) {
+    cli_lib_error("bench", CLI_FAILED, info->slug);
+    goto done;
+  }
+  double t0 = 0;
+  for (long i = 0; i < BENCH_WARMUP + steps; i++) {
+    if (i == BENCH_WARMUP) t0 = cli_now();
+    if (rlx_session_run(s) != RLX_OK) {
+      cli_lib_error("bench", CLI_FAILED, info->slug);
+      goto done;
+    }
+  }
+  double dt = cli_now() - t0;
+  *ms_per_step = 1e3 * dt / (double)steps;
+  result = (double)steps * batch / dt;
+done:
+  rlx_session_free(s);
+  rlx_graph_free(g);
+  free(x);
+  free(labels);
+  free(flat);
+  return result;
+}
+
+int cli_bench(int argc, char **argv) {
+  const char *model = NULL;
+  long batch = 32, steps = 10;
+  cli_args a;
+  cli_args_init(&a, "bench", argc, argv, 2);
+  while (cli_args_next(&a)) {
+    int ok;
+    if (strcmp(a.name, "--model") == 0 || strcmp(a.name, "-m") == 0) ok = cli_opt_string(&a, &model);
+    else if (strcmp(a.name, "--batch") == 0) ok = cli_opt_long(&a, 1, 4096, &batch);
+    else if (strcmp(a.name, "--steps") == 0) ok = cli_opt_long(&a, 1, 1000000, &steps);
+    else if (cli_args_is_option(&a)) return cli_usage_error("bench", "unknown option '%s'", a.name);
+    else return cli_usage_error("bench", "unexpected argument '%s'", a.name);
+    if (!ok) return CLI_USAGE;
+  }
+  rlx_vision_info info;
+  if (model && !cli_model_info("bench", model, &info)) return CLI_USAGE;
+  printf("training step (forward, backward, SGD update), synthetic data, batch %ld, %ld steps after %d warm-up\n",
+         batch, steps, BENCH_WARMUP);
+  printf("%-10s %10s %12s\n", "model", "ms/step", "samples/s");
+  for (int32_t i = 0; i < rlx_vision_count(); i++) {
+    if (model) {
+      if (i > 0) break;
+    } else if (rlx_vision_info_get(rlx_vision_slug(i), &info) != RLX_OK) {
+      return cli_lib_error("bench", CLI_FAILED, "model table");
+    }
+    double ms, rate = bench_model(&info, (int32_t)batch, steps, &ms);
+    if (rate < 0) return CLI_FAILED;
+    printf("%-10s %10.2f %12.0f\n", info.slug, ms, rate);
+    fflush(stdout);
+  }
+  return CLI_OK;
+}

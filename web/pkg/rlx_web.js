@@ -1,0 +1,539 @@
+// rlx_web.js - the browser entry point of RLX: an ES module for a page, a
+// Worker or Node 20 over rlx_web.wasm (loaded from next to this file).
+//
+//   import init, * as rlx from './pkg/rlx_web.js';
+//   await init();                                   // idempotent
+//   const y = rlx.mlp_forward(x, 4, 8, 2, w1, b1, w2, b2);
+//   const bench = new rlx.VisionBench('mnist-cnn');
+//   const params = bench.init_params(42);
+//   const { x: xs, labels } = bench.synthetic_batch(1, 8);
+//   const [loss, ...next] = bench.train_step_cpu(xs, labels, params, 0.01);
+//
+// Every entry point runs synchronously on the CPU executor in wasm; the C
+// side caches one compiled session per shape, so repeated calls do not
+// recompile.  Arguments are checked here before anything reaches wasm: a bad
+// one throws an RlxError (an Error) whose message names the function, the
+// argument and what was expected; errors found by the library carry its
+// rlx_last_error() text.  A trap inside wasm (which the library is written
+// never to do) is reported on console.error, the instance is discarded, and
+// the next `await init()` loads a fresh one.
+//
+// The low-level Graph / Session API of ../runtime/loader.js is re-exported;
+// runtime() gives the loaded module for it: `runtime().graph()`.
+import { loadRlx, Rlx, RlxError } from '../runtime/loader.js';
+
+export { loadRlx, Rlx, RlxError, Graph, Session } from '../runtime/loader.js';
+
+const DEFAULT_WASM = new URL('./rlx_web.wasm', import.meta.url);
+const INVALID = -1; // RLX_ERR_INVALID_ARG
+const FATAL = -100; // not an rlx_status: the wasm instance trapped
+const MAX_BATCH = 65536;
+const MAX_TRANSFORMER_PARAMS = 1 << 26; // 256 MB of f32 weights: beyond that a tab runs out of memory
+
+let current = null;  // { rt, dead, source } of the live instance
+let loading = null;  // the pending init() promise
+let lastSource = DEFAULT_WASM;
+
+// ---- loading and the fatal-error hook -------------------------------------
+
+/**
+ * Loads rlx_web.wasm (default: next to this file; or a URL, path, bytes or a
+ * WebAssembly.Module, also as `{ module_or_path }`) and installs the
+ * fatal-error hook.  Calling it again returns the same module, unless the
+ * previous instance hit a fatal error: then a fresh one is loaded.
+ */
+export default function init(source) {
+  if (current && !current.dead) return Promise.resolve(current.rt);
+  if (loading) return loading;
+  if (source && typeof source === 'object' && 'module_or_path' in source) source = source.module_or_path;
+  if (source !== undefined && source !== null) lastSource = source;
+  const src = lastSource;
+  loading = (async () => {
+    try {
+      const raw = await loadRlx(src);
+      const state = { rt: null, dead: false };
+      state.rt = new Rlx({ exports: guardExports(raw.exports, state) });
+      current = state;
+      return state.rt;
+    } finally {
+      loading = null;
+    }
+  })();
+  return loading;
+}
+
+/** The spec's `start`: the hook is installed by init(); this only checks it ran. */
+export function start() {
+  live();
+}
+
+/**
+ * Wraps every exported function so that a trap (WebAssembly.RuntimeError,
+ * e.g. "unreachable" from abort(), or a WasiExit) is printed with a clear
+ * message, marks the instance dead, and surfaces as an RlxError.
+ */
+function guardExports(raw, state) {
+  const guarded = {};
+  for (const [name, value] of Object.entries(raw)) {
+    if (typeof value !== 'function') {
+      guarded[name] = value;
+      continue;
+    }
+    guarded[name] = (...args) => {
+      if (state.dead) throw deadError();
+      try {
+        return value(...args);
+      } catch (err) {
+        if (!(err instanceof WebAssembly.RuntimeError) && err?.name !== 'WasiExit') throw err;
+        state.dead = true;
+        const message = `rlx_web: fatal error inside the wasm module (in ${name}): ${err.message}. ` +
+          'This is a bug in RLX, not in your arguments; the instance is discarded and ' +
+          'the next `await init()` loads a fresh one.';
+        console.error(message);
+        const wrapped = new RlxError(FATAL, message, 'fatal');
+        wrapped.cause = err;
+        throw wrapped;
+      }
+    };
+  }
+  return guarded;
+}
+
+function deadError() {
+  return new RlxError(FATAL, 'rlx_web: the wasm module hit a fatal error earlier; call `await init()` to load a fresh instance', 'fatal');
+}
+
+/** The loaded runtime, or a clear error before init(). */
+function live() {
+  if (!current) throw new RlxError(-7, 'rlx_web: not initialized: call `await init()` first', 'bad state');
+  if (current.dead) throw deadError();
+  return current.rt;
+}
+
+/** The low-level runtime of ../runtime/loader.js (Graph / Session API) after init(). */
+export function runtime() {
+  return live();
+}
+
+// ---- argument checks --------------------------------------------------------
+
+function fail(fn, message) {
+  return new RlxError(INVALID, `${fn}: ${message}`, 'invalid argument');
+}
+
+function describe(v) {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an Array';
+  if (ArrayBuffer.isView(v)) return `a ${v.constructor.name}`;
+  if (typeof v === 'object') return `a ${v.constructor?.name ?? 'object'}`;
+  return `${typeof v} ${String(v).slice(0, 40)}`;
+}
+
+/** A Float32Array or an Array of numbers, with an exact length when given. */
+function floats(fn, name, v, len, why) {
+  if (v instanceof Float32Array) {
+    // fine as it is
+  } else if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      if (typeof v[i] !== 'number') throw fail(fn, `${name}[${i}] is ${describe(v[i])}, not a number`);
+    }
+  } else {
+    throw fail(fn, `${name} must be a Float32Array or an Array of numbers, got ${describe(v)}`);
+  }
+  if (v.length === 0) throw fail(fn, `${name} is empty`);
+  if (len !== undefined && v.length !== len) {
+    throw fail(fn, `${name} has ${v.length} values, expected ${len}${why ? ` (${why})` : ''}`);
+  }
+  return v;
+}
+
+/** An integer in [min, max]. */
+function int(fn, name, v, min = 1, max = 0x7fffffff) {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    const range = max === 0x7fffffff ? `>= ${min}` : `in [${min}, ${max}]`;
+    throw fail(fn, `${name} must be an integer ${range}, got ${describe(v)}`);
+  }
+  return v;
+}
+
+function finite(fn, name, v) {
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw fail(fn, `${name} must be a finite number, got ${describe(v)}`);
+  return v;
+}
+
+/** A 64-bit seed as [lo, hi] 32-bit halves: a safe integer >= 0 or a BigInt in [0, 2^64). */
+function seed(fn, v) {
+  if (typeof v === 'bigint') {
+    if (v < 0n || v >= 1n << 64n) throw fail(fn, `seed must be in [0, 2^64), got ${v}`);
+    return [Number(v & 0xffffffffn) >>> 0, Number(v >> 32n) >>> 0];
+  }
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
+    throw fail(fn, `seed must be an integer in [0, 2^53) or a BigInt, got ${describe(v)}`);
+  }
+  return [v % 0x100000000 >>> 0, Math.floor(v / 0x100000000) >>> 0];
+}
+
+/** Integer class ids in [0, classes) from an Int32Array, a Float32Array or an Array. */
+function labelList(fn, v, batch, classes) {
+  if (!(v instanceof Int32Array || v instanceof Float32Array || Array.isArray(v))) {
+    throw fail(fn, `labels must be an Int32Array, a Float32Array or an Array of integers, got ${describe(v)}`);
+  }
+  if (v.length !== batch) throw fail(fn, `labels has ${v.length} values, expected ${batch} (one per sample)`);
+  for (let i = 0; i < v.length; i++) {
+    const l = v[i];
+    if (typeof l !== 'number' || !Number.isInteger(l) || l < 0 || l >= classes) {
+      throw fail(fn, `labels[${i}] is ${describe(l)}; labels must be integers in [0, ${classes})`);
+    }
+  }
+  return v instanceof Int32Array ? v : Int32Array.from(v);
+}
+
+/** rows = length / per_row, which must divide exactly. */
+function rowsOf(fn, name, v, perRow, what) {
+  if (v.length % perRow !== 0) {
+    throw fail(fn, `${name} has ${v.length} values, not a multiple of ${what} (${perRow})`);
+  }
+  return v.length / perRow;
+}
+
+function str(fn, name, v) {
+  if (typeof v !== 'string') throw fail(fn, `${name} must be a string, got ${describe(v)}`);
+  return v;
+}
+
+// ---- backends ---------------------------------------------------------------
+
+/** Label of the backend the synchronous entry points use. */
+export function backend() {
+  return 'cpu';
+}
+
+/** Backend name, case-insensitive: cpu | webgpu (gpu, wgpu) | webgl (opengl, gl) | anything else "auto". */
+export function parse_backend(name) {
+  switch (str('parse_backend', 'name', name).trim().toLowerCase()) {
+    case 'cpu': return 'cpu';
+    case 'webgpu': case 'gpu': case 'wgpu': return 'webgpu';
+    case 'webgl': case 'webgl2': case 'opengl': case 'gl': return 'webgl';
+    default: return 'auto';
+  }
+}
+
+let webgl2Float = null;
+function hasWebGL2Float() {
+  if (webgl2Float !== null) return webgl2Float;
+  webgl2Float = false;
+  try {
+    let canvas = null;
+    if (typeof OffscreenCanvas === 'function') canvas = new OffscreenCanvas(1, 1);
+    else if (typeof document === 'object' && document?.createElement) canvas = document.createElement('canvas');
+    const gl = canvas?.getContext('webgl2');
+    if (gl) {
+      webgl2Float = !!gl.getExtension('EXT_color_buffer_float');
+      gl.getExtension('WEBGL_lose_context')?.loseContext();
+    }
+  } catch {
+    webgl2Float = false;
+  }
+  return webgl2Float;
+}
+
+/** What the environment offers, best first: "webgpu" | "webgl" | "cpu" | "none". */
+export function preferred_backend() {
+  if (typeof navigator === 'object' && navigator?.gpu) return 'webgpu';
+  if (hasWebGL2Float()) return 'webgl';
+  if (typeof WebAssembly === 'object') return 'cpu';
+  return 'none';
+}
+
+// ---- the MLP ------------------------------------------------------------------
+
+/** Checks x, dims and weights; returns [rows, w1, b1, w2, b2] (copies in wasm via t). */
+function mlpArgs(fn, x, inDim, hid, out, w1, b1, w2, b2) {
+  int(fn, 'in', inDim);
+  int(fn, 'hid', hid);
+  int(fn, 'out', out);
+  floats(fn, 'x', x);
+  const rows = rowsOf(fn, 'x', x, inDim, 'in');
+  floats(fn, 'w1', w1, inDim * hid, 'in * hid');
+  floats(fn, 'b1', b1, hid, 'hid');
+  floats(fn, 'w2', w2, hid * out, 'hid * out');
+  floats(fn, 'b2', b2, out, 'out');
+  return rows;
+}
+
+function callMlp(fn, x, t, inDim, hid, out, w1, b1, w2, b2, outLen, call) {
+  const rt = live();
+  const rows = mlpArgs(fn, x, inDim, hid, out, w1, b1, w2, b2);
+  if (t !== null) floats(fn, 't', t, rows * out, `rows * out = ${rows} * ${out}`);
+  return rt.scoped((m) => {
+    const dst = m.bytes(4 * outLen(rows));
+    const head = [rows, inDim, hid, out, m.f32(w1), m.f32(b1), m.f32(w2), m.f32(b2), m.f32(x)];
+    if (t !== null) head.push(m.f32(t));
+    rt.check(call(rt.exports, head, dst));
+    return rt.readF32(dst, outLen(rows));
+  });
+}
+
+/** y = relu(x W1 + b1) W2 + b2 for every row of x (rows = x.length / in). */
+export function mlp_forward(x, inDim, hid, out, w1, b1, w2, b2) {
+  return callMlp('mlp_forward', x, null, inDim, hid, out, w1, b1, w2, b2, (rows) => rows * out,
+    (e, a, dst) => e.rlx_mlp_forward(...a, dst));
+}
+
+/** Sum over rows and outputs of (y - t)^2. */
+export function mlp_loss(x, t, inDim, hid, out, w1, b1, w2, b2) {
+  return callMlp('mlp_loss', x, t, inDim, hid, out, w1, b1, w2, b2, () => 1,
+    (e, a, dst) => e.rlx_mlp_loss(...a, dst))[0];
+}
+
+/** [loss, dw1..., db1..., dw2..., db2...]. */
+export function mlp_grads(x, t, inDim, hid, out, w1, b1, w2, b2) {
+  return callMlp('mlp_grads', x, t, inDim, hid, out, w1, b1, w2, b2,
+    () => 1 + inDim * hid + hid + hid * out + out, (e, a, dst) => e.rlx_mlp_grads(...a, dst));
+}
+
+/** One SGD step (p -= lr g): the updated [w1..., b1..., w2..., b2...]. */
+export function mlp_train_step(x, t, inDim, hid, out, w1, b1, w2, b2, lr) {
+  finite('mlp_train_step', 'lr', lr);
+  return callMlp('mlp_train_step', x, t, inDim, hid, out, w1, b1, w2, b2,
+    () => inDim * hid + hid + hid * out + out, (e, a, dst) => e.rlx_mlp_train_step(...a, lr, dst));
+}
+
+// ---- the transformer -------------------------------------------------------------
+
+function transformerCall(fn, tokens, vocab, dim, nLayers, nHeads, headDim, ffn, seedValue, allPositions) {
+  const rt = live();
+  int(fn, 'vocab', vocab);
+  int(fn, 'dim', dim);
+  int(fn, 'n_layers', nLayers, 0);
+  int(fn, 'n_heads', nHeads);
+  int(fn, 'head_dim', headDim);
+  int(fn, 'ffn', ffn);
+  const [lo, hi] = seed(fn, seedValue);
+  if (dim !== nHeads * headDim) {
+    throw fail(fn, `dim (${dim}) must equal n_heads * head_dim (${nHeads} * ${headDim} = ${nHeads * headDim})`);
+  }
+  if (headDim % 2 !== 0) throw fail(fn, `head_dim must be even for RoPE, got ${headDim}`);
+  const params = 2 * vocab * dim + dim + nLayers * (2 * dim + 4 * dim * dim + 3 * dim * ffn);
+  if (params > MAX_TRANSFORMER_PARAMS) {
+    throw fail(fn, `the model would have ${params} parameters; the browser build allows at most ${MAX_TRANSFORMER_PARAMS}`);
+  }
+  if (!(tokens instanceof Float32Array || Array.isArray(tokens))) {
+    throw fail(fn, `tokens must be a Float32Array or an Array of numbers, got ${describe(tokens)}`);
+  }
+  if (tokens.length === 0) throw fail(fn, 'tokens is empty: give at least one token id');
+  for (let i = 0; i < tokens.length; i++) {
+    const id = tokens[i];
+    if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id >= vocab) {
+      throw fail(fn, `tokens[${i}] is ${describe(id)}; token ids must be integers in [0, vocab = ${vocab})`);
+    }
+  }
+  const n = tokens.length;
+  const len = allPositions ? n * vocab : vocab;
+  return rt.scoped((m) => {
+    const dst = m.bytes(4 * len);
+    rt.check(rt.exports.rlx_transformer_logits(vocab, dim, nLayers, nHeads, headDim, ffn, lo, hi, 0, 0,
+      m.f32(tokens), n, allPositions ? 1 : 0, dst));
+    return rt.readF32(dst, len);
+  });
+}
+
+/**
+ * Next-token logits (vocab values) of a decoder-only transformer with
+ * weights synthesized from seed; tokens are ids (numbers) in [0, vocab).
+ */
+export function transformer_next_logits(tokens, vocab, dim, n_layers, n_heads, head_dim, ffn, seedValue) {
+  return transformerCall('transformer_next_logits', tokens, vocab, dim, n_layers, n_heads, head_dim, ffn, seedValue, false);
+}
+
+/** Logits of every position: tokens.length * vocab values, row-major. */
+export function transformer_logits(tokens, vocab, dim, n_layers, n_heads, head_dim, ffn, seedValue) {
+  return transformerCall('transformer_logits', tokens, vocab, dim, n_layers, n_heads, head_dim, ffn, seedValue, true);
+}
+
+// ---- vision models -------------------------------------------------------------------
+
+/** Canonical slugs of the vision models. */
+export function list_vision_models() {
+  const rt = live();
+  const n = rt.exports.rlx_vision_count();
+  return Array.from({ length: n }, (_, i) => rt.cstring(rt.exports.rlx_vision_slug(i)));
+}
+
+let infoLayout = null; // [sizeof, offsets...] of rlx_vision_info, read once from wasm
+const infoCache = new Map();
+
+/** Metadata of a model by slug or alias. */
+export function vision_model_info(slug) {
+  const rt = live();
+  str('vision_model_info', 'slug', slug);
+  const cached = infoCache.get(slug);
+  if (cached && cached.rt === rt) return structuredClone(cached.info);
+  const e = rt.exports;
+  if (!infoLayout) {
+    infoLayout = rt.scoped((m) => {
+      const n = e.rlx_vision_info_layout(0);
+      const p = m.bytes(4 * n);
+      e.rlx_vision_info_layout(p);
+      return rt.readI32(p, n);
+    });
+  }
+  const [size, oSlug, oTitle, oRank, oDims, oClasses, oNParams, oNames, oSizes, oRanks, oPDims, oInputLen,
+    oFlatLen, oCpu, oWebgpu, oWebgl] = infoLayout;
+  const info = rt.scoped((m) => {
+    const p = m.bytes(size);
+    rt.check(e.rlx_vision_info_get(m.str(slug), p));
+    const i32 = (off) => rt.readI32(p + off, 1)[0];
+    const u32 = (off) => i32(off) >>> 0;
+    const nParams = i32(oNParams);
+    const rank = i32(oRank);
+    const paramRanks = rt.readI32(p + oRanks, nParams);
+    return {
+      slug: rt.cstring(u32(oSlug)),
+      title: rt.cstring(u32(oTitle)),
+      input_dims: Array.from(rt.readI32(p + oDims, rank)),
+      num_classes: i32(oClasses),
+      param_names: Array.from({ length: nParams }, (_, k) => rt.cstring(u32(oNames + 4 * k))),
+      param_sizes: Array.from({ length: nParams }, (_, k) => u32(oSizes + 4 * k)),
+      param_shapes: Array.from({ length: nParams }, (_, k) => Array.from(rt.readI32(p + oPDims + 16 * k, paramRanks[k]))),
+      input_len: u32(oInputLen),
+      param_flat_len: u32(oFlatLen),
+      cpu_train: i32(oCpu) !== 0,
+      webgpu_train: i32(oWebgpu) !== 0,
+      webgl_train: i32(oWebgl) !== 0,
+    };
+  });
+  infoCache.set(slug, { rt, info });
+  return structuredClone(info);
+}
+
+/** Forward, backward and SGD of one vision model on the CPU. */
+export class VisionBench {
+  /** Throws on an unknown slug (the message lists the known ones). */
+  constructor(slug) {
+    this._info = vision_model_info(slug);
+    this._slug = this._info.slug;
+    this._freed = false;
+  }
+
+  _live(fn) {
+    if (this._freed) throw new RlxError(-7, `VisionBench.${fn}: this VisionBench (${this._slug}) was freed`, 'bad state');
+    return live();
+  }
+
+  get slug() { return this._slug; }
+
+  /** A copy of the model's metadata. */
+  info() {
+    this._live('info');
+    return structuredClone(this._info);
+  }
+
+  /** He-style uniform init from seed, biases zero: param_flat_len values. */
+  init_params(seedValue) {
+    const rt = this._live('init_params');
+    const [lo, hi] = seed('VisionBench.init_params', seedValue);
+    const len = this._info.param_flat_len;
+    return rt.scoped((m) => {
+      const p = m.bytes(4 * len);
+      rt.check(rt.exports.rlx_vision_init_params(m.str(this._slug), lo, hi, p, len));
+      return rt.readF32(p, len);
+    });
+  }
+
+  /** Inputs uniform in [-1, 1) and labels in [0, num_classes) from seed. */
+  synthetic_batch(seedValue, batch = 1) {
+    const fn = 'VisionBench.synthetic_batch';
+    const rt = this._live('synthetic_batch');
+    const [lo, hi] = seed(fn, seedValue);
+    int(fn, 'batch', batch, 1, MAX_BATCH);
+    const xLen = batch * this._info.input_len;
+    return rt.scoped((m) => {
+      const x = m.bytes(4 * xLen);
+      const labels = m.bytes(4 * batch);
+      rt.check(rt.exports.rlx_vision_synthetic_batch(m.str(this._slug), lo, hi, batch, x, xLen, labels, batch));
+      return { x: rt.readF32(x, xLen), labels: rt.readI32(labels, batch) };
+    });
+  }
+
+  _batchOf(fn, x) {
+    floats(fn, 'x', x);
+    const batch = rowsOf(fn, 'x', x, this._info.input_len, `the input length of ${this._slug}`);
+    return int(fn, 'batch (x.length / input_len)', batch, 1, MAX_BATCH);
+  }
+
+  /** Logits [batch, num_classes] for x [batch, ...input_dims]. */
+  forward_cpu(x, params) {
+    const fn = 'VisionBench.forward_cpu';
+    const rt = this._live('forward_cpu');
+    const batch = this._batchOf(fn, x);
+    floats(fn, 'params', params, this._info.param_flat_len, `param_flat_len of ${this._slug}`);
+    const len = batch * this._info.num_classes;
+    return rt.scoped((m) => {
+      const out = m.bytes(4 * len);
+      rt.check(rt.exports.rlx_vision_forward(m.str(this._slug), batch, m.f32(x), m.f32(params), out));
+      return rt.readF32(out, len);
+    });
+  }
+
+  /** One SGD step: [loss (before the step), updated params...]. */
+  train_step_cpu(x, labels, params, lr) {
+    const fn = 'VisionBench.train_step_cpu';
+    const rt = this._live('train_step_cpu');
+    const batch = this._batchOf(fn, x);
+    const ids = labelList(fn, labels, batch, this._info.num_classes);
+    const len = this._info.param_flat_len;
+    floats(fn, 'params', params, len, `param_flat_len of ${this._slug}`);
+    finite(fn, 'lr', lr);
+    return rt.scoped((m) => {
+      const out = m.bytes(4 * (1 + len)); // loss, then the params updated in place
+      rt.writeF32(out + 4, params);
+      rt.check(rt.exports.rlx_vision_train_step(m.str(this._slug), batch, m.f32(x), m.i32(ids), out + 4, lr, out));
+      return rt.readF32(out, 1 + len);
+    });
+  }
+
+  /**
+   * `steps` SGD steps on one synthetic batch (params and batch from seed),
+   * all inside wasm: [initial_loss, final_loss, steps_per_sec], where the
+   * losses are those of the first and the last step (each before its update).
+   */
+  bench_cpu(steps, seedValue, lr, batch = 1) {
+    const fn = 'VisionBench.bench_cpu';
+    const rt = this._live('bench_cpu');
+    int(fn, 'steps', steps, 1, 1e9);
+    const [lo, hi] = seed(fn, seedValue);
+    finite(fn, 'lr', lr);
+    int(fn, 'batch', batch, 1, MAX_BATCH);
+    const e = rt.exports;
+    const info = this._info;
+    return rt.scoped((m) => {
+      const slug = m.str(this._slug);
+      const xLen = batch * info.input_len;
+      const x = m.bytes(4 * xLen);
+      const labels = m.bytes(4 * batch);
+      const params = m.bytes(4 * info.param_flat_len);
+      const loss = m.bytes(4);
+      rt.check(e.rlx_vision_init_params(slug, lo, hi, params, info.param_flat_len));
+      rt.check(e.rlx_vision_synthetic_batch(slug, lo, hi, batch, x, xLen, labels, batch));
+      let first = NaN;
+      const t0 = performance.now();
+      for (let i = 0; i < steps; i++) {
+        rt.check(e.rlx_vision_train_step(slug, batch, x, labels, params, lr, loss));
+        if (i === 0) first = rt.readF32(loss, 1)[0];
+      }
+      const seconds = Math.max((performance.now() - t0) / 1000, 1e-9);
+      return Float32Array.of(first, rt.readF32(loss, 1)[0], steps / seconds);
+    });
+  }
+
+  /** Marks the handle unusable (the compiled sessions stay cached in C). */
+  free() {
+    this._freed = true;
+  }
+}
+
+/** Drops every compiled session cached by the model entry points. */
+export function clear_cache() {
+  live().exports.rlx_models_clear_cache();
+}
