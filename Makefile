@@ -11,7 +11,7 @@ CFLAGS  ?= -O2 -g
 CFLAGS  += -fno-trapping-math -fno-math-errno -std=c11 -Wall -Wextra -Wno-unused-parameter -fPIC -Iinclude -D_POSIX_C_SOURCE=200809L -DRLX_HAVE_ZLIB
 LDLIBS  += -lm -lz
 WASM_TARGET = --target=wasm32-wasi --sysroot=/usr
-WASM_CFLAGS = $(WASM_TARGET) -O3 -msimd128 -std=c11 -Wall -Wextra -Wno-unused-parameter -Iinclude -DNDEBUG
+WASM_CFLAGS = $(WASM_TARGET) -O3 -msimd128 -mbulk-memory -std=c11 -Wall -Wextra -Wno-unused-parameter -Iinclude -DNDEBUG
 # Linking without -O keeps clang from running an installed wasm-opt (binaryen
 # 108 rejects some SIMD code); the objects are already optimized.
 WASM_LDFLAGS = $(WASM_TARGET) -mexec-model=reactor -Wl,--strip-all -Wl,-z,stack-size=1048576 \
@@ -52,6 +52,9 @@ build/asan/%.o: %.c $(HDRS)
 build/wasm/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_CFLAGS) -c $< -o $@
+# Size: the kernels (src/cpu) are built for speed, everything else in the
+# browser module (graph, compiler, autodiff, models, exports) for size.
+$(filter-out build/wasm/src/cpu/%,$(WASM_OBJ) $(WEB_OBJ)): WASM_CFLAGS += -Oz
 
 build/librlx.a: $(LIB_OBJ)
 	@rm -f $@

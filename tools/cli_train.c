@@ -54,13 +54,13 @@ static const char *optimizer_name(rlx_optimizer_kind k) {
 }
 
 static double default_lr(rlx_optimizer_kind k) {
-  return k == RLX_OPT_SGD ? 0.05 : k == RLX_OPT_MOMENTUM ? 0.01 : 0.001;
+  return k == RLX_OPT_SGD ? 0.1 : k == RLX_OPT_MOMENTUM ? 0.01 : 0.003;
 }
 
 static int parse_train(int argc, char **argv, train_opts *o) {
   memset(o, 0, sizeof *o);
   o->epochs = 2;
-  o->batch = 32;
+  o->batch = 16;
   o->optimizer = RLX_OPT_ADAM;
   o->cosine = 1;
   o->seed = 1;

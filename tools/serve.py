@@ -95,7 +95,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def resolve(self, raw_path):
         """(status, file): 200 with a file under root, or 400/403/404."""
-        path = urllib.parse.urlsplit(raw_path).path
+        path = raw_path.split("?", 1)[0].split("#", 1)[0]  # not urlsplit: "//x/.." is no host here
         try:
             path = urllib.parse.unquote(path, errors="strict")
         except UnicodeDecodeError:

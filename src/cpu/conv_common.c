@@ -14,14 +14,14 @@ conv_geom rlx_conv_geom(const int32_t *xd, const int32_t *wd, const int32_t *yd,
   return g;
 }
 
-void rlx_conv_valid_cols(int32_t off, int32_t sw, int32_t W, int32_t OW, int32_t *ow0, int32_t *ow1) {
-  int32_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
-  int32_t hi = (W - 1 - off) < 0 ? 0 : (W - 1 - off) / sw + 1;
-  if (lo > OW) lo = OW;
-  if (hi > OW) hi = OW;
+void rlx_conv_valid_range(int32_t off, int32_t stride, int32_t size, int32_t n_out, int32_t *o0, int32_t *o1) {
+  int32_t lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
+  int32_t hi = (size - 1 - off) < 0 ? 0 : (size - 1 - off) / stride + 1;
+  if (lo > n_out) lo = n_out;
+  if (hi > n_out) hi = n_out;
   if (hi < lo) hi = lo;
-  *ow0 = lo;
-  *ow1 = hi;
+  *o0 = lo;
+  *o1 = hi;
 }
 
 int rlx_conv_is_pointwise(const conv_geom *g) {
@@ -46,7 +46,7 @@ void rlx_conv_im2col(const conv_geom *g, const float *x, int32_t oh0, int32_t oh
         float *row = cols + ((size_t)(c * g->KH + kh) * g->KW + kw) * band;
         const int32_t off_w = kw * g->dw - g->pw;
         int32_t ow0, ow1;
-        rlx_conv_valid_cols(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
+        rlx_conv_valid_range(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
         /* A tap that reaches into the left or right padding: zero its
          * whole band at once (cheaper than a few zeros per row), then copy
          * the valid cells. */
@@ -91,7 +91,7 @@ void rlx_conv_col2im(const conv_geom *g, const float *cols, int32_t oh0, int32_t
         const float *row = cols + ((size_t)(c * g->KH + kh) * g->KW + kw) * band;
         const int32_t off_w = kw * g->dw - g->pw;
         int32_t ow0, ow1;
-        rlx_conv_valid_cols(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
+        rlx_conv_valid_range(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
         if (ow0 == ow1) continue;
         for (int32_t oh = oh0; oh < oh1; oh++) {
           const int32_t ih = oh * g->sh + kh * g->dh - g->ph;

@@ -19,8 +19,9 @@ typedef struct {
  * conv2d's iattr {stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups}. */
 conv_geom rlx_conv_geom(const int32_t *xd, const int32_t *wd, const int32_t *yd, const int32_t *attr);
 
-/* Output columns [ow0, ow1) whose input column ow*sw + off lies in [0, W). */
-void rlx_conv_valid_cols(int32_t off, int32_t sw, int32_t W, int32_t OW, int32_t *ow0, int32_t *ow1);
+/* The outputs [o0, o1) of an axis (out of n_out) whose input index
+ * o*stride + off lies in [0, size): off = k*dil - pad for tap k. */
+void rlx_conv_valid_range(int32_t off, int32_t stride, int32_t size, int32_t n_out, int32_t *o0, int32_t *o1);
 
 /* A 1x1, stride-1, unpadded conv: the input planes of a group are its
  * columns, so no unfolding is needed. */

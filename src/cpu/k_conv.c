@@ -93,12 +93,12 @@ static void conv_direct(const conv_geom *g, const float *x, const float *w, floa
         for (int32_t kh = 0; kh < g->KH; kh++) {
           const int32_t off_h = kh * g->dh - g->ph;
           int32_t oh0, oh1;
-          rlx_conv_valid_cols(off_h, g->sh, g->H, g->OH, &oh0, &oh1);
+          rlx_conv_valid_range(off_h, g->sh, g->H, g->OH, &oh0, &oh1);
           if (oh0 == oh1) continue;
           for (int32_t kw = 0; kw < g->KW; kw++) {
             const int32_t off_w = kw * g->dw - g->pw;
             int32_t ow0, ow1;
-            rlx_conv_valid_cols(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
+            rlx_conv_valid_range(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
             if (ow0 == ow1) continue;
             const size_t x_first = (size_t)(oh0 * g->sh + off_h) * g->W + (size_t)(ow0 * g->sw + off_w);
             rlx_conv_region_axpy(yp + (size_t)oh0 * g->OW + ow0, (size_t)g->OW, 1, xc + x_first,

@@ -27,15 +27,18 @@ static int input_prefers_direct(const conv_geom *g) {
   return g->Og <= 2 && g->Cg * g->KH * g->KW <= 32;
 }
 
-/* Direct loops for dw up to four output channels per group and few taps:
- * each tap is one long dot product, while the GEMM is a tiny product with
- * a long inner dimension whose operands both need transposed packing.
- * Measured as above: depthwise 3x3 32x32 4.5 / 5.2 ms vs 5.5 / 18 ms;
- * four outputs per group 16x16 6.0 / 6.2 vs 7.1 / 11 ms, eight 13 / 14 vs
- * 10 / 14 ms; 1->4 3x3 28x28 0.22 / 0.27 vs 0.46 / 0.72 ms, 1->16 0.89 /
- * 1.1 vs 0.78 / 1.2 ms, 3->8 1.4 / 1.7 vs 0.97 / 1.5 ms. */
+/* Direct loops for dw with few taps per output (at most 32) and few
+ * outputs per group (up to four, or up to 72 taps in all): each tap is one
+ * long dot product, while the GEMM is a tiny product with a long inner
+ * dimension whose operands both need transposed packing.  Measured as
+ * above: depthwise 3x3 32x32 4.5 / 5.2 ms vs 5.5 / 18 ms; four outputs per
+ * group 16x16 6.0 / 6.2 vs 7.1 / 11 ms, eight 13.6 / 14.8 vs 13.5 / 16 ms;
+ * 1->4 3x3 28x28 0.22 / 0.27 vs 0.46 / 0.72 ms, 1->4 5x5 0.50 / 0.52 vs
+ * 0.61 / 1.1 ms, 1->8 3x3 (mnist) 0.46 / 0.55 vs 0.67 / 0.87 ms; 1->16
+ * 0.91 / 1.1 vs 0.81 / 1.2 ms, 3->8 1.4 / 1.7 vs 1.1 / 1.5 ms. */
 static int weight_prefers_direct(const conv_geom *g) {
-  return g->Og <= 4 && g->Cg * g->KH * g->KW <= 32;
+  const int32_t kdim = g->Cg * g->KH * g->KW;
+  return kdim <= 32 && (g->Og <= 4 || g->Og * kdim <= 72);
 }
 
 /* sum over r < rows, i < n of a[r*lda + i] * b[r*ldb + i*stride]: eight
@@ -136,12 +139,12 @@ static void grad_input_direct(const conv_geom *g, const float *dy, const float *
         for (int32_t kh = 0; kh < g->KH; kh++) {
           const int32_t off_h = kh * g->dh - g->ph;
           int32_t oh0, oh1;
-          rlx_conv_valid_cols(off_h, g->sh, g->H, g->OH, &oh0, &oh1);
+          rlx_conv_valid_range(off_h, g->sh, g->H, g->OH, &oh0, &oh1);
           if (oh0 == oh1) continue;
           for (int32_t kw = 0; kw < g->KW; kw++) {
             const int32_t off_w = kw * g->dw - g->pw;
             int32_t ow0, ow1;
-            rlx_conv_valid_cols(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
+            rlx_conv_valid_range(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
             if (ow0 == ow1) continue;
             const size_t x_first = (size_t)(oh0 * g->sh + off_h) * g->W + (size_t)(ow0 * g->sw + off_w);
             rlx_conv_region_axpy(dxc + x_first, (size_t)g->sh * g->W, g->sw, dyp + (size_t)oh0 * g->OW + ow0,
@@ -239,11 +242,11 @@ static void grad_weight_direct(const conv_geom *g, const float *x, const float *
       for (int32_t kh = 0; kh < g->KH; kh++) {
         const int32_t off_h = kh * g->dh - g->ph;
         int32_t oh0, oh1;
-        rlx_conv_valid_cols(off_h, g->sh, g->H, g->OH, &oh0, &oh1);
+        rlx_conv_valid_range(off_h, g->sh, g->H, g->OH, &oh0, &oh1);
         for (int32_t kw = 0; kw < g->KW; kw++) {
           const int32_t off_w = kw * g->dw - g->pw;
           int32_t ow0, ow1;
-          rlx_conv_valid_cols(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
+          rlx_conv_valid_range(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
           float s = 0.0f;
           if (oh0 < oh1 && ow0 < ow1) {
             /* first input cell of the region: (oh0*sh + off_h, ow0*sw + off_w) */

@@ -5,7 +5,8 @@
  *   qkv = x . [Wq | Wk | Wv]            one GEMM (or three into one buffer)
  *   RoPE on the q and k columns         in place, table of seq_shared.h
  *   per (batch, head), blocks of FA_ROWS query rows:
- *     P = softmax(mask(scale q . k^T))  GEMM over the block's key range
+ *     P = softmax(mask(scale q . k^T))  GEMM over the block's key range,
+ *                                       exponentials in a vectorized loop
  *     att[rows, head cols] = P . v      GEMM, rows scaled by 1 / sum
  *   y = att . Wo                        one GEMM
  *
@@ -22,6 +23,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "fast_math.h"
 #include "kernels.h"
 #include "row_math.h"
 #include "seq_shared.h"
@@ -63,7 +65,8 @@ static void block_products(const fa_block *p, int32_t nq, int32_t w, const float
 /* Largest GEMM workspace of the whole kernel. */
 static size_t gemm_bytes_bound(const fa_block *p, int packed) {
   int32_t rows = p->B * p->S;
-  rlx_gemm_args proj = gemm_args(rows, packed ? 3 * p->HD : p->HD, p->E, NULL, p->E, NULL, 0, 0, NULL, 3 * p->HD);
+  int32_t proj_n = packed ? 3 * p->HD : p->HD;
+  rlx_gemm_args proj = gemm_args(rows, proj_n, p->E, NULL, p->E, NULL, proj_n, 0, NULL, 3 * p->HD);
   rlx_gemm_args outp = gemm_args(rows, p->Eo, p->HD, NULL, p->HD, NULL, p->Eo, 0, NULL, p->Eo);
   size_t most = rlx_gemm_scratch_bytes(&proj), b = rlx_gemm_scratch_bytes(&outp);
   if (b > most) most = b;
@@ -77,6 +80,21 @@ static size_t gemm_bytes_bound(const fa_block *p, int packed) {
     if ((b = rlx_gemm_scratch_bytes(&pv)) > most) most = b;
   }
   return most;
+}
+
+/* row[j] = exp(row[j] - shift) for j < n, returning the sum in double
+ * with the lane order of rlx_cpu_exp_shift_sum (the same bits), but with
+ * the exponentials in their own loop, which gcc -O2 vectorizes. */
+static double exp_shift_row(float *row, float shift, size_t n) {
+  RLX_VEC_LOOP(j, n, row[j] = exp_poly(row[j] - shift));
+  double acc[8] = {0.0}, sum = 0.0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+#pragma GCC unroll 8
+    for (int l = 0; l < 8; l++) acc[l] += row[i + l];
+  for (; i < n; i++) sum += row[i];
+  for (int l = 0; l < 8; l++) sum += acc[l];
+  return sum;
 }
 
 /* Row i's scores s[0, uhi - ulo) (keys ulo...) become unnormalized
@@ -103,7 +121,7 @@ static float row_softmax(const fa_block *p, int32_t i, float *s, int32_t ulo, in
     for (int32_t j = lo; j < hi; j++) row[j] = 0.0f;
     return 0.0f;
   }
-  return (float)(1.0 / rlx_cpu_exp_shift_sum(row + lo, m, row + lo, (size_t)(hi - lo)));
+  return (float)(1.0 / exp_shift_row(row + lo, m, (size_t)(hi - lo)));
 }
 
 /* Attention of one (batch, head): q, k, v point at its first row's head
@@ -191,11 +209,15 @@ rlx_status rlx_cpu_fused_attention(const rlx_kargs *a) {
   /* RoPE on the q and k heads, then q scaled */
   if (rope) {
     double sign = nd->iattr[7] ? -1.0 : 1.0;
+    size_t half = (size_t)p.Dh / 2;
     rlx_rope_table(table, (size_t)p.S, (size_t)p.Dh, nd->fattr[1], (double)nd->iattr[6], sign);
     for (size_t r = 0; r < rows; r++) {
       const float *cs = table + (r % (size_t)p.S) * (size_t)p.Dh;
       float *row = qkv + r * ld;
-      for (int32_t h = 0; h < 2 * p.H; h++) rlx_rope_rotate_inplace(row + (size_t)h * p.Dh, cs, (size_t)p.Dh / 2);
+      for (int32_t h = 0; h < 2 * p.H; h++) {
+        float *head = row + (size_t)h * p.Dh;
+        rlx_rope_rotate_inplace(head, head + half, cs, cs + half, half);
+      }
     }
   }
   for (size_t r = 0; r < rows; r++) {

@@ -4,30 +4,10 @@
  * and always divides by kernel_h * kernel_w.  Max pooling propagates NaN,
  * like the max and reduce_max kernels. */
 #include <math.h>
-#include "kernels.h"
-
-typedef struct {
-  int32_t planes, H, W, OH, OW; /* planes = N * C */
-  int32_t kh, kw, sh, sw, ph, pw;
-} pool_geom;
+#include "pool_common.h"
 
 static pool_geom pool_geom_of(const rlx_kargs *a) {
-  const int32_t *xd = a->in_node[0]->shape.dims, *yd = a->node->shape.dims;
-  const int32_t *at = a->node->iattr;
-  pool_geom g;
-  g.planes = xd[0] * xd[1];
-  g.H = xd[2]; g.W = xd[3];
-  g.OH = yd[2]; g.OW = yd[3];
-  g.kh = at[0]; g.kw = at[1]; g.sh = at[2]; g.sw = at[3]; g.ph = at[4]; g.pw = at[5];
-  return g;
-}
-
-/* Window [lo, hi) of output position o along an axis, clipped to [0, size). */
-static void pool_window(int32_t o, int32_t stride, int32_t pad, int32_t k, int32_t size,
-                        int32_t *lo, int32_t *hi) {
-  int32_t start = o * stride - pad, end = start + k;
-  *lo = start < 0 ? 0 : start;
-  *hi = end > size ? size : end;
+  return pool_geom_make(a->in_node[0]->shape.dims, a->node->shape.dims, a->node->iattr);
 }
 
 /* max(m, v), NaN when either is NaN. */
@@ -56,7 +36,7 @@ rlx_status rlx_cpu_max_pool2d(const rlx_kargs *a) {
   const pool_geom g = pool_geom_of(a);
   const float *x = a->in[0];
   float *y = a->out;
-  if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0) {
+  if (pool_is_2x2s2(&g)) {
     max_pool_2x2s2(&g, x, y);
     return RLX_OK;
   }

@@ -7,30 +7,7 @@
  *    in-bounds cells (padding counts in the divisor, as in the forward).
  * Where windows overlap (stride < kernel) the contributions add up. */
 #include <string.h>
-#include "kernels.h"
-
-typedef struct {
-  int32_t planes, H, W, OH, OW; /* planes = N * C */
-  int32_t kh, kw, sh, sw, ph, pw;
-} pool_geom;
-
-/* xd = input dims [N,C,H,W], yd = output dims [N,C,OH,OW], at = the pool's 6. */
-static pool_geom pool_geom_of(const int32_t *xd, const int32_t *yd, const int32_t *at) {
-  pool_geom g;
-  g.planes = xd[0] * xd[1];
-  g.H = xd[2]; g.W = xd[3];
-  g.OH = yd[2]; g.OW = yd[3];
-  g.kh = at[0]; g.kw = at[1]; g.sh = at[2]; g.sw = at[3]; g.ph = at[4]; g.pw = at[5];
-  return g;
-}
-
-/* Window [lo, hi) of output position o along an axis, clipped to [0, size). */
-static void pool_window(int32_t o, int32_t stride, int32_t pad, int32_t k, int32_t size,
-                        int32_t *lo, int32_t *hi) {
-  int32_t start = o * stride - pad, end = start + k;
-  *lo = start < 0 ? 0 : start;
-  *hi = end > size ? size : end;
-}
+#include "pool_common.h"
 
 /* Offset in the plane of the cell the forward's max came from: the first
  * NaN, else the first cell holding the maximum. */
@@ -87,10 +64,10 @@ static void max_pool_grad_2x2s2(const pool_geom *g, const float *x, const float 
 /* x[N,C,H,W], dy[N,C,OH,OW] -> dx[N,C,H,W]; iattr = the pool's 6
  * {kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w}. */
 rlx_status rlx_cpu_max_pool2d_grad(const rlx_kargs *a) {
-  const pool_geom g = pool_geom_of(a->in_node[0]->shape.dims, a->in_node[1]->shape.dims, a->node->iattr);
+  const pool_geom g = pool_geom_make(a->in_node[0]->shape.dims, a->in_node[1]->shape.dims, a->node->iattr);
   const float *x = a->in[0], *dy = a->in[1];
   float *dx = a->out;
-  if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0) {
+  if (pool_is_2x2s2(&g)) {
     max_pool_grad_2x2s2(&g, x, dy, dx);
     return RLX_OK;
   }
@@ -114,7 +91,7 @@ rlx_status rlx_cpu_max_pool2d_grad(const rlx_kargs *a) {
 
 /* dy[N,C,OH,OW] -> dx[N,C,H,W]; iattr = the pool's 6 + {H, W}. */
 rlx_status rlx_cpu_avg_pool2d_grad(const rlx_kargs *a) {
-  const pool_geom g = pool_geom_of(a->node->shape.dims, a->in_node[0]->shape.dims, a->node->iattr);
+  const pool_geom g = pool_geom_make(a->node->shape.dims, a->in_node[0]->shape.dims, a->node->iattr);
   const float *dy = a->in[0];
   float *dx = a->out;
   const float inv = 1.0f / ((float)g.kh * (float)g.kw);

@@ -61,16 +61,15 @@ static inline void rlx_rope_table(float *table, size_t seq, size_t d, double the
   }
 }
 
-/* Rotates one row of d = 2 half values in place with its table row cs
- * ({cos..., sin...}): x[i], x[i + half] -> x[i] c - x[i + half] s,
- * x[i + half] c + x[i] s (the expressions of k_rope.c's rope_row). */
-static inline void rlx_rope_rotate_inplace(float *x, const float *cs, size_t half) {
-  const float *sn = cs + half;
-  float *x2 = x + half;
+/* Rotates one row in place: its halves x[0, half) and x2[0, half) with the
+ * table row's cos c[] and sin s[]: x[i], x2[i] -> x[i] c - x2[i] s,
+ * x2[i] c + x[i] s (the expressions of k_rope.c's rope_row). */
+static inline void rlx_rope_rotate_inplace(float *restrict x, float *restrict x2, const float *restrict c,
+                                           const float *restrict s, size_t half) {
   for (size_t i = 0; i < half; i++) {
     float a = x[i], b = x2[i];
-    x[i] = a * cs[i] - b * sn[i];
-    x2[i] = b * cs[i] + a * sn[i];
+    x[i] = a * c[i] - b * s[i];
+    x2[i] = b * c[i] + a * s[i];
   }
 }
 

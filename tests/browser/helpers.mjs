@@ -2,12 +2,10 @@
 // port (127.0.0.1) and Debian's chromium driven by playwright-core, with the
 // flags of the verified recipe (SwiftShader WebGPU / WebGL2).  Pages get a
 // log of console errors and uncaught exceptions to assert on.
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
-export const REPO = fileURLToPath(new URL('../../', import.meta.url));
+export { REPO, startServer } from './server.mjs';
 export const CHROMIUM = process.env.RLX_CHROMIUM ?? '/usr/bin/chromium';
 export const WASM = new URL('../../web/pkg/rlx_web.wasm', import.meta.url);
 
@@ -20,40 +18,6 @@ export function missing() {
   if (!existsSync(CHROMIUM)) return `no chromium at ${CHROMIUM} (Debian package chromium; make setup)`;
   if (!existsSync(WASM)) return 'missing web/pkg/rlx_web.wasm: run `make wasm`';
   return null;
-}
-
-/** Starts tools/serve.py on a free port; resolves to { url, stop() }. */
-export function startServer(extraArgs = []) {
-  const child = spawn('python3', ['tools/serve.py', '--port', '0', '--host', '127.0.0.1', '--quiet', ...extraArgs],
-    { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`serve.py did not start in 10 s:\n${out}${err}`)), 10000);
-    function fail(e) {
-      clearTimeout(timer);
-      child.kill();
-      reject(e);
-    }
-    child.stderr.on('data', (d) => { err += d; });
-    child.on('exit', (code) => fail(new Error(`serve.py exited (${code}):\n${out}${err}`)));
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /serving .* on (https?):\/\/[^:]+:(\d+)\//.exec(out);
-      if (!m) return;
-      clearTimeout(timer);
-      child.removeAllListeners('exit');
-      resolve({
-        url: `${m[1]}://127.0.0.1:${m[2]}/`,
-        output: () => out,
-        stop: () => new Promise((done) => {
-          if (child.exitCode !== null) return done();
-          child.once('exit', () => done());
-          child.kill();
-        }),
-      });
-    });
-  });
 }
 
 export async function launch() {

@@ -9,10 +9,7 @@
  *                    1/sqrt(Dh)), bias mode, theta}; bias modes 0
  *                    [B, H, S, S], 1 [S, S], 2 [1, H, 1, S] */
 #include <math.h>
-#include "op_case.h"
-
-void ref_fused_matmul_case(const op_case *c, const op_inputs *in, double *expect);
-void ref_fused_attention_case(const op_case *c, const op_inputs *in, double *expect);
+#include "ref_fused.h"
 
 static rlx_node build_fused_matmul(rlx_graph *g, const op_case *c) {
   int32_t batch = c->p[0], M = c->p[1], K = c->p[2], N = c->p[3], ta = c->p[4], tb = c->p[5];

@@ -8,11 +8,11 @@
  *   pool  {N, C, H, W, kernel_h, kernel_w, stride_h, stride_w, pad_h,
  *         pad_w}; max_pool2d_grad has inputs x, dy and avg_pool2d_grad dy.
  * The conv shapes reach every kernel strategy: the direct loops (few
- * outputs per group and few taps: depthwise and the like; up to two for
- * dx, four for dw), GEMM + col2im / im2col + GEMM (with row bands when the
- * columns pass 1 MiB), and the plain GEMM of an unpadded stride-1 1x1
- * conv.  Strided shapes whose windows skip
- * the last input rows or columns check that those cells get zero. */
+ * outputs per group and few taps: depthwise and the like; up to two
+ * outputs for dx, up to eight for dw), GEMM + col2im / im2col + GEMM (with
+ * row bands when the columns pass 1 MiB), and the plain GEMM of an
+ * unpadded stride-1 1x1 conv.  Strided shapes whose windows skip the last
+ * input rows or columns check that those cells get zero. */
 #include <math.h>
 #include "op_case.h"
 
@@ -136,7 +136,8 @@ const op_case rlx_cases_grad_c[] = {
     CONV("depthwise_3x3_s2_skips_edge", 2, 3, 8,  10, 3, 3, 3, 2, 2, 0, 0, 1, 1, 3),
     CONV("1to2_3x3_pad3_on_2x3",       2, 1,  2,  3,  2, 3, 3, 1, 1, 3, 3, 1, 1, 1),
     CONV("3to2_3x3_kernel_eq_input",   1, 3,  3,  3,  2, 3, 3, 1, 1, 0, 0, 1, 1, 1),
-    /* four outputs per group, few taps: dx by GEMM, dw by the direct loops */
+    /* four (or eight with 3x3) outputs per group: dx by GEMM, dw direct */
+    CONV("1to8_3x3_valid",             3, 1,  9,  8,  8, 3, 3, 1, 1, 0, 0, 1, 1, 1),
     CONV("2to8_3x3_groups2_s2_pad1",   2, 2,  9,  8,  8, 3, 3, 2, 2, 1, 1, 1, 1, 2),
     CONV("1to4_5x5_pad2_d21",          1, 1,  9,  7,  4, 5, 5, 1, 1, 2, 2, 2, 1, 1),
     CONV("depthwise_x4_3x3_stride2",   3, 2,  7,  9,  8, 3, 3, 2, 2, 1, 1, 1, 1, 2),

@@ -7,21 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "op_case.h"
+#include "ref_fused.h"
 
-/* Shapes and settings of an attention block (see ref_attention_block). */
-typedef struct {
-  int32_t B, S, E, H, Dh, Eo;
-  int32_t kind, window;          /* rlx_mask_kind; window for SLIDING */
-  int32_t rope, pos, inverse;    /* RoPE on q and k (NeoX halves) */
-  double theta, scale;           /* scale <= 0: 1/sqrt(Dh) */
-  int32_t bias_rank;             /* BIAS: mask shape, broadcast to [B, H, S, S] */
-  int32_t bias_dims[4];
-} ref_attn_block;
-
-/* x[B, S, E]; wq, wk, wv [E, H Dh] with row stride ldw (H Dh, or 3 H Dh for
- * column blocks of a packed weight); wo[H Dh, Eo]; mask: PADDING [B, S],
- * BIAS bias_dims.  out[B, S, Eo].  Rows that see no key give zeros. */
 void ref_attention_block(const ref_attn_block *p, const float *x, const float *wq, const float *wk, const float *wv,
                          int32_t ldw, const float *wo, const float *mask, double *out) {
   const int32_t B = p->B, S = p->S, E = p->E, H = p->H, Dh = p->Dh, HD = H * Dh;

@@ -261,14 +261,15 @@ function mlpArgs(fn, x, inDim, hid, out, w1, b1, w2, b2) {
   return rows;
 }
 
-function callMlp(fn, x, t, inDim, hid, out, w1, b1, w2, b2, outLen, call) {
+/** withT: the call takes targets t [rows, out] (all but forward). */
+function callMlp(fn, withT, x, t, inDim, hid, out, w1, b1, w2, b2, outLen, call) {
   const rt = live();
   const rows = mlpArgs(fn, x, inDim, hid, out, w1, b1, w2, b2);
-  if (t !== null) floats(fn, 't', t, rows * out, `rows * out = ${rows} * ${out}`);
+  if (withT) floats(fn, 't', t, rows * out, `rows * out = ${rows} * ${out}`);
   return rt.scoped((m) => {
     const dst = m.bytes(4 * outLen(rows));
     const head = [rows, inDim, hid, out, m.f32(w1), m.f32(b1), m.f32(w2), m.f32(b2), m.f32(x)];
-    if (t !== null) head.push(m.f32(t));
+    if (withT) head.push(m.f32(t));
     rt.check(call(rt.exports, head, dst));
     return rt.readF32(dst, outLen(rows));
   });
@@ -276,26 +277,26 @@ function callMlp(fn, x, t, inDim, hid, out, w1, b1, w2, b2, outLen, call) {
 
 /** y = relu(x W1 + b1) W2 + b2 for every row of x (rows = x.length / in). */
 export function mlp_forward(x, inDim, hid, out, w1, b1, w2, b2) {
-  return callMlp('mlp_forward', x, null, inDim, hid, out, w1, b1, w2, b2, (rows) => rows * out,
+  return callMlp('mlp_forward', false, x, null, inDim, hid, out, w1, b1, w2, b2, (rows) => rows * out,
     (e, a, dst) => e.rlx_mlp_forward(...a, dst));
 }
 
 /** Sum over rows and outputs of (y - t)^2. */
 export function mlp_loss(x, t, inDim, hid, out, w1, b1, w2, b2) {
-  return callMlp('mlp_loss', x, t, inDim, hid, out, w1, b1, w2, b2, () => 1,
+  return callMlp('mlp_loss', true, x, t, inDim, hid, out, w1, b1, w2, b2, () => 1,
     (e, a, dst) => e.rlx_mlp_loss(...a, dst))[0];
 }
 
 /** [loss, dw1..., db1..., dw2..., db2...]. */
 export function mlp_grads(x, t, inDim, hid, out, w1, b1, w2, b2) {
-  return callMlp('mlp_grads', x, t, inDim, hid, out, w1, b1, w2, b2,
+  return callMlp('mlp_grads', true, x, t, inDim, hid, out, w1, b1, w2, b2,
     () => 1 + inDim * hid + hid + hid * out + out, (e, a, dst) => e.rlx_mlp_grads(...a, dst));
 }
 
 /** One SGD step (p -= lr g): the updated [w1..., b1..., w2..., b2...]. */
 export function mlp_train_step(x, t, inDim, hid, out, w1, b1, w2, b2, lr) {
   finite('mlp_train_step', 'lr', lr);
-  return callMlp('mlp_train_step', x, t, inDim, hid, out, w1, b1, w2, b2,
+  return callMlp('mlp_train_step', true, x, t, inDim, hid, out, w1, b1, w2, b2,
     () => inDim * hid + hid + hid * out + out, (e, a, dst) => e.rlx_mlp_train_step(...a, lr, dst));
 }
 

@@ -1,0 +1,74 @@
+// size.mjs - sizes of what a browser downloads for RLX: web/pkg/rlx_web.wasm
+// and the JS modules, in bytes, KiB and gzip -9 KiB, next to the wasm
+// budget (300 KiB).  No dependencies.
+//
+//   node bench/size.mjs            prints the table
+//   node bench/size.mjs --json     one JSON object instead
+//   node bench/size.mjs --check    also exits 1 when the wasm is over budget
+import { readFileSync, readdirSync, existsSync, statSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
+import { fileURLToPath } from 'node:url';
+import { join, relative } from 'node:path';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const WASM = 'web/pkg/rlx_web.wasm';
+const WASM_BUDGET = 300 * 1024;
+
+/** Files a page may load: the wasm, then every .js/.mjs/.css/.html under web/ (not node_modules). */
+function files() {
+  const list = [WASM, 'web/pkg/rlx_web.js', 'web/pkg/rlx_web.d.ts'];
+  const walk = (dir) => {
+    for (const name of readdirSync(join(ROOT, dir)).sort()) {
+      const rel = `${dir}/${name}`;
+      if (statSync(join(ROOT, rel)).isDirectory()) {
+        if (name !== 'data' && name !== 'pkg') walk(rel);
+      } else if (/\.(m?js|css|html)$/.test(name) && !list.includes(rel)) {
+        list.push(rel);
+      }
+    }
+  };
+  walk('web');
+  return list;
+}
+
+function measure(rel) {
+  const path = join(ROOT, rel);
+  if (!existsSync(path)) return { file: rel, missing: true };
+  const bytes = readFileSync(path);
+  return { file: rel, bytes: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
+}
+
+const kib = (n) => (n / 1024).toFixed(1);
+const args = new Set(process.argv.slice(2));
+const rows = files().map(measure);
+const wasm = rows[0];
+const js = rows.filter((r) => !r.missing && /\.m?js$/.test(r.file));
+const total = (key, list) => list.reduce((a, r) => a + r[key], 0);
+const summary = {
+  wasm_bytes: wasm.bytes ?? null,
+  wasm_budget_bytes: WASM_BUDGET,
+  wasm_within_budget: !wasm.missing && wasm.bytes <= WASM_BUDGET,
+  js_bytes: total('bytes', js),
+  js_gzip_bytes: total('gzip', js),
+  files: rows,
+};
+
+if (args.has('--json')) {
+  console.log(JSON.stringify(summary, null, 2));
+} else {
+  const w = Math.max(...rows.map((r) => r.file.length));
+  console.log(`${'file'.padEnd(w)}  ${'bytes'.padStart(9)}  ${'KiB'.padStart(7)}  ${'gzip KiB'.padStart(8)}`);
+  for (const r of rows) {
+    if (r.missing) console.log(`${r.file.padEnd(w)}  ${'missing'.padStart(9)}`);
+    else console.log(`${r.file.padEnd(w)}  ${String(r.bytes).padStart(9)}  ${kib(r.bytes).padStart(7)}  ${kib(r.gzip).padStart(8)}`);
+  }
+  console.log(`${'all JS'.padEnd(w)}  ${String(summary.js_bytes).padStart(9)}  ${kib(summary.js_bytes).padStart(7)}  ${kib(summary.js_gzip_bytes).padStart(8)}`);
+  if (wasm.missing) {
+    console.log(`${WASM} is missing: run \`make wasm\``);
+  } else {
+    const diff = wasm.bytes - WASM_BUDGET;
+    console.log(`${relative(ROOT, join(ROOT, WASM))}: ${kib(wasm.bytes)} KiB of the ${kib(WASM_BUDGET)} KiB budget: ` +
+      (diff <= 0 ? `ok, ${kib(-diff)} KiB left` : `OVER by ${kib(diff)} KiB`));
+  }
+}
+if (args.has('--check') && !summary.wasm_within_budget) process.exit(1);

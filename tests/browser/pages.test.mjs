@@ -1,0 +1,169 @@
+// pages.test.mjs - web/index.html and web/vision-bench.html in Debian's
+// chromium (headless, playwright-core) served by tools/serve.py: both load
+// with no console errors, failed requests or uncaught exceptions; a training
+// run on index.html lowers the loss and shows exactly the losses that the
+// same calls give in Node; the vision bench runs in its Worker, shows the
+// forward logits that Node computes, lowers the loss, stays responsive
+// during a long run and stops on request; the pages fit a phone's width and
+// keep an ASCII prologue.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, existsSync } from 'node:fs';
+import { startServer, launch, newPage, valueOf, missing, REPO } from './helpers.mjs';
+import init, * as rlx from '../../web/pkg/rlx_web.js';
+import { makeTask, splitParams } from '../../web/demo-task.js';
+
+const why = missing();
+let server;
+let browser;
+
+before(async () => {
+  if (why) return;
+  await init();
+  [server, browser] = await Promise.all([startServer(), launch()]);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+function closeTo(got, want, what, tol = 1e-6) {
+  assert.ok(Math.abs(got - want) <= tol * (1 + Math.abs(want)), `${what}: page ${got} != node ${want}`);
+}
+
+/** True when the canvas has some non-white pixels (something was drawn). */
+function drawn(page, selector) {
+  return page.$eval(selector, (c) => {
+    const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    for (let i = 0; i < data.length; i += 4) if (data[i + 3] && (data[i] < 200 || data[i + 2] < 200)) return true;
+    return false;
+  });
+}
+
+test('pages: ASCII before <head>, local references exist', () => {
+  for (const page of ['index.html', 'vision-bench.html']) {
+    const bytes = readFileSync(`${REPO}web/${page}`);
+    const head = bytes.indexOf('<head');
+    assert.ok(head > 0, `${page}: no <head>`);
+    const bad = bytes.subarray(0, head).findIndex((b) => b > 0x7f);
+    assert.equal(bad, -1, `${page}: non-ASCII byte at ${bad}, before <head>`);
+    const html = bytes.toString('utf8');
+    for (const [, ref] of html.matchAll(/(?:src|href)="\.\/([^"#?]+)"/g)) {
+      assert.ok(existsSync(`${REPO}web/${ref}`), `${page} refers to missing ${ref}`);
+    }
+  }
+});
+
+test('index.html trains the MLP: the loss falls and matches Node', { skip: why ?? false, timeout: 30000 }, async () => {
+  const { page, problems } = await newPage(browser);
+  const steps = 300;
+  await page.goto(`${server.url}index.html?steps=${steps}`);
+  await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('status').textContent),
+    null, { timeout: 20000 });
+  assert.equal(await page.textContent('#status'), 'done', await page.textContent('#error'));
+  assert.deepEqual(problems, []);
+
+  const lr = Number(await page.$eval('#lr', (el) => el.value));
+  const task = makeTask(1);
+  const [i, h, o] = task.dims;
+  let p = { w1: task.w1, b1: task.b1, w2: task.w2, b2: task.b2 };
+  const loss0 = rlx.mlp_loss(task.x, task.t, i, h, o, p.w1, p.b1, p.w2, p.b2);
+  for (let s = 0; s < steps; s++) p = splitParams(rlx.mlp_train_step(task.x, task.t, i, h, o, p.w1, p.b1, p.w2, p.b2, lr));
+  const loss = rlx.mlp_loss(task.x, task.t, i, h, o, p.w1, p.b1, p.w2, p.b2);
+
+  assert.equal(Number(await valueOf(page, '#step')), steps);
+  closeTo(Number(await valueOf(page, '#loss0')), loss0, 'initial loss');
+  closeTo(Number(await valueOf(page, '#loss')), loss, `loss after ${steps} steps`);
+  assert.equal(await page.textContent('#loss'), loss.toPrecision(7));
+  assert.ok(loss < loss0 / 4, `the loss did not fall enough: ${loss0} -> ${loss}`);
+  assert.ok(await drawn(page, '#loss-chart'), 'loss chart is blank');
+  assert.ok(await drawn(page, '#fit-chart'), 'fit chart is blank');
+  assert.equal(await page.textContent('#backend'), 'cpu');
+  assert.match(await page.textContent('#preferred'), /^(webgpu|webgl|cpu)$/);
+  assert.match(await page.textContent('body'), /WebGPU\/WebGL2 executors: not in this build/);
+  await page.close();
+});
+
+test('index.html: Pause stops training, Reset starts over', { skip: why ?? false, timeout: 20000 }, async () => {
+  const { page, problems } = await newPage(browser);
+  await page.goto(`${server.url}index.html?steps=1000000`);
+  await page.waitForFunction(() => Number(document.getElementById('step').dataset.value) > 50, null, { timeout: 10000 });
+  await page.click('#train'); // pause
+  assert.equal(await page.textContent('#status'), 'paused');
+  const at = Number(await valueOf(page, '#step'));
+  await page.waitForTimeout(300);
+  assert.equal(Number(await valueOf(page, '#step')), at, 'training went on while paused');
+  await page.click('#reset');
+  assert.equal(await valueOf(page, '#step'), '0');
+  assert.equal(await page.textContent('#status'), 'ready');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('vision-bench.html: forward logits match Node, the loss falls, the table fills', { skip: why ?? false, timeout: 30000 }, async () => {
+  const { page, problems } = await newPage(browser);
+  const batch = 2;
+  await page.goto(`${server.url}vision-bench.html?model=mnist-cnn&batch=${batch}&steps=6&autorun=1`);
+  await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('progress-text').dataset.value),
+    null, { timeout: 25000 });
+  assert.equal(await page.textContent('#error'), '');
+  assert.deepEqual(problems, []);
+
+  const bench = new rlx.VisionBench('mnist-cnn');
+  const params = bench.init_params(42);
+  const logits = bench.forward_cpu(bench.synthetic_batch(42, batch).x, params);
+  const shown = (await valueOf(page, '#logits')).split(',').map(Number);
+  assert.equal(shown.length, 10);
+  shown.forEach((v, k) => closeTo(v, logits[k], `logit ${k}`, 1e-5));
+  closeTo(Number(await valueOf(page, '#logits-sum')), logits.reduce((a, b) => a + b, 0), 'sum of logits', 1e-5);
+
+  const last = Number(await valueOf(page, '#r-loss'));
+  const first = Number(await page.$eval('#r-loss', (el) => el.dataset.first));
+  assert.ok(last < first, `loss did not fall: ${first} -> ${last}`);
+  assert.ok(Number(await valueOf(page, '#r-steps')) > 0);
+  closeTo(Number(await valueOf(page, '#r-samples')), batch * Number(await valueOf(page, '#r-steps')), 'samples/s', 1e-9);
+  assert.ok(await drawn(page, '#loss-chart'), 'loss chart is blank');
+  assert.equal(await page.$$eval('#table tbody tr', (rows) => rows.map((r) => r.dataset.slug).join()), 'mnist-cnn');
+  assert.equal(await page.$$eval('#models tbody tr', (rows) => rows.length), 4);
+  assert.deepEqual(await page.$$eval('#backend option', (os) => os.map((o) => `${o.value}:${o.disabled}`)),
+    ['cpu:false', 'webgpu:true', 'webgl:true']);
+  await page.close();
+});
+
+test('vision-bench.html stays responsive during a long run and stops on request', { skip: why ?? false, timeout: 30000 }, async () => {
+  const { page, problems } = await newPage(browser);
+  await page.goto(`${server.url}vision-bench.html?model=cifar-cnn&batch=16&steps=2000&autorun=1`);
+  await page.waitForFunction(() => /step \d+ \/ 2000/.test(document.getElementById('progress-text').textContent),
+    null, { timeout: 20000 });
+  const worst = await page.evaluate(async () => {
+    let worst = 0;
+    for (let i = 0; i < 10; i++) {
+      const t0 = performance.now();
+      await new Promise((r) => setTimeout(r, 10));
+      worst = Math.max(worst, performance.now() - t0 - 10);
+    }
+    return worst;
+  });
+  assert.ok(worst < 200, `the main thread stalled for ${worst.toFixed(0)} ms during a run`);
+  assert.equal(await page.isEnabled('#stop'), true);
+  await page.click('#stop');
+  await page.waitForFunction(() => document.getElementById('progress-text').dataset.value === 'done', null, { timeout: 15000 });
+  assert.match(await page.textContent('#progress-text'), /stopped early/);
+  assert.equal(await page.isEnabled('#run'), true);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('both pages fit a phone screen', { skip: why ?? false, timeout: 20000 }, async () => {
+  for (const path of ['index.html?autostart=0', 'vision-bench.html']) {
+    const { page, problems } = await newPage(browser);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(server.url + path);
+    await page.waitForLoadState('networkidle');
+    const [scroll, width] = await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]);
+    assert.ok(scroll <= width, `${path}: ${scroll} px wide on a ${width} px screen`);
+    assert.deepEqual(problems, []);
+    await page.close();
+  }
+});
