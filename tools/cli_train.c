@@ -18,6 +18,7 @@
 #define DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
 #define SYNTH_TRAIN 2048
 #define SYNTH_TEST 512
+#define SYNTH_MAX 65536 /* synthetic training samples at most (--limit) */
 #define EVAL_BATCH 500
 #define LOSS_EMA 0.05 /* weight of the newest step in the running loss */
 
@@ -360,6 +361,9 @@ int cli_train(int argc, char **argv) {
     }
     if (o.limit && o.limit < train.count) train.count = (int32_t)o.limit;
   } else {
+    if (o.limit > SYNTH_MAX)
+      return cli_usage_error("train", "--limit %ld is above the %d synthetic samples %s can train on", o.limit,
+                             SYNTH_MAX, info.slug);
     int32_t n = o.limit ? (int32_t)o.limit : SYNTH_TRAIN;
     if (!make_synthetic(&info, o.seed, n, &train)) return CLI_FAILED;
     if (!make_synthetic(&info, o.seed + 1, SYNTH_TEST, &test)) {

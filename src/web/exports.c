@@ -129,6 +129,7 @@ EXPORT(rlx_session_param_len) size_t w_param_len(const rlx_session *s, int32_t i
 
 /* ---- models (include/rlx_models.h) -------------------------------------- */
 EXPORT(rlx_models_clear_cache) void w_models_clear_cache(void) { rlx_models_clear_cache(); }
+/* Sessions currently cached (tests check that repeated calls reuse them). */
 EXPORT(rlx_models_cache_size) int32_t w_models_cache_size(void) { return rlx_cache_size(); }
 
 EXPORT(rlx_vision_count) int32_t w_vision_count(void) { return rlx_vision_count(); }
@@ -196,8 +197,9 @@ int32_t w_mlp_train_step(MLP_ARGS, const float *x, const float *t, float lr, flo
   const rlx_mlp m = MLP_INIT;
   return rlx_mlp_train_step(&m, x, t, lr, params_out);
 }
-/* The transformer: the config fields as arguments; which = 0 gives the
- * last position's logits (vocab values), 1 every position's. */
+
+/* The transformer: the config fields as arguments; all_positions = 0 gives
+ * the last position's logits (vocab values), 1 every position's. */
 EXPORT(rlx_transformer_logits)
 int32_t w_transformer_logits(int32_t vocab, int32_t dim, int32_t n_layers, int32_t n_heads, int32_t head_dim,
                              int32_t ffn, uint32_t seed_lo, uint32_t seed_hi, int32_t window, int32_t skip_fusion,

@@ -145,7 +145,7 @@ test('vision-bench.html stays responsive during a long run and stops on request'
     }
     return worst;
   });
-  assert.ok(worst < 200, `the main thread stalled for ${worst.toFixed(0)} ms during a run`);
+  assert.ok(worst < 500, `the main thread stalled for ${worst.toFixed(0)} ms during a run`);
   assert.equal(await page.isEnabled('#stop'), true);
   await page.click('#stop');
   await page.waitForFunction(() => document.getElementById('progress-text').dataset.value === 'done', null, { timeout: 15000 });
@@ -166,4 +166,48 @@ test('both pages fit a phone screen', { skip: why ?? false, timeout: 20000 }, as
     assert.deepEqual(problems, []);
     await page.close();
   }
+});
+
+test('rlx_web.js in a page and a module Worker: backends probed, MLP numbers equal Node', { skip: why ?? false, timeout: 20000 }, async () => {
+  const { page, problems } = await newPage(browser);
+  await page.goto(`${server.url}index.html?autostart=0`);
+  await page.waitForFunction(() => document.getElementById('status').textContent === 'ready', null, { timeout: 10000 });
+  const task = makeTask(3);
+  const args = [Array.from(task.x), Array.from(task.t), ...task.dims, Array.from(task.w1), Array.from(task.b1),
+    Array.from(task.w2), Array.from(task.b2)];
+  const want = rlx.mlp_grads(...args);
+  const probe = async (gradArgs) => {
+    const m = await import('./pkg/rlx_web.js');
+    await m.default();
+    const out = { parsed: ['GL', 'wgpu', 'x'].map(m.parse_backend), preferred: m.preferred_backend(),
+      grads: Array.from(m.mlp_grads(...gradArgs)) };
+    return out;
+  };
+  const inPage = await page.evaluate(probe, args);
+  assert.deepEqual(inPage.parsed, ['webgl', 'webgpu', 'auto']);
+  assert.equal(inPage.preferred, 'webgpu', 'chromium with --enable-unsafe-webgpu offers navigator.gpu');
+  assert.deepEqual(inPage.grads, Array.from(want), 'page and Node differ');
+  // Without navigator.gpu the WebGL2 probe decides (SwiftShader has EXT_color_buffer_float), in a Worker too.
+  const inWorker = await page.evaluate(async (gradArgs) => {
+    const src = `Object.defineProperty(WorkerNavigator.prototype, 'gpu', { get: () => undefined });
+      const m = await import(${JSON.stringify(new URL('./pkg/rlx_web.js', location.href).href)});
+      await m.default();
+      postMessage({ preferred: m.preferred_backend(), grads: Array.from(m.mlp_grads(...${JSON.stringify(gradArgs)})) });`;
+    const url = URL.createObjectURL(new Blob([src], { type: 'text/javascript' }));
+    const w = new Worker(url, { type: 'module' });
+    return new Promise((resolve, reject) => {
+      w.onmessage = (e) => resolve(e.data);
+      w.onerror = (e) => reject(new Error(e.message));
+    });
+  }, args);
+  assert.equal(inWorker.preferred, 'webgl');
+  assert.deepEqual(inWorker.grads, Array.from(want), 'Worker and Node differ');
+  const noGpu = await page.evaluate(async () => {
+    Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true });
+    const m = await import('./pkg/rlx_web.js');
+    return m.preferred_backend();
+  });
+  assert.equal(noGpu, 'webgl');
+  assert.deepEqual(problems, []);
+  await page.close();
 });

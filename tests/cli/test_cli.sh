@@ -74,6 +74,7 @@ expect_message "corrupt data" "bad magic" train --model mnist-cnn --data "$tmp/c
 head -c 5000 /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz >"$tmp/corrupt/train-images-idx3-ubyte.gz" 2>/dev/null &&
   cp /usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz "$tmp/corrupt/" 2>/dev/null &&
   expect_message "truncated data" "truncated|gzip" train --model mnist-cnn --data "$tmp/corrupt"
+expect_message "synthetic limit too large" "--limit 100000000 is above" train --model resnet --limit 100000000
 expect_message "batch above the samples" "--batch 64 is larger than the 50" train --model mnist-mlp --limit 50 --batch 64
 expect_message "info of an unknown model" "unknown model" info nope
 expect_message "info with two models" "at most one model" info mnist-cnn mnist-mlp

@@ -69,8 +69,8 @@ export function start() {
 
 /**
  * Wraps every exported function so that a trap (WebAssembly.RuntimeError,
- * e.g. "unreachable" from abort(), or a WasiExit) is printed with a clear
- * message, marks the instance dead, and surfaces as an RlxError.
+ * e.g. "unreachable" from abort(); a stack overflow; a WasiExit) is printed
+ * with a clear message, marks the instance dead, and surfaces as an RlxError.
  */
 function guardExports(raw, state) {
   const guarded = {};
@@ -84,7 +84,9 @@ function guardExports(raw, state) {
       try {
         return value(...args);
       } catch (err) {
-        if (!(err instanceof WebAssembly.RuntimeError) && err?.name !== 'WasiExit') throw err;
+        const trapped = err instanceof WebAssembly.RuntimeError || err?.name === 'WasiExit' ||
+          (err instanceof RangeError && /call stack/i.test(err.message)); // wasm stack overflow
+        if (!trapped) throw err;
         state.dead = true;
         const message = `rlx_web: fatal error inside the wasm module (in ${name}): ${err.message}. ` +
           'This is a bug in RLX, not in your arguments; the instance is discarded and ' +

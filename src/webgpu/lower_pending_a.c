@@ -1,0 +1,41 @@
+/* lower_pending_a.c - WebGPU lowerings not written yet (elementwise and layout family); each
+ * refuses with a clear RLX_ERR_UNSUPPORTED.  Emptied as kernels land. */
+#include "wgpu.h"
+
+rlx_status rlx_wgpu_add(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_sub(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_mul(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_div(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_max(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_min(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_pow(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_eq(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_ne(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_lt(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_le(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_gt(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_ge(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_where(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_neg(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_abs(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_exp(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_log(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_sqrt(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_rsqrt(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_tanh(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_sigmoid(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_relu(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_gelu(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_silu(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_reshape(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_permute(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_narrow(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_concat(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_expand(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_gather(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_gelu_grad(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_silu_grad(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_narrow_grad(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_scatter_add(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_fused_matmul(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
+rlx_status rlx_wgpu_fused_attention(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return rlx_wgpu_missing(c); }
