@@ -19,6 +19,15 @@
 #include <zlib.h>
 #endif
 
+/* The reason of a failed fopen/fread.  errno is thread-local in wasi-libc,
+ * which clang 14 cannot compile with bulk memory but without atomics, so the
+ * wasm build says less. */
+#if defined(__wasm__)
+#define SYSTEM_REASON() "missing or unreadable"
+#else
+#define SYSTEM_REASON() strerror(errno)
+#endif
+
 #define IDX_MAGIC_LABELS 0x00000801u
 #define IDX_MAGIC_IMAGES 0x00000803u
 #define IDX_MAX_SIDE 65535u             /* rows and cols */
@@ -43,7 +52,7 @@ static rlx_status idx_open(idx_file *r, const char *path, const char *what) {
   r->what = what;
   r->file = fopen(path, "rb");
   if (!r->file)
-    return rlx_error(RLX_ERR_NOT_FOUND, "cannot open %s file '%s': %s", what, path, strerror(errno));
+    return rlx_error(RLX_ERR_NOT_FOUND, "cannot open %s file '%s': %s", what, path, SYSTEM_REASON());
   unsigned char head[2] = {0, 0};
   size_t got = fread(head, 1, 2, r->file);
   if (got == 2 && head[0] == 0x1f && head[1] == 0x8b) {
@@ -95,7 +104,7 @@ static rlx_status idx_read(idx_file *r, void *buf, size_t n, size_t *got) {
 #endif
   *got = fread(buf, 1, n, r->file);
   if (*got < n && ferror(r->file))
-    return rlx_error(RLX_ERR_INVALID_ARG, "cannot read %s file '%s': %s", r->what, r->path, strerror(errno));
+    return rlx_error(RLX_ERR_INVALID_ARG, "cannot read %s file '%s': %s", r->what, r->path, SYSTEM_REASON());
   return RLX_OK;
 }
 
