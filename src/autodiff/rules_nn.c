@@ -123,8 +123,9 @@ rlx_status rlx_grad_global_avg_pool(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
 }
 
 static rlx_status no_second_order(rlx_node id, const char *name) {
-  return rlx_error(RLX_ERR_UNSUPPORTED, "grad: node %d (%s) is a backward op; second-order gradients are not supported",
-                   (int)id, name);
+  return rlx_error(RLX_ERR_UNSUPPORTED,
+                   "grad: node %d (%s) is a backward or fused op, which has no gradient (no second order; fusion "
+                   "runs after autodiff)", (int)id, name);
 }
 #define NO_GRAD(name) \
   rlx_status rlx_grad_##name(rlx_grad_ctx *c, rlx_node id, rlx_node dy) { return no_second_order(id, #name); }

@@ -19,6 +19,7 @@
 #include <math.h>
 #include <string.h>
 #include "kernels.h"
+#include "seq_shared.h"
 #include "row_math.h"
 
 /* The tiles must inline into their callers, where the row count is a
@@ -45,16 +46,7 @@ typedef struct {
 
 /* Keys that query i may see before padding/bias: [*lo, *hi), lo <= hi. */
 static void attn_key_range(const attn_head *p, int32_t i, int32_t *lo, int32_t *hi) {
-  int64_t last = (int64_t)i + p->Sk - p->Sq; /* last key query i sees */
-  int64_t l = 0, h = p->Sk;
-  if (p->kind == RLX_MASK_CAUSAL || p->kind == RLX_MASK_SLIDING) {
-    if (last + 1 < h) h = last + 1;
-    if (p->kind == RLX_MASK_SLIDING && last - p->window + 1 > l) l = last - p->window + 1;
-  }
-  if (h < 0) h = 0;
-  if (l > h) l = h;
-  *lo = (int32_t)l;
-  *hi = (int32_t)h;
+  rlx_attn_key_range(p->kind, p->window, p->Sq, p->Sk, i, lo, hi);
 }
 
 /* s[r][j0 + l] = sum_d qs[r][d] * kt[d][j0 + l] for r < nq, l < KW. */

@@ -19,6 +19,7 @@
 #include <math.h>
 #include <string.h>
 #include "kernels.h"
+#include "seq_shared.h"
 #include "row_math.h"
 
 #define ATTN_GRAD_ROWS 64 /* query rows per block */
@@ -33,18 +34,9 @@ typedef struct {
 } attn_grad_head;
 
 /* Keys that query i may see before padding/bias: [*lo, *hi), lo <= hi; both
- * never decrease with i.  The same rule as k_attention.c's attn_key_range. */
+ * never decrease with i (seq_shared.h). */
 static void key_range(const attn_grad_head *p, int32_t i, int32_t *lo, int32_t *hi) {
-  int64_t last = (int64_t)i + p->Sk - p->Sq; /* last key query i sees */
-  int64_t l = 0, h = p->Sk;
-  if (p->kind == RLX_MASK_CAUSAL || p->kind == RLX_MASK_SLIDING) {
-    if (last + 1 < h) h = last + 1;
-    if (p->kind == RLX_MASK_SLIDING && last - p->window + 1 > l) l = last - p->window + 1;
-  }
-  if (h < 0) h = 0;
-  if (l > h) l = h;
-  *lo = (int32_t)l;
-  *hi = (int32_t)h;
+  rlx_attn_key_range(p->kind, p->window, p->Sq, p->Sk, i, lo, hi);
 }
 
 /* Union [*ulo, *uhi) of the key ranges of rows [i0, i1). */

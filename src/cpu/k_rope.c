@@ -4,12 +4,12 @@
  * angles lose precision quickly) and stored as float in scratch; it is then
  * applied to every [S, D] slice of the input.  Within a frequency the table
  * steps from position to position by a double-precision rotation, with an
- * exact cos/sin every ROPE_RESYNC positions, so drift stays near 1e-14.
+ * exact cos/sin every RLX_ROPE_RESYNC positions (seq_shared.h), so drift stays near 1e-14.
  * The inverse rotation (the gradient of rope) only negates the sines. */
 #include <math.h>
 #include "kernels.h"
+#include "seq_shared.h"
 
-#define ROPE_RESYNC 32
 #define LANES 8
 
 /* One row: y[i] = x[i] c_i - x[i + half] s_i, y[i + half] = x[i + half] c_i
@@ -48,23 +48,7 @@ rlx_status rlx_cpu_rope(const rlx_kargs *a) {
   /* table[s][0..half) = cos, table[s][half..d) = sin */
   float *table = (float *)rlx_scratch_get(a->scratch, seq * d * sizeof(float));
   if (!table) return rlx_error(RLX_ERR_NO_MEMORY, "rope: no memory for a %zu x %zu table", seq, d);
-  for (size_t i = 0; i < half; i++) {
-    double freq = pow(theta, -2.0 * (double)i / (double)d);
-    double step_c = cos(freq), step_s = sin(freq), c = 1.0, s = 0.0;
-    for (size_t p = 0; p < seq; p++) {
-      if (p % ROPE_RESYNC == 0) {
-        double angle = (pos0 + (double)p) * freq;
-        c = cos(angle);
-        s = sin(angle);
-      } else {
-        double next_c = c * step_c - s * step_s;
-        s = s * step_c + c * step_s;
-        c = next_c;
-      }
-      table[p * d + i] = (float)c;
-      table[p * d + half + i] = (float)(sign * s);
-    }
-  }
+  rlx_rope_table(table, seq, d, theta, pos0, sign);
 
   const float *x = a->in[0];
   float *y = a->out;

@@ -2,10 +2,7 @@
  * attention block (k_fused_attention.c) computes exactly what the separate
  * rope and attention kernels compute: the key range a query row may see
  * under a causal or sliding mask, and the RoPE cos/sin table.
- *
- * These mirror k_attention.c's attn_key_range, k_attention_grad.c's
- * key_range and the table loop of k_rope.c, which keep private copies for
- * now; those kernels can include this header instead (same results). */
+ * k_attention.c, k_attention_grad.c and k_rope.c use the same helpers. */
 #ifndef RLX_CPU_SEQ_SHARED_H
 #define RLX_CPU_SEQ_SHARED_H
 
