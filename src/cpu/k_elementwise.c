@@ -9,23 +9,10 @@
  * Any other broadcast walks the remaining outer axes with an odometer. */
 #include <math.h>
 
+#include "fast_math.h"
 #include "kernels.h"
 
 
-/* for (i = 0; i < n; i++) BODY, run as blocks of 8 with a constant trip
- * count plus a scalar tail: gcc -O2 (whose cheap vectorizer skips loops of
- * unknown trip count) vectorizes the blocks, clang -O3 the whole loop. */
-#define VEC_LOOP(i, n, BODY)                               \
-  do {                                                     \
-    size_t i##_block = 0;                                  \
-    for (; i##_block + 8 <= (n); i##_block += 8)           \
-      for (size_t i = i##_block; i < i##_block + 8; i++) { \
-        BODY;                                              \
-      }                                                    \
-    for (size_t i = i##_block; i < (n); i++) {             \
-      BODY;                                                \
-    }                                                      \
-  } while (0)
 
 /* The inner loops of one binary op over n elements: both operands
  * contiguous, y a broadcast scalar, x a broadcast scalar, or both. */
@@ -71,7 +58,7 @@ static rlx_status binary_run(const rlx_kargs *a, const binary_loops *loops) {
       loops->sv(*x, y, o, n);
     } else {
       float v = loops->ss(*x, *y);
-      VEC_LOOP(i, n, o[i] = v);
+      RLX_VEC_LOOP(i, n, o[i] = v);
     }
     rlx_iter_next(rank, dims, idx, 2, strides, offs);
   }
@@ -83,13 +70,13 @@ static rlx_status binary_run(const rlx_kargs *a, const binary_loops *loops) {
   static float name##_op(float x, float y) { return EXPR; }                                  \
   static void name##_vv(const float *restrict xs, const float *restrict ys, float *restrict o, \
                         size_t n) {                                                          \
-    VEC_LOOP(i, n, o[i] = name##_op(xs[i], ys[i]));                                         \
+    RLX_VEC_LOOP(i, n, o[i] = name##_op(xs[i], ys[i]));                                         \
   }                                                                                          \
   static void name##_vs(const float *restrict xs, float y, float *restrict o, size_t n) {     \
-    VEC_LOOP(i, n, o[i] = name##_op(xs[i], y));                                             \
+    RLX_VEC_LOOP(i, n, o[i] = name##_op(xs[i], y));                                             \
   }                                                                                          \
   static void name##_sv(float x, const float *restrict ys, float *restrict o, size_t n) {    \
-    VEC_LOOP(i, n, o[i] = name##_op(x, ys[i]));                                             \
+    RLX_VEC_LOOP(i, n, o[i] = name##_op(x, ys[i]));                                             \
   }                                                                                          \
   rlx_status rlx_cpu_##name(const rlx_kargs *a) {                                            \
     static const binary_loops loops = {name##_vv, name##_vs, name##_sv, name##_op};          \
@@ -122,7 +109,7 @@ RLX_BINARY_KERNEL(ge, x >= y ? 1.0f : 0.0f)
 static void where_row(const float *restrict c, const float *restrict x, const float *restrict y,
                       float *restrict o, size_t n, int mode) {
   const float c0 = c[0], x0 = x[0], y0 = y[0];
-#define WHERE_LOOP(CV, XV, YV) VEC_LOOP(i, n, float xv = (XV); float yv = (YV); o[i] = (CV) != 0.0f ? xv : yv)
+#define WHERE_LOOP(CV, XV, YV) RLX_VEC_LOOP(i, n, float xv = (XV); float yv = (YV); o[i] = (CV) != 0.0f ? xv : yv)
   switch (mode) {
     case 7: WHERE_LOOP(c[i], x[i], y[i]); break;
     case 6: WHERE_LOOP(c[i], x[i], y0); break;
