@@ -22,7 +22,12 @@ CFLAGS += -DRLX_USE_OPENBLAS -I/usr/include/x86_64-linux-gnu/openblas-pthread
 LDLIBS += -lopenblas
 endif
 
-LIB_SRC  := $(sort $(wildcard src/core/*.c src/ir/*.c src/autodiff/*.c src/compile/*.c src/cpu/*.c src/models/*.c))
+# The WGSL kernels (src/webgpu/wgsl/*.wgsl) are embedded into a generated C
+# file (tools/embed_wgsl.sh) compiled into both the native and wasm libraries.
+WGSL_SRC := $(sort $(wildcard src/webgpu/wgsl/*.wgsl))
+WGSL_GEN := build/gen/wgsl_sources.c
+LIB_SRC  := $(sort $(wildcard src/core/*.c src/ir/*.c src/autodiff/*.c src/compile/*.c src/cpu/*.c src/models/*.c \
+                              src/webgpu/*.c)) $(WGSL_GEN)
 WEB_SRC  := $(sort $(wildcard src/web/*.c))
 WEB_OBJ  := $(WEB_SRC:%.c=build/wasm/%.o)
 HDRS     := $(wildcard include/*.h include/*.def src/*/*.h)
@@ -38,7 +43,7 @@ ASAN_BINS    := $(TEST_MAINS:tests/c/%.c=build/tests-asan/%)
 SAN_FLAGS    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 .SECONDARY:
-.PHONY: all native wasm test test-native test-asan test-node test-browser bench serve setup clean
+.PHONY: all native wasm test test-native test-asan test-node test-cli test-browser bench serve setup clean
 all: native wasm build/rlx web/data/fashion-mnist-train.bin web/data/fashion-mnist-test.bin
 native: build/librlx.a build/librlx.so
 wasm: web/pkg/rlx_web.wasm build/wasm-tests/opcases.wasm
@@ -52,6 +57,9 @@ build/asan/%.o: %.c $(HDRS)
 build/wasm/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_CFLAGS) -c $< -o $@
+$(WGSL_GEN): tools/embed_wgsl.sh $(WGSL_SRC) $(wildcard src/webgpu/wgsl)
+	@mkdir -p $(dir $@)
+	sh tools/embed_wgsl.sh $@ $(WGSL_SRC)
 # Size: the kernels (src/cpu) are built for speed, everything else in the
 # browser module (graph, compiler, autodiff, models, exports) for size.
 $(filter-out build/wasm/src/cpu/%,$(WASM_OBJ) $(WEB_OBJ)): WASM_CFLAGS += -Oz
@@ -115,7 +123,7 @@ setup:
 
 test: setup
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory test-native test-asan test-node test-browser
+	@$(MAKE) --no-print-directory test-native test-asan test-node test-cli test-browser
 
 test-native: $(TEST_BINS)
 	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t; done
@@ -131,6 +139,11 @@ test-node: wasm build/tests/opcases_native.bin build/tests/models_native.json
 test-browser: wasm
 	node --test tests/browser/
 
+# The CLI: argument handling, a short run, and the Fashion-MNIST accuracy targets.
+test-cli: build/rlx
+	tests/cli/test_cli.sh
+	tests/cli/accuracy.sh
+
 -include bench/bench.mk
 
 serve: setup
@@ -138,4 +151,4 @@ serve: setup
 	python3 tools/serve.py $(SERVE_ARGS)
 
 clean:
-	rm -rf build web/pkg/*.wasm
+	rm -rf build web/pkg/*.wasm web/data

@@ -81,6 +81,9 @@ int32_t rlx_graph_node_count(const rlx_graph *g);
  * the node does not exist. */
 int32_t rlx_node_shape(const rlx_graph *g, rlx_node n, int32_t *dims);
 
+/* The input or param called name, or RLX_NO_NODE. */
+rlx_node rlx_graph_find(const rlx_graph *g, const char *name);
+
 /* Leaves.  Names must be unique among inputs and params. */
 rlx_node rlx_input(rlx_graph *g, const char *name, int32_t rank, const int32_t *dims, rlx_dtype dt);
 rlx_node rlx_param(rlx_graph *g, const char *name, int32_t rank, const int32_t *dims);

@@ -145,37 +145,19 @@ int cli_model_info(const char *cmd, const char *slug, rlx_vision_info *info) {
   return 0;
 }
 
-static int shape_is(const rlx_graph *g, rlx_node n, int32_t rank, const int32_t *dims) {
-  int32_t got[RLX_MAX_RANK];
-  if (rlx_node_shape(g, n, got) != rank) return 0;
-  for (int32_t d = 0; d < rank; d++)
-    if (got[d] != dims[d]) return 0;
-  return 1;
-}
 
-/* rlx.h has no lookup of a node by name and rlx_vision_build returns only
- * the logits and the loss, so the param nodes are recovered by shape: the
- * graph is topologically ordered and each param leaf comes before any node
- * computed from it, the inputs x/labels have the batch as leading dim, so
- * the first nodes matching the info's param shapes, in order, are the
- * params.  Any mismatch is reported rather than guessed around. */
+/* Adds the model to g and finds its param nodes by name. */
 int cli_build_model(const char *cmd, rlx_graph *g, const rlx_vision_info *info, int32_t batch, rlx_node *logits,
                     rlx_node *loss, rlx_node *params) {
-  int32_t first = rlx_graph_node_count(g);
   if (rlx_vision_build(g, info->slug, batch, logits, loss) != RLX_OK) {
     cli_lib_error(cmd, CLI_FAILED, "building the model");
     return 0;
   }
-  int32_t n_nodes = rlx_graph_node_count(g);
-  rlx_node next = first;
-  for (int32_t k = 0; k < info->n_params; k++) {
-    while (next < n_nodes && !shape_is(g, next, info->param_ranks[k], info->param_dims[k])) next++;
-    if (next >= n_nodes) {
+  for (int32_t k = 0; k < info->n_params; k++)
+    if ((params[k] = rlx_graph_find(g, info->param_names[k])) == RLX_NO_NODE) {
       fprintf(stderr, "rlx %s: cannot locate param '%s' of %s in its graph\n", cmd, info->param_names[k], info->slug);
       return 0;
     }
-    params[k] = next++;
-  }
   return 1;
 }
 

@@ -41,10 +41,11 @@ rlx_node rlx_op_node(rlx_graph *g, rlx_op op, const rlx_node *inputs, int32_t n_
   return rlx_graph_append(g, &p);
 }
 
-static int name_taken(const rlx_graph *g, const char *name) {
+rlx_node rlx_graph_find(const rlx_graph *g, const char *name) {
+  if (!g || !name) return RLX_NO_NODE;
   for (int32_t i = 0; i < g->n_nodes; i++)
-    if (g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0) return 1;
-  return 0;
+    if (g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0) return i;
+  return RLX_NO_NODE;
 }
 
 static rlx_node leaf(rlx_graph *g, rlx_op op, const char *name, int32_t rank, const int32_t *dims,
@@ -55,7 +56,7 @@ static rlx_node leaf(rlx_graph *g, rlx_op op, const char *name, int32_t rank, co
   if (op != RLX_OP_CONSTANT) {
     if (!name || !name[0]) return fail_arg(g, "an input or param needs a non-empty name");
     if (strlen(name) > 200) return fail_arg(g, "name longer than 200 characters");
-    if (name_taken(g, name)) {
+    if (rlx_graph_find(g, name) != RLX_NO_NODE) {
       snprintf(msg, sizeof msg, "the name '%s' is already used by another input or param", name);
       return fail_arg(g, msg);
     }
