@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ARENA_ALIGN 16 /* floats: 64 bytes */
+#define ARENA_ALIGN 16 /* floats: 64 bytes (default; GPU plans ask for more) */
 
 int rlx_plan_is_view(const rlx_node_t *n) { return n->op == RLX_OP_RESHAPE; }
 
@@ -89,9 +89,9 @@ static int by_size_desc(const void *a, const void *b) {
   return x->id - y->id;
 }
 
-static size_t padded_numel(const rlx_node_t *n) {
+static size_t padded_numel(const rlx_node_t *n, size_t align) {
   size_t s = rlx_shape_numel(&n->shape);
-  return (s + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+  return (s + align - 1) / align * align;
 }
 
 static int lifetimes_overlap(const rlx_plan *p, int32_t a, int32_t b) {
@@ -109,7 +109,7 @@ static rlx_status place_values(rlx_plan *p) {
     goto done;
   }
   for (int32_t id = 0; id < n; id++)
-    if (p->first_step[id] >= 0) vals[count++] = (arena_value){id, padded_numel(&p->graph.nodes[id])};
+    if (p->first_step[id] >= 0) vals[count++] = (arena_value){id, padded_numel(&p->graph.nodes[id], p->arena_align)};
   qsort(vals, (size_t)count, sizeof *vals, by_size_desc);
   p->arena_floats = 0;
   for (int32_t i = 0; i < count; i++) {
@@ -218,7 +218,13 @@ static rlx_graph *graph_copy(const rlx_graph *g) {
 
 rlx_status rlx_plan_build(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs, int skip_fusion,
                           rlx_plan *p) {
+  return rlx_plan_build_aligned(g, outputs, n_outputs, skip_fusion, ARENA_ALIGN, p);
+}
+
+rlx_status rlx_plan_build_aligned(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs, int skip_fusion,
+                                  size_t align_floats, rlx_plan *p) {
   memset(p, 0, sizeof *p);
+  p->arena_align = align_floats < ARENA_ALIGN ? ARENA_ALIGN : align_floats;
   rlx_status st = rlx_graph_verify(g, outputs, n_outputs);
   if (st != RLX_OK) return st;
   rlx_graph *fused = NULL;

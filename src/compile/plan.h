@@ -34,6 +34,7 @@ typedef struct {
   int32_t n_user_outputs;  /* outputs visible through the session API */
   int32_t *assign_param;   /* per output: param index it overwrites after a run, or -1 */
   size_t arena_floats;
+  size_t arena_align;   /* floats every arena value is aligned to */
   int32_t n_fused;      /* nodes made by fusion passes */
 } rlx_plan;
 
@@ -43,6 +44,10 @@ int rlx_plan_is_view(const rlx_node_t *n);
 /* Verify, fuse (unless skip_fusion), drop dead nodes, order steps, plan memory. */
 rlx_status rlx_plan_build(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs, int skip_fusion,
                           rlx_plan *plan);
+/* The same with every arena value aligned to align_floats floats (a power
+ * of two >= 16; rlx_plan_build uses 16, GPU plans 64 = 256 bytes). */
+rlx_status rlx_plan_build_aligned(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs, int skip_fusion,
+                                  size_t align_floats, rlx_plan *plan);
 void rlx_plan_free(rlx_plan *plan);
 
 /* Checks the memory plan: every arena value inside the arena, and no two

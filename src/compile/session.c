@@ -2,7 +2,10 @@
  * it: params by name (persistent), inputs by name, outputs by index. */
 #include "session.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "../webgpu/webgpu_plan.h"
 
 static size_t node_numel(const rlx_session *s, int32_t id) { return rlx_shape_numel(&s->plan.graph.nodes[id].shape); }
 
@@ -29,6 +32,7 @@ void rlx_session_free(rlx_session *s) {
   rlx_free(s->input_set, (size_t)p->n_inputs);
   rlx_free(s->arena, p->arena_floats * sizeof(float));
   rlx_scratch_release(&s->scratch);
+  rlx_wgpu_state_free(s->webgpu, p->graph.n_nodes);
   rlx_plan_free(p);
   rlx_free(s, sizeof *s);
 }
@@ -42,7 +46,39 @@ static rlx_status alloc_buffers(rlx_session *s) {
     if (!(s->input_data[i] = rlx_calloc(node_numel(s, p->inputs[i]), sizeof(float)))) return RLX_ERR_NO_MEMORY;
   for (int32_t i = 0; i < p->n_params; i++)
     if (!(s->param_data[i] = rlx_calloc(node_numel(s, p->params[i]), sizeof(float)))) return RLX_ERR_NO_MEMORY;
-  if (p->arena_floats && !(s->arena = rlx_calloc(p->arena_floats, sizeof(float)))) return RLX_ERR_NO_MEMORY;
+  /* GPU sessions keep their arenas on the device. */
+  if (s->device == RLX_DEVICE_CPU && p->arena_floats && !(s->arena = rlx_calloc(p->arena_floats, sizeof(float))))
+    return RLX_ERR_NO_MEMORY;
+  return RLX_OK;
+}
+
+/* WebGPU: the plan without fusion (the GPU has no fused kernels), arena
+ * values 256-byte aligned, every step lowered to dispatches
+ * (src/webgpu/prepare.c).  Inputs and params keep host copies (set before
+ * the executor starts, e.g. the presets of training sessions); the arenas
+ * live on the GPU only. */
+static rlx_status compile_webgpu(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs,
+                                 const rlx_compile_options *opt, rlx_session **out) {
+  rlx_session *s = rlx_calloc(1, sizeof *s);
+  if (!s) return rlx_error(RLX_ERR_NO_MEMORY, "compile: out of memory");
+  rlx_status st = rlx_plan_build_aligned(g, outputs, n_outputs, 1, RLX_WGPU_ALIGN_FLOATS, &s->plan);
+  if (st != RLX_OK) {
+    rlx_free(s, sizeof *s);
+    return st; /* message set by the planner */
+  }
+  s->device = RLX_DEVICE_WEBGPU;
+  s->debug_poison = opt->debug_poison != 0;
+  if ((st = rlx_wgpu_prepare(s)) != RLX_OK) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", rlx_last_error());
+    rlx_session_free(s);
+    return rlx_error(st, "compile for WebGPU: %s", why);
+  }
+  if (alloc_buffers(s) != RLX_OK) {
+    rlx_session_free(s);
+    return rlx_error(RLX_ERR_NO_MEMORY, "compile: out of memory allocating session buffers");
+  }
+  *out = s;
   return RLX_OK;
 }
 
@@ -52,10 +88,10 @@ rlx_status rlx_compile(const rlx_graph *g, const rlx_node *outputs, int32_t n_ou
   if (!out) return rlx_error(RLX_ERR_INVALID_ARG, "compile: the session out-pointer is NULL");
   *out = NULL;
   if (!opt) opt = &defaults;
+  if (opt->device == RLX_DEVICE_WEBGPU) return compile_webgpu(g, outputs, n_outputs, opt, out);
   if (opt->device != RLX_DEVICE_CPU) {
-    if (opt->device == RLX_DEVICE_WEBGPU || opt->device == RLX_DEVICE_WEBGL)
-      return rlx_error(RLX_ERR_UNSUPPORTED, "compile: the %s executor is not part of this build",
-                       opt->device == RLX_DEVICE_WEBGPU ? "WebGPU" : "WebGL2");
+    if (opt->device == RLX_DEVICE_WEBGL)
+      return rlx_error(RLX_ERR_UNSUPPORTED, "compile: the WebGL2 executor is not part of this build");
     return rlx_error(RLX_ERR_INVALID_ARG, "compile: unknown device %d", (int)opt->device);
   }
   rlx_session *s = rlx_calloc(1, sizeof *s);
@@ -149,6 +185,8 @@ rlx_status rlx_session_set_input_i32(rlx_session *s, const char *name, const int
 
 rlx_status rlx_session_run(rlx_session *s) {
   if (!s) return rlx_error(RLX_ERR_INVALID_ARG, "run: session is NULL");
+  if (s->device == RLX_DEVICE_WEBGPU)
+    return rlx_error(RLX_ERR_UNSUPPORTED, "run: run WebGPU sessions through web/runtime/webgpu.js");
   for (int32_t i = 0; i < s->plan.n_inputs; i++)
     if (!s->input_set[i] && s->plan.input_needed[i])
       return rlx_error(RLX_ERR_STATE, "run: input '%s' has not been set", s->plan.graph.nodes[s->plan.inputs[i]].name);

@@ -17,6 +17,7 @@ struct rlx_session {
   float **param_data;   /* per param */
   rlx_scratch scratch;  /* kernel workspace, grown on demand */
   int ran;              /* outputs are valid */
+  struct rlx_wgpu_state *webgpu; /* WebGPU sessions: arenas and the plan document (src/webgpu/webgpu_plan.h) */
 };
 
 /* Storage of node id (an arena region, an input, a param or constant data). */

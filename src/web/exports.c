@@ -1,5 +1,6 @@
 /* exports.c - the wasm export surface of RLX (linked only into
- * web/pkg/rlx_web.wasm).  This is the ONLY file with export attributes.
+ * web/pkg/rlx_web.wasm).  Export attributes live only in src/web/ (this
+ * file; exports_webgpu.c for the GPU plan surface).
  * Each export is a thin wrapper over the public API of include/rlx.h and
  * include/rlx_models.h with the same name; pointers are byte offsets into
  * the exported `memory`, size_t is 32-bit.  JS (web/runtime/loader.js) allocates strings and

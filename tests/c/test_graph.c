@@ -108,8 +108,6 @@ static void structural_errors(void **state) {
   assert_int_equal(rlx_compile(g, &bad, 1, NULL, &s), RLX_ERR_GRAPH);
   assert_contains(rlx_last_error(), "unknown node 7");
   assert_int_equal(rlx_compile(g, &x, 0, NULL, &s), RLX_ERR_INVALID_ARG);
-  rlx_compile_options gpu = {RLX_DEVICE_WEBGPU, 0, 0};
-  assert_int_equal(rlx_compile(g, &x, 1, &gpu, &s), RLX_ERR_UNSUPPORTED);
   rlx_compile_options junk = {(rlx_device)42, 0, 0};
   assert_int_equal(rlx_compile(g, &x, 1, &junk, &s), RLX_ERR_INVALID_ARG);
   assert_null(s);

@@ -1,0 +1,121 @@
+/* gl_plan.h - the WebGL2 side of a compiled session (internal): the
+ * textures every value lives in, the passes of every step resolved to
+ * textures, the plan document (JSON) web/runtime/webgl.js replays, and the
+ * C reference executor that runs the same passes on the CPU.  Also the
+ * helpers lowerings and their C twins share (index iteration, defines).
+ *
+ * Textures.  Inputs, params and constants each own a texture for the life
+ * of the session.  Every other value gets a texture when the step that
+ * writes it runs; once its last reader has run, the texture goes back to a
+ * pool and a later value (or temp) of the same element count may take it.
+ * Views (reshape) share their root's texture: the layout is flat, so a
+ * reshape changes nothing.  A pass never reads the texture it writes (WebGL
+ * forbids feedback loops): outputs and temps come from textures not read by
+ * the step.  Training assignments (value -> param after each run) become
+ * copy passes at the end. */
+#ifndef RLX_GL_PLAN_H
+#define RLX_GL_PLAN_H
+
+#include "../compile/session.h"
+#include "gl.h"
+
+#define RLX_GL_DEFAULT_MAX_WIDTH 2048 /* WebGL2's guaranteed MAX_TEXTURE_SIZE */
+
+typedef enum { RLX_GLK_INPUT = 0, RLX_GLK_PARAM, RLX_GLK_CONST, RLX_GLK_VALUE, RLX_GLK_TEMP } rlx_gl_tex_role;
+
+typedef struct {
+  size_t count;          /* floats held */
+  int32_t width, height; /* texels; width * height >= count */
+  rlx_gl_tex_role role;
+  int32_t node;          /* the input/param/constant node, the first value, or -1 */
+} rlx_gl_texture;
+
+/* One pass of the plan: the lowering's pass with its textures resolved. */
+typedef struct {
+  rlx_gl_pass pass;
+  int32_t in_tex[RLX_GL_MAX_INPUTS];
+  int32_t out_tex;
+  int32_t node;          /* the step's node, or -1 for an assignment copy */
+  rlx_glref_fn twin;     /* the shader's C twin */
+} rlx_gl_planned_pass;
+
+typedef struct rlx_gl_state {
+  int32_t max_width;
+  rlx_gl_texture *tex;
+  int32_t n_tex, cap_tex;
+  int32_t *node_tex;     /* per node: its texture (views: the root's), or -1 */
+  rlx_gl_planned_pass *passes; /* the steps' passes, in order */
+  int32_t n_passes, cap_passes;
+  float **data;          /* reference executor: contents per texture (made on first run) */
+  char *json;            /* the last plan document */
+  size_t json_len, json_cap;
+} rlx_gl_state;
+
+/* Compiles g for RLX_DEVICE_WEBGL (no fusion: every op has its lowering)
+ * and prepares the WebGL2 state; the session's buffers are those of a CPU
+ * session, so rlx_session_run runs the reference executor. */
+rlx_status rlx_gl_compile(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs,
+                          const rlx_compile_options *opt, rlx_session **out);
+/* (Re)plans the textures and passes of a compiled WEBGL session with
+ * textures at most max_width wide (0: the default). */
+rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width);
+void rlx_gl_state_free(rlx_session *s);
+
+/* Texture layout of count floats: width = min(count, max_width). */
+void rlx_gl_layout(size_t count, int32_t max_width, int32_t *width, int32_t *height);
+
+/* The copy passes of the training assignments (after the steps' passes),
+ * written into out (room for plan.n_outputs); returns their number. */
+int32_t rlx_gl_assignment_passes(const rlx_session *s, rlx_gl_planned_pass *out);
+
+/* The reference executor: every pass on the CPU, then outputs into the
+ * session's buffers and assigned params back into its params. */
+rlx_status rlx_gl_execute(rlx_session *s);
+
+/* A program's full GLSL source: "#version 300 es", the pass's defines,
+ * then the shader with its #include "x.glsl" lines replaced by x.glsl.
+ * Appends to a growing buffer; returns 0 when the shader is unknown. */
+typedef struct {
+  char *buf;
+  size_t len, cap;
+  int failed; /* out of memory */
+} rlx_gl_text;
+void rlx_gl_text_append(rlx_gl_text *t, const char *s, size_t n);
+void rlx_gl_text_printf(rlx_gl_text *t, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+int rlx_gl_program_source(rlx_gl_text *t, const rlx_gl_pass *p);
+
+/* The C twin of each .frag (rlx_glref_<shader>), looked up by shader name
+ * (table generated at build time from src/webgl/glsl/\*.frag). */
+rlx_glref_fn rlx_glref_find(const char *shader);
+
+/* ---- helpers for lowerings and twins ----------------------------------- */
+
+/* Value of define `name` in the pass, or dflt. */
+int32_t rlx_gl_define_value(const rlx_gl_pass *p, const char *name, int32_t dflt);
+
+/* The iteration block (RLX_GL_ITER_INTS ints, see glsl/common.glsl
+ * rlx_iter): an output of shape `out` walked in flat order, with up to 3
+ * operands whose element offsets are base[k] + sum(coord[d] * strides[k][d])
+ * (strides per output axis, 0 on broadcast axes).  Size-1 axes are dropped
+ * and axes every operand walks contiguously merged first. */
+#define RLX_GL_ITER_INTS 36
+void rlx_gl_iter(rlx_gl_pass *p, const rlx_shape *out, int32_t n_ops, const int32_t (*strides)[RLX_MAX_RANK],
+                 const int32_t *base);
+/* Row-major strides of s; strides of `in` broadcast to `out` (over out's axes). */
+void rlx_gl_contiguous_strides(const rlx_shape *s, int32_t *strides);
+void rlx_gl_broadcast_strides(const rlx_shape *in, const rlx_shape *out, int32_t *strides);
+/* Twin side: offsets of the 3 operands for flat output index i. */
+void rlx_glref_iter(const int32_t *ints, int32_t i, int32_t *off);
+
+/* Index values (gather ids, scatter_add ids) as the shaders read them: a
+ * float holding an integer; valid when -1 < v < count (NaN is invalid),
+ * the index is then v truncated toward zero. */
+static inline int32_t rlx_gl_index(float v, int32_t count) {
+  return (v > -1.0f && v < (float)count) ? (int32_t)v : -1;
+}
+
+#endif

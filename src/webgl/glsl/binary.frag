@@ -1,0 +1,65 @@
+#version 300 es
+// binary.frag - broadcasting binary ops and comparisons, OP chosen by a
+// define (src/webgl/lower_elementwise.c): 0 add, 1 sub, 2 mul, 3 div,
+// 4 max, 5 min, 6 pow, 7 eq, 8 ne, 9 lt, 10 le, 11 gt, 12 ge.
+// u_in0 = a, u_in1 = b; u_i = the iteration block (operands a, b).
+// NaN rules follow the CPU kernels (src/cpu/k_elementwise.c): max/min
+// propagate NaN, comparisons with NaN are false except ne; pow follows C's
+// powf for negative bases, zeros, infinities and NaN.
+#include "common.glsl"
+
+uniform highp sampler2D u_in0;
+uniform highp sampler2D u_in1;
+uniform int u_in0_w;
+uniform int u_in1_w;
+
+// powf: |x|^y through exp2/log2, with the sign for odd integer y and the
+// special cases of C99 (pow(x, 0) = pow(1, y) = 1, pow(-1, +-inf) = 1).
+float rlx_pow(float x, float y) {
+  if (y == 0.0 || x == 1.0) return 1.0;
+  if (isnan(x) || isnan(y)) return RLX_NAN;
+  float ax = abs(x);
+  if (ax == 1.0 && isinf(y)) return 1.0;
+  bool negative = floatBitsToInt(x) < 0;  // also -0
+  bool integer = floor(y) == y;           // infinities count as even
+  bool odd = integer && abs(y) < 16777216.0 && (int(abs(y)) & 1) == 1;
+  if (negative && !integer && ax != 0.0 && !isinf(x)) return RLX_NAN;
+  float r;
+  if (ax == 0.0) r = y > 0.0 ? 0.0 : RLX_INF;
+  else if (isinf(ax)) r = y > 0.0 ? RLX_INF : 0.0;
+  else r = exp2(y * log2(ax));
+  return (negative && odd) ? -r : r;
+}
+
+float rlx_value(int i) {
+  ivec3 o = rlx_iter(i);
+  float x = rlx_fetch(u_in0, u_in0_w, o.x);
+  float y = rlx_fetch(u_in1, u_in1_w, o.y);
+#if OP == 0
+  return x + y;
+#elif OP == 1
+  return x - y;
+#elif OP == 2
+  return x * y;
+#elif OP == 3
+  return x / y;
+#elif OP == 4
+  return (x > y || isnan(x)) ? x : y;
+#elif OP == 5
+  return (x < y || isnan(x)) ? x : y;
+#elif OP == 6
+  return rlx_pow(x, y);
+#elif OP == 7
+  return x == y ? 1.0 : 0.0;
+#elif OP == 8
+  return (x != y || isnan(x) || isnan(y)) ? 1.0 : 0.0;
+#elif OP == 9
+  return x < y ? 1.0 : 0.0;
+#elif OP == 10
+  return x <= y ? 1.0 : 0.0;
+#elif OP == 11
+  return x > y ? 1.0 : 0.0;
+#else
+  return x >= y ? 1.0 : 0.0;
+#endif
+}

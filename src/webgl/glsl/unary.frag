@@ -1,0 +1,67 @@
+#version 300 es
+// unary.frag - elementwise unary ops, OP chosen by a define
+// (src/webgl/lower_elementwise.c): 0 neg, 1 abs, 2 exp, 3 log, 4 sqrt,
+// 5 rsqrt, 6 tanh, 7 sigmoid, 8 relu, 9 gelu (tanh form), 10 silu.
+// u_in0 = x, same element count as the output.  Domain edges are explicit
+// (GLSL leaves log, sqrt and inversesqrt undefined there): log(0) = -inf,
+// log(x < 0) = NaN, sqrt(x < 0) = NaN, rsqrt(+-0) = +-inf; sigmoid and tanh
+// use exp(-|x|) so they never overflow, as the CPU kernels do.
+#include "common.glsl"
+
+uniform highp sampler2D u_in0;
+uniform int u_in0_w;
+
+float rlx_sigmoid(float x) {
+  float e = exp(-abs(x));
+  return x >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+}
+
+// Small |x|: the Cephes tanhf polynomial (no cancellation); else
+// (1 - e) / (1 + e) with e = exp(-2|x|).  NaN stays NaN.
+float rlx_tanh(float x) {
+  float ax = abs(x), z = x * x;
+  float t;
+  if (ax < 0.625) {
+    t = ((((-5.70498872745e-3 * z + 2.06390887954e-2) * z - 5.37397155531e-2) * z + 1.33314422036e-1) * z -
+         3.33332819422e-1) * z * ax + ax;
+  } else {
+    float e = exp(-2.0 * ax);
+    t = (1.0 - e) / (1.0 + e);
+  }
+  return x < 0.0 ? -t : t;
+}
+
+float rlx_value(int i) {
+  float x = rlx_fetch(u_in0, u_in0_w, i);
+#if OP == 0
+  return -x;
+#elif OP == 1
+  return abs(x);
+#elif OP == 2
+  return exp(x);
+#elif OP == 3
+  if (x == 0.0) return -RLX_INF;
+  if (x < 0.0) return RLX_NAN;
+  if (isinf(x)) return x;
+  return log(x);
+#elif OP == 4
+  if (x < 0.0) return RLX_NAN;
+  if (isinf(x)) return x;
+  return sqrt(x);
+#elif OP == 5
+  if (x == 0.0) return floatBitsToInt(x) < 0 ? -RLX_INF : RLX_INF;
+  if (x < 0.0) return RLX_NAN;
+  if (isinf(x)) return 0.0;
+  return inversesqrt(x);
+#elif OP == 6
+  return rlx_tanh(x);
+#elif OP == 7
+  return rlx_sigmoid(x);
+#elif OP == 8
+  return x < 0.0 ? 0.0 : x;
+#elif OP == 9
+  return x * rlx_sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x));
+#else
+  return x * rlx_sigmoid(x);
+#endif
+}

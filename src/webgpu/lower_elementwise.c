@@ -1,0 +1,111 @@
+/* lower_elementwise.c - WebGPU lowerings of the elementwise family: the
+ * broadcasting binary ops and comparisons (binary.wgsl), where (where.wgsl),
+ * the unary ops (unary.wgsl) and the pointwise activation gradients
+ * (grad_pointwise.wgsl).  Each thread writes one vec4 of the output.
+ *
+ * Broadcasting: an operand is "periodic" when its shape (leading size-1
+ * dims dropped) equals the trailing dims of the output, so its element for
+ * output i is i mod numel: scalars, full operands and bias rows.  When
+ * every operand is periodic with a period of 1, n or a multiple of 4 the
+ * kernel reads whole vec4s (VEC=1); otherwise it computes each element's
+ * offset from the broadcast strides. */
+#include "wgpu.h"
+
+#define ELEMS_PER_THREAD 4
+#define THREADS 256
+
+/* numel(in) when in is periodic in out (see above), else 0. */
+static uint32_t period_of(const rlx_shape *in, const rlx_shape *out) {
+  int32_t lead = 0;
+  while (lead < in->rank && in->dims[lead] == 1) lead++;
+  int32_t rest = in->rank - lead;
+  if (rest > out->rank) return 0;
+  for (int32_t i = 0; i < rest; i++)
+    if (in->dims[lead + i] != out->dims[out->rank - rest + i]) return 0;
+  return (uint32_t)rlx_shape_numel(in);
+}
+
+static int vec_period(uint32_t p, size_t n) { return p == 1 || p == n || (p != 0 && p % 4 == 0); }
+
+/* The broadcasting elementwise dispatch over n_in operands. */
+static rlx_status broadcast_dispatch(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out, const char *shader, int op) {
+  const rlx_shape *y = &c->node->shape;
+  size_t n = rlx_shape_numel(y);
+  int32_t n_in = c->node->n_inputs;
+  rlx_wgpu_dispatch *d = rlx_wgpu_add(out, shader);
+  uint32_t periods[3];
+  int vec = 1;
+  for (int32_t k = 0; k < n_in; k++) {
+    periods[k] = period_of(&c->in_node[k]->shape, y);
+    vec = vec && vec_period(periods[k], n);
+  }
+  if (op >= 0) rlx_wgpu_override(d, "OP", (uint32_t)op);
+  rlx_wgpu_override(d, "VEC", (uint32_t)vec);
+  rlx_wgpu_bind_inputs(d, n_in);
+  rlx_wgpu_u32(d, (uint32_t)n);
+  for (int32_t k = 0; k < n_in; k++) rlx_wgpu_u32(d, periods[k]);
+  rlx_wgpu_shape(d, y);
+  for (int32_t k = 0; k < n_in; k++) rlx_wgpu_bcast_strides(d, &c->in_node[k]->shape, y);
+  rlx_wgpu_grid1d(d, (n + ELEMS_PER_THREAD - 1) / ELEMS_PER_THREAD, THREADS);
+  return RLX_OK;
+}
+
+/* One vec4 per thread over a same-shaped output. */
+static rlx_status pointwise_dispatch(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out, const char *shader, int op) {
+  size_t n = rlx_shape_numel(&c->node->shape);
+  rlx_wgpu_dispatch *d = rlx_wgpu_add(out, shader);
+  rlx_wgpu_override(d, "OP", (uint32_t)op);
+  rlx_wgpu_bind_inputs(d, c->node->n_inputs);
+  rlx_wgpu_u32(d, (uint32_t)n);
+  rlx_wgpu_grid1d(d, (n + ELEMS_PER_THREAD - 1) / ELEMS_PER_THREAD, THREADS);
+  return RLX_OK;
+}
+
+/* a[...], b[...] broadcast -> y; OP numbers as in binary.wgsl */
+#define BINARY(name, op) \
+  rlx_status rlx_wgpu_lower_##name(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { \
+    return broadcast_dispatch(c, out, "binary", op); \
+  }
+BINARY(add, 0)
+BINARY(sub, 1)
+BINARY(mul, 2)
+BINARY(div, 3)
+BINARY(max, 4)
+BINARY(min, 5)
+BINARY(pow, 6)
+BINARY(eq, 7)
+BINARY(ne, 8)
+BINARY(lt, 9)
+BINARY(le, 10)
+BINARY(gt, 11)
+BINARY(ge, 12)
+
+/* cond[...], a[...], b[...] broadcast -> y */
+rlx_status rlx_wgpu_lower_where(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
+  return broadcast_dispatch(c, out, "where", -1);
+}
+
+/* x[...] -> y[...]; OP numbers as in unary.wgsl */
+#define UNARY(name, op) \
+  rlx_status rlx_wgpu_lower_##name(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { \
+    return pointwise_dispatch(c, out, "unary", op); \
+  }
+UNARY(neg, 0)
+UNARY(abs, 1)
+UNARY(exp, 2)
+UNARY(log, 3)
+UNARY(sqrt, 4)
+UNARY(rsqrt, 5)
+UNARY(tanh, 6)
+UNARY(sigmoid, 7)
+UNARY(relu, 8)
+UNARY(gelu, 9)
+UNARY(silu, 10)
+
+/* x[...], dy[...] -> dx[...] */
+rlx_status rlx_wgpu_lower_gelu_grad(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
+  return pointwise_dispatch(c, out, "grad_pointwise", 0);
+}
+rlx_status rlx_wgpu_lower_silu_grad(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
+  return pointwise_dispatch(c, out, "grad_pointwise", 1);
+}

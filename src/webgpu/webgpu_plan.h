@@ -1,0 +1,55 @@
+/* webgpu_plan.h - the WebGPU side of a compiled session: which GPU arena
+ * each value lives in, the checks run on every lowering at compile time,
+ * and the plan document (JSON) the executor in web/runtime/webgpu.js
+ * replays.  Internal to the library (session.c and src/web).
+ *
+ * Arenas.  WebGPU forbids one buffer to be bound both read-only and
+ * writable in one dispatch (usage scopes are per buffer, not per range), so
+ * an op's output can never share a buffer with its inputs.  Values are
+ * therefore coloured: each step's output gets the lowest arena index that
+ * none of its arena inputs use (a handful of arenas in practice), and each
+ * arena is packed separately by lifetime, 64-float (256-byte) aligned.  The
+ * plan's arena offsets are rewritten to lie in one virtual arena, arena k
+ * starting at base[k], so rlx_plan_check still holds.
+ *
+ * Host steps.  A lowering that returns RLX_OK with zero dispatches asks for
+ * its step to run on the CPU between GPU passes (a host step).  None do
+ * today.  The browser executor cannot run them, so the wasm build refuses
+ * to compile such a plan; native builds accept it for introspection
+ * (rlx_session_host_summary). */
+#ifndef RLX_WEBGPU_PLAN_H
+#define RLX_WEBGPU_PLAN_H
+
+#include "../compile/session.h"
+#include "wgpu.h"
+
+#define RLX_WGPU_ALIGN_FLOATS 64   /* storage offset alignment: 256 bytes */
+#define RLX_WGPU_MAX_ARENAS (RLX_MAX_INPUTS + 1)
+#define RLX_WGPU_UNIFORM_BINDING ((size_t)RLX_WGPU_MAX_UNIFORM * 4) /* bytes bound per dispatch */
+
+typedef struct rlx_wgpu_state {
+  int32_t n_arenas;
+  size_t arena_base[RLX_WGPU_MAX_ARENAS];   /* floats, in the plan's virtual arena */
+  size_t arena_floats[RLX_WGPU_MAX_ARENAS]; /* size of each GPU arena */
+  int8_t *arena_of;       /* per node: arena index of values written by steps, else -1 */
+  int32_t *const_index;   /* per node: index among the plan's constants, else -1 */
+  int32_t *const_nodes;   /* node id per constant */
+  int32_t n_consts;
+  size_t scratch_bytes;   /* max over steps */
+  int32_t host_steps, sync_points;
+  char *json;             /* the plan document, made on first request */
+  size_t json_len, json_cap;
+} rlx_wgpu_state;
+
+/* Lowers every step (checking each dispatch), colours and places the
+ * arenas, indexes constants and counts host steps.  Sets s->webgpu. */
+rlx_status rlx_wgpu_prepare(rlx_session *s);
+void rlx_wgpu_state_free(rlx_wgpu_state *w, int32_t n_nodes);
+
+/* Runs the lowering of step node id into out (zeroed first) with its checks. */
+rlx_status rlx_wgpu_lower_step(const rlx_plan *p, int32_t id, rlx_wgpu_lowering *out);
+
+/* The plan document; NULL (with rlx_last_error) when it cannot be made. */
+const char *rlx_wgpu_plan_json(rlx_session *s, size_t *len);
+
+#endif

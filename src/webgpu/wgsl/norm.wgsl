@@ -1,0 +1,81 @@
+// norm.wgsl - RMS norm (OP 0) and layer norm (OP 1) over the last axis:
+//   rms    y = x / sqrt(mean(x^2) + eps) * w
+//   layer  y = (x - mean) / sqrt(var + eps) * w + b   (biased variance)
+// TPR threads (a power of two) share a row of D values; a workgroup of 256
+// holds 256 / TPR rows.  Row sums meet in a shared-memory tree.  Layer
+// norm takes two passes like src/cpu/k_norm.c: the mean (summed around the
+// row's first value, so rows far from zero keep their digits), then the
+// variance around it.  For RMS norm `b` is an unused placeholder binding.
+//
+// Uniform words: 0 rows, 1 D, 2 eps (f32 bits).
+
+override OP: u32 = 0u;
+override TPR: u32 = 256u;
+const WG: u32 = 256u;
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> w: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@group(0) @binding(4) var<uniform> U: array<vec4<u32>, 1>;
+
+var<workgroup> sh: array<f32, 256>;
+
+// Sum of v over the TPR threads of each row; every thread gets its row's.
+fn row_sum(v: f32, lid: u32, lane: u32) -> f32 {
+  sh[lid] = v;
+  workgroupBarrier();
+  for (var st = TPR / 2u; st > 0u; st = st / 2u) {
+    if (lane < st) { sh[lid] += sh[lid + st]; }
+    workgroupBarrier();
+  }
+  let total = sh[lid - lane];
+  workgroupBarrier(); // sh is reused by the next sum
+  return total;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let rows = U[0].x;
+  let D = U[0].y;
+  let eps = bitcast<f32>(U[0].z);
+  let RPW = WG / TPR;
+  let lin = wid.x + wid.y * nwg.x;
+  if (lin * RPW >= rows) { return; }
+  let lane = lid % TPR;
+  let row = lin * RPW + lid / TPR;
+  let valid = row < rows;
+  let base = row * D;
+  let fd = f32(D);
+
+  if (OP == 0u) {
+    var ss = 0.0;
+    if (valid) {
+      for (var j = lane; j < D; j += TPR) { let v = x[base + j]; ss += v * v; }
+    }
+    ss = row_sum(ss, lid, lane);
+    if (valid) {
+      let inv = 1.0 / sqrt(ss / fd + eps);
+      for (var j = lane; j < D; j += TPR) { y[base + j] = x[base + j] * inv * w[j]; }
+    }
+  } else {
+    var x0 = 0.0;
+    var s = 0.0;
+    if (valid) {
+      x0 = x[base];
+      for (var j = lane; j < D; j += TPR) { s += x[base + j] - x0; }
+    }
+    s = row_sum(s, lid, lane);
+    let mean = x0 + s / fd;
+    var sq = 0.0;
+    if (valid) {
+      for (var j = lane; j < D; j += TPR) { let c = x[base + j] - mean; sq += c * c; }
+    }
+    sq = row_sum(sq, lid, lane);
+    if (valid) {
+      let inv = 1.0 / sqrt(sq / fd + eps);
+      for (var j = lane; j < D; j += TPR) { y[base + j] = ((x[base + j] - mean) * inv) * w[j] + b[j]; }
+    }
+  }
+}

@@ -1,0 +1,363 @@
+// webgpu.js - the generic WebGPU executor for sessions compiled with
+// device 'webgpu' (RLX_DEVICE_WEBGPU).  C decides everything (buffers,
+// pipelines, bind groups, uniforms, dispatch sizes) and hands it over as one
+// JSON plan (src/webgpu/plan_json.c); this file creates the GPU objects once
+// and replays the dispatches: one command encoder and one compute pass per
+// run, outputs copied into one staging buffer and read back with mapAsync.
+// Nothing here knows about ops.  Works in a page, a Worker and Node (Dawn,
+// npm `webgpu`: pass its GPU or a device).
+//
+//   import { createWebGpuSession } from './runtime/webgpu.js';
+//   const s = g.compile([y], { device: 'webgpu' });      // loader.js session
+//   const gs = await createWebGpuSession(rlx, s);          // or (exports, ptr, device)
+//   gs.setParam('w', w); gs.setInput('x', x);
+//   await gs.run(); gs.output(0);                           // Float32Array
+//   await gs.getParam('w'); gs.free();
+//
+// rlxModule: the loader's Rlx object, a WebAssembly.Instance or its exports;
+// it must export memory and the rlx_webgpu_* functions of
+// src/web/exports_webgpu.c.  sessionHandle: a loader Session or the session
+// pointer.  device: a GPUDevice, a GPU (navigator.gpu-like) or nothing
+// (navigator.gpu, one shared device).  Failures that mean "use another
+// backend" (no WebGPU, no adapter, a limit the plan exceeds, a lost device)
+// throw a WebGpuUnavailableError whose `reason` says which.
+
+/** WebGPU cannot run this plan here; `reason`: 'no-webgpu' | 'no-adapter' | 'limits' | 'device-lost'. */
+export class WebGpuUnavailableError extends Error {
+  constructor(reason, message) {
+    super(message);
+    this.name = 'WebGpuUnavailableError';
+    this.reason = reason;
+  }
+}
+
+const round16 = (n) => Math.max(16, Math.ceil(n / 16) * 16);
+
+// Per device: shader modules by source and pipelines by key + source.
+const deviceCaches = new WeakMap();
+function cacheOf(device) {
+  let c = deviceCaches.get(device);
+  if (!c) deviceCaches.set(device, (c = { modules: new Map(), pipelines: new Map() }));
+  return c;
+}
+
+let sharedDevice = null; // Promise<GPUDevice> for sessions given no device
+
+async function requestDevice(gpu, needs) {
+  if (!gpu) {
+    throw new WebGpuUnavailableError('no-webgpu', 'WebGPU is not available here (navigator.gpu is missing)');
+  }
+  const adapter = await gpu.requestAdapter();
+  if (!adapter) throw new WebGpuUnavailableError('no-adapter', 'WebGPU: no GPU adapter is available');
+  // Ask for the adapter's limits where the defaults are too small for the plan.
+  const requiredLimits = {};
+  for (const [name, value] of Object.entries(needs)) {
+    if (value > adapter.limits[name]) {
+      throw new WebGpuUnavailableError('limits', `WebGPU: the plan needs ${name} = ${value}, the adapter allows ${adapter.limits[name]}`);
+    }
+    requiredLimits[name] = adapter.limits[name];
+  }
+  const device = await adapter.requestDevice({ requiredLimits });
+  return device;
+}
+
+// The limits a plan needs (compared with the device's).
+function planNeeds(plan) {
+  let maxBuffer = 16, maxBinding = 16, maxStorage = 1;
+  for (const b of plan.buffers) maxBuffer = Math.max(maxBuffer, round16(b.size));
+  for (const st of plan.steps) for (const [, , size] of st.bindings || []) maxBinding = Math.max(maxBinding, round16(size));
+  for (const p of plan.pipelines) maxStorage = Math.max(maxStorage, p.bindings.length);
+  return { maxBufferSize: maxBuffer, maxStorageBufferBindingSize: maxBinding, maxStorageBuffersPerShaderStage: maxStorage };
+}
+
+function checkLimits(device, needs) {
+  for (const [name, value] of Object.entries(needs)) {
+    if (value > device.limits[name]) {
+      throw new WebGpuUnavailableError('limits', `WebGPU: the plan needs ${name} = ${value}, the device allows ${device.limits[name]}`);
+    }
+  }
+}
+
+function exportsOf(mod) {
+  const e = mod?.exports?.memory ? mod.exports : mod?.instance?.exports ?? mod;
+  if (!e || !e.memory || typeof e.rlx_webgpu_plan !== 'function') {
+    throw new TypeError('createWebGpuSession: the module lacks memory or the rlx_webgpu_* exports (src/web/exports_webgpu.c)');
+  }
+  return e;
+}
+
+function cstring(e, ptr) {
+  const mem = new Uint8Array(e.memory.buffer);
+  let end = ptr >>> 0;
+  while (end < mem.length && mem[end] !== 0) end++;
+  return new TextDecoder().decode(mem.subarray(ptr >>> 0, end));
+}
+
+/**
+ * Creates the GPU objects of a WebGPU session's plan.  Resolves to a
+ * WebGpuSession; rejects with WebGpuUnavailableError when WebGPU cannot run
+ * it here, or an Error for a malformed plan.
+ */
+export async function createWebGpuSession(rlxModule, sessionHandle, device) {
+  const e = exportsOf(rlxModule);
+  const s = typeof sessionHandle === 'number' ? sessionHandle : (sessionHandle?.ptr ?? sessionHandle?.handle);
+  if (!s) throw new TypeError('createWebGpuSession: no session handle');
+  const ptr = e.rlx_webgpu_plan(s) >>> 0;
+  if (!ptr) {
+    const why = e.rlx_webgpu_last_error ? cstring(e, e.rlx_webgpu_last_error()) : '';
+    throw new Error(`createWebGpuSession: not a WebGPU session${why ? `: ${why}` : ''} (compile with device 'webgpu')`);
+  }
+  const len = e.rlx_webgpu_plan_len(s) >>> 0;
+  const plan = JSON.parse(new TextDecoder().decode(new Uint8Array(e.memory.buffer, ptr, len)));
+  if (plan.format !== 'rlx-webgpu-plan' || plan.version !== 1) throw new Error('createWebGpuSession: unknown plan format');
+  const host = plan.steps.find((st) => st.host);
+  if (host) throw new WebGpuUnavailableError('host-steps', `WebGPU: step ${host.op} (node ${host.node}) needs host execution, which this executor does not do`);
+  const needs = planNeeds(plan);
+  if (device && typeof device.createBuffer !== 'function') {
+    device = await requestDevice(device, needs); // a GPU object
+  } else if (!device) {
+    if (!sharedDevice) {
+      sharedDevice = requestDevice(globalThis.navigator?.gpu, needs);
+      sharedDevice.catch(() => { sharedDevice = null; });
+    }
+    device = await sharedDevice;
+  }
+  checkLimits(device, needs);
+  const session = new WebGpuSession(device, plan, e, s);
+  await session.init();
+  return session;
+}
+
+export class WebGpuSession {
+  constructor(device, plan, exp, handle) {
+    this.device = device;
+    this.plan = plan;
+    this.exports = exp;
+    this.handle = handle;
+    this.lost = null;
+    this.freed = false;
+    this.outputs = plan.outputs.map(() => null);
+    this.inputSet = plan.inputs.map(() => false);
+    this.queue = Promise.resolve();
+    device.lost?.then((info) => { this.lost = info; });
+  }
+
+  // Creates buffers, uploads constants / params / preset inputs and uniforms,
+  // builds pipelines and bind groups.
+  async init() {
+    const { device, plan, exports: e } = this;
+    const U = GPUBufferUsage;
+    device.pushErrorScope('out-of-memory');
+    device.pushErrorScope('validation');
+    this.buffers = plan.buffers.map((b, i) => device.createBuffer({
+      label: `rlx ${b.kind}${b.index ?? ''} (${i})`,
+      size: round16(b.size),
+      usage: b.kind === 'uniform' ? U.UNIFORM | U.COPY_DST : U.STORAGE | U.COPY_SRC | U.COPY_DST,
+    }));
+    const mem = () => e.memory.buffer;
+    const upload = (buffer, ptr, bytes) => {
+      const data = new Uint8Array(mem(), ptr, bytes).slice();
+      device.queue.writeBuffer(buffer, 0, data);
+    };
+    plan.constants.forEach((c, i) => {
+      const p = e.rlx_webgpu_constant_data(this.handle, i) >>> 0;
+      if (p) upload(this.buffers[c.buffer], p, c.size);
+    });
+    plan.params.forEach((p, i) => {
+      const at = e.rlx_webgpu_param_data(this.handle, i) >>> 0;
+      if (at) upload(this.buffers[p.buffer], at, p.size);
+    });
+    plan.inputs.forEach((inp, i) => {
+      const at = e.rlx_webgpu_input_data(this.handle, i) >>> 0;
+      if (at) { upload(this.buffers[inp.buffer], at, inp.size); this.inputSet[i] = true; }
+    });
+    const ub = plan.buffers.findIndex((b) => b.kind === 'uniform');
+    const words = new Uint32Array(round16(plan.buffers[ub].size) / 4);
+    for (const st of plan.steps) words.set(st.words, st.uniform / 4);
+    device.queue.writeBuffer(this.buffers[ub], 0, words);
+    this.uniformBuffer = this.buffers[ub];
+
+    // Pipelines, cached per device by key and source.
+    const cache = cacheOf(device);
+    this.pipelines = await Promise.all(plan.pipelines.map(async (p) => {
+      const code = plan.shaders[p.shader];
+      const key = `${p.key}\u0000${code}`;
+      let entry = cache.pipelines.get(key);
+      if (!entry) {
+        entry = this.makePipeline(p, code, cache);
+        cache.pipelines.set(key, entry);
+        entry.catch(() => cache.pipelines.delete(key));
+      }
+      return entry;
+    }));
+    // Bind groups, one per dispatch.
+    const ubSize = plan.uniform_binding_size;
+    this.bindGroups = plan.steps.map((st, k) => {
+      const pipe = this.pipelines[st.pipeline];
+      const entries = st.bindings.map(([b, offset, size], i) => ({
+        binding: i, resource: { buffer: this.buffers[b], offset, size: Math.min(round16(size), round16(plan.buffers[b].size) - offset) },
+      }));
+      entries.push({ binding: st.bindings.length, resource: { buffer: this.uniformBuffer, offset: st.uniform, size: ubSize } });
+      return device.createBindGroup({ label: `rlx ${st.op} node ${st.node} #${k}`, layout: pipe.layout, entries });
+    });
+    // One staging buffer for all outputs.
+    let at = 0;
+    this.outputSlots = plan.outputs.map((o) => { const slot = at; at += Math.ceil(o.value[2] / 4) * 4; return slot; });
+    this.staging = device.createBuffer({ label: 'rlx outputs', size: round16(at), usage: U.MAP_READ | U.COPY_DST });
+    const validation = await device.popErrorScope();
+    const oom = await device.popErrorScope();
+    if (oom) throw new WebGpuUnavailableError('limits', `WebGPU: out of memory creating the session: ${oom.message}`);
+    if (validation) throw new Error(`WebGPU: creating the session failed: ${validation.message}`);
+    this.checkLost();
+  }
+
+  async makePipeline(p, code, cache) {
+    const { device } = this;
+    let module = cache.modules.get(code);
+    if (!module) {
+      module = device.createShaderModule({ label: p.shader, code });
+      cache.modules.set(code, module);
+    }
+    const entries = p.bindings.map((access, i) => ({
+      binding: i, visibility: GPUShaderStage.COMPUTE,
+      buffer: { type: access === 'write' ? 'storage' : 'read-only-storage' },
+    }));
+    entries.push({ binding: p.bindings.length, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'uniform' } });
+    device.pushErrorScope('validation');
+    const layout = device.createBindGroupLayout({ label: p.key, entries });
+    let pipeline;
+    try {
+      pipeline = await device.createComputePipelineAsync({
+        label: p.key,
+        layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }),
+        compute: { module, entryPoint: 'main', constants: p.overrides },
+      });
+    } catch (err) {
+      await device.popErrorScope();
+      const info = await module.getCompilationInfo?.();
+      const msgs = (info?.messages ?? []).map((m) => `${p.shader}.wgsl:${m.lineNum}:${m.linePos} ${m.type}: ${m.message}`).join('\n');
+      throw new Error(`WebGPU: pipeline ${p.key} failed: ${err.message}${msgs ? `\n${msgs}` : ''}`);
+    }
+    const err = await device.popErrorScope();
+    if (err) throw new Error(`WebGPU: pipeline ${p.key} failed: ${err.message}`);
+    return { pipeline, layout };
+  }
+
+  checkLost() {
+    if (this.lost) throw new WebGpuUnavailableError('device-lost', `WebGPU device lost: ${this.lost.message || this.lost.reason}`);
+    if (this.freed) throw new Error('WebGPU session already freed');
+  }
+
+  findNamed(list, name, what) {
+    const i = list.findIndex((x) => x.name === name);
+    if (i < 0) throw new Error(`${what}: no ${what === 'setInput' ? 'input' : 'param'} named '${name}'`);
+    return i;
+  }
+
+  /** Writes input `name` (Float32Array, Int32Array or numbers; element count must match). */
+  setInput(name, data) {
+    this.checkLost();
+    const i = this.findNamed(this.plan.inputs, name, 'setInput');
+    const inp = this.plan.inputs[i];
+    const n = inp.size / 4;
+    if (data.length !== n) throw new Error(`setInput: '${name}' holds ${n} values, got ${data.length}`);
+    let bytes;
+    if (inp.dtype === 'i32') {
+      // As rlx_session_set_input: floats become ints (NaN / out of range: -1).
+      const ints = data instanceof Int32Array ? data : Int32Array.from(data, (v) => (v > -2147483648 && v < 2147483648 ? Math.trunc(v) : -1));
+      bytes = ints;
+    } else {
+      bytes = data instanceof Float32Array ? data : Float32Array.from(data);
+    }
+    this.device.queue.writeBuffer(this.buffers[inp.buffer], 0, bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.inputSet[i] = true;
+  }
+
+  /** Writes param `name`. */
+  setParam(name, data) {
+    this.checkLost();
+    const p = this.plan.params[this.findNamed(this.plan.params, name, 'setParam')];
+    if (data.length !== p.size / 4) throw new Error(`setParam: '${name}' holds ${p.size / 4} values, got ${data.length}`);
+    const f = data instanceof Float32Array ? data : Float32Array.from(data);
+    this.device.queue.writeBuffer(this.buffers[p.buffer], 0, f.buffer, f.byteOffset, f.byteLength);
+  }
+
+  /** Reads param `name` back: Promise<Float32Array>. */
+  getParam(name) {
+    const p = this.plan.params[this.findNamed(this.plan.params, name, 'getParam')];
+    return this.enqueue(async () => {
+      const { device } = this;
+      const staging = device.createBuffer({ size: round16(p.size), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      const enc = device.createCommandEncoder();
+      enc.copyBufferToBuffer(this.buffers[p.buffer], 0, staging, 0, p.size);
+      device.queue.submit([enc.finish()]);
+      await staging.mapAsync(GPUMapMode.READ);
+      const out = new Float32Array(staging.getMappedRange(0, round16(p.size)).slice(0, p.size));
+      staging.unmap();
+      staging.destroy();
+      return out;
+    });
+  }
+
+  // Runs fn after every earlier run/readback (the staging buffer is shared).
+  enqueue(fn) {
+    const next = this.queue.then(() => { this.checkLost(); return fn(); });
+    this.queue = next.catch(() => {});
+    return next;
+  }
+
+  /** One run: every dispatch, the training assignments, the output readback. */
+  run() {
+    return this.enqueue(async () => {
+      const { device, plan } = this;
+      plan.inputs.forEach((inp, i) => {
+        if (inp.needed && !this.inputSet[i]) throw new Error(`run: input '${inp.name}' has not been set`);
+      });
+      device.pushErrorScope('validation');
+      const enc = device.createCommandEncoder({ label: 'rlx run' });
+      const pass = enc.beginComputePass({ label: 'rlx dispatches' });
+      plan.steps.forEach((st, k) => {
+        pass.setPipeline(this.pipelines[st.pipeline].pipeline);
+        pass.setBindGroup(0, this.bindGroups[k]);
+        pass.dispatchWorkgroups(st.groups[0], st.groups[1], st.groups[2]);
+      });
+      pass.end();
+      for (const a of plan.assign) {
+        const [b, offset, size] = a.from;
+        if (b !== a.buffer || offset !== 0) enc.copyBufferToBuffer(this.buffers[b], offset, this.buffers[a.buffer], 0, size);
+      }
+      plan.outputs.forEach((o, i) => {
+        const [b, offset, size] = o.value;
+        enc.copyBufferToBuffer(this.buffers[b], offset, this.staging, this.outputSlots[i], size);
+      });
+      device.queue.submit([enc.finish()]);
+      const err = await device.popErrorScope();
+      if (err) throw new Error(`WebGPU run failed: ${err.message}`);
+      await this.staging.mapAsync(GPUMapMode.READ);
+      this.checkLost();
+      const all = this.staging.getMappedRange();
+      this.outputs = plan.outputs.map((o, i) => new Float32Array(all.slice(this.outputSlots[i], this.outputSlots[i] + o.value[2])));
+      this.staging.unmap();
+    });
+  }
+
+  /** Output i of the last run (Float32Array). */
+  output(i) {
+    if (i < 0 || i >= this.outputs.length) throw new Error(`output: output ${i} does not exist (${this.outputs.length} outputs)`);
+    if (!this.outputs[i]) throw new Error('output: the session has not run successfully');
+    return this.outputs[i];
+  }
+  outputShape(i) { return this.plan.outputs[i]?.shape.slice(); }
+  get outputCount() { return this.plan.outputs.length; }
+  get dispatchCount() { return this.plan.steps.length; }
+  get pipelineCount() { return this.plan.pipelines.length; }
+
+  /** Releases the GPU buffers (the device stays; pipelines stay cached). */
+  free() {
+    if (this.freed) return;
+    this.freed = true;
+    for (const b of this.buffers ?? []) b.destroy();
+    this.staging?.destroy();
+    this.buffers = [];
+  }
+}
