@@ -6,6 +6,8 @@
 #   make BLAS=openblas   native GEMM through OpenBLAS (never in wasm)
 
 CC      ?= cc
+# Debian's python3 (the one tools/setup.sh gives numpy to), else whatever is on PATH.
+PYTHON  ?= $(firstword $(wildcard /usr/bin/python3) python3)
 WASMCC  ?= clang
 CFLAGS  ?= -O2 -g
 CFLAGS  += -fno-trapping-math -fno-math-errno -std=c11 -Wall -Wextra -Wno-unused-parameter -fPIC -Iinclude -D_POSIX_C_SOURCE=200809L -DRLX_HAVE_ZLIB
@@ -26,8 +28,12 @@ endif
 # file (tools/embed_wgsl.sh) compiled into both the native and wasm libraries.
 WGSL_SRC := $(sort $(wildcard src/webgpu/wgsl/*.wgsl))
 WGSL_GEN := build/gen/wgsl_sources.c
+# The GLSL shaders of the WebGL2 executor (src/webgl/glsl/*.frag, *.glsl)
+# likewise, with the table of their C twins (rlx_glref_<shader>).
+GLSL_SRC := $(sort $(wildcard src/webgl/glsl/*.frag src/webgl/glsl/*.glsl))
+GLSL_GEN := build/gen/glsl_sources.c
 LIB_SRC  := $(sort $(wildcard src/core/*.c src/ir/*.c src/autodiff/*.c src/compile/*.c src/cpu/*.c src/models/*.c \
-                              src/webgpu/*.c)) $(WGSL_GEN)
+                              src/webgpu/*.c src/webgl/*.c)) $(WGSL_GEN) $(GLSL_GEN)
 WEB_SRC  := $(sort $(wildcard src/web/*.c))
 WEB_OBJ  := $(WEB_SRC:%.c=build/wasm/%.o)
 HDRS     := $(wildcard include/*.h include/*.def src/*/*.h)
@@ -43,7 +49,7 @@ ASAN_BINS    := $(TEST_MAINS:tests/c/%.c=build/tests-asan/%)
 SAN_FLAGS    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 .SECONDARY:
-.PHONY: all native wasm test test-native test-asan test-node test-cli test-browser bench serve setup clean
+.PHONY: all native wasm test test-native test-asan test-node test-cli test-browser test-python test-examples bench serve setup clean
 all: native wasm build/rlx web/data/fashion-mnist-train.bin web/data/fashion-mnist-test.bin
 native: build/librlx.a build/librlx.so
 wasm: web/pkg/rlx_web.wasm build/wasm-tests/opcases.wasm
@@ -60,6 +66,10 @@ build/wasm/%.o: %.c $(HDRS)
 $(WGSL_GEN): tools/embed_wgsl.sh $(WGSL_SRC) $(wildcard src/webgpu/wgsl)
 	@mkdir -p $(dir $@)
 	sh tools/embed_wgsl.sh $@ $(WGSL_SRC)
+$(GLSL_GEN): tools/embed_sources.sh $(GLSL_SRC) $(wildcard src/webgl/glsl)
+	@mkdir -p $(dir $@)
+	sh tools/embed_sources.sh --twins ../../src/webgl/gl.h rlx_glref_args rlx_glref_ rlx_glref_find .frag \
+	  $@ rlx_glsl_source $(GLSL_SRC)
 # Size: the kernels (src/cpu) are built for speed, everything else in the
 # browser module (graph, compiler, autodiff, models, exports) for size.
 $(filter-out build/wasm/src/cpu/%,$(WASM_OBJ) $(WEB_OBJ)): WASM_CFLAGS += -Oz
@@ -75,7 +85,8 @@ web/pkg/rlx_web.wasm: $(WASM_OBJ) $(WEB_OBJ)
 	$(WASMCC) $(WASM_LDFLAGS) -o $@ $(WEB_OBJ) $(WASM_OBJ)
 
 # The op cases compiled to wasm, run by tests/node/opcases.test.mjs.
-WASM_TEST_OBJ := $(patsubst %.c,build/wasm/%.o,tests/c/wasm_opcases.c tests/c/wasm_gradcases.c $(TEST_SUPPORT))
+WASM_TEST_OBJ := $(patsubst %.c,build/wasm/%.o,tests/c/wasm_opcases.c tests/c/wasm_gradcases.c tests/c/wasm_gpu_cases.c \
+                   src/web/exports_webgpu.c $(TEST_SUPPORT))
 build/wasm/tests/c/%.o: tests/c/%.c tests/c/op_case.h tests/c/grad_case.h tests/c/grad_train.h $(HDRS)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_CFLAGS) -Itests/c -c $< -o $@
@@ -123,7 +134,7 @@ setup:
 
 test: setup
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory test-native test-asan test-node test-cli test-browser
+	@$(MAKE) --no-print-directory test-native test-asan test-node test-cli test-browser test-python test-examples
 
 test-native: $(TEST_BINS)
 	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t; done
@@ -144,11 +155,24 @@ test-cli: build/rlx
 	tests/cli/test_cli.sh
 	tests/cli/accuracy.sh
 
+# The Python bindings (python/rlx) over build/librlx.so.
+test-python: build/librlx.so
+	PYTHONPATH=python $(PYTHON) -m unittest discover -s tests/python -v
+
+# The worked examples (the same classifier in C and Python); each checks
+# that its first loss is ln(10) and that the loss falls, and exits non-zero if not.
+build/examples/%: examples/c/%.c build/librlx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< build/librlx.a $(LDLIBS)
+test-examples: build/examples/classifier build/librlx.so
+	build/examples/classifier
+	PYTHONPATH=python $(PYTHON) examples/python/classifier.py
+
 -include bench/bench.mk
 
 serve: setup
 	@$(MAKE) --no-print-directory all
-	python3 tools/serve.py $(SERVE_ARGS)
+	$(PYTHON) tools/serve.py $(SERVE_ARGS)
 
 clean:
 	rm -rf build web/pkg/*.wasm web/data

@@ -8,7 +8,7 @@ The model, the same as examples/c/classifier.c:
 
 W1 is He-uniform, W2 and the biases start at zero, so every class starts
 equally likely and the first loss is ln(10).  Training runs 100 Adam steps
-on batches of 64 Fashion-MNIST images (from $RLX_FASHION_MNIST or
+on batches of 64 Fashion-MNIST images (from $RLX_DATA_DIR or
 /usr/share/datasets/fashion-mnist; synthetic images when the files are
 missing or with --synthetic), then a second graph with a larger batch
 classifies held-out images with the trained weights.
@@ -20,6 +20,7 @@ Run: PYTHONPATH=python python3 examples/python/classifier.py [--synthetic] [--st
 """
 
 import argparse
+import array
 import math
 import os
 import sys
@@ -31,6 +32,7 @@ import rlx  # noqa: E402
 IN, HID, OUT = 784, 128, 10
 BATCH, EVAL_BATCH = 64, 1000
 LR = 1e-3
+SYNTHETIC_POOL = 640  # synthetic training images, cycled
 
 
 def build_classifier(g, batch):
@@ -61,42 +63,34 @@ def he_uniform(rng, fan_in, n):
     return [(2.0 * rng.uniform() - 1.0) * bound for _ in range(n)]
 
 
-class SyntheticData:
-    """Ten random prototype images; a sample is its class prototype plus noise."""
+def synthetic_data(n_train, n_eval, seed=7):
+    """Ten random prototype images; sample i is the prototype of class i mod
+    10, half-blended with uniform noise.  Returns (train_x, train_y, eval_x,
+    eval_y) as arrays."""
+    rng = Lcg(seed)
+    protos = [[rng.uniform() for _ in range(IN)] for _ in range(OUT)]
 
-    name = "synthetic"
-
-    def __init__(self, seed=7):
-        rng = Lcg(seed)
-        self.protos = [[rng.uniform() for _ in range(IN)] for _ in range(OUT)]
-        self.rng = rng
-
-    def batch(self, start, count):
-        x, y = [], []
-        for i in range(start, start + count):
-            c = i % OUT
-            x += [0.5 * p + 0.5 * self.rng.uniform() for p in self.protos[c]]
-            y.append(c)
+    def samples(n):
+        x, y = array.array("f"), array.array("i")
+        for i in range(n):
+            x.extend([0.5 * p + 0.5 * rng.uniform() for p in protos[i % OUT]])
+            y.append(i % OUT)
         return x, y
+    return samples(n_train) + samples(n_eval)
 
 
-class FashionMnist:
-    """Training batches from the training set, held-out ones from the test set."""
-
-    def __init__(self, directory):
-        path = lambda f: os.path.join(directory, f)  # noqa: E731
-        self.train = rlx.load_dataset(path("train-images-idx3-ubyte.gz"), path("train-labels-idx1-ubyte.gz"))
-        self.test = rlx.load_dataset(path("t10k-images-idx3-ubyte.gz"), path("t10k-labels-idx1-ubyte.gz"))
-        self.name = "Fashion-MNIST (%s)" % directory
-
-
-def load_data(synthetic):
-    directory = os.environ.get("RLX_FASHION_MNIST", "/usr/share/datasets/fashion-mnist")
-    if not synthetic and os.path.exists(os.path.join(directory, "train-images-idx3-ubyte.gz")):
-        data = FashionMnist(directory)
-        return data.name, data.train.batch, data.test.batch
-    data = SyntheticData()
-    return data.name, data.batch, lambda start, count: data.batch(10 ** 6 + start, count)
+def load_data(synthetic, n_train):
+    """(name, train_x, train_y, eval_x, eval_y): Fashion-MNIST when present
+    (training images from its training set, held-out ones from its test set),
+    else synthetic images."""
+    directory = os.environ.get("RLX_DATA_DIR", "/usr/share/datasets/fashion-mnist")
+    path = lambda f: os.path.join(directory, f)  # noqa: E731
+    if not synthetic and os.path.exists(path("train-images-idx3-ubyte.gz")):
+        with rlx.load_dataset(path("train-images-idx3-ubyte.gz"), path("train-labels-idx1-ubyte.gz")) as train, \
+                rlx.load_dataset(path("t10k-images-idx3-ubyte.gz"), path("t10k-labels-idx1-ubyte.gz")) as test:
+            n_train = min(n_train, len(train) // BATCH * BATCH)
+            return ("Fashion-MNIST (%s)" % directory,) + train.batch(0, n_train) + test.batch(0, EVAL_BATCH)
+    return ("synthetic",) + synthetic_data(SYNTHETIC_POOL, EVAL_BATCH)
 
 
 def main():
@@ -105,8 +99,10 @@ def main():
     ap.add_argument("--steps", type=int, default=100)
     args = ap.parse_args()
 
-    name, train_batch, eval_batch = load_data(args.synthetic)
-    print("data: %s; model 784 -> 128 relu -> 10, Adam lr %g, batch %d" % (name, LR, BATCH))
+    name, train_x, train_y, eval_x, eval_y = load_data(args.synthetic, args.steps * BATCH)
+    n_train = len(train_y)
+    print("data: %s, %d training images; model 784 -> 128 relu -> 10, Adam lr %g, batch %d"
+          % (name, n_train, LR, BATCH))
 
     # ---- training ---------------------------------------------------------
     g = rlx.Graph()
@@ -118,8 +114,10 @@ def main():
     losses = []
     t0 = time.perf_counter()
     for i in range(args.steps):
-        x, y = train_batch((i * BATCH) % 59968, BATCH)
-        losses.append(step.run({"x": x, "labels": y}))
+        start = (i * BATCH) % n_train
+        step.set_input("x", train_x[start * IN:(start + BATCH) * IN])
+        step.set_input("labels", train_y[start:start + BATCH])
+        losses.append(step.run())
         if i == 0 or (i + 1) % 10 == 0:
             print("step %3d  loss %.6f" % (i + 1, losses[-1]))
     train_s = time.perf_counter() - t0
@@ -133,7 +131,7 @@ def main():
     g.close()
     for p in ("w1", "b1", "w2", "b2"):
         infer.set_param(p, step.get_param(p))
-    x, y = eval_batch(0, EVAL_BATCH)
+    x, y = eval_x, eval_y
     t0 = time.perf_counter()
     infer.run({"x": x})  # "labels" is not needed for the logits
     infer_ms = 1e3 * (time.perf_counter() - t0)

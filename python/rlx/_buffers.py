@@ -160,6 +160,11 @@ def f32(values, what="values"):
         b = _from_memoryview(values, ("f",), ctypes.c_float, False)
         if b is not None:
             return b
+    if isinstance(values, (list, tuple)):
+        try:  # a flat list of numbers, at C speed
+            return f32(array.array("f", values), what)
+        except TypeError:
+            pass
     try:
         flat, _ = flatten(_tolist(values))
         arr = array.array("f", flat)
@@ -181,6 +186,11 @@ def i32(values, what="values"):
         b = _from_memoryview(values, ("i", "l"), ctypes.c_int32, False)
         if b is not None:
             return b
+    if isinstance(values, (list, tuple)):
+        try:  # a flat list of ints, at C speed
+            return i32(array.array(_I32_CODE, values), what)
+        except (TypeError, OverflowError):
+            pass
     try:
         flat, _ = flatten(_tolist(values))
     except (TypeError, ValueError) as e:
@@ -191,7 +201,11 @@ def i32(values, what="values"):
         if iv != v:
             _native.fail("%s: %r is not an integer" % (what, v))
         ints.append(iv)
-    return i32(array.array(_I32_CODE, ints), what)
+    try:
+        arr = array.array(_I32_CODE, ints)
+    except OverflowError:
+        _native.fail("%s: a value is outside the int32 range" % what)
+    return i32(arr, what)
 
 
 def is_int32(values):

@@ -97,6 +97,7 @@ _SIGNATURES = {
     "rlx_graph_error": (c_char_p, [G]),
     "rlx_graph_node_count": (c_int32, [G]),
     "rlx_node_shape": (c_int32, [G, N, P_int32]),
+    "rlx_graph_find": (N, [G, c_char_p]),
     "rlx_input": (N, [G, c_char_p, c_int32, P_int32, c_int]),
     "rlx_param": (N, [G, c_char_p, c_int32, P_int32]),
     "rlx_constant": (N, [G, c_int32, P_int32, P_float]),

@@ -230,6 +230,26 @@ class Graph:
         """The param nodes, in the order they were made."""
         return [Node(self, i, s, "param", "f32", n) for i, n, s in self._params]
 
+    def find(self, name):
+        """The input or param called name (also one added by a model
+        builder such as VisionModel.build), or None."""
+        nid = lib().rlx_graph_find(self._handle(), name.encode())
+        if nid < 0:
+            return None
+        op = "param" if any(i == nid for i, _, _ in self._params) else "leaf"
+        return Node(self, nid, self.shape_of(nid), op, name=name)
+
+    def _adopt_param(self, name):
+        """Registers a param made by a C model builder, so params() and the
+        default of grad_with_loss / compile_train include it."""
+        node = self.find(name)
+        if node is None:
+            fail("no param named '%s' in the graph" % name, NOT_FOUND)
+        if all(i != node.id for i, _, _ in self._params):
+            self._params.append((node.id, name, node.shape))
+        node.op = "param"
+        return node
+
     def shape_of(self, node_id):
         """Shape of a node id as a tuple."""
         dims = (_native.c_int32 * _native.MAX_RANK)()

@@ -151,13 +151,28 @@ class VisionModel:
 
     def build(self, graph, batch):
         """Adds the model to graph for a batch size: inputs 'x' [batch,
-        *input_dims] and 'labels' [batch] (i32), params by info.param_names.
-        Returns (logits, loss) Nodes."""
+        *input_dims] and 'labels' [batch] (i32), params by info.param_names
+        (then also in graph.params(), so graph.compile_train(loss) trains
+        them with any optimizer).  Returns (logits, loss) Nodes."""
         logits, loss = ctypes.c_int32(), ctypes.c_int32()
         check(lib().rlx_vision_build(graph._handle(), self._slug_b, int(batch), ctypes.byref(logits),
                                      ctypes.byref(loss)))
+        for name in self.info.param_names:
+            graph._adopt_param(name)
         return (Node(graph, logits.value, graph.shape_of(logits.value), "logits"),
                 Node(graph, loss.value, graph.shape_of(loss.value), "loss"))
+
+    def split_params(self, flat):
+        """{param name: array('f')} of flat params (info.param_names order)."""
+        buf = _buffers.f32(flat, "params")
+        _need(buf, self.info.param_flat_len, "%s: params" % self.slug)
+        values = array.array("f", bytes(4 * buf.n))
+        ctypes.memmove((ctypes.c_float * buf.n).from_buffer(values), buf.ptr, 4 * buf.n)
+        out, off = {}, 0
+        for name, n in zip(self.info.param_names, self.info.param_sizes):
+            out[name] = values[off:off + n]
+            off += n
+        return out
 
 
 # ---- the MLP ----------------------------------------------------------------

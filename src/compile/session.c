@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../webgpu/webgpu_plan.h"
+#include "../webgl/gl_plan.h"
 
 static size_t node_numel(const rlx_session *s, int32_t id) { return rlx_shape_numel(&s->plan.graph.nodes[id].shape); }
 
@@ -33,6 +34,7 @@ void rlx_session_free(rlx_session *s) {
   rlx_free(s->arena, p->arena_floats * sizeof(float));
   rlx_scratch_release(&s->scratch);
   rlx_wgpu_state_free(s->webgpu, p->graph.n_nodes);
+  rlx_gl_state_free(s);
   rlx_plan_free(p);
   rlx_free(s, sizeof *s);
 }
@@ -89,11 +91,9 @@ rlx_status rlx_compile(const rlx_graph *g, const rlx_node *outputs, int32_t n_ou
   *out = NULL;
   if (!opt) opt = &defaults;
   if (opt->device == RLX_DEVICE_WEBGPU) return compile_webgpu(g, outputs, n_outputs, opt, out);
-  if (opt->device != RLX_DEVICE_CPU) {
-    if (opt->device == RLX_DEVICE_WEBGL)
-      return rlx_error(RLX_ERR_UNSUPPORTED, "compile: the WebGL2 executor is not part of this build");
+  if (opt->device == RLX_DEVICE_WEBGL) return rlx_gl_compile(g, outputs, n_outputs, opt, out); /* src/webgl/plan_gl.c */
+  if (opt->device != RLX_DEVICE_CPU)
     return rlx_error(RLX_ERR_INVALID_ARG, "compile: unknown device %d", (int)opt->device);
-  }
   rlx_session *s = rlx_calloc(1, sizeof *s);
   if (!s) return rlx_error(RLX_ERR_NO_MEMORY, "compile: out of memory");
   rlx_status st = rlx_plan_build(g, outputs, n_outputs, opt->skip_fusion, &s->plan);
@@ -191,7 +191,7 @@ rlx_status rlx_session_run(rlx_session *s) {
     if (!s->input_set[i] && s->plan.input_needed[i])
       return rlx_error(RLX_ERR_STATE, "run: input '%s' has not been set", s->plan.graph.nodes[s->plan.inputs[i]].name);
   s->ran = 0;
-  rlx_status st = rlx_cpu_execute(s);
+  rlx_status st = s->device == RLX_DEVICE_WEBGL ? rlx_gl_execute(s) : rlx_cpu_execute(s);
   if (st == RLX_OK) s->ran = 1;
   return st;
 }

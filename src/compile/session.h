@@ -18,6 +18,7 @@ struct rlx_session {
   rlx_scratch scratch;  /* kernel workspace, grown on demand */
   int ran;              /* outputs are valid */
   struct rlx_wgpu_state *webgpu; /* WebGPU sessions: arenas and the plan document (src/webgpu/webgpu_plan.h) */
+  struct rlx_gl_state *webgl;    /* WebGL2 sessions: textures and passes (src/webgl/gl_plan.h) */
 };
 
 /* Storage of node id (an arena region, an input, a param or constant data). */

@@ -502,13 +502,30 @@ class TestModels(Case):
         self.assertTrue(close_to(loss, losses[0], 1e-5))
         self.assertNotEqual(as_list, list(before))
 
-    def test_vision_build(self):
+    def test_vision_build_and_train_with_adam(self):
+        m = rlx.VisionModel("mnist-cnn")
         g = rlx.Graph()
-        logits, loss = rlx.VisionModel("mnist-mlp").build(g, 3)
-        self.assertEqual(logits.shape, (3, 10))
+        logits, loss = m.build(g, 4)
+        self.assertEqual(logits.shape, (4, 10))
         self.assertEqual(loss.shape, ())
+        self.assertEqual([p.name for p in g.params()], m.info.param_names)
+        self.assertEqual(g.find("conv1_w").shape, (8, 1, 3, 3))
+        self.assertEqual(g.find("x").shape, (4, 1, 28, 28))
+        self.assertIsNone(g.find("nope"))
         s = g.compile(logits)
-        self.assertEqual(s.input_shape("x"), (3, 784))
+        self.assertEqual(s.input_shape("x"), (4, 1, 28, 28))
+        params = m.init_params(seed=4)
+        x, labels = m.synthetic_batch(seed=1, batch=4)
+        for name, values in m.split_params(params).items():
+            s.set_param(name, values)
+        s.run({"x": x})
+        self.assertAllClose(s.output(0), m.forward(x, params), rel=1e-4, abs_=1e-5)
+        step = g.compile_train(loss, optimizer="adam", lr=0.01)
+        for name, values in m.split_params(params).items():
+            step.set_param(name, values)
+        step.set_inputs({"x": x, "labels": labels})
+        losses = [step.run() for _ in range(10)]
+        self.assertLess(losses[-1], 0.5 * losses[0])
 
     def test_transformer_next_logits(self):
         cfg = dict(vocab=37, dim=16, n_layers=2, n_heads=2, head_dim=8, ffn=24, seed=5)

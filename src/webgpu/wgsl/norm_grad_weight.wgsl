@@ -15,7 +15,7 @@ const WG: u32 = 256u;
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> dy: array<f32>;
-@group(0) @binding(2) var<storage, read> stats: array<f32>;
+@group(0) @binding(2) var<storage, read_write> stats: array<f32>; // read only; writable because `part` may share the scratch buffer
 @group(0) @binding(3) var<storage, read_write> part: array<f32>;
 @group(0) @binding(4) var<uniform> U: array<vec4<u32>, 2>;
 

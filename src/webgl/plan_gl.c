@@ -1,0 +1,275 @@
+/* plan_gl.c - compiling for RLX_DEVICE_WEBGL: the plan is built without
+ * fusion, every step is lowered to render passes (rlx_gl_lower_<op>), and
+ * every value gets a texture (gl_plan.h says how textures are shared).
+ * Each lowering is checked here, at compile time: pass count, inputs,
+ * temps, a known shader with a C twin, and no pass reading its own output
+ * texture. */
+#include <stdio.h>
+#include <string.h>
+
+#include "gl_plan.h"
+
+typedef rlx_status (*gl_lower_fn)(const rlx_gl_ctx *c, rlx_gl_lowering *out);
+
+static const gl_lower_fn lowerings[RLX_OP_COUNT] = {
+#define RLX_OP(ID, name, min_in, max_in, rule) [RLX_OP_##ID] = rlx_gl_lower_##name,
+#include "rlx_ops.def"
+#undef RLX_OP
+};
+
+void rlx_gl_layout(size_t count, int32_t max_width, int32_t *width, int32_t *height) {
+  size_t w = count == 0 ? 1 : count < (size_t)max_width ? count : (size_t)max_width;
+  *width = (int32_t)w;
+  *height = (int32_t)((count + w - 1) / w);
+  if (*height == 0) *height = 1;
+}
+
+void rlx_gl_state_free(rlx_session *s) {
+  rlx_gl_state *w = s ? s->webgl : NULL;
+  if (!w) return;
+  if (w->data)
+    for (int32_t t = 0; t < w->n_tex; t++) rlx_free(w->data[t], w->tex[t].count * sizeof(float));
+  rlx_free(w->data, (size_t)w->n_tex * sizeof(float *));
+  rlx_free(w->tex, (size_t)w->cap_tex * sizeof(rlx_gl_texture));
+  rlx_free(w->node_tex, (size_t)s->plan.graph.n_nodes * sizeof(int32_t));
+  rlx_free(w->passes, (size_t)w->cap_passes * sizeof(rlx_gl_planned_pass));
+  rlx_free(w->json, w->json_cap);
+  rlx_free(w, sizeof *w);
+  s->webgl = NULL;
+}
+
+/* Planner state: the state being built plus the pool of free textures. */
+typedef struct {
+  rlx_gl_state *w;
+  uint8_t *is_free; /* per texture (cap_tex entries) */
+} planner;
+
+static int32_t new_texture(planner *pl, size_t count, rlx_gl_tex_role role, int32_t node) {
+  rlx_gl_state *w = pl->w;
+  if (w->n_tex == w->cap_tex) {
+    int32_t cap = w->cap_tex ? w->cap_tex * 2 : 16;
+    rlx_gl_texture *t = rlx_realloc(w->tex, (size_t)w->cap_tex * sizeof *t, (size_t)cap * sizeof *t);
+    uint8_t *f = rlx_realloc(pl->is_free, (size_t)w->cap_tex, (size_t)cap);
+    if (t) w->tex = t;
+    if (f) pl->is_free = f;
+    if (!t || !f) return -1;
+    w->cap_tex = cap;
+  }
+  rlx_gl_texture *t = &w->tex[w->n_tex];
+  t->count = count;
+  t->role = role;
+  t->node = node;
+  rlx_gl_layout(count, w->max_width, &t->width, &t->height);
+  pl->is_free[w->n_tex] = 0;
+  return w->n_tex++;
+}
+
+/* A free texture of exactly count floats, else a new one. */
+static int32_t take_texture(planner *pl, size_t count, rlx_gl_tex_role role, int32_t node) {
+  for (int32_t t = 0; t < pl->w->n_tex; t++)
+    if (pl->is_free[t] && pl->w->tex[t].count == count) {
+      pl->is_free[t] = 0;
+      return t;
+    }
+  return new_texture(pl, count, role, node);
+}
+
+static int32_t root_of(const rlx_plan *p, int32_t id) {
+  while (rlx_plan_is_view(&p->graph.nodes[id])) id = p->graph.nodes[id].inputs[0];
+  return id;
+}
+
+static rlx_status add_pass(rlx_gl_state *w, const rlx_gl_planned_pass *pp) {
+  if (w->n_passes == w->cap_passes) {
+    int32_t cap = w->cap_passes ? w->cap_passes * 2 : 32;
+    rlx_gl_planned_pass *np = rlx_realloc(w->passes, (size_t)w->cap_passes * sizeof *np, (size_t)cap * sizeof *np);
+    if (!np) return rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory planning passes");
+    w->passes = np;
+    w->cap_passes = cap;
+  }
+  w->passes[w->n_passes++] = *pp;
+  return RLX_OK;
+}
+
+/* Resolves a pass's texture reference; -1 when it names nothing. */
+static int32_t resolve(const rlx_gl_tex *r, const rlx_gl_state *w, const rlx_plan *p, const rlx_node_t *n,
+                       int32_t out_tex, const int32_t *temps, const rlx_gl_lowering *l) {
+  switch (r->kind) {
+    case RLX_GLT_INPUT:
+      return (r->index >= 0 && r->index < n->n_inputs) ? w->node_tex[root_of(p, n->inputs[r->index])] : -1;
+    case RLX_GLT_OUTPUT: return out_tex;
+    case RLX_GLT_TEMP: return (r->index >= 0 && r->index < l->n_temps) ? temps[r->index] : -1;
+  }
+  return -1;
+}
+
+/* Lowers step `step` (node id), places its output and temps and appends
+ * its passes.  Textures of values read for the last time are freed after. */
+static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
+  rlx_gl_state *w = pl->w;
+  int32_t id = p->steps[step];
+  const rlx_node_t *n = &p->graph.nodes[id];
+  rlx_gl_ctx ctx;
+  rlx_gl_lowering l;
+  memset(&ctx, 0, sizeof ctx);
+  memset(&l, 0, sizeof l);
+  ctx.node = n;
+  ctx.max_width = w->max_width;
+  for (int32_t k = 0; k < n->n_inputs; k++) ctx.in_node[k] = &p->graph.nodes[n->inputs[k]];
+  rlx_status st = lowerings[n->op](&ctx, &l);
+  if (st != RLX_OK) return st;
+  if (l.n <= 0 || l.n > RLX_GL_MAX_PASSES || l.n_temps < 0 || l.n_temps > RLX_GL_MAX_PASSES)
+    return rlx_error(RLX_ERR_STATE, "webgl: the lowering of %s gave %d passes and %d temps", rlx_op_name(n->op),
+                     (int)l.n, (int)l.n_temps);
+  int32_t temps[RLX_GL_MAX_PASSES], wrote_output = 0;
+  for (int32_t t = 0; t < l.n_temps; t++) {
+    if (l.temp_count[t] == 0)
+      return rlx_error(RLX_ERR_STATE, "webgl: the lowering of %s asked for an empty temp", rlx_op_name(n->op));
+    if ((temps[t] = take_texture(pl, l.temp_count[t], RLX_GLK_TEMP, -1)) < 0)
+      return rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory planning textures");
+  }
+  int32_t out_tex = take_texture(pl, rlx_shape_numel(&n->shape), RLX_GLK_VALUE, id);
+  if (out_tex < 0) return rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory planning textures");
+  w->node_tex[id] = out_tex;
+  for (int32_t i = 0; i < l.n; i++) {
+    rlx_gl_planned_pass pp;
+    memset(&pp, 0, sizeof pp);
+    pp.pass = l.p[i];
+    pp.node = id;
+    const rlx_gl_pass *ps = &pp.pass;
+    if (!ps->shader || !rlx_glsl_source(ps->shader) || !(pp.twin = rlx_glref_find(ps->shader)))
+      return rlx_error(RLX_ERR_STATE, "webgl: the lowering of %s names shader '%s', which has no .frag or C twin",
+                       rlx_op_name(n->op), ps->shader ? ps->shader : "(null)");
+    pp.out_tex = resolve(&ps->output, w, p, n, out_tex, temps, &l);
+    if (ps->output.kind == RLX_GLT_INPUT || pp.out_tex < 0)
+      return rlx_error(RLX_ERR_STATE, "webgl: pass %d of %s writes no output or temp", (int)i, rlx_op_name(n->op));
+    wrote_output |= ps->output.kind == RLX_GLT_OUTPUT;
+    for (int32_t k = 0; k < ps->n_inputs; k++) {
+      pp.in_tex[k] = resolve(&ps->inputs[k], w, p, n, out_tex, temps, &l);
+      if (pp.in_tex[k] < 0)
+        return rlx_error(RLX_ERR_STATE, "webgl: pass %d of %s reads a texture it does not have", (int)i,
+                         rlx_op_name(n->op));
+      if (pp.in_tex[k] == pp.out_tex)
+        return rlx_error(RLX_ERR_STATE, "webgl: pass %d of %s reads the texture it writes", (int)i,
+                         rlx_op_name(n->op));
+    }
+    if ((st = add_pass(w, &pp)) != RLX_OK) return st;
+  }
+  if (!wrote_output) return rlx_error(RLX_ERR_STATE, "webgl: no pass of %s writes its output", rlx_op_name(n->op));
+  for (int32_t t = 0; t < l.n_temps; t++) pl->is_free[temps[t]] = 1;
+  for (int32_t k = 0; k < n->n_inputs; k++) {
+    int32_t r = root_of(p, n->inputs[k]);
+    if (p->first_step[r] >= 0 && p->last_step[r] == step) pl->is_free[w->node_tex[r]] = 1;
+  }
+  if (p->last_step[id] == step) pl->is_free[out_tex] = 1; /* never read */
+  return RLX_OK;
+}
+
+rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
+  rlx_gl_state_free(s);
+  const rlx_plan *p = &s->plan;
+  planner pl = {NULL, NULL};
+  rlx_status st = RLX_OK;
+  if (!(pl.w = rlx_calloc(1, sizeof *pl.w))) return rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory");
+  s->webgl = pl.w;
+  pl.w->max_width = max_width > 0 ? max_width : RLX_GL_DEFAULT_MAX_WIDTH;
+  if (!(pl.w->node_tex = rlx_malloc(((size_t)p->graph.n_nodes + 1) * sizeof(int32_t)))) {
+    st = rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory");
+    goto done;
+  }
+  for (int32_t id = 0; id < p->graph.n_nodes; id++) {
+    const rlx_node_t *n = &p->graph.nodes[id];
+    size_t count = rlx_shape_numel(&n->shape);
+    pl.w->node_tex[id] = -1;
+    if (count > (size_t)INT32_MAX) {
+      st = rlx_error(RLX_ERR_UNSUPPORTED, "webgl: node %d holds %zu values, more than a shader can index", (int)id,
+                     count);
+      goto done;
+    }
+    rlx_gl_tex_role role = n->op == RLX_OP_INPUT ? RLX_GLK_INPUT : n->op == RLX_OP_PARAM ? RLX_GLK_PARAM : RLX_GLK_CONST;
+    if (n->op == RLX_OP_INPUT || n->op == RLX_OP_PARAM || n->op == RLX_OP_CONSTANT)
+      if ((pl.w->node_tex[id] = new_texture(&pl, count, role, id)) < 0) {
+        st = rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory planning textures");
+        goto done;
+      }
+  }
+  for (int32_t step = 0; step < p->n_steps && st == RLX_OK; step++) {
+    if ((st = plan_step(&pl, p, step)) != RLX_OK) {
+      char why[400];
+      int32_t id = p->steps[step];
+      snprintf(why, sizeof why, "%s", rlx_last_error());
+      st = rlx_error(st, "node %d (%s): %s", (int)id, rlx_op_name(p->graph.nodes[id].op), why);
+    }
+  }
+  for (int32_t id = 0; id < p->graph.n_nodes && st == RLX_OK; id++)
+    if (rlx_plan_is_view(&p->graph.nodes[id])) pl.w->node_tex[id] = pl.w->node_tex[root_of(p, id)];
+done:
+  rlx_free(pl.is_free, (size_t)pl.w->cap_tex);
+  if (st != RLX_OK) rlx_gl_state_free(s);
+  return st;
+}
+
+int32_t rlx_gl_assignment_passes(const rlx_session *s, rlx_gl_planned_pass *out) {
+  const rlx_plan *p = &s->plan;
+  const rlx_gl_state *w = s->webgl;
+  int32_t n = 0;
+  for (int32_t i = 0; i < p->n_outputs; i++) {
+    if (p->assign_param[i] < 0) continue;
+    int32_t from = w->node_tex[p->outputs[i]], to = w->node_tex[p->params[p->assign_param[i]]];
+    if (from == to) continue;
+    rlx_gl_planned_pass *pp = &out[n++];
+    memset(pp, 0, sizeof *pp);
+    pp->pass.shader = "copy";
+    pp->pass.n_inputs = 1;
+    pp->pass.inputs[0] = (rlx_gl_tex){RLX_GLT_INPUT, 0};
+    pp->pass.output = (rlx_gl_tex){RLX_GLT_OUTPUT, 0};
+    pp->in_tex[0] = from;
+    pp->out_tex = to;
+    pp->node = -1;
+    pp->twin = rlx_glref_find("copy");
+  }
+  return n;
+}
+
+/* Buffers as a CPU session has them (session.c frees them the same way):
+ * host copies of inputs and params, and the arena, where the reference
+ * executor leaves the outputs so the session API reads them as usual. */
+static rlx_status alloc_session_buffers(rlx_session *s) {
+  rlx_plan *p = &s->plan;
+  if (p->n_inputs && !(s->input_data = rlx_calloc((size_t)p->n_inputs, sizeof(float *)))) return RLX_ERR_NO_MEMORY;
+  if (p->n_inputs && !(s->input_set = rlx_calloc((size_t)p->n_inputs, 1))) return RLX_ERR_NO_MEMORY;
+  if (p->n_params && !(s->param_data = rlx_calloc((size_t)p->n_params, sizeof(float *)))) return RLX_ERR_NO_MEMORY;
+  for (int32_t i = 0; i < p->n_inputs; i++)
+    if (!(s->input_data[i] = rlx_calloc(rlx_shape_numel(&p->graph.nodes[p->inputs[i]].shape), sizeof(float))))
+      return RLX_ERR_NO_MEMORY;
+  for (int32_t i = 0; i < p->n_params; i++)
+    if (!(s->param_data[i] = rlx_calloc(rlx_shape_numel(&p->graph.nodes[p->params[i]].shape), sizeof(float))))
+      return RLX_ERR_NO_MEMORY;
+  if (p->arena_floats && !(s->arena = rlx_calloc(p->arena_floats, sizeof(float)))) return RLX_ERR_NO_MEMORY;
+  return RLX_OK;
+}
+
+rlx_status rlx_gl_compile(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs,
+                          const rlx_compile_options *opt, rlx_session **out) {
+  rlx_session *s = rlx_calloc(1, sizeof *s);
+  if (!s) return rlx_error(RLX_ERR_NO_MEMORY, "compile: out of memory");
+  rlx_status st = rlx_plan_build(g, outputs, n_outputs, 1, &s->plan);
+  if (st != RLX_OK) {
+    rlx_free(s, sizeof *s);
+    return st; /* message set by the planner */
+  }
+  s->device = RLX_DEVICE_WEBGL;
+  s->debug_poison = opt->debug_poison != 0;
+  if (alloc_session_buffers(s) != RLX_OK) {
+    rlx_session_free(s);
+    return rlx_error(RLX_ERR_NO_MEMORY, "compile: out of memory allocating session buffers");
+  }
+  if ((st = rlx_gl_prepare(s, 0)) != RLX_OK) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", rlx_last_error());
+    rlx_session_free(s);
+    return rlx_error(st, "compile for WebGL2: %s", why);
+  }
+  *out = s;
+  return RLX_OK;
+}

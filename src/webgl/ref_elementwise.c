@@ -1,0 +1,128 @@
+/* ref_elementwise.c - C twins of binary.frag, where.frag, unary.frag and
+ * pointwise_grad.frag: the same formulas in float, element by element, so
+ * the reference executor (reference.c) computes what the GPU does. */
+#include <math.h>
+#include <string.h>
+
+#include "gl_plan.h"
+
+static float glsl_pow(float x, float y) {
+  if (y == 0.0f || x == 1.0f) return 1.0f;
+  if (isnan(x) || isnan(y)) return NAN;
+  float ax = fabsf(x);
+  if (ax == 1.0f && isinf(y)) return 1.0f;
+  int negative = signbit(x) != 0;
+  int integer = floorf(y) == y;
+  int odd = integer && fabsf(y) < 16777216.0f && ((int32_t)fabsf(y) & 1) == 1;
+  if (negative && !integer && ax != 0.0f && !isinf(x)) return NAN;
+  float r;
+  if (ax == 0.0f)
+    r = y > 0.0f ? 0.0f : INFINITY;
+  else if (isinf(ax))
+    r = y > 0.0f ? INFINITY : 0.0f;
+  else
+    r = exp2f(y * log2f(ax));
+  return (negative && odd) ? -r : r;
+}
+
+static float binary_op(int32_t op, float x, float y) {
+  switch (op) {
+    case 0: return x + y;
+    case 1: return x - y;
+    case 2: return x * y;
+    case 3: return x / y;
+    case 4: return (x > y || isnan(x)) ? x : y;
+    case 5: return (x < y || isnan(x)) ? x : y;
+    case 6: return glsl_pow(x, y);
+    case 7: return x == y ? 1.0f : 0.0f;
+    case 8: return x != y ? 1.0f : 0.0f;
+    case 9: return x < y ? 1.0f : 0.0f;
+    case 10: return x <= y ? 1.0f : 0.0f;
+    case 11: return x > y ? 1.0f : 0.0f;
+    default: return x >= y ? 1.0f : 0.0f;
+  }
+}
+
+void rlx_glref_binary(const rlx_glref_args *a) {
+  int32_t op = rlx_gl_define_value(a->pass, "OP", 0), off[3];
+  for (size_t i = 0; i < a->out_n; i++) {
+    rlx_glref_iter(a->pass->ints, (int32_t)i, off);
+    a->out[i] = binary_op(op, a->in[0][off[0]], a->in[1][off[1]]);
+  }
+}
+
+void rlx_glref_where(const rlx_glref_args *a) {
+  int32_t off[3];
+  for (size_t i = 0; i < a->out_n; i++) {
+    rlx_glref_iter(a->pass->ints, (int32_t)i, off);
+    float c = a->in[0][off[0]];
+    a->out[i] = (c != 0.0f || isnan(c)) ? a->in[1][off[1]] : a->in[2][off[2]];
+  }
+}
+
+static float sigmoid(float x) {
+  float e = expf(-fabsf(x));
+  return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+}
+
+static float tanh_glsl(float x) {
+  float ax = fabsf(x), z = x * x, t;
+  if (ax < 0.625f) {
+    t = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z + 1.33314422036e-1f) * z -
+         3.33332819422e-1f) * z * ax + ax;
+  } else {
+    float e = expf(-2.0f * ax);
+    t = (1.0f - e) / (1.0f + e);
+  }
+  return x < 0.0f ? -t : t;
+}
+
+static float unary_op(int32_t op, float x) {
+  switch (op) {
+    case 0: return -x;
+    case 1: return fabsf(x);
+    case 2: return expf(x);
+    case 3: return x == 0.0f ? -INFINITY : x < 0.0f ? NAN : isinf(x) ? x : logf(x);
+    case 4: return x < 0.0f ? NAN : isinf(x) ? x : sqrtf(x);
+    case 5:
+      if (x == 0.0f) return signbit(x) ? -INFINITY : INFINITY;
+      return x < 0.0f ? NAN : isinf(x) ? 0.0f : 1.0f / sqrtf(x);
+    case 6: return tanh_glsl(x);
+    case 7: return sigmoid(x);
+    case 8: return x < 0.0f ? 0.0f : x;
+    case 9: return x * sigmoid(1.5957691216057308f * (x + 0.044715f * x * x * x));
+    default: return x * sigmoid(x);
+  }
+}
+
+void rlx_glref_unary(const rlx_glref_args *a) {
+  int32_t op = rlx_gl_define_value(a->pass, "OP", 0);
+  for (size_t i = 0; i < a->out_n; i++) a->out[i] = unary_op(op, a->in[0][i]);
+}
+
+static float clamp_abs(float x, float limit) {
+  x = x < -limit ? -limit : x;
+  return x > limit ? limit : x;
+}
+
+static float gelu_derivative(float x) {
+  const float k2 = 1.5957691216057308f, c = 0.044715f;
+  x = clamp_abs(x, 20.0f);
+  float x2 = x * x, t = k2 * (x + c * x2 * x);
+  float e = expf(-fabsf(t)), r = 1.0f / (1.0f + e);
+  float s = t >= 0.0f ? r : e * r;
+  return s + x * (e * r * r) * k2 * (1.0f + 3.0f * c * x2);
+}
+
+static float silu_derivative(float x) {
+  x = clamp_abs(x, 88.0f);
+  float e = expf(-fabsf(x)), r = 1.0f / (1.0f + e);
+  float s = x >= 0.0f ? r : e * r;
+  return s + x * (e * r * r);
+}
+
+void rlx_glref_pointwise_grad(const rlx_glref_args *a) {
+  int gelu = rlx_gl_define_value(a->pass, "OP", 0) == 0;
+  for (size_t i = 0; i < a->out_n; i++)
+    a->out[i] = a->in[1][i] * (gelu ? gelu_derivative(a->in[0][i]) : silu_derivative(a->in[0][i]));
+}

@@ -1,0 +1,33 @@
+// gather.wgsl - embedding lookup: table[V, D], ids[...] -> y[..., D],
+// y[i, :] = table[ids[i], :], a zero row for an id outside [0, V) (the GPU
+// does not raise the CPU's bad-index error).  f32 ids are truncated toward
+// zero as the CPU does (NaN and infinities are invalid).
+// Bindings: 0 table, 1 ids (read), 2 y (write), 3 uniform.
+// Overrides: IDS_I32 (1: ids hold int32 bits).  Uniform words: n (= numel
+// y), D, V.  One element per thread.
+@group(0) @binding(0) var<storage, read> table: array<f32>;
+@group(0) @binding(1) var<storage, read> ids: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(3) var<uniform> u: array<vec4<u32>, 1>;
+
+override IDS_I32: u32 = 0u;
+
+fn id_at(i: u32) -> i32 {
+  let v = ids[i];
+  if (IDS_I32 == 1u) { return bitcast<i32>(v); }
+  let bits = bitcast<u32>(v) & 0x7fffffffu;
+  if (bits >= 0x7f800000u || !(v > -2147483648.0 && v < 2147483648.0)) { return -1; }
+  return i32(v);
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = gid.x + gid.y * nwg.x * 256u;
+  let n = u[0].x;
+  if (i >= n) { return; }
+  let d = u[0].y;
+  let id = id_at(i / d);
+  var v = 0.0;
+  if (id >= 0 && u32(id) < u[0].z) { v = table[u32(id) * d + i % d]; }
+  y[i] = v;
+}

@@ -1,0 +1,1021 @@
+// protocol.js - one data-parallel rank of the tab cluster, as a state machine
+// that knows nothing about transports (any bus.js bus) or about how gradients
+// are computed (a `compute` callback, sync or async).
+//
+// The cohort trains in lockstep around one leader:
+//   1. The leader broadcasts `params` {version, step, go: true, members}.
+//   2. Every rank (the leader too) runs compute(params, version, ctx) on its
+//      own shard and sends a `grad` bucket {version, loss, samples, payload}.
+//   3. Once a quorum of buckets for exactly that version has arrived (all of
+//      them up to 3 ranks, ~60% beyond; see policyFor), the leader takes the
+//      sample-weighted mean of the buckets that arrived, applies the update
+//      (SGD or a callback) and goes back to 1 with version + 1.
+// Bit-identity is by construction: a rank's parameters are only ever the
+// bytes of the leader's latest `params` broadcast (the leader keeps the very
+// array it broadcasts); no rank applies an update locally. Every rank hashes
+// what it holds (FNV-1a over the f32 bits) and reports it, so divergence
+// would be visible in the roster.
+//
+// Membership and leadership:
+// - Heartbeats (`hb`) carry role, leader, term, version, step, the sender's
+//   heartbeat period, resolved backend + fallback reason and samples/s. The
+//   period stretches with the cohort size; drop and takeover timeouts are
+//   multiples of it, and of the period each peer announces.
+// - A new rank starts as 'joining': it announces itself and, on hearing the
+//   leader, asks for params (`need`); the leader answers with a unicast
+//   `params` {go: false}, so the newcomer holds the current params + version
+//   and computes from the next step on.
+// - No leader heard at all (bootstrap) or the leader silent for takeoverMs:
+//   the live rank with the newest params (then the lowest id) claims
+//   leadership with term = highest term seen + 1.
+// - Two leaders (a healed partition, a race): the claim with the higher term,
+//   then the lower id, wins; the other leader steps down, asks the winner for
+//   params and adopts them, as do its followers.
+// - A rank silent for dropMs (closed, crashed or suspended tab) leaves the
+//   roster and stops counting toward the quorum. A rank whose own timers ran
+//   late (it was the suspended one, or a long synchronous compute blocked it)
+//   does not conclude that everyone else died: it gives its peers a fresh
+//   grace period instead of claiming leadership.
+// - Every message is validated; malformed, oversized (payload longer than the
+//   model) and non-finite ones are dropped and counted in rank.stats.dropped,
+//   buckets for any other version are dropped as stale. Nothing a peer sends
+//   can throw out of the message handler.
+import { realClock } from './clock.js';
+
+export const DEFAULT_POLICY = Object.freeze({
+  heartbeatMs: 250, // period for a cohort of up to heartbeatRefPeers
+  heartbeatRefPeers: 4,
+  maxHeartbeatMs: 2000,
+  dropBeats: 4, // a peer silent this many periods leaves the roster
+  takeoverBeats: 3, // the leader silent this many periods is replaced
+  collectMs: 1500, // longest a step waits for its quorum
+  quorumFraction: 0.6,
+  unanimousUpTo: 3,
+});
+
+/**
+ * Timing and quorum for a cohort of n live ranks:
+ *   quorum       buckets a step waits for: n up to 3 ranks, ceil(0.6 n) beyond
+ *   heartbeatMs  beat period, stretched by sqrt(n / 4) (mesh beat traffic then
+ *                grows as n^1.5 instead of n^2), capped at maxHeartbeatMs
+ *   dropMs       silence after which a peer leaves the roster
+ *   takeoverMs   leader silence after which a new leader is elected
+ *   collectMs    deadline of one step; at it the step resolves with whatever
+ *                arrived (never less than two beats)
+ */
+export function policyFor(n, overrides = {}) {
+  const p = { ...DEFAULT_POLICY, ...overrides };
+  const peers = Math.max(1, Math.floor(Number(n)) || 1);
+  const quorum = peers <= p.unanimousUpTo ? peers : Math.min(peers, Math.ceil(p.quorumFraction * peers - 1e-9));
+  const stretch = Math.max(1, Math.sqrt(peers / p.heartbeatRefPeers));
+  const heartbeatMs = Math.round(Math.min(p.maxHeartbeatMs, p.heartbeatMs * stretch));
+  return {
+    peers,
+    quorum,
+    heartbeatMs,
+    dropMs: p.dropBeats * heartbeatMs,
+    takeoverMs: p.takeoverBeats * heartbeatMs,
+    collectMs: Math.max(p.collectMs, 2 * heartbeatMs),
+  };
+}
+
+/** a beats b when its term is higher, or equal with the lower id. */
+export function claimBeats(a, b) {
+  return a.term > b.term || (a.term === b.term && a.id < b.id);
+}
+
+/** FNV-1a over the 32-bit words of a Float32Array, as 8 hex digits. */
+export function paramsHash(arr) {
+  const words = new Uint32Array(arr.buffer, arr.byteOffset, arr.length);
+  let h = 0x811c9dc5;
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i];
+    h = Math.imul(h ^ (w & 0xff), 0x01000193);
+    h = Math.imul(h ^ ((w >>> 8) & 0xff), 0x01000193);
+    h = Math.imul(h ^ ((w >>> 16) & 0xff), 0x01000193);
+    h = Math.imul(h ^ (w >>> 24), 0x01000193);
+  }
+  return (h >>> 0).toString(16).padStart(8, '0');
+}
+
+/** Byte-exact copy (element-wise copies may canonicalise NaN bit patterns). */
+function copyF32(src) {
+  const out = new Float32Array(src.length);
+  new Uint8Array(out.buffer).set(new Uint8Array(src.buffer, src.byteOffset, src.byteLength));
+  return out;
+}
+
+function allFinite(arr) {
+  for (let i = 0; i < arr.length; i++) if (!Number.isFinite(arr[i])) return false;
+  return true;
+}
+
+// ---- message validation -----------------------------------------------------
+
+const TYPES = new Set(['hb', 'need', 'params', 'grad', 'bye']);
+const ROLES = new Set(['joining', 'follower', 'leader']);
+const MAX_ID = 128;
+const MAX_TEXT = 512;
+const MAX_MEMBERS = 100_000;
+
+class Invalid extends Error {
+  constructor(kind, why) {
+    super(why);
+    this.kind = kind;
+  }
+}
+
+function num(msg, key, { int = false, min = -Infinity, optional = false } = {}) {
+  const v = msg[key];
+  if (v === undefined && optional) return;
+  if (typeof v !== 'number') throw new Invalid('malformed', `${key} is not a number`);
+  if (!Number.isFinite(v)) throw new Invalid('nonFinite', `${key} is ${v}`);
+  if (int && !Number.isSafeInteger(v)) throw new Invalid('malformed', `${key} is not an integer`);
+  if (v < min) throw new Invalid('malformed', `${key} is below ${min}`);
+}
+
+function str(msg, key, max, { nullable = false } = {}) {
+  const v = msg[key];
+  if ((v === null || v === undefined) && nullable) return;
+  if (typeof v !== 'string' || v.length > max) throw new Invalid('malformed', `${key} is not a string of <= ${max} chars`);
+}
+
+function vector(msg, paramCount) {
+  const p = msg.payload;
+  if (!(p instanceof Float32Array)) throw new Invalid('malformed', 'payload is not a Float32Array');
+  if (p.length > paramCount) throw new Invalid('oversized', `payload of ${p.length} floats, model has ${paramCount}`);
+  if (p.length < paramCount) throw new Invalid('malformed', `payload of ${p.length} floats, model has ${paramCount}`);
+  if (!allFinite(p)) throw new Invalid('nonFinite', 'payload holds NaN or Infinity');
+}
+
+/** Throws Invalid(kind) for anything a rank must not act on. */
+function validate(msg, paramCount) {
+  if (msg === null || typeof msg !== 'object') throw new Invalid('malformed', 'not an object');
+  if (!TYPES.has(msg.type)) throw new Invalid('malformed', `unknown type ${String(msg.type).slice(0, 32)}`);
+  str(msg, 'from', MAX_ID);
+  if (msg.from.length === 0) throw new Invalid('malformed', 'empty from');
+  num(msg, 'term', { int: true, min: 0 });
+  if (msg.type !== 'params' && msg.type !== 'grad' && msg.payload !== undefined) {
+    throw new Invalid('malformed', `${msg.type} carries a payload`);
+  }
+  switch (msg.type) {
+    case 'hb':
+      if (!ROLES.has(msg.role)) throw new Invalid('malformed', 'bad role');
+      str(msg, 'leader', MAX_ID, { nullable: true });
+      num(msg, 'version', { int: true, min: -1 });
+      num(msg, 'step', { int: true, min: 0 });
+      num(msg, 'hbMs', { min: 1 });
+      num(msg, 'sps', { min: 0 });
+      str(msg, 'backend', 64, { nullable: true });
+      str(msg, 'fallback', MAX_TEXT, { nullable: true });
+      str(msg, 'hash', 16, { nullable: true });
+      break;
+    case 'need':
+      num(msg, 'version', { int: true, min: -1 });
+      break;
+    case 'params':
+      num(msg, 'version', { int: true, min: 0 });
+      num(msg, 'step', { int: true, min: 0 });
+      if (typeof msg.go !== 'boolean') throw new Invalid('malformed', 'go is not a boolean');
+      if (msg.members !== undefined) {
+        if (!Array.isArray(msg.members) || msg.members.length > MAX_MEMBERS) throw new Invalid('malformed', 'bad members');
+        for (const m of msg.members) if (typeof m !== 'string' || m.length > MAX_ID) throw new Invalid('malformed', 'bad member id');
+      }
+      vector(msg, paramCount);
+      break;
+    case 'grad':
+      num(msg, 'version', { int: true, min: 0 });
+      num(msg, 'step', { int: true, min: 0 });
+      num(msg, 'loss');
+      num(msg, 'samples', { min: Number.MIN_VALUE });
+      vector(msg, paramCount);
+      break;
+    default:
+      break;
+  }
+}
+
+// ---- the rank ---------------------------------------------------------------
+
+const RATE_WINDOW = 16; // completions kept for samples/s
+
+/**
+ * new Rank({ id, bus, compute, params, ... }).start()
+ *
+ *   id         this rank's id (default bus.id); ids order elections
+ *   bus        any bus.js bus
+ *   compute    (params, version, ctx) -> {grads, loss, samples} or a Promise
+ *              of it; ctx = {step, index, count} (index among the step's
+ *              members, for sharding). params is read-only.
+ *   params     initial parameters (Float32Array); used only if this rank
+ *              founds the cohort, otherwise replaced by the leader's
+ *   lr         SGD learning rate (default 0.1), or
+ *   update     (params, meanGrad, {version, step, lr}) -> new Float32Array
+ *   info       {backend, fallback}: what this rank resolved to, and why
+ *   clock      realClock (default) or a VirtualClock / FreezableClock
+ *   policy     overrides of DEFAULT_POLICY
+ *   maxSteps   the leader stops starting steps at this step count
+ *   minMembers the leader starts a step only with this many synced members
+ *   discoverMs how long a newcomer listens for a leader before electing
+ *   onEvent    fn(type, data): 'role', 'step', 'roster', 'dropped', 'error'
+ */
+export class Rank {
+  constructor(opts) {
+    const {
+      bus,
+      compute,
+      params,
+      id = bus?.id,
+      lr = 0.1,
+      update = null,
+      info = {},
+      clock = realClock,
+      policy = {},
+      maxSteps = Infinity,
+      minMembers = 1,
+      discoverMs,
+      onEvent = null,
+      computeWhenLeader = true,
+    } = opts ?? {};
+    if (!bus || typeof bus.send !== 'function' || typeof bus.onMessage !== 'function') throw new TypeError('Rank needs a bus');
+    if (typeof compute !== 'function') throw new TypeError('Rank needs a compute function');
+    if (!(params instanceof Float32Array) || params.length === 0) throw new TypeError('Rank needs initial params (Float32Array)');
+    if (typeof id !== 'string' || !id || id.length > MAX_ID) throw new TypeError('Rank id must be a short non-empty string');
+    if (bus.id !== undefined && bus.id !== id) throw new Error(`rank id ${id} differs from bus id ${bus.id}`);
+
+    this.id = id;
+    this.bus = bus;
+    this.compute = compute;
+    this.lr = lr;
+    this.update = update;
+    this.info = { backend: info.backend ?? null, fallback: info.fallback ?? null };
+    this.clock = clock;
+    this.policyOverrides = { ...policy };
+    this.maxSteps = maxSteps;
+    this.minMembers = minMembers;
+    this.computeWhenLeader = computeWhenLeader;
+    this.discoverMs = discoverMs ?? policyFor(1, policy).takeoverMs;
+    this._onEvent = onEvent;
+    this._listeners = new Set();
+
+    this.params = copyF32(params);
+    this.paramCount = params.length;
+    this.hash = paramsHash(this.params);
+    this.version = -1; // -1: not yet synchronised with any leader
+    this.step = 0;
+    this.paramsTerm = -1;
+    this.members = [];
+
+    this.role = 'joining';
+    this.term = 0;
+    this.leaderId = null;
+    this.leaderSeen = 0;
+    this.needSync = true;
+    this.training = true;
+    this.halted = null;
+    this.started = false;
+    this.stopped = false;
+
+    this.peers = new Map();
+    this.suspects = new Set();
+    this.collect = null;
+    this.history = [];
+    this.lastLoss = null;
+
+    this._computing = false;
+    this._computeWanted = false;
+    this._computedVersion = -1;
+    this._rate = [];
+    this._cohortRate = [];
+    this._electAfter = Infinity;
+    this._lastNeedAt = -Infinity;
+    this._tickTimer = null;
+    this._tickDue = 0;
+    this._off = null;
+
+    this.stats = {
+      sent: 0,
+      received: 0,
+      dropped: { malformed: 0, oversized: 0, nonFinite: 0, stale: 0, duplicate: 0, notLeader: 0 },
+      computeErrors: 0,
+      abandoned: 0,
+      handlerErrors: 0,
+      stepsLed: 0,
+      shortSteps: 0,
+      adopted: 0,
+      syncsSent: 0,
+      elections: 0,
+      stepDowns: 0,
+      lateTicks: 0,
+      peersDropped: 0,
+    };
+  }
+
+  // ---- public surface -------------------------------------------------------
+
+  start() {
+    if (this.started) return this;
+    this.started = true;
+    this._off = this.bus.onMessage((msg) => this._onMessage(msg));
+    this._electAfter = this.clock.now() + this.discoverMs;
+    this._beat();
+    this._scheduleTick();
+    return this;
+  }
+
+  /** Leaves the cohort; silent: true models a crashed / killed tab (no goodbye). */
+  stop({ silent = false } = {}) {
+    if (this.stopped) return;
+    if (!silent && this.started) this._send(null, { type: 'bye' });
+    this.stopped = true;
+    this._off?.();
+    this.clock.clearTimeout(this._tickTimer);
+    this._cancelCollect();
+    this._setRole('stopped');
+  }
+
+  /** Pauses / resumes stepping (only the leader's flag matters). */
+  setTraining(on) {
+    this.training = !!on;
+    if (this.training) this._maybeStartStep();
+  }
+
+  setInfo({ backend, fallback } = {}) {
+    if (backend !== undefined) this.info.backend = backend;
+    if (fallback !== undefined) this.info.fallback = fallback;
+  }
+
+  on(fn) {
+    this._listeners.add(fn);
+    return () => this._listeners.delete(fn);
+  }
+
+  /** Current policy, from this rank's view of the live cohort size. */
+  get policy() {
+    return policyFor(this._liveCount(), this.policyOverrides);
+  }
+
+  /** One row per live rank (this one included), sorted by id, for the UI. */
+  roster() {
+    const now = this.clock.now();
+    const rows = [
+      {
+        id: this.id,
+        self: true,
+        role: this.role,
+        leader: this.leaderId,
+        term: this.term,
+        backend: this.info.backend,
+        fallback: this.info.fallback,
+        step: this.step,
+        version: this.version,
+        samplesPerSec: this.samplesPerSec(),
+        hash: this.hash,
+        lastSeenMs: 0,
+      },
+    ];
+    for (const p of this.peers.values()) {
+      rows.push({
+        id: p.id,
+        self: false,
+        role: p.role,
+        leader: p.leader,
+        term: p.term,
+        backend: p.backend,
+        fallback: p.fallback,
+        step: p.step,
+        version: p.version,
+        samplesPerSec: p.sps,
+        hash: p.hash,
+        lastSeenMs: now - p.lastSeen,
+      });
+    }
+    return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  status() {
+    return {
+      id: this.id,
+      role: this.role,
+      leader: this.leaderId,
+      term: this.term,
+      version: this.version,
+      step: this.step,
+      hash: this.hash,
+      loss: this.lastLoss,
+      training: this.training,
+      halted: this.halted,
+      policy: this.policy,
+      samplesPerSec: this.samplesPerSec(),
+      cohortSamplesPerSec: this.role === 'leader' ? rateOf(this._cohortRate) : null,
+      stats: this.stats,
+    };
+  }
+
+  /** This rank's own throughput over its last completed computes. */
+  samplesPerSec() {
+    return rateOf(this._rate);
+  }
+
+  // ---- plumbing -------------------------------------------------------------
+
+  _emit(type, data) {
+    try {
+      this._onEvent?.(type, data);
+      for (const fn of this._listeners) fn(type, data);
+    } catch (err) {
+      this.stats.handlerErrors++;
+    }
+  }
+
+  _send(to, msg) {
+    if (this.stopped) return;
+    this.stats.sent++;
+    this.bus.send(to, { ...msg, term: this.term });
+  }
+
+  _setRole(role) {
+    if (this.role === role) return;
+    const from = this.role;
+    this.role = role;
+    this._emit('role', { from, to: role, leader: this.leaderId, term: this.term });
+  }
+
+  _liveCount() {
+    return 1 + this.peers.size;
+  }
+
+  _peerLimit(p, beats) {
+    const pol = this.policy;
+    const own = beats === 'drop' ? pol.dropMs : pol.takeoverMs;
+    const factor = beats === 'drop' ? this._beats('dropBeats') : this._beats('takeoverBeats');
+    return Math.max(own, factor * (p?.hbMs ?? 0));
+  }
+
+  _beats(key) {
+    return this.policyOverrides[key] ?? DEFAULT_POLICY[key];
+  }
+
+  _beat() {
+    this._send(null, {
+      type: 'hb',
+      role: this.role === 'stopped' ? 'follower' : this.role,
+      leader: this.leaderId,
+      version: this.version,
+      step: this.step,
+      hbMs: this.policy.heartbeatMs,
+      sps: this.samplesPerSec(),
+      backend: this.info.backend,
+      fallback: this.info.fallback,
+      hash: this.hash,
+    });
+  }
+
+  _scheduleTick() {
+    const ms = this.policy.heartbeatMs;
+    this._tickDue = this.clock.now() + ms;
+    this._tickTimer = this.clock.setTimeout(() => this._tick(), ms);
+  }
+
+  _tick() {
+    if (this.stopped) return;
+    try {
+      const now = this.clock.now();
+      const pol = this.policy;
+      if (now - this._tickDue > pol.heartbeatMs) {
+        // Our own timers ran late: this tab was suspended or blocked, so the
+        // silence we see is ours. Give everyone a fresh grace period.
+        this.stats.lateTicks++;
+        for (const p of this.peers.values()) p.lastSeen = Math.max(p.lastSeen, now);
+        if (this.leaderId) this.leaderSeen = now;
+        if (this._electAfter !== Infinity) this._electAfter = Math.max(this._electAfter, now + pol.takeoverMs);
+      }
+      this._expirePeers(now);
+      if (this.role !== 'leader' && this.leaderId) {
+        const lp = this.peers.get(this.leaderId);
+        if (now - this.leaderSeen > this._peerLimit(lp, 'takeover')) this._leaderLost();
+      }
+      if (this.role !== 'leader' && !this.leaderId && now >= this._electAfter) this._elect();
+      if (this.role !== 'leader' && this.leaderId && this.version < (this.peers.get(this.leaderId)?.version ?? -1)) {
+        this._askForParams();
+      }
+      this._beat();
+    } catch (err) {
+      this.stats.handlerErrors++;
+      this._emit('error', { where: 'tick', error: String(err?.stack ?? err) });
+    }
+    this._scheduleTick();
+  }
+
+  _expirePeers(now) {
+    let changed = false;
+    for (const p of [...this.peers.values()]) {
+      if (now - p.lastSeen > this._peerLimit(p, 'drop')) {
+        this.peers.delete(p.id);
+        this.suspects.delete(p.id);
+        this.stats.peersDropped++;
+        changed = true;
+        this._emit('dropped', { id: p.id, reason: 'silent' });
+      }
+    }
+    if (changed) {
+      this._emit('roster', this.roster());
+      if (this.collect) this._tryResolve();
+    }
+  }
+
+  // ---- receiving ------------------------------------------------------------
+
+  _onMessage(msg) {
+    if (this.stopped) return;
+    this.stats.received++;
+    try {
+      validate(msg, this.paramCount);
+    } catch (err) {
+      if (!(err instanceof Invalid)) throw err;
+      this.stats.dropped[err.kind]++;
+      this._emit('dropped', { kind: err.kind, why: err.message, from: typeof msg?.from === 'string' ? msg.from : null });
+      return;
+    }
+    if (msg.from === this.id) return;
+    try {
+      this._handle(msg);
+    } catch (err) {
+      this.stats.handlerErrors++;
+      this._emit('error', { where: msg.type, error: String(err?.stack ?? err) });
+    }
+  }
+
+  _touch(msg) {
+    const now = this.clock.now();
+    let p = this.peers.get(msg.from);
+    const isNew = !p;
+    if (!p) {
+      p = { id: msg.from, role: 'joining', leader: null, term: msg.term, version: -1, step: 0, hbMs: 0, sps: 0, backend: null, fallback: null, hash: null, lastSeen: now, lastSyncAt: -Infinity };
+      this.peers.set(msg.from, p);
+    }
+    p.lastSeen = now;
+    this.suspects.delete(msg.from);
+    if (msg.from === this.leaderId) this.leaderSeen = now;
+    if (msg.type === 'hb') {
+      Object.assign(p, {
+        role: msg.role,
+        leader: msg.leader ?? null,
+        term: msg.term,
+        version: msg.version,
+        step: msg.step,
+        hbMs: msg.hbMs,
+        sps: msg.sps,
+        backend: msg.backend ?? null,
+        fallback: msg.fallback ?? null,
+        hash: msg.hash ?? null,
+      });
+    } else if (msg.type === 'grad') {
+      p.leader = this.id;
+      if (p.role === 'joining') p.role = 'follower';
+    }
+    if (isNew) this._emit('roster', this.roster());
+    return p;
+  }
+
+  _handle(msg) {
+    const peer = this._touch(msg);
+    switch (msg.type) {
+      case 'hb':
+        if (msg.role === 'leader') this._onLeaderClaim(msg.from, msg.term);
+        if (this.role === 'leader') {
+          if (msg.role === 'joining' && msg.leader !== this.id) this._sendSync(peer);
+          else if (msg.leader === this.id) this._maybeStartStep();
+        }
+        break;
+      case 'need':
+        if (this.role === 'leader') this._sendSync(peer);
+        else this.stats.dropped.notLeader++;
+        break;
+      case 'params':
+        // params only ever come from a leader: treat them as its claim too
+        this._onLeaderClaim(msg.from, msg.term);
+        if (msg.from === this.leaderId && this.role !== 'leader') this._onParams(msg);
+        else this.stats.dropped.notLeader++;
+        break;
+      case 'grad':
+        if (this.role === 'leader') this._onGrad(msg);
+        else this.stats.dropped.notLeader++;
+        break;
+      case 'bye':
+        this.peers.delete(msg.from);
+        this.suspects.delete(msg.from);
+        this._emit('dropped', { id: msg.from, reason: 'left' });
+        this._emit('roster', this.roster());
+        if (msg.from === this.leaderId) this._leaderLost();
+        if (this.collect) this._tryResolve();
+        break;
+      default:
+        break;
+    }
+  }
+
+  // ---- leadership -----------------------------------------------------------
+
+  _onLeaderClaim(from, term) {
+    const claim = { term, id: from };
+    if (this.role === 'leader') {
+      if (claimBeats(claim, { term: this.term, id: this.id })) {
+        this.stats.stepDowns++;
+        this._cancelCollect();
+        this._follow(from, term);
+      } else {
+        // Tell the weaker leader about us right away so it steps down.
+        const p = this.peers.get(from);
+        const now = this.clock.now();
+        if (!p || now - (p.lastClaimReplyAt ?? -Infinity) >= this.policy.heartbeatMs / 2) {
+          if (p) p.lastClaimReplyAt = now;
+          this._beatTo(from);
+        }
+      }
+      return;
+    }
+    if (this.leaderId === from) {
+      if (term > this.term) this.term = term;
+      return;
+    }
+    const current = this.leaderId ? { term: this.term, id: this.leaderId } : null;
+    if (!current || claimBeats(claim, current)) this._follow(from, term);
+  }
+
+  _beatTo(to) {
+    this._send(to, {
+      type: 'hb',
+      role: this.role,
+      leader: this.leaderId,
+      version: this.version,
+      step: this.step,
+      hbMs: this.policy.heartbeatMs,
+      sps: this.samplesPerSec(),
+      backend: this.info.backend,
+      fallback: this.info.fallback,
+      hash: this.hash,
+    });
+  }
+
+  _follow(leader, term) {
+    this.leaderId = leader;
+    this.term = term;
+    this.leaderSeen = this.clock.now();
+    this._electAfter = Infinity;
+    this.needSync = true;
+    this._setRole('joining');
+    this._lastNeedAt = -Infinity;
+    this._askForParams();
+    this._beat();
+  }
+
+  _askForParams() {
+    const now = this.clock.now();
+    if (now - this._lastNeedAt < this.policy.heartbeatMs) return;
+    this._lastNeedAt = now;
+    this._send(this.leaderId, { type: 'need', version: this.version });
+  }
+
+  _leaderLost() {
+    if (this.leaderId) this.suspects.add(this.leaderId);
+    this.leaderId = null;
+    this._electAfter = this.clock.now();
+    this._emit('role', { from: this.role, to: this.role, leader: null, term: this.term });
+    this._elect();
+  }
+
+  /** No live leader: the newest params, then the lowest id, claims. */
+  _elect() {
+    // A live peer that itself announces leadership is followed, not replaced.
+    let best = null;
+    for (const p of this.peers.values()) {
+      if (p.role === 'leader' && !this.suspects.has(p.id) && (!best || claimBeats(p, best))) best = p;
+    }
+    if (best) {
+      this._follow(best.id, best.term);
+      return;
+    }
+    let candidate = { id: this.id, version: this.version };
+    for (const p of this.peers.values()) {
+      if (this.suspects.has(p.id)) continue;
+      if (p.version > candidate.version || (p.version === candidate.version && p.id < candidate.id)) candidate = p;
+    }
+    if (candidate.id === this.id) {
+      this._claim();
+    } else {
+      // Give the better candidate time to claim; re-run if it does not.
+      this._electAfter = this.clock.now() + this.policy.takeoverMs;
+    }
+  }
+
+  _claim() {
+    let term = this.term;
+    let version = this.version;
+    for (const p of this.peers.values()) {
+      term = Math.max(term, p.term);
+      version = Math.max(version, p.version);
+    }
+    this.stats.elections++;
+    this.term = term + 1;
+    this.leaderId = this.id;
+    this._electAfter = Infinity;
+    // A fresh version label, above anything the cohort has seen, so every
+    // rank's version check stays monotonic across the takeover.
+    this.version = version + 1;
+    this.paramsTerm = this.term;
+    this.needSync = false;
+    this._setRole('leader');
+    this._beat();
+    this._publish();
+  }
+
+  // ---- follower side ----------------------------------------------------------
+
+  _onParams(msg) {
+    const newer = this.needSync || msg.term > this.paramsTerm || msg.version > this.version;
+    if (newer) {
+      this.params = copyF32(msg.payload);
+      this.hash = paramsHash(this.params);
+      this.version = msg.version;
+      this.paramsTerm = msg.term;
+      this.step = msg.step;
+      this.needSync = false;
+      this.stats.adopted++;
+      if (Array.isArray(msg.members)) this.members = msg.members;
+      if (this.role === 'joining') {
+        this._setRole('follower');
+        this._beat(); // lets the leader count us in from the next step
+      }
+    } else if (msg.version < this.version) {
+      this.stats.dropped.stale++;
+      return;
+    }
+    if (msg.go && msg.version === this.version) this._requestCompute();
+  }
+
+  _sendSync(peer) {
+    const now = this.clock.now();
+    if (now - peer.lastSyncAt < this.policy.heartbeatMs / 2) return;
+    peer.lastSyncAt = now;
+    this.stats.syncsSent++;
+    // A member of the step in progress may still contribute to it.
+    const go = !!this.collect && this.collect.members.has(peer.id) && this.collect.version === this.version;
+    this._send(peer.id, { type: 'params', version: this.version, step: this.step, go, members: this.members, payload: this.params });
+  }
+
+  // ---- computing ----------------------------------------------------------------
+
+  _requestCompute() {
+    if (this.halted || this.version < 0) return;
+    if (this.role === 'leader' && !this.computeWhenLeader) return;
+    if (this._computing) {
+      this._computeWanted = true;
+      return;
+    }
+    if (this._computedVersion === this.version) return;
+    this._computing = true;
+    this._computeWanted = false;
+    const version = this.version;
+    const step = this.step;
+    const params = this.params;
+    const index = Math.max(0, this.members.indexOf(this.id));
+    const ctx = { step, index, count: Math.max(1, this.members.length) };
+    const t0 = this.clock.now();
+    this._computedVersion = version;
+    Promise.resolve()
+      .then(() => this.compute(params, version, ctx))
+      .then(
+        (r) => this._computed(r, version, step, t0),
+        (err) => {
+          this.stats.computeErrors++;
+          this._emit('error', { where: 'compute', error: String(err?.stack ?? err) });
+          this._computeDone();
+        },
+      );
+  }
+
+  _computed(r, version, step, t0) {
+    if (this.stopped) return;
+    const ok = r && r.grads instanceof Float32Array && r.grads.length === this.paramCount && typeof r.loss === 'number' && typeof r.samples === 'number' && r.samples > 0;
+    if (!ok) {
+      this.stats.computeErrors++;
+      this._emit('error', { where: 'compute', error: 'compute must return {grads: Float32Array(paramCount), loss, samples > 0}' });
+      this._computeDone();
+      return;
+    }
+    const now = this.clock.now();
+    pushRate(this._rate, now, r.samples, now - t0);
+    if (version !== this.version) {
+      this.stats.abandoned++; // newer params arrived meanwhile; this bucket is stale
+    } else if (this.role === 'leader') {
+      this._submit({ from: this.id, version, step, loss: r.loss, samples: r.samples, grads: r.grads });
+    } else if (this.leaderId) {
+      this._send(this.leaderId, { type: 'grad', version, step, loss: r.loss, samples: r.samples, payload: r.grads });
+    }
+    this._computeDone();
+  }
+
+  _computeDone() {
+    this._computing = false;
+    if (this._computeWanted && !this.stopped) {
+      this._computeWanted = false;
+      this._requestCompute();
+    }
+  }
+
+  // ---- leader side ------------------------------------------------------------------
+
+  _stepMembers() {
+    const ids = [this.id];
+    for (const p of this.peers.values()) {
+      if (p.leader === this.id && p.role === 'follower' && !this.suspects.has(p.id)) ids.push(p.id);
+    }
+    return ids.sort();
+  }
+
+  _canStep() {
+    return this.role === 'leader' && this.training && !this.halted && !this.stopped && this.step < this.maxSteps;
+  }
+
+  _maybeStartStep() {
+    if (!this.collect && this._canStep() && this._stepMembers().length >= this.minMembers) this._startStep();
+  }
+
+  /** Broadcasts the current params: a step start when the cohort may step. */
+  _publish() {
+    if (this._canStep() && this._stepMembers().length >= this.minMembers) {
+      this._startStep();
+    } else {
+      this.members = this._stepMembers();
+      this._send(null, { type: 'params', version: this.version, step: this.step, go: false, members: this.members, payload: this.params });
+    }
+  }
+
+  _startStep() {
+    const members = this._stepMembers();
+    this.members = members;
+    const c = {
+      version: this.version,
+      step: this.step,
+      members: new Set(members),
+      buckets: new Map(),
+      t0: this.clock.now(),
+      timer: null,
+    };
+    this.collect = c;
+    c.timer = this.clock.setTimeout(() => this._collectDeadline(c), this.policy.collectMs);
+    this._send(null, { type: 'params', version: c.version, step: c.step, go: true, members, payload: this.params });
+    this._requestCompute();
+  }
+
+  _cancelCollect() {
+    if (this.collect) this.clock.clearTimeout(this.collect.timer);
+    this.collect = null;
+  }
+
+  _onGrad(msg) {
+    const c = this.collect;
+    if (!c || msg.term !== this.term || msg.version !== c.version) {
+      this.stats.dropped.stale++;
+      return;
+    }
+    this._submit({ from: msg.from, version: msg.version, step: msg.step, loss: msg.loss, samples: msg.samples, grads: msg.payload });
+  }
+
+  _submit(b) {
+    const c = this.collect;
+    if (!c || b.version !== c.version) {
+      this.stats.dropped.stale++;
+      return;
+    }
+    if (c.buckets.has(b.from)) {
+      this.stats.dropped.duplicate++;
+      return;
+    }
+    if (!Number.isFinite(b.loss) || !allFinite(b.grads)) {
+      this.stats.dropped.nonFinite++;
+      this._emit('dropped', { kind: 'nonFinite', from: b.from, why: 'bucket holds NaN or Infinity' });
+      return;
+    }
+    c.buckets.set(b.from, b);
+    this._tryResolve();
+  }
+
+  /** Buckets needed now: the quorum of the step's members that are still live. */
+  _needed(c) {
+    let live = 0;
+    for (const id of c.members) if (id === this.id || (this.peers.has(id) && !this.suspects.has(id))) live++;
+    return policyFor(Math.max(1, live), this.policyOverrides).quorum;
+  }
+
+  _tryResolve() {
+    const c = this.collect;
+    if (c && c.buckets.size >= this._needed(c)) this._resolve(c, false);
+  }
+
+  _collectDeadline(c) {
+    if (this.collect !== c) return;
+    if (c.buckets.size > 0) {
+      this._resolve(c, true);
+    } else {
+      c.timer = this.clock.setTimeout(() => this._collectDeadline(c), this.policy.collectMs);
+    }
+  }
+
+  _resolve(c, short) {
+    this.clock.clearTimeout(c.timer);
+    this.collect = null;
+    const buckets = [...c.buckets.values()];
+    const { grad, loss, samples } = weightedMean(buckets, this.paramCount);
+    let next;
+    try {
+      next = this.update
+        ? this.update(this.params, grad, { version: c.version, step: c.step, lr: this.lr })
+        : sgd(this.params, grad, this.lr);
+    } catch (err) {
+      this._halt(`update threw: ${err?.message ?? err}`);
+      return;
+    }
+    if (!(next instanceof Float32Array) || next.length !== this.paramCount) {
+      this._halt('update must return a Float32Array of the model size');
+      return;
+    }
+    if (!allFinite(next)) {
+      this._halt(`parameters would become non-finite at step ${c.step}`);
+      return;
+    }
+    // The leader holds exactly the array it is about to broadcast.
+    this.params = next === this.params ? copyF32(next) : next;
+    this.hash = paramsHash(this.params);
+    this.version += 1;
+    this.paramsTerm = this.term;
+    this.step = c.step + 1;
+    this.lastLoss = loss;
+    this.stats.stepsLed++;
+    if (short) this.stats.shortSteps++;
+    const now = this.clock.now();
+    pushRate(this._cohortRate, now, samples, now - c.t0);
+    const record = {
+      step: c.step,
+      version: c.version,
+      loss,
+      samples,
+      contributors: buckets.map((b) => b.from).sort(),
+      members: c.members.size,
+      ms: now - c.t0,
+      short,
+    };
+    this.history.push(record);
+    if (this.history.length > 1000) this.history.shift();
+    this._emit('step', record);
+    this._publish();
+  }
+
+  _halt(reason) {
+    this.halted = reason;
+    this._emit('error', { where: 'update', error: reason });
+  }
+}
+
+/** Sample-weighted mean of buckets {grads, loss, samples}, accumulated in f64. */
+export function weightedMean(buckets, paramCount) {
+  const acc = new Float64Array(paramCount);
+  let samples = 0;
+  let loss = 0;
+  for (const b of buckets) {
+    samples += b.samples;
+    loss += b.samples * b.loss;
+    const g = b.grads;
+    for (let i = 0; i < paramCount; i++) acc[i] += b.samples * g[i];
+  }
+  const grad = new Float32Array(paramCount);
+  for (let i = 0; i < paramCount; i++) grad[i] = acc[i] / samples;
+  return { grad, loss: loss / samples, samples };
+}
+
+/** params - lr * grad, as a new array. */
+export function sgd(params, grad, lr) {
+  const out = new Float32Array(params.length);
+  for (let i = 0; i < params.length; i++) out[i] = params[i] - lr * grad[i];
+  return out;
+}
+
+function pushRate(window, t, samples, ms) {
+  window.push({ t, samples, ms });
+  if (window.length > RATE_WINDOW) window.shift();
+}
+
+/** Samples per second over a window of completions (t, samples, duration). */
+function rateOf(window) {
+  if (!window.length) return 0;
+  if (window.length === 1) {
+    const { samples, ms } = window[0];
+    return ms > 0 ? (samples * 1000) / ms : 0;
+  }
+  const span = window[window.length - 1].t - window[0].t;
+  if (span <= 0) return 0;
+  let s = 0;
+  for (let i = 1; i < window.length; i++) s += window[i].samples;
+  return (s * 1000) / span;
+}
