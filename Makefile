@@ -49,9 +49,13 @@ ASAN_BINS    := $(TEST_MAINS:tests/c/%.c=build/tests-asan/%)
 SAN_FLAGS    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 .SECONDARY:
-.PHONY: all native wasm test test-native test-asan test-node test-cli test-browser test-python test-examples bench serve setup clean
-all: native wasm build/rlx web/data/fashion-mnist-train.bin web/data/fashion-mnist-test.bin
+.PHONY: gl-pending-count test-webgl
+.PHONY: all native wasm sdk test-examples-js test test-native test-asan test-node test-webgpu test-cli test-browser test-python test-examples bench serve setup clean
+all: native wasm sdk build/rlx web/data/fashion-mnist-train.bin web/data/fashion-mnist-test.bin
 native: build/librlx.a build/librlx.so
+# The SDK: web/rlx.ts compiled by the npm typescript of package.json (make
+# setup) to web/rlx.js + web/rlx.d.ts, build outputs (gitignored) like the wasm.
+sdk: web/rlx.js web/rlx.d.ts
 wasm: web/pkg/rlx_web.wasm build/wasm-tests/opcases.wasm
 
 $(NATIVE_DIR)/%.o: %.c $(HDRS)
@@ -84,6 +88,12 @@ web/pkg/rlx_web.wasm: $(WASM_OBJ) $(WEB_OBJ)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_LDFLAGS) -o $@ $(WEB_OBJ) $(WASM_OBJ)
 
+TSC := node_modules/typescript/bin/tsc
+web/rlx.js web/rlx.d.ts &: web/rlx.ts web/pkg/rlx_web.d.ts
+	@test -f $(TSC) || { echo "$(TSC) is missing: run make setup (npm ci)"; exit 1; }
+	cd web && node ../$(TSC) --target es2022 --module esnext --moduleResolution bundler --lib es2022,dom \
+	  --strict --declaration --rootDir . --outDir . rlx.ts
+
 # The op cases compiled to wasm, run by tests/node/opcases.test.mjs.
 WASM_TEST_OBJ := $(patsubst %.c,build/wasm/%.o,tests/c/wasm_opcases.c tests/c/wasm_gradcases.c tests/c/wasm_gpu_cases.c \
                    src/web/exports_webgpu.c $(TEST_SUPPORT))
@@ -94,12 +104,42 @@ build/wasm-tests/opcases.wasm: $(WASM_OBJ) $(WASM_TEST_OBJ)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_LDFLAGS) -o $@ $(WASM_TEST_OBJ) $(WASM_OBJ)
 
+# The op cases prepared for WebGL2 (tests/c/wasm_webgl.c), drawn through
+# web/runtime/webgl.js in Chromium by tests/browser/webgl.test.mjs.
+WEBGL_TEST_OBJ := $(patsubst %.c,build/wasm/%.o,tests/c/wasm_webgl.c tests/c/webgl_cases.c src/web/exports_webgl.c \
+                    $(TEST_SUPPORT))
+build/wasm/tests/c/wasm_webgl.o build/wasm/tests/c/webgl_cases.o: tests/c/webgl_cases.h
+build/wasm-tests/webgl_cases.wasm: $(WASM_OBJ) $(WEBGL_TEST_OBJ)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_LDFLAGS) -o $@ $(WEBGL_TEST_OBJ) $(WASM_OBJ)
+
 build/tests/%: tests/c/%.c $(TEST_SUPPORT) build/librlx.a tests/c/op_case.h tests/c/grad_case.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/c -o $@ $< $(TEST_SUPPORT) build/librlx.a -lcmocka $(LDLIBS)
 build/tests-asan/%: tests/c/%.c $(TEST_SUPPORT) $(ASAN_OBJ) tests/c/op_case.h tests/c/grad_case.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -O1 $(SAN_FLAGS) -Itests/c -o $@ $< $(TEST_SUPPORT) $(ASAN_OBJ) -lcmocka $(LDLIBS)
+
+# The WebGL2 planner and lowerings through the C reference executor: every
+# op case against the CPU (tests/c/test_webgl_plan.c with webgl_cases.c).
+# build/gen/gl_pending.h counts src/webgl/lower_pending_*.c (rewritten only
+# when the count changes); with none left, a skipped op case fails.
+GL_TEST_DEPS := tests/c/test_webgl_plan.c tests/c/webgl_cases.c tests/c/webgl_cases.h build/gen/gl_pending.h \
+                $(TEST_SUPPORT) tests/c/op_case.h
+build/gen/gl_pending.h: gl-pending-count
+	@mkdir -p $(dir $@)
+	@echo '#define RLX_GL_PENDING_FILES $(words $(wildcard src/webgl/lower_pending_*.c))' > $@.tmp; \
+	  if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+build/tests/test_webgl_plan: $(GL_TEST_DEPS) build/librlx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -include build/gen/gl_pending.h -Itests/c -o $@ $< tests/c/webgl_cases.c $(TEST_SUPPORT) \
+	  build/librlx.a -lcmocka $(LDLIBS)
+build/tests-asan/test_webgl_plan: $(GL_TEST_DEPS) $(ASAN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -O1 $(SAN_FLAGS) -include build/gen/gl_pending.h -Itests/c -o $@ $< tests/c/webgl_cases.c \
+	  $(TEST_SUPPORT) $(ASAN_OBJ) -lcmocka $(LDLIBS)
+test-webgl: build/tests/test_webgl_plan
+	build/tests/test_webgl_plan
 
 # Native reference outputs of every op case, compared against wasm in Node.
 build/tests/opcases_native.bin: build/tests/dump_opcases
@@ -134,7 +174,7 @@ setup:
 
 test: setup
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory test-native test-asan test-node test-cli test-browser test-python test-examples
+	@$(MAKE) --no-print-directory test-native test-asan test-node test-webgpu test-cli test-browser test-python test-examples
 
 test-native: $(TEST_BINS)
 	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t; done
@@ -143,11 +183,20 @@ test-asan: $(ASAN_BINS)
 	@set -e; for t in $(ASAN_BINS); do echo "== $$t (ASan+UBSan)"; \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 $$t; done
 
-test-node: wasm build/tests/opcases_native.bin build/tests/models_native.json
+test-node: wasm sdk build/tests/opcases_native.bin build/tests/models_native.json
 	node --test --test-reporter=dot tests/node/
 
+# Every op case and the training steps on WebGPU (web/runtime/webgpu.js on
+# Dawn for Node; Chromium's SwiftShader as the Vulkan driver when present)
+# against the CPU.  RLX_CASES=substring runs only the matching op cases.
+SWIFTSHADER_ICD := $(wildcard /usr/lib/chromium/vk_swiftshader_icd.json)
+DAWN_ENV := $(if $(SWIFTSHADER_ICD),LD_LIBRARY_PATH=/usr/lib/chromium$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} \
+            VK_ICD_FILENAMES=$(SWIFTSHADER_ICD))
+test-webgpu: build/wasm-tests/opcases.wasm
+	$(DAWN_ENV) node --test --test-reporter=spec tests/node/webgpu_ops.test.mjs
+
 # The pages in Debian's chromium (playwright-core) against tools/serve.py.
-test-browser: wasm
+test-browser: wasm sdk build/wasm-tests/webgl_cases.wasm
 	node --test tests/browser/
 
 # The CLI: argument handling, a short run, and the Fashion-MNIST accuracy targets.
@@ -167,6 +216,11 @@ build/examples/%: examples/c/%.c build/librlx.a
 test-examples: build/examples/classifier build/librlx.so
 	build/examples/classifier
 	PYTHONPATH=python $(PYTHON) examples/python/classifier.py
+	@$(MAKE) --no-print-directory test-examples-js
+
+# The same classifier described with the JS SDK (web/rlx.js) in Node.
+test-examples-js: wasm sdk
+	node examples/js/classifier.mjs
 
 -include bench/bench.mk
 

@@ -18,3 +18,21 @@ $(BENCH_DIR)/gemm_bench.wasm: bench/bench_gemm_wasm.c $(WASM_OBJ) $(HDRS)
 bench: $(BENCH_DIR)/gemm_native $(BENCH_DIR)/gemm_bench.wasm
 	node bench/bench_gemm.mjs --native=$(BENCH_DIR)/gemm_native --wasm=$(BENCH_DIR)/gemm_bench.wasm \
 	  --out=$(BENCH_DIR)/gemm.json
+
+# Model speed (bench/bench_models.mjs): training steps of the four vision
+# models at batch 1 and 64 and the W4 transformer forward, natively (the
+# binary below, on the public C API) and in wasm under Node through
+# web/pkg/rlx_web.js next to TensorFlow.js's wasm backend, iterations
+# interleaved; results go to build/bench/models.json.  Then the download
+# sizes of the browser module (bench/size.mjs).  Both run before the GEMM
+# table above.
+$(BENCH_DIR)/models_native: bench/bench_models_native.c build/librlx.a $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< build/librlx.a $(LDLIBS)
+
+.PHONY: bench-models bench-size
+bench-models: $(BENCH_DIR)/models_native web/pkg/rlx_web.wasm | $(BENCH_DIR)/gemm_native $(BENCH_DIR)/gemm_bench.wasm
+	node bench/bench_models.mjs --native=$(BENCH_DIR)/models_native --out=$(BENCH_DIR)/models.json
+bench-size: web/pkg/rlx_web.wasm | bench-models
+	node bench/size.mjs
+bench: bench-models bench-size

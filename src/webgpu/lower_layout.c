@@ -128,17 +128,27 @@ rlx_status rlx_wgpu_lower_gather(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) 
   return RLX_OK;
 }
 
-/* ids[...], dy[..., D] -> y[V, D] on iattr = {V} */
+/* ids[...], dy[..., D] -> y[V, D] on iattr = {V}: linked lists of the rows
+ * of each id in the scratch (first[V], next[rows]), then one thread per
+ * output summing its list in row order (see scatter_add.wgsl). */
 rlx_status rlx_wgpu_lower_scatter_add(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   const rlx_shape *dy = &c->in_node[1]->shape;
-  uint32_t dcols = (uint32_t)dy->dims[dy->rank - 1];
-  size_t n = rlx_shape_numel(&c->node->shape);
-  rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "scatter_add");
-  rlx_wgpu_override(d, "IDS_I32", c->in_node[0]->dtype == RLX_I32);
-  rlx_wgpu_bind_inputs(d, 2);
-  rlx_wgpu_u32(d, (uint32_t)n);
-  rlx_wgpu_u32(d, dcols);
-  rlx_wgpu_u32(d, (uint32_t)(rlx_shape_numel(dy) / dcols));
-  rlx_wgpu_grid1d(d, n, THREADS);
+  uint32_t dcols = (uint32_t)dy->dims[dy->rank - 1], v = (uint32_t)c->node->iattr[0];
+  uint32_t rows = (uint32_t)(rlx_shape_numel(dy) / dcols);
+  size_t n = rlx_shape_numel(&c->node->shape), lists = ((size_t)v + rows) * sizeof(int32_t);
+  out->scratch_bytes = (lists + 255) / 256 * 256;
+  const size_t items[3] = {v, rows, n};
+  for (uint32_t mode = 0; mode < 3; mode++) {
+    rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "scatter_add");
+    rlx_wgpu_override(d, "MODE", mode);
+    rlx_wgpu_override(d, "IDS_I32", c->in_node[0]->dtype == RLX_I32);
+    rlx_wgpu_bind_inputs(d, 2);
+    rlx_wgpu_bind(d, RLX_WB_SCRATCH, 0, 0, out->scratch_bytes, 1);
+    rlx_wgpu_u32(d, (uint32_t)n);
+    rlx_wgpu_u32(d, dcols);
+    rlx_wgpu_u32(d, rows);
+    rlx_wgpu_u32(d, v);
+    rlx_wgpu_grid1d(d, items[mode], THREADS);
+  }
   return RLX_OK;
 }

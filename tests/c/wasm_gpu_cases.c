@@ -10,7 +10,8 @@
  *   h = gpucase_prepare(i): then gpucase_cpu_status/_message/_out/_n_out,
  *   gpucase_gpu_status/_message/_session, gpucase_op(h); gpucase_free(h)
  *   t = gputrain_new(model, batch, lr): model 0..3 = rlx_vision_slug(i),
- *   4 = the MLP, 5 = the transformer (compile only); gputrain_cpu_step(t,
+ *   4 = the MLP, 5 = the transformer (compile only), 6 = a scalar toy
+ *   (loss = (w x + b - t)^2, elementwise ops only); gputrain_cpu_step(t,
  *   step) sets that step's batch and returns the CPU loss; the batch is then
  *   in gputrain_input_* for the GPU session; gputrain_free(t) */
 #include <math.h>
@@ -148,6 +149,15 @@ static rlx_node build_mlp(rlx_graph *g, int32_t rows, rlx_node *p) {
   return rlx_reduce_sum(g, rlx_mul(g, d, d), axes, 2, 0);
 }
 
+/* A scalar model with elementwise ops only: loss = (w x + b - t)^2. */
+static rlx_node build_toy(rlx_graph *g, rlx_node *p) {
+  rlx_node x = rlx_input(g, "x", 0, NULL, RLX_F32), t = rlx_input(g, "t", 0, NULL, RLX_F32);
+  p[0] = rlx_param(g, "w", 0, NULL);
+  p[1] = rlx_param(g, "b", 0, NULL);
+  rlx_node d = rlx_sub(g, rlx_add(g, rlx_mul(g, p[0], x), p[1]), t);
+  return rlx_mul(g, d, d);
+}
+
 /* The transformer's next-token training graph: mean cross-entropy of the
  * logits against "labels" [n_tokens]; every param is trained. */
 static rlx_status build_transformer(rlx_graph *g, rlx_node *loss, rlx_node *params, int32_t *n_params, int32_t cap) {
@@ -174,6 +184,10 @@ static void train_init_params(gpu_train *t, rlx_session *s) {
     for (int32_t k = 0; k < info.n_params; k++, at += info.param_sizes[k - 1])
       rlx_session_set_param(s, info.param_names[k], at, info.param_sizes[k]);
     free(flat);
+  } else if (t->model == 6) {
+    const float w = 0.5f, b = -0.25f;
+    rlx_session_set_param(s, "w", &w, 1);
+    rlx_session_set_param(s, "b", &b, 1);
   } else if (t->model == 4) {
     const char *names[4] = {"w1", "b1", "w2", "b2"};
     const size_t sizes[4] = {MLP_IN * MLP_HID, MLP_HID, MLP_HID * MLP_OUT, MLP_OUT};
@@ -186,7 +200,7 @@ static void train_init_params(gpu_train *t, rlx_session *s) {
 }
 
 EXPORT(gputrain_new) gpu_train *w_gputrain_new(int32_t model, int32_t batch, float lr) {
-  if (model < 0 || model > 5) return NULL;
+  if (model < 0 || model > 6) return NULL;
   gpu_train *t = calloc(1, sizeof *t);
   if (!t) return NULL;
   t->model = model;
@@ -208,8 +222,12 @@ EXPORT(gputrain_new) gpu_train *w_gputrain_new(int32_t model, int32_t batch, flo
       loss = build_mlp(g, batch, params);
       n_params = 4;
       st = rlx_graph_status(g);
-    } else {
+    } else if (model == 5) {
       st = build_transformer(g, &loss, params, &n_params, 64);
+    } else {
+      loss = build_toy(g, params);
+      n_params = 2;
+      st = rlx_graph_status(g);
     }
     rlx_session **dst = dev == 0 ? &t->cpu : &t->gpu;
     if (st == RLX_OK) st = rlx_compile_train(g, loss, params, n_params, &sgd, dev == 0 ? &copt : &gopt, dst);
@@ -220,7 +238,7 @@ EXPORT(gputrain_new) gpu_train *w_gputrain_new(int32_t model, int32_t batch, flo
       snprintf(t->message, sizeof t->message, "compile_train for the CPU: %s", rlx_last_error());
     }
     rlx_graph_free(g);
-    if (st == RLX_OK && model < 5) train_init_params(t, *dst);
+    if (st == RLX_OK && model != 5) train_init_params(t, *dst);
   }
   /* The batch buffers. */
   if (model < 4) {
@@ -233,6 +251,10 @@ EXPORT(gputrain_new) gpu_train *w_gputrain_new(int32_t model, int32_t batch, flo
     t->n_inputs = 2;
     t->names[0] = "x", t->len[0] = (size_t)batch * MLP_IN;
     t->names[1] = "t", t->len[1] = (size_t)batch * MLP_OUT;
+  } else if (model == 6) {
+    t->n_inputs = 2;
+    t->names[0] = "x", t->len[0] = 1;
+    t->names[1] = "t", t->len[1] = 1;
   }
   for (int32_t k = 0; k < t->n_inputs; k++) t->data[k] = calloc(t->len[k], sizeof(float));
   return t;
@@ -245,6 +267,9 @@ EXPORT(gputrain_cpu_step) float w_gputrain_cpu_step(gpu_train *t, int32_t step) 
   if (t->model < 4) {
     rlx_vision_synthetic_batch(rlx_vision_slug(t->model), 1000u + (unsigned)step, t->batch, t->data[0], t->len[0],
                                (int32_t *)t->data[1], t->len[1]);
+  } else if (t->model == 6) {
+    t->data[0][0] = opcase_uniform(900u, (size_t)step, -1.0f, 1.0f);
+    t->data[1][0] = 2.0f * t->data[0][0] - 0.5f; /* the model can learn t = 2x - 0.5 */
   } else {
     for (int32_t k = 0; k < 2; k++)
       for (size_t i = 0; i < t->len[k]; i++) t->data[k][i] = opcase_uniform(500u + 7u * (unsigned)step + (unsigned)k, i, -1.0f, 1.0f);
@@ -282,7 +307,7 @@ EXPORT(gputrain_host_summary) int32_t w_gputrain_host_summary(const gpu_train *t
   return which < 0 ? st : which < 3 ? v[which] : 0;
 }
 EXPORT(gputrain_model_name) const char *w_gputrain_model_name(int32_t model) {
-  return model < 4 ? rlx_vision_slug(model) : model == 4 ? "mlp" : "transformer";
+  return model < 4 ? rlx_vision_slug(model) : model == 4 ? "mlp" : model == 5 ? "transformer" : "toy";
 }
 EXPORT(gputrain_free) void w_gputrain_free(gpu_train *t) {
   if (!t) return;

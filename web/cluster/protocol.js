@@ -291,6 +291,7 @@ export class Rank {
     this._lastNeedAt = -Infinity;
     this._tickTimer = null;
     this._tickDue = 0;
+    this._stepTimer = null;
     this._off = null;
 
     this.stats = {
@@ -330,6 +331,7 @@ export class Rank {
     this.stopped = true;
     this._off?.();
     this.clock.clearTimeout(this._tickTimer);
+    this.clock.clearTimeout(this._stepTimer);
     this._cancelCollect();
     this._setRole('stopped');
   }
@@ -493,10 +495,10 @@ export class Rank {
       this._expirePeers(now);
       if (this.role !== 'leader' && this.leaderId) {
         const lp = this.peers.get(this.leaderId);
-        if (now - this.leaderSeen > this._peerLimit(lp, 'takeover')) this._leaderLost();
+        if (now - this.leaderSeen > this._peerLimit(lp, 'takeover')) this._leaderLost(true);
       }
       if (this.role !== 'leader' && !this.leaderId && now >= this._electAfter) this._elect();
-      if (this.role !== 'leader' && this.leaderId && this.version < (this.peers.get(this.leaderId)?.version ?? -1)) {
+      if (this.role !== 'leader' && this.leaderId && (this.needSync || this.version < (this.peers.get(this.leaderId)?.version ?? -1))) {
         this._askForParams();
       }
       this._beat();
@@ -556,7 +558,9 @@ export class Rank {
     }
     p.lastSeen = now;
     this.suspects.delete(msg.from);
-    if (msg.from === this.leaderId) this.leaderSeen = now;
+    if (msg.from === this.leaderId && (msg.type === 'params' || (msg.type === 'hb' && msg.role === 'leader'))) {
+      this.leaderSeen = now;
+    }
     if (msg.type === 'hb') {
       Object.assign(p, {
         role: msg.role,
@@ -582,10 +586,16 @@ export class Rank {
     const peer = this._touch(msg);
     switch (msg.type) {
       case 'hb':
-        if (msg.role === 'leader') this._onLeaderClaim(msg.from, msg.term);
+        if (msg.role === 'leader') {
+          this._onLeaderClaim(msg.from, msg.term);
+        } else if (msg.from === this.leaderId && this.role !== 'leader') {
+          this._leaderLost(false); // the rank we follow no longer leads
+        }
         if (this.role === 'leader') {
-          if (msg.role === 'joining' && msg.leader !== this.id) this._sendSync(peer);
+          if (msg.role === 'joining') this._sendSync(peer);
           else if (msg.leader === this.id) this._maybeStartStep();
+        } else if (this.leaderId && this.needSync) {
+          this._askForParams();
         }
         break;
       case 'need':
@@ -607,7 +617,7 @@ export class Rank {
         this.suspects.delete(msg.from);
         this._emit('dropped', { id: msg.from, reason: 'left' });
         this._emit('roster', this.roster());
-        if (msg.from === this.leaderId) this._leaderLost();
+        if (msg.from === this.leaderId) this._leaderLost(true);
         if (this.collect) this._tryResolve();
         break;
       default:
@@ -666,7 +676,6 @@ export class Rank {
     this.needSync = true;
     this._setRole('joining');
     this._lastNeedAt = -Infinity;
-    this._askForParams();
     this._beat();
   }
 
@@ -677,8 +686,9 @@ export class Rank {
     this._send(this.leaderId, { type: 'need', version: this.version });
   }
 
-  _leaderLost() {
-    if (this.leaderId) this.suspects.add(this.leaderId);
+  /** silent: the leader stopped answering (suspect it); else it stepped down. */
+  _leaderLost(silent) {
+    if (this.leaderId && silent) this.suspects.add(this.leaderId);
     this.leaderId = null;
     this._electAfter = this.clock.now();
     this._emit('role', { from: this.role, to: this.role, leader: null, term: this.term });
@@ -694,7 +704,15 @@ export class Rank {
     }
     if (best) {
       this._follow(best.id, best.term);
+      this._askForParams();
       return;
+    }
+    // Someone live still follows a leader we have not written off: wait for it.
+    for (const p of this.peers.values()) {
+      if (p.leader && p.leader !== this.id && !this.suspects.has(p.leader) && p.leader !== p.id) {
+        this._electAfter = this.clock.now() + this.policy.takeoverMs;
+        return;
+      }
     }
     let candidate = { id: this.id, version: this.version };
     for (const p of this.peers.values()) {
@@ -838,14 +856,28 @@ export class Rank {
     return this.role === 'leader' && this.training && !this.halted && !this.stopped && this.step < this.maxSteps;
   }
 
-  _maybeStartStep() {
-    if (!this.collect && this._canStep() && this._stepMembers().length >= this.minMembers) this._startStep();
+  _readyToStep() {
+    return !this.collect && this._canStep() && this._stepMembers().length >= this.minMembers;
   }
 
-  /** Broadcasts the current params: a step start when the cohort may step. */
+  _maybeStartStep() {
+    if (this._readyToStep()) this._startStep();
+  }
+
+  /**
+   * Hands the current params to the cohort: as the start of the next step
+   * (one task later, so a leader with no peers to wait for still lets its
+   * event loop breathe), or, when the cohort may not step, as plain params.
+   */
   _publish() {
-    if (this._canStep() && this._stepMembers().length >= this.minMembers) {
-      this._startStep();
+    if (this._readyToStep()) {
+      if (this._stepTimer) return;
+      this._stepTimer = this.clock.setTimeout(() => {
+        this._stepTimer = null;
+        if (this.stopped) return;
+        if (this._readyToStep()) this._startStep();
+        else if (this.role === 'leader') this._publish();
+      }, 0);
     } else {
       this.members = this._stepMembers();
       this._send(null, { type: 'params', version: this.version, step: this.step, go: false, members: this.members, payload: this.params });

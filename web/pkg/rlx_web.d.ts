@@ -35,6 +35,240 @@ export function parse_backend(name: string): ParsedBackend;
 /** What the environment offers: navigator.gpu, else WebGL2 with EXT_color_buffer_float, else the CPU. */
 export function preferred_backend(): PreferredBackend;
 
+/** A backend with its status: available, or the reason it is not. */
+export interface BackendStatus {
+  available: boolean;
+  /** Why not (null when available). */
+  reason: string | null;
+}
+/** What runs here now. */
+export interface BackendEnvironment {
+  cpu: BackendStatus;
+  webgpu: BackendStatus;
+  webgl: BackendStatus;
+}
+/** A backend not used, and why. */
+export interface BackendFallback {
+  backend: BackendName;
+  reason: string;
+}
+/** A backend request: a backend, 'auto', or an alias (gpu, wgpu, webgl2, gl, ...; any case). */
+export type BackendRequest = ParsedBackend | (string & {});
+/** What backend_candidates returns. */
+export interface BackendCandidates {
+  request: ParsedBackend;
+  /** Best first; exactly one for an explicit request that can be met, none when refused; 'auto' ends with 'cpu'. */
+  candidates: BackendName[];
+  /** The backends left out, with the reason. */
+  skipped: BackendFallback[];
+  /** Why an explicit request cannot be met (null otherwise). */
+  refusal: string | null;
+}
+/** A vision model for the backend rules: a slug or alias, its info (whose *_train flags apply), a VisionBench, or anything with a slug. */
+export type ModelOrGraph = string | VisionModelInfo | VisionBench | { slug: string } | WebGraph;
+export interface CandidateOptions {
+  /** Apply the model's trainable-on flags (default true). */
+  training?: boolean;
+  /** Use this environment instead of backend_environment() (e.g. a stub in tests). */
+  env?: BackendEnvironment;
+}
+export interface SelectOptions extends CandidateOptions {
+  /** Vision models: the batch size of the graph compiled (default 1). */
+  batch?: number;
+  /** WebGraph: the outputs to compile forward. */
+  outputs?: NodeId | NodeId[];
+  /** WebGraph: the loss to compile backward (with params, default all). */
+  loss?: NodeId;
+  params?: NodeId[];
+}
+export interface Selection {
+  /** What it actually runs on. */
+  backend: BackendName;
+  /** The compiled graph (the caller frees it). */
+  compiled: CompiledGraph;
+  /** Every better backend that was not used, and why ('auto' only). */
+  fallbacks: BackendFallback[];
+  candidates: BackendName[];
+}
+
+/**
+ * Obtains the WebGPU device of the webgpu backend: navigator.gpu (true or
+ * nothing), a GPU object (e.g. npm webgpu's create([]) in Node) or a
+ * GPUDevice; false turns WebGPU off.  Resolves to whether WebGPU can run
+ * plans here (the reason is in backend_environment().webgpu).
+ */
+export function init_webgpu(source?: boolean | object): Promise<boolean>;
+/** Loads the WebGL2 executor when this build has one; false turns WebGL2 off. */
+export function init_webgl(enable?: boolean): Promise<boolean>;
+/** What runs here now, each backend with the reason when it does not. */
+export function backend_environment(options?: { refresh?: boolean }): BackendEnvironment;
+/**
+ * Pure and model-aware: every backend that may run the model or graph here,
+ * best first; an explicit request gives one candidate or a refusal.
+ */
+export function backend_candidates(model_or_graph: ModelOrGraph, request?: BackendRequest, options?: CandidateOptions): BackendCandidates;
+/**
+ * Compiles on each candidate in turn; the first that compiles without host
+ * execution wins.  Throws (with the reason) when an explicit request cannot be met.
+ */
+export function select_backend(model_or_graph: ModelOrGraph, request?: BackendRequest, options?: SelectOptions): Selection;
+
+// ---- describing a model in code ---------------------------------------------------
+
+/** A node of a WebGraph (its id). */
+export type NodeId = number;
+export type DType = 'f32' | 'i32' | 'float32' | 'int32';
+/** An int, or an [h, w] pair. */
+export type Pair = number | [number, number];
+/** Input, param or constant data. */
+export type TensorData = Float32Array | Int32Array | number[];
+
+/** Attributes of op(): as documented per op in include/rlx_ops.def. */
+export interface OpAttributes {
+  ints?: ArrayLike<number>;
+  floats?: ArrayLike<number>;
+}
+
+/** What add_vision returns: node ids. */
+export interface VisionNodes {
+  x: NodeId;
+  labels: NodeId;
+  logits: NodeId;
+  loss: NodeId;
+  params: NodeId[];
+}
+
+export interface GraphCompileOptions {
+  /** Keep every op as written (no fusion passes). */
+  skipFusion?: boolean;
+}
+
+/**
+ * A graph under construction: builders return node ids, and throw an
+ * RlxError with the library's message (naming the node, its op and the
+ * shapes) when the graph is bad.
+ */
+export class WebGraph {
+  constructor();
+  readonly node_count: number;
+  shape(node: NodeId): number[];
+  /** The params made so far, in order. */
+  params(): NodeId[];
+  /** The input or param called name, or -1. */
+  find(name: string): NodeId;
+
+  input(name: string, shape: number[] | number, dtype?: DType): NodeId;
+  param(name: string, shape: number[] | number): NodeId;
+  /** values fill shape (default [values.length]). */
+  constant(values: TensorData, shape?: number[] | number): NodeId;
+  scalar(value: number): NodeId;
+  /** Any op of the table by name. */
+  op(name: string, inputs: NodeId[], attrs?: OpAttributes): NodeId;
+
+  add(a: NodeId, b: NodeId): NodeId;
+  sub(a: NodeId, b: NodeId): NodeId;
+  mul(a: NodeId, b: NodeId): NodeId;
+  div(a: NodeId, b: NodeId): NodeId;
+  max(a: NodeId, b: NodeId): NodeId;
+  min(a: NodeId, b: NodeId): NodeId;
+  pow(a: NodeId, b: NodeId): NodeId;
+  eq(a: NodeId, b: NodeId): NodeId;
+  ne(a: NodeId, b: NodeId): NodeId;
+  lt(a: NodeId, b: NodeId): NodeId;
+  le(a: NodeId, b: NodeId): NodeId;
+  gt(a: NodeId, b: NodeId): NodeId;
+  ge(a: NodeId, b: NodeId): NodeId;
+  where(cond: NodeId, a: NodeId, b: NodeId): NodeId;
+  neg(x: NodeId): NodeId;
+  abs(x: NodeId): NodeId;
+  exp(x: NodeId): NodeId;
+  log(x: NodeId): NodeId;
+  sqrt(x: NodeId): NodeId;
+  rsqrt(x: NodeId): NodeId;
+  tanh(x: NodeId): NodeId;
+  sigmoid(x: NodeId): NodeId;
+  relu(x: NodeId): NodeId;
+  gelu(x: NodeId): NodeId;
+  silu(x: NodeId): NodeId;
+  /** [N, C, H, W] -> [N, C]. */
+  global_avg_pool(x: NodeId): NodeId;
+
+  matmul(a: NodeId, b: NodeId, opts?: { transA?: boolean; transB?: boolean; trans_a?: boolean; trans_b?: boolean }): NodeId;
+  reshape(x: NodeId, shape: number[]): NodeId;
+  expand(x: NodeId, shape: number[]): NodeId;
+  permute(x: NodeId, perm: number[]): NodeId;
+  /** Default: the last two axes. */
+  transpose(x: NodeId, axis0?: number, axis1?: number): NodeId;
+  narrow(x: NodeId, axis: number, start: number, length: number): NodeId;
+  concat(xs: NodeId[], axis?: number): NodeId;
+  gather(table: NodeId, ids: NodeId): NodeId;
+  /** axes: a number, an Array, or all axes when left out. */
+  reduce_sum(x: NodeId, axes?: number | number[] | null, keepdim?: boolean): NodeId;
+  reduce_mean(x: NodeId, axes?: number | number[] | null, keepdim?: boolean): NodeId;
+  reduce_max(x: NodeId, axes?: number | number[] | null, keepdim?: boolean): NodeId;
+  /** Default: the last axis. */
+  softmax(x: NodeId, axis?: number): NodeId;
+  log_softmax(x: NodeId, axis?: number): NodeId;
+  /** logits[..., C], labels[...] -> per-sample loss [...]. */
+  softmax_cross_entropy(logits: NodeId, labels: NodeId): NodeId;
+  rms_norm(x: NodeId, weight: NodeId, eps?: number): NodeId;
+  layer_norm(x: NodeId, weight: NodeId, bias: NodeId, eps?: number): NodeId;
+  rope(x: NodeId, opts?: { theta?: number; posOffset?: number; pos_offset?: number }): NodeId;
+  attention(q: NodeId, k: NodeId, v: NodeId, opts?: {
+    mask?: 'none' | 'causal' | 'sliding' | 'padding' | 'bias'; window?: number;
+    maskTensor?: NodeId; mask_tensor?: NodeId; scale?: number;
+  }): NodeId;
+  conv2d(x: NodeId, w: NodeId, opts?: { stride?: Pair; padding?: Pair; dilation?: Pair; groups?: number }): NodeId;
+  /** stride defaults to the kernel. */
+  max_pool2d(x: NodeId, opts: { kernel: Pair; stride?: Pair; padding?: Pair }): NodeId;
+  avg_pool2d(x: NodeId, opts: { kernel: Pair; stride?: Pair; padding?: Pair }): NodeId;
+  /** Adds a vision model (list_vision_models) for a batch size. */
+  add_vision(slug: string, batch?: number): VisionNodes;
+
+  /** Compiles outputs for a backend (default 'cpu'; 'auto' picks the best that compiles). */
+  compile_forward(outputs: NodeId | NodeId[], backend?: BackendRequest, opts?: GraphCompileOptions): CompiledGraph;
+  /**
+   * Appends the backward pass of loss and compiles [loss, d loss / d params...]
+   * (params default to all); "d_output" is preset to ones.
+   */
+  compile_backward(loss: NodeId, params?: NodeId[] | null, backend?: BackendRequest, opts?: GraphCompileOptions): CompiledGraph;
+  free(): void;
+}
+
+export interface CompiledInput {
+  name: string;
+  shape: number[];
+  size: number;
+  dtype: 'f32' | 'i32';
+}
+
+/** A compiled graph: feed by name, run, read outputs. */
+export class CompiledGraph {
+  private constructor();
+  /** What it runs on. */
+  readonly backend: BackendName;
+  /** What was asked for. */
+  readonly requested: ParsedBackend;
+  readonly kind: 'forward' | 'backward';
+  /** The better backends that were not used, and why ('auto'). */
+  readonly fallbacks: BackendFallback[];
+  readonly inputs: CompiledInput[];
+  readonly params: { name: string; size: number }[];
+  readonly output_count: number;
+  input_names(): string[];
+  param_names(): string[];
+  /** Sets an input or a param by name (exact element count; Int32Array for ids). */
+  feed(name: string, data: TensorData): void;
+  /** Synchronous on cpu and webgl; a Promise on webgpu. */
+  run(): void | Promise<void>;
+  output(i: number): Float32Array;
+  output_sizes(): number[];
+  output_shape(i: number): number[];
+  /** A Promise on webgpu. */
+  read_param(name: string): Float32Array | Promise<Float32Array>;
+  free(): void;
+}
+
 /** relu(x W1 + b1) W2 + b2 for rows = x.length / inDim rows: rows * out values. */
 export function mlp_forward(
   x: FloatArg, inDim: number, hid: number, out: number,

@@ -18,11 +18,27 @@
 // never to do) is reported on console.error, the instance is discarded, and
 // the next `await init()` loads a fresh one.
 //
+// Describing a model in code: WebGraph (../runtime/webgraph.js) builds a
+// graph op by op and compiles it (compile_forward / compile_backward) for
+// 'cpu', 'webgpu', 'webgl' or 'auto'; backend_candidates / select_backend
+// (../runtime/backends.js) say which backend runs a model or graph here and
+// why the others do not.  GPU backends count only once their executor can
+// run here: `await init_webgpu()` obtains the WebGPU device.
+//
+//   const g = new rlx.WebGraph();
+//   const x = g.input('x', [4, 3]), w = g.param('w', [3, 2]);
+//   const loss = g.reduce_mean(g.relu(g.matmul(x, w)));
+//   const step = g.compile_backward(loss, [w], 'auto');   // outputs [loss, dw]
+//   step.feed('x', xs); step.feed('w', w0); step.run(); step.output(1);
+//
 // The low-level Graph / Session API of ../runtime/loader.js is re-exported;
 // runtime() gives the loaded module for it: `runtime().graph()`.
 import { loadRlx, Rlx, RlxError } from '../runtime/loader.js';
+import { WebGraph as GraphBase, CompiledGraph, selectCompiled } from '../runtime/webgraph.js';
+import * as backends from '../runtime/backends.js';
 
 export { loadRlx, Rlx, RlxError, Graph, Session } from '../runtime/loader.js';
+export { CompiledGraph } from '../runtime/webgraph.js';
 
 const DEFAULT_WASM = new URL('./rlx_web.wasm', import.meta.url);
 const INVALID = -1; // RLX_ERR_INVALID_ARG
@@ -220,31 +236,136 @@ export function parse_backend(name) {
   }
 }
 
-let webgl2Float = null;
-function hasWebGL2Float() {
-  if (webgl2Float !== null) return webgl2Float;
-  webgl2Float = false;
-  try {
-    let canvas = null;
-    if (typeof OffscreenCanvas === 'function') canvas = new OffscreenCanvas(1, 1);
-    else if (typeof document === 'object' && document?.createElement) canvas = document.createElement('canvas');
-    const gl = canvas?.getContext('webgl2');
-    if (gl) {
-      webgl2Float = !!gl.getExtension('EXT_color_buffer_float');
-      gl.getExtension('WEBGL_lose_context')?.loseContext();
-    }
-  } catch {
-    webgl2Float = false;
-  }
-  return webgl2Float;
-}
-
 /** What the environment offers, best first: "webgpu" | "webgl" | "cpu" | "none". */
 export function preferred_backend() {
   if (typeof navigator === 'object' && navigator?.gpu) return 'webgpu';
-  if (hasWebGL2Float()) return 'webgl';
+  if (backends.hasWebGL2Float()) return 'webgl';
   if (typeof WebAssembly === 'object') return 'cpu';
   return 'none';
+}
+
+/**
+ * Obtains the WebGPU device of the webgpu backend (navigator.gpu, or the GPU
+ * object / GPUDevice given, e.g. npm `webgpu`'s create([]) in Node).
+ * Resolves to true when WebGPU can run plans here, else false (the reason is
+ * in backend_environment().webgpu.reason); false turns WebGPU off.
+ */
+export async function init_webgpu(source) {
+  const rt = await init();
+  return backends.initWebGpu(rt, source);
+}
+
+/**
+ * Loads the WebGL2 executor when this build has one and WebGL2 with float
+ * render targets is available.  Resolves to true when the webgl backend can
+ * run plans here, else false (see backend_environment().webgl.reason);
+ * false turns WebGL2 off.
+ */
+export async function init_webgl(enable = true) {
+  const rt = await init();
+  return backends.initWebGl(rt, enable);
+}
+
+/**
+ * What runs here now: { cpu, webgpu, webgl }, each { available, reason }
+ * (reason says why not).  { refresh: true } probes WebGL2 again.
+ */
+export function backend_environment(options = {}) {
+  return backends.environment(current && !current.dead ? current.rt : null, options);
+}
+
+/** A vision model (slug, info, VisionBench, SDK model) or a WebGraph, described for the backend rules. */
+function targetOf(fn, target) {
+  if (target instanceof GraphBase) return { graph: target, label: 'this graph', trainable: null };
+  const slug = typeof target === 'string' ? target : target?.slug;
+  if (typeof slug !== 'string') {
+    throw fail(fn, `model_or_graph must be a vision model slug, a VisionModelInfo, a VisionBench or a WebGraph, got ${describe(target)}`);
+  }
+  const info = vision_model_info(slug);
+  // A VisionModelInfo given as the target carries the flags to apply.
+  const flags = typeof target === 'object' && typeof target.webgl_train === 'boolean' ? target : info;
+  return { info, label: info.slug, trainable: { cpu: flags.cpu_train, webgpu: flags.webgpu_train, webgl: flags.webgl_train } };
+}
+
+function requestOf(fn, request) {
+  const r = backends.normalizeRequest(request);
+  if (!r) throw fail(fn, `request must be 'auto', 'cpu', 'webgpu' or 'webgl' (or an alias), got ${describe(request)}`);
+  return r;
+}
+
+/**
+ * Pure and model-aware: every backend that may run model_or_graph here,
+ * best first (webgpu, webgl, cpu), with the reason for each one skipped.  An
+ * explicit request gives exactly one candidate or a refusal with the
+ * reason; 'auto' always ends with 'cpu'.  options.training (default true)
+ * applies the model's trainable-on flags; options.env replaces the
+ * environment (a { cpu, webgpu, webgl } snapshot, as backend_environment()).
+ */
+export function backend_candidates(model_or_graph, request = 'auto', options = {}) {
+  const fn = 'backend_candidates';
+  const r = requestOf(fn, request);
+  const target = targetOf(fn, model_or_graph);
+  const env = options.env ?? backend_environment();
+  return backends.candidates(env, target, r, options.training ?? true);
+}
+
+/**
+ * Compiles model_or_graph on each candidate of backend_candidates in turn and
+ * keeps the first that compiles without host execution: { backend, compiled,
+ * fallbacks: [{ backend, reason }], candidates }.  The caller frees compiled.
+ * A vision model (slug): its training graph (forward + backward) for
+ * options.batch (default 1), or the forward one with { training: false }.
+ * A WebGraph: options.outputs (compile_forward) or options.loss and
+ * options.params (compile_backward).  An explicit request that cannot be met
+ * throws with the reason; it never runs elsewhere.
+ */
+export function select_backend(model_or_graph, request = 'auto', options = {}) {
+  const fn = 'select_backend';
+  const r = requestOf(fn, request);
+  const target = targetOf(fn, model_or_graph);
+  const training = options.training ?? true;
+  const env = options.env ?? backend_environment();
+  const plan = backends.candidates(env, target, r, training && !target.graph);
+  let graph = target.graph;
+  let outs;
+  let kind;
+  if (graph) {
+    if (options.loss !== undefined) {
+      outs = graph._grad(fn, options.loss, options.params);
+      kind = 'backward';
+    } else if (options.outputs !== undefined) {
+      outs = graph._outputs(fn, options.outputs);
+      kind = 'forward';
+    } else {
+      throw fail(fn, 'for a WebGraph give options.outputs (forward) or options.loss and options.params (backward)');
+    }
+  } else {
+    graph = new WebGraph();
+    const batch = options.batch ?? 1;
+    const m = graph.add_vision(target.info.slug, batch);
+    kind = training ? 'backward' : 'forward';
+    outs = training ? graph._grad(fn, m.loss, m.params) : [m.logits];
+  }
+  try {
+    const compiled = selectCompiled(fn, graph, plan, outs, kind);
+    return { backend: compiled.backend, compiled, fallbacks: compiled.fallbacks, candidates: plan.candidates };
+  } finally {
+    if (!target.graph) graph.free();
+  }
+}
+
+/**
+ * A graph under construction (see ../runtime/webgraph.js): builders return
+ * node ids; compile_forward / compile_backward compile it for a backend.
+ */
+export class WebGraph extends GraphBase {
+  constructor() {
+    super(live());
+  }
+
+  _visionParamNames(slug) {
+    return vision_model_info(slug).param_names;
+  }
 }
 
 // ---- the MLP ------------------------------------------------------------------

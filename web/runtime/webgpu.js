@@ -41,6 +41,12 @@ function cacheOf(device) {
   return c;
 }
 
+/** Pipelines and shader modules cached for a device (shared by its sessions). */
+export function webGpuCacheStats(device) {
+  const c = deviceCaches.get(device);
+  return { pipelines: c ? c.pipelines.size : 0, modules: c ? c.modules.size : 0 };
+}
+
 let sharedDevice = null; // Promise<GPUDevice> for sessions given no device
 
 async function requestDevice(gpu, needs) {

@@ -36,5 +36,7 @@ float rlx_derivative(float x) {
 }
 
 float rlx_value(int i) {
-  return rlx_fetch(u_in1, u_in1_w, i) * rlx_derivative(rlx_fetch(u_in0, u_in0_w, i));
+  float x = rlx_fetch(u_in0, u_in0_w, i);
+  if (isnan(x)) return x;  // GPUs need not propagate NaN through exp
+  return rlx_fetch(u_in1, u_in1_w, i) * rlx_derivative(x);
 }

@@ -5,7 +5,8 @@
 // u_in0 = x, same element count as the output.  Domain edges are explicit
 // (GLSL leaves log, sqrt and inversesqrt undefined there): log(0) = -inf,
 // log(x < 0) = NaN, sqrt(x < 0) = NaN, rsqrt(+-0) = +-inf; sigmoid and tanh
-// use exp(-|x|) so they never overflow, as the CPU kernels do.
+// use exp(-|x|) so they never overflow, as the CPU kernels do.  NaN in,
+// NaN out, checked first.
 #include "common.glsl"
 
 uniform highp sampler2D u_in0;
@@ -33,6 +34,7 @@ float rlx_tanh(float x) {
 
 float rlx_value(int i) {
   float x = rlx_fetch(u_in0, u_in0_w, i);
+  if (isnan(x)) return x;  // GPUs need not propagate NaN through exp, log, ...
 #if OP == 0
   return -x;
 #elif OP == 1

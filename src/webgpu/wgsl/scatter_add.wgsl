@@ -1,50 +1,71 @@
 // scatter_add.wgsl - the gradient of gather: ids[rows], dy[rows, D] ->
-// y[V, D], y[v, :] = sum of dy[i, :] over the rows i with ids[i] == v, in
-// row order (deterministic, no atomics).  Ids outside [0, V) contribute
-// nothing; f32 ids are truncated toward zero (NaN, infinities invalid).
-// One thread per output element; the workgroup stages the ids through
-// workgroup memory 256 at a time.
-// Bindings: 0 ids, 1 dy (read), 2 y (write), 3 uniform.
-// Overrides: IDS_I32 (1: ids hold int32 bits).
-// Uniform words: n (= V * D), D, rows.
+// y[V, D], y[v, :] = the sum of dy[i, :] over the rows i with ids[i] == v,
+// in row order like the CPU (deterministic, no atomics).  Ids outside
+// [0, V) contribute nothing; f32 ids are truncated toward zero (NaN and
+// infinities are invalid).  Three dispatches (MODE):
+//   0: first[v] = -1 for every v                       (one thread per v)
+//   1: per row i with a valid id: next[i] = the next row with the same id
+//      (or -1); the first row of each id sets first[id] = i   (one per row)
+//   2: y[v, d] = sum over the list first[v] -> next[...]    (one per output)
+// The lists live in the scratch: first[V] then next[rows] (i32).  Work is
+// rows^2 / 2 for the lists plus V * D + rows * D for the sums.
+// Bindings: 0 ids, 1 dy (read), 2 y (write), 3 scratch (write), 4 uniform.
+// Overrides: MODE, IDS_I32 (1: ids hold int32 bits).
+// Uniform words: n (= V * D), D, rows, V.
 @group(0) @binding(0) var<storage, read> ids: array<f32>;
 @group(0) @binding(1) var<storage, read> dy: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
-@group(0) @binding(3) var<uniform> u: array<vec4<u32>, 1>;
+@group(0) @binding(3) var<storage, read_write> lists: array<i32>;
+@group(0) @binding(4) var<uniform> u: array<vec4<u32>, 1>;
 
+override MODE: u32 = 0u;
 override IDS_I32: u32 = 0u;
 
-var<workgroup> chunk: array<i32, 256>;
-
+// The id of row i, or -1 when invalid (outside [0, V) included).
 fn id_at(i: u32) -> i32 {
   let v = ids[i];
-  if (IDS_I32 == 1u) { return bitcast<i32>(v); }
-  let bits = bitcast<u32>(v) & 0x7fffffffu;
-  if (bits >= 0x7f800000u || !(v > -2147483648.0 && v < 2147483648.0)) { return -1; }
-  return i32(v);
+  var id = -1;
+  if (IDS_I32 == 1u) {
+    id = bitcast<i32>(v);
+  } else {
+    let bits = bitcast<u32>(v) & 0x7fffffffu;
+    if (bits < 0x7f800000u && v > -2147483648.0 && v < 2147483648.0) { id = i32(v); }
+  }
+  if (id < 0 || u32(id) >= u[0].w) { return -1; }
+  return id;
 }
 
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = gid.x + gid.y * nwg.x * 256u;
-  let n = u[0].x;
   let d = u[0].y;
   let rows = u[0].z;
-  let live = i < n;
-  let v = i32(i / d);
-  let col = i % d;
-  var acc = 0.0;
-  for (var base = 0u; base < rows; base += 256u) {
-    workgroupBarrier();
-    if (base + lid < rows) { chunk[lid] = id_at(base + lid); }
-    workgroupBarrier();
-    let count = min(256u, rows - base);
-    if (live) {
-      for (var k = 0u; k < count; k++) {
-        if (chunk[k] == v) { acc += dy[(base + k) * d + col]; }
-      }
+  let v_count = u[0].w;
+  if (MODE == 0u) {
+    if (i < v_count) { lists[i] = -1; }
+  } else if (MODE == 1u) {
+    if (i >= rows) { return; }
+    let id = id_at(i);
+    if (id < 0) { return; }
+    var next = -1;
+    for (var j = i + 1u; j < rows; j++) {
+      if (id_at(j) == id) { next = i32(j); break; }
     }
+    lists[v_count + i] = next;
+    var first = true;
+    for (var j = 0u; j < i; j++) {
+      if (id_at(j) == id) { first = false; break; }
+    }
+    if (first) { lists[u32(id)] = i32(i); }
+  } else {
+    if (i >= u[0].x) { return; }
+    let col = i % d;
+    var p = lists[i / d];
+    var acc = 0.0;
+    while (p >= 0) {
+      acc += dy[u32(p) * d + col];
+      p = lists[v_count + u32(p)];
+    }
+    y[i] = acc;
   }
-  if (live) { y[i] = acc; }
 }

@@ -1,0 +1,434 @@
+// bench_models.mjs - model speed in one run, one table:
+//   native  training steps of the four vision models (batch 1 and 64) and the
+//           W4 transformer forward, through the public C API (the bench binary
+//           bench_models_native, JSON lines on stdout);
+//   node    the same through web/pkg/rlx_web.js next to TensorFlow.js's `wasm`
+//           backend on the same workloads, contenders' iterations interleaved.
+// Workloads (names as in the TF.js anchors, /work/shared/bench/tfjs/workloads.mjs):
+//   W1 mlp train B=1|64     mnist-mlp    784 -> 128 relu -> 10, softmax CE, SGD 0.01
+//   W2 cnn train B=1|64     mnist-cnn    TinyConv (5,258 params); tfjs-wasm needs the
+//                                        Conv2DBackpropFilter shim, its rows say "(shim)"
+//   cifar-cnn train B=1|64  3 x (conv3x3 pad 1, relu, pool2): 32, 64, 128 ch -> fc 10
+//   resnet train B=1|64     stem 32, identity block, stride-2 block with 1x1 skip, GAP, fc 10
+//   W4 transformer fwd T=64 vocab 256, dim 128, 2 layers, 4 heads x 32, SwiGLU 384; batch 1
+// Contenders in Node:
+//   rlx-wasm           the public call (VisionBench.train_step_cpu / transformer_next_logits):
+//                      params go in and come out as JS arrays on every step
+//   rlx-wasm-resident  the same C entry point through runtime().exports, with params, batch
+//                      and outputs kept in wasm memory (as tfjs keeps its variables)
+//   tfjs-wasm          tfjs-backend-wasm 4.22 (SIMD, 1 thread), the anchors' protocol
+// The tfjs vision models get the same initial weights and batch as ours (transposed to
+// NHWC), so the first losses must agree: the "check" column shows them.
+//
+// usage: node bench/bench_models.mjs [--native=BIN] [--out=build/bench/models.json]
+//          [--only=SUB,SUB] [--contenders=rlx-wasm,tfjs-wasm] [--budget-ms=4000] [--kernels]
+// --kernels also prints where one tfjs-wasm call spends its time, by kernel.
+import { spawnSync } from 'node:child_process';
+import { register } from 'node:module';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import init, * as rlx from '../web/pkg/rlx_web.js';
+
+const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
+const outFile = args.out ?? 'build/bench/models.json';
+const only = args.only ? args.only.split(',') : null;
+const budgetMs = +(args['budget-ms'] ?? 4000);
+const CONTENDERS = ['rlx-wasm', 'rlx-wasm-resident', 'tfjs-wasm'];
+const contenders = args.contenders ? args.contenders.split(',') : CONTENDERS;
+const loadStart = os.loadavg()[0];
+
+// ---- the workloads ----------------------------------------------------------------
+const MODELS = [
+  { slug: 'mnist-mlp', label: 'W1 mlp' },
+  { slug: 'mnist-cnn', label: 'W2 cnn', shim: true },
+  { slug: 'cifar-cnn', label: 'cifar-cnn', shim: true },
+  { slug: 'resnet', label: 'resnet', shim: true },
+];
+const TCFG = { V: 256, D: 128, L: 2, H: 4, HD: 32, F: 384, T: 64 };
+const W4 = 'W4 transformer fwd T=64';
+const WORKLOADS = [
+  ...MODELS.flatMap((m) => [1, 64].map((B) => ({ ...m, B, name: `${m.label} train B=${B}` }))),
+  { name: W4, transformer: true, B: 1 },
+].filter((w) => !only || only.some((s) => w.name.includes(s)));
+// The issue's targets: our wasm at least 2x tfjs-wasm here.
+const TARGETS = { 'W1 mlp train B=64': 2, 'W2 cnn train B=64': 2, [W4]: 2 };
+
+function stats(ts) {
+  const s = [...ts].sort((a, b) => a - b), n = s.length;
+  const median = n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  return { n, median_ms: median, min_ms: s[0], max_ms: s[n - 1] };
+}
+
+// Warm-up: 2 rounds (the first compiles), more up to 10 or a third of the budget;
+// then up to 50 timed rounds, each calling every contender once, stopping after the
+// budget once 5 rounds are in.  Heavy workloads (a round over a sixth of the budget)
+// get no further warm-up and stop after 3 rounds past the budget.
+async function benchInterleaved(fns) {
+  const round = async () => {
+    const s = performance.now();
+    for (const fn of fns) await fn();
+    return performance.now() - s;
+  };
+  let t0 = performance.now();
+  await round();
+  const heavy = (await round()) > budgetMs / 6;
+  for (let i = 2; !heavy && i < 10 && performance.now() - t0 < budgetMs / 3; i++) await round();
+  const ts = fns.map(() => []), minRounds = heavy ? 3 : 5;
+  t0 = performance.now();
+  for (let i = 0; i < 50; i++) {
+    for (let f = 0; f < fns.length; f++) {
+      const s = performance.now();
+      await fns[f]();
+      ts[f].push(performance.now() - s);
+    }
+    if (i + 1 >= minRounds && performance.now() - t0 > budgetMs) break;
+  }
+  return ts.map(stats);
+}
+
+const results = [];
+const add = (row, items) => {
+  if (row.median_ms && items) row.samples_per_s = (items * 1000) / row.median_ms;
+  results.push(row);
+};
+
+// ---- native: the bench binary --------------------------------------------------
+if (args.native) {
+  const filters = only ?? [];
+  const run = spawnSync(args.native, [`--budget-ms=${Math.round(budgetMs * 0.75)}`, ...filters], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`${args.native} failed (${run.status}): ${run.stderr}`);
+  for (const line of run.stdout.split('\n').filter(Boolean)) results.push(JSON.parse(line));
+}
+
+// ---- TensorFlow.js with its gradients ------------------------------------------------
+// The tfjs-core Node bundle ships without gradient registrations (the union package
+// @tensorflow/tfjs adds them; it is not installed here). tfjs-core's own ES-module
+// build has them in dist/register_all_gradients.js, but with extensionless relative
+// imports; these loader hooks resolve those. That ES-module copy shares the engine and
+// registries with the bundle through tfjs's global namespace.
+const HOOKS = `
+import fs from 'node:fs';
+const DIST = '/@tensorflow/tfjs-core/dist/';
+export async function resolve(spec, ctx, next) {
+  if (ctx.parentURL?.includes(DIST) && spec.startsWith('.') && !spec.endsWith('.js')) {
+    for (const c of [spec + '.js', spec + '/index.js']) {
+      const u = new URL(c, ctx.parentURL);
+      if (fs.existsSync(u)) return { url: u.href, format: 'module', shortCircuit: true };
+    }
+  }
+  return next(spec, ctx);
+}
+export async function load(url, ctx, next) {
+  if (url.includes(DIST) && !url.endsWith('.node.js')) return next(url, { ...ctx, format: 'module' });
+  return next(url, ctx);
+}`;
+let tf = null, tfjsPath = '-';
+if (contenders.includes('tfjs-wasm')) {
+  register(`data:text/javascript,${encodeURIComponent(HOOKS)}`);
+  tf = await import('@tensorflow/tfjs-core');
+  await import('@tensorflow/tfjs-core/dist/register_all_gradients.js');
+  const tfwasm = await import('@tensorflow/tfjs-backend-wasm');
+  tf.env().set('IS_TEST', false);
+  if (!(await tf.setBackend('wasm'))) throw new Error('tfjs wasm backend failed to init');
+  await tf.ready();
+  tfjsPath = `simd=${await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')} threads=${tfwasm.getThreadsCount()}`;
+  registerConvFilterGradShim(tf);
+}
+
+// tfjs-backend-wasm 4.22 has no Conv2DBackpropFilter kernel. As in the anchors' shim,
+// dW = transpose(conv2d(x^T, dy^T)) with the backend's own kernels; generalized here to
+// padding (the conv pads x^T) and strides (a dilated conv), then sliced to the filter size.
+function registerConvFilterGradShim(tf) {
+  if (tf.getKernel('Conv2DBackpropFilter', 'wasm')) return;
+  const k = (name) => tf.getKernel(name, 'wasm').kernelFunc;
+  const pair = (v) => (Array.isArray(v) ? v : [v, v]);
+  tf.registerKernel({
+    kernelName: 'Conv2DBackpropFilter', backendName: 'wasm',
+    kernelFunc: ({ inputs: { x, dy }, backend, attrs }) => {
+      const { strides, pad, dimRoundingMode, filterShape } = attrs;
+      if ((attrs.dataFormat ?? 'NHWC') !== 'NHWC' || pair(attrs.dilations ?? 1).some((d) => d !== 1))
+        throw new Error('shim: NHWC without dilation only');
+      const info = tf.backend_util.computeConv2DInfo(x.shape, filterShape, strides, 1, pad, dimRoundingMode);
+      const [KH, KW, Ci, Co] = filterShape, { top, bottom, left, right } = info.padInfo;
+      const xt = k('Transpose')({ inputs: { x }, backend, attrs: { perm: [3, 1, 2, 0] } }); // [Ci,H,W,B]
+      const dyt = k('Transpose')({ inputs: { x: dy }, backend, attrs: { perm: [1, 2, 0, 3] } }); // [OH,OW,B,Co]
+      const c = k('Conv2D')({ inputs: { x: xt, filter: dyt }, backend, attrs: {
+        strides: 1, pad: [[0, 0], [top, bottom], [left, right], [0, 0]], dataFormat: 'NHWC',
+        dilations: [info.strideHeight, info.strideWidth] } }); // [Ci,>=KH,>=KW,Co]
+      const temps = [xt, dyt, c];
+      let cut = c;
+      if (c.shape[1] !== KH || c.shape[2] !== KW) {
+        cut = k('Slice')({ inputs: { x: c }, backend, attrs: { begin: [0, 0, 0, 0], size: [Ci, KH, KW, Co] } });
+        temps.push(cut);
+      }
+      const out = k('Transpose')({ inputs: { x: cut }, backend, attrs: { perm: [1, 2, 0, 3] } });
+      for (const t of temps) backend.disposeData(t.dataId);
+      return out;
+    },
+  });
+}
+
+// --kernels: where one tfjs-wasm call spends its time, by kernel (tf.profile; the
+// shim's Conv2DBackpropFilter counts as one kernel, its inner kernels too).
+async function printKernels(name, fn) {
+  const prof = await tf.profile(fn), by = new Map();
+  for (const k of prof.kernels) by.set(k.name, (by.get(k.name) ?? 0) + k.kernelTimeMs);
+  const total = [...by.values()].reduce((a, b) => a + b, 0);
+  console.log(`tfjs-wasm kernels, ${name} (${total.toFixed(2)} ms in kernels): ` + [...by].sort((a, b) => b[1] - a[1])
+    .slice(0, 8).map(([k, ms]) => `${k} ${ms.toFixed(2)}`).join(', '));
+}
+
+// ---- the tfjs models (NHWC), with our initial params ----------------------------------
+// Our conv weights are [O,C,KH,KW] -> tfjs [KH,KW,C,O]; fc weights after a flatten of
+// NCHW [C,H,W] rows -> NHWC [H,W,C] rows.
+function convW(w, [O, C, KH, KW]) {
+  const o = new Float32Array(w.length);
+  for (let a = 0; a < O; a++) for (let c = 0; c < C; c++) for (let i = 0; i < KH; i++) for (let j = 0; j < KW; j++)
+    o[((i * KW + j) * C + c) * O + a] = w[((a * C + c) * KH + i) * KW + j];
+  return tf.tensor4d(o, [KH, KW, C, O]);
+}
+function fcAfterFlatten(w, [C, H, W], out) {
+  const o = new Float32Array(w.length);
+  for (let c = 0; c < C; c++) for (let h = 0; h < H; h++) for (let x = 0; x < W; x++)
+    for (let n = 0; n < out; n++) o[((h * W + x) * C + c) * out + n] = w[((c * H + h) * W + x) * out + n];
+  return tf.tensor2d(o, [C * H * W, out]);
+}
+function nchwToNhwc(x, [B, C, H, W]) {
+  const o = new Float32Array(x.length);
+  for (let b = 0; b < B; b++) for (let c = 0; c < C; c++) for (let h = 0; h < H; h++) for (let w = 0; w < W; w++)
+    o[((b * H + h) * W + w) * C + c] = x[((b * C + c) * H + h) * W + w];
+  return o;
+}
+
+function tfjsModel(slug, info, flat) {
+  const p = {}, shapes = {};
+  let off = 0;
+  info.param_names.forEach((name, i) => {
+    const shape = info.param_shapes[i], w = flat.subarray(off, off + info.param_sizes[i]);
+    off += info.param_sizes[i];
+    shapes[name] = shape;
+    if (shape.length === 4) p[name] = convW(w, shape);
+    else if (name === 'fc_w' && slug === 'mnist-cnn') p[name] = fcAfterFlatten(w, [16, 5, 5], 10);
+    else if (name === 'fc_w' && slug === 'cifar-cnn') p[name] = fcAfterFlatten(w, [128, 4, 4], 10);
+    else p[name] = tf.tensor(w, shape);
+  });
+  for (const k of Object.keys(p)) p[k] = tf.variable(p[k]);
+  const P1 = [[0, 0], [1, 1], [1, 1], [0, 0]];
+  const conv = (x, w, b, strides, pad, activation) => tf.fused.conv2d({ x, filter: p[w], strides, pad, bias: p[b], activation });
+  const pool = (h) => tf.maxPool(h, 2, 2, 'valid');
+  const dense = (h, w, b, activation) => tf.fused.matMul({ a: h, b: p[w], bias: p[b], activation });
+  const forward = {
+    'mnist-mlp': (x) => dense(dense(x, 'w1', 'b1', 'relu'), 'w2', 'b2'),
+    'mnist-cnn': (x) => {
+      let h = pool(conv(x, 'conv1_w', 'conv1_b', 1, 'valid', 'relu'));
+      h = pool(conv(h, 'conv2_w', 'conv2_b', 1, 'valid', 'relu'));
+      return dense(tf.reshape(h, [x.shape[0], 400]), 'fc_w', 'fc_b');
+    },
+    'cifar-cnn': (x) => {
+      let h = x;
+      for (const i of [1, 2, 3]) h = pool(conv(h, `conv${i}_w`, `conv${i}_b`, 1, P1, 'relu'));
+      return dense(tf.reshape(h, [x.shape[0], 2048]), 'fc_w', 'fc_b');
+    },
+    resnet: (x) => {
+      const stem = conv(x, 'stem_w', 'stem_b', 1, P1, 'relu');
+      const a = conv(stem, 'b1a_w', 'b1a_b', 1, P1, 'relu');
+      const h1 = tf.relu(tf.add(conv(a, 'b1b_w', 'b1b_b', 1, P1), stem));
+      const c = conv(h1, 'b2a_w', 'b2a_b', 2, P1, 'relu');
+      const h2 = tf.relu(tf.add(conv(c, 'b2b_w', 'b2b_b', 1, P1), conv(h1, 'skip_w', 'skip_b', 2, 'valid')));
+      return dense(tf.mean(h2, [1, 2]), 'fc_w', 'fc_b');
+    },
+  }[slug];
+  return { params: p, forward };
+}
+
+// ---- the contenders ---------------------------------------------------------------
+await init();
+const rt = rlx.runtime();
+const oursPath = `gemm ${rt.gemmPath()}`;
+const f32At = (ptr) => new Float32Array(rt.memory.buffer, ptr, 1)[0];
+
+function visionContenders(w) {
+  const bench = new rlx.VisionBench(w.slug), info = bench.info();
+  const init = bench.init_params(1), { x, labels } = bench.synthetic_batch(2, w.B);
+  const fns = {}, losses = {}, cleanup = [];
+  const track = (name, loss) => (losses[name] ??= []).push(loss);
+  if (contenders.includes('rlx-wasm')) {
+    let params = init;
+    fns['rlx-wasm'] = () => {
+      const r = bench.train_step_cpu(x, labels, params, 0.01);
+      params = r.subarray(1);
+      track('rlx-wasm', r[0]);
+    };
+  }
+  // The resident variant shows the call overhead, which matters only for the small models.
+  if (contenders.includes('rlx-wasm-resident') && (w.slug.startsWith('mnist') || args.contenders)) {
+    const ptr = { slug: rt.strIn(w.slug), x: rt.f32In(x), labels: rt.i32In(labels), params: rt.f32In(init), loss: rt.alloc(4) };
+    const e = rt.exports;
+    fns['rlx-wasm-resident'] = () => {
+      rt.check(e.rlx_vision_train_step(ptr.slug, w.B, ptr.x, ptr.labels, ptr.params, 0.01, ptr.loss));
+      track('rlx-wasm-resident', f32At(ptr.loss));
+    };
+    cleanup.push(() => Object.values(ptr).forEach((p) => rt.free(p)));
+  }
+  if (tf) {
+    const dims = [w.B, ...info.input_dims];
+    const xs = tf.tensor(dims.length === 4 ? nchwToNhwc(x, dims) : x, dims.length === 4 ? [w.B, dims[2], dims[3], dims[1]] : dims);
+    const ys = tf.tidy(() => tf.cast(tf.oneHot(tf.tensor1d(labels, 'int32'), 10), 'float32'));
+    const { params, forward } = tfjsModel(w.slug, info, init);
+    const opt = tf.train.sgd(0.01), vars = Object.values(params);
+    const before = tf.memory().numTensors;
+    fns['tfjs-wasm'] = async () => {
+      const loss = opt.minimize(() => tf.losses.softmaxCrossEntropy(ys, forward(xs)), true, vars);
+      track('tfjs-wasm', (await loss.data())[0]);
+      loss.dispose();
+    };
+    cleanup.push(async () => {
+      if (args.kernels) await printKernels(w.name, fns['tfjs-wasm']);
+      const leaked = tf.memory().numTensors - before;
+      if (leaked > 2) console.warn(`tfjs: ${leaked} tensors leaked in ${w.name}`); // opt keeps its own
+      opt.dispose();
+      tf.dispose([xs, ys, ...vars]);
+    });
+  }
+  const check = (name) => {
+    const l = losses[name];
+    return l ? `loss ${l[0].toFixed(4)} -> ${l.at(-1).toFixed(4)}` : '';
+  };
+  return { fns, check, done: async () => { for (const f of cleanup) await f(); bench.free(); } };
+}
+
+// The anchors' W4 transformer (pre-RMSNorm, RoPE rotate-half, causal MHA, SwiGLU) in tfjs,
+// with uniform weights from a seeded mulberry32 (ours synthesizes its own from a seed).
+function tfjsTransformer() {
+  const { V, D, L, H, HD, F, T } = TCFG;
+  let a = 4;
+  const r = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const u = (shape, scale) => tf.tensor(Float32Array.from({ length: shape.reduce((x, y) => x * y) }, () => (r() * 2 - 1) * scale), shape);
+  const w = (shape, fanIn) => u(shape, 1 / Math.sqrt(fanIn));
+  const p = {
+    emb: u([V, D], 1), gf: tf.ones([D]), wout: w([D, V], D),
+    layers: Array.from({ length: L }, () => ({ g1: tf.ones([D]), wqkv: w([D, 3 * D], D), wo: w([D, D], D),
+      g2: tf.ones([D]), w13: w([D, 2 * F], D), w2: w([F, D], F) })),
+  };
+  const half = HD / 2, c = new Float32Array(T * half), s = new Float32Array(T * half), m = new Float32Array(T * T);
+  for (let t = 0; t < T; t++) for (let i = 0; i < half; i++) {
+    const ang = t * Math.pow(10000, -i / half);
+    c[t * half + i] = Math.cos(ang); s[t * half + i] = Math.sin(ang);
+  }
+  for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) m[i * T + j] = -1e9;
+  const tab = { cos: tf.tensor3d(c, [T, 1, half]), sin: tf.tensor3d(s, [T, 1, half]), mask: tf.tensor2d(m, [T, T]) };
+  const tokens = tf.tensor1d(Int32Array.from({ length: T }, (_, i) => (i * 37 + 11) % V), 'int32');
+  const rms = (x, g) => tf.mul(tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), 1e-5))), g);
+  const rope = (x) => {
+    const [x1, x2] = tf.split(x, 2, -1);
+    return tf.concat([tf.sub(tf.mul(x1, tab.cos), tf.mul(x2, tab.sin)), tf.add(tf.mul(x1, tab.sin), tf.mul(x2, tab.cos))], -1);
+  };
+  const forward = () => {
+    let x = tf.gather(p.emb, tokens);
+    for (const l of p.layers) {
+      const [q, k, v] = tf.split(tf.matMul(rms(x, l.g1), l.wqkv), 3, -1).map((t) => tf.reshape(t, [T, H, HD]));
+      const qh = tf.transpose(rope(tf.mul(q, 1 / Math.sqrt(HD))), [1, 0, 2]);
+      const kh = tf.transpose(rope(k), [1, 0, 2]);
+      const att = tf.softmax(tf.add(tf.matMul(qh, kh, false, true), tab.mask));
+      const o = tf.reshape(tf.transpose(tf.matMul(att, tf.transpose(v, [1, 0, 2])), [1, 0, 2]), [T, D]);
+      x = tf.add(x, tf.matMul(o, l.wo));
+      const [g, up] = tf.split(tf.matMul(rms(x, l.g2), l.w13), 2, -1);
+      x = tf.add(x, tf.matMul(tf.mul(tf.mul(g, tf.sigmoid(g)), up), l.w2));
+    }
+    return tf.matMul(rms(tf.slice(x, [T - 1, 0], [1, D]), p.gf), p.wout);
+  };
+  const all = [p.emb, p.gf, p.wout, ...p.layers.flatMap(Object.values), ...Object.values(tab), tokens];
+  return { forward, dispose: () => tf.dispose(all) };
+}
+
+function transformerContenders() {
+  const { V, D, L, H, HD, F, T } = TCFG;
+  const tokens = Float32Array.from({ length: T }, (_, i) => (i * 37 + 11) % V);
+  const fns = {}, outs = {}, cleanup = [];
+  if (contenders.includes('rlx-wasm'))
+    fns['rlx-wasm'] = () => { outs['rlx-wasm'] = rlx.transformer_next_logits(tokens, V, D, L, H, HD, F, 1); };
+  if (contenders.includes('rlx-wasm-resident')) {
+    const tok = rt.f32In(tokens), dst = rt.alloc(4 * V), e = rt.exports;
+    fns['rlx-wasm-resident'] = () => {
+      rt.check(e.rlx_transformer_logits(V, D, L, H, HD, F, 1, 0, 0, 0, tok, T, 0, dst));
+      outs['rlx-wasm-resident'] = new Float32Array(rt.memory.buffer, dst, V).slice();
+    };
+    cleanup.push(() => { rt.free(tok); rt.free(dst); });
+  }
+  if (tf) {
+    const model = tfjsTransformer();
+    fns['tfjs-wasm'] = async () => {
+      const t = tf.tidy(model.forward);
+      outs['tfjs-wasm'] = await t.data();
+      t.dispose();
+    };
+    cleanup.push(async () => {
+      if (args.kernels) await printKernels(W4, fns['tfjs-wasm']);
+      model.dispose();
+    });
+  }
+  const check = (name) => {
+    const o = outs[name];
+    return o ? `logits[0..2]=${[...o.slice(0, 3)].map((v) => v.toFixed(4)).join(',')} sum=${o.reduce((a, b) => a + b, 0).toFixed(3)}` : '';
+  };
+  return { fns, check, done: async () => { for (const f of cleanup) await f(); } };
+}
+
+const workloadName = (w, backend) => (backend === 'tfjs-wasm' && w.shim ? `${w.name} (shim)` : w.name);
+for (const w of WORKLOADS) {
+  const c = w.transformer ? transformerContenders() : visionContenders(w);
+  const names = Object.keys(c.fns);
+  const measured = await benchInterleaved(names.map((n) => c.fns[n]));
+  names.forEach((backend, i) => add({
+    host: 'node', backend, path: backend === 'tfjs-wasm' ? tfjsPath : oursPath,
+    workload: workloadName(w, backend), ...measured[i], check: c.check(backend),
+  }, w.B));
+  await c.done();
+  process.stderr.write(`  ${w.name}: ${names.map((n, i) => `${n} ${measured[i].median_ms.toFixed(3)} ms`).join(', ')}\n`);
+}
+
+// ---- report -------------------------------------------------------------------
+const find = (host, backend, w) => results.find((r) => r.host === host && r.backend === backend && r.workload === workloadName(w, backend));
+const COLS = [['native', 'rlx'], ['node', 'rlx-wasm'], ['node', 'rlx-wasm-resident'], ['node', 'tfjs-wasm']];
+const fmt = (v) => (v >= 100 ? Math.round(v).toLocaleString('en-US') : v >= 10 ? v.toFixed(1) : v.toFixed(2));
+const ratio = (a, b) => (a && b ? `${(b.median_ms / a.median_ms).toFixed(2)}x` : '-');
+const head = ['workload', 'native', 'rlx-wasm', 'resident', 'tfjs-wasm', 'wasm/tfjs', 'resident/tfjs', 'target'];
+const widths = [24, 10, 10, 10, 10, 10, 13, 7];
+const line = (cells) => cells.map((c, i) => (i ? String(c).padStart(widths[i]) : String(c).padEnd(widths[i]))).join(' ');
+const block = (title, cell) => [title, line(head), ...WORKLOADS.map((w) => {
+  const [nat, ours, res, tfjs] = COLS.map(([h, b]) => find(h, b, w));
+  const t = TARGETS[w.name];
+  const met = t && ours && tfjs ? (tfjs.median_ms / ours.median_ms >= t ? ' ok' : ' NO') : '';
+  return line([w.name, ...[nat, ours, res, tfjs].map((r) => (r ? cell(r) : '-')), ratio(ours, tfjs), ratio(res, tfjs),
+    t ? `${t}x${met}` : '']);
+})];
+const loadEnd = os.loadavg()[0];
+const lines = [
+  `Model speed: samples/s (training steps; W4: forwards/s) from median times; ${os.cpus()[0].model}, ` +
+    `${os.cpus().length} cores, node ${process.version}, tfjs ${tf?.version_core ?? '-'}`,
+  `paths: native ${results.find((r) => r.host === 'native')?.path ?? '-'}, rlx-wasm ${oursPath}, tfjs-wasm ${tfjsPath} ` +
+    '(tfjs rows of the conv models use the Conv2DBackpropFilter shim)', '',
+  ...block('samples/s', (r) => fmt(r.samples_per_s)), '',
+  ...block('median ms', (r) => fmt(r.median_ms)), '',
+  'ratios = tfjs-wasm time / ours (> 1: ours faster); rlx-wasm = the public rlx_web.js call (params in and out',
+  'of JS each step), resident = the same C entry point with everything kept in wasm memory.  Iterations interleaved.',
+  'checks (first -> last loss of each contender; same initial weights and batch for ours and tfjs):',
+  ...WORKLOADS.map((w) => `  ${w.name.padEnd(24)} ${COLS.map(([h, b]) => find(h, b, w))
+    .map((r, i) => (r?.check ? `${COLS[i][1]}: ${r.check}` : '')).filter(Boolean).join('; ')}`),
+];
+if (Math.max(loadStart, loadEnd) > os.cpus().length * 0.6)
+  lines.push(`note: load average ${loadStart.toFixed(2)} -> ${loadEnd.toFixed(2)} on ${os.cpus().length} cores; other work was running, numbers are noisy.`);
+console.log(lines.join('\n'));
+
+const env = { node: process.version, cpu: os.cpus()[0].model, cores: os.cpus().length, tfjs: tf?.version_core ?? null,
+              date: new Date().toISOString(), loadavg_start: +loadStart.toFixed(2), loadavg_end: +loadEnd.toFixed(2),
+              budget_ms: budgetMs };
+fs.mkdirSync(path.dirname(outFile), { recursive: true });
+fs.writeFileSync(outFile, JSON.stringify({ env, results }, null, 1));
+console.log(`\nwrote ${outFile}`);

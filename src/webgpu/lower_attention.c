@@ -1,0 +1,209 @@
+/* lower_attention.c - WebGPU lowerings of the sequence ops: rope
+ * (rope.wgsl), attention with every mask kind (attention.wgsl, flash
+ * style) and its gradient attention_grad: the per-row logsumexp and
+ * dy . y (attention.wgsl, MODE 1) into scratch, then dq per query block
+ * (attention_grad_dq.wgsl) and dk, dv per key block
+ * (attention_grad_dkdv.wgsl), written into the packed [dq | dk | dv].
+ *
+ * Tolerances against the CPU executor: attention and its gradient sum in
+ * f32 over D and the keys (the CPU keeps softmax sums in double): ~1e-6
+ * relative for the test sizes, growing like sqrt(Sk) eps.  rope: the
+ * angle is reduced exactly (see rope.wgsl), so the error is a few 1e-7 at
+ * any position below 2^31; only heads with D/2 > 232 fall back to f32
+ * frequencies, about position * 1e-7 radians. */
+#include <math.h>
+#include <string.h>
+
+#include "lower_family_c.h"
+
+/* ---- rope ---- */
+
+#define ROPE_FREQS 29 /* (96 - 8) / 3 uniform words */
+
+/* Top 12 significant bits of v (exact). */
+static float top12(float v) {
+  uint32_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  bits &= 0xfffff000u;
+  memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+/* x[..., S, D] -> y[..., S, D], D even; fattr[0] = theta, iattr = {pos_offset, inverse} */
+rlx_status rlx_wgpu_lower_rope(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
+  const rlx_shape *s = &c->in_node[0]->shape;
+  uint32_t D = (uint32_t)s->dims[s->rank - 1], S = (uint32_t)s->dims[s->rank - 2], half = D / 2;
+  size_t rows = rlx_shape_numel(s) / D;
+  double theta = c->node->fattr[0];
+  uint32_t inverse = c->node->n_iattr > 1 && c->node->iattr[1] ? 1u : 0u;
+  int gpu_freqs = half > ROPE_FREQS * RLX_WGPU_MAX_DISPATCH;
+  uint32_t per = gpu_freqs ? half : ROPE_FREQS;
+  for (uint32_t i0 = 0; i0 < half; i0 += per) {
+    uint32_t n_i = half - i0 < per ? half - i0 : per;
+    rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "rope");
+    rlx_wgpu_override(d, "FREQ_GPU", gpu_freqs ? 1u : 0u);
+    rlx_wgpu_bind_inputs(d, 1);
+    rlx_wgpu_u32(d, (uint32_t)(rows * n_i));
+    rlx_wgpu_u32(d, S);
+    rlx_wgpu_u32(d, D);
+    rlx_wgpu_u32(d, half);
+    rlx_wgpu_u32(d, (uint32_t)c->node->iattr[0]);
+    rlx_wgpu_u32(d, i0);
+    rlx_wgpu_u32(d, n_i);
+    rlx_wgpu_u32(d, inverse);
+    if (gpu_freqs) {
+      rlx_wgpu_f32(d, (float)(-2.0 * log2(theta) / (double)D));
+    } else {
+      for (uint32_t i = i0; i < i0 + n_i; i++) {
+        /* turns per position, split so that the shader's products are exact */
+        double g = pow(theta, -2.0 * (double)i / (double)D) / (2.0 * 3.14159265358979323846);
+        float a = top12((float)g);
+        double rest = g - (double)a;
+        float b = top12((float)rest);
+        rlx_wgpu_f32(d, a);
+        rlx_wgpu_f32(d, b);
+        rlx_wgpu_f32(d, (float)(rest - (double)b));
+      }
+    }
+    rlx_wgpu_grid1d(d, rows * n_i, 256);
+  }
+  return RLX_OK;
+}
+
+/* ---- attention ---- */
+
+#define ATTN_THREADS 128u
+
+typedef struct {
+  uint32_t B, H, Sq, Sk, D, Dv, kind, window;
+  float scale;
+  uint32_t bias_stride[4];
+  int mask_input; /* input index of the mask tensor, or -1 */
+} attn_dims;
+
+static attn_dims attn_dims_of(const rlx_wgpu_ctx *c, int mask_at) {
+  const rlx_shape *q = &c->in_node[0]->shape;
+  attn_dims a;
+  memset(&a, 0, sizeof a);
+  a.B = (uint32_t)q->dims[0];
+  a.H = (uint32_t)q->dims[1];
+  a.Sq = (uint32_t)q->dims[2];
+  a.D = (uint32_t)q->dims[3];
+  a.Sk = (uint32_t)c->in_node[1]->shape.dims[2];
+  a.Dv = (uint32_t)c->in_node[2]->shape.dims[3];
+  a.kind = (uint32_t)c->node->iattr[0];
+  a.window = (uint32_t)c->node->iattr[1];
+  a.scale = c->node->fattr[0] > 0.0f ? c->node->fattr[0] : (float)(1.0 / sqrt((double)a.D));
+  a.mask_input = c->node->n_inputs > mask_at ? mask_at : -1;
+  if (a.kind == RLX_MASK_PADDING || a.kind == RLX_MASK_BIAS) {
+    if (a.mask_input < 0) a.kind = RLX_MASK_NONE; /* as the CPU: nothing to apply */
+  } else {
+    a.mask_input = -1;
+  }
+  if (a.kind == RLX_MASK_BIAS) { /* strides of the bias broadcast to [B, H, Sq, Sk] */
+    const rlx_shape *m = &c->in_node[mask_at]->shape;
+    uint32_t stride = 1;
+    for (int32_t i = m->rank - 1; i >= 0; i--) {
+      int32_t o = i + (4 - m->rank);
+      a.bias_stride[o] = m->dims[i] == 1 ? 0u : stride;
+      stride *= (uint32_t)m->dims[i];
+    }
+  }
+  return a;
+}
+
+/* Largest power of two <= cap with n * width <= budget (at least 1). */
+static uint32_t block_rows(uint32_t cap, uint32_t rows, uint32_t width, uint32_t budget) {
+  uint32_t b = cap;
+  while (b > 1 && ((size_t)b * width > budget || b / 2 >= rows)) b /= 2;
+  return b;
+}
+
+/* The 16 shared uniform words of the attention kernels; word 9 is the
+ * number of blocks per head, word 14 the workgroup count. */
+static void attn_uniform(rlx_wgpu_dispatch *d, const attn_dims *a, uint32_t blocks_per_head) {
+  uint32_t groups = a->B * a->H * blocks_per_head;
+  rlx_wgpu_u32(d, a->B);
+  rlx_wgpu_u32(d, a->H);
+  rlx_wgpu_u32(d, a->Sq);
+  rlx_wgpu_u32(d, a->Sk);
+  rlx_wgpu_u32(d, a->D);
+  rlx_wgpu_u32(d, a->Dv);
+  rlx_wgpu_u32(d, a->kind);
+  rlx_wgpu_u32(d, a->window);
+  rlx_wgpu_f32(d, a->scale);
+  rlx_wgpu_u32(d, blocks_per_head);
+  for (int i = 0; i < 4; i++) rlx_wgpu_u32(d, a->bias_stride[i]);
+  rlx_wgpu_u32(d, groups);
+  rlx_wgpu_u32(d, a->B * a->H * a->Sq);
+  rlx_wgpu_grid1d(d, groups, 1);
+}
+
+/* attention.wgsl: MODE 0 writes y (dy_input < 0), MODE 1 the gradient's
+ * row statistics into `out`. */
+static void attn_forward_dispatch(rlx_wgpu_lowering *l, const attn_dims *a, int dy_input, rlx_wgpu_binding out) {
+  uint32_t bq = block_rows(32, a->Sq, a->Dv, 2048);
+  uint32_t nqb = (a->Sq + bq - 1) / bq;
+  rlx_wgpu_dispatch *d = rlx_wgpu_add(l, "attention");
+  rlx_wgpu_override(d, "BQ", bq);
+  rlx_wgpu_override(d, "OPT", (bq * a->Dv + ATTN_THREADS - 1) / ATTN_THREADS);
+  rlx_wgpu_override(d, "MODE", dy_input >= 0 ? 1u : 0u);
+  for (int k = 0; k < 3; k++) rlx_wgpu_bind(d, RLX_WB_INPUT, k, 0, 0, 0);
+  rlx_wgpu_bind(d, RLX_WB_INPUT, a->mask_input >= 0 ? a->mask_input : 0, 0, 0, 0); /* or a placeholder */
+  rlx_wgpu_bind(d, RLX_WB_INPUT, dy_input >= 0 ? dy_input : 0, 0, 0, 0);
+  rlx_wgpu_bind(d, out.kind, out.index, out.offset, out.bytes, out.writable);
+  attn_uniform(d, a, nqb);
+}
+
+/* q[B,H,Sq,D], k[B,H,Sk,D], v[B,H,Sk,Dv] (, mask) -> y[B,H,Sq,Dv];
+ * iattr = {mask kind, window}, fattr[0] = scale (<= 0: 1/sqrt(D)) */
+rlx_status rlx_wgpu_lower_attention(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
+  attn_dims a = attn_dims_of(c, 3);
+  if (a.Dv > 1536)
+    return rlx_error(RLX_ERR_UNSUPPORTED, "webgpu: attention with value heads of %u (> 1536) is not supported",
+                     (unsigned)a.Dv);
+  rlx_wgpu_binding y = {RLX_WB_OUTPUT, 0, 0, 0, 1};
+  attn_forward_dispatch(out, &a, -1, y);
+  return RLX_OK;
+}
+
+/* q, k, v, dy[B,H,Sq,Dv] (, mask) -> [numel(q) + numel(k) + numel(v)] =
+ * dq, dk, dv flat; attributes as attention */
+rlx_status rlx_wgpu_lower_attention_grad(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
+  attn_dims a = attn_dims_of(c, 4);
+  if (a.D > 1024 || a.Dv > 1024)
+    return rlx_error(RLX_ERR_UNSUPPORTED, "webgpu: attention_grad with heads of %u x %u (> 1024) is not supported",
+                     (unsigned)a.D, (unsigned)a.Dv);
+  size_t rows = (size_t)a.B * a.H * a.Sq, stats_bytes = 2 * rows * sizeof(float);
+  out->scratch_bytes = rlx_wgpu_align256(stats_bytes);
+  rlx_wgpu_binding stats_w = {RLX_WB_SCRATCH, 0, 0, stats_bytes, 1};
+  attn_forward_dispatch(out, &a, 3, stats_w);
+
+  uint32_t mask = (uint32_t)(a.mask_input >= 0 ? a.mask_input : 0);
+  uint32_t dq_off = 0, dk_off = a.B * a.H * a.Sq * a.D, dv_off = dk_off + a.B * a.H * a.Sk * a.D;
+  for (int pass = 0; pass < 2; pass++) {
+    rlx_wgpu_dispatch *d = rlx_wgpu_add(out, pass == 0 ? "attention_grad_dq" : "attention_grad_dkdv");
+    uint32_t blocks;
+    if (pass == 0) {
+      uint32_t bq = block_rows(32, a.Sq, a.D, 2048);
+      rlx_wgpu_override(d, "BQ", bq);
+      rlx_wgpu_override(d, "OPT", (bq * a.D + ATTN_THREADS - 1) / ATTN_THREADS);
+      blocks = (a.Sq + bq - 1) / bq;
+    } else {
+      uint32_t width = a.D > a.Dv ? a.D : a.Dv, bkb = block_rows(16, a.Sk, width, 1024);
+      rlx_wgpu_override(d, "BKB", bkb);
+      rlx_wgpu_override(d, "OPTK", (bkb * a.D + ATTN_THREADS - 1) / ATTN_THREADS);
+      rlx_wgpu_override(d, "OPTV", (bkb * a.Dv + ATTN_THREADS - 1) / ATTN_THREADS);
+      blocks = (a.Sk + bkb - 1) / bkb;
+    }
+    for (int k = 0; k < 4; k++) rlx_wgpu_bind(d, RLX_WB_INPUT, k, 0, 0, 0);
+    rlx_wgpu_bind(d, RLX_WB_INPUT, (int32_t)mask, 0, 0, 0);
+    rlx_wgpu_bind(d, RLX_WB_SCRATCH, 0, 0, stats_bytes, 0);
+    rlx_wgpu_bind(d, RLX_WB_OUTPUT, 0, 0, 0, 1);
+    attn_uniform(d, &a, blocks);
+    rlx_wgpu_u32(d, dq_off);
+    rlx_wgpu_u32(d, dk_off);
+    rlx_wgpu_u32(d, dv_off);
+  }
+  return RLX_OK;
+}

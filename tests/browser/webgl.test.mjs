@@ -1,0 +1,107 @@
+// webgl.test.mjs - the WebGL2 executor (web/runtime/webgl.js) in Debian's
+// chromium (headless, SwiftShader; playwright-core, flags in helpers.mjs):
+// every op case of build/wasm-tests/webgl_cases.wasm whose ops have WebGL2
+// lowerings, drawn on the page's <canvas> and again in a Worker
+// (OffscreenCanvas, textures at most 7 texels wide so every tensor spans
+// rows with padding), each compared with the CPU run of the same case in
+// the same wasm module: |gpu - cpu| <= tol (1 + |cpu|), tol = 1e-4 or the
+// case's larger tolerance (webgl_runner.mjs says why).  Cases whose ops have
+// no lowering yet are counted as skipped.  Also: a 100003-value tensor,
+// MAX_TEXTURE_SIZE, a lost context, missing EXT_color_buffer_float and bad
+// calls give clear errors; a graph compiled for 'webgl' through
+// web/runtime/loader.js runs as on the CPU.
+// Build first: make wasm build/wasm-tests/webgl_cases.wasm.  RLX_CASES=substring
+// runs only the cases whose name contains it.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { startServer, launch, newPage, CHROMIUM, REPO } from './helpers.mjs';
+
+const WASM = `${REPO}build/wasm-tests/webgl_cases.wasm`;
+const FILTER = process.env.RLX_CASES ?? '';
+const why = !existsSync(CHROMIUM) ? `no chromium at ${CHROMIUM}`
+  : !existsSync(WASM) ? 'missing build/wasm-tests/webgl_cases.wasm: run `make build/wasm-tests/webgl_cases.wasm`' : null;
+
+let server;
+let browser;
+let page;
+let problems;
+
+before(async () => {
+  if (why) return;
+  [server, browser] = await Promise.all([startServer(['--root', REPO]), launch()]);
+  ({ page, problems } = await newPage(browser));
+  await page.goto(`${server.url}tests/browser/webgl_page.html`);
+  await page.waitForFunction(() => window.rlxWebglReady === true, null, { timeout: 15000 });
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+/** Asserts every case ran within tolerance; returns counts for the log. */
+function check(results, where) {
+  assert.ok(results.length > 0, `${where}: no case ran${FILTER ? ` (RLX_CASES=${FILTER})` : ''}`);
+  const failures = [];
+  let ran = 0, pending = 0, fused = 0, worst = { maxErr: 0, name: '-' };
+  for (const r of results) {
+    if (r.skipped) {
+      if (r.skipped === 'fused') fused++; else pending++;
+    } else if (r.error) {
+      failures.push(`${r.name}: ${r.error}`);
+    } else if (!(r.maxErr <= r.tol)) {
+      failures.push(`${r.name}: max error ${r.maxErr.toExponential(3)} > ${r.tol} at ${r.at}: gpu ${r.got} cpu ${r.want}`);
+    } else {
+      ran++;
+      if (r.maxErr > worst.maxErr) worst = r;
+    }
+  }
+  assert.deepEqual(failures, [], `${where}: ${failures.length} case(s) failed:\n${failures.join('\n')}`);
+  return { ran, pending, fused, worst: `${worst.maxErr.toExponential(2)} (${worst.name})` };
+}
+
+test('op cases on the main thread (<canvas>) match the CPU', { skip: why ?? false, timeout: 300000 }, async (t) => {
+  const t0 = Date.now();
+  const results = await page.evaluate((filter) => window.rlxWebgl.runCases({ filter }), FILTER);
+  const c = check(results, 'page');
+  t.diagnostic(`page: ${c.ran} cases passed, ${c.pending} skipped (no lowering yet), ${c.fused} fused (never lowered), worst error ${c.worst}, ${Date.now() - t0} ms`);
+  assert.deepEqual(problems, []);
+});
+
+test('op cases in a Worker (OffscreenCanvas, 7-texel-wide textures) match the CPU', { skip: why ?? false, timeout: 300000 }, async (t) => {
+  const t0 = Date.now();
+  const reply = await page.evaluate((filter) => window.rlxWebgl.inWorker({ filter, maxWidth: 7 }), FILTER);
+  assert.equal(reply.isWorker, true);
+  const c = check(reply.results, 'worker');
+  t.diagnostic(`worker: ${c.ran} cases passed, ${c.pending} skipped, ${c.fused} fused, worst error ${c.worst}, ${Date.now() - t0} ms`);
+  assert.deepEqual(problems, []);
+});
+
+test('large tensors, limits, lost contexts and bad calls give clear results', { skip: why ?? false, timeout: 60000 }, async (t) => {
+  const out = await page.evaluate(() => window.rlxWebgl.runChecks());
+  t.diagnostic(`renderer: ${out.renderer}; outputs read as ${out.readFormat}/FLOAT`);
+  assert.deepEqual(out.big, { length: 100003, bad: 0, width: 1000, height: 101 });
+  assert.equal(out.otherReadBad, 0, 'the other readPixels format gave other values');
+  assert.match(out.unset.message, /no input named 'nope'/);
+  assert.match(out.badLength.message, /'x' holds 100003 values, got 3/);
+  assert.equal(out.lost.reason, 'context-lost');
+  assert.match(out.lost.message, /context was lost/);
+  assert.equal(out.freedTwice, null);
+  assert.match(out.afterFree.message, /already freed/);
+  assert.equal(out.limits.reason, 'limits');
+  assert.match(out.limits.message, /MAX_TEXTURE_SIZE/);
+  assert.equal(out.noFloat.reason, 'no-float-render');
+  assert.match(out.noFloat.message, /EXT_color_buffer_float/);
+  assert.equal(out.isUnavailable, true);
+  // Through loader.js and web/pkg/rlx_web.wasm, as an application does it.
+  for (const err of out.loader.errors) assert.ok(err <= 1e-4, `loader path: error ${err}`);
+  assert.deepEqual(out.loader.shapes, [[3, 5], [4, 5]]);
+  assert.deepEqual(out.loader.param, Array.from(Float32Array.from([0.1, -0.2, 0.3])));
+  assert.equal(out.loader.passes, 4);
+  assert.equal(out.loader.deleted, true, 'free() left textures or programs behind');
+  // Training: Adam on w and b; params, moments and the step count assigned after each run.
+  assert.deepEqual(out.train.assignments, ['b', 'b.m', 'b.v', 'rlx.step', 'w', 'w.m', 'w.v']);
+  for (const r of out.train.rows) assert.ok(r.err <= 1e-4, `training step: ${JSON.stringify(r)}`);
+  assert.ok(out.train.rows[4].loss < out.train.rows[0].loss, 'the loss did not fall');
+});

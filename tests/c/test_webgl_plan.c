@@ -1,0 +1,313 @@
+/* test_webgl_plan.c - the WebGL2 planner and lowerings, natively: every op
+ * case (tests/c/cases_*.c) compiled for RLX_DEVICE_WEBGL and run through
+ * the C reference executor (the shaders' C twins, with poisoned pass
+ * outputs), twice, against the CPU executor on the same inputs (1e-5
+ * relative, or the case's larger tolerance).  Cases whose op has no WebGL2
+ * lowering yet are not run but counted and their ops printed; once
+ * src/webgl/lower_pending_*.c are gone (RLX_GL_PENDING_FILES = 0, from
+ * build/gen/gl_pending.h made by the Makefile) they run, and fail.
+ * Fused ops, built by hand in cases_fused.c, are never lowered (WebGL plans
+ * compile without fusion) and are only counted.
+ * Planner tests: texture layout within max_width, textures reused once
+ * their values are dead, views sharing textures, the plan document,
+ * training steps with assignments.
+ * Usage: test_webgl_plan [substring]  runs only op cases whose name has it. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "../../src/webgl/gl_plan.h"
+#include "webgl_cases.h"
+
+#ifndef RLX_GL_PENDING_FILES
+#define RLX_GL_PENDING_FILES 1
+#endif
+
+static int n_pending, n_fused;
+static char pending_ops[2048];
+
+static void note_skip(const webgl_case *w) {
+  if (w->fused) {
+    n_fused++;
+    return;
+  }
+  n_pending++;
+  const char *op = strstr(w->message, "webgl: op ");
+  if (!op) return;
+  char name[64];
+  if (sscanf(op + 10, "%63s", name) != 1) return;
+  char key[70];
+  snprintf(key, sizeof key, " %s", name);
+  if (!strstr(pending_ops, key) && strlen(pending_ops) + strlen(key) + 1 < sizeof pending_ops) strcat(pending_ops, key);
+}
+
+static void run_case(void **state) {
+  const op_case *c = *state;
+  webgl_case w;
+  rlx_status st = webgl_case_prepare(&w, c);
+  if (st != RLX_OK) {
+    print_error("case %s: %s%s\n", c->name, w.message,
+                w.pending ? " (and no src/webgl/lower_pending_*.c remains)" : "");
+    webgl_case_free(&w);
+    fail();
+  }
+  float *first = malloc((w.n_out ? w.n_out : 1) * sizeof(float));
+  for (int run = 0; run < 2; run++) {
+    if ((st = rlx_session_run(w.gl)) != RLX_OK) {
+      print_error("case %s: WebGL2 reference run %d: %s\n", c->name, run, rlx_last_error());
+      free(first);
+      webgl_case_free(&w);
+      fail();
+    }
+    const float *got = rlx_session_output(w.gl, 0);
+    size_t worst;
+    double err = webgl_case_max_err(got, w.cpu_out, w.n_out, &worst);
+    if (!(err <= webgl_case_tol(c))) {
+      print_error("case %s: max error %.3g > %.3g at %zu: webgl %.9g cpu %.9g\n", c->name, err, webgl_case_tol(c),
+                  worst, (double)got[worst], (double)w.cpu_out[worst]);
+      free(first);
+      webgl_case_free(&w);
+      fail();
+    }
+    if (run == 0) memcpy(first, got, w.n_out * sizeof(float));
+    else assert_true(webgl_case_max_err(got, first, w.n_out, NULL) == 0); /* runs repeat exactly */
+  }
+  free(first);
+  webgl_case_free(&w);
+}
+
+/* ---- planner tests ------------------------------------------------------ */
+
+static rlx_session *compile_gl(rlx_graph *g, rlx_node *outs, int32_t n) {
+  rlx_compile_options opt = {RLX_DEVICE_WEBGL, 0, 1};
+  rlx_session *s = NULL;
+  assert_int_equal(rlx_compile(g, outs, n, &opt, &s), RLX_OK);
+  return s;
+}
+
+static void fill(float *x, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; i++) x[i] = opcase_uniform(seed, i, -2.0f, 2.0f);
+}
+
+/* A 10000-element tensor with max_width 64: every texture 64 wide, 157
+ * rows (the last one partly padding), and the results still right. */
+static void layout_respects_max_width(void **state) {
+  (void)state;
+  rlx_graph *g = rlx_graph_new();
+  int32_t dims[2] = {100, 100};
+  rlx_node x = rlx_input(g, "x", 2, dims, RLX_F32), b = rlx_param(g, "b", 1, &dims[1]);
+  rlx_node y = rlx_tanh(g, rlx_add(g, rlx_permute(g, x, (int32_t[]){1, 0}), b));
+  rlx_session *s = compile_gl(g, &y, 1);
+  assert_int_equal(rlx_gl_prepare(s, 64), RLX_OK);
+  const rlx_gl_state *w = s->webgl;
+  for (int32_t t = 0; t < w->n_tex; t++) {
+    assert_true(w->tex[t].width <= 64);
+    assert_true((size_t)w->tex[t].width * (size_t)w->tex[t].height >= w->tex[t].count);
+    assert_true((size_t)w->tex[t].width * (size_t)(w->tex[t].height - 1) < w->tex[t].count);
+    if (w->tex[t].count == 10000) assert_int_equal(w->tex[t].height, 157);
+  }
+  float xs[10000], bs[100], want[10000];
+  fill(xs, 10000, 1);
+  fill(bs, 100, 2);
+  for (int i = 0; i < 100; i++)
+    for (int j = 0; j < 100; j++) want[i * 100 + j] = tanhf(xs[j * 100 + i] + bs[j]);
+  assert_int_equal(rlx_session_set_input(s, "x", xs, 10000), RLX_OK);
+  assert_int_equal(rlx_session_set_param(s, "b", bs, 100), RLX_OK);
+  assert_int_equal(rlx_session_run(s), RLX_OK);
+  assert_true(webgl_case_max_err(rlx_session_output(s, 0), want, 10000, NULL) <= 1e-5);
+  size_t len = 0;
+  const char *json = rlx_session_webgl_plan(s, &len);
+  assert_non_null(json);
+  assert_int_equal(strlen(json), len);
+  assert_non_null(strstr(json, "\"max_width\":64"));
+  assert_non_null(strstr(json, "\"width\":64,\"height\":157,\"count\":10000"));
+  rlx_session_free(s);
+  rlx_graph_free(g);
+}
+
+/* A chain of 12 same-sized ops needs only 2 value textures (dead values
+ * hand theirs on), a pass never writes a texture it reads, and values of
+ * another size never share. */
+static void textures_are_reused_when_dead(void **state) {
+  (void)state;
+  rlx_graph *g = rlx_graph_new();
+  int32_t n = 37, m = 5;
+  rlx_node x = rlx_input(g, "x", 1, &n, RLX_F32), y = x;
+  for (int i = 0; i < 12; i++) y = i % 2 ? rlx_neg(g, y) : rlx_sigmoid(g, y);
+  rlx_node z = rlx_narrow(g, y, 0, 3, m);
+  rlx_session *s = compile_gl(g, &z, 1);
+  const rlx_gl_state *w = s->webgl;
+  int values = 0;
+  for (int32_t t = 0; t < w->n_tex; t++) {
+    if (w->tex[t].role == RLX_GLK_VALUE && w->tex[t].count == (size_t)n) values++;
+  }
+  assert_int_equal(values, 2);
+  assert_int_equal(w->n_passes, 13);
+  for (int32_t i = 0; i < w->n_passes; i++)
+    for (int32_t k = 0; k < w->passes[i].pass.n_inputs; k++) assert_int_not_equal(w->passes[i].in_tex[k], w->passes[i].out_tex);
+  assert_int_equal(w->tex[w->node_tex[s->plan.outputs[0]]].count, (size_t)m);
+  rlx_session_free(s);
+  rlx_graph_free(g);
+}
+
+/* A reshape is a view: no pass, the same texture as its input. */
+static void views_share_textures(void **state) {
+  (void)state;
+  rlx_graph *g = rlx_graph_new();
+  int32_t dims[2] = {3, 4}, flat = 12;
+  rlx_node x = rlx_input(g, "x", 2, dims, RLX_F32);
+  rlx_node e = rlx_exp(g, x), r = rlx_reshape(g, e, 1, &flat), y = rlx_relu(g, r);
+  rlx_node outs[2] = {y, r};
+  rlx_session *s = compile_gl(g, outs, 2);
+  const rlx_gl_state *w = s->webgl;
+  assert_int_equal(w->n_passes, 2);
+  float xs[12], want[12];
+  fill(xs, 12, 3);
+  for (int i = 0; i < 12; i++) want[i] = expf(xs[i]);
+  assert_int_equal(rlx_session_set_input(s, "x", xs, 12), RLX_OK);
+  assert_int_equal(rlx_session_run(s), RLX_OK);
+  assert_true(webgl_case_max_err(rlx_session_output(s, 1), want, 12, NULL) <= 1e-6);
+  assert_true(webgl_case_max_err(rlx_session_output(s, 0), want, 12, NULL) <= 1e-6);
+  rlx_session_free(s);
+  rlx_graph_free(g);
+}
+
+/* The plan document: programs deduplicated by shader and defines, passes,
+ * constants with their data (NaN and infinities as strings). */
+static void plan_document(void **state) {
+  (void)state;
+  rlx_graph *g = rlx_graph_new();
+  int32_t n = 4;
+  rlx_node x = rlx_input(g, "x", 1, &n, RLX_F32), ids = rlx_input(g, "ids", 1, &n, RLX_I32);
+  rlx_node c = rlx_constant(g, 1, &n, (const float[]){1.5f, NAN, INFINITY, -INFINITY});
+  rlx_node rows = rlx_gather(g, rlx_reshape(g, x, 2, (int32_t[]){4, 1}), ids);
+  rlx_node y = rlx_add(g, rlx_add(g, x, c), rlx_reshape(g, rows, 1, &n));
+  rlx_session *s = compile_gl(g, &y, 1);
+  const char *json = rlx_session_webgl_plan(s, NULL);
+  assert_non_null(json);
+  assert_non_null(strstr(json, "\"format\":\"rlx-webgl-plan\""));
+  assert_non_null(strstr(json, "\"data\":[1.5,\"NaN\",\"Infinity\",\"-Infinity\"]"));
+  assert_non_null(strstr(json, "\"dtype\":\"i32\""));
+  const char *programs = strstr(json, "\"programs\":["), *passes = strstr(json, "\"passes\":[");
+  assert_non_null(programs);
+  int n_add = 0;
+  for (const char *p = programs; (p = strstr(p, "{\"shader\":\"binary\",\"defines\":[[\"OP\",0]]")) && p < passes; p++) n_add++;
+  assert_int_equal(n_add, 1); /* two add passes, one program */
+  assert_non_null(strstr(json, "#version 300 es\\n#define OP 0\\n"));
+  assert_null(strstr(json, "#include")); /* common.glsl is inlined */
+  rlx_graph *g2 = rlx_graph_new();
+  rlx_node x2 = rlx_input(g2, "x", 1, &n, RLX_F32);
+  rlx_session *cpu = NULL;
+  assert_int_equal(rlx_compile(g2, &x2, 1, NULL, &cpu), RLX_OK);
+  assert_null(rlx_session_webgl_plan(cpu, NULL));
+  assert_non_null(strstr(rlx_last_error(), "RLX_DEVICE_WEBGL"));
+  assert_null(rlx_session_webgl_plan(NULL, NULL));
+  rlx_session_free(cpu);
+  rlx_graph_free(g2);
+  rlx_session_free(s);
+  rlx_graph_free(g);
+}
+
+/* An op without a lowering is refused at compile with a message naming it;
+ * nothing leaks. */
+static void missing_lowering_is_refused(void **state) {
+  (void)state;
+  rlx_graph *g = rlx_graph_new();
+  int32_t n = 4;
+  rlx_node x = rlx_input(g, "x", 1, &n, RLX_F32);
+  rlx_node y = rlx_op_node(g, RLX_OP_FUSED_MATMUL, (rlx_node[]){rlx_reshape(g, x, 2, (int32_t[]){2, 2}),
+                                                               rlx_reshape(g, x, 2, (int32_t[]){2, 2})},
+                           2, (int32_t[]){0, 0, 0, 0, 0}, 5, NULL, 0);
+  rlx_compile_options opt = {RLX_DEVICE_WEBGL, 0, 0};
+  rlx_session *s = NULL;
+  assert_int_equal(rlx_compile(g, &y, 1, &opt, &s), RLX_ERR_UNSUPPORTED);
+  assert_null(s);
+  assert_non_null(strstr(rlx_last_error(), "fused_matmul"));
+  rlx_graph_free(g);
+}
+
+/* Training: loss = (w x - t)^2 elementwise on one value, SGD.  The WebGL2
+ * session's params follow the CPU session's step by step (the assignment
+ * copies), and the plan lists the assignment. */
+static void training_assignments(void **state) {
+  (void)state;
+  rlx_session *sess[2] = {NULL, NULL};
+  rlx_graph *gs[2];
+  for (int dev = 0; dev < 2; dev++) {
+    rlx_graph *g = gs[dev] = rlx_graph_new();
+    int32_t one = 1;
+    rlx_node x = rlx_input(g, "x", 1, &one, RLX_F32), t = rlx_input(g, "t", 1, &one, RLX_F32);
+    rlx_node w = rlx_param(g, "w", 1, &one);
+    rlx_node d = rlx_sub(g, rlx_mul(g, w, x), t), loss = rlx_mul(g, d, d);
+    rlx_optimizer opt = {RLX_OPT_SGD, 0.1f, 0, 0, 0, 0, 0};
+    rlx_compile_options copt = {dev ? RLX_DEVICE_WEBGL : RLX_DEVICE_CPU, 0, 1};
+    assert_int_equal(rlx_compile_train(g, loss, &w, 1, &opt, &copt, &sess[dev]), RLX_OK);
+    float w0 = 0.5f, xv = 2.0f, tv = 3.0f;
+    assert_int_equal(rlx_session_set_param(sess[dev], "w", &w0, 1), RLX_OK);
+    assert_int_equal(rlx_session_set_input(sess[dev], "x", &xv, 1), RLX_OK);
+    assert_int_equal(rlx_session_set_input(sess[dev], "t", &tv, 1), RLX_OK);
+  }
+  for (int step = 0; step < 4; step++) {
+    float loss[2], w[2];
+    for (int dev = 0; dev < 2; dev++) {
+      assert_int_equal(rlx_session_run(sess[dev]), RLX_OK);
+      assert_int_equal(rlx_session_read_output(sess[dev], 0, &loss[dev], 1), RLX_OK);
+      assert_int_equal(rlx_session_get_param(sess[dev], "w", &w[dev], 1), RLX_OK);
+    }
+    assert_true(webgl_case_max_err(&loss[1], &loss[0], 1, NULL) <= 1e-6);
+    assert_true(webgl_case_max_err(&w[1], &w[0], 1, NULL) <= 1e-6);
+  }
+  const char *json = rlx_session_webgl_plan(sess[1], NULL);
+  assert_non_null(json);
+  assert_non_null(strstr(json, "\"param\":\"w\"}]"));
+  assert_non_null(strstr(json, "\"op\":\"assign\""));
+  for (int dev = 0; dev < 2; dev++) {
+    rlx_session_free(sess[dev]);
+    rlx_graph_free(gs[dev]);
+  }
+}
+
+int main(int argc, char **argv) {
+  const char *filter = argc > 1 ? argv[1] : NULL;
+  const struct CMUnitTest planner[] = {
+      cmocka_unit_test(layout_respects_max_width),   cmocka_unit_test(textures_are_reused_when_dead),
+      cmocka_unit_test(views_share_textures),        cmocka_unit_test(plan_document),
+      cmocka_unit_test(missing_lowering_is_refused), cmocka_unit_test(training_assignments),
+  };
+  int failed = filter ? 0 : cmocka_run_group_tests_name("webgl planner", planner, NULL, NULL);
+  int n = opcase_count(), m = 0;
+  struct CMUnitTest *tests = calloc((size_t)n + 1, sizeof *tests);
+  for (int i = 0; i < n; i++) {
+    const op_case *c = opcase_get(i);
+    if (filter && !strstr(c->name, filter)) continue;
+    /* Cases refused for a missing lowering are counted here rather than
+     * listed one by one as skipped; with no pending files left they run
+     * (and fail). */
+    webgl_case w;
+    webgl_case_prepare(&w, c);
+    int refused = w.pending && (w.fused || RLX_GL_PENDING_FILES > 0);
+    if (refused) note_skip(&w);
+    webgl_case_free(&w);
+    if (refused) continue;
+    tests[m].name = c->name;
+    tests[m].test_func = run_case;
+    tests[m].initial_state = (void *)c;
+    m++;
+  }
+  clock_t t0 = clock();
+  if (m > 0) failed += _cmocka_run_group_tests("webgl op cases (reference executor vs CPU)", tests, (size_t)m, NULL, NULL);
+  double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+  printf("webgl: %d op cases ran in %.3f s; not run: %d whose op has no lowering yet (%s), %d with a fused op "
+         "(never lowered)%s\n", m, secs, n_pending, n_pending ? pending_ops + 1 : "none", n_fused,
+         RLX_GL_PENDING_FILES ? "" : "; no src/webgl/lower_pending_*.c remains");
+  free(tests);
+  return failed;
+}

@@ -1,0 +1,402 @@
+// rlx.ts - the RLX SDK: a small, typed API over ./pkg/rlx_web.js for pages,
+// Workers and Node.  Compiled to rlx.js + rlx.d.ts by `make` (npm typescript).
+//
+//   import Rlx from './rlx.js';
+//   const rlx = await Rlx.init({ webgpu: true });        // GPU backends are optional
+//   const model = rlx.vision('mnist-cnn');
+//   const params = model.initParams(42);
+//   const { x, labels } = model.syntheticBatch(1, 8);
+//   const logits = await model.forward(x, params);        // { backend: 'auto' } by default
+//   const step = await model.trainStep(x, labels, params, { lr: 0.01 });  // { loss, params, backend }
+//   const report = await model.bench({ steps: 50, onProgress: (p) => console.log(p.step, p.loss) });
+//   const g = rlx.graph();                                // a WebGraph: describe a model in code
+//   const lm = rlx.transformer({ vocab: 32, dim: 32, nLayers: 2, nHeads: 4, ffn: 64, seed: 7 });
+//   lm.nextLogits([3, 1, 4]);
+//   rlx.dispose();
+//
+// Backends: 'auto' (default) takes the best backend that can run the model
+// here and says why it did not take the better ones (`fallbacks`); an
+// explicit 'cpu' | 'webgpu' | 'webgl' runs there or throws the reason.
+// Synchronous CPU variants with the names of the spec are kept:
+// forwardCpu, trainStepCpu, benchCpu.
+import init, * as low from './pkg/rlx_web.js';
+import type {
+  BackendEnvironment, BackendFallback, BackendName, BackendRequest, CompiledGraph, InitInput, Seed,
+  VisionModelInfo, WebGraph,
+} from './pkg/rlx_web.js';
+
+export type { BackendEnvironment, BackendFallback, BackendName, BackendRequest, VisionModelInfo, WebGraph, CompiledGraph };
+export { RlxError } from './pkg/rlx_web.js';
+
+/** Float data. */
+export type Floats = Float32Array | number[];
+/** Class ids in [0, num_classes). */
+export type Labels = Int32Array | Float32Array | number[];
+
+export interface InitOptions {
+  /** Where rlx_web.wasm is (default: next to pkg/rlx_web.js). */
+  wasm?: InitInput;
+  /**
+   * WebGPU: true (default) uses navigator.gpu when there is one; a GPU object
+   * (npm `webgpu`'s create([]) in Node) or a GPUDevice; false turns it off.
+   */
+  webgpu?: boolean | object;
+  /** WebGL2: true (default) uses it when this build has its executor; false turns it off. */
+  webgl?: boolean;
+}
+
+export interface RunOptions {
+  /** Default 'auto'. */
+  backend?: BackendRequest;
+}
+
+export interface TrainOptions extends RunOptions {
+  /** Learning rate of the SGD step (default 0.01). */
+  lr?: number;
+}
+
+export interface StepResult {
+  /** The loss before the step. */
+  loss: number;
+  /** The parameters after p -= lr * grad. */
+  params: Float32Array;
+  /** What ran it. */
+  backend: BackendName;
+}
+
+export interface BenchProgress {
+  step: number;
+  steps: number;
+  loss: number;
+  backend: BackendName;
+}
+
+export interface BenchOptions extends TrainOptions {
+  /** SGD steps (default 20). */
+  steps?: number;
+  /** Seed of the params and the synthetic batch (default 42). */
+  seed?: Seed;
+  /** Samples per step (default 1). */
+  batch?: number;
+  /** Called after every step. */
+  onProgress?: (p: BenchProgress) => void;
+}
+
+export interface BenchResult {
+  slug: string;
+  backend: BackendName;
+  /** Better backends not used, and why. */
+  fallbacks: BackendFallback[];
+  steps: number;
+  batch: number;
+  /** Loss of every step (before its update). */
+  losses: Float32Array;
+  initialLoss: number;
+  finalLoss: number;
+  seconds: number;
+  stepsPerSec: number;
+  samplesPerSec: number;
+}
+
+export interface Resolved {
+  backend: BackendName;
+  fallbacks: BackendFallback[];
+}
+
+export interface TransformerConfig {
+  vocab: number;
+  dim: number;
+  nLayers: number;
+  nHeads: number;
+  /** Default dim / nHeads. */
+  headDim?: number;
+  ffn: number;
+  /** Seed of the synthesized weights (default 0). */
+  seed?: Seed;
+}
+
+function fail(message: string): Error {
+  return new low.RlxError(-1, message, 'invalid argument');
+}
+
+function disposedError(what: string): Error {
+  return new low.RlxError(-7, `${what} was disposed`, 'bad state');
+}
+
+/** Lets the event loop run (a page stays responsive during long loops). */
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
+
+interface GpuPath extends Resolved {
+  compiled: CompiledGraph | null; // null: the CPU entry points run it
+}
+
+/** One vision model: init, data, forward, train step and benchmark on any backend. */
+export class VisionModel {
+  readonly slug: string;
+  readonly info: VisionModelInfo;
+  private bench_: low.VisionBench | null;
+  private paths = new Map<string, GpuPath>();
+
+  /** @internal use Rlx.vision(). */
+  constructor(slug: string) {
+    this.bench_ = new low.VisionBench(slug);
+    this.info = this.bench_.info();
+    this.slug = this.info.slug;
+  }
+
+  private live(): low.VisionBench {
+    if (!this.bench_) throw disposedError(`the model ${this.slug}`);
+    return this.bench_;
+  }
+
+  /** He-style uniform init from seed, biases zero (param_flat_len values). */
+  initParams(seed: Seed = 42): Float32Array {
+    return this.live().init_params(seed);
+  }
+
+  /** Inputs uniform in [-1, 1) and labels (seed + i) mod 10. */
+  syntheticBatch(seed: Seed = 1, batch = 1): { x: Float32Array; labels: Int32Array } {
+    return this.live().synthetic_batch(seed, batch);
+  }
+
+  private batchOf(x: Floats): number {
+    const n = this.info.input_len;
+    if (!x || typeof x.length !== 'number' || x.length === 0 || x.length % n !== 0) {
+      throw fail(`${this.slug}: x must hold batch * ${n} values, got ${x?.length ?? x}`);
+    }
+    return x.length / n;
+  }
+
+  /**
+   * The backend that runs this model for a batch size and a request (cached):
+   * { backend, fallbacks }.  training: the train step (default) or forward.
+   */
+  resolve(request: BackendRequest = 'auto', { training = true, batch = 1 } = {}): Resolved {
+    const { backend, fallbacks } = this.path(training ? 'train' : 'forward', batch, request);
+    return { backend, fallbacks };
+  }
+
+  private path(kind: 'train' | 'forward', batch: number, request: BackendRequest): GpuPath {
+    this.live();
+    const key = `${kind}:${batch}:${request}`;
+    let p = this.paths.get(key);
+    if (!p) {
+      const sel = low.select_backend(this.slug, request, { batch, training: kind === 'train' });
+      if (sel.backend === 'cpu') {
+        sel.compiled.free(); // the cached CPU entry points of the library run it
+        p = { backend: 'cpu', fallbacks: sel.fallbacks, compiled: null };
+      } else {
+        p = { backend: sel.backend, fallbacks: sel.fallbacks, compiled: sel.compiled };
+      }
+      this.paths.set(key, p);
+    }
+    return p;
+  }
+
+  private feedParams(c: CompiledGraph, params: Floats): void {
+    const flat = params instanceof Float32Array ? params : Float32Array.from(params);
+    if (flat.length !== this.info.param_flat_len) {
+      throw fail(`${this.slug}: params has ${flat.length} values, expected ${this.info.param_flat_len}`);
+    }
+    let at = 0;
+    this.info.param_names.forEach((name, k) => {
+      const n = this.info.param_sizes[k]!;
+      c.feed(name, flat.subarray(at, at + n));
+      at += n;
+    });
+  }
+
+  /** Logits [batch, num_classes] for x [batch, ...input_dims]. */
+  async forward(x: Floats, params: Floats, { backend = 'auto' }: RunOptions = {}): Promise<Float32Array> {
+    const p = this.path('forward', this.batchOf(x), backend);
+    if (!p.compiled) return this.forwardCpu(x, params);
+    this.feedParams(p.compiled, params);
+    p.compiled.feed('x', x);
+    await p.compiled.run();
+    return p.compiled.output(0);
+  }
+
+  /** One SGD step on (x, labels): the loss before it and the updated params. */
+  async trainStep(x: Floats, labels: Labels, params: Floats, { lr = 0.01, backend = 'auto' }: TrainOptions = {}): Promise<StepResult> {
+    const batch = this.batchOf(x);
+    const p = this.path('train', batch, backend);
+    if (!p.compiled) return { ...this.trainStepCpu(x, labels, params, lr), backend: 'cpu' };
+    if (typeof lr !== 'number' || !Number.isFinite(lr)) throw fail(`${this.slug}: lr must be a finite number, got ${lr}`);
+    const c = p.compiled;
+    this.feedParams(c, params);
+    c.feed('x', x);
+    c.feed('labels', labels instanceof Int32Array ? labels : Int32Array.from(labels));
+    await c.run();
+    const next = Float32Array.from(params);
+    let at = 0;
+    this.info.param_sizes.forEach((n, k) => {
+      const g = c.output(1 + k);
+      for (let i = 0; i < n; i++) next[at + i]! -= lr * g[i]!;
+      at += n;
+    });
+    return { loss: c.output(0)[0]!, params: next, backend: p.backend };
+  }
+
+  /**
+   * `steps` SGD steps on one synthetic batch (params and batch from seed),
+   * yielding to the event loop between steps; onProgress after each.
+   */
+  async bench({ steps = 20, seed = 42, lr = 0.01, batch = 1, backend = 'auto', onProgress }: BenchOptions = {}): Promise<BenchResult> {
+    if (!Number.isInteger(steps) || steps < 1) throw fail(`bench: steps must be an integer >= 1, got ${steps}`);
+    const resolved = this.resolve(backend, { training: true, batch });
+    let params = this.initParams(seed);
+    const { x, labels } = this.syntheticBatch(seed, batch);
+    const losses = new Float32Array(steps);
+    let lastYield = performance.now();
+    const t0 = performance.now();
+    for (let i = 0; i < steps; i++) {
+      const r = await this.trainStep(x, labels, params, { lr, backend });
+      params = r.params;
+      losses[i] = r.loss;
+      onProgress?.({ step: i + 1, steps, loss: r.loss, backend: r.backend });
+      if (performance.now() - lastYield > 30) {
+        await yieldToEventLoop();
+        lastYield = performance.now();
+      }
+    }
+    const seconds = Math.max((performance.now() - t0) / 1000, 1e-9);
+    return {
+      slug: this.slug, backend: resolved.backend, fallbacks: resolved.fallbacks, steps, batch, losses,
+      initialLoss: losses[0]!, finalLoss: losses[steps - 1]!, seconds,
+      stepsPerSec: steps / seconds, samplesPerSec: (steps * batch) / seconds,
+    };
+  }
+
+  /** Logits on the CPU, synchronously. */
+  forwardCpu(x: Floats, params: Floats): Float32Array {
+    return this.live().forward_cpu(x, params);
+  }
+
+  /** One SGD step on the CPU, synchronously: { loss, params }. */
+  trainStepCpu(x: Floats, labels: Labels, params: Floats, lr: number): { loss: number; params: Float32Array } {
+    const out = this.live().train_step_cpu(x, labels, params, lr);
+    return { loss: out[0]!, params: out.slice(1) };
+  }
+
+  /** `steps` SGD steps inside wasm on one synthetic batch. */
+  benchCpu(steps: number, seed: Seed, lr: number, batch = 1): { initialLoss: number; finalLoss: number; stepsPerSec: number } {
+    const [initialLoss, finalLoss, stepsPerSec] = this.live().bench_cpu(steps, seed, lr, batch);
+    return { initialLoss: initialLoss!, finalLoss: finalLoss!, stepsPerSec: stepsPerSec! };
+  }
+
+  /** Frees the compiled graphs of the GPU paths; the model is unusable after. */
+  dispose(): void {
+    for (const p of this.paths.values()) p.compiled?.free();
+    this.paths.clear();
+    this.bench_?.free();
+    this.bench_ = null;
+  }
+}
+
+/** A decoder-only transformer with weights synthesized from its seed (CPU). */
+export class Transformer {
+  readonly config: Required<TransformerConfig>;
+  private disposed = false;
+
+  /** @internal use Rlx.transformer(). */
+  constructor(config: TransformerConfig) {
+    if (!config || typeof config !== 'object') throw fail(`transformer: config must be an object, got ${config}`);
+    const { vocab, dim, nLayers, nHeads, ffn } = config;
+    const headDim = config.headDim ?? (Number.isInteger(dim / nHeads) ? dim / nHeads : NaN);
+    this.config = { vocab, dim, nLayers, nHeads, headDim, ffn, seed: config.seed ?? 0 };
+  }
+
+  private args(): [number, number, number, number, number, number, Seed] {
+    if (this.disposed) throw disposedError('the transformer');
+    const c = this.config;
+    return [c.vocab, c.dim, c.nLayers, c.nHeads, c.headDim, c.ffn, c.seed];
+  }
+
+  /** Logits of the next token: vocab values. */
+  nextLogits(tokens: Floats): Float32Array {
+    return low.transformer_next_logits(tokens, ...this.args());
+  }
+
+  /** Logits of every position: tokens.length * vocab values. */
+  logits(tokens: Floats): Float32Array {
+    return low.transformer_logits(tokens, ...this.args());
+  }
+
+  dispose(): void {
+    this.disposed = true;
+  }
+}
+
+/** The SDK: one per page or Worker (they share the wasm instance). */
+export class Rlx {
+  /** The low-level module (./pkg/rlx_web.js): mlp_*, VisionBench, WebGraph, Graph / Session, ... */
+  readonly wasm: typeof low = low;
+  private owned = new Set<{ dispose(): void } | { free(): void }>();
+  private disposed = false;
+
+  private constructor() {}
+
+  /** Loads the wasm and, unless turned off, the GPU backends; never fails for a missing GPU. */
+  static async init(options: InitOptions = {}): Promise<Rlx> {
+    await init(options.wasm);
+    const webgpu = options.webgpu ?? true;
+    if (webgpu !== false) await low.init_webgpu(webgpu === true ? undefined : webgpu);
+    else await low.init_webgpu(false);
+    await low.init_webgl(options.webgl ?? true);
+    return new Rlx();
+  }
+
+  private live(): void {
+    if (this.disposed) throw disposedError('this Rlx');
+  }
+
+  private own<T extends { dispose(): void } | { free(): void }>(x: T): T {
+    this.owned.add(x);
+    return x;
+  }
+
+  /** The library's version. */
+  get version(): string {
+    return low.runtime().version();
+  }
+
+  /** What runs here: each backend available or the reason it is not. */
+  backends(): BackendEnvironment {
+    return low.backend_environment();
+  }
+
+  /** Canonical slugs of the vision models. */
+  visionModels(): string[] {
+    return low.list_vision_models();
+  }
+
+  /** A vision model by slug or alias (mnist-cnn, mnist-mlp, cifar-cnn, resnet). */
+  vision(slug: string): VisionModel {
+    this.live();
+    return this.own(new VisionModel(slug));
+  }
+
+  /** A new WebGraph: describe a model in code, then compile_forward / compile_backward. */
+  graph(): WebGraph {
+    this.live();
+    return this.own(new low.WebGraph());
+  }
+
+  /** A decoder-only transformer (RMSNorm, RoPE, causal attention, SwiGLU). */
+  transformer(config: TransformerConfig): Transformer {
+    this.live();
+    return this.own(new Transformer(config));
+  }
+
+  /** Frees every model, graph and transformer made through this Rlx. */
+  dispose(): void {
+    for (const x of this.owned) {
+      if ('dispose' in x) x.dispose();
+      else x.free();
+    }
+    this.owned.clear();
+    this.disposed = true;
+  }
+}
+
+export default Rlx;

@@ -1,0 +1,274 @@
+// backends.js - which backend runs a model or a graph here.
+//
+// Three parts, used by ../pkg/rlx_web.js (which exports them as
+// init_webgpu, init_webgl, backend_environment, backend_candidates and
+// select_backend):
+//  - the environment: what this page, Worker or Node process can run, each
+//    backend with `available` and, when not, the `reason`.  A GPU backend is
+//    available only when its executor can really run plans here: WebGPU needs
+//    the wasm's plan exports, web/runtime/webgpu.js and a device obtained by
+//    initWebGpu(); WebGL2 needs the wasm's plan export, the executor
+//    web/runtime/webgl.js (createWebGlSession) and a WebGL2 context with
+//    float render targets.  Nothing is ever reported available that would
+//    silently run elsewhere.
+//  - candidates(): pure.  From an environment snapshot, a model description
+//    and a request, every viable backend best first (webgpu, webgl, cpu);
+//    an explicit request gives exactly one candidate or a refusal with the
+//    reason; 'auto' always ends with 'cpu'.
+//  - select(): walks the candidates, compiling each with a callback that
+//    throws when the backend cannot take the graph (a missing lowering, a
+//    plan that needs host execution); the first that compiles wins, and
+//    every better backend that was not used comes back with its reason.
+
+export const BACKEND_ORDER = Object.freeze(['webgpu', 'webgl', 'cpu']);
+
+const ALIASES = {
+  cpu: 'cpu', wasm: 'cpu',
+  webgpu: 'webgpu', gpu: 'webgpu', wgpu: 'webgpu',
+  webgl: 'webgl', webgl2: 'webgl', opengl: 'webgl', gl: 'webgl',
+  auto: 'auto', '': 'auto',
+};
+
+/** A request ('auto', a backend or an alias, any case) as 'auto' | 'cpu' | 'webgpu' | 'webgl', or null. */
+export function normalizeRequest(request) {
+  if (request === undefined || request === null) return 'auto';
+  if (typeof request !== 'string') return null;
+  return ALIASES[request.trim().toLowerCase()] ?? null;
+}
+
+// ---- WebGPU: one device per environment, obtained up front ---------------------
+
+const webgpuState = { device: null, reason: null, source: null, executor: null };
+
+function gpuOf(source) {
+  if (source && typeof source === 'object' && typeof source.requestAdapter === 'function') return source;
+  return globalThis.navigator?.gpu ?? null;
+}
+
+/**
+ * Obtains the WebGPU device the webgpu backend uses (once; later calls
+ * return the same answer unless the device was lost).  source: true / nothing
+ * (navigator.gpu), a GPU object (e.g. npm `webgpu`'s create([]) in Node) or a
+ * GPUDevice.  Resolves to true when WebGPU is usable; never throws: the reason
+ * is kept for backend_environment().
+ */
+export async function initWebGpu(rt, source) {
+  if (source === false) {
+    webgpuState.reason = 'WebGPU was turned off (init_webgpu(false))';
+    webgpuState.device = null;
+    return false;
+  }
+  if (webgpuState.device) return true;
+  if (typeof rt?.exports?.rlx_webgpu_plan !== 'function') {
+    webgpuState.reason = 'this rlx_web.wasm has no WebGPU plan exports';
+    return false;
+  }
+  try {
+    webgpuState.executor ??= await import('./webgpu.js');
+    let device;
+    if (source && typeof source === 'object' && typeof source.createBuffer === 'function') {
+      device = source;
+    } else {
+      const gpu = gpuOf(source);
+      if (!gpu) {
+        webgpuState.reason = 'WebGPU is not available here (no navigator.gpu)';
+        return false;
+      }
+      const adapter = await gpu.requestAdapter();
+      if (!adapter) {
+        webgpuState.reason = 'WebGPU: no GPU adapter is available';
+        return false;
+      }
+      // The largest buffers the adapter allows: plans of big models need them.
+      const want = ['maxBufferSize', 'maxStorageBufferBindingSize', 'maxStorageBuffersPerShaderStage'];
+      const requiredLimits = {};
+      for (const name of want) if (adapter.limits?.[name] !== undefined) requiredLimits[name] = adapter.limits[name];
+      device = await adapter.requestDevice({ requiredLimits });
+    }
+    webgpuState.device = device;
+    webgpuState.reason = null;
+    device.lost?.then((info) => {
+      if (webgpuState.device !== device) return;
+      webgpuState.device = null;
+      webgpuState.reason = `the WebGPU device was lost: ${info?.message || info?.reason || 'unknown reason'}`;
+    });
+    return true;
+  } catch (err) {
+    webgpuState.device = null;
+    webgpuState.reason = `WebGPU could not be initialized: ${err?.message ?? err}`;
+    return false;
+  }
+}
+
+/** The device and executor module of the webgpu backend, or null. */
+export function webgpuRuntime() {
+  return webgpuState.device ? { device: webgpuState.device, executor: webgpuState.executor } : null;
+}
+
+function webgpuStatus(rt) {
+  if (webgpuState.device) return { available: true, reason: null };
+  if (rt && typeof rt.exports?.rlx_webgpu_plan !== 'function') {
+    return { available: false, reason: 'this rlx_web.wasm has no WebGPU plan exports' };
+  }
+  if (webgpuState.reason) return { available: false, reason: webgpuState.reason };
+  if (!gpuOf()) return { available: false, reason: 'WebGPU is not available here (no navigator.gpu)' };
+  return { available: false, reason: 'WebGPU is offered here but not initialized: call `await init_webgpu()` first' };
+}
+
+// ---- WebGL2: the executor module and a float-capable context ------------------------
+
+const webglState = { executor: null, reason: null, off: false, canvas: null };
+let webgl2Float = null;
+
+/** Whether a WebGL2 context with EXT_color_buffer_float can be made here (probed once). */
+export function hasWebGL2Float(refresh = false) {
+  if (webgl2Float !== null && !refresh) return webgl2Float;
+  webgl2Float = false;
+  try {
+    let canvas = null;
+    if (typeof OffscreenCanvas === 'function') canvas = new OffscreenCanvas(1, 1);
+    else if (typeof document === 'object' && document?.createElement) canvas = document.createElement('canvas');
+    const gl = canvas?.getContext('webgl2');
+    if (gl) {
+      webgl2Float = !!gl.getExtension('EXT_color_buffer_float');
+      gl.getExtension('WEBGL_lose_context')?.loseContext();
+    }
+  } catch {
+    webgl2Float = false;
+  }
+  return webgl2Float;
+}
+
+const WEBGL_MISSING = 'the WebGL2 executor is not in this build yet (rlx_web.wasm has no rlx_webgl_plan export; ' +
+  'web/runtime/webgl.js runs the plans once it lands)';
+
+/**
+ * Loads the WebGL2 executor (web/runtime/webgl.js) when this build has one.
+ * Resolves to true when the webgl backend is usable; never throws.
+ */
+export async function initWebGl(rt, enable = true) {
+  webglState.off = enable === false;
+  if (webglState.off) {
+    webglState.reason = 'WebGL2 was turned off (init_webgl(false))';
+    return false;
+  }
+  if (typeof rt?.exports?.rlx_webgl_plan !== 'function') {
+    webglState.reason = WEBGL_MISSING;
+    return false;
+  }
+  if (!hasWebGL2Float()) {
+    webglState.reason = 'WebGL2 with EXT_color_buffer_float is not available here';
+    return false;
+  }
+  try {
+    const mod = await import('./webgl.js');
+    if (typeof mod.createWebGlSession !== 'function') {
+      webglState.reason = 'web/runtime/webgl.js has no createWebGlSession';
+      return false;
+    }
+    webglState.executor = mod;
+    webglState.reason = null;
+    // One canvas for every session: they share its context (browsers cap live contexts).
+    webglState.canvas = typeof OffscreenCanvas === 'function' ? new OffscreenCanvas(1, 1)
+      : globalThis.document?.createElement?.('canvas') ?? null;
+    return true;
+  } catch (err) {
+    webglState.reason = `the WebGL2 executor could not be loaded: ${err?.message ?? err}`;
+    return false;
+  }
+}
+
+/** The executor module of the webgl backend and the canvas its sessions share, or null. */
+export function webglRuntime() {
+  return webglState.executor && !webglState.off ? { executor: webglState.executor, canvas: webglState.canvas } : null;
+}
+
+function webglStatus(rt, refresh) {
+  if (webglState.off) return { available: false, reason: webglState.reason };
+  if (webglState.executor) return { available: true, reason: null };
+  if (rt && typeof rt.exports?.rlx_webgl_plan !== 'function') return { available: false, reason: WEBGL_MISSING };
+  if (!hasWebGL2Float(refresh)) return { available: false, reason: 'WebGL2 with EXT_color_buffer_float is not available here' };
+  return { available: false, reason: webglState.reason ?? 'WebGL2 is offered here but not initialized: call `await init_webgl()` first' };
+}
+
+/** A snapshot of what runs here: { cpu, webgpu, webgl }, each { available, reason }. */
+export function environment(rt, { refresh = false } = {}) {
+  const cpu = typeof WebAssembly === 'object'
+    ? { available: true, reason: null }
+    : { available: false, reason: 'WebAssembly is not available here' };
+  return { cpu, webgpu: webgpuStatus(rt), webgl: webglStatus(rt, refresh) };
+}
+
+// ---- candidates and selection ------------------------------------------------------
+
+const LABEL = { cpu: 'CPU', webgpu: 'WebGPU', webgl: 'WebGL2' };
+
+/**
+ * Pure: the backends that may run `model` here, best first.
+ *   env: { cpu, webgpu, webgl } as environment() returns (a stub in tests).
+ *   model: { label, trainable?: { cpu, webgpu, webgl } } - trainable flags
+ *     (from the model's info) count when `training` is true.
+ *   request: 'auto' | 'cpu' | 'webgpu' | 'webgl' (already normalized).
+ * Returns { request, candidates, skipped: [{ backend, reason }], refusal }.
+ */
+export function candidates(env, model, request, training) {
+  const skipped = [];
+  const viable = [];
+  for (const b of BACKEND_ORDER) {
+    const status = env?.[b] ?? { available: false, reason: `${LABEL[b]} status unknown` };
+    let reason = null;
+    if (!status.available) reason = status.reason || `${LABEL[b]} is not available here`;
+    else if (training && model?.trainable && model.trainable[b] === false) {
+      reason = `${model.label} cannot train on ${LABEL[b]} in this build`;
+    }
+    if (reason) skipped.push({ backend: b, reason });
+    else viable.push(b);
+  }
+  if (request === 'auto') {
+    // 'auto' always ends with the CPU, even when a stubbed environment says otherwise:
+    // the wasm CPU executor is what runs this code.
+    if (!viable.includes('cpu')) {
+      viable.push('cpu');
+      const k = skipped.findIndex((s) => s.backend === 'cpu');
+      if (k >= 0) skipped.splice(k, 1);
+    }
+    return { request, candidates: viable, skipped, refusal: null };
+  }
+  if (viable.includes(request)) {
+    return { request, candidates: [request], skipped: skipped.filter((s) => s.backend !== request), refusal: null };
+  }
+  const why = skipped.find((s) => s.backend === request)?.reason ?? `${LABEL[request]} is not available here`;
+  return { request, candidates: [], skipped, refusal: `${request} was requested but cannot be used: ${why}` };
+}
+
+/**
+ * Walks plan.candidates: compile(backend) returns the compiled object or
+ * throws (its message is the reason; an error on the CPU is rethrown as it
+ * is, being the graph's own).  Returns { backend, compiled,
+ * fallbacks } where fallbacks lists every backend better than the chosen one
+ * with the reason it was not used (skipped by candidates() or rejected here).
+ * Throws `makeError(message)` when nothing compiles (or the request was refused).
+ */
+export function select(plan, compile, makeError) {
+  if (plan.refusal) throw makeError(plan.refusal);
+  const rejected = [];
+  for (const backend of plan.candidates) {
+    try {
+      const compiled = compile(backend);
+      const rank = plan.request === 'auto' ? BACKEND_ORDER.indexOf(backend) : -1; // an explicit request falls back from nothing
+      const fallbacks = [...plan.skipped, ...rejected]
+        .filter((f) => BACKEND_ORDER.indexOf(f.backend) < rank)
+        .sort((a, b) => BACKEND_ORDER.indexOf(a.backend) - BACKEND_ORDER.indexOf(b.backend));
+      return { backend, compiled, fallbacks };
+    } catch (err) {
+      // The CPU is the last resort: its error is the graph's own (a shape, a
+      // missing input), so it comes back as it is.
+      if (backend === 'cpu') throw err;
+      rejected.push({ backend, reason: err?.message ?? String(err) });
+    }
+  }
+  const tried = rejected.map((r) => `${r.backend}: ${r.reason}`).join('; ');
+  throw makeError(plan.request === 'auto'
+    ? `no backend could compile it (${tried})`
+    : `${plan.request} was requested but cannot be used: ${rejected[0]?.reason ?? 'unknown reason'}`);
+}

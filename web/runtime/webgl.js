@@ -1,0 +1,427 @@
+// webgl.js - the generic WebGL2 executor for sessions compiled with device
+// 'webgl' (RLX_DEVICE_WEBGL).  C decides everything (textures, shader
+// programs, passes, uniforms) and hands it over as one JSON plan
+// (src/webgl/plan_json.c); this file creates the textures, programs and
+// framebuffers once and draws the passes: each pass is one full-screen
+// triangle into its output texture's framebuffer (viewport = the texture),
+// one fragment per output element.  Outputs come back with a synchronous
+// readPixels.  Nothing here knows about ops.  Works on the main thread
+// (HTMLCanvasElement or OffscreenCanvas) and in a Worker (OffscreenCanvas).
+//
+//   import { createWebGlSession } from './runtime/webgl.js';
+//   const s = g.compile([y], { device: 'webgl' });        // loader.js session
+//   const gs = createWebGlSession(rlx, s);                  // or (exports, ptr)
+//   gs.setParam('w', w); gs.setInput('x', x);
+//   const [y0] = gs.run();                                  // Float32Arrays
+//   gs.getParam('w'); gs.free();
+//
+// rlxModule: the loader's Rlx object, a WebAssembly.Instance or its exports;
+// it must export memory and the rlx_webgl_* functions of
+// src/web/exports_webgl.c.  sessionHandle: a loader Session or the session
+// pointer.  opts.canvas: a canvas to draw with (default: a new
+// OffscreenCanvas, else a new <canvas>); sessions given the same canvas
+// share its context.  opts.gl: a WebGL2 context to use instead.  Inputs and
+// params that the C session holds when this is called (training sessions
+// preset "d_output" and "rlx.lr") are uploaded at creation.
+//
+// Failures that mean "use another backend" throw a WebGlUnavailableError
+// whose `reason` is 'no-webgl2', 'no-float-render' (EXT_color_buffer_float
+// missing or R32F not renderable), 'limits' (a texture larger than
+// MAX_TEXTURE_SIZE) or 'context-lost' (the browser dropped the context:
+// create the session again).
+
+/** WebGL2 cannot run this plan here; `reason` says why (see above). */
+export class WebGlUnavailableError extends Error {
+  constructor(reason, message) {
+    super(message);
+    this.name = 'WebGlUnavailableError';
+    this.reason = reason;
+  }
+}
+
+const VERTEX_SHADER = `#version 300 es
+// A triangle covering the viewport: (-1,-1), (3,-1), (-1,3).
+void main() {
+  vec2 p = vec2(float((gl_VertexID << 1) & 2), float(gl_VertexID & 2));
+  gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0);
+}
+`;
+const MAX_INPUTS = 6; // RLX_GL_MAX_INPUTS
+const MAX_INTS = 48;  // RLX_GL_MAX_INTS
+const MAX_FLOATS = 8; // RLX_GL_MAX_FLOATS
+
+function exportsOf(mod) {
+  const e = mod?.exports?.memory ? mod.exports : mod?.instance?.exports ?? mod;
+  if (!e || !e.memory || typeof e.rlx_webgl_plan !== 'function') {
+    throw new TypeError('createWebGlSession: the module lacks memory or the rlx_webgl_* exports (src/web/exports_webgl.c)');
+  }
+  return e;
+}
+
+function cstring(e, ptr) {
+  const mem = new Uint8Array(e.memory.buffer);
+  let end = ptr >>> 0;
+  while (end < mem.length && mem[end] !== 0) end++;
+  return new TextDecoder().decode(mem.subarray(ptr >>> 0, end));
+}
+
+function lastError(e) {
+  const f = e.rlx_webgl_last_error ?? e.rlx_last_error;
+  return f ? cstring(e, f()) : 'unknown error';
+}
+
+/** The plan document of a WebGL session, parsed. */
+export function readWebGlPlan(rlxModule, sessionHandle) {
+  const e = exportsOf(rlxModule);
+  const ptr = typeof sessionHandle === 'number' ? sessionHandle : sessionHandle?.ptr;
+  if (!ptr) throw new TypeError('readWebGlPlan: no session (pass a loader Session or a session pointer)');
+  const json = e.rlx_webgl_plan(ptr) >>> 0;
+  if (!json) throw new Error(`WebGL2 plan: ${lastError(e)}`);
+  const plan = JSON.parse(cstring(e, json));
+  if (plan.format !== 'rlx-webgl-plan' || plan.version !== 1) {
+    throw new Error(`WebGL2 plan: unknown format ${plan.format} version ${plan.version}`);
+  }
+  return plan;
+}
+
+/** Creates the GPU objects of a session compiled for 'webgl' (synchronous). */
+export function createWebGlSession(rlxModule, sessionHandle, opts = {}) {
+  const e = exportsOf(rlxModule);
+  const ptr = typeof sessionHandle === 'number' ? sessionHandle : sessionHandle?.ptr;
+  const plan = readWebGlPlan(e, ptr);
+  const session = new WebGlSession(plan, opts);
+  try {
+    session.uploadHostCopies(e, ptr);
+  } catch (err) {
+    session.free();
+    throw err;
+  }
+  return session;
+}
+
+function numbers(list) {
+  return Float32Array.from(list, Number); // "NaN", "Infinity", "-Infinity" too
+}
+
+/** i32 input values as float values of integers (as the C session stores them). */
+function indexValues(data) {
+  if (data instanceof Int32Array) return Float32Array.from(data);
+  return Float32Array.from(data, (v) => (v > -2147483648 && v < 2147483648 ? Math.trunc(v) : -1));
+}
+
+export class WebGlSession {
+  constructor(plan, opts = {}) {
+    this.plan = plan;
+    this.lost = false;
+    this.outputs = null;
+    const ownCanvas = !opts.gl && !opts.canvas;
+    this.canvas = opts.gl?.canvas ?? opts.canvas ??
+      (typeof OffscreenCanvas !== 'undefined' ? new OffscreenCanvas(1, 1) : globalThis.document?.createElement('canvas'));
+    const gl = opts.gl ?? this.canvas?.getContext('webgl2', {
+      alpha: false, antialias: false, depth: false, stencil: false, premultipliedAlpha: false,
+      preserveDrawingBuffer: false, powerPreference: 'high-performance',
+    });
+    if (!gl) throw new WebGlUnavailableError('no-webgl2', 'WebGL2 is not available here (getContext("webgl2") gave null)');
+    this.gl = gl;
+    this.ownContext = ownCanvas;
+    if (gl.isContextLost()) throw new WebGlUnavailableError('context-lost', 'WebGL2: the context is lost');
+    this.onLost = () => { this.lost = true; };
+    this.canvas?.addEventListener?.('webglcontextlost', this.onLost);
+    if (!gl.getExtension('EXT_color_buffer_float')) {
+      this.free();
+      throw new WebGlUnavailableError('no-float-render',
+        'WebGL2: EXT_color_buffer_float is not supported here, so the executor cannot render into float textures');
+    }
+    this.maxTextureSize = gl.getParameter(gl.MAX_TEXTURE_SIZE);
+    plan.textures.forEach((t, i) => {
+      if (t.width > this.maxTextureSize || t.height > this.maxTextureSize) {
+        this.free();
+        throw new WebGlUnavailableError('limits', `WebGL2: texture ${i} (${t.count} values, ${t.role}) needs ` +
+          `${t.width} x ${t.height} texels; MAX_TEXTURE_SIZE here is ${this.maxTextureSize}`);
+      }
+    });
+    this.renderer = gl.getParameter(gl.RENDERER);
+    try {
+      this.build();
+    } catch (err) {
+      this.free();
+      throw err;
+    }
+  }
+
+  // ---- creation ----------------------------------------------------------
+  build() {
+    const { gl, plan } = this;
+    this.textures = plan.textures.map((t) => {
+      const tex = gl.createTexture();
+      gl.bindTexture(gl.TEXTURE_2D, tex);
+      gl.texStorage2D(gl.TEXTURE_2D, 1, gl.R32F, t.width, t.height);
+      gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
+      gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
+      gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_WRAP_S, gl.CLAMP_TO_EDGE);
+      gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_WRAP_T, gl.CLAMP_TO_EDGE);
+      return tex;
+    });
+    gl.bindTexture(gl.TEXTURE_2D, null);
+    this.framebuffers = new Map(); // texture index -> WebGLFramebuffer
+    plan.textures.forEach((t, i) => { if (t.data) this.upload(i, numbers(t.data)); });
+    this.vao = gl.createVertexArray();
+    this.buildPrograms();
+    this.inputIndex = new Map(plan.inputs.map((x, i) => [x.name, i]));
+    this.paramIndex = new Map(plan.params.map((x, i) => [x.name, i]));
+    this.inputSet = plan.inputs.map(() => false);
+    this.passes = plan.passes.map((p) => {
+      const ints = new Int32Array(MAX_INTS);
+      ints.set(p.ints);
+      const floats = new Float32Array(MAX_FLOATS);
+      floats.set(numbers(p.floats));
+      const out = plan.textures[p.output];
+      return {
+        program: this.programs[p.program],
+        fbo: this.framebuffer(p.output),
+        width: out.width, height: out.height, count: out.count,
+        inputs: p.inputs.map((t) => this.textures[t]),
+        widths: p.inputs.map((t) => plan.textures[t].width),
+        ints, floats,
+      };
+    });
+    for (const o of plan.outputs) this.framebuffer(o.texture);
+  }
+
+  buildPrograms() {
+    const { gl, plan } = this;
+    const vs = this.vertexShader = gl.createShader(gl.VERTEX_SHADER);
+    gl.shaderSource(vs, VERTEX_SHADER);
+    gl.compileShader(vs);
+    // Compile and link everything first, check after: drivers may work in parallel.
+    this.programs = plan.programs.map((p) => {
+      const fs = gl.createShader(gl.FRAGMENT_SHADER);
+      gl.shaderSource(fs, p.source);
+      gl.compileShader(fs);
+      const program = gl.createProgram();
+      gl.attachShader(program, vs);
+      gl.attachShader(program, fs);
+      gl.linkProgram(program);
+      return { program, fs, info: p };
+    });
+    if (!gl.getShaderParameter(vs, gl.COMPILE_STATUS)) {
+      throw new Error(`WebGL2: the vertex shader does not compile: ${gl.getShaderInfoLog(vs)}`);
+    }
+    for (const p of this.programs) {
+      if (!gl.getProgramParameter(p.program, gl.LINK_STATUS)) {
+        const log = gl.getShaderInfoLog(p.fs) || gl.getProgramInfoLog(p.program);
+        const defines = p.info.defines.map(([n, v]) => `${n}=${v}`).join(' ');
+        throw new Error(`WebGL2: shader ${p.info.shader}${defines ? ` (${defines})` : ''} does not compile: ${log}`);
+      }
+      const loc = (name) => gl.getUniformLocation(p.program, name);
+      p.u_i = loc('u_i');
+      p.u_f = loc('u_f');
+      p.u_out_w = loc('u_out_w');
+      p.u_out_n = loc('u_out_n');
+      p.u_in_w = [];
+      gl.useProgram(p.program);
+      for (let k = 0; k < MAX_INPUTS; k++) {
+        const sampler = loc(`u_in${k}`);
+        if (sampler) gl.uniform1i(sampler, k);
+        p.u_in_w.push(loc(`u_in${k}_w`));
+      }
+    }
+    gl.useProgram(null);
+  }
+
+  framebuffer(texIndex) {
+    let fbo = this.framebuffers.get(texIndex);
+    if (fbo) return fbo;
+    const { gl } = this;
+    fbo = gl.createFramebuffer();
+    gl.bindFramebuffer(gl.FRAMEBUFFER, fbo);
+    gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, this.textures[texIndex], 0);
+    const status = gl.checkFramebufferStatus(gl.FRAMEBUFFER);
+    if (status !== gl.FRAMEBUFFER_COMPLETE) {
+      gl.bindFramebuffer(gl.FRAMEBUFFER, null);
+      gl.deleteFramebuffer(fbo);
+      throw new WebGlUnavailableError('no-float-render',
+        `WebGL2: an R32F texture cannot be rendered to here (framebuffer status 0x${status.toString(16)})`);
+    }
+    if (this.readFormat === undefined) {
+      // RED/FLOAT reads need the implementation's blessing; RGBA/FLOAT always works.
+      const red = gl.getParameter(gl.IMPLEMENTATION_COLOR_READ_FORMAT) === gl.RED &&
+        gl.getParameter(gl.IMPLEMENTATION_COLOR_READ_TYPE) === gl.FLOAT;
+      this.readFormat = red ? gl.RED : gl.RGBA;
+    }
+    gl.bindFramebuffer(gl.FRAMEBUFFER, null);
+    this.framebuffers.set(texIndex, fbo);
+    return fbo;
+  }
+
+  /** Inputs set and params held by the C session, uploaded once at creation. */
+  uploadHostCopies(e, ptr) {
+    const { plan } = this;
+    plan.inputs.forEach((inp, i) => {
+      const at = e.rlx_webgl_input_data?.(ptr, i) >>> 0;
+      if (!at) return;
+      const data = inp.dtype === 'i32' ? new Int32Array(e.memory.buffer, at, inp.count) : new Float32Array(e.memory.buffer, at, inp.count);
+      this.setInput(inp.name, data);
+    });
+    plan.params.forEach((p, i) => {
+      const at = e.rlx_webgl_param_data?.(ptr, i) >>> 0;
+      if (at) this.upload(p.texture, new Float32Array(e.memory.buffer, at, p.count));
+    });
+  }
+
+  // ---- data in and out ---------------------------------------------------
+  check() {
+    if (!this.gl) throw new Error('WebGL2 session already freed');
+    if (this.lost || this.gl.isContextLost()) {
+      this.lost = true;
+      throw new WebGlUnavailableError('context-lost',
+        'WebGL2: the context was lost (the browser reclaimed the GPU); create the session again');
+    }
+  }
+
+  upload(texIndex, data) {
+    const { gl } = this;
+    const t = this.plan.textures[texIndex];
+    const rows = Math.floor(t.count / t.width), rest = t.count - rows * t.width;
+    gl.bindTexture(gl.TEXTURE_2D, this.textures[texIndex]);
+    gl.pixelStorei(gl.UNPACK_ALIGNMENT, 1);
+    if (rows) gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, 0, t.width, rows, gl.RED, gl.FLOAT, data, 0);
+    if (rest) gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, rows, rest, 1, gl.RED, gl.FLOAT, data, rows * t.width);
+    gl.bindTexture(gl.TEXTURE_2D, null);
+  }
+
+  /** The first `count` values of a texture, as a new Float32Array. */
+  read(texIndex) {
+    const { gl } = this;
+    const t = this.plan.textures[texIndex];
+    gl.bindFramebuffer(gl.READ_FRAMEBUFFER, this.framebuffer(texIndex));
+    gl.pixelStorei(gl.PACK_ALIGNMENT, 1);
+    let out;
+    if (this.readFormat === gl.RED) {
+      const buf = new Float32Array(t.width * t.height);
+      gl.readPixels(0, 0, t.width, t.height, gl.RED, gl.FLOAT, buf);
+      out = buf.length === t.count ? buf : buf.slice(0, t.count);
+    } else {
+      const buf = new Float32Array(t.width * t.height * 4);
+      gl.readPixels(0, 0, t.width, t.height, gl.RGBA, gl.FLOAT, buf);
+      out = new Float32Array(t.count);
+      for (let i = 0; i < t.count; i++) out[i] = buf[4 * i];
+    }
+    gl.bindFramebuffer(gl.READ_FRAMEBUFFER, null);
+    return out;
+  }
+
+  lookup(map, name, what) {
+    const i = map.get(name);
+    if (i === undefined) {
+      const list = what === 'input' ? this.plan.inputs : this.plan.params;
+      throw new Error(`WebGL2 session: no ${what} named '${name}' (${what}s: ${list.map((x) => x.name).join(', ') || 'none'})`);
+    }
+    return i;
+  }
+
+  checkLength(entry, data, what) {
+    if (!data || data.length !== entry.count) {
+      throw new Error(`WebGL2 session: ${what} '${entry.name}' holds ${entry.count} values, got ${data?.length ?? 'nothing'}`);
+    }
+  }
+
+  /** Float32Array / array data; Int32Array (or floats, truncated) for i32 inputs. */
+  setInput(name, data) {
+    this.check();
+    const i = this.lookup(this.inputIndex, name, 'input');
+    const inp = this.plan.inputs[i];
+    this.checkLength(inp, data, 'input');
+    const values = inp.dtype === 'i32' ? indexValues(data) : data instanceof Float32Array ? data : Float32Array.from(data);
+    this.upload(inp.texture, values);
+    this.inputSet[i] = true;
+  }
+
+  setParam(name, data) {
+    this.check();
+    const p = this.plan.params[this.lookup(this.paramIndex, name, 'param')];
+    this.checkLength(p, data, 'param');
+    this.upload(p.texture, data instanceof Float32Array ? data : Float32Array.from(data));
+  }
+
+  getParam(name) {
+    this.check();
+    return this.read(this.plan.params[this.lookup(this.paramIndex, name, 'param')].texture);
+  }
+
+  // ---- running -----------------------------------------------------------
+  /** Draws every pass, then reads the outputs back: an array of Float32Arrays. */
+  run() {
+    this.check();
+    const { gl, plan } = this;
+    plan.inputs.forEach((inp, i) => {
+      if (inp.needed && !this.inputSet[i]) throw new Error(`WebGL2 session: input '${inp.name}' has not been set`);
+    });
+    for (const cap of [gl.BLEND, gl.DEPTH_TEST, gl.STENCIL_TEST, gl.SCISSOR_TEST, gl.CULL_FACE, gl.DITHER]) gl.disable(cap);
+    gl.colorMask(true, true, true, true);
+    gl.bindVertexArray(this.vao);
+    let current = null;
+    for (const p of this.passes) {
+      const prog = p.program;
+      if (prog !== current) {
+        gl.useProgram(prog.program);
+        current = prog;
+      }
+      gl.bindFramebuffer(gl.FRAMEBUFFER, p.fbo);
+      gl.viewport(0, 0, p.width, p.height);
+      for (let k = 0; k < p.inputs.length; k++) {
+        gl.activeTexture(gl.TEXTURE0 + k);
+        gl.bindTexture(gl.TEXTURE_2D, p.inputs[k]);
+        if (prog.u_in_w[k]) gl.uniform1i(prog.u_in_w[k], p.widths[k]);
+      }
+      if (prog.u_i) gl.uniform1iv(prog.u_i, p.ints);
+      if (prog.u_f) gl.uniform1fv(prog.u_f, p.floats);
+      if (prog.u_out_w) gl.uniform1i(prog.u_out_w, p.width);
+      if (prog.u_out_n) gl.uniform1i(prog.u_out_n, p.count);
+      gl.drawArrays(gl.TRIANGLES, 0, 3);
+    }
+    for (let k = 0; k < MAX_INPUTS; k++) {
+      gl.activeTexture(gl.TEXTURE0 + k);
+      gl.bindTexture(gl.TEXTURE_2D, null);
+    }
+    gl.activeTexture(gl.TEXTURE0);
+    gl.bindFramebuffer(gl.FRAMEBUFFER, null);
+    gl.bindVertexArray(null);
+    gl.useProgram(null);
+    this.outputs = plan.outputs.map((o) => this.read(o.texture));
+    if (this.lost || gl.isContextLost()) this.check(); // lost while drawing: the values are garbage
+    return this.outputs;
+  }
+
+  /** Output i of the last run (a Float32Array), its shape, the output count. */
+  output(i) {
+    if (!this.outputs) throw new Error('WebGL2 session: run() has not run yet');
+    if (!(i >= 0 && i < this.outputs.length)) throw new Error(`WebGL2 session: no output ${i} (${this.outputs.length} outputs)`);
+    return this.outputs[i];
+  }
+  outputShape(i) { return this.plan.outputs[i]?.shape.slice(); }
+  get outputCount() { return this.plan.outputs.length; }
+  get passCount() { return this.plan.passes.length; }
+
+  /** Deletes every texture, framebuffer and program (safe to call twice). */
+  free() {
+    const { gl } = this;
+    if (!gl) return;
+    this.canvas?.removeEventListener?.('webglcontextlost', this.onLost);
+    if (!gl.isContextLost()) {
+      for (const fbo of this.framebuffers?.values() ?? []) gl.deleteFramebuffer(fbo);
+      for (const tex of this.textures ?? []) gl.deleteTexture(tex);
+      for (const p of this.programs ?? []) {
+        gl.deleteProgram(p.program);
+        gl.deleteShader(p.fs);
+      }
+      if (this.vertexShader) gl.deleteShader(this.vertexShader);
+      if (this.vao) gl.deleteVertexArray(this.vao);
+      // A context this session made for itself goes too (browsers cap live contexts).
+      if (this.ownContext) gl.getExtension('WEBGL_lose_context')?.loseContext();
+    }
+    this.gl = null;
+    this.textures = this.programs = this.passes = this.outputs = null;
+    this.framebuffers = null;
+  }
+}

@@ -1,0 +1,709 @@
+// webgraph.js - describe a model in code from JS: WebGraph builds a graph op
+// by op (node ids are numbers), compile_forward / compile_backward
+// compile it for 'cpu', 'webgpu', 'webgl' or 'auto', and the
+// CompiledGraph moves data by name (feed), runs (sync on cpu and webgl, a
+// Promise on webgpu) and reads outputs.  Exported by ../pkg/rlx_web.js,
+// which binds it to the live wasm instance:
+//
+//   const g = new WebGraph();
+//   const x = g.input('x', [64, 784]), labels = g.input('labels', [64], 'i32');
+//   const w = g.param('w', [784, 10]), b = g.param('b', [10]);
+//   const logits = g.add(g.matmul(x, w), b);
+//   const loss = g.reduce_mean(g.softmax_cross_entropy(logits, labels));
+//   const step = g.compile_backward(loss, [w, b], 'cpu');  // outputs [loss, dw, db]
+//   step.feed('x', xs); step.feed('labels', ys); step.feed('w', w0); step.feed('b', b0);
+//   step.run(); const [l, dw, db] = [0, 1, 2].map((i) => step.output(i));
+//
+// Every builder checks its arguments here and the library checks shapes:
+// a bad graph throws an RlxError carrying the library's message, which names
+// the node, its op and the shapes involved.
+import { RlxError } from './loader.js';
+import * as backends from './backends.js';
+
+const INVALID = -1; // RLX_ERR_INVALID_ARG
+const STATE = -7;   // RLX_ERR_STATE
+const UNSUPPORTED = -6;
+const DEVICES = { cpu: 0, webgpu: 1, webgl: 2 };
+const MASKS = { none: 0, causal: 1, sliding: 2, padding: 3, bias: 4 };
+const DTYPES = { f32: 0, float32: 0, i32: 1, int32: 1 };
+
+function fail(fn, message) {
+  return new RlxError(INVALID, `${fn}: ${message}`, 'invalid argument');
+}
+
+function describe(v) {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an Array';
+  if (ArrayBuffer.isView(v)) return `a ${v.constructor.name}`;
+  if (typeof v === 'object') return `a ${v.constructor?.name ?? 'object'}`;
+  return `${typeof v} ${String(v).slice(0, 40)}`;
+}
+
+function nodeId(fn, what, v) {
+  if (!Number.isInteger(v) || v < 0) throw fail(fn, `${what} must be a node id (an integer >= 0 from a builder), got ${describe(v)}`);
+  return v;
+}
+
+function intArray(fn, what, v, { min = -0x80000000, allowNumber = false } = {}) {
+  if (allowNumber && typeof v === 'number') v = [v];
+  if (!Array.isArray(v) && !(v instanceof Int32Array)) throw fail(fn, `${what} must be an Array of integers, got ${describe(v)}`);
+  const out = Array.from(v);
+  out.forEach((d, i) => {
+    if (!Number.isInteger(d) || d < min || d > 0x7fffffff) throw fail(fn, `${what}[${i}] must be an integer${min > -0x80000000 ? ` >= ${min}` : ''}, got ${describe(d)}`);
+  });
+  return out;
+}
+
+function shapeArg(fn, what, v) {
+  const dims = intArray(fn, what, v, { allowNumber: true });
+  if (dims.length > 8) throw fail(fn, `${what} has ${dims.length} dims; at most 8 are supported`);
+  return dims;
+}
+
+/** An int or an [h, w] pair. */
+function pair(fn, what, v) {
+  if (typeof v === 'number') v = [v, v];
+  const p = intArray(fn, what, v);
+  if (p.length !== 2) throw fail(fn, `${what} must be an integer or a pair [h, w], got ${p.length} values`);
+  return p;
+}
+
+function floatData(fn, what, v) {
+  if (v instanceof Float32Array) return v;
+  if (ArrayBuffer.isView(v) && !(v instanceof DataView)) return Float32Array.from(v);
+  if (Array.isArray(v)) {
+    v.forEach((x, i) => {
+      if (typeof x !== 'number') throw fail(fn, `${what}[${i}] is ${describe(x)}, not a number`);
+    });
+    return Float32Array.from(v);
+  }
+  throw fail(fn, `${what} must be a Float32Array, an Int32Array or an Array of numbers, got ${describe(v)}`);
+}
+
+const numel = (dims) => dims.reduce((a, b) => a * b, 1);
+
+/** Throws an RlxError "fn: <the library's message>" when status < 0. */
+function check(rt, fn, status) {
+  if (status < 0) throw new RlxError(status, `${fn}: ${rt.lastError()}`, rt.statusName(status));
+  return status;
+}
+
+/** A graph under construction; builders return node ids. */
+export class WebGraph {
+  /** rt: the loaded runtime (../pkg/rlx_web.js passes the live one). */
+  constructor(rt) {
+    if (!rt?.graph) throw new RlxError(STATE, 'WebGraph: no runtime: call `await init()` first', 'bad state');
+    this._rt = rt;
+    this._g = rt.graph();
+    this._params = []; // node ids, in creation order
+  }
+
+  // ---- state ------------------------------------------------------------------
+  _ptr(fn) {
+    if (!this._g.ptr) throw new RlxError(STATE, `WebGraph.${fn}: the graph was freed`, 'bad state');
+    return this._g.ptr;
+  }
+
+  /** Runs a builder; throws the library's message when it fails. */
+  _build(fn, call) {
+    const e = this._rt.exports;
+    const g = this._ptr(fn);
+    const before = e.rlx_graph_status(g);
+    if (before < 0) {
+      const msg = this._rt.cstring(e.rlx_graph_error(g));
+      throw new RlxError(STATE, `WebGraph.${fn}: the graph has an error from an earlier builder (build a new graph): ${msg}`, 'bad state');
+    }
+    const id = call(g);
+    if (id >= 0 && e.rlx_graph_status(g) === 0) return id;
+    const status = e.rlx_graph_status(g) || INVALID;
+    const msg = this._rt.cstring(e.rlx_graph_error(g)) || this._rt.lastError();
+    throw new RlxError(status, msg, this._rt.statusName(status));
+  }
+
+  /** Number of nodes. */
+  get node_count() {
+    return this._rt.exports.rlx_graph_node_count(this._ptr('node_count'));
+  }
+
+  /** Dims of a node ([] for a scalar). */
+  shape(node) {
+    this._ptr('shape');
+    nodeId('WebGraph.shape', 'node', node);
+    return this._rt.scoped((t) => {
+      const dims = t.bytes(4 * 8);
+      const rank = this._rt.exports.rlx_node_shape(this._g.ptr, node, dims);
+      if (rank < 0) throw fail('WebGraph.shape', `no node ${node} in this graph (it has ${this.node_count})`);
+      return Array.from(this._rt.readI32(dims, rank));
+    });
+  }
+
+  /** The params made so far (node ids, in creation order). */
+  params() {
+    return this._params.slice();
+  }
+
+  /** The input or param called name, or -1. */
+  find(name) {
+    if (typeof name !== 'string') throw fail('WebGraph.find', `name must be a string, got ${describe(name)}`);
+    return this._rt.scoped((t) => this._rt.exports.rlx_graph_find(this._ptr('find'), t.str(name)));
+  }
+
+  // ---- leaves -------------------------------------------------------------------
+  /** An input fed per run; dtype 'f32' (default) or 'i32' (class ids, token ids). */
+  input(name, shape, dtype = 'f32') {
+    const fn = 'WebGraph.input';
+    if (typeof name !== 'string' || !name) throw fail(fn, `name must be a non-empty string, got ${describe(name)}`);
+    const dims = shapeArg(fn, 'shape', shape);
+    if (!(dtype in DTYPES)) throw fail(fn, `dtype of '${name}' must be 'f32' or 'i32', got ${describe(dtype)}`);
+    return this._build('input', (g) => this._rt.scoped((t) =>
+      this._rt.exports.rlx_input(g, t.str(name), dims.length, t.i32(dims), DTYPES[dtype])));
+  }
+
+  /** A trainable parameter (zero until fed). */
+  param(name, shape) {
+    const fn = 'WebGraph.param';
+    if (typeof name !== 'string' || !name) throw fail(fn, `name must be a non-empty string, got ${describe(name)}`);
+    const dims = shapeArg(fn, 'shape', shape);
+    const id = this._build('param', (g) => this._rt.scoped((t) =>
+      this._rt.exports.rlx_param(g, t.str(name), dims.length, t.i32(dims))));
+    this._params.push(id);
+    return id;
+  }
+
+  /** A constant tensor: values (Float32Array or numbers) of shape (default [values.length]). */
+  constant(values, shape) {
+    const fn = 'WebGraph.constant';
+    const data = floatData(fn, 'values', values);
+    const dims = shape === undefined ? [data.length] : shapeArg(fn, 'shape', shape);
+    if (numel(dims) !== data.length) {
+      throw fail(fn, `${data.length} values do not fill shape [${dims.join(', ')}] (${numel(dims)} elements)`);
+    }
+    return this._build('constant', (g) => this._rt.scoped((t) =>
+      this._rt.exports.rlx_constant(g, dims.length, t.i32(dims), t.f32(data.length ? data : [0]))));
+  }
+
+  /** A rank-0 constant. */
+  scalar(value) {
+    if (typeof value !== 'number') throw fail('WebGraph.scalar', `value must be a number, got ${describe(value)}`);
+    return this._build('scalar', (g) => this._rt.exports.rlx_scalar(g, value));
+  }
+
+  // ---- any op ------------------------------------------------------------------------
+  /**
+   * Any op of the table by name, with integer and float attributes as
+   * documented per op in include/rlx_ops.def:
+   * g.op('softmax', [x], { ints: [1] }), g.op('rms_norm', [x, w], { floats: [1e-6] }).
+   */
+  op(name, inputs, attrs = {}) {
+    const fn = `WebGraph.op(${typeof name === 'string' ? JSON.stringify(name) : '?'})`;
+    if (typeof name !== 'string') throw fail('WebGraph.op', `name must be an op name (a string), got ${describe(name)}`);
+    if (!Array.isArray(inputs)) throw fail(fn, `inputs must be an Array of node ids, got ${describe(inputs)}`);
+    inputs.forEach((v, i) => nodeId(fn, `inputs[${i}]`, v));
+    if (attrs === null || typeof attrs !== 'object' || Array.isArray(attrs)) {
+      throw fail(fn, `attributes must be an object { ints, floats }, got ${describe(attrs)}`);
+    }
+    const ints = intArray(fn, 'ints', attrs.ints ?? []);
+    const floats = Array.from(attrs.floats ?? []);
+    floats.forEach((f, i) => {
+      if (typeof f !== 'number') throw fail(fn, `floats[${i}] must be a number, got ${describe(f)}`);
+    });
+    const e = this._rt.exports;
+    const op = this._rt.scoped((t) => e.rlx_op_from_name(t.str(name)));
+    if (op >= this._rt.opCount) {
+      throw new RlxError(-5, `WebGraph.op: unknown op "${name}" (known: ${this._rt.opNames().join(', ')})`, 'not found');
+    }
+    return this._build(name, (g) => this._rt.scoped((t) => e.rlx_op_node(g, op, t.i32(inputs.length ? inputs : [0]),
+      inputs.length, t.i32(ints.length ? ints : [0]), ints.length, t.f32(floats.length ? floats : [0]), floats.length)));
+  }
+
+  _rank(fn, x) {
+    nodeId(fn, 'x', x);
+    return this.shape(x).length;
+  }
+
+  _axis(fn, x, axis, rank = this._rank(fn, x)) {
+    if (!Number.isInteger(axis)) throw fail(fn, `axis must be an integer, got ${describe(axis)}`);
+    const a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank) throw fail(fn, `axis ${axis} is outside a rank-${rank} tensor (node ${x} [${this.shape(x).join(', ')}])`);
+    return a;
+  }
+
+  // ---- ops with attributes -----------------------------------------------------------
+  /** a[..., M, K] x b[..., K, N] -> [..., M, N]; transA reads a as [..., K, M], transB b as [..., N, K]. */
+  matmul(a, b, { transA = false, transB = false, trans_a, trans_b } = {}) {
+    return this.op('matmul', [a, b], { ints: [(trans_a ?? transA) ? 1 : 0, (trans_b ?? transB) ? 1 : 0] });
+  }
+
+  /** x with a new shape of the same size (one dim may be -1). */
+  reshape(x, shape) {
+    return this.op('reshape', [x], { ints: shapeArg('WebGraph.reshape', 'shape', shape) });
+  }
+
+  /** x broadcast to shape. */
+  expand(x, shape) {
+    return this.op('expand', [x], { ints: shapeArg('WebGraph.expand', 'shape', shape) });
+  }
+
+  /** Axes reordered: output axis i is input axis perm[i]. */
+  permute(x, perm) {
+    const fn = 'WebGraph.permute';
+    const p = intArray(fn, 'perm', perm);
+    const rank = this._rank(fn, x);
+    if (p.length !== rank) throw fail(fn, `perm [${p.join(', ')}] needs ${rank} entries for a rank-${rank} tensor`);
+    return this.op('permute', [x], { ints: p.map((a) => (a < 0 ? a + rank : a)) });
+  }
+
+  /** Two axes swapped (the last two by default). */
+  transpose(x, axis0 = -2, axis1 = -1) {
+    const fn = 'WebGraph.transpose';
+    const rank = this._rank(fn, x);
+    const a = this._axis(fn, x, axis0, rank);
+    const b = this._axis(fn, x, axis1, rank);
+    const perm = Array.from({ length: rank }, (_, i) => i);
+    perm[a] = b;
+    perm[b] = a;
+    return this.op('permute', [x], { ints: perm });
+  }
+
+  /** The slice [start, start + length) of x along axis. */
+  narrow(x, axis, start, length) {
+    return this.op('narrow', [x], { ints: intArray('WebGraph.narrow', 'axis, start, length', [axis, start, length]) });
+  }
+
+  /** xs (1 to 8 nodes) joined along axis. */
+  concat(xs, axis = 0) {
+    if (!Array.isArray(xs)) throw fail('WebGraph.concat', `xs must be an Array of node ids, got ${describe(xs)}`);
+    return this.op('concat', xs, { ints: intArray('WebGraph.concat', 'axis', [axis]) });
+  }
+
+  /** Rows of table[V, D] at ids[...] (f32 or i32) -> [..., D]. */
+  gather(table, ids) {
+    return this.op('gather', [table, ids]);
+  }
+
+  _reduce(name, x, axes, keepdim) {
+    const fn = `WebGraph.${name}`;
+    const rank = this._rank(fn, x);
+    const list = axes === undefined || axes === null ? Array.from({ length: rank }, (_, i) => i)
+      : intArray(fn, 'axes', axes, { allowNumber: true });
+    if (!list.length) throw fail(fn, 'axes is empty: give at least one axis (or leave it out for all axes)');
+    let mask = 0;
+    for (const a of list) mask |= 1 << this._axis(fn, x, a, rank);
+    return this.op(name, [x], { ints: [mask, keepdim ? 1 : 0] });
+  }
+
+  /** Sum over axes (a number, an Array, or all axes when left out). */
+  reduce_sum(x, axes, keepdim = false) { return this._reduce('reduce_sum', x, axes, keepdim); }
+  /** Mean over axes (a number, an Array, or all axes when left out). */
+  reduce_mean(x, axes, keepdim = false) { return this._reduce('reduce_mean', x, axes, keepdim); }
+  /** Maximum over axes (a number, an Array, or all axes when left out). */
+  reduce_max(x, axes, keepdim = false) { return this._reduce('reduce_max', x, axes, keepdim); }
+
+  /** Softmax along axis (default the last). */
+  softmax(x, axis = -1) { return this.op('softmax', [x], { ints: intArray('WebGraph.softmax', 'axis', [axis]) }); }
+  /** Log of the softmax along axis (default the last). */
+  log_softmax(x, axis = -1) { return this.op('log_softmax', [x], { ints: intArray('WebGraph.log_softmax', 'axis', [axis]) }); }
+  /** Per-sample loss of logits[..., C] against class ids labels[...] -> [...]; reduce_mean it for a batch loss. */
+  softmax_cross_entropy(logits, labels) { return this.op('softmax_cross_entropy', [logits, labels]); }
+
+  /** RMSNorm over the last axis: x[..., D], weight[D]. */
+  rms_norm(x, weight, eps = 1e-6) { return this.op('rms_norm', [x, weight], { floats: [eps] }); }
+  /** LayerNorm over the last axis: x[..., D], weight[D], bias[D]. */
+  layer_norm(x, weight, bias, eps = 1e-5) { return this.op('layer_norm', [x, weight, bias], { floats: [eps] }); }
+
+  /** Rotary embedding (NeoX layout) of x[..., S, D], D even. */
+  rope(x, { theta = 10000, posOffset = 0, pos_offset } = {}) {
+    return this.op('rope', [x], { ints: [pos_offset ?? posOffset, 0], floats: [theta] });
+  }
+
+  /**
+   * softmax(scale q.k^T + mask) . v: q[B, H, Sq, D], k[B, H, Sk, D], v[B, H, Sk, Dv].
+   * mask: 'none' | 'causal' | 'sliding' (window keys) | 'padding' | 'bias'
+   * (the last two take maskTensor); scale <= 0 means 1/sqrt(D).
+   */
+  attention(q, k, v, { mask = 'none', window = 0, maskTensor, mask_tensor, scale = 0 } = {}) {
+    const fn = 'WebGraph.attention';
+    if (!(mask in MASKS)) throw fail(fn, `mask must be one of ${Object.keys(MASKS).join(', ')}, got ${describe(mask)}`);
+    const m = maskTensor ?? mask_tensor;
+    const inputs = [q, k, v];
+    if (mask === 'padding' || mask === 'bias') {
+      if (m === undefined) throw fail(fn, `mask '${mask}' needs maskTensor`);
+      inputs.push(m);
+    }
+    return this.op('attention', inputs, { ints: [MASKS[mask], window], floats: [scale] });
+  }
+
+  /** x[N, C, H, W] * w[O, C/groups, KH, KW] -> [N, O, OH, OW]; stride, padding, dilation: int or [h, w]. */
+  conv2d(x, w, { stride = 1, padding = 0, dilation = 1, groups = 1 } = {}) {
+    const fn = 'WebGraph.conv2d';
+    return this.op('conv2d', [x, w], {
+      ints: [...pair(fn, 'stride', stride), ...pair(fn, 'padding', padding), ...pair(fn, 'dilation', dilation),
+        ...intArray(fn, 'groups', [groups])],
+    });
+  }
+
+  _pool(name, x, { kernel, stride, padding = 0 } = {}) {
+    const fn = `WebGraph.${name}`;
+    if (kernel === undefined) throw fail(fn, 'kernel is required (an int or [h, w])');
+    const k = pair(fn, 'kernel', kernel);
+    return this.op(name, [x], { ints: [...k, ...pair(fn, 'stride', stride ?? k), ...pair(fn, 'padding', padding)] });
+  }
+
+  /** Max pooling of x[N, C, H, W]; stride defaults to the kernel. */
+  max_pool2d(x, opts) { return this._pool('max_pool2d', x, opts); }
+  /** Average pooling of x[N, C, H, W] (padding counts as zeros); stride defaults to the kernel. */
+  avg_pool2d(x, opts) { return this._pool('avg_pool2d', x, opts); }
+
+  /**
+   * Adds vision model `slug` (see list_vision_models) for a batch size:
+   * inputs "x" and "labels" (i32), its params by name.  Returns the node ids
+   * { x, labels, logits, loss, params } (params in the model's order).
+   */
+  add_vision(slug, batch = 1) {
+    const fn = 'WebGraph.add_vision';
+    if (typeof slug !== 'string') throw fail(fn, `slug must be a string, got ${describe(slug)}`);
+    if (!Number.isInteger(batch) || batch < 1) throw fail(fn, `batch must be an integer >= 1, got ${describe(batch)}`);
+    const rt = this._rt;
+    const e = rt.exports;
+    const [logits, loss] = rt.scoped((t) => {
+      const out = t.bytes(8);
+      rt.check(e.rlx_vision_build(this._ptr('add_vision'), t.str(slug), batch, out));
+      return Array.from(rt.readI32(out, 2));
+    });
+    const params = this._visionParamNames(slug).map((name) => {
+      const id = this.find(name);
+      if (!this._params.includes(id)) this._params.push(id);
+      return id;
+    });
+    return { x: this.find('x'), labels: this.find('labels'), logits, loss, params };
+  }
+
+  /** Set by ../pkg/rlx_web.js: the param names of a vision model. */
+  _visionParamNames() {
+    throw new RlxError(STATE, 'WebGraph.add_vision: model metadata is not available', 'bad state');
+  }
+
+  // ---- compile ------------------------------------------------------------------------
+  _outputs(fn, outputs) {
+    const list = Array.isArray(outputs) ? outputs : [outputs];
+    if (!list.length) throw fail(fn, 'outputs is empty: give at least one node id');
+    list.forEach((v, i) => nodeId(fn, `outputs[${i}]`, v));
+    return list;
+  }
+
+  _select(fn, backend, kind, outs, skipFusion) {
+    const request = backends.normalizeRequest(backend);
+    if (!request) throw fail(fn, `backend must be 'cpu', 'webgpu', 'webgl' or 'auto', got ${describe(backend)}`);
+    const plan = backends.candidates(backends.environment(this._rt), { label: 'this graph', trainable: null }, request, false);
+    return selectCompiled(fn, this, plan, outs, kind, skipFusion);
+  }
+
+  /**
+   * Compiles outputs (a node id or an Array) for backend 'cpu' (default),
+   * 'webgpu', 'webgl' or 'auto' (the best that compiles here; see
+   * backend_candidates).  The compiled graph keeps what it needs: the graph
+   * may be extended or freed afterwards.
+   */
+  compile_forward(outputs, backend = 'cpu', { skipFusion = false } = {}) {
+    const fn = 'WebGraph.compile_forward';
+    const outs = this._outputs(fn, outputs);
+    this._ptr('compile_forward');
+    return this._select(fn, backend, 'forward', outs, skipFusion);
+  }
+
+  _grad(fn, loss, params) {
+    nodeId(fn, 'loss', loss);
+    const wrt = params === undefined || params === null ? this._params.slice() : (Array.isArray(params) ? params : [params]);
+    if (!wrt.length) throw fail(fn, 'no params to differentiate for: make params with param() or pass them');
+    wrt.forEach((v, i) => nodeId(fn, `params[${i}]`, v));
+    const rt = this._rt;
+    return rt.scoped((t) => {
+      const out = t.bytes(4 * (wrt.length + 1));
+      rt.check(rt.exports.rlx_grad_with_loss(this._ptr('compile_backward'), loss, t.i32(wrt), wrt.length, out));
+      return Array.from(rt.readI32(out, wrt.length + 1));
+    });
+  }
+
+  /**
+   * Appends the backward pass of loss (rlx_grad_with_loss) and compiles
+   * [loss, d loss / d params[0], ...] for backend.  params default to every
+   * param of the graph.  The input "d_output" (the seed, shaped like the
+   * loss) is preset to ones: 1 for a scalar loss.
+   */
+  compile_backward(loss, params, backend = 'cpu', { skipFusion = false } = {}) {
+    const fn = 'WebGraph.compile_backward';
+    const outs = this._grad(fn, loss, params);
+    return this._select(fn, backend, 'backward', outs, skipFusion);
+  }
+
+  /** Frees the graph (compiled graphs outlive it); freeing twice is harmless. */
+  free() {
+    this._g.free();
+  }
+}
+
+// The ops without attributes: one method each, inputs as named here.
+const SIMPLE_OPS = {
+  add: 2, sub: 2, mul: 2, div: 2, max: 2, min: 2, pow: 2, eq: 2, ne: 2, lt: 2, le: 2, gt: 2, ge: 2, where: 3,
+  neg: 1, abs: 1, exp: 1, log: 1, sqrt: 1, rsqrt: 1, tanh: 1, sigmoid: 1, relu: 1, gelu: 1, silu: 1,
+  global_avg_pool: 1,
+};
+for (const [name, arity] of Object.entries(SIMPLE_OPS)) {
+  Object.defineProperty(WebGraph.prototype, name, {
+    value: function simpleOp(...inputs) {
+      if (inputs.length !== arity) {
+        throw fail(`WebGraph.${name}`, `takes ${arity} node id${arity > 1 ? 's' : ''}, got ${inputs.length} arguments`);
+      }
+      return this.op(name, inputs);
+    },
+    writable: true,
+    configurable: true,
+  });
+}
+
+/**
+ * Compiles node ids outs of graph on the first candidate of plan that takes
+ * them (backends.select); a backward graph gets its seed "d_output" preset
+ * to ones.  Returns the CompiledGraph with `fallbacks` and `requested` set.
+ */
+export function selectCompiled(fn, graph, plan, outs, kind, skipFusion = false) {
+  const rt = graph._rt;
+  const { compiled, fallbacks } = backends.select(plan, (b) => compileOn(graph, b, kind, (out, dev) =>
+    rt.scoped((t) => rt.exports.rlx_compile(graph._ptr(fn), t.i32(outs), outs.length, dev, skipFusion ? 1 : 0, 0, out))),
+  (message) => new RlxError(UNSUPPORTED, `${fn}: ${message}`, 'unsupported'));
+  compiled.fallbacks = fallbacks;
+  compiled.requested = plan.request;
+  if (kind === 'backward') {
+    const dOut = compiled.inputs.find((i) => i.name === 'd_output');
+    if (dOut) compiled.feed('d_output', new Float32Array(dOut.size).fill(1));
+  }
+  return compiled;
+}
+
+/** Compiles on one backend or throws why it cannot (the reason select() reports). */
+function compileOn(graph, backend, kind, compile) {
+  const rt = graph._rt;
+  const e = rt.exports;
+  let gpu = null;
+  let gl = null;
+  if (backend === 'webgpu') {
+    gpu = backends.webgpuRuntime();
+    if (!gpu) throw new Error(backends.environment(rt).webgpu.reason);
+  } else if (backend === 'webgl') {
+    gl = backends.webglRuntime();
+    if (!gl) throw new Error(backends.environment(rt).webgl.reason);
+  }
+  const ptr = rt.scoped((t) => {
+    const out = t.bytes(4);
+    rt.writeI32(out, [0]);
+    rt.check(compile(out, DEVICES[backend]));
+    return rt.readI32(out, 1)[0] >>> 0;
+  });
+  try {
+    if (backend !== 'cpu' && e.rlx_session_requires_host_execution?.(ptr)) {
+      const [total, host, syncs] = rt.scoped((t) => {
+        const out = t.bytes(12);
+        rt.check(e.rlx_session_host_summary(ptr, out));
+        return Array.from(rt.readI32(out, 3));
+      });
+      throw new Error(`the plan needs host execution (${host} of ${total} steps on the host, ${syncs} sync points), ` +
+        'which the browser GPU executors cannot do');
+    }
+    const compiled = new CompiledGraph(rt, ptr, backend, kind);
+    if (gpu) compiled._gpuRuntime = gpu;
+    if (gl) {
+      const session = gl.executor.createWebGlSession(rt, ptr, gl.canvas ? { canvas: gl.canvas } : {});
+      if (!session || typeof session.then === 'function') throw new Error('the WebGL2 executor did not return a session synchronously');
+      compiled._gl = session;
+    }
+    return compiled;
+  } catch (err) {
+    e.rlx_session_free(ptr);
+    throw err;
+  }
+}
+
+/**
+ * A compiled graph: feed inputs and params by name, run, read outputs.
+ * `backend` is what it actually runs on; `fallbacks` lists the better
+ * backends that were not used and why (for 'auto').
+ */
+export class CompiledGraph {
+  constructor(rt, ptr, backend, kind) {
+    this._rt = rt;
+    this._ptr = ptr;
+    this.backend = backend;
+    this.kind = kind;
+    this.fallbacks = [];
+    this.requested = backend;
+    this._gpu = null;          // the WebGpuSession once made (first run)
+    this._gpuPending = null;   // Promise of it
+    this._gpuRuntime = null;
+    this._dirty = new Map();   // what was fed while the GPU session was being made
+    this._gl = null;
+    const e = rt.exports;
+    this.inputs = Array.from({ length: e.rlx_session_input_count(ptr) }, (_, i) => rt.scoped((t) => {
+      const dims = t.bytes(32);
+      const rank = e.rlx_session_input_shape(ptr, i, dims);
+      const shape = Array.from(rt.readI32(dims, Math.max(rank, 0)));
+      return { name: rt.cstring(e.rlx_session_input_name(ptr, i)), shape, size: numel(shape),
+        dtype: e.rlx_session_input_dtype(ptr, i) === 1 ? 'i32' : 'f32' };
+    }));
+    this.params = Array.from({ length: e.rlx_session_param_count(ptr) }, (_, i) => ({
+      name: rt.cstring(e.rlx_session_param_name(ptr, i)), size: e.rlx_session_param_len(ptr, i) >>> 0,
+    }));
+    this._outputCount = e.rlx_session_output_count(ptr);
+  }
+
+  _live(fn) {
+    if (!this._ptr) throw new RlxError(STATE, `CompiledGraph.${fn}: this compiled graph was freed`, 'bad state');
+    return this._ptr;
+  }
+
+  /** Names of the inputs / params it reads. */
+  input_names() { return this.inputs.map((i) => i.name); }
+  param_names() { return this.params.map((p) => p.name); }
+
+  /**
+   * Sets input or param `name`: a Float32Array, an Int32Array (class or
+   * token ids) or an Array of numbers with exactly its element count.
+   */
+  feed(name, data) {
+    const fn = 'CompiledGraph.feed';
+    const ptr = this._live('feed');
+    if (typeof name !== 'string') throw fail(fn, `name must be a string, got ${describe(name)}`);
+    const isParam = this.params.some((p) => p.name === name);
+    const input = this.inputs.find((i) => i.name === name);
+    if (!isParam && !input) {
+      throw new RlxError(-5, `${fn}: no input or param named '${name}' (inputs: ${this.input_names().join(', ') || 'none'}; ` +
+        `params: ${this.param_names().join(', ') || 'none'})`, 'not found');
+    }
+    let values = data;
+    if (!(data instanceof Int32Array && input)) values = floatData(fn, `'${name}'`, data);
+    const rt = this._rt;
+    const e = rt.exports;
+    check(rt, fn, rt.scoped((t) => {
+      if (isParam) return e.rlx_session_set_param(ptr, t.str(name), t.f32(values), values.length);
+      if (values instanceof Int32Array) return e.rlx_session_set_input_i32(ptr, t.str(name), t.i32(values), values.length);
+      return e.rlx_session_set_input(ptr, t.str(name), t.f32(values), values.length);
+    }));
+    if (this._gpu) {
+      if (isParam) this._gpu.setParam(name, values);
+      else this._gpu.setInput(name, values);
+    } else if (this._gpuPending) {
+      this._dirty.set(name, { isParam, values: values.slice() });
+    } else if (this._gl) {
+      if (isParam) this._gl.setParam(name, values);
+      else this._gl.setInput(name, values);
+    }
+  }
+
+  _webgpuSession() {
+    if (this._gpu) return Promise.resolve(this._gpu);
+    if (!this._gpuPending) {
+      const { device, executor } = this._gpuRuntime;
+      this._gpuPending = executor.createWebGpuSession(this._rt, this._ptr, device).then((s) => {
+        for (const [name, { isParam, values }] of this._dirty) {
+          if (isParam) s.setParam(name, values);
+          else s.setInput(name, values);
+        }
+        this._dirty.clear();
+        this._gpu = s;
+        return s;
+      }, (err) => {
+        this._gpuPending = null;
+        throw err;
+      });
+    }
+    return this._gpuPending;
+  }
+
+  /** One run: synchronous on cpu and webgl; a Promise on webgpu. */
+  run() {
+    const ptr = this._live('run');
+    if (this.backend === 'webgpu') {
+      return this._webgpuSession().then((s) => {
+        this._live('run');
+        return s.run();
+      });
+    }
+    if (this._gl) {
+      this._gl.run();
+      return undefined;
+    }
+    check(this._rt, 'CompiledGraph.run', this._rt.exports.rlx_session_run(ptr));
+    return undefined;
+  }
+
+  /** Number of outputs. */
+  get output_count() { return this._outputCount; }
+
+  _index(fn, i) {
+    if (!Number.isInteger(i) || i < 0 || i >= this._outputCount) {
+      throw new RlxError(-5, `CompiledGraph.${fn}: output ${describe(i)} does not exist (${this._outputCount} outputs)`, 'not found');
+    }
+    return i;
+  }
+
+  /** Element count of every output, in order. */
+  output_sizes() {
+    const ptr = this._live('output_sizes');
+    return Array.from({ length: this._outputCount }, (_, i) => this._rt.exports.rlx_session_output_len(ptr, i) >>> 0);
+  }
+
+  /** Dims of output i. */
+  output_shape(i) {
+    const ptr = this._live('output_shape');
+    this._index('output_shape', i);
+    return this._rt.scoped((t) => {
+      const dims = t.bytes(32);
+      const rank = this._rt.exports.rlx_session_output_shape(ptr, i, dims);
+      return Array.from(this._rt.readI32(dims, rank));
+    });
+  }
+
+  /** A copy of output i of the last run (Float32Array). */
+  output(i) {
+    const ptr = this._live('output');
+    this._index('output', i);
+    if (this.backend === 'webgpu') {
+      if (!this._gpu) throw new RlxError(STATE, 'CompiledGraph.output: the graph has not run yet (await run() first)', 'bad state');
+      return this._gpu.output(i).slice();
+    }
+    if (this._gl) return Float32Array.from(this._gl.output(i));
+    const rt = this._rt;
+    const len = rt.exports.rlx_session_output_len(ptr, i) >>> 0;
+    return rt.scoped((t) => {
+      const buf = t.bytes(4 * len);
+      check(rt, 'CompiledGraph.output', rt.exports.rlx_session_read_output(ptr, i, buf, len));
+      return rt.readF32(buf, len);
+    });
+  }
+
+  /** The current values of param `name` (a Promise on webgpu, where they live on the GPU). */
+  read_param(name) {
+    const fn = 'CompiledGraph.read_param';
+    const ptr = this._live('read_param');
+    const p = this.params.find((q) => q.name === name);
+    if (!p) throw new RlxError(-5, `${fn}: no param named '${name}' (params: ${this.param_names().join(', ') || 'none'})`, 'not found');
+    if (this._gpu) return this._gpu.getParam(name);
+    if (this._gl?.getParam) return this._gl.getParam(name);
+    const rt = this._rt;
+    const values = rt.scoped((t) => {
+      const buf = t.bytes(4 * p.size);
+      check(rt, fn, rt.exports.rlx_session_get_param(ptr, t.str(name), buf, p.size));
+      return rt.readF32(buf, p.size);
+    });
+    return this.backend === 'webgpu' ? Promise.resolve(values) : values;
+  }
+
+  /** Frees the compiled graph (and its GPU objects); freeing twice is harmless. */
+  free() {
+    if (!this._ptr) return;
+    this._gpu?.free();
+    this._gpuPending?.then((s) => s.free(), () => {});
+    this._gl?.free?.();
+    this._rt.exports.rlx_session_free(this._ptr);
+    this._ptr = 0;
+  }
+}
