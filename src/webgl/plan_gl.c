@@ -41,7 +41,8 @@ void rlx_gl_state_free(rlx_session *s) {
 /* Planner state: the state being built plus the pool of free textures. */
 typedef struct {
   rlx_gl_state *w;
-  uint8_t *is_free; /* per texture (cap_tex entries) */
+  uint8_t *is_free; /* per texture */
+  int32_t cap_free;
 } planner;
 
 static int32_t new_texture(planner *pl, size_t count, rlx_gl_tex_role role, int32_t node) {
@@ -49,11 +50,16 @@ static int32_t new_texture(planner *pl, size_t count, rlx_gl_tex_role role, int3
   if (w->n_tex == w->cap_tex) {
     int32_t cap = w->cap_tex ? w->cap_tex * 2 : 16;
     rlx_gl_texture *t = rlx_realloc(w->tex, (size_t)w->cap_tex * sizeof *t, (size_t)cap * sizeof *t);
-    uint8_t *f = rlx_realloc(pl->is_free, (size_t)w->cap_tex, (size_t)cap);
-    if (t) w->tex = t;
-    if (f) pl->is_free = f;
-    if (!t || !f) return -1;
+    if (!t) return -1;
+    w->tex = t;
     w->cap_tex = cap;
+  }
+  if (w->n_tex == pl->cap_free) {
+    int32_t cap = pl->cap_free ? pl->cap_free * 2 : 16;
+    uint8_t *f = rlx_realloc(pl->is_free, (size_t)pl->cap_free, (size_t)cap);
+    if (!f) return -1;
+    pl->is_free = f;
+    pl->cap_free = cap;
   }
   rlx_gl_texture *t = &w->tex[w->n_tex];
   t->count = count;
@@ -168,7 +174,7 @@ static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
 rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
   rlx_gl_state_free(s);
   const rlx_plan *p = &s->plan;
-  planner pl = {NULL, NULL};
+  planner pl = {NULL, NULL, 0};
   rlx_status st = RLX_OK;
   if (!(pl.w = rlx_calloc(1, sizeof *pl.w))) return rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory");
   s->webgl = pl.w;
@@ -204,7 +210,7 @@ rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
   for (int32_t id = 0; id < p->graph.n_nodes && st == RLX_OK; id++)
     if (rlx_plan_is_view(&p->graph.nodes[id])) pl.w->node_tex[id] = pl.w->node_tex[root_of(p, id)];
 done:
-  rlx_free(pl.is_free, (size_t)pl.w->cap_tex);
+  rlx_free(pl.is_free, (size_t)pl.cap_free);
   if (st != RLX_OK) rlx_gl_state_free(s);
   return st;
 }

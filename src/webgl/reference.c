@@ -13,12 +13,16 @@
 
 static rlx_status ensure_data(rlx_gl_state *w) {
   if (w->data) return RLX_OK;
-  if (!(w->data = rlx_calloc((size_t)w->n_tex, sizeof(float *)))) goto oom;
-  for (int32_t t = 0; t < w->n_tex; t++)
-    if (!(w->data[t] = rlx_calloc(w->tex[t].count, sizeof(float)))) goto oom;
+  float **data = rlx_calloc((size_t)w->n_tex, sizeof(float *));
+  int ok = data != NULL;
+  for (int32_t t = 0; ok && t < w->n_tex; t++) ok = (data[t] = rlx_calloc(w->tex[t].count, sizeof(float))) != NULL;
+  if (!ok) {
+    for (int32_t t = 0; data && t < w->n_tex; t++) rlx_free(data[t], w->tex[t].count * sizeof(float));
+    rlx_free(data, (size_t)w->n_tex * sizeof(float *));
+    return rlx_error(RLX_ERR_NO_MEMORY, "run: out of memory for the WebGL2 reference textures");
+  }
+  w->data = data;
   return RLX_OK;
-oom:
-  return rlx_error(RLX_ERR_NO_MEMORY, "run: out of memory for the WebGL2 reference textures");
 }
 
 /* What the JS executor uploads: inputs (i32 ids as float values), params

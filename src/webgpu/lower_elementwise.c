@@ -7,8 +7,12 @@
  * dims dropped) equals the trailing dims of the output, so its element for
  * output i is i mod numel: scalars, full operands and bias rows.  When
  * every operand is periodic with a period of 1, n or a multiple of 4 the
- * kernel reads whole vec4s (VEC=1); otherwise it computes each element's
- * offset from the broadcast strides. */
+ * kernel reads whole vec4s (VEC=1).  Otherwise the iteration is simplified
+ * first (size-1 axes dropped, contiguous axes merged, as on the CPU); when
+ * its innermost axis is a multiple of 4 long and every operand walks it
+ * with stride 1 or 0, each thread computes one offset per operand and reads
+ * vec4s or splats (VEC=2); else it computes every element's offsets. */
+#include "../cpu/kernels.h"
 #include "wgpu.h"
 
 #define ELEMS_PER_THREAD 4
@@ -27,25 +31,36 @@ static uint32_t period_of(const rlx_shape *in, const rlx_shape *out) {
 
 static int vec_period(uint32_t p, size_t n) { return p == 1 || p == n || (p != 0 && p % 4 == 0); }
 
+/* The CPU's iteration simplifier (src/cpu/broadcast.c): drops size-1 axes
+ * and merges axes every operand walks contiguously; returns the new rank. */
+int32_t rlx_iter_coalesce(int32_t rank, size_t *dims, int32_t n_ops, size_t (*strides)[RLX_MAX_RANK]);
+
 /* The broadcasting elementwise dispatch over n_in operands. */
 static rlx_status broadcast_dispatch(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out, const char *shader, int op) {
   const rlx_shape *y = &c->node->shape;
-  size_t n = rlx_shape_numel(y);
+  size_t n = rlx_shape_numel(y), dims[RLX_MAX_RANK], strides[3][RLX_MAX_RANK];
   int32_t n_in = c->node->n_inputs;
   rlx_wgpu_dispatch *d = rlx_wgpu_add(out, shader);
   uint32_t periods[3];
-  int vec = 1;
+  int periodic = 1;
   for (int32_t k = 0; k < n_in; k++) {
     periods[k] = period_of(&c->in_node[k]->shape, y);
-    vec = vec && vec_period(periods[k], n);
+    periodic = periodic && vec_period(periods[k], n);
+    rlx_broadcast_strides(&c->in_node[k]->shape, y, strides[k]);
   }
+  for (int32_t i = 0; i < y->rank; i++) dims[i] = (size_t)y->dims[i];
+  int32_t rank = rlx_iter_coalesce(y->rank, dims, n_in, strides);
+  int inner = dims[rank - 1] % 4 == 0;
+  for (int32_t k = 0; k < n_in; k++) inner = inner && strides[k][rank - 1] <= 1;
   if (op >= 0) rlx_wgpu_override(d, "OP", (uint32_t)op);
-  rlx_wgpu_override(d, "VEC", (uint32_t)vec);
+  rlx_wgpu_override(d, "VEC", periodic ? 1u : inner ? 2u : 0u);
   rlx_wgpu_bind_inputs(d, n_in);
   rlx_wgpu_u32(d, (uint32_t)n);
   for (int32_t k = 0; k < n_in; k++) rlx_wgpu_u32(d, periods[k]);
-  rlx_wgpu_shape(d, y);
-  for (int32_t k = 0; k < n_in; k++) rlx_wgpu_bcast_strides(d, &c->in_node[k]->shape, y);
+  rlx_wgpu_u32(d, (uint32_t)rank);
+  for (int32_t i = 0; i < RLX_MAX_RANK; i++) rlx_wgpu_u32(d, i < rank ? (uint32_t)dims[i] : 1u);
+  for (int32_t k = 0; k < n_in; k++)
+    for (int32_t i = 0; i < RLX_MAX_RANK; i++) rlx_wgpu_u32(d, i < rank ? (uint32_t)strides[k][i] : 0u);
   rlx_wgpu_grid1d(d, (n + ELEMS_PER_THREAD - 1) / ELEMS_PER_THREAD, THREADS);
   return RLX_OK;
 }

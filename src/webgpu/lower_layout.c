@@ -1,5 +1,6 @@
 /* lower_layout.c - WebGPU lowerings of the layout family: permute, expand
- * and narrow as strided copies (strided_copy.wgsl), concat as one dispatch
+ * and narrow as strided copies (strided_copy.wgsl; transposing permutes as
+ * 32 x 32 tiles through workgroup memory, transpose.wgsl), concat as one dispatch
  * per input writing its slice and narrow_grad as a zero-padded copy
  * (slice.wgsl), gather and its gradient scatter_add (gather.wgsl,
  * scatter_add.wgsl).  reshape is a view and never becomes a step. */
@@ -22,16 +23,60 @@ static uint32_t dims_product(const rlx_shape *s, int32_t from, int32_t to) {
   return n;
 }
 
-/* y[i] = x[base + sum c_d strides[d]] over y's shape. */
-static rlx_status strided_copy(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out, uint32_t base, const uint32_t *strides) {
+int32_t rlx_iter_coalesce(int32_t rank, size_t *dims, int32_t n_ops, size_t (*strides)[RLX_MAX_RANK]);
+
+/* A permute whose innermost output axis is not contiguous in the input, as
+ * tiled transposes (transpose.wgsl); 0 when the shape does not fit its grid. */
+static int tiled_transpose(rlx_wgpu_lowering *out, int32_t rank, const size_t *dims, const size_t *strides) {
+  int32_t jax = -1;
+  for (int32_t i = 0; i < rank - 1; i++)
+    if (strides[i] == 1) jax = i;
+  if (jax < 0) return 0;
+  size_t batch = 1, ostr[RLX_MAX_RANK], st = 1;
+  for (int32_t i = rank - 1; i >= 0; i--) {
+    ostr[i] = st;
+    st *= dims[i];
+    if (i != jax && i != rank - 1) batch *= dims[i];
+  }
+  size_t tiles_l = (dims[rank - 1] + 31) / 32, tiles_j = (dims[jax] + 31) / 32;
+  if (batch > 65535 || tiles_l > 65535 || tiles_j > 65535) return 0;
+  rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "transpose");
+  rlx_wgpu_bind_inputs(d, 1);
+  rlx_wgpu_u32(d, (uint32_t)rank);
+  rlx_wgpu_u32(d, (uint32_t)jax);
+  rlx_wgpu_u32(d, 0);
+  rlx_wgpu_u32(d, 0);
+  for (int32_t i = 0; i < RLX_MAX_RANK; i++) rlx_wgpu_u32(d, i < rank ? (uint32_t)dims[i] : 1u);
+  for (int32_t i = 0; i < RLX_MAX_RANK; i++) rlx_wgpu_u32(d, i < rank ? (uint32_t)strides[i] : 0u);
+  for (int32_t i = 0; i < RLX_MAX_RANK; i++) rlx_wgpu_u32(d, i < rank ? (uint32_t)ostr[i] : 0u);
+  d->groups[0] = (uint32_t)tiles_l;
+  d->groups[1] = (uint32_t)tiles_j;
+  d->groups[2] = (uint32_t)batch;
+  return 1;
+}
+
+/* y[i] = x[base + sum c_d strides[d]] over y's shape, the iteration
+ * simplified first (size-1 axes dropped, contiguous axes merged).  With
+ * allow_tiles, a transposing layout goes through tiled_transpose. */
+static rlx_status strided_copy(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out, uint32_t base,
+                               const uint32_t *in_strides, int allow_tiles) {
   const rlx_shape *y = &c->node->shape;
-  size_t n = rlx_shape_numel(y);
+  size_t n = rlx_shape_numel(y), dims[RLX_MAX_RANK], strides[1][RLX_MAX_RANK];
+  for (int32_t i = 0; i < y->rank; i++) dims[i] = (size_t)y->dims[i], strides[0][i] = in_strides[i];
+  int32_t rank = rlx_iter_coalesce(y->rank, dims, 1, strides);
+  size_t last = strides[0][rank - 1];
+  if (allow_tiles && last > 1 && base == 0 && tiled_transpose(out, rank, dims, strides[0])) return RLX_OK;
+  uint32_t vec = 0;
+  if (dims[rank - 1] % 4 == 0 && last == 1 && base % 4 == 0) vec = 1;
+  if (dims[rank - 1] % 4 == 0 && last == 0) vec = 2;
   rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "strided_copy");
+  rlx_wgpu_override(d, "VEC", vec);
   rlx_wgpu_bind_inputs(d, 1);
   rlx_wgpu_u32(d, (uint32_t)n);
   rlx_wgpu_u32(d, base);
-  rlx_wgpu_shape(d, y);
-  for (int32_t i = 0; i < RLX_MAX_RANK; i++) rlx_wgpu_u32(d, i < y->rank ? strides[i] : 0u);
+  rlx_wgpu_u32(d, (uint32_t)rank);
+  for (int32_t i = 0; i < RLX_MAX_RANK; i++) rlx_wgpu_u32(d, i < rank ? (uint32_t)dims[i] : 1u);
+  for (int32_t i = 0; i < RLX_MAX_RANK; i++) rlx_wgpu_u32(d, i < rank ? (uint32_t)strides[0][i] : 0u);
   rlx_wgpu_grid1d(d, (n + 3) / 4, THREADS);
   return RLX_OK;
 }
@@ -48,7 +93,7 @@ rlx_status rlx_wgpu_lower_permute(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out)
   const rlx_shape *x = &c->in_node[0]->shape;
   contiguous_strides(x, in_strides);
   for (int32_t i = 0; i < x->rank; i++) strides[i] = in_strides[c->node->iattr[i]];
-  return strided_copy(c, out, 0, strides);
+  return strided_copy(c, out, 0, strides, 1);
 }
 
 /* x[...] broadcast -> y[target dims] */
@@ -60,7 +105,7 @@ rlx_status rlx_wgpu_lower_expand(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) 
     strides[o] = x->dims[i] == 1 ? 0u : st;
     st *= (uint32_t)x->dims[i];
   }
-  return strided_copy(c, out, 0, strides);
+  return strided_copy(c, out, 0, strides, 0);
 }
 
 /* x[..., full, ...] -> y[..., length, ...] from start on iattr = {axis, start, length} */
@@ -68,7 +113,7 @@ rlx_status rlx_wgpu_lower_narrow(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) 
   uint32_t strides[RLX_MAX_RANK];
   contiguous_strides(&c->in_node[0]->shape, strides);
   int32_t axis = c->node->iattr[0];
-  return strided_copy(c, out, (uint32_t)c->node->iattr[1] * strides[axis], strides);
+  return strided_copy(c, out, (uint32_t)c->node->iattr[1] * strides[axis], strides, 0);
 }
 
 /* x_k[..., len_k, ...] -> y[..., sum len_k, ...] on iattr = {axis}: one

@@ -75,11 +75,11 @@ rlx_status rlx_wgpu_lower_layer_norm_grad(const rlx_wgpu_ctx *c, rlx_wgpu_loweri
 /* x[..., D], dy[..., D] -> dw[D] = sum over rows of dy * xh */
 static rlx_status norm_grad_weight(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out, int layer) {
   norm_rows r = rows_of(c);
-  size_t stats_bytes = r.rows * 2 * sizeof(float);
+  size_t stats_bytes = r.rows * 3 * sizeof(float); /* x0, moff, r per row */
   rlx_wgpu_binding stats = {RLX_WB_SCRATCH, 0, 0, stats_bytes, 1};
   out->scratch_bytes = rlx_wgpu_align256(stats_bytes);
 
-  /* row statistics (centre, r) */
+  /* row statistics (x0, moff, r) */
   rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "norm_grad");
   rlx_wgpu_override(d, "OP", layer ? 1u : 0u);
   rlx_wgpu_override(d, "MODE", 1u);

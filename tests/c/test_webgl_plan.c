@@ -10,7 +10,7 @@
  * compile without fusion) and are only counted.
  * Planner tests: texture layout within max_width, textures reused once
  * their values are dead, views sharing textures, the plan document,
- * training steps with assignments.
+ * training steps with assignments, allocation failures.
  * Usage: test_webgl_plan [substring]  runs only op cases whose name has it. */
 #include <math.h>
 #include <setjmp.h>
@@ -275,12 +275,64 @@ static void training_assignments(void **state) {
   }
 }
 
+/* A test allocator that fails once a budget of allocations is spent. */
+static long alloc_budget = -1;
+static void *failing_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  (void)ud, (void)osize;
+  if (nsize == 0) {
+    free(ptr);
+    return NULL;
+  }
+  if (alloc_budget == 0) return NULL;
+  if (alloc_budget > 0) alloc_budget--;
+  return realloc(ptr, nsize);
+}
+
+static rlx_status compile_run_and_plan(void) {
+  rlx_graph *g = rlx_graph_new();
+  if (!g) return RLX_ERR_NO_MEMORY;
+  int32_t dims[2] = {3, 4}, n = 8;
+  rlx_node x = rlx_input(g, "x", 2, dims, RLX_F32), w = rlx_param(g, "w", 1, &dims[1]);
+  rlx_node parts[3] = {rlx_gelu(g, x), rlx_mul(g, x, w), rlx_exp(g, x)};
+  for (int i = 0; i < 3; i++) parts[i] = rlx_reshape(g, parts[i], 1, (int32_t[]){12});
+  rlx_node y = rlx_concat(g, parts, 3, 0), z = rlx_narrow(g, y, 0, 4, n);
+  rlx_compile_options opt = {RLX_DEVICE_WEBGL, 0, 1};
+  rlx_session *s = NULL;
+  rlx_status st = rlx_compile(g, &z, 1, &opt, &s);
+  rlx_graph_free(g);
+  if (st != RLX_OK) return st;
+  float xs[12] = {0};
+  st = rlx_session_set_input(s, "x", xs, 12);
+  if (st == RLX_OK) st = rlx_session_run(s);
+  if (st == RLX_OK && !rlx_session_webgl_plan(s, NULL)) st = RLX_ERR_NO_MEMORY;
+  rlx_session_free(s);
+  return st;
+}
+
+/* Every allocation in compile, run and the plan document may fail: a clear
+ * status, no crash, no leak (under ASan). */
+static void allocation_failures_are_reported(void **state) {
+  (void)state;
+  rlx_set_allocator(failing_alloc, NULL);
+  int succeeded = 0;
+  for (long budget = 0; budget < 400 && !succeeded; budget++) {
+    alloc_budget = budget;
+    rlx_status st = compile_run_and_plan();
+    if (st == RLX_OK) succeeded = 1;
+    else assert_true(st == RLX_ERR_NO_MEMORY || st == RLX_ERR_SHAPE || st == RLX_ERR_GRAPH || st == RLX_ERR_INVALID_ARG);
+  }
+  alloc_budget = -1;
+  rlx_set_allocator(NULL, NULL);
+  assert_true(succeeded);
+}
+
 int main(int argc, char **argv) {
   const char *filter = argc > 1 ? argv[1] : NULL;
   const struct CMUnitTest planner[] = {
       cmocka_unit_test(layout_respects_max_width),   cmocka_unit_test(textures_are_reused_when_dead),
       cmocka_unit_test(views_share_textures),        cmocka_unit_test(plan_document),
       cmocka_unit_test(missing_lowering_is_refused), cmocka_unit_test(training_assignments),
+      cmocka_unit_test(allocation_failures_are_reported),
   };
   int failed = filter ? 0 : cmocka_run_group_tests_name("webgl planner", planner, NULL, NULL);
   int n = opcase_count(), m = 0;

@@ -63,8 +63,13 @@ export class VirtualClock {
   async advance(ms) {
     const end = this.t + Math.max(0, ms);
     await drainTasks();
+    let sameInstant = 0;
     while (this._heap.length && this._heap[0].at <= end) {
       const at = this._heap[0].at;
+      if (at === this.t && ++sameInstant > 100_000) {
+        throw new Error(`simulated time stuck at ${at} ms: timers keep rescheduling with no delay`);
+      }
+      if (at !== this.t) sameInstant = 0;
       this.t = at;
       while (this._heap.length && this._heap[0].at === at) {
         const entry = this._pop();

@@ -34,166 +34,20 @@
 // - A rank silent for dropMs (closed, crashed or suspended tab) leaves the
 //   roster and stops counting toward the quorum. A rank whose own timers ran
 //   late (it was the suspended one, or a long synchronous compute blocked it)
-//   does not conclude that everyone else died: it gives its peers a fresh
-//   grace period instead of claiming leadership.
+//   does not conclude that everyone else died: it takes the time it was not
+//   running off every peer's silence, so on waking it resyncs as a follower
+//   instead of claiming leadership with stale params.
 // - Every message is validated; malformed, oversized (payload longer than the
 //   model) and non-finite ones are dropped and counted in rank.stats.dropped,
 //   buckets for any other version are dropped as stale. Nothing a peer sends
 //   can throw out of the message handler.
 import { realClock } from './clock.js';
+import { DEFAULT_POLICY, policyFor, claimBeats } from './policy.js';
+import { paramsHash, copyF32, allFinite, weightedMean, sgd } from './reduce.js';
+import { validate, Invalid, MAX_ID } from './messages.js';
 
-export const DEFAULT_POLICY = Object.freeze({
-  heartbeatMs: 250, // period for a cohort of up to heartbeatRefPeers
-  heartbeatRefPeers: 4,
-  maxHeartbeatMs: 2000,
-  dropBeats: 4, // a peer silent this many periods leaves the roster
-  takeoverBeats: 3, // the leader silent this many periods is replaced
-  collectMs: 1500, // longest a step waits for its quorum
-  quorumFraction: 0.6,
-  unanimousUpTo: 3,
-});
-
-/**
- * Timing and quorum for a cohort of n live ranks:
- *   quorum       buckets a step waits for: n up to 3 ranks, ceil(0.6 n) beyond
- *   heartbeatMs  beat period, stretched by sqrt(n / 4) (mesh beat traffic then
- *                grows as n^1.5 instead of n^2), capped at maxHeartbeatMs
- *   dropMs       silence after which a peer leaves the roster
- *   takeoverMs   leader silence after which a new leader is elected
- *   collectMs    deadline of one step; at it the step resolves with whatever
- *                arrived (never less than two beats)
- */
-export function policyFor(n, overrides = {}) {
-  const p = { ...DEFAULT_POLICY, ...overrides };
-  const peers = Math.max(1, Math.floor(Number(n)) || 1);
-  const quorum = peers <= p.unanimousUpTo ? peers : Math.min(peers, Math.ceil(p.quorumFraction * peers - 1e-9));
-  const stretch = Math.max(1, Math.sqrt(peers / p.heartbeatRefPeers));
-  const heartbeatMs = Math.round(Math.min(p.maxHeartbeatMs, p.heartbeatMs * stretch));
-  return {
-    peers,
-    quorum,
-    heartbeatMs,
-    dropMs: p.dropBeats * heartbeatMs,
-    takeoverMs: p.takeoverBeats * heartbeatMs,
-    collectMs: Math.max(p.collectMs, 2 * heartbeatMs),
-  };
-}
-
-/** a beats b when its term is higher, or equal with the lower id. */
-export function claimBeats(a, b) {
-  return a.term > b.term || (a.term === b.term && a.id < b.id);
-}
-
-/** FNV-1a over the 32-bit words of a Float32Array, as 8 hex digits. */
-export function paramsHash(arr) {
-  const words = new Uint32Array(arr.buffer, arr.byteOffset, arr.length);
-  let h = 0x811c9dc5;
-  for (let i = 0; i < words.length; i++) {
-    const w = words[i];
-    h = Math.imul(h ^ (w & 0xff), 0x01000193);
-    h = Math.imul(h ^ ((w >>> 8) & 0xff), 0x01000193);
-    h = Math.imul(h ^ ((w >>> 16) & 0xff), 0x01000193);
-    h = Math.imul(h ^ (w >>> 24), 0x01000193);
-  }
-  return (h >>> 0).toString(16).padStart(8, '0');
-}
-
-/** Byte-exact copy (element-wise copies may canonicalise NaN bit patterns). */
-function copyF32(src) {
-  const out = new Float32Array(src.length);
-  new Uint8Array(out.buffer).set(new Uint8Array(src.buffer, src.byteOffset, src.byteLength));
-  return out;
-}
-
-function allFinite(arr) {
-  for (let i = 0; i < arr.length; i++) if (!Number.isFinite(arr[i])) return false;
-  return true;
-}
-
-// ---- message validation -----------------------------------------------------
-
-const TYPES = new Set(['hb', 'need', 'params', 'grad', 'bye']);
-const ROLES = new Set(['joining', 'follower', 'leader']);
-const MAX_ID = 128;
-const MAX_TEXT = 512;
-const MAX_MEMBERS = 100_000;
-
-class Invalid extends Error {
-  constructor(kind, why) {
-    super(why);
-    this.kind = kind;
-  }
-}
-
-function num(msg, key, { int = false, min = -Infinity, optional = false } = {}) {
-  const v = msg[key];
-  if (v === undefined && optional) return;
-  if (typeof v !== 'number') throw new Invalid('malformed', `${key} is not a number`);
-  if (!Number.isFinite(v)) throw new Invalid('nonFinite', `${key} is ${v}`);
-  if (int && !Number.isSafeInteger(v)) throw new Invalid('malformed', `${key} is not an integer`);
-  if (v < min) throw new Invalid('malformed', `${key} is below ${min}`);
-}
-
-function str(msg, key, max, { nullable = false } = {}) {
-  const v = msg[key];
-  if ((v === null || v === undefined) && nullable) return;
-  if (typeof v !== 'string' || v.length > max) throw new Invalid('malformed', `${key} is not a string of <= ${max} chars`);
-}
-
-function vector(msg, paramCount) {
-  const p = msg.payload;
-  if (!(p instanceof Float32Array)) throw new Invalid('malformed', 'payload is not a Float32Array');
-  if (p.length > paramCount) throw new Invalid('oversized', `payload of ${p.length} floats, model has ${paramCount}`);
-  if (p.length < paramCount) throw new Invalid('malformed', `payload of ${p.length} floats, model has ${paramCount}`);
-  if (!allFinite(p)) throw new Invalid('nonFinite', 'payload holds NaN or Infinity');
-}
-
-/** Throws Invalid(kind) for anything a rank must not act on. */
-function validate(msg, paramCount) {
-  if (msg === null || typeof msg !== 'object') throw new Invalid('malformed', 'not an object');
-  if (!TYPES.has(msg.type)) throw new Invalid('malformed', `unknown type ${String(msg.type).slice(0, 32)}`);
-  str(msg, 'from', MAX_ID);
-  if (msg.from.length === 0) throw new Invalid('malformed', 'empty from');
-  num(msg, 'term', { int: true, min: 0 });
-  if (msg.type !== 'params' && msg.type !== 'grad' && msg.payload !== undefined) {
-    throw new Invalid('malformed', `${msg.type} carries a payload`);
-  }
-  switch (msg.type) {
-    case 'hb':
-      if (!ROLES.has(msg.role)) throw new Invalid('malformed', 'bad role');
-      str(msg, 'leader', MAX_ID, { nullable: true });
-      num(msg, 'version', { int: true, min: -1 });
-      num(msg, 'step', { int: true, min: 0 });
-      num(msg, 'hbMs', { min: 1 });
-      num(msg, 'sps', { min: 0 });
-      str(msg, 'backend', 64, { nullable: true });
-      str(msg, 'fallback', MAX_TEXT, { nullable: true });
-      str(msg, 'hash', 16, { nullable: true });
-      break;
-    case 'need':
-      num(msg, 'version', { int: true, min: -1 });
-      break;
-    case 'params':
-      num(msg, 'version', { int: true, min: 0 });
-      num(msg, 'step', { int: true, min: 0 });
-      if (typeof msg.go !== 'boolean') throw new Invalid('malformed', 'go is not a boolean');
-      if (msg.members !== undefined) {
-        if (!Array.isArray(msg.members) || msg.members.length > MAX_MEMBERS) throw new Invalid('malformed', 'bad members');
-        for (const m of msg.members) if (typeof m !== 'string' || m.length > MAX_ID) throw new Invalid('malformed', 'bad member id');
-      }
-      vector(msg, paramCount);
-      break;
-    case 'grad':
-      num(msg, 'version', { int: true, min: 0 });
-      num(msg, 'step', { int: true, min: 0 });
-      num(msg, 'loss');
-      num(msg, 'samples', { min: Number.MIN_VALUE });
-      vector(msg, paramCount);
-      break;
-    default:
-      break;
-  }
-}
+export { DEFAULT_POLICY, policyFor, claimBeats } from './policy.js';
+export { paramsHash, weightedMean, sgd } from './reduce.js';
 
 // ---- the rank ---------------------------------------------------------------
 
@@ -216,8 +70,14 @@ const RATE_WINDOW = 16; // completions kept for samples/s
  *   policy     overrides of DEFAULT_POLICY
  *   maxSteps   the leader stops starting steps at this step count
  *   minMembers the leader starts a step only with this many synced members
+ *   minStepMs  shortest time between two step starts (default 0)
  *   discoverMs how long a newcomer listens for a leader before electing
- *   onEvent    fn(type, data): 'role', 'step', 'roster', 'dropped', 'error'
+ *   onEvent    fn(type, data): 'role' (role or leader changed), 'step' (the
+ *              leader resolved one), 'roster' (a peer appeared or left:
+ *              call roster() for the rows),
+ *              'left' (a peer timed out or said goodbye), 'dropped' (a
+ *              message was rejected, with its kind), 'error'
+ *   Ids must be unique per tab (e.g. crypto.randomUUID()).
  */
 export class Rank {
   constructor(opts) {
@@ -233,6 +93,7 @@ export class Rank {
       policy = {},
       maxSteps = Infinity,
       minMembers = 1,
+      minStepMs = 0,
       discoverMs,
       onEvent = null,
       computeWhenLeader = true,
@@ -253,6 +114,7 @@ export class Rank {
     this.policyOverrides = { ...policy };
     this.maxSteps = maxSteps;
     this.minMembers = minMembers;
+    this.minStepMs = minStepMs;
     this.computeWhenLeader = computeWhenLeader;
     this.discoverMs = discoverMs ?? policyFor(1, policy).takeoverMs;
     this._onEvent = onEvent;
@@ -292,6 +154,7 @@ export class Rank {
     this._tickTimer = null;
     this._tickDue = 0;
     this._stepTimer = null;
+    this._lastStepAt = -Infinity;
     this._off = null;
 
     this.stats = {
@@ -411,6 +274,7 @@ export class Rank {
       samplesPerSec: this.samplesPerSec(),
       cohortSamplesPerSec: this.role === 'leader' ? rateOf(this._cohortRate) : null,
       stats: this.stats,
+      transport: this.bus.stats ?? null, // wire-level drops (malformed buffers) live here
     };
   }
 
@@ -484,13 +348,16 @@ export class Rank {
     try {
       const now = this.clock.now();
       const pol = this.policy;
-      if (now - this._tickDue > pol.heartbeatMs) {
-        // Our own timers ran late: this tab was suspended or blocked, so the
-        // silence we see is ours. Give everyone a fresh grace period.
-        this.stats.lateTicks++;
-        for (const p of this.peers.values()) p.lastSeen = Math.max(p.lastSeen, now);
-        if (this.leaderId) this.leaderSeen = now;
-        if (this._electAfter !== Infinity) this._electAfter = Math.max(this._electAfter, now + pol.takeoverMs);
+      const late = now - this._tickDue;
+      if (late > pol.heartbeatMs / 4) {
+        // Our own timers ran late: this tab was suspended, or a synchronous
+        // compute blocked it. That much of the silence we see is ours, not
+        // our peers': shift every silence clock by it. (A dead peer is still
+        // found once we are idle, e.g. waiting for params that never come.)
+        if (late > pol.heartbeatMs) this.stats.lateTicks++;
+        for (const p of this.peers.values()) p.lastSeen = Math.min(now, p.lastSeen + late);
+        if (this.leaderId) this.leaderSeen = Math.min(now, this.leaderSeen + late);
+        if (this._electAfter !== Infinity) this._electAfter += late;
       }
       this._expirePeers(now);
       if (this.role !== 'leader' && this.leaderId) {
@@ -517,11 +384,11 @@ export class Rank {
         this.suspects.delete(p.id);
         this.stats.peersDropped++;
         changed = true;
-        this._emit('dropped', { id: p.id, reason: 'silent' });
+        this._emit('left', { id: p.id, reason: 'silent' });
       }
     }
     if (changed) {
-      this._emit('roster', this.roster());
+      this._emit('roster', { size: this._liveCount() });
       if (this.collect) this._tryResolve();
     }
   }
@@ -534,9 +401,9 @@ export class Rank {
     try {
       validate(msg, this.paramCount);
     } catch (err) {
-      if (!(err instanceof Invalid)) throw err;
-      this.stats.dropped[err.kind]++;
-      this._emit('dropped', { kind: err.kind, why: err.message, from: typeof msg?.from === 'string' ? msg.from : null });
+      const kind = err instanceof Invalid ? err.kind : 'malformed';
+      this.stats.dropped[kind]++;
+      this._emit('dropped', { kind, why: err.message, from: typeof msg?.from === 'string' ? msg.from : null });
       return;
     }
     if (msg.from === this.id) return;
@@ -578,7 +445,7 @@ export class Rank {
       p.leader = this.id;
       if (p.role === 'joining') p.role = 'follower';
     }
-    if (isNew) this._emit('roster', this.roster());
+    if (isNew) this._emit('roster', { size: this._liveCount(), joined: msg.from });
     return p;
   }
 
@@ -615,8 +482,8 @@ export class Rank {
       case 'bye':
         this.peers.delete(msg.from);
         this.suspects.delete(msg.from);
-        this._emit('dropped', { id: msg.from, reason: 'left' });
-        this._emit('roster', this.roster());
+        this._emit('left', { id: msg.from, reason: 'goodbye' });
+        this._emit('roster', { size: this._liveCount() });
         if (msg.from === this.leaderId) this._leaderLost(true);
         if (this.collect) this._tryResolve();
         break;
@@ -872,12 +739,13 @@ export class Rank {
   _publish() {
     if (this._readyToStep()) {
       if (this._stepTimer) return;
+      const wait = Math.max(0, this._lastStepAt + this.minStepMs - this.clock.now());
       this._stepTimer = this.clock.setTimeout(() => {
         this._stepTimer = null;
         if (this.stopped) return;
         if (this._readyToStep()) this._startStep();
         else if (this.role === 'leader') this._publish();
-      }, 0);
+      }, wait);
     } else {
       this.members = this._stepMembers();
       this._send(null, { type: 'params', version: this.version, step: this.step, go: false, members: this.members, payload: this.params });
@@ -896,6 +764,7 @@ export class Rank {
       timer: null,
     };
     this.collect = c;
+    this._lastStepAt = c.t0;
     c.timer = this.clock.setTimeout(() => this._collectDeadline(c), this.policy.collectMs);
     this._send(null, { type: 'params', version: c.version, step: c.step, go: true, members, payload: this.params });
     this._requestCompute();
@@ -1008,29 +877,6 @@ export class Rank {
     this.halted = reason;
     this._emit('error', { where: 'update', error: reason });
   }
-}
-
-/** Sample-weighted mean of buckets {grads, loss, samples}, accumulated in f64. */
-export function weightedMean(buckets, paramCount) {
-  const acc = new Float64Array(paramCount);
-  let samples = 0;
-  let loss = 0;
-  for (const b of buckets) {
-    samples += b.samples;
-    loss += b.samples * b.loss;
-    const g = b.grads;
-    for (let i = 0; i < paramCount; i++) acc[i] += b.samples * g[i];
-  }
-  const grad = new Float32Array(paramCount);
-  for (let i = 0; i < paramCount; i++) grad[i] = acc[i] / samples;
-  return { grad, loss: loss / samples, samples };
-}
-
-/** params - lr * grad, as a new array. */
-export function sgd(params, grad, lr) {
-  const out = new Float32Array(params.length);
-  for (let i = 0; i < params.length; i++) out[i] = params[i] - lr * grad[i];
-  return out;
 }
 
 function pushRate(window, t, samples, ms) {

@@ -25,6 +25,20 @@ function hashString(s) {
   return h >>> 0;
 }
 
+/** Runs fn on a later macrotask (setImmediate in Node, a MessageChannel hop in a browser). */
+function laterTask(fn) {
+  if (typeof setImmediate === 'function') {
+    setImmediate(fn);
+    return;
+  }
+  const ch = new MessageChannel();
+  ch.port1.onmessage = () => {
+    ch.port1.close();
+    fn();
+  };
+  ch.port2.postMessage(0);
+}
+
 /** The true weights of the least-squares task with `dim` features. */
 export function taskWeights(dim, seed = 7) {
   const r = rng(seed);
@@ -73,7 +87,7 @@ export function stubCompute(rankId, { batch = 4, mode = 'sync', clock = null, de
     calls.push({ version, step: ctx.step, index: ctx.index, count: ctx.count });
     const out = result ? result(params, version, ctx) : shardGradient(params, rankId, ctx.step, batch, { seed });
     if (mode === 'sync') return out;
-    if (mode === 'immediate') return new Promise((resolve) => setImmediate(() => resolve(out)));
+    if (mode === 'immediate') return new Promise((resolve) => laterTask(() => resolve(out)));
     const ms = typeof delayMs === 'function' ? delayMs(ctx.step) : delayMs;
     return new Promise((resolve) => clock.setTimeout(() => resolve(out), ms));
   };
@@ -116,6 +130,7 @@ export class SimCohort {
       params: this.initialParams(id),
       clock,
       onEvent: (type, data) => this.events.push({ t: this.clock.now(), id, type, data }),
+      minStepMs: 1, // simulated computes take no time; keep steps apart so time moves
       ...this.rankDefaults,
       ...opts,
     });
@@ -142,11 +157,17 @@ export class SimCohort {
     return l.length === 1 ? l[0] : null;
   }
 
-  /** One leader, everyone else following it and holding its version. */
+  /** One leader, every other live rank a synced follower of it. */
   converged() {
     const leader = this.leader();
     if (!leader) return false;
-    return this.live().every((r) => r === leader || (r.role === 'follower' && r.leaderId === leader.id && r.version === leader.version));
+    return this.live().every((r) => r === leader || (r.role === 'follower' && r.leaderId === leader.id));
+  }
+
+  /** converged(), no step in flight, and every rank holding the leader's version. */
+  synced() {
+    const leader = this.leader();
+    return this.converged() && !leader.collect && this.live().every((r) => r.version === leader.version);
   }
 
   freeze(id) {

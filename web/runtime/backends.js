@@ -59,10 +59,7 @@ export async function initWebGpu(rt, source) {
     return false;
   }
   if (webgpuState.device) return true;
-  if (typeof rt?.exports?.rlx_webgpu_plan !== 'function') {
-    webgpuState.reason = 'this rlx_web.wasm has no WebGPU plan exports';
-    return false;
-  }
+  if (typeof rt?.exports?.rlx_webgpu_plan !== 'function') return false; // environment(rt) says why
   try {
     webgpuState.executor ??= await import('./webgpu.js');
     let device;
@@ -152,10 +149,7 @@ export async function initWebGl(rt, enable = true) {
     webglState.reason = 'WebGL2 was turned off (init_webgl(false))';
     return false;
   }
-  if (typeof rt?.exports?.rlx_webgl_plan !== 'function') {
-    webglState.reason = WEBGL_MISSING;
-    return false;
-  }
+  if (typeof rt?.exports?.rlx_webgl_plan !== 'function') return false; // environment(rt) says why
   if (!hasWebGL2Float()) {
     webglState.reason = 'WebGL2 with EXT_color_buffer_float is not available here';
     return false;
@@ -184,9 +178,9 @@ export function webglRuntime() {
 }
 
 function webglStatus(rt, refresh) {
+  if (rt && typeof rt.exports?.rlx_webgl_plan !== 'function') return { available: false, reason: WEBGL_MISSING };
   if (webglState.off) return { available: false, reason: webglState.reason };
   if (webglState.executor) return { available: true, reason: null };
-  if (rt && typeof rt.exports?.rlx_webgl_plan !== 'function') return { available: false, reason: WEBGL_MISSING };
   if (!hasWebGL2Float(refresh)) return { available: false, reason: 'WebGL2 with EXT_color_buffer_float is not available here' };
   return { available: false, reason: webglState.reason ?? 'WebGL2 is offered here but not initialized: call `await init_webgl()` first' };
 }

@@ -640,7 +640,7 @@ export class CompiledGraph {
 
   _index(fn, i) {
     if (!Number.isInteger(i) || i < 0 || i >= this._outputCount) {
-      throw new RlxError(-5, `CompiledGraph.${fn}: output ${describe(i)} does not exist (${this._outputCount} outputs)`, 'not found');
+      throw new RlxError(-5, `CompiledGraph.${fn}: output ${typeof i === 'number' ? i : describe(i)} does not exist (${this._outputCount} outputs)`, 'not found');
     }
     return i;
   }

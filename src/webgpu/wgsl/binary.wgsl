@@ -147,6 +147,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     y[i4] = apply4(periodic4_a(i4, pa, n), periodic4_b(i4, pb, n));
     return;
   }
+  if (VEC == 2u) {
+    let o = offsets(i4 * 4u);
+    let last = word(3u) - 1u;
+    var av = vec4<f32>(load_a(o.x));
+    var bv = vec4<f32>(load_b(o.y));
+    if (word(12u + last) == 1u) { av = a[o.x / 4u]; }
+    if (word(20u + last) == 1u) { bv = b[o.y / 4u]; }
+    y[i4] = apply4(av, bv);
+    return;
+  }
   var r = vec4<f32>(0.0);
   for (var k = 0u; k < 4u; k++) {
     let i = i4 * 4u + k;

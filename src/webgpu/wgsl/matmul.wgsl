@@ -153,60 +153,102 @@ fn out_index(s: u32, z: u32, m: u32, n: u32) -> u32 {
   return base + (grp * w(25u) + m) * w(1u) + n;
 }
 
-// Fetches the tile at k0 into registers: slot (kk, 4 consecutive m or n).
+// Fetching a tile into registers.  An operand whose m (n) index is the
+// contiguous one loads slots of 4 consecutive m (n) at one k, consecutive
+// threads taking consecutive slots.  One whose k is contiguous loads 4x4
+// blocks (4 rows of 4 consecutive k, consecutive threads along k) and
+// transposes them in registers, so workgroup memory is always written as
+// whole vec4s of 4 consecutive m (n).
+override A_PER: u32 = select((A_SLOTS + 255u) / 256u, 4u, A_KFAST); // vec4 registers per thread
+override B_PER: u32 = select((B_SLOTS + 255u) / 256u, 4u, B_KFAST);
+
 fn fetch(lid: u32, m0: u32, n0: u32, k0: u32) {
   let M = w(0u);
   let N = w(1u);
-  for (var i = 0u; i < (A_SLOTS + 255u) / 256u; i++) {
-    let s = lid + i * 256u;
-    var kk: u32;
-    var mq: u32;
-    if (A_KFAST) { kk = s % BK; mq = s / BK; } else { mq = s % (BM / 4u); kk = s / (BM / 4u); }
-    let k = k0 + kk;
-    let m = m0 + mq * 4u;
-    var v = vec4<f32>(0.0);
-    if (s < A_SLOTS && k < kend) {
-      for (var c = 0u; c < 4u; c++) {
-        if (m + c < M) { v[c] = a_at(m + c, k); }
+  if (A_KFAST) {
+    let kq = lid % (BK / 4u);
+    let m = m0 + (lid / (BK / 4u)) * 4u;
+    for (var r = 0u; r < 4u; r++) {
+      var v = vec4<f32>(0.0);
+      if (lid < A_SLOTS / 4u && m + r < M) {
+        for (var q = 0u; q < 4u; q++) {
+          let k = k0 + kq * 4u + q;
+          if (k < kend) { v[q] = a_at(m + r, k); }
+        }
       }
+      pa[r] = v;
     }
-    pa[i] = v;
+  } else {
+    for (var i = 0u; i < A_PER; i++) {
+      let s = lid + i * 256u;
+      let k = k0 + s / (BM / 4u);
+      let m = m0 + (s % (BM / 4u)) * 4u;
+      var v = vec4<f32>(0.0);
+      if (s < A_SLOTS && k < kend) {
+        for (var c = 0u; c < 4u; c++) {
+          if (m + c < M) { v[c] = a_at(m + c, k); }
+        }
+      }
+      pa[i] = v;
+    }
   }
-  for (var i = 0u; i < (B_SLOTS + 255u) / 256u; i++) {
-    let s = lid + i * 256u;
-    var kk: u32;
-    var nq: u32;
-    if (B_KFAST) { kk = s % BK; nq = s / BK; } else { nq = s % (BN / 4u); kk = s / (BN / 4u); }
-    let k = k0 + kk;
-    let n = n0 + nq * 4u;
-    var v = vec4<f32>(0.0);
-    if (s < B_SLOTS && k < kend) {
-      for (var c = 0u; c < 4u; c++) {
-        if (n + c < N) { v[c] = b_at(k, n + c); }
+  if (B_KFAST) {
+    let kq = lid % (BK / 4u);
+    let n = n0 + (lid / (BK / 4u)) * 4u;
+    for (var c = 0u; c < 4u; c++) {
+      var v = vec4<f32>(0.0);
+      if (lid < B_SLOTS / 4u && n + c < N) {
+        for (var q = 0u; q < 4u; q++) {
+          let k = k0 + kq * 4u + q;
+          if (k < kend) { v[q] = b_at(k, n + c); }
+        }
       }
+      pb[c] = v;
     }
-    pb[i] = v;
+  } else {
+    for (var i = 0u; i < B_PER; i++) {
+      let s = lid + i * 256u;
+      let k = k0 + s / (BN / 4u);
+      let n = n0 + (s % (BN / 4u)) * 4u;
+      var v = vec4<f32>(0.0);
+      if (s < B_SLOTS && k < kend) {
+        for (var c = 0u; c < 4u; c++) {
+          if (n + c < N) { v[c] = b_at(k, n + c); }
+        }
+      }
+      pb[i] = v;
+    }
   }
 }
 
-// Writes the fetched slots into workgroup memory.
+// Writes the fetched registers into workgroup memory.
 fn stash(lid: u32) {
-  for (var i = 0u; i < (A_SLOTS + 255u) / 256u; i++) {
-    let s = lid + i * 256u;
-    if (s < A_SLOTS) {
-      var kk: u32;
-      var mq: u32;
-      if (A_KFAST) { kk = s % BK; mq = s / BK; } else { mq = s % (BM / 4u); kk = s / (BM / 4u); }
-      As[kk * (BM / 4u) + mq] = pa[i];
+  if (A_KFAST) {
+    if (lid < A_SLOTS / 4u) {
+      let kq = lid % (BK / 4u);
+      let mq = lid / (BK / 4u);
+      for (var q = 0u; q < 4u; q++) {
+        As[(kq * 4u + q) * (BM / 4u) + mq] = vec4<f32>(pa[0][q], pa[1][q], pa[2][q], pa[3][q]);
+      }
+    }
+  } else {
+    for (var i = 0u; i < A_PER; i++) {
+      let s = lid + i * 256u;
+      if (s < A_SLOTS) { As[s] = pa[i]; }
     }
   }
-  for (var i = 0u; i < (B_SLOTS + 255u) / 256u; i++) {
-    let s = lid + i * 256u;
-    if (s < B_SLOTS) {
-      var kk: u32;
-      var nq: u32;
-      if (B_KFAST) { kk = s % BK; nq = s / BK; } else { nq = s % (BN / 4u); kk = s / (BN / 4u); }
-      Bs[kk * (BN / 4u) + nq] = pb[i];
+  if (B_KFAST) {
+    if (lid < B_SLOTS / 4u) {
+      let kq = lid % (BK / 4u);
+      let nq = lid / (BK / 4u);
+      for (var q = 0u; q < 4u; q++) {
+        Bs[(kq * 4u + q) * (BN / 4u) + nq] = vec4<f32>(pb[0][q], pb[1][q], pb[2][q], pb[3][q]);
+      }
+    }
+  } else {
+    for (var i = 0u; i < B_PER; i++) {
+      let s = lid + i * 256u;
+      if (s < B_SLOTS) { Bs[s] = pb[i]; }
     }
   }
 }

@@ -3,9 +3,10 @@
 //   layer  y = (x - mean) / sqrt(var + eps) * w + b   (biased variance)
 // TPR threads (a power of two) share a row of D values; a workgroup of 256
 // holds 256 / TPR rows.  Row sums meet in a shared-memory tree.  Layer
-// norm takes two passes like src/cpu/k_norm.c: the mean (summed around the
-// row's first value, so rows far from zero keep their digits), then the
-// variance around it.  For RMS norm `b` is an unused placeholder binding.
+// norm takes two passes like src/cpu/k_norm.c: the mean, then the variance
+// around it.  Both work around the row's first value x0 (the mean as
+// x0 + moff, x - mean as (x - x0) - moff), so rows far from zero keep
+// their digits.  For RMS norm `b` is an unused placeholder binding.
 //
 // Uniform words: 0 rows, 1 D, 2 eps (f32 bits).
 
@@ -67,15 +68,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       for (var j = lane; j < D; j += TPR) { s += x[base + j] - x0; }
     }
     s = row_sum(s, lid, lane);
-    let mean = x0 + s / fd;
+    let moff = s / fd; // mean - x0: x - mean = (x - x0) - moff keeps the digits of offset rows
     var sq = 0.0;
     if (valid) {
-      for (var j = lane; j < D; j += TPR) { let c = x[base + j] - mean; sq += c * c; }
+      for (var j = lane; j < D; j += TPR) { let c = (x[base + j] - x0) - moff; sq += c * c; }
     }
     sq = row_sum(sq, lid, lane);
     if (valid) {
       let inv = 1.0 / sqrt(sq / fd + eps);
-      for (var j = lane; j < D; j += TPR) { y[base + j] = ((x[base + j] - mean) * inv) * w[j] + b[j]; }
+      for (var j = lane; j < D; j += TPR) { y[base + j] = (((x[base + j] - x0) - moff) * inv) * w[j] + b[j]; }
     }
   }
 }

@@ -2,11 +2,12 @@
 // the last axis.  With g = dy * w, centre = mean (layer) or 0 (RMS) and
 // r = 1 / sqrt(mean((x - centre)^2) + eps), as in src/cpu/k_norm_grad.c:
 //   dx = r g - [layer] r mean(g) - (x - centre) r^3 mean(g (x - centre))
-// MODE 0 writes dx.  MODE 1 writes only the row statistics (centre, r) to
-// out[2 row], out[2 row + 1] for the weight gradient (lower_norm.c); there
-// `w` and `dy` are unused placeholder bindings.  Rows as in norm.wgsl: TPR
-// threads per row, sums in a shared-memory tree, the mean summed around
-// the row's first value.
+// MODE 0 writes dx.  MODE 1 writes only the row statistics (x0, moff, r)
+// to out[3 row ..] for the weight gradient (lower_norm.c), where centre =
+// x0 + moff (x0 the row's first value; 0, 0 for RMS norm); there `w` and
+// `dy` are unused placeholder bindings.  Rows as in norm.wgsl: TPR threads
+// per row, sums in a shared-memory tree, x - centre formed as
+// (x - x0) - moff so rows far from zero keep their digits.
 //
 // Uniform words: 0 rows, 1 D, 2 eps (f32 bits).
 
@@ -51,23 +52,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let base = row * D;
   let fd = f32(D);
 
-  var centre = 0.0;
+  // centre = x0 + moff; x - centre is formed as (x - x0) - moff
+  var x0 = 0.0;
+  var moff = 0.0;
   if (OP == 1u) {
-    var x0 = 0.0;
     var s = 0.0;
     if (valid) {
       x0 = x[base];
       for (var j = lane; j < D; j += TPR) { s += x[base + j] - x0; }
     }
     s = row_sum(s, lid, lane);
-    centre = x0 + s / fd;
+    moff = s / fd;
   }
   var sq = 0.0;
   var sg = 0.0;
   var sgx = 0.0;
   if (valid) {
     for (var j = lane; j < D; j += TPR) {
-      let c = x[base + j] - centre;
+      let c = (x[base + j] - x0) - moff;
       sq += c * c;
       if (MODE == 0u) {
         let g = dy[base + j] * w[j];
@@ -80,8 +82,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let r = 1.0 / sqrt(sq / fd + eps);
   if (MODE == 1u) {
     if (valid && lane == 0u) {
-      out[2u * row] = centre;
-      out[2u * row + 1u] = r;
+      out[3u * row] = x0;
+      out[3u * row + 1u] = moff;
+      out[3u * row + 2u] = r;
     }
   } else {
     sgx = row_sum(sgx, lid, lane);
@@ -92,7 +95,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       let c3 = r * r * r * sgx / fd;
       for (var j = lane; j < D; j += TPR) {
         let g = dy[base + j] * w[j];
-        out[base + j] = r * g - shift - (x[base + j] - centre) * c3;
+        out[base + j] = r * g - shift - ((x[base + j] - x0) - moff) * c3;
       }
     }
   }

@@ -1,7 +1,7 @@
 // norm_grad_weight.wgsl - partial weight gradients of RMS norm and layer
 // norm: part[chunk * D + d] = sum over the chunk's rows of
-// dy[row, d] (x[row, d] - centre[row]) r[row], with the row statistics
-// (centre, r) that norm_grad.wgsl (MODE 1) left in `stats`.  A workgroup of
+// dy[row, d] ((x[row, d] - x0[row]) - moff[row]) r[row], with the row
+// statistics (x0, moff, r) that norm_grad.wgsl (MODE 1) left in `stats`.  A workgroup of
 // 256 threads covers DX neighbouring columns with 256 / DX threads each
 // striding over the chunk's rows; those meet in a shared-memory tree.  The
 // lowering (lower_norm.c) sums the chunks' partials with reduce.wgsl, or
@@ -40,7 +40,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let r1 = min(rows, (chunk + 1u) * per_chunk);
     for (var row = chunk * per_chunk + ry; row < r1; row += RY) {
       let k = row * D + d;
-      acc += dy[k] * ((x[k] - stats[2u * row]) * stats[2u * row + 1u]);
+      acc += dy[k] * (((x[k] - stats[3u * row]) - stats[3u * row + 1u]) * stats[3u * row + 2u]);
     }
   }
   sh[lid] = acc;

@@ -8,7 +8,8 @@
 //      (or -1); the first row of each id sets first[id] = i   (one per row)
 //   2: y[v, d] = sum over the list first[v] -> next[...]    (one per output)
 // The lists live in the scratch: first[V] then next[rows] (i32).  Work is
-// rows^2 / 2 for the lists plus V * D + rows * D for the sums.
+// rows^2 for the lists (ids read through workgroup memory) plus V * D +
+// rows * D for the sums.
 // Bindings: 0 ids, 1 dy (read), 2 y (write), 3 scratch (write), 4 uniform.
 // Overrides: MODE, IDS_I32 (1: ids hold int32 bits).
 // Uniform words: n (= V * D), D, rows, V.
@@ -20,6 +21,8 @@
 
 override MODE: u32 = 0u;
 override IDS_I32: u32 = 0u;
+
+var<workgroup> chunk: array<i32, 256>;
 
 // The id of row i, or -1 when invalid (outside [0, V) included).
 fn id_at(i: u32) -> i32 {
@@ -36,7 +39,8 @@ fn id_at(i: u32) -> i32 {
 }
 
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = gid.x + gid.y * nwg.x * 256u;
   let d = u[0].y;
   let rows = u[0].z;
@@ -44,19 +48,30 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   if (MODE == 0u) {
     if (i < v_count) { lists[i] = -1; }
   } else if (MODE == 1u) {
-    if (i >= rows) { return; }
-    let id = id_at(i);
-    if (id < 0) { return; }
+    // Every row scans all ids, staged 256 at a time through workgroup
+    // memory (the loop bounds are uniform, so the barriers are too).
+    let live = i < rows;
+    var id = -1;
+    if (live) { id = id_at(i); }
     var next = -1;
-    for (var j = i + 1u; j < rows; j++) {
-      if (id_at(j) == id) { next = i32(j); break; }
-    }
-    lists[v_count + i] = next;
     var first = true;
-    for (var j = 0u; j < i; j++) {
-      if (id_at(j) == id) { first = false; break; }
+    for (var base = 0u; base < rows; base += 256u) {
+      workgroupBarrier();
+      if (base + lid < rows) { chunk[lid] = id_at(base + lid); }
+      workgroupBarrier();
+      let count = min(256u, rows - base);
+      for (var k = 0u; k < count; k++) {
+        let j = base + k;
+        if (chunk[k] == id) {
+          if (j < i) { first = false; }
+          if (j > i && next < 0) { next = i32(j); }
+        }
+      }
     }
-    if (first) { lists[u32(id)] = i32(i); }
+    if (live && id >= 0) {
+      lists[v_count + i] = next;
+      if (first) { lists[u32(id)] = i32(i); }
+    }
   } else {
     if (i >= u[0].x) { return; }
     let col = i % d;

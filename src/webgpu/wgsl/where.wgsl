@@ -1,10 +1,12 @@
 // where.wgsl - y = a where cond != 0 (NaN counts as nonzero) else b, all
 // three broadcast (numpy rules).
 // Bindings: 0 cond, 1 a, 2 b (read), 3 y (write), 4 uniform.
-// Overrides: VEC (1: every operand is periodic with a period of 1, n or a
-// multiple of 4: whole vec4 reads).
+// Overrides: VEC: 1 every operand periodic with a period of 1, n or a
+// multiple of 4 (whole vec4s); 2 the innermost axis is a multiple of 4 long
+// and each operand walks it with stride 1 or 0; 0 element by element.
 // Uniform words: n, period cond, period a, period b (0: not periodic), rank,
-// dims[8], strides cond[8], strides a[8], strides b[8].
+// dims[8], strides cond[8], strides a[8], strides b[8] (the iteration with
+// size-1 axes dropped and contiguous axes merged).
 // Each thread writes 4 consecutive outputs (bindings are padded to 16 bytes).
 @group(0) @binding(0) var<storage, read> c: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> a: array<vec4<f32>>;
@@ -71,6 +73,21 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var r = bv;
     for (var k = 0u; k < 4u; k++) {
       if (nonzero(cv[k])) { r[k] = av[k]; }
+    }
+    y[i4] = r;
+    return;
+  }
+  if (VEC == 2u) {
+    let last = word(4u) - 1u;
+    var v: array<vec4<f32>, 3>;
+    for (var k = 0u; k < 3u; k++) {
+      let o = offset(k, i4 * 4u);
+      v[k] = vec4<f32>(load(k, o));
+      if (word(13u + 8u * k + last) == 1u) { v[k] = load4(k, o / 4u); }
+    }
+    var r = v[2];
+    for (var k = 0u; k < 4u; k++) {
+      if (nonzero(v[0][k])) { r[k] = v[1][k]; }
     }
     y[i4] = r;
     return;

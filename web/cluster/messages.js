@@ -1,0 +1,95 @@
+// messages.js - the five message types of the cluster protocol and their
+// validation. A rank runs validate() on everything it receives before acting
+// on it; a message that fails throws Invalid whose kind ('malformed',
+// 'oversized' or 'nonFinite') is the counter it is dropped under.
+//
+//   hb      {role, leader, version, step, hbMs, sps, backend, fallback, hash}  broadcast
+//   need    {version}                                     to the leader: send me params
+//   params  {version, step, go, members?, payload}        from the leader (go: compute it)
+//   grad    {version, step, loss, samples, payload}       to the leader: one bucket
+//   bye     {}                                            broadcast: leaving
+// Every message also has type, from (stamped by the bus) and term.
+import { allFinite } from './reduce.js';
+
+const TYPES = new Set(['hb', 'need', 'params', 'grad', 'bye']);
+const ROLES = new Set(['joining', 'follower', 'leader']);
+export const MAX_ID = 128;
+const MAX_TEXT = 512;
+const MAX_MEMBERS = 100_000;
+
+export class Invalid extends Error {
+  constructor(kind, why) {
+    super(why);
+    this.kind = kind;
+  }
+}
+
+function num(msg, key, { int = false, min = -Infinity, optional = false } = {}) {
+  const v = msg[key];
+  if (v === undefined && optional) return;
+  if (typeof v !== 'number') throw new Invalid('malformed', `${key} is not a number`);
+  if (!Number.isFinite(v)) throw new Invalid('nonFinite', `${key} is ${v}`);
+  if (int && !Number.isSafeInteger(v)) throw new Invalid('malformed', `${key} is not an integer`);
+  if (v < min) throw new Invalid('malformed', `${key} is below ${min}`);
+}
+
+function str(msg, key, max, { nullable = false } = {}) {
+  const v = msg[key];
+  if ((v === null || v === undefined) && nullable) return;
+  if (typeof v !== 'string' || v.length > max) throw new Invalid('malformed', `${key} is not a string of <= ${max} chars`);
+}
+
+function vector(msg, paramCount) {
+  const p = msg.payload;
+  if (!(p instanceof Float32Array)) throw new Invalid('malformed', 'payload is not a Float32Array');
+  if (p.length > paramCount) throw new Invalid('oversized', `payload of ${p.length} floats, model has ${paramCount}`);
+  if (p.length < paramCount) throw new Invalid('malformed', `payload of ${p.length} floats, model has ${paramCount}`);
+  if (!allFinite(p)) throw new Invalid('nonFinite', 'payload holds NaN or Infinity');
+}
+
+/** Throws Invalid(kind) for anything a rank must not act on. */
+export function validate(msg, paramCount) {
+  if (msg === null || typeof msg !== 'object') throw new Invalid('malformed', 'not an object');
+  if (!TYPES.has(msg.type)) throw new Invalid('malformed', `unknown type ${String(msg.type).slice(0, 32)}`);
+  str(msg, 'from', MAX_ID);
+  if (msg.from.length === 0) throw new Invalid('malformed', 'empty from');
+  num(msg, 'term', { int: true, min: 0 });
+  if (msg.type !== 'params' && msg.type !== 'grad' && msg.payload !== undefined) {
+    throw new Invalid('malformed', `${msg.type} carries a payload`);
+  }
+  switch (msg.type) {
+    case 'hb':
+      if (!ROLES.has(msg.role)) throw new Invalid('malformed', 'bad role');
+      str(msg, 'leader', MAX_ID, { nullable: true });
+      num(msg, 'version', { int: true, min: -1 });
+      num(msg, 'step', { int: true, min: 0 });
+      num(msg, 'hbMs', { min: 1 });
+      num(msg, 'sps', { min: 0 });
+      str(msg, 'backend', 64, { nullable: true });
+      str(msg, 'fallback', MAX_TEXT, { nullable: true });
+      str(msg, 'hash', 16, { nullable: true });
+      break;
+    case 'need':
+      num(msg, 'version', { int: true, min: -1 });
+      break;
+    case 'params':
+      num(msg, 'version', { int: true, min: 0 });
+      num(msg, 'step', { int: true, min: 0 });
+      if (typeof msg.go !== 'boolean') throw new Invalid('malformed', 'go is not a boolean');
+      if (msg.members !== undefined) {
+        if (!Array.isArray(msg.members) || msg.members.length > MAX_MEMBERS) throw new Invalid('malformed', 'bad members');
+        for (const m of msg.members) if (typeof m !== 'string' || m.length > MAX_ID) throw new Invalid('malformed', 'bad member id');
+      }
+      vector(msg, paramCount);
+      break;
+    case 'grad':
+      num(msg, 'version', { int: true, min: 0 });
+      num(msg, 'step', { int: true, min: 0 });
+      num(msg, 'loss');
+      num(msg, 'samples', { min: Number.MIN_VALUE });
+      vector(msg, paramCount);
+      break;
+    default:
+      break;
+  }
+}
