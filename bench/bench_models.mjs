@@ -30,7 +30,11 @@ import os from 'node:os';
 import path from 'node:path';
 import init, * as rlx from '../web/pkg/rlx_web.js';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => { const [k, ...v] = a.replace(/^--/, '').split('='); return [k, v.length ? v.join('=') : true]; }));
+// --key=value options; a bare --flag is true.
+const args = Object.fromEntries(process.argv.slice(2).map((a) => {
+  const [key, ...value] = a.replace(/^--/, '').split('=');
+  return [key, value.length ? value.join('=') : true];
+}));
 const outFile = args.out ?? 'build/bench/models.json';
 const only = args.only ? args.only.split(',') : null;
 const budgetMs = +(args['budget-ms'] ?? 4000);

@@ -55,6 +55,11 @@ rlx_status rlx_vision_forward(const char *slug, int32_t batch, const float *x, c
 rlx_status rlx_vision_train_step(const char *slug, int32_t batch, const float *x, const int32_t *labels,
                                  float *params, float lr, float *loss);
 
+/* Gradients of the mean loss for one batch: grads holds param_flat_len
+ * values in param order (the flat layout of params); params are unchanged. */
+rlx_status rlx_vision_grads(const char *slug, int32_t batch, const float *x, const int32_t *labels,
+                            const float *params, float *grads, float *loss);
+
 /* ---- the MLP: y = relu(x W1 + b1) W2 + b2 ---------------------------------
  * x[rows, in], w1[in, hid], b1[hid], w2[hid, out], b2[out]; loss = sum of
  * squared errors against t[rows, out]. */

@@ -58,7 +58,9 @@ export async function dawnDevice() {
     const hint = Object.keys(dawnEnv()).length ? ` (no Vulkan driver configured: set ${Object.entries(dawnEnv()).map(([k, v]) => `${k}=${v}`).join(' ')})` : '';
     throw new Error(`WebGPU for Node: no adapter${hint}`);
   }
-  const device = await adapter.requestDevice({ requiredLimits: {
+  // timestamp-query lets WebGpuSession.profile() time each dispatch.
+  const requiredFeatures = adapter.features.has('timestamp-query') ? ['timestamp-query'] : [];
+  const device = await adapter.requestDevice({ requiredFeatures, requiredLimits: {
     maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
     maxBufferSize: adapter.limits.maxBufferSize,
     maxStorageBuffersPerShaderStage: adapter.limits.maxStorageBuffersPerShaderStage,

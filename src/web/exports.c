@@ -171,6 +171,12 @@ int32_t w_vision_forward(const char *slug, int32_t batch, const float *x, const 
   return rlx_vision_forward(slug, batch, x, params, logits);
 }
 /* The loss is written to *loss. */
+EXPORT(rlx_vision_grads)
+int32_t w_vision_grads(const char *slug, int32_t batch, const float *x, const int32_t *labels, const float *params,
+                       float *grads, float *loss) {
+  return rlx_vision_grads(slug, batch, x, labels, params, grads, loss);
+}
+
 EXPORT(rlx_vision_train_step)
 int32_t w_vision_train_step(const char *slug, int32_t batch, const float *x, const int32_t *labels, float *params,
                             float lr, float *loss) {

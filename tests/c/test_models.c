@@ -347,6 +347,24 @@ static void train_step_updates_params_and_reuses_its_session(void **state) {
   free(p), free(before), free(x), free(labels);
 }
 
+/* vision_grads is the step a train_step takes: g = (p - p') / lr, and the
+ * loss is the same; params are left alone. */
+static void grads_are_the_sgd_step(void **state) {
+  (void)state;
+  rlx_vision_info info = info_of("mnist-cnn");
+  float *p = init_params(&info, 5), *stepped = init_params(&info, 5), *g = calloc(info.param_flat_len, sizeof(float));
+  int32_t *labels;
+  float *x = synthetic(&info, 6, 3, &labels), loss_g, loss_t, lr = 0.5f;
+  assert_int_equal(rlx_vision_grads("mnist-cnn", 3, x, labels, p, g, &loss_g), RLX_OK);
+  assert_int_equal(rlx_vision_train_step("mnist-cnn", 3, x, labels, stepped, lr, &loss_t), RLX_OK);
+  assert_float_equal(loss_g, loss_t, 1e-6);
+  for (size_t i = 0; i < info.param_flat_len; i++) assert_float_equal(g[i], (p[i] - stepped[i]) / lr, 2e-4);
+  labels[1] = 10;
+  assert_int_equal(rlx_vision_grads("mnist-cnn", 3, x, labels, p, g, &loss_g), RLX_ERR_INVALID_ARG);
+  assert_int_equal(rlx_vision_grads("mnist-cnn", 3, x, labels, p, NULL, &loss_g), RLX_ERR_INVALID_ARG);
+  free(p), free(stepped), free(g), free(x), free(labels);
+}
+
 static void bad_vision_arguments_are_refused(void **state) {
   (void)state;
   rlx_vision_info info = info_of("mnist-mlp");
@@ -597,6 +615,7 @@ int main(void) {
       cmocka_unit_test(model_gradients_match_a_directional_difference),
       cmocka_unit_test(sgd_lowers_the_loss_of_every_model),
       cmocka_unit_test(train_step_updates_params_and_reuses_its_session),
+      cmocka_unit_test(grads_are_the_sgd_step),
       cmocka_unit_test(bad_vision_arguments_are_refused),
       cmocka_unit_test(mlp_forward_and_loss_match_naive_loops),
       cmocka_unit_test(mlp_grads_match_finite_differences),

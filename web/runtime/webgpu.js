@@ -347,6 +347,39 @@ export class WebGpuSession {
     });
   }
 
+  /**
+   * One run with a compute pass per dispatch and GPU timestamps around each
+   * (the device needs the 'timestamp-query' feature): resolves to
+   * [{op, node, key, ms}] per dispatch.  For tuning kernels; outputs and
+   * params change as in run().
+   */
+  profile() {
+    return this.enqueue(async () => {
+      const { device, plan } = this;
+      if (!device.features?.has('timestamp-query')) throw new Error('profile: the device lacks the timestamp-query feature');
+      const n = plan.steps.length;
+      const querySet = device.createQuerySet({ type: 'timestamp', count: 2 * n });
+      const resolve = device.createBuffer({ size: 16 * n, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+      const read = device.createBuffer({ size: 16 * n, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      const enc = device.createCommandEncoder({ label: 'rlx profile' });
+      plan.steps.forEach((st, k) => {
+        const pass = enc.beginComputePass({ timestampWrites: { querySet, beginningOfPassWriteIndex: 2 * k, endOfPassWriteIndex: 2 * k + 1 } });
+        pass.setPipeline(this.pipelines[st.pipeline].pipeline);
+        pass.setBindGroup(0, this.bindGroups[k]);
+        pass.dispatchWorkgroups(st.groups[0], st.groups[1], st.groups[2]);
+        pass.end();
+      });
+      enc.resolveQuerySet(querySet, 0, 2 * n, resolve, 0);
+      enc.copyBufferToBuffer(resolve, 0, read, 0, 16 * n);
+      device.queue.submit([enc.finish()]);
+      await read.mapAsync(GPUMapMode.READ);
+      const t = new BigInt64Array(read.getMappedRange().slice(0));
+      read.unmap();
+      read.destroy(); resolve.destroy(); querySet.destroy();
+      return plan.steps.map((st, k) => ({ op: st.op, node: st.node, key: plan.pipelines[st.pipeline].key, ms: Number(t[2 * k + 1] - t[2 * k]) / 1e6 }));
+    });
+  }
+
   /** Output i of the last run (Float32Array). */
   output(i) {
     if (i < 0 || i >= this.outputs.length) throw new Error(`output: output ${i} does not exist (${this.outputs.length} outputs)`);
