@@ -70,72 +70,147 @@ var<private> kend: u32;
 
 fn w(i: u32) -> u32 { return u[i / 4u][i % 4u]; }
 
-// x[img, grp*Cg + c, ih, iw] or 0 in the padding (x is in0).
-fn x_at(img: u32, c: u32, ih: i32, iw: i32) -> f32 {
-  let H = w(11u);
-  let W = w(12u);
-  if (ih < 0 || iw < 0 || u32(ih) >= H || u32(iw) >= W) { return 0.0; }
-  return in0[((img * w(10u) + grp * w(24u) + c) * H + u32(ih)) * W + u32(iw)];
+// ---- A: A[m, k] = (in0 for matmul, else in1)[a_row(m) + a_col(k)] ----
+fn a_row(m: u32) -> u32 {
+  if (MODE == 0u) { return a_base + m * w(9u); }
+  if (MODE == 1u) { return (grp * w(25u) + m) * w(2u); }                       // w[o, (c,kh,kw)]
+  if (MODE == 2u) { return (grp * w(25u) * w(24u) + m) * w(14u) * w(15u); }    // w[o, c, (kh,kw)]
+  return (grp * w(25u) + m) * w(16u) * w(17u);                                 // dy[n, o, p]
 }
 
-// The input cell that tap (kh, kw) of output (oh, ow) reads.
-fn conv_x(img: u32, c: u32, oh: u32, ow: u32, kh: u32, kw: u32) -> f32 {
-  let ih = i32(oh * w(18u) + kh * w(22u)) - i32(w(20u));
-  let iw = i32(ow * w(19u) + kw * w(23u)) - i32(w(21u));
-  return x_at(img, c, ih, iw);
-}
-
-// A[m, k], m < M and k < K.
-fn a_at(m: u32, k: u32) -> f32 {
-  if (MODE == 0u) { return in0[a_base + m * w(9u) + k * w(10u)]; }
-  if (MODE == 1u) { return in1[(grp * w(25u) + m) * w(2u) + k]; }
-  let khw = w(14u) * w(15u);
+fn a_col(k: u32) -> u32 {
+  if (MODE == 0u) { return k * w(10u); }
+  if (MODE == 1u) { return k; }
   if (MODE == 2u) {
-    let o = k / khw;
-    return in1[((grp * w(25u) + o) * w(24u) + m) * khw + k % khw];
+    let khw = w(14u) * w(15u);
+    return (k / khw) * w(24u) * khw + k % khw;
   }
   let ohw = w(16u) * w(17u);
-  let img = k / ohw;
-  return in1[(img * w(13u) + grp * w(25u) + m) * ohw + k % ohw];
+  return (k / ohw) * w(13u) * ohw + k % ohw;
 }
 
-// B[k, n], k < K and n < N.
-fn b_at(k: u32, n: u32) -> f32 {
-  if (MODE == 0u) { return in1[b_base + k * w(11u) + n * w(12u)]; }
+fn a_load(i: u32) -> f32 {
+  if (MODE == 0u) { return in0[i]; }
+  return in1[i];
+}
+
+// ---- B of matmul: B[k, n] = in1[b_base + k*b_sk + n*b_sn] ----
+fn b_at(k: u32, n: u32) -> f32 { return in1[b_base + k * w(11u) + n * w(12u)]; }
+
+// ---- B of the convolutions: the thread's 4 columns n are fixed for a
+// whole output tile, so what depends on n alone is worked out once per tile
+// (col_*), leaving per k only its own split (c, kh, kw) or (img, oh, ow).
+//  MODE 1: n = (img, oh, ow): col_off = x offset of the image's group,
+//          col_h/w = oh*sh - ph, ow*sw - pw
+//  MODE 2: n = (img, ih, iw): col_off = dy offset of the image's group,
+//          col_h/w = ih + ph, iw + pw
+//  MODE 3: n = (c, kh, kw): col_off = x offset of channel c,
+//          col_h/w = kh*dh - ph, kw*dw - pw
+// Columns past N get col_h far negative, which fails every bounds test.
+var<private> col_off: vec4<u32>;
+var<private> col_h: vec4<i32>;
+var<private> col_w: vec4<i32>;
+
+fn setup_columns(lid: u32, n0: u32) {
+  var nb: u32;
+  if (B_KFAST) { nb = n0 + (lid / (BK / 4u)) * 4u; } else { nb = n0 + (lid % (BN / 4u)) * 4u; }
+  let H = w(11u);
+  let W = w(12u);
+  let OH = w(16u);
+  let OW = w(17u);
+  for (var c = 0u; c < 4u; c++) {
+    let n = nb + c;
+    var off = 0u;
+    var h = -0x20000000;
+    var ww = 0;
+    if (n < w(1u)) {
+      if (MODE == 1u) {
+        let img = n / (OH * OW);
+        let p = n % (OH * OW);
+        off = (img * w(10u) + grp * w(24u)) * H * W;
+        h = i32((p / OW) * w(18u)) - i32(w(20u));
+        ww = i32((p % OW) * w(19u)) - i32(w(21u));
+      } else if (MODE == 2u) {
+        let img = n / (H * W);
+        let q = n % (H * W);
+        off = (img * w(13u) + grp * w(25u)) * OH * OW;
+        h = i32(q / W + w(20u));
+        ww = i32(q % W + w(21u));
+      } else {
+        let khw = w(14u) * w(15u);
+        let r = n % khw;
+        off = (grp * w(24u) + n / khw) * H * W;
+        h = i32((r / w(15u)) * w(22u)) - i32(w(20u));
+        ww = i32((r % w(15u)) * w(23u)) - i32(w(21u));
+      }
+    }
+    col_off[c] = off;
+    col_h[c] = h;
+    col_w[c] = ww;
+  }
+}
+
+// The 4 columns' values at row k (MODE 1 or 2; k < kend).
+fn conv_b_row(k: u32) -> vec4<f32> {
   let KW = w(15u);
   let khw = w(14u) * KW;
+  let kc = k / khw;
+  let r = k % khw;
+  let dh = i32((r / KW) * w(22u));
+  let dw = i32((r % KW) * w(23u));
+  var v = vec4<f32>(0.0);
   if (MODE == 1u) {
-    let OW = w(17u);
-    let ohw = w(16u) * OW;
-    let p = n % ohw;
-    let r = k % khw;
-    return conv_x(n / ohw, k / khw, p / OW, p % OW, r / KW, r % KW);
-  }
-  if (MODE == 2u) {
-    // dx cell (ih, iw) of image img takes dy[o, oh, ow] through tap (kh, kw)
-    // when ih = oh*sh + kh*dh - ph (and likewise for w).
+    // x[img, c, oh*sh - ph + kh*dh, ow*sw - pw + kw*dw]
+    let H = w(11u);
     let W = w(12u);
-    let hw = w(11u) * W;
-    let img = n / hw;
-    let q = n % hw;
-    let o = k / khw;
-    let r = k % khw;
-    let th = i32(q / W + w(20u)) - i32((r / KW) * w(22u));
-    let tw = i32(q % W + w(21u)) - i32((r % KW) * w(23u));
-    if (th < 0 || tw < 0) { return 0.0; }
+    for (var c = 0u; c < 4u; c++) {
+      let ih = col_h[c] + dh;
+      let iw = col_w[c] + dw;
+      if (ih >= 0 && iw >= 0 && u32(ih) < H && u32(iw) < W) {
+        v[c] = in0[col_off[c] + (kc * H + u32(ih)) * W + u32(iw)];
+      }
+    }
+  } else {
+    // dy[img, o, oh, ow] where ih + ph - kh*dh = oh*sh (and likewise for w)
+    let OH = w(16u);
+    let OW = w(17u);
     let sh = w(18u);
     let sw = w(19u);
-    let oh = u32(th) / sh;
-    let ow = u32(tw) / sw;
-    let OW = w(17u);
-    if (oh * sh != u32(th) || ow * sw != u32(tw) || oh >= w(16u) || ow >= OW) { return 0.0; }
-    return in0[((img * w(13u) + grp * w(25u) + o) * w(16u) + oh) * OW + ow];
+    for (var c = 0u; c < 4u; c++) {
+      let th = col_h[c] - dh;
+      let tw = col_w[c] - dw;
+      if (th >= 0 && tw >= 0) {
+        let oh = u32(th) / sh;
+        let ow = u32(tw) / sw;
+        if (oh * sh == u32(th) && ow * sw == u32(tw) && oh < OH && ow < OW) {
+          v[c] = in0[col_off[c] + (kc * OH + oh) * OW + ow];
+        }
+      }
+    }
   }
+  return v;
+}
+
+// The 4 columns' values at row k (MODE 3, k < kend): k = (img, oh, ow).
+fn conv_dw_row(k: u32) -> vec4<f32> {
+  let H = w(11u);
+  let W = w(12u);
   let OW = w(17u);
   let ohw = w(16u) * OW;
+  let img = k / ohw;
   let p = k % ohw;
-  let r = n % khw;
-  return conv_x(k / ohw, n / khw, p / OW, p % OW, r / KW, r % KW);
+  let bh = i32((p / OW) * w(18u));
+  let bw = i32((p % OW) * w(19u));
+  let xo = img * w(10u) * H * W;
+  var v = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    let ih = bh + col_h[c];
+    let iw = bw + col_w[c];
+    if (ih >= 0 && iw >= 0 && u32(ih) < H && u32(iw) < W) {
+      v[c] = in0[xo + col_off[c] + u32(ih) * W + u32(iw)];
+    }
+  }
+  return v;
 }
 
 // Index in `out` of C[m, n] for split s.
@@ -167,13 +242,20 @@ fn fetch(lid: u32, m0: u32, n0: u32, k0: u32) {
   let N = w(1u);
   if (A_KFAST) {
     let kq = lid % (BK / 4u);
-    let m = m0 + (lid / (BK / 4u)) * 4u;
+    let mb = m0 + (lid / (BK / 4u)) * 4u;
+    var kc: vec4<u32>;
+    var kin: vec4<bool>;
+    for (var q = 0u; q < 4u; q++) {
+      let k = k0 + kq * 4u + q;
+      kin[q] = k < kend;
+      if (kin[q]) { kc[q] = a_col(k); }
+    }
     for (var r = 0u; r < 4u; r++) {
       var v = vec4<f32>(0.0);
-      if (lid < A_SLOTS / 4u && m + r < M) {
+      if (lid < A_SLOTS / 4u && mb + r < M) {
+        let ro = a_row(mb + r);
         for (var q = 0u; q < 4u; q++) {
-          let k = k0 + kq * 4u + q;
-          if (k < kend) { v[q] = a_at(m + r, k); }
+          if (kin[q]) { v[q] = a_load(ro + kc[q]); }
         }
       }
       pa[r] = v;
@@ -185,8 +267,9 @@ fn fetch(lid: u32, m0: u32, n0: u32, k0: u32) {
       let m = m0 + (s % (BM / 4u)) * 4u;
       var v = vec4<f32>(0.0);
       if (s < A_SLOTS && k < kend) {
+        let kc = a_col(k);
         for (var c = 0u; c < 4u; c++) {
-          if (m + c < M) { v[c] = a_at(m + c, k); }
+          if (m + c < M) { v[c] = a_load(a_row(m + c) + kc); }
         }
       }
       pa[i] = v;
@@ -195,15 +278,25 @@ fn fetch(lid: u32, m0: u32, n0: u32, k0: u32) {
   if (B_KFAST) {
     let kq = lid % (BK / 4u);
     let n = n0 + (lid / (BK / 4u)) * 4u;
-    for (var c = 0u; c < 4u; c++) {
-      var v = vec4<f32>(0.0);
-      if (lid < B_SLOTS / 4u && n + c < N) {
-        for (var q = 0u; q < 4u; q++) {
-          let k = k0 + kq * 4u + q;
-          if (k < kend) { v[q] = b_at(k, n + c); }
-        }
+    if (MODE == 3u) {
+      var t: array<vec4<f32>, 4>; // [k][column]
+      for (var q = 0u; q < 4u; q++) {
+        let k = k0 + kq * 4u + q;
+        t[q] = vec4<f32>(0.0);
+        if (lid < B_SLOTS / 4u && k < kend) { t[q] = conv_dw_row(k); }
       }
-      pb[c] = v;
+      for (var c = 0u; c < 4u; c++) { pb[c] = vec4<f32>(t[0][c], t[1][c], t[2][c], t[3][c]); }
+    } else {
+      for (var c = 0u; c < 4u; c++) {
+        var v = vec4<f32>(0.0);
+        if (lid < B_SLOTS / 4u && n + c < N) {
+          for (var q = 0u; q < 4u; q++) {
+            let k = k0 + kq * 4u + q;
+            if (k < kend) { v[q] = b_at(k, n + c); }
+          }
+        }
+        pb[c] = v;
+      }
     }
   } else {
     for (var i = 0u; i < B_PER; i++) {
@@ -212,8 +305,12 @@ fn fetch(lid: u32, m0: u32, n0: u32, k0: u32) {
       let n = n0 + (s % (BN / 4u)) * 4u;
       var v = vec4<f32>(0.0);
       if (s < B_SLOTS && k < kend) {
-        for (var c = 0u; c < 4u; c++) {
-          if (n + c < N) { v[c] = b_at(k, n + c); }
+        if (MODE == 0u) {
+          for (var c = 0u; c < 4u; c++) {
+            if (n + c < N) { v[c] = b_at(k, n + c); }
+          }
+        } else {
+          v = conv_b_row(k);
         }
       }
       pb[i] = v;
@@ -308,6 +405,7 @@ fn tile(lid: u32, zs: u32, mt: u32, nt: u32) {
     }
   } else {
     grp = z;
+    setup_columns(lid, n0);
   }
   let kbeg = s * w(5u);
   let kstop = min(w(2u), kbeg + w(5u));
