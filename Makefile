@@ -24,8 +24,9 @@ CFLAGS += -DRLX_USE_OPENBLAS -I/usr/include/x86_64-linux-gnu/openblas-pthread
 LDLIBS += -lopenblas
 endif
 
-# The WGSL kernels (src/webgpu/wgsl/*.wgsl) are embedded into a generated C
-# file (tools/embed_wgsl.sh) compiled into both the native and wasm libraries.
+# The WGSL kernels (src/webgpu/wgsl/*.wgsl) are embedded, minified, into a
+# generated C file (tools/embed_sources.sh) compiled into both the native and
+# wasm libraries.
 WGSL_SRC := $(sort $(wildcard src/webgpu/wgsl/*.wgsl))
 WGSL_GEN := build/gen/wgsl_sources.c
 # The GLSL shaders of the WebGL2 executor (src/webgl/glsl/*.frag, *.glsl)
@@ -48,7 +49,8 @@ TEST_BINS    := $(TEST_MAINS:tests/c/%.c=build/tests/%)
 ASAN_BINS    := $(TEST_MAINS:tests/c/%.c=build/tests-asan/%)
 SAN_FLAGS    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.SECONDARY:
+# Objects made through pattern chains are kept (never deleted as intermediates).
+.PRECIOUS: %.o build/gen/%.c
 .PHONY: gl-pending-count test-webgl
 .PHONY: all native wasm sdk test-examples-js test test-native test-asan test-node test-webgpu test-cli test-browser test-python test-examples bench serve setup clean
 all: native wasm sdk build/rlx web/data/fashion-mnist-train.bin web/data/fashion-mnist-test.bin
@@ -67,9 +69,9 @@ build/asan/%.o: %.c $(HDRS)
 build/wasm/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_CFLAGS) -c $< -o $@
-$(WGSL_GEN): tools/embed_wgsl.sh $(WGSL_SRC) $(wildcard src/webgpu/wgsl)
+$(WGSL_GEN): tools/embed_sources.sh $(WGSL_SRC) $(wildcard src/webgpu/wgsl)
 	@mkdir -p $(dir $@)
-	sh tools/embed_wgsl.sh $@ $(WGSL_SRC)
+	sh tools/embed_sources.sh $@ rlx_wgsl_source $(WGSL_SRC)
 $(GLSL_GEN): tools/embed_sources.sh $(GLSL_SRC) $(wildcard src/webgl/glsl)
 	@mkdir -p $(dir $@)
 	sh tools/embed_sources.sh --twins ../../src/webgl/gl.h rlx_glref_args rlx_glref_ rlx_glref_find .frag \

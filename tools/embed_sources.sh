@@ -15,8 +15,6 @@
 # after #include "HEADER" (a path relative to OUT.c).  The WebGL2 executor
 # uses it for the C twins of its fragment shaders (src/webgl/gl.h): a shader
 # without a twin then fails to link instead of failing at run time.
-# tools/embed_wgsl.sh OUT.c FILE... is the same as
-#   tools/embed_sources.sh OUT.c rlx_wgsl_source FILE...
 set -eu
 twins=
 if [ "${1:-}" = "--twins" ]; then
@@ -28,6 +26,28 @@ out=$1
 func=$2
 shift 2
 tmp="$out.tmp"
+
+# The embedded text drops comments, indentation and blank lines (shaders are
+# parsed, not read, at run time; the .wgsl/.frag files keep them).
+minify() {
+  awk '
+    { line = $0; out = "" }
+    {
+      while (length(line) > 0) {
+        if (in_block) {
+          end = index(line, "*/")
+          if (end == 0) { line = ""; break }
+          line = substr(line, end + 2); in_block = 0
+        }
+        lc = index(line, "//"); bc = index(line, "/*")
+        if (lc > 0 && (bc == 0 || lc < bc)) { out = out substr(line, 1, lc - 1); line = ""; break }
+        if (bc > 0) { out = out substr(line, 1, bc - 1); line = substr(line, bc + 2); in_block = 1; continue }
+        out = out line; line = ""
+      }
+      gsub(/^[ \t]+|[ \t]+$/, "", out)
+      if (length(out) > 0) print out
+    }' "$1"
+}
 
 name_of() {
   b=$(basename "$1")
@@ -45,7 +65,7 @@ name_of() {
     [ -f "$f" ] || continue
     echo "/* $f */"
     echo "static const char source_$n[] = {"
-    od -An -v -tu1 "$f" | sed -e 's/^ *//' -e 's/ *$//' -e '/^$/d' -e 's/  */,/g' -e 's/$/,/'
+    minify "$f" | od -An -v -tu1 | sed -e 's/^ *//' -e 's/ *$//' -e '/^$/d' -e 's/  */,/g' -e 's/$/,/'
     echo '0};'
     n=$((n + 1))
   done
