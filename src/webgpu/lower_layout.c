@@ -183,6 +183,7 @@ rlx_status rlx_wgpu_lower_scatter_add(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *
   size_t n = rlx_shape_numel(&c->node->shape), lists = ((size_t)v + rows) * sizeof(int32_t);
   out->scratch_bytes = (lists + 255) / 256 * 256;
   const size_t items[3] = {v, rows, n};
+  const uint32_t per_group[3] = {THREADS, 1, THREADS}; /* MODE 1: one workgroup per row */
   for (uint32_t mode = 0; mode < 3; mode++) {
     rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "scatter_add");
     rlx_wgpu_override(d, "MODE", mode);
@@ -193,7 +194,7 @@ rlx_status rlx_wgpu_lower_scatter_add(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *
     rlx_wgpu_u32(d, dcols);
     rlx_wgpu_u32(d, rows);
     rlx_wgpu_u32(d, v);
-    rlx_wgpu_grid1d(d, items[mode], THREADS);
+    rlx_wgpu_grid1d(d, items[mode], per_group[mode]);
   }
   return RLX_OK;
 }

@@ -334,6 +334,32 @@ if (!existsSync(WASM)) {
         gs.free(); fresh.free(); gpuS.free(); cpu.free();
       });
 
+      test('executor: a lost device rejects runs with reason device-lost', async () => {
+        const own = (await dawnDevice()).device;
+        const { g, outs } = build();
+        const gpuS = g.compile(outs, { device: 'webgpu' });
+        g.free();
+        const gs = await createWebGpuSession(rlx, gpuS, own);
+        gs.setInput('x', xs[0]);
+        await gs.run();
+        own.destroy();
+        await own.lost;
+        await assert.rejects(gs.run(), (err) => err.reason === 'device-lost' && /device lost/.test(err.message));
+        gs.free(); gpuS.free();
+      });
+
+      test('executor: no WebGPU and too-small limits give WebGpuUnavailableError', async () => {
+        const { g, outs } = build();
+        const gpuS = g.compile(outs, { device: 'webgpu' });
+        g.free();
+        const small = { createBuffer() {}, limits: { maxBufferSize: 16, maxStorageBufferBindingSize: 16, maxStorageBuffersPerShaderStage: 8 } };
+        await assert.rejects(createWebGpuSession(rlx, gpuS, small), (err) => err.reason === 'limits' && /maxBufferSize/.test(err.message));
+        if (!globalThis.navigator?.gpu) {
+          await assert.rejects(createWebGpuSession(rlx, gpuS), (err) => err.reason === 'no-webgpu');
+        }
+        gpuS.free();
+      });
+
       test('executor: a preset input set in C before the executor starts is uploaded', async () => {
         const { g, outs } = build();
         const gpuS = g.compile(outs, { device: 'webgpu' }), cpu = g.compile(outs);

@@ -48,6 +48,10 @@ export function webGpuCacheStats(device) {
 }
 
 let sharedDevice = null; // Promise<GPUDevice> for sessions given no device
+let sharedDeviceValue = null;
+function sharedDeviceLost(device) {
+  if (device === sharedDeviceValue) { sharedDevice = null; sharedDeviceValue = null; } // the next session asks again
+}
 
 async function requestDevice(gpu, needs) {
   if (!gpu) {
@@ -126,7 +130,7 @@ export async function createWebGpuSession(rlxModule, sessionHandle, device) {
       sharedDevice = requestDevice(globalThis.navigator?.gpu, needs);
       sharedDevice.catch(() => { sharedDevice = null; });
     }
-    device = await sharedDevice;
+    device = sharedDeviceValue = await sharedDevice;
   }
   checkLimits(device, needs);
   const session = new WebGpuSession(device, plan, e, s);
@@ -145,7 +149,7 @@ export class WebGpuSession {
     this.outputs = plan.outputs.map(() => null);
     this.inputSet = plan.inputs.map(() => false);
     this.queue = Promise.resolve();
-    device.lost?.then((info) => { this.lost = info; });
+    device.lost?.then((info) => { this.lost = info; sharedDeviceLost(device); });
   }
 
   // Creates buffers, uploads constants / params / preset inputs and uniforms,
@@ -339,7 +343,13 @@ export class WebGpuSession {
       device.queue.submit([enc.finish()]);
       const err = await device.popErrorScope();
       if (err) throw new Error(`WebGPU run failed: ${err.message}`);
-      await this.staging.mapAsync(GPUMapMode.READ);
+      try {
+        await this.staging.mapAsync(GPUMapMode.READ);
+      } catch (err) {
+        await Promise.race([this.device.lost, new Promise((r) => setTimeout(r, 0))]);
+        this.checkLost();
+        throw err;
+      }
       this.checkLost();
       const all = this.staging.getMappedRange();
       this.outputs = plan.outputs.map((o, i) => new Float32Array(all.slice(this.outputSlots[i], this.outputSlots[i] + o.value[2])));

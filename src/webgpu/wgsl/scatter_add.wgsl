@@ -5,11 +5,12 @@
 // infinities are invalid).  Three dispatches (MODE):
 //   0: first[v] = -1 for every v                       (one thread per v)
 //   1: per row i with a valid id: next[i] = the next row with the same id
-//      (or -1); the first row of each id sets first[id] = i   (one per row)
+//      (or -1); the first row of each id sets first[id] = i
+//      (one workgroup per row, its threads scanning the ids in parallel)
 //   2: y[v, d] = sum over the list first[v] -> next[...]    (one per output)
 // The lists live in the scratch: first[V] then next[rows] (i32).  Work is
-// rows^2 for the lists (ids read through workgroup memory) plus V * D +
-// rows * D for the sums.
+// rows^2 for the lists (spread over rows workgroups) plus V * D + rows * D
+// for the sums.
 // Bindings: 0 ids, 1 dy (read), 2 y (write), 3 scratch (write), 4 uniform.
 // Overrides: MODE, IDS_I32 (1: ids hold int32 bits).
 // Uniform words: n (= V * D), D, rows, V.
@@ -22,7 +23,8 @@
 override MODE: u32 = 0u;
 override IDS_I32: u32 = 0u;
 
-var<workgroup> chunk: array<i32, 256>;
+var<workgroup> wg_next: atomic<u32>;
+var<workgroup> wg_prev: atomic<u32>;
 
 // The id of row i, or -1 when invalid (outside [0, V) included).
 fn id_at(i: u32) -> i32 {
@@ -40,7 +42,7 @@ fn id_at(i: u32) -> i32 {
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
+        @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = gid.x + gid.y * nwg.x * 256u;
   let d = u[0].y;
   let rows = u[0].z;
@@ -48,29 +50,28 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
   if (MODE == 0u) {
     if (i < v_count) { lists[i] = -1; }
   } else if (MODE == 1u) {
-    // Every row scans all ids, staged 256 at a time through workgroup
-    // memory (the loop bounds are uniform, so the barriers are too).
-    let live = i < rows;
+    // One workgroup per row r: its threads scan the ids 256 apart and
+    // combine with workgroup atomics (min and max are order-independent).
+    let r = wid.x + wid.y * nwg.x;
+    if (lid == 0u) {
+      atomicStore(&wg_next, 0xffffffffu);
+      atomicStore(&wg_prev, 0u);
+    }
+    workgroupBarrier();
     var id = -1;
-    if (live) { id = id_at(i); }
-    var next = -1;
-    var first = true;
-    for (var base = 0u; base < rows; base += 256u) {
-      workgroupBarrier();
-      if (base + lid < rows) { chunk[lid] = id_at(base + lid); }
-      workgroupBarrier();
-      let count = min(256u, rows - base);
-      for (var k = 0u; k < count; k++) {
-        let j = base + k;
-        if (chunk[k] == id) {
-          if (j < i) { first = false; }
-          if (j > i && next < 0) { next = i32(j); }
+    if (r < rows) { id = id_at(r); }
+    if (id >= 0) {
+      for (var j = lid; j < rows; j += 256u) {
+        if (j != r && id_at(j) == id) {
+          if (j < r) { atomicMax(&wg_prev, 1u); } else { atomicMin(&wg_next, j); }
         }
       }
     }
-    if (live && id >= 0) {
-      lists[v_count + i] = next;
-      if (first) { lists[u32(id)] = i32(i); }
+    workgroupBarrier();
+    if (lid == 0u && id >= 0) {
+      let next = atomicLoad(&wg_next);
+      lists[v_count + r] = select(i32(next), -1, next == 0xffffffffu);
+      if (atomicLoad(&wg_prev) == 0u) { lists[u32(id)] = i32(r); }
     }
   } else {
     if (i >= u[0].x) { return; }

@@ -1,0 +1,286 @@
+// ui.js - the page side of cluster.html. It owns the transport (a
+// BroadcastChannel per model and cohort name, relayed untouched into the
+// Worker's ProxyBus by proxyRelay) and renders what worker.js reports: the
+// roster, the cohort's loss curve, samples/s, step, parameter version and
+// hash, and the policy in force. No training happens here.
+//
+// Shown values carry their full value in data-value for the browser tests;
+// window.rlxCluster is a debug hook: { state, info, points, start(),
+// stop(), setMaxSteps(n), params() -> Promise<Uint32Array bits as Array> }.
+import { BroadcastChannelBus, proxyRelay } from './bus.js';
+import { encodeMessage } from './wire.js';
+import { drawChart } from '../chart.js';
+
+const $ = (id) => document.getElementById(id);
+const query = new URLSearchParams(location.search);
+const cohortName = query.get('cohort') ?? '';
+const sayGoodbye = query.get('bye') !== '0';
+const minMembers = Math.max(1, Number(query.get('min')) || 1);
+
+const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+let models = [];
+let run = null; // { id, slug, bus, relay, port } while a rank runs
+let state = null; // latest status from the Worker
+let info = null; // the started rank's info
+let points = []; // cohort [step, loss]
+let chartDue = false;
+let nextReq = 1;
+const replies = new Map();
+
+// ---- rendering ----------------------------------------------------------------
+
+function show(id, value, text = String(value)) {
+  const el = $(id);
+  el.textContent = text;
+  el.dataset.value = value === null || value === undefined ? '' : String(value);
+}
+
+function setStatus(s) {
+  show('status', s);
+}
+
+function showError(err) {
+  const text = err ? `Error: ${err?.message ?? err}` : '';
+  $('error').textContent = text;
+  if (err) console.warn(text); // a warning: the page keeps working (Start again)
+}
+
+const short = (id) => (id ? id.slice(0, 8) : '-');
+const fixed = (v, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : '-');
+const ms = (v) => (Number.isFinite(v) ? `${v} ms` : '-');
+
+function setRunning(on) {
+  $('start').disabled = on || models.length === 0;
+  $('stop').disabled = !on;
+  for (const id of ['model', 'backend', 'batch', 'lr']) $(id).disabled = on || models.length === 0;
+}
+
+function renderRoster(rows) {
+  const body = $('roster').tBodies[0];
+  body.replaceChildren();
+  for (const r of rows) {
+    const tr = document.createElement('tr');
+    tr.dataset.id = r.id;
+    tr.dataset.role = r.role;
+    tr.dataset.backend = r.backend ?? '';
+    tr.dataset.hash = r.hash ?? '';
+    if (r.self) tr.className = 'self';
+    const cells = [
+      short(r.id) + (r.self ? ' (this tab)' : ''),
+      r.role,
+      r.backend ?? '-',
+      r.fallback ?? '',
+      String(r.step),
+      String(r.version),
+      r.hash ?? '-',
+      fixed(r.samplesPerSec),
+      r.self ? 'now' : `${Math.round(r.lastSeenMs)} ms ago`,
+    ];
+    cells.forEach((text, k) => {
+      const td = document.createElement('td');
+      td.textContent = text;
+      if (k === 1) td.className = `role-${r.role}`;
+      if (k === 3) td.className = 'reason';
+      tr.append(td);
+    });
+    body.append(tr);
+  }
+}
+
+function drawLoss() {
+  chartDue = false;
+  drawChart($('loss-chart'), [{ points, label: 'cohort loss' }], { xLabel: 'step', yLabel: 'loss' });
+}
+
+function renderStatus(s) {
+  state = s;
+  for (const p of s.points) {
+    const last = points[points.length - 1];
+    if (!last || p[0] > last[0]) points.push(p);
+  }
+  if (points.length > 2000) points = points.slice(-2000);
+  const leaderRow = s.roster.find((r) => r.id === s.leader);
+  show('role', s.role, s.role + (s.halted ? ` (halted: ${s.halted})` : ''));
+  show('leader', s.leader ?? '', s.leader ? `${short(s.leader)}${s.leader === s.id ? ' (this tab)' : ''}` : 'none yet');
+  show('step', s.step);
+  show('version', s.version);
+  show('hash', s.hash);
+  show('loss', s.loss ?? '', Number.isFinite(s.loss) ? s.loss.toFixed(4) : '-');
+  show('sps', s.cohortSamplesPerSec, fixed(s.cohortSamplesPerSec));
+  show('own-sps', s.samplesPerSec, fixed(s.samplesPerSec));
+  show('peers', s.roster.length, `${s.roster.length}${leaderRow ? '' : ' (no leader in view)'}`);
+  const p = s.policy;
+  show('quorum', p.quorum, `${p.quorum} of ${p.peers}`);
+  show('heartbeat', p.heartbeatMs, ms(p.heartbeatMs));
+  show('takeover', p.takeoverMs, ms(p.takeoverMs));
+  show('drop', p.dropMs, ms(p.dropMs));
+  show('collect', p.collectMs, ms(p.collectMs));
+  if (s.shard) {
+    $('shard').textContent = `last bucket: shard ${s.shard.index + 1} of ${s.shard.count} at step ${s.shard.step}, ` +
+      `loss ${fixed(s.shard.loss, 4)} on it`;
+  }
+  if (s.lastEvent) showError(s.lastEvent);
+  renderRoster(s.roster);
+  if (!chartDue) {
+    chartDue = true;
+    setTimeout(drawLoss, 50);
+  }
+}
+
+function renderInfo(i) {
+  info = i;
+  show('backend-resolved', i.backend, `${i.backend} (asked for ${i.requested})`);
+  show('fallback', i.fallback ?? '', i.fallback ? `- ${i.fallback}` : '');
+  const d = i.data;
+  const text = d.why ? `${d.source} - ${d.why}` : `${d.source}: ${d.count} samples, sharded across the ranks`;
+  show('data', d.kind, text);
+}
+
+// ---- the rank -------------------------------------------------------------------
+
+function channelName(slug) {
+  return `rlx-cluster/${slug}${cohortName ? `/${cohortName}` : ''}`;
+}
+
+function start() {
+  if (run) return;
+  showError(null);
+  const slug = $('model').value;
+  const id = crypto.randomUUID();
+  const { port1, port2 } = new MessageChannel();
+  const bus = new BroadcastChannelBus(channelName(slug), `${id}#page`);
+  const relay = proxyRelay(port2, bus);
+  run = { id, slug, bus, relay, port: port2 };
+  points = [];
+  state = null;
+  info = null;
+  setStatus('starting');
+  setRunning(true);
+  worker.postMessage({
+    cmd: 'start',
+    port: port1,
+    id,
+    slug,
+    backend: $('backend').value,
+    batch: Number($('batch').value),
+    lr: Number($('lr').value),
+    maxSteps: Math.max(0, Math.floor(Number($('steps').value) || 0)),
+    minMembers,
+  }, [port1]);
+}
+
+function teardown() {
+  if (!run) return;
+  run.relay.close();
+  run.bus.close();
+  run.port.close();
+  run = null;
+  setRunning(false);
+}
+
+function stop() {
+  if (!run) return;
+  setStatus('stopping');
+  worker.postMessage({ cmd: 'stop' });
+}
+
+/** On close: the page says goodbye for its rank, so the peers need not wait for its silence. */
+function goodbye() {
+  if (!run || !sayGoodbye || !state) return;
+  try {
+    run.bus.sendRaw(encodeMessage({ type: 'bye', from: run.id, to: null, term: state.term }));
+  } catch {
+    // closing anyway
+  }
+}
+
+worker.onmessage = (event) => {
+  const msg = event.data;
+  switch (msg.type) {
+    case 'hello': {
+      models = msg.models;
+      const sel = $('model');
+      for (const m of models) {
+        const opt = document.createElement('option');
+        opt.value = m.slug;
+        opt.textContent = `${m.slug} - trains on ${m.trainsOn.join(', ')}`;
+        opt.dataset.trainsOn = m.trainsOn.join(',');
+        sel.append(opt);
+      }
+      const want = query.get('model');
+      sel.value = models.some((m) => m.slug === want) ? want : models.some((m) => m.slug === 'mnist-cnn') ? 'mnist-cnn' : models[0]?.slug;
+      setStatus('ready');
+      setRunning(false);
+      if (query.get('autostart') === '1') start();
+      break;
+    }
+    case 'started':
+      renderInfo(msg.info);
+      setStatus('running');
+      break;
+    case 'status':
+      if (run && msg.id === run.id) renderStatus(msg);
+      break;
+    case 'stopped':
+      teardown();
+      setStatus('stopped');
+      break;
+    case 'params': {
+      const r = replies.get(msg.reqId);
+      replies.delete(msg.reqId);
+      r?.(msg.params ? { version: msg.version, bits: Array.from(new Uint32Array(msg.params.buffer)) } : null);
+      break;
+    }
+    case 'error':
+      showError(msg.error);
+      if (msg.cmd === 'start') {
+        teardown();
+        setStatus('error');
+      }
+      break;
+    default:
+      break;
+  }
+};
+worker.onerror = (event) => {
+  showError(`the Worker failed: ${event.message ?? 'it could not start'}`);
+  setStatus('error');
+};
+
+$('start').addEventListener('click', start);
+$('stop').addEventListener('click', stop);
+$('steps').addEventListener('change', () => {
+  worker.postMessage({ cmd: 'maxSteps', value: Math.max(0, Math.floor(Number($('steps').value) || 0)) });
+});
+addEventListener('pagehide', goodbye);
+addEventListener('resize', () => points.length && drawLoss());
+
+for (const [key, id] of [['backend', 'backend'], ['batch', 'batch'], ['lr', 'lr'], ['steps', 'steps']]) {
+  const v = query.get(key);
+  if (v === null) continue;
+  const el = $(id);
+  if (el.tagName === 'SELECT' && ![...el.options].some((o) => o.value === v)) el.append(new Option(v, v));
+  el.value = v;
+}
+drawLoss();
+worker.postMessage({ cmd: 'hello' });
+
+window.rlxCluster = {
+  get state() { return state; },
+  get info() { return info; },
+  get points() { return points.slice(); },
+  get rankId() { return run?.id ?? null; },
+  start,
+  stop,
+  setMaxSteps(n) {
+    $('steps').value = String(n);
+    worker.postMessage({ cmd: 'maxSteps', value: n });
+  },
+  params() {
+    const reqId = nextReq++;
+    return new Promise((resolve) => {
+      replies.set(reqId, resolve);
+      worker.postMessage({ cmd: 'params', reqId });
+    });
+  },
+};
