@@ -14,8 +14,12 @@
  * rows far from zero keep their digits (the offset cases: 1e-7 relative). */
 #include "gl_plan.h"
 
+#ifndef RLX_GL_NORM_INLINE
 #define RLX_GL_NORM_INLINE 32  /* rows up to this long compute their statistics per fragment */
+#endif
+#ifndef RLX_GL_NORM_CHUNK
 #define RLX_GL_NORM_CHUNK 2048 /* rows one dw fragment sums at most */
+#endif
 
 /* lower_reduce.c: sums the rows of a temp [out_n][chunks] into out. */
 rlx_status rlx_gl_add_row_sums(rlx_gl_lowering *l, size_t out_n, int32_t chunks, rlx_gl_tex in, rlx_gl_tex out);

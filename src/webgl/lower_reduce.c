@@ -20,8 +20,12 @@
  * test allows 1e-4). */
 #include "gl_plan.h"
 
+#ifndef RLX_GL_REDUCE_CHUNK
 #define RLX_GL_REDUCE_CHUNK 2048 /* reduced elements one fragment sums at most */
+#endif
+#ifndef RLX_GL_ROW_INLINE
 #define RLX_GL_ROW_INLINE 32     /* rows up to this long compute their statistics per fragment */
+#endif
 
 /* The input seen by reduce.frag: kept groups, the innermost reduced group
  * (n0 values s0 apart) and the other reduced groups, innermost first. */
@@ -120,6 +124,7 @@ static void reduce_pass(rlx_gl_lowering *l, const reduce_view *v, int max_op, fl
  * reduction is long; the divisor applies on the last pass only. */
 static rlx_status add_reduce(rlx_gl_lowering *l, reduce_view v, int max_op, float divisor, rlx_gl_tex in,
                              rlx_gl_tex out) {
+  size_t count = v.count;
   for (;;) {
     int32_t ch[4];
     reduce_chunks(&v, &ch[0], &ch[1], &ch[2], &ch[3]);
@@ -130,7 +135,7 @@ static rlx_status add_reduce(rlx_gl_lowering *l, reduce_view v, int max_op, floa
     int32_t t = rlx_gl_temp(l, v.out_n * (size_t)ch[0]);
     if (t < 0 || l->n + 1 >= RLX_GL_MAX_PASSES)
       return rlx_error(RLX_ERR_UNSUPPORTED, "webgl: a reduction of %zu values per output needs too many passes",
-                       v.count);
+                       count);
     rlx_gl_tex tt = {RLX_GLT_TEMP, t};
     reduce_pass(l, &v, max_op, 1.0f, in, tt, ch);
     reduce_view_rows(&v, v.out_n, ch[0]);

@@ -27,18 +27,24 @@ static void conv_ints(rlx_gl_pass *p, const int32_t *x, const int32_t *w, const 
 }
 
 /* x[N,C,H,W], w[O,C/g,KH,KW] -> y[N,O,OH,OW];
- * iattr = {stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups} */
+ * iattr = {stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups}.
+ * 3x3 kernels take conv2d.frag's unrolled path (K3). */
 rlx_status rlx_gl_lower_conv2d(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
+  const int32_t *w = c->in_node[1]->shape.dims;
   rlx_gl_pass *p = rlx_gl_add(out, "conv2d");
+  rlx_gl_define(p, "K3", w[2] == 3 && w[3] == 3);
   rlx_gl_in(p, RLX_GLT_INPUT, 0);
   rlx_gl_in(p, RLX_GLT_INPUT, 1);
   conv_ints(p, c->in_node[0]->shape.dims, c->in_node[1]->shape.dims, c->node->shape.dims, c->node->iattr);
   return RLX_OK;
 }
 
-/* dy[N,O,OH,OW], w[O,C/g,KH,KW] -> dx[N,C,H,W]; iattr = conv2d's 7 + {H, W} */
+/* dy[N,O,OH,OW], w[O,C/g,KH,KW] -> dx[N,C,H,W]; iattr = conv2d's 7 + {H, W}.
+ * 3x3 kernels at stride 1 take conv_grad_input.frag's unrolled path (K3). */
 rlx_status rlx_gl_lower_conv2d_grad_input(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
+  const int32_t *w = c->in_node[1]->shape.dims, *at = c->node->iattr;
   rlx_gl_pass *p = rlx_gl_add(out, "conv_grad_input");
+  rlx_gl_define(p, "K3", w[2] == 3 && w[3] == 3 && at[0] == 1 && at[1] == 1);
   rlx_gl_in(p, RLX_GLT_INPUT, 0);
   rlx_gl_in(p, RLX_GLT_INPUT, 1);
   conv_ints(p, c->node->shape.dims, c->in_node[1]->shape.dims, c->in_node[0]->shape.dims, c->node->iattr);
@@ -119,10 +125,13 @@ static rlx_status lower_pool(const rlx_gl_ctx *c, rlx_gl_lowering *out, int32_t 
 rlx_status rlx_gl_lower_max_pool2d(const rlx_gl_ctx *c, rlx_gl_lowering *out) { return lower_pool(c, out, 1); }
 rlx_status rlx_gl_lower_avg_pool2d(const rlx_gl_ctx *c, rlx_gl_lowering *out) { return lower_pool(c, out, 0); }
 
-/* x[N,C,H,W], dy[N,C,OH,OW] -> dx[N,C,H,W]; iattr = the pool's 6 */
+/* x[N,C,H,W], dy[N,C,OH,OW] -> dx[N,C,H,W]; iattr = the pool's 6.  2x2
+ * windows at stride 2 without padding take pool_grad.frag's P2 path. */
 rlx_status rlx_gl_lower_max_pool2d_grad(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
+  const int32_t *at = c->node->iattr;
   rlx_gl_pass *p = rlx_gl_add(out, "pool_grad");
   rlx_gl_define(p, "MAX", 1);
+  rlx_gl_define(p, "P2", at[0] == 2 && at[1] == 2 && at[2] == 2 && at[3] == 2 && at[4] == 0 && at[5] == 0);
   rlx_gl_in(p, RLX_GLT_INPUT, 0);
   rlx_gl_in(p, RLX_GLT_INPUT, 1);
   pool_ints(p, c->node->shape.dims, c->in_node[1]->shape.dims, c->node->iattr);
@@ -134,6 +143,7 @@ rlx_status rlx_gl_lower_max_pool2d_grad(const rlx_gl_ctx *c, rlx_gl_lowering *ou
 rlx_status rlx_gl_lower_avg_pool2d_grad(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   rlx_gl_pass *p = rlx_gl_add(out, "pool_grad");
   rlx_gl_define(p, "MAX", 0);
+  rlx_gl_define(p, "P2", 0);
   rlx_gl_in(p, RLX_GLT_INPUT, 0);
   pool_ints(p, c->node->shape.dims, c->in_node[0]->shape.dims, c->node->iattr);
   rlx_gl_float(p, pool_inverse_area(c->node->iattr));

@@ -34,7 +34,8 @@ static limbs48 mul48(limbs48 a, limbs48 b) {
   return r;
 }
 
-static float rope_angle(const int32_t *u, int32_t s, int32_t i) {
+/* (cos, sin) of position s at frequency i, as rlx_cos_sin */
+static void rope_cos_sin(const int32_t *u, int32_t s, int32_t i, float *cs_out, float *sn_out) {
   limbs48 f = limbs_at(u, 4);
   for (int32_t k = 0; k < 13 && k < u[3]; k++)
     if (((i >> k) & 1) == 1) f = mul48(f, limbs_at(u, 7 + 3 * k));
@@ -45,8 +46,20 @@ static float rope_angle(const int32_t *u, int32_t s, int32_t i) {
   uint32_t c1 = (q00 >> 16) + (q01 & m) + (q10 & m);
   uint32_t c2 = (q01 >> 16) + (q10 >> 16) + ((p0 * f.z) & m) + ((p1 * f.y) & m) + (c1 >> 16);
   float t = (float)(c2 & m) / 65536.0f + (float)(c1 & m) / 4294967296.0f + (float)(q00 & m) / 281474976710656.0f;
-  if (pos < 0) t = -t;
-  return (t - floorf(t + 0.5f)) * 6.283185307179586f;
+  float q = floorf(4.0f * t + 0.5f);
+  float x = (t - 0.25f * q) * 6.283185307179586f;
+  float z = x * x;
+  float sn = x + x * z * (-1.6666654611e-1f + z * (8.3321608736e-3f + z * -1.9515295891e-4f));
+  float cs = 1.0f - 0.5f * z + z * z * (4.166664568298827e-2f + z * (-1.388731625493765e-3f + z * 2.443315711809948e-5f));
+  float rc, rs;
+  switch ((int32_t)q & 3) {
+    case 0: rc = cs, rs = sn; break;
+    case 1: rc = -sn, rs = cs; break;
+    case 2: rc = -cs, rs = -sn; break;
+    default: rc = sn, rs = -cs; break;
+  }
+  *cs_out = rc;
+  *sn_out = pos < 0 ? -rs : rs;
 }
 
 void rlx_glref_rope(const rlx_glref_args *a) {
@@ -56,15 +69,16 @@ void rlx_glref_rope(const rlx_glref_args *a) {
   for (size_t n = 0; n < a->out_n; n++) {
     int32_t e = (int32_t)n, j = e % d, i = j < half ? j : j - half;
     if (mode == 1) {
-      float ang = rope_angle(u, e / d, i);
-      a->out[n] = j < half ? cosf(ang) : sign * sinf(ang);
+      float cs, sn;
+      rope_cos_sin(u, e / d, i, &cs, &sn);
+      a->out[n] = j < half ? cs : sign * sn;
       continue;
     }
     int32_t s = (e / d) % u[1];
     float c, sn;
     if (mode == 0) {
-      float ang = rope_angle(u, s, i);
-      c = cosf(ang), sn = sign * sinf(ang);
+      rope_cos_sin(u, s, i, &c, &sn);
+      sn = sign * sn;
     } else {
       c = a->in[1][s * d + i], sn = a->in[1][s * d + half + i];
     }

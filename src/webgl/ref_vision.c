@@ -27,6 +27,8 @@ static void taps(int32_t start, int32_t dil, int32_t size, int32_t n, int32_t *l
   *hi = imax(*lo, h);
 }
 
+/* conv2d.frag's K3 path adds +0 for the taps in the padding, which leaves
+ * the sum as the clipped loops make it: one twin for both paths. */
 void rlx_glref_conv2d(const rlx_glref_args *a) {
   const conv_ints g = conv_of(a->pass->ints);
   const float *x = a->in[0], *w = a->in[1];
@@ -51,8 +53,27 @@ void rlx_glref_conv2d(const rlx_glref_args *a) {
   }
 }
 
+/* conv_grad_input.frag's K3 path (3x3, stride 1): filter, then taps,
+ * those whose output lies outside dy skipped (the shader adds +0). */
+static float grad_input_k3(const conv_ints *g, const float *dy, const float *w, int32_t ih, int32_t iw,
+                           int32_t dy_base, int32_t w_base) {
+  const size_t dy_filter = (size_t)g->OH * g->OW, w_filter = (size_t)g->Cg * 9;
+  float acc = 0.0f;
+  for (int32_t f = 0; f < g->Og; f++)
+    for (int32_t kh = 0; kh < 3; kh++) {
+      const int32_t oh = ih + g->ph - kh * g->dh;
+      for (int32_t kw = 0; kw < 3; kw++) {
+        const int32_t ow = iw + g->pw - kw * g->dw;
+        if (oh < 0 || oh >= g->OH || ow < 0 || ow >= g->OW) continue;
+        acc += dy[f * dy_filter + (size_t)(dy_base + oh) * g->OW + ow] * w[f * w_filter + (size_t)w_base * 3 + kh * 3 + kw];
+      }
+    }
+  return acc;
+}
+
 void rlx_glref_conv_grad_input(const rlx_glref_args *a) {
   const conv_ints g = conv_of(a->pass->ints);
+  const int k3 = rlx_gl_define_value(a->pass, "K3", 0) != 0;
   const float *dy = a->in[0], *w = a->in[1];
   const size_t dy_filter = (size_t)g.OH * g.OW, w_filter = (size_t)g.Cg * g.KH * g.KW;
   for (size_t e = 0; e < a->out_n; e++) {
@@ -60,6 +81,10 @@ void rlx_glref_conv_grad_input(const rlx_glref_args *a) {
     t /= g.H;
     int32_t c = t % g.C, n = t / g.C, grp = c / g.Cg;
     const int32_t dy_base = (n * g.O + grp * g.Og) * g.OH, w_base = ((grp * g.Og) * g.Cg + c - grp * g.Cg) * g.KH;
+    if (k3) {
+      a->out[e] = grad_input_k3(&g, dy, w, ih, iw, dy_base, w_base);
+      continue;
+    }
     float acc = 0.0f;
     for (int32_t kh = 0; kh < g.KH; kh++) {
       const int32_t th = ih + g.ph - kh * g.dh;
@@ -181,6 +206,8 @@ static void window_source(const float *xp, const pool_ints *g, int32_t oh, int32
     }
 }
 
+/* pool_grad.frag's P2 path (2x2 windows at stride 2) picks the same source
+ * cell as window_source, without loops: one twin for both paths. */
 void rlx_glref_pool_grad(const rlx_glref_args *a) {
   const pool_ints g = pool_of(a->pass->ints);
   const int is_max = rlx_gl_define_value(a->pass, "MAX", 0) != 0;

@@ -146,7 +146,6 @@ static void attn_forward_dispatch(rlx_wgpu_lowering *l, const attn_dims *a, int 
   uint32_t nqb = (a->Sq + bq - 1) / bq;
   rlx_wgpu_dispatch *d = rlx_wgpu_add(l, "attention");
   rlx_wgpu_override(d, "BQ", bq);
-  rlx_wgpu_override(d, "OPT", (bq * a->Dv + ATTN_THREADS - 1) / ATTN_THREADS);
   rlx_wgpu_override(d, "MODE", dy_input >= 0 ? 1u : 0u);
   for (int k = 0; k < 3; k++) rlx_wgpu_bind(d, RLX_WB_INPUT, k, 0, 0, 0);
   rlx_wgpu_bind(d, RLX_WB_INPUT, a->mask_input >= 0 ? a->mask_input : 0, 0, 0, 0); /* or a placeholder */
@@ -187,13 +186,10 @@ rlx_status rlx_wgpu_lower_attention_grad(const rlx_wgpu_ctx *c, rlx_wgpu_lowerin
     if (pass == 0) {
       uint32_t bq = block_rows(32, a.Sq, a.D, 2048);
       rlx_wgpu_override(d, "BQ", bq);
-      rlx_wgpu_override(d, "OPT", (bq * a.D + ATTN_THREADS - 1) / ATTN_THREADS);
       blocks = (a.Sq + bq - 1) / bq;
     } else {
       uint32_t width = a.D > a.Dv ? a.D : a.Dv, bkb = block_rows(16, a.Sk, width, 1024);
       rlx_wgpu_override(d, "BKB", bkb);
-      rlx_wgpu_override(d, "OPTK", (bkb * a.D + ATTN_THREADS - 1) / ATTN_THREADS);
-      rlx_wgpu_override(d, "OPTV", (bkb * a.Dv + ATTN_THREADS - 1) / ATTN_THREADS);
       blocks = (a.Sk + bkb - 1) / bkb;
     }
     for (int k = 0; k < 4; k++) rlx_wgpu_bind(d, RLX_WB_INPUT, k, 0, 0, 0);

@@ -7,8 +7,10 @@
 // which falls; then the cohort trains freely and its samples/s is measured
 // and printed; with 2 and 3 tabs the leader's tab is closed without a
 // goodbye and another tab takes over within the takeover time of the policy
-// in force, and training goes on with identical parameters. The page keeps
-// an ASCII prologue and fits a phone.
+// in force, and training goes on with identical parameters. Without the
+// subset file a tab trains on synthetic data and says so; a GPU request is
+// answered with the CPU and its reason; the page keeps an ASCII prologue and
+// fits a phone.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, existsSync } from 'node:fs';
@@ -174,27 +176,31 @@ for (const n of [1, 2, 3]) {
     { skip: why ?? false, timeout: 40000 }, () => cohortTest(n));
 }
 
-test('cluster.html: models labelled with their backends, a GPU request shown as a CPU fallback, fits a phone',
-  { skip: why ?? false, timeout: 20000 }, async () => {
-    const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
-    try {
-      const { page, problems } = await newPage(context);
-      await page.goto(`${server.url}cluster.html?autostart=1&backend=webgl&cohort=phone`);
-      await page.waitForFunction(() => window.rlxCluster.state?.role === 'leader', null, { timeout: 15000 });
-      const options = await page.$$eval('#model option', (os) => os.map((o) => [o.value, o.textContent, o.selected]));
-      assert.deepEqual(options.map((o) => o[0]), ['mnist-cnn', 'mnist-mlp', 'cifar-cnn', 'resnet']);
-      assert.ok(options[0][2], 'mnist-cnn is the default');
-      for (const [, text] of options) assert.match(text, / - trains on (cpu|webgpu|webgl)(, (cpu|webgpu|webgl))*$/);
-      assert.equal(await page.$eval('#backend-resolved', (el) => el.dataset.value), 'cpu');
-      assert.match(await page.$eval('#fallback', (el) => el.dataset.value), /\S/, 'a GPU request comes with its reason');
-      assert.equal(await page.$eval('#data', (el) => el.dataset.value), DATA);
-      const [scroll, width] = await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]);
-      assert.ok(scroll <= width, `${scroll} px wide on a ${width} px screen`);
-      await page.click('#stop');
-      await page.waitForFunction(() => document.getElementById('status').dataset.value === 'stopped', null, { timeout: 5000 });
-      assert.equal(await page.isEnabled('#start'), true);
-      assert.deepEqual(problems, []);
-    } finally {
-      await context.close();
-    }
-  });
+test('cluster.html: models labelled with their backends, a GPU request shown as a CPU fallback, ' +
+  'synthetic data when the subset is missing, fits a phone', { skip: why ?? false, timeout: 20000 }, async () => {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+  try {
+    await context.route('**/data/fashion-mnist-train.bin', (route) => route.fulfill({ status: 404, body: 'not built' }));
+    const { page, problems } = await newPage(context);
+    await page.goto(`${server.url}cluster.html?autostart=1&backend=webgl&cohort=phone&steps=20`);
+    await page.waitForFunction(() => window.rlxCluster.state?.step === 20, null, { timeout: 15000 });
+    const options = await page.$$eval('#model option', (os) => os.map((o) => [o.value, o.textContent, o.selected]));
+    assert.deepEqual(options.map((o) => o[0]), ['mnist-cnn', 'mnist-mlp', 'cifar-cnn', 'resnet']);
+    assert.ok(options[0][2], 'mnist-cnn is the default');
+    for (const [, text] of options) assert.match(text, / - trains on (cpu|webgpu|webgl)(, (cpu|webgpu|webgl))*$/);
+    assert.equal(await page.$eval('#backend-resolved', (el) => el.dataset.value), 'cpu');
+    assert.match(await page.$eval('#fallback', (el) => el.dataset.value), /\S/, 'a GPU request comes with its reason');
+    assert.equal(await page.$eval('#data', (el) => el.dataset.value), 'synthetic');
+    assert.match(await page.textContent('#data'), /synthetic.*HTTP 404/);
+    const curve = await page.evaluate(() => window.rlxCluster.points);
+    assert.ok(mean(curve.slice(-5).map((p) => p[1])) < mean(curve.slice(0, 5).map((p) => p[1])) - 0.1, 'the loss falls on synthetic data too');
+    const [scroll, width] = await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]);
+    assert.ok(scroll <= width, `${scroll} px wide on a ${width} px screen`);
+    await page.click('#stop');
+    await page.waitForFunction(() => document.getElementById('status').dataset.value === 'stopped', null, { timeout: 5000 });
+    assert.equal(await page.isEnabled('#start'), true);
+    assert.deepEqual(problems.filter((p) => !p.includes('fashion-mnist-train.bin')), []);
+  } finally {
+    await context.close();
+  }
+});

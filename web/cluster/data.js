@@ -9,7 +9,7 @@
 //   const { x, labels } = shards.batch(step, index, count, batch);
 //
 // A set is { kind, source, count, inputLen, classes, sample(i, dst, at) ->
-// label }.  Shards shuffles the sample order once (seeded, so every rank
+// label } (sample writes input i at dst[at..] and returns its label).  Shards shuffles the sample order once (seeded, so every rank
 // holds the same permutation) and gives rank `index` of `count` the samples
 // at positions index, index + count, index + 2 count, ...: the ranks of one
 // step see disjoint samples, and a rank walks through its shard batch after
@@ -68,20 +68,29 @@ export function parseSubset(data, source = 'Fashion-MNIST subset') {
 }
 
 /**
- * `count` synthetic samples of a model from a VisionBench (inputs uniform in
- * [-1, 1), label of sample i = (seed + i) mod 10): nothing to learn but the
- * samples themselves, so the loss falls as the cohort memorises them.
+ * `count` synthetic samples of a model, from a VisionBench's seeded
+ * synthetic_batch: each class c has a random pattern P_c (inputs uniform in
+ * [-1, 1)), and sample i of label l_i = (seed + i) mod 10 is P_{l_i} plus
+ * uniform noise of half that amplitude, so there is something to learn and
+ * the loss falls within a few steps.
  */
 export function syntheticSet(bench, count, seed, source = 'synthetic') {
   const info = bench.info();
-  const { x, labels } = bench.synthetic_batch(seed, count);
   const inputLen = info.input_len;
+  const classes = info.num_classes;
+  const patterns = bench.synthetic_batch(seed, classes).x;
+  const { x, labels } = bench.synthetic_batch(seed + 1, count);
+  for (let i = 0; i < count; i++) {
+    const p = labels[i] * inputLen;
+    const at = i * inputLen;
+    for (let k = 0; k < inputLen; k++) x[at + k] = patterns[p + k] + 0.5 * x[at + k];
+  }
   return {
     kind: 'synthetic',
     source,
     count,
     inputLen,
-    classes: info.num_classes,
+    classes,
     sample(i, dst, at) {
       dst.set(x.subarray(i * inputLen, (i + 1) * inputLen), at);
       return labels[i];

@@ -55,6 +55,7 @@ function setRunning(on) {
   for (const id of ['model', 'backend', 'batch', 'lr']) $(id).disabled = on || models.length === 0;
 }
 
+/** One row per rank; the reason for a fallback goes on a full-width row under it (readable on a phone). */
 function renderRoster(rows) {
   const body = $('roster').tBodies[0];
   body.replaceChildren();
@@ -63,13 +64,13 @@ function renderRoster(rows) {
     tr.dataset.id = r.id;
     tr.dataset.role = r.role;
     tr.dataset.backend = r.backend ?? '';
+    tr.dataset.fallback = r.fallback ?? '';
     tr.dataset.hash = r.hash ?? '';
     if (r.self) tr.className = 'self';
     const cells = [
       short(r.id) + (r.self ? ' (this tab)' : ''),
       r.role,
       r.backend ?? '-',
-      r.fallback ?? '',
       String(r.step),
       String(r.version),
       r.hash ?? '-',
@@ -80,10 +81,20 @@ function renderRoster(rows) {
       const td = document.createElement('td');
       td.textContent = text;
       if (k === 1) td.className = `role-${r.role}`;
-      if (k === 3) td.className = 'reason';
       tr.append(td);
     });
     body.append(tr);
+    if (r.fallback) {
+      const why = document.createElement('tr');
+      why.className = 'reason';
+      const td = document.createElement('td');
+      td.colSpan = cells.length;
+      const text = document.createElement('div'); // as wide as the screen, not the table
+      text.textContent = `fallback to ${r.backend ?? '?'}: ${r.fallback}`;
+      td.append(text);
+      why.append(td);
+      body.append(why);
+    }
   }
 }
 

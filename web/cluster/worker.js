@@ -6,7 +6,7 @@
 // the data (data.js). The page only renders what this Worker reports.
 //
 // Messages in (from the page, on `self`):
-//   { cmd: 'hello' }                            -> { type: 'hello', models, environment, version }
+//   { cmd: 'hello' }                            -> { type: 'hello', models, version }
 //   { cmd: 'start', port, id, slug, backend, batch, lr, maxSteps, minMembers, seed }
 //                                               port: the MessagePort of the bus hop (transferred);
 //                                               minMembers: ranks the cohort's first step waits for
@@ -51,7 +51,7 @@ async function hello() {
       trainsOn: ['cpu', 'webgpu', 'webgl'].filter((b) => i[`${b}_train`]),
     };
   });
-  return { type: 'hello', models, environment: rlx.backend_environment(), version: rlx.runtime().version() };
+  return { type: 'hello', models, version: rlx.runtime().version() };
 }
 
 /**
@@ -107,6 +107,7 @@ async function start(opts) {
     lastStep: null,
     cohortSps: 0,
     samplesTotal: 0, // samples of every step this rank resolved as leader
+    lastCompute: null, // this rank's last bucket: step, shard index / count, loss
     lastEvent: null,
     timer: 0,
     cohortPoint(step, loss, sps) {
@@ -206,7 +207,7 @@ function sendStatus(s) {
     samplesPerSec: st.samplesPerSec,
     cohortSamplesPerSec: s.cohortSps,
     samplesTotal: s.samplesTotal,
-    shard: s.lastCompute ?? null,
+    shard: s.lastCompute,
     points: s.newPoints.splice(0),
     roster: s.rank.roster(),
     stats: { ...st.stats, dropped: { ...st.stats.dropped } },

@@ -1,6 +1,8 @@
 // rlx_web.d.ts - types of rlx_web.js, the browser entry point of RLX (and of
-// the low-level Graph / Session API of ../runtime/loader.js it re-exports).
-// Checked by tests/types/check.ts (tsc --strict).
+// the low-level Graph / Session API of ../runtime/loader.js it re-exports,
+// WebGraph of ../runtime/webgraph.js and the backend selection of
+// ../runtime/backends.js).  Checked by tests/types/check.ts and
+// tests/types/sdk_check.ts (tsc --strict).
 
 /** What init() can load: a URL or path, the bytes, or a compiled module. */
 export type InitInput = string | URL | ArrayBuffer | ArrayBufferView | WebAssembly.Module;

@@ -378,7 +378,7 @@ export class WebGraph {
     return { x: this.find('x'), labels: this.find('labels'), logits, loss, params };
   }
 
-  /** Set by ../pkg/rlx_web.js: the param names of a vision model. */
+  /** The param names of a vision model (overridden by ../pkg/rlx_web.js, which has the metadata). */
   _visionParamNames() {
     throw new RlxError(STATE, 'WebGraph.add_vision: model metadata is not available', 'bad state');
   }

@@ -60,6 +60,16 @@ float rlx_exp_shifted(float t) {
   return isnan(t) ? RLX_NAN : (t < -104.0 ? 0.0 : exp(t));
 }
 
+// Texel of flat index i in a texture w wide, and the next one (walking a
+// row without a division per element).
+ivec2 rlx_xy(int i, int w) {
+  return ivec2(i % w, i / w);
+}
+ivec2 rlx_next(ivec2 xy, int w) {
+  xy.x++;
+  return xy.x >= w ? ivec2(0, xy.y + 1) : xy;
+}
+
 // Keys [lo, hi) query i sees under a causal or sliding mask.
 ivec2 rlx_key_range(int i) {
   int sq = u_i[2], sk = u_i[3], kind = u_i[6];
@@ -77,7 +87,12 @@ ivec2 rlx_key_range(int i) {
 float rlx_score(int bh, int b, int h, int i, int j) {
   int d = u_i[4], qo = (bh * u_i[2] + i) * d, ko = (bh * u_i[3] + j) * d;
   float acc = 0.0;
-  for (int t = 0; t < d; t++) acc += RLX_Q(qo + t) * RLX_K(ko + t);
+  ivec2 xq = rlx_xy(qo, u_in0_w), xk = rlx_xy(ko, u_in1_w);
+  for (int t = 0; t < d; t++) {
+    acc += texelFetch(u_in0, xq, 0).r * texelFetch(u_in1, xk, 0).r;
+    xq = rlx_next(xq, u_in0_w);
+    xk = rlx_next(xk, u_in1_w);
+  }
   float s = acc * u_f[0];
 #if HAS_MASK && MASK == 3
   if (RLX_MASK(b * u_i[3] + j) == 0.0) s = -RLX_INF;
@@ -92,46 +107,52 @@ float rlx_score(int bh, int b, int h, int i, int j) {
 float rlx_dprob(int bh, int i, int j) {
   int dv = u_i[5], yo = (bh * u_i[2] + i) * dv, vo = (bh * u_i[3] + j) * dv;
   float acc = 0.0;
-  for (int t = 0; t < dv; t++) acc += RLX_DY(yo + t) * RLX_V(vo + t);
+  ivec2 xy = rlx_xy(yo, u_in3_w), xv = rlx_xy(vo, u_in2_w);
+  for (int t = 0; t < dv; t++) {
+    acc += texelFetch(u_in3, xy, 0).r * texelFetch(u_in2, xv, 0).r;
+    xy = rlx_next(xy, u_in3_w);
+    xv = rlx_next(xv, u_in2_w);
+  }
   return acc;
 }
 #endif
 
 #if MODE == 0
+// Phase 0 takes the max score m, phase 1 the sum s of exp(score - m),
+// phase 2 (GRAD) delta; fragment `which` of a row runs phases 0..which.
+// One loop body keeps the shader small (SwiftShader compiles it faster).
 float rlx_value(int idx) {
   int k = GRAD == 1 ? 3 : 2, r = idx / k, which = idx % k;
   int bh = r / u_i[2], i = r % u_i[2], b = bh / u_i[1], h = bh % u_i[1];
   ivec2 range = rlx_key_range(i);
-  float m = -RLX_INF;
-  for (int j = range.x; j < range.y; j++) {
-    float s = rlx_score(bh, b, h, i, j);
-    if (s > m) m = s;
-  }
-  if (which == 0) return m;
-  float sum = 0.0;
-  for (int j0 = range.x; j0 < range.y; j0 += 64) {
-    int j1 = min(j0 + 64, range.y);
-    float part = 0.0;
-    for (int j = j0; j < j1; j++) {
-      float s = rlx_score(bh, b, h, i, j);
-      part += rlx_exp_shifted(m > -RLX_INF ? s - m : (isnan(s) ? RLX_NAN : -RLX_INF));
+  float m = -RLX_INF, sum = 0.0, inv = 0.0, acc = 0.0;
+  for (int phase = 0; phase < 3; phase++) {
+    if (phase > which) break;
+    if (phase == 2) {
+      if (sum == 0.0) return 0.0;
+      inv = 1.0 / sum;
     }
-    sum += part;
-  }
-  if (which == 1) return sum;
-  float delta = 0.0;
+    acc = 0.0;
+    for (int j0 = range.x; j0 < range.y; j0 += 64) {
+      int j1 = min(j0 + 64, range.y);
+      float part = 0.0;
+      for (int j = j0; j < j1; j++) {
+        float s = rlx_score(bh, b, h, i, j);
+        if (phase == 0) {
+          if (s > m) m = s;
+        } else if (phase == 1) {
+          part += rlx_exp_shifted(m > -RLX_INF ? s - m : (isnan(s) ? RLX_NAN : -RLX_INF));
+        } else {
 #if GRAD
-  if (sum == 0.0) return 0.0;
-  float inv = 1.0 / sum;
-  for (int j0 = range.x; j0 < range.y; j0 += 64) {
-    int j1 = min(j0 + 64, range.y);
-    float part = 0.0;
-    for (int j = j0; j < j1; j++)
-      part += rlx_exp_shifted(rlx_score(bh, b, h, i, j) - m) * inv * rlx_dprob(bh, i, j);
-    delta += part;
-  }
+          part += rlx_exp_shifted(s - m) * inv * rlx_dprob(bh, i, j);
 #endif
-  return delta;
+        }
+      }
+      acc += part;
+    }
+    if (phase == 1) sum = acc;
+  }
+  return which == 0 ? m : which == 1 ? sum : acc;
 }
 #elif MODE == 1
 float rlx_value(int idx) {
@@ -151,50 +172,38 @@ float rlx_value(int idx) {
   return acc * (1.0 / sum);
 }
 #else
-// dS of query i, key j given the row's statistics (m, 1 / s, delta).
-float rlx_dscore(int bh, int b, int h, int i, int j, vec3 st) {
-  float p = rlx_exp_shifted(rlx_score(bh, b, h, i, j) - st.x) * st.y;
-  return u_f[0] * p * (rlx_dprob(bh, i, j) - st.z);
-}
-
+// One loop for the three parts: dq[bh, i, t] runs over the keys j that
+// query i sees, dk[bh, j, t] and dv[bh, j, t] over the queries i that see
+// key j (rows that see no key contribute nothing).
 float rlx_value(int idx) {
   int heads = u_i[0] * u_i[1], sq = u_i[2], sk = u_i[3], d = u_i[4], dv = u_i[5];
   int nq = heads * sq * d, nk = heads * sk * d;
-  float acc = 0.0;
-  if (idx < nq) { // dq[bh, i, t] = sum over keys j of dS_ij k[bh, j, t]
-    int r = idx / d, t = idx % d;
-    int bh = r / sq, i = r % sq, b = bh / u_i[1], h = bh % u_i[1];
-    float sum = RLX_STATS(3 * r + 1);
-    if (sum == 0.0) return 0.0;
-    vec3 st = vec3(RLX_STATS(3 * r), 1.0 / sum, RLX_STATS(3 * r + 2));
-    ivec2 range = rlx_key_range(i);
-    for (int j0 = range.x; j0 < range.y; j0 += 64) {
-      int j1 = min(j0 + 64, range.y);
-      float part = 0.0;
-      for (int j = j0; j < j1; j++) part += rlx_dscore(bh, b, h, i, j, st) * RLX_K((bh * sk + j) * d + t);
-      acc += part;
-    }
-    return acc;
+  int part_id = idx < nq ? 0 : idx < nq + nk ? 1 : 2; // dq, dk, dv
+  int width = part_id == 2 ? dv : d, rel = idx - (part_id == 0 ? 0 : part_id == 1 ? nq : nq + nk);
+  int row = rel / width, t = rel % width;
+  int bh = part_id == 0 ? row / sq : row / sk, own = part_id == 0 ? row % sq : row % sk;
+  int b = bh / u_i[1], h = bh % u_i[1];
+  int n0 = 0, n1 = sq;
+  if (part_id == 0) {
+    ivec2 range = rlx_key_range(own);
+    n0 = range.x;
+    n1 = range.y;
   }
-  // dk[bh, j, t] = sum_i dS_ij q[bh, i, t]; dv[bh, j, t] = sum_i P_ij dy[bh, i, t]
-  bool is_k = idx < nq + nk;
-  int width = is_k ? d : dv, rel = is_k ? idx - nq : idx - nq - nk;
-  int kr = rel / width, t = rel % width;
-  int bh = kr / sk, j = kr % sk, b = bh / u_i[1], h = bh % u_i[1];
-  for (int i0 = 0; i0 < sq; i0 += 64) {
-    int i1 = min(i0 + 64, sq);
+  float acc = 0.0;
+  for (int c0 = n0; c0 < n1; c0 += 64) {
+    int c1 = min(c0 + 64, n1);
     float part = 0.0;
-    for (int i = i0; i < i1; i++) {
+    for (int n = c0; n < c1; n++) {
+      int i = part_id == 0 ? own : n, j = part_id == 0 ? n : own, r = bh * sq + i;
       ivec2 range = rlx_key_range(i);
-      int r = bh * sq + i;
       float sum = RLX_STATS(3 * r + 1);
       if (j < range.x || j >= range.y || sum == 0.0) continue;
-      vec3 st = vec3(RLX_STATS(3 * r), 1.0 / sum, RLX_STATS(3 * r + 2));
-      if (is_k) {
-        part += rlx_dscore(bh, b, h, i, j, st) * RLX_Q(r * d + t);
-      } else {
-        float p = rlx_exp_shifted(rlx_score(bh, b, h, i, j) - st.x) * st.y;
+      float p = rlx_exp_shifted(rlx_score(bh, b, h, i, j) - RLX_STATS(3 * r)) * (1.0 / sum);
+      if (part_id == 2) {
         part += p * RLX_DY(r * dv + t);
+      } else {
+        float ds = u_f[0] * p * (rlx_dprob(bh, i, j) - RLX_STATS(3 * r + 2));
+        part += ds * (part_id == 0 ? RLX_K((bh * sk + j) * d + t) : RLX_Q(r * d + t));
       }
     }
     acc += part;

@@ -52,6 +52,16 @@ uniform int u_in3_w;
 #endif
 #endif
 
+// Texel of flat index i in a texture w wide; with i a stride, the step
+// rlx_next adds (walking a row without a division per element).
+ivec2 rlx_xy(int i, int w) {
+  return ivec2(i % w, i / w);
+}
+ivec2 rlx_next(ivec2 xy, ivec2 step, int w) {
+  xy += step;
+  return xy.x >= w ? xy + ivec2(-w, 1) : xy;
+}
+
 struct rlx_norm_stats {
   float c, dm, r, sg, sgx;
 };
@@ -65,20 +75,26 @@ rlx_norm_stats rlx_row_stats(int base, int d, bool grad) {
 #if LAYER
   st.c = RLX_X(base);
   float s1 = 0.0;
+  ivec2 xy = rlx_xy(base, u_in0_w);
   for (int b = 0; b < d; b += 64) {
     int e = min(b + 64, d);
     float part = 0.0;
-    for (int j = b; j < e; j++) part += RLX_X(base + j) - st.c;
+    for (int j = b; j < e; j++) {
+      part += texelFetch(u_in0, xy, 0).r - st.c;
+      xy = rlx_next(xy, ivec2(1, 0), u_in0_w);
+    }
     s1 += part;
   }
   st.dm = s1 / float(d);
 #endif
   float ss = 0.0;
+  ivec2 xy0 = rlx_xy(base, u_in0_w);
   for (int b = 0; b < d; b += 64) {
     int e = min(b + 64, d);
     float part = 0.0;
     for (int j = b; j < e; j++) {
-      float xc = (RLX_X(base + j) - st.c) - st.dm;
+      float xc = (texelFetch(u_in0, xy0, 0).r - st.c) - st.dm;
+      xy0 = rlx_next(xy0, ivec2(1, 0), u_in0_w);
       part += xc * xc;
     }
     ss += part;
@@ -88,13 +104,17 @@ rlx_norm_stats rlx_row_stats(int base, int d, bool grad) {
   st.sgx = 0.0;
 #if (MODE == 0 && GRAD) || MODE == 2
   if (grad) {
+    ivec2 xx = rlx_xy(base, u_in0_w), xw = ivec2(0), xd = rlx_xy(base, u_in2_w), one = ivec2(1, 0);
     for (int b = 0; b < d; b += 64) {
       int e = min(b + 64, d);
       float pg = 0.0, pgx = 0.0;
       for (int j = b; j < e; j++) {
-        float g = RLX_DY(base + j) * RLX_W(j);
+        float g = texelFetch(u_in2, xd, 0).r * texelFetch(u_in1, xw, 0).r;
         pg += g;
-        pgx += g * ((RLX_X(base + j) - st.c) - st.dm);
+        pgx += g * ((texelFetch(u_in0, xx, 0).r - st.c) - st.dm);
+        xx = rlx_next(xx, one, u_in0_w);
+        xw = rlx_next(xw, one, u_in1_w);
+        xd = rlx_next(xd, one, u_in2_w);
       }
       st.sg += pg;
       st.sgx += pgx;
@@ -139,14 +159,28 @@ float rlx_value(int i) {
 #elif MODE == 3
   int chunks = u_i[3], per = u_i[4], j = i / chunks, ch = i % chunks;
   int r0 = ch * per, r1 = min(r0 + per, u_i[2]);
+  // walks x and dy down column j, x's row starts (c) and the statistics
+  int k = u_i[1];
+  ivec2 sx = rlx_xy(d, u_in0_w), sy = rlx_xy(d, u_in1_w), sk = rlx_xy(k, u_in2_w);
+  ivec2 xx = rlx_xy(r0 * d + j, u_in0_w), xc0 = rlx_xy(r0 * d, u_in0_w), xd = rlx_xy(r0 * d + j, u_in1_w);
+  ivec2 xs = rlx_xy(r0 * k, u_in2_w);
   float acc = 0.0;
   for (int b = r0; b < r1; b += 64) {
     int e = min(b + 64, r1);
     float part = 0.0;
     for (int row = b; row < e; row++) {
-      rlx_norm_stats st = rlx_read_stats(row, row * d, u_i[1]);
-      float xc = (RLX_X(row * d + j) - st.c) - st.dm;
-      part += RLX_DY(row * d + j) * (xc * st.r);
+#if LAYER
+      float c = texelFetch(u_in0, xc0, 0).r, dm = texelFetch(u_in2, xs, 0).r;
+      float r = texelFetch(u_in2, rlx_next(xs, ivec2(1, 0), u_in2_w), 0).r;
+      xc0 = rlx_next(xc0, sx, u_in0_w);
+#else
+      float c = 0.0, dm = 0.0, r = texelFetch(u_in2, xs, 0).r;
+#endif
+      float xc = (texelFetch(u_in0, xx, 0).r - c) - dm;
+      part += texelFetch(u_in1, xd, 0).r * (xc * r);
+      xx = rlx_next(xx, sx, u_in0_w);
+      xd = rlx_next(xd, sy, u_in1_w);
+      xs = rlx_next(xs, sk, u_in2_w);
     }
     acc += part;
   }

@@ -9,7 +9,7 @@
 // fraction (16-bit limbs), the product of 1/2pi and of theta^(-2 * 2^k / D)
 // for the bits k of i (those factors are computed in double on the CPU and
 // passed as limbs); the position times it modulo 1 is exact; only the
-// final fraction of a turn becomes a float for cos/sin.
+// final fraction of a turn becomes a float (cos and sin within ~1e-7).
 // MODE 0: y directly; MODE 1: the table [S, D] of cos (first half) and
 // (signed) sin (second half) per position; MODE 2: y from that table
 // (u_in1), when many [S, D] slices share it.
@@ -45,8 +45,11 @@ uvec3 rlx_mul48(uvec3 a, uvec3 b) {
   return uvec3(c3 & m, c4 & m, c5 & m);
 }
 
-// The angle of position s at frequency i, in radians within [-pi, pi].
-float rlx_angle(int s, int i) {
+// (cos, sin) of the angle of position s at frequency i.  The fraction of
+// a turn t picks the quadrant q = round(4 t); the rest, within +-pi/4, goes
+// through the Cephes sinf/cosf polynomials (GLSL's sin/cos are only good
+// to ~2e-4 on SwiftShader).
+vec2 rlx_cos_sin(int s, int i) {
   uvec3 f = rlx_limbs(4);
   for (int k = 0; k < 13; k++) {
     if (k >= u_i[3]) break;
@@ -59,21 +62,28 @@ float rlx_angle(int s, int i) {
   uint c1 = (q00 >> 16) + (q01 & m) + (q10 & m);
   uint c2 = (q01 >> 16) + (q10 >> 16) + ((p0 * f.z) & m) + ((p1 * f.y) & m) + (c1 >> 16);
   float t = float(c2 & m) / 65536.0 + float(c1 & m) / 4294967296.0 + float(q00 & m) / 281474976710656.0;
-  if (pos < 0) t = -t;
-  return (t - floor(t + 0.5)) * 6.283185307179586;
+  float q = floor(4.0 * t + 0.5);
+  float x = (t - 0.25 * q) * 6.283185307179586;
+  float z = x * x;
+  float sn = x + x * z * (-1.6666654611e-1 + z * (8.3321608736e-3 + z * -1.9515295891e-4));
+  float cs = 1.0 - 0.5 * z + z * z * (4.166664568298827e-2 + z * (-1.388731625493765e-3 + z * 2.443315711809948e-5));
+  int quadrant = int(q) & 3;
+  vec2 r = quadrant == 0 ? vec2(cs, sn) : quadrant == 1 ? vec2(-sn, cs) : quadrant == 2 ? vec2(-cs, -sn) : vec2(sn, -cs);
+  if (pos < 0) r.y = -r.y;
+  return r;
 }
 
 float rlx_value(int e) {
   int d = u_i[0], half_d = d / 2, j = e % d;
   int i = j < half_d ? j : j - half_d;
 #if MODE == 1
-  float a = rlx_angle(e / d, i);
-  return j < half_d ? cos(a) : u_f[0] * sin(a);
+  vec2 cs = rlx_cos_sin(e / d, i);
+  return j < half_d ? cs.x : u_f[0] * cs.y;
 #else
   int s = (e / d) % u_i[1];
 #if MODE == 0
-  float a = rlx_angle(s, i);
-  float c = cos(a), sn = u_f[0] * sin(a);
+  vec2 cs = rlx_cos_sin(s, i);
+  float c = cs.x, sn = u_f[0] * cs.y;
 #else
   float c = rlx_fetch(u_in1, u_in1_w, s * d + i), sn = rlx_fetch(u_in1, u_in1_w, s * d + half_d + i);
 #endif

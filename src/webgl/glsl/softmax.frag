@@ -23,10 +23,22 @@ float rlx_exp_shifted(float t) {
   return isnan(t) ? RLX_NAN : (t < -104.0 ? 0.0 : exp(t));
 }
 
+// Texel of flat index i in a texture w wide; with i a stride, the step
+// rlx_next adds (walking a row without a division per element).
+ivec2 rlx_xy(int i, int w) {
+  return ivec2(i % w, i / w);
+}
+ivec2 rlx_next(ivec2 xy, ivec2 step, int w) {
+  xy += step;
+  return xy.x >= w ? xy + ivec2(-w, 1) : xy;
+}
+
 float rlx_row_max(int base, int n, int stride) {
   float m = -RLX_INF;
+  ivec2 xy = rlx_xy(base, u_in0_w), step = rlx_xy(stride, u_in0_w);
   for (int j = 0; j < n; j++) {
-    float x = rlx_fetch(u_in0, u_in0_w, base + j * stride);
+    float x = texelFetch(u_in0, xy, 0).r;
+    xy = rlx_next(xy, step, u_in0_w);
     if (x > m) m = x;
   }
   return m;
@@ -35,10 +47,14 @@ float rlx_row_max(int base, int n, int stride) {
 // Sum of exp(x - m) over the row, in blocks of 64.
 float rlx_row_exp_sum(int base, int n, int stride, float m) {
   float acc = 0.0;
+  ivec2 xy = rlx_xy(base, u_in0_w), step = rlx_xy(stride, u_in0_w);
   for (int b = 0; b < n; b += 64) {
     int e = min(b + 64, n);
     float part = 0.0;
-    for (int j = b; j < e; j++) part += rlx_exp_shifted(rlx_fetch(u_in0, u_in0_w, base + j * stride) - m);
+    for (int j = b; j < e; j++) {
+      part += rlx_exp_shifted(texelFetch(u_in0, xy, 0).r - m);
+      xy = rlx_next(xy, step, u_in0_w);
+    }
     acc += part;
   }
   return acc;

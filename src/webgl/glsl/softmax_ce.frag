@@ -34,6 +34,16 @@ float rlx_exp_shifted(float t) {
   return isnan(t) ? RLX_NAN : (t < -104.0 ? 0.0 : exp(t));
 }
 
+// Texel of flat index i in a texture w wide; with i a stride, the step
+// rlx_next adds (walking a row without a division per element).
+ivec2 rlx_xy(int i, int w) {
+  return ivec2(i % w, i / w);
+}
+ivec2 rlx_next(ivec2 xy, ivec2 step, int w) {
+  xy += step;
+  return xy.x >= w ? xy + ivec2(-w, 1) : xy;
+}
+
 float rlx_value(int i) {
   int classes = u_i[0];
 #if GRAD
@@ -45,16 +55,22 @@ float rlx_value(int i) {
   if (label < 0) return 0.0;
   int base = r * classes;
 #if INLINE
+  ivec2 first = rlx_xy(base, u_in0_w), one = ivec2(1, 0), xy = first;
   float m = -RLX_INF;
   for (int j = 0; j < classes; j++) {
-    float x = rlx_fetch(u_in0, u_in0_w, base + j);
+    float x = texelFetch(u_in0, xy, 0).r;
+    xy = rlx_next(xy, one, u_in0_w);
     if (x > m) m = x;
   }
   float s = 0.0;
+  xy = first;
   for (int b = 0; b < classes; b += 64) {
     int e = min(b + 64, classes);
     float part = 0.0;
-    for (int j = b; j < e; j++) part += rlx_exp_shifted(rlx_fetch(u_in0, u_in0_w, base + j) - m);
+    for (int j = b; j < e; j++) {
+      part += rlx_exp_shifted(texelFetch(u_in0, xy, 0).r - m);
+      xy = rlx_next(xy, one, u_in0_w);
+    }
     s += part;
   }
 #else

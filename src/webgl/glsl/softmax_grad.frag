@@ -18,20 +18,35 @@ uniform highp sampler2D u_in2;
 uniform int u_in2_w;
 #endif
 
+// Texel of flat index i in a texture w wide; with i a stride, the step
+// rlx_next adds (walking a row without a division per element).
+ivec2 rlx_xy(int i, int w) {
+  return ivec2(i % w, i / w);
+}
+ivec2 rlx_next(ivec2 xy, ivec2 step, int w) {
+  xy += step;
+  return xy.x >= w ? xy + ivec2(-w, 1) : xy;
+}
+
 // sum over row r of dy * y (LOG 0) or of dy (LOG 1), in blocks of 64
 float rlx_row_sum(int r, int n, int inner) {
   int base = (r / inner) * n * inner + r % inner;
   float acc = 0.0;
+  ivec2 xy1 = rlx_xy(base, u_in1_w), step1 = rlx_xy(inner, u_in1_w);
+#if !LOG
+  ivec2 xy0 = rlx_xy(base, u_in0_w), step0 = rlx_xy(inner, u_in0_w);
+#endif
   for (int b = 0; b < n; b += 64) {
     int e = min(b + 64, n);
     float part = 0.0;
     for (int j = b; j < e; j++) {
-      int at = base + j * inner;
 #if LOG
-      part += rlx_fetch(u_in1, u_in1_w, at);
+      part += texelFetch(u_in1, xy1, 0).r;
 #else
-      part += rlx_fetch(u_in1, u_in1_w, at) * rlx_fetch(u_in0, u_in0_w, at);
+      part += texelFetch(u_in1, xy1, 0).r * texelFetch(u_in0, xy0, 0).r;
+      xy0 = rlx_next(xy0, step0, u_in0_w);
 #endif
+      xy1 = rlx_next(xy1, step1, u_in1_w);
     }
     acc += part;
   }

@@ -28,7 +28,7 @@
 // 14 workgroups, 15 B * H * Sq.
 
 override BQ: u32 = 32u;   // query rows per block: 1, 2, 4, 8, 16 or 32
-override OPT: u32 = 16u;  // outputs per thread: ceil(BQ * Dv / 128) <= 16
+const OPT: u32 = 16u; // outputs per thread (at most; ceil(BQ * Dv / 128) are used)
 override MODE: u32 = 0u;
 const WG: u32 = 128u;
 const BK: u32 = 32u;      // keys per tile

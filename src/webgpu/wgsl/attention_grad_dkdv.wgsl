@@ -20,8 +20,8 @@
 // 14 workgroups, 15 B * H * Sq), 16 dq, 17 dk, 18 dv offsets into out.
 
 override BKB: u32 = 16u;  // keys per block: 1, 2, 4, 8 or 16
-override OPTK: u32 = 8u;  // ceil(BKB * D / 128) <= 8
-override OPTV: u32 = 8u;  // ceil(BKB * Dv / 128) <= 8
+const OPTK: u32 = 8u; // dK outputs per thread (at most; ceil(BKB * D / 128) are used)
+const OPTV: u32 = 8u; // dV outputs per thread (at most; ceil(BKB * Dv / 128) are used)
 const WG: u32 = 128u;
 const BQ: u32 = 32u;      // query rows per tile
 const DC: u32 = 32u;

@@ -20,7 +20,7 @@
 // 14 workgroups, 15 B * H * Sq), 16 dq offset into out.
 
 override BQ: u32 = 32u;   // query rows per block: 1, 2, 4, 8, 16 or 32
-override OPT: u32 = 16u;  // outputs per thread: ceil(BQ * D / 128) <= 16
+const OPT: u32 = 16u; // outputs per thread (at most; ceil(BQ * D / 128) are used)
 const WG: u32 = 128u;
 const BK: u32 = 32u;
 const DC: u32 = 32u;
