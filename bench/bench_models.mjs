@@ -21,7 +21,7 @@
 // NHWC), so the first losses must agree: the "check" column shows them.
 //
 // usage: node bench/bench_models.mjs [--native=BIN] [--out=build/bench/models.json]
-//          [--only=SUB,SUB] [--contenders=rlx-wasm,tfjs-wasm] [--budget-ms=4000] [--kernels]
+//          [--only=SUB,SUB] [--contenders=rlx-wasm,tfjs-wasm] [--budget-ms=3000] [--kernels]
 // --kernels also prints where one tfjs-wasm call spends its time, by kernel.
 import { spawnSync } from 'node:child_process';
 import { register } from 'node:module';
@@ -37,7 +37,7 @@ const args = Object.fromEntries(process.argv.slice(2).map((a) => {
 }));
 const outFile = args.out ?? 'build/bench/models.json';
 const only = args.only ? args.only.split(',') : null;
-const budgetMs = +(args['budget-ms'] ?? 4000);
+const budgetMs = +(args['budget-ms'] ?? 3000);
 const CONTENDERS = ['rlx-wasm', 'rlx-wasm-resident', 'tfjs-wasm'];
 const contenders = args.contenders ? args.contenders.split(',') : CONTENDERS;
 const loadStart = os.loadavg()[0];
@@ -64,25 +64,17 @@ function stats(ts) {
   return { n, median_ms: median, min_ms: s[0], max_ms: s[n - 1] };
 }
 
-// Warm-up: 2 rounds (the first compiles), more up to 10 or a third of the budget;
-// then up to 50 timed rounds, each calling every contender once, stopping after the
-// budget once 5 rounds are in.  Heavy workloads (a round over a sixth of the budget)
-// get no further warm-up and stop after 3 rounds past the budget.  Besides the wall
-// time, each call's CPU time of the process (cpu_median_ms: all its threads, but
-// not the time it waited for a core) is kept, for machines that other work shares.
+// Warm-up: a round (the first call compiles), then more up to 10 rounds or a third of
+// the budget; then up to 50 timed rounds, each calling every contender once, stopping
+// after the budget once 5 rounds are in.  Heavy workloads (the second round over a
+// sixth of the budget) get no more warm-up: that round is the first timed one, and
+// they stop after 3.  Besides the wall time, each call's CPU time of the process
+// (cpu_median_ms: all its threads, but not the time it waited for a core) is kept,
+// for machines that other work shares.
 async function benchInterleaved(fns) {
+  const ts = fns.map(() => []), cpu = fns.map(() => []);
   const round = async () => {
-    const s = performance.now();
-    for (const fn of fns) await fn();
-    return performance.now() - s;
-  };
-  let t0 = performance.now();
-  await round();
-  const heavy = (await round()) > budgetMs / 6;
-  for (let i = 2; !heavy && i < 10 && performance.now() - t0 < budgetMs / 3; i++) await round();
-  const ts = fns.map(() => []), cpu = fns.map(() => []), minRounds = heavy ? 3 : 5;
-  t0 = performance.now();
-  for (let i = 0; i < 50; i++) {
+    const start = performance.now();
     for (let f = 0; f < fns.length; f++) {
       const c = process.cpuUsage(), s = performance.now();
       await fns[f]();
@@ -90,8 +82,19 @@ async function benchInterleaved(fns) {
       const d = process.cpuUsage(c);
       cpu[f].push((d.user + d.system) / 1000);
     }
-    if (i + 1 >= minRounds && performance.now() - t0 > budgetMs) break;
+    return performance.now() - start;
+  };
+  const reset = () => [...ts, ...cpu].forEach((a) => (a.length = 0));
+  let t0 = performance.now();
+  await round();
+  reset();
+  const heavy = (await round()) > budgetMs / 6, minRounds = heavy ? 3 : 5;
+  if (!heavy) {
+    for (let i = 2; i < 10 && performance.now() - t0 < budgetMs / 3; i++) await round();
+    reset();
   }
+  t0 = performance.now();
+  while (ts[0].length < 50 && (ts[0].length < minRounds || performance.now() - t0 < budgetMs)) await round();
   return ts.map((t, f) => ({ ...stats(t), cpu_median_ms: stats(cpu[f]).median_ms }));
 }
 

@@ -113,7 +113,7 @@ var<private> col_w: vec4<i32>;
 
 fn setup_columns(lid: u32, n0: u32) {
   var nb: u32;
-  if (B_KFAST) { nb = n0 + (lid / (BK / 4u)) * 4u; } else { nb = n0 + (lid % (BN / 4u)) * 4u; }
+  if (B_BLOCK) { nb = n0 + (lid / (BK / 4u)) * 4u; } else { nb = n0 + (lid % (BN / 4u)) * 4u; }
   let H = w(11u);
   let W = w(12u);
   let OH = w(16u);
@@ -228,19 +228,36 @@ fn out_index(s: u32, z: u32, m: u32, n: u32) -> u32 {
   return base + (grp * w(25u) + m) * w(1u) + n;
 }
 
-// Fetching a tile into registers.  An operand whose m (n) index is the
-// contiguous one loads slots of 4 consecutive m (n) at one k, consecutive
-// threads taking consecutive slots.  One whose k is contiguous loads 4x4
-// blocks (4 rows of 4 consecutive k, consecutive threads along k) and
-// transposes them in registers, so workgroup memory is always written as
-// whole vec4s of 4 consecutive m (n).
-override A_PER: u32 = select((A_SLOTS + 255u) / 256u, 4u, A_KFAST); // vec4 registers per thread
-override B_PER: u32 = select((B_SLOTS + 255u) / 256u, 4u, B_KFAST);
+// Fetching a tile into registers.  Workgroup memory is always written as
+// whole vec4s of 4 consecutive m (n) at one k.  Slots: a thread loads 4
+// consecutive m (n) at one k; consecutive threads take consecutive slots
+// along m (n) or, when k is the contiguous index (A_KFAST, B_KFAST), along
+// k so that reads still coalesce.  Blocks (A_BLOCK, B_BLOCK): a thread
+// loads 4 rows of 4 consecutive k and transposes them in registers, which
+// shares the k-dependent address work of a convolution among 16 loads but
+// holds 4 vec4 registers.  Measured on an H200: blocks for the untransposed
+// A of matmul (~5% faster than slots), slots for a transposed B (blocks
+// for both operands cost occupancy: -35%).
+override A_BLOCK: bool = A_KFAST && MODE != 3u;
+override B_BLOCK: bool = MODE == 3u;
+override A_PER: u32 = select((A_SLOTS + 255u) / 256u, 4u, A_BLOCK); // vec4 registers per thread
+override B_PER: u32 = select((B_SLOTS + 255u) / 256u, 4u, B_BLOCK);
+
+// Slot s of a tile with `width` vec4s per k row: its (k, m-or-n quad).
+fn slot_a(s: u32) -> vec2<u32> {
+  if (A_KFAST) { return vec2<u32>(s % BK, s / BK); }
+  return vec2<u32>(s / (BM / 4u), s % (BM / 4u));
+}
+
+fn slot_b(s: u32) -> vec2<u32> {
+  if (B_KFAST) { return vec2<u32>(s % BK, s / BK); }
+  return vec2<u32>(s / (BN / 4u), s % (BN / 4u));
+}
 
 fn fetch(lid: u32, m0: u32, n0: u32, k0: u32) {
   let M = w(0u);
   let N = w(1u);
-  if (A_KFAST) {
+  if (A_BLOCK) {
     let kq = lid % (BK / 4u);
     let mb = m0 + (lid / (BK / 4u)) * 4u;
     var kc: vec4<u32>;
@@ -263,8 +280,9 @@ fn fetch(lid: u32, m0: u32, n0: u32, k0: u32) {
   } else {
     for (var i = 0u; i < A_PER; i++) {
       let s = lid + i * 256u;
-      let k = k0 + s / (BM / 4u);
-      let m = m0 + (s % (BM / 4u)) * 4u;
+      let km = slot_a(s);
+      let k = k0 + km.x;
+      let m = m0 + km.y * 4u;
       var v = vec4<f32>(0.0);
       if (s < A_SLOTS && k < kend) {
         let kc = a_col(k);
@@ -275,7 +293,7 @@ fn fetch(lid: u32, m0: u32, n0: u32, k0: u32) {
       pa[i] = v;
     }
   }
-  if (B_KFAST) {
+  if (B_BLOCK) {
     let kq = lid % (BK / 4u);
     let n = n0 + (lid / (BK / 4u)) * 4u;
     if (MODE == 3u) {
@@ -301,8 +319,9 @@ fn fetch(lid: u32, m0: u32, n0: u32, k0: u32) {
   } else {
     for (var i = 0u; i < B_PER; i++) {
       let s = lid + i * 256u;
-      let k = k0 + s / (BN / 4u);
-      let n = n0 + (s % (BN / 4u)) * 4u;
+      let kn = slot_b(s);
+      let k = k0 + kn.x;
+      let n = n0 + kn.y * 4u;
       var v = vec4<f32>(0.0);
       if (s < B_SLOTS && k < kend) {
         if (MODE == 0u) {
@@ -320,7 +339,7 @@ fn fetch(lid: u32, m0: u32, n0: u32, k0: u32) {
 
 // Writes the fetched registers into workgroup memory.
 fn stash(lid: u32) {
-  if (A_KFAST) {
+  if (A_BLOCK) {
     if (lid < A_SLOTS / 4u) {
       let kq = lid % (BK / 4u);
       let mq = lid / (BK / 4u);
@@ -331,10 +350,11 @@ fn stash(lid: u32) {
   } else {
     for (var i = 0u; i < A_PER; i++) {
       let s = lid + i * 256u;
-      if (s < A_SLOTS) { As[s] = pa[i]; }
+      let km = slot_a(s);
+      if (s < A_SLOTS) { As[km.x * (BM / 4u) + km.y] = pa[i]; }
     }
   }
-  if (B_KFAST) {
+  if (B_BLOCK) {
     if (lid < B_SLOTS / 4u) {
       let kq = lid % (BK / 4u);
       let nq = lid / (BK / 4u);
@@ -345,7 +365,8 @@ fn stash(lid: u32) {
   } else {
     for (var i = 0u; i < B_PER; i++) {
       let s = lid + i * 256u;
-      if (s < B_SLOTS) { Bs[s] = pb[i]; }
+      let kn = slot_b(s);
+      if (s < B_SLOTS) { Bs[kn.x * (BN / 4u) + kn.y] = pb[i]; }
     }
   }
 }
