@@ -224,7 +224,11 @@ function tfjsModel(slug, info, flat) {
     else if (name === 'fc_w' && slug === 'cifar-cnn') p[name] = fcAfterFlatten(w, [128, 4, 4], 10);
     else p[name] = tf.tensor(w, shape);
   });
-  for (const k of Object.keys(p)) p[k] = tf.variable(p[k]);
+  for (const k of Object.keys(p)) {
+    const t = p[k];
+    p[k] = tf.variable(t);
+    t.dispose();
+  }
   const P1 = [[0, 0], [1, 1], [1, 1], [0, 0]];
   const conv = (x, w, b, strides, pad, activation) => tf.fused.conv2d({ x, filter: p[w], strides, pad, bias: p[b], activation });
   const pool = (h) => tf.maxPool(h, 2, 2, 'valid');
@@ -322,10 +326,11 @@ function tfjsTransformer() {
   };
   const u = (shape, scale) => tf.tensor(Float32Array.from({ length: shape.reduce((x, y) => x * y) }, () => (r() * 2 - 1) * scale), shape);
   const w = (shape, fanIn) => u(shape, 1 / Math.sqrt(fanIn));
-  const p = {
-    emb: u([V, D], 1), gf: tf.ones([D]), wout: w([D, V], D),
+  const p = { // drawn in the anchors' order, so the logits match theirs (0.2902,0.5253,0.4119 sum=10.748)
+    emb: u([V, D], 1),
     layers: Array.from({ length: L }, () => ({ g1: tf.ones([D]), wqkv: w([D, 3 * D], D), wo: w([D, D], D),
       g2: tf.ones([D]), w13: w([D, 2 * F], D), w2: w([F, D], F) })),
+    gf: tf.ones([D]), wout: w([D, V], D),
   };
   const half = HD / 2, c = new Float32Array(T * half), s = new Float32Array(T * half), m = new Float32Array(T * T);
   for (let t = 0; t < T; t++) for (let i = 0; i < half; i++) {

@@ -111,6 +111,11 @@ void rlx_gl_broadcast_strides(const rlx_shape *in, const rlx_shape *out, int32_t
 /* Twin side: offsets of the 3 operands for flat output index i. */
 void rlx_glref_iter(const int32_t *ints, int32_t i, int32_t *off);
 
+/* Sums the rows of `in` ([out_n][chunks], a temp of partial sums) into
+ * `out`: one pass unless the rows are long (lower_reduce.c; the norm weight
+ * gradients use it too). */
+rlx_status rlx_gl_add_row_sums(rlx_gl_lowering *l, size_t out_n, int32_t chunks, rlx_gl_tex in, rlx_gl_tex out);
+
 /* Index values (gather ids, scatter_add ids) as the shaders read them: a
  * float holding an integer; valid when -1 < v < count (NaN is invalid),
  * the index is then v truncated toward zero. */

@@ -21,8 +21,6 @@
 #define RLX_GL_NORM_CHUNK 2048 /* rows one dw fragment sums at most */
 #endif
 
-/* lower_reduce.c: sums the rows of a temp [out_n][chunks] into out. */
-rlx_status rlx_gl_add_row_sums(rlx_gl_lowering *l, size_t out_n, int32_t chunks, rlx_gl_tex in, rlx_gl_tex out);
 
 typedef struct {
   int32_t d, rows;

@@ -143,9 +143,7 @@ static rlx_status add_reduce(rlx_gl_lowering *l, reduce_view v, int max_op, floa
   }
 }
 
-/* Sums the rows of `in` ([out_n][chunks], a temp of partial sums) into
- * `out`; a single pass unless the rows are long.  Shared with lower_norm.c. */
-rlx_status rlx_gl_add_row_sums(rlx_gl_lowering *l, size_t out_n, int32_t chunks, rlx_gl_tex in, rlx_gl_tex out);
+/* Declared in gl_plan.h. */
 rlx_status rlx_gl_add_row_sums(rlx_gl_lowering *l, size_t out_n, int32_t chunks, rlx_gl_tex in, rlx_gl_tex out) {
   reduce_view v;
   reduce_view_rows(&v, out_n, chunks);

@@ -145,13 +145,13 @@ static void attn_forward_dispatch(rlx_wgpu_lowering *l, const attn_dims *a, int 
   uint32_t bq = block_rows(32, a->Sq, a->Dv, 2048);
   uint32_t nqb = (a->Sq + bq - 1) / bq;
   rlx_wgpu_dispatch *d = rlx_wgpu_add(l, "attention");
-  rlx_wgpu_override(d, "BQ", bq);
   rlx_wgpu_override(d, "MODE", dy_input >= 0 ? 1u : 0u);
   for (int k = 0; k < 3; k++) rlx_wgpu_bind(d, RLX_WB_INPUT, k, 0, 0, 0);
   rlx_wgpu_bind(d, RLX_WB_INPUT, a->mask_input >= 0 ? a->mask_input : 0, 0, 0, 0); /* or a placeholder */
   rlx_wgpu_bind(d, RLX_WB_INPUT, dy_input >= 0 ? dy_input : 0, 0, 0, 0);
   rlx_wgpu_bind(d, out.kind, out.index, out.offset, out.bytes, out.writable);
   attn_uniform(d, a, nqb);
+  rlx_wgpu_u32(d, bq);
 }
 
 /* q[B,H,Sq,D], k[B,H,Sk,D], v[B,H,Sk,Dv] (, mask) -> y[B,H,Sq,Dv];
@@ -182,16 +182,10 @@ rlx_status rlx_wgpu_lower_attention_grad(const rlx_wgpu_ctx *c, rlx_wgpu_lowerin
   uint32_t dq_off = 0, dk_off = a.B * a.H * a.Sq * a.D, dv_off = dk_off + a.B * a.H * a.Sk * a.D;
   for (int pass = 0; pass < 2; pass++) {
     rlx_wgpu_dispatch *d = rlx_wgpu_add(out, pass == 0 ? "attention_grad_dq" : "attention_grad_dkdv");
-    uint32_t blocks;
-    if (pass == 0) {
-      uint32_t bq = block_rows(32, a.Sq, a.D, 2048);
-      rlx_wgpu_override(d, "BQ", bq);
-      blocks = (a.Sq + bq - 1) / bq;
-    } else {
-      uint32_t width = a.D > a.Dv ? a.D : a.Dv, bkb = block_rows(16, a.Sk, width, 1024);
-      rlx_wgpu_override(d, "BKB", bkb);
-      blocks = (a.Sk + bkb - 1) / bkb;
-    }
+    uint32_t width = a.D > a.Dv ? a.D : a.Dv;
+    /* query rows (dq) or keys (dk, dv) per block */
+    uint32_t per_block = pass == 0 ? block_rows(32, a.Sq, a.D, 2048) : block_rows(16, a.Sk, width, 1024);
+    uint32_t blocks = ((pass == 0 ? a.Sq : a.Sk) + per_block - 1) / per_block;
     for (int k = 0; k < 4; k++) rlx_wgpu_bind(d, RLX_WB_INPUT, k, 0, 0, 0);
     rlx_wgpu_bind(d, RLX_WB_INPUT, (int32_t)mask, 0, 0, 0);
     rlx_wgpu_bind(d, RLX_WB_SCRATCH, 0, 0, stats_bytes, 0);
@@ -200,6 +194,7 @@ rlx_status rlx_wgpu_lower_attention_grad(const rlx_wgpu_ctx *c, rlx_wgpu_lowerin
     rlx_wgpu_u32(d, dq_off);
     rlx_wgpu_u32(d, dk_off);
     rlx_wgpu_u32(d, dv_off);
+    rlx_wgpu_u32(d, per_block);
   }
   return RLX_OK;
 }

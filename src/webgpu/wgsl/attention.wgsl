@@ -25,16 +25,17 @@
 //
 // Uniform words: 0 B, 1 H, 2 Sq, 3 Sk, 4 D, 5 Dv, 6 mask kind, 7 window,
 // 8 scale (f32), 9 query blocks per head, 10..13 bias strides (b, h, i, j),
-// 14 workgroups, 15 B * H * Sq.
+// 14 workgroups, 15 B * H * Sq, 16 BQ (query rows per block: 1, 2, 4, 8,
+// 16 or 32; a uniform rather than an override, so that one pipeline serves
+// every head size).
 
-override BQ: u32 = 32u;   // query rows per block: 1, 2, 4, 8, 16 or 32
 const OPT: u32 = 16u; // outputs per thread (at most; ceil(BQ * Dv / 128) are used)
 override MODE: u32 = 0u;
 const WG: u32 = 128u;
 const BK: u32 = 32u;      // keys per tile
 const DC: u32 = 32u;      // D chunk
 const KP: u32 = 33u;      // padded K chunk row (no bank conflicts)
-override SPT: u32 = (BQ * BK + WG - 1u) / WG; // scores per thread (<= 8)
+const SPT: u32 = 8u;      // scores per thread (at most; BQ * BK / 128 are used)
 const QC: u32 = 0u;       // workgroup memory: Q chunk [BQ][DC]
 const KV: u32 = 1024u;    //   K chunk [BK][KP] / V sub-tile [VK][Dv] (1536 floats)
 const PS: u32 = 2560u;    //   scores / probabilities [BQ][BK]
@@ -49,7 +50,7 @@ const CUT: f32 = -1.0e38; // scores below this are masked
 @group(0) @binding(3) var<storage, read> mask: array<f32>;
 @group(0) @binding(4) var<storage, read> dy: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
-@group(0) @binding(6) var<uniform> U: array<vec4<u32>, 4>;
+@group(0) @binding(6) var<uniform> U: array<vec4<u32>, 5>;
 
 var<workgroup> smem: array<f32, 3584>;
 var<workgroup> rm: array<f32, 32>;
@@ -98,6 +99,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let D = U[1].x;
   let Dv = U[1].y;
   let nqb = U[2].y;
+  let BQ = U[4].x;
   let bh = lin / nqb;
   let b = bh / H;
   let h = bh % H;

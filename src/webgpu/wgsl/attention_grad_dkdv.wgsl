@@ -17,16 +17,16 @@
 //
 // Uniform words: as attention.wgsl (0 B, 1 H, 2 Sq, 3 Sk, 4 D, 5 Dv,
 // 6 kind, 7 window, 8 scale, 9 key blocks per head, 10..13 bias strides,
-// 14 workgroups, 15 B * H * Sq), 16 dq, 17 dk, 18 dv offsets into out.
+// 14 workgroups, 15 B * H * Sq), 16 dq, 17 dk, 18 dv offsets into out,
+// 19 BKB (keys per block: 1, 2, 4, 8 or 16).
 
-override BKB: u32 = 16u;  // keys per block: 1, 2, 4, 8 or 16
 const OPTK: u32 = 8u; // dK outputs per thread (at most; ceil(BKB * D / 128) are used)
 const OPTV: u32 = 8u; // dV outputs per thread (at most; ceil(BKB * Dv / 128) are used)
 const WG: u32 = 128u;
 const BQ: u32 = 32u;      // query rows per tile
 const DC: u32 = 32u;
 const KP: u32 = 33u;
-override SPT: u32 = (BKB * BQ + WG - 1u) / WG; // scores per thread (<= 4)
+const SPT: u32 = 4u;      // scores per thread (at most; BKB * BQ / 128 are used)
 const QC: u32 = 0u;       // Q / dY chunk [BQ][KP]; dY / Q sub-tiles (2112 floats)
 const KC: u32 = 1056u;    // K / V chunk [BKB][DC]
 const PT: u32 = 2112u;    // P [BKB][BQ]
@@ -89,6 +89,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let Dv = U[1].y;
   let kind = U[1].z;
   let nkb = U[2].y;
+  let BKB = U[4].w;
   let rows = U[3].w;
   let scale = bitcast<f32>(U[2].x);
   let bh = lin / nkb;

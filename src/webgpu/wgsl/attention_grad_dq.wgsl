@@ -17,15 +17,15 @@
 //
 // Uniform words: as attention.wgsl (0 B, 1 H, 2 Sq, 3 Sk, 4 D, 5 Dv,
 // 6 kind, 7 window, 8 scale, 9 query blocks per head, 10..13 bias strides,
-// 14 workgroups, 15 B * H * Sq), 16 dq offset into out.
+// 14 workgroups, 15 B * H * Sq), 16 dq offset into out, 19 BQ (query rows
+// per block: 1, 2, 4, 8, 16 or 32).
 
-override BQ: u32 = 32u;   // query rows per block: 1, 2, 4, 8, 16 or 32
 const OPT: u32 = 16u; // outputs per thread (at most; ceil(BQ * D / 128) are used)
 const WG: u32 = 128u;
 const BK: u32 = 32u;
 const DC: u32 = 32u;
 const KP: u32 = 33u;
-override SPT: u32 = (BQ * BK + WG - 1u) / WG;
+const SPT: u32 = 8u;      // scores per thread (at most; BQ * BK / 128 are used)
 const QC: u32 = 0u;       // Q / dY chunk [BQ][DC]
 const KV: u32 = 1024u;    // K / V chunk [BK][KP], K sub-tile [VK][D] (1536 floats)
 const PS: u32 = 2560u;    // dS [BQ][BK]
@@ -86,6 +86,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let D = U[1].x;
   let Dv = U[1].y;
   let nqb = U[2].y;
+  let BQ = U[4].w;
   let rows = U[3].w;
   let scale = bitcast<f32>(U[2].x);
   let bh = lin / nqb;
