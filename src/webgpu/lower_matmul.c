@@ -3,8 +3,9 @@
  * matmul_splitk.wgsl).
  *
  * Tile shapes (256 threads each, see matmul.wgsl): 128x128 (8x8 outputs per
- * thread) when the output has more than 64 rows and enough tiles to fill a
- * large GPU, 64x128 or 64x64 (4x4) below that, and thin tiles for few rows (16x64, 4x256) or few
+ * thread) for a matmul output of more than 64 rows with enough tiles to
+ * fill a large GPU, 64x128 (8x4) or 64x64 (4x4) below that and for the
+ * convolutions, and thin tiles for few rows (16x64, 4x256) or few
  * columns (256x16).  Small products (under ~2M multiply-adds) always take
  * 64x64: nothing to gain, and fewer pipeline variants to compile.  Long K
  * with few output tiles is split over workgroups (split-K) and summed by a
@@ -47,7 +48,10 @@ static tile_cfg pick_tile(const rlx_wgpu_gemm *g) {
   if (g->M <= 4) return g->N > 64 ? TILE_4x256 : TILE_16x64;
   if (g->M <= 16) return TILE_16x64;
   if (g->N <= 16) return TILE_256x16;
-  if (g->M > 64 && tile_count(TILE_128x128, g) >= 200) return TILE_128x128;
+  /* 128x128 only for matmul: the convolution loaders hold more registers,
+   * and with 64 accumulators per thread they spill (an H200 ran a 3x3
+   * conv at 2.3 TFLOP/s with 128x128 tiles, 22 with 64x128). */
+  if (g->mode == RLX_GEMM_MATMUL && g->M > 64 && tile_count(TILE_128x128, g) >= 200) return TILE_128x128;
   if (tile_count(TILE_64x128, g) >= 100) return TILE_64x128;
   return TILE_64x64;
 }

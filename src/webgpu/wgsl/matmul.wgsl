@@ -235,10 +235,10 @@ fn out_index(s: u32, z: u32, m: u32, n: u32) -> u32 {
 // k so that reads still coalesce.  Blocks (A_BLOCK, B_BLOCK): a thread
 // loads 4 rows of 4 consecutive k and transposes them in registers, which
 // shares the k-dependent address work of a convolution among 16 loads but
-// holds 4 vec4 registers.  Measured on an H200: blocks for the untransposed
-// A of matmul (~5% faster than slots), slots for a transposed B (blocks
-// for both operands cost occupancy: -35%).
-override A_BLOCK: bool = A_KFAST && MODE != 3u;
+// holds 4 vec4 registers.  Chosen by measurement on an H200 (4096^3):
+// untransposed A with an untransposed B as blocks (32 TFLOP/s; slots gave
+// 30), but as slots under a transposed B (blocks there: 18, slots: 29).
+override A_BLOCK: bool = A_KFAST && MODE != 3u && !(MODE == 0u && TRANS_B != 0u);
 override B_BLOCK: bool = MODE == 3u;
 override A_PER: u32 = select((A_SLOTS + 255u) / 256u, 4u, A_BLOCK); // vec4 registers per thread
 override B_PER: u32 = select((B_SLOTS + 255u) / 256u, 4u, B_BLOCK);
