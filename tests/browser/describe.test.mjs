@@ -6,7 +6,8 @@
 // [1, 100352, 128, 1280, 10], and every loss equals the same snippet run in
 // Node; on 'auto' the same checks hold on whatever backend it resolved to
 // (WebGPU on SwiftShader here once its lowerings cover the graph: slow, a
-// minute), and every better backend it did not use comes with a reason.  The page
+// minute), and every better backend it did not use comes with a reason; on
+// an explicit 'webgl' it trains through WebGL2 with the CPU's losses.  The page
 // shows the snippet's source.  Also the backend probes in a page and a
 // Worker (real WebGPU / WebGL2 here, and a Worker without navigator.gpu).
 import { test, before, after } from 'node:test';
@@ -97,6 +98,20 @@ test('the snippet on "auto": trains on the backend it resolved to, and says why 
       'every better backend is listed as a fallback, in order');
     for (const f of r.fallbacks) assert.ok(typeof f.reason === 'string' && f.reason.length > 10, `${f.backend}: no reason`);
     for (const f of r.fallbacks) assert.ok(r.log.includes(`not ${f.backend}: ${f.reason}`), 'the page shows each reason');
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+test('the snippet on an explicit "webgl": WebGL2 render passes, synchronous runs, the CPU numbers within 1e-3',
+  { skip: why ?? false, timeout: 300000 }, async () => {
+    const { page, problems } = await newPage(browser);
+    await page.goto(`${server.url}index.html?autostart=0`);
+    const r = await runSnippet(page, 'webgl');
+    assert.equal(r.used, 'webgl');
+    assert.deepEqual(r.fallbacks, []);
+    checkTraining(r, 'webgl');
+    r.losses.forEach((l, i) => assert.ok(Math.abs(l - nodeLosses[i]) <= 1e-3 * (1 + Math.abs(nodeLosses[i])),
+      `step ${i + 1}: webgl ${l} != cpu ${nodeLosses[i]}`));
     assert.deepEqual(problems, []);
     await page.close();
   });
