@@ -185,8 +185,12 @@ test-asan: $(ASAN_BINS)
 	@set -e; for t in $(ASAN_BINS); do echo "== $$t (ASan+UBSan)"; \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 $$t; done
 
+# Node tests; the ones that need a WebGPU device (file names with "webgpu")
+# run in test-webgpu.
+NODE_TESTS   := $(sort $(wildcard tests/node/*.test.mjs))
+WEBGPU_TESTS := $(filter %webgpu.test.mjs %webgpu_ops.test.mjs,$(NODE_TESTS))
 test-node: wasm sdk build/tests/opcases_native.bin build/tests/models_native.json
-	node --test --test-reporter=dot tests/node/
+	node --test --test-reporter=dot $(filter-out $(WEBGPU_TESTS),$(NODE_TESTS))
 
 # Every op case and the training steps on WebGPU (web/runtime/webgpu.js on
 # Dawn for Node; Chromium's SwiftShader as the Vulkan driver when present)
@@ -194,8 +198,8 @@ test-node: wasm sdk build/tests/opcases_native.bin build/tests/models_native.jso
 SWIFTSHADER_ICD := $(wildcard /usr/lib/chromium/vk_swiftshader_icd.json)
 DAWN_ENV := $(if $(SWIFTSHADER_ICD),LD_LIBRARY_PATH=/usr/lib/chromium$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} \
             VK_ICD_FILENAMES=$(SWIFTSHADER_ICD))
-test-webgpu: build/wasm-tests/opcases.wasm
-	$(DAWN_ENV) node --test --test-reporter=spec tests/node/webgpu_ops.test.mjs
+test-webgpu: wasm sdk
+	$(DAWN_ENV) node --test --test-reporter=spec $(WEBGPU_TESTS)
 
 # The pages in Debian's chromium (playwright-core) against tools/serve.py.
 test-browser: wasm sdk build/wasm-tests/webgl_cases.wasm
