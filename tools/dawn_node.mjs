@@ -46,7 +46,9 @@ export async function loadDawnGpu() {
   }
   const { create, globals } = mod.default && mod.default.create ? mod.default : mod;
   Object.assign(globalThis, globals);
-  cached = create([]);
+  // $RLX_DAWN_FLAGS: Dawn options, e.g. "disable-dawn-features=timestamp_quantization"
+  // for exact times in WebGpuSession.profile().
+  cached = create((process.env.RLX_DAWN_FLAGS || '').split(/\s+/).filter(Boolean));
   return cached;
 }
 
