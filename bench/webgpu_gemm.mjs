@@ -97,7 +97,8 @@ for (const n of sizes) {
   await gs.run();
   const runMs = performance.now() - t0;
   const gflops = (2 * n ** 3) / best / 1e6;
-  console.log(`${String(n).padStart(6)} ${gflops.toFixed(1).padStart(9)} ${best.toFixed(3).padStart(12)} ` +
+  const gfText = gflops >= 100 ? gflops.toFixed(0) : gflops.toPrecision(3);
+  console.log(`${String(n).padStart(6)} ${gfText.padStart(9)} ${best.toFixed(3).padStart(12)} ` +
               `${runMs.toFixed(1).padStart(10)} ${String(gs.dispatchCount).padStart(12)} ${err.toExponential(2).padStart(13)}`);
   results.push({ n, gflops, ms_per_product: best, ms_run: runMs, ms_first_run: firstMs, dispatches: gs.dispatchCount, max_rel_err: err });
   gs.free();

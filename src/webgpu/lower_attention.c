@@ -1,16 +1,19 @@
-/* lower_attention.c - WebGPU lowerings of the sequence ops: rope
- * (rope.wgsl), attention with every mask kind (attention.wgsl, flash
- * style) and its gradient attention_grad: the per-row logsumexp and
- * dy . y (attention.wgsl, MODE 1) into scratch, then dq per query block
- * (attention_grad_dq.wgsl) and dk, dv per key block
- * (attention_grad_dkdv.wgsl), written into the packed [dq | dk | dv].
+/* lower_attention.c - WebGPU lowerings of the sequence ops: rope (a
+ * cos/sin table by rope.wgsl, applied by rope_apply.wgsl), attention with
+ * every mask kind (attention.wgsl, flash style) and its gradient
+ * attention_grad: the per-row logsumexp and dy . y (attention.wgsl, MODE 1)
+ * into scratch, then dq per query block (attention_grad_dq.wgsl) and dk, dv
+ * per key block (attention_grad_dkdv.wgsl), written into the packed
+ * [dq | dk | dv].
+ * Long, narrow attentions (decoding) split the keys over workgroups and
+ * merge the splits (attention_combine.wgsl).
  *
  * Tolerances against the CPU executor: attention and its gradient sum in
  * f32 over D and the keys (the CPU keeps softmax sums in double): ~1e-6
  * relative for the test sizes, growing like sqrt(Sk) eps.  rope: the
  * angle is reduced exactly (see rope.wgsl), so the error is a few 1e-7 at
- * any position below 2^31; only heads with D/2 > 232 fall back to f32
- * frequencies, about position * 1e-7 radians. */
+ * any position below 2^31; only heads with D/2 > 203 fall back to f32
+ * frequencies, about position * 1e-7 radians (1e-2 at position 1e5). */
 #include <math.h>
 #include <string.h>
 
@@ -29,21 +32,24 @@ static float top12(float v) {
   return v;
 }
 
-/* x[..., S, D] -> y[..., S, D], D even; fattr[0] = theta, iattr = {pos_offset, inverse} */
+/* x[..., S, D] -> y[..., S, D], D even; fattr[0] = theta, iattr = {pos_offset, inverse}:
+ * the cos/sin table [S, D] into scratch (rope.wgsl, one dispatch per 29
+ * frequencies), then the rotation of every slice (rope_apply.wgsl). */
 rlx_status rlx_wgpu_lower_rope(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   const rlx_shape *s = &c->in_node[0]->shape;
   uint32_t D = (uint32_t)s->dims[s->rank - 1], S = (uint32_t)s->dims[s->rank - 2], half = D / 2;
-  size_t rows = rlx_shape_numel(s) / D;
+  size_t rows = rlx_shape_numel(s) / D, table_bytes = (size_t)S * D * sizeof(float);
   double theta = c->node->fattr[0];
   uint32_t inverse = c->node->n_iattr > 1 && c->node->iattr[1] ? 1u : 0u;
-  int gpu_freqs = half > ROPE_FREQS * RLX_WGPU_MAX_DISPATCH;
+  int gpu_freqs = half > ROPE_FREQS * (RLX_WGPU_MAX_DISPATCH - 1);
   uint32_t per = gpu_freqs ? half : ROPE_FREQS;
+  out->scratch_bytes = rlx_wgpu_align256(table_bytes);
   for (uint32_t i0 = 0; i0 < half; i0 += per) {
     uint32_t n_i = half - i0 < per ? half - i0 : per;
     rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "rope");
     rlx_wgpu_override(d, "FREQ_GPU", gpu_freqs ? 1u : 0u);
-    rlx_wgpu_bind_inputs(d, 1);
-    rlx_wgpu_u32(d, (uint32_t)(rows * n_i));
+    rlx_wgpu_bind(d, RLX_WB_SCRATCH, 0, 0, table_bytes, 1);
+    rlx_wgpu_u32(d, S * n_i);
     rlx_wgpu_u32(d, S);
     rlx_wgpu_u32(d, D);
     rlx_wgpu_u32(d, half);
@@ -65,8 +71,17 @@ rlx_status rlx_wgpu_lower_rope(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
         rlx_wgpu_f32(d, (float)(rest - (double)b));
       }
     }
-    rlx_wgpu_grid1d(d, rows * n_i, 256);
+    rlx_wgpu_grid1d(d, (size_t)S * n_i, 256);
   }
+  rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "rope_apply");
+  rlx_wgpu_bind(d, RLX_WB_INPUT, 0, 0, 0, 0);
+  rlx_wgpu_bind(d, RLX_WB_SCRATCH, 0, 0, table_bytes, 0);
+  rlx_wgpu_bind(d, RLX_WB_OUTPUT, 0, 0, 0, 1);
+  rlx_wgpu_u32(d, (uint32_t)(rows * half));
+  rlx_wgpu_u32(d, S);
+  rlx_wgpu_u32(d, D);
+  rlx_wgpu_u32(d, half);
+  rlx_wgpu_grid1d(d, rows * half, 256);
   return RLX_OK;
 }
 
@@ -120,9 +135,10 @@ static uint32_t block_rows(uint32_t cap, uint32_t rows, uint32_t width, uint32_t
 }
 
 /* The 16 shared uniform words of the attention kernels; word 9 is the
- * number of blocks per head, word 14 the workgroup count. */
-static void attn_uniform(rlx_wgpu_dispatch *d, const attn_dims *a, uint32_t blocks_per_head) {
-  uint32_t groups = a->B * a->H * blocks_per_head;
+ * number of blocks per head, word 14 the workgroup count (blocks times key
+ * splits). */
+static void attn_uniform(rlx_wgpu_dispatch *d, const attn_dims *a, uint32_t blocks_per_head, uint32_t splits) {
+  uint32_t groups = a->B * a->H * blocks_per_head * splits;
   rlx_wgpu_u32(d, a->B);
   rlx_wgpu_u32(d, a->H);
   rlx_wgpu_u32(d, a->Sq);
@@ -139,27 +155,70 @@ static void attn_uniform(rlx_wgpu_dispatch *d, const attn_dims *a, uint32_t bloc
   rlx_wgpu_grid1d(d, groups, 1);
 }
 
-/* attention.wgsl: MODE 0 writes y (dy_input < 0), MODE 1 the gradient's
- * row statistics into `out`. */
+/* attention.wgsl's block: RPT query rows per thread (16 RPT per block)
+ * and NC value column groups of 32; the register tile RPT x 4 NC stays at
+ * 32 accumulators (64 only for value heads above 256, with RPT 1), more
+ * spills on NVIDIA. */
+static void forward_block(const attn_dims *a, uint32_t *rpt, uint32_t *nc) {
+  uint32_t cols = (a->Dv + 31) / 32, r = 4;
+  while (r > 1 && (r * cols > 8 || 16 * r / 2 >= a->Sq)) r /= 2;
+  *rpt = r;
+  *nc = cols;
+}
+
+/* attention.wgsl: MODE 0 writes y (dy_input < 0; long, narrow attentions
+ * are split over the keys and merged by attention_combine.wgsl), MODE 1
+ * the gradient's row statistics into `out` (a scratch region at offset 0). */
 static void attn_forward_dispatch(rlx_wgpu_lowering *l, const attn_dims *a, int dy_input, rlx_wgpu_binding out) {
-  uint32_t bq = block_rows(32, a->Sq, a->Dv, 2048);
-  uint32_t nqb = (a->Sq + bq - 1) / bq;
+  uint32_t rpt, nc;
+  forward_block(a, &rpt, &nc);
+  uint32_t bq = 16 * rpt, nqb = (a->Sq + bq - 1) / bq, groups = a->B * a->H * nqb;
+  /* key splits when there are few blocks for many keys (decoding) */
+  uint32_t splits = 1, per_split = a->Sk;
+  if (dy_input < 0 && groups < 512 && a->Sk >= 256) {
+    splits = (1024 + groups - 1) / groups;
+    if (splits > (a->Sk + 127) / 128) splits = (a->Sk + 127) / 128;
+    if (splits > 64) splits = 64;
+    per_split = ((a->Sk + splits - 1) / splits + 31) / 32 * 32;
+    splits = (a->Sk + per_split - 1) / per_split;
+  }
+  size_t rows = (size_t)a->B * a->H * a->Sq;
+  size_t part_floats = rows * splits * a->Dv, ml_floats = rows * splits * 2;
+  size_t part_bytes = (part_floats + ml_floats) * sizeof(float);
+  if (splits > 1) {
+    out = (rlx_wgpu_binding){RLX_WB_SCRATCH, 0, 0, part_bytes, 1};
+    l->scratch_bytes = rlx_wgpu_align256(part_bytes);
+  }
   rlx_wgpu_dispatch *d = rlx_wgpu_add(l, "attention");
-  rlx_wgpu_override(d, "MODE", dy_input >= 0 ? 1u : 0u);
+  rlx_wgpu_override(d, "RPT", rpt);
+  rlx_wgpu_override(d, "NC", nc);
+  rlx_wgpu_override(d, "DC", rpt == 4 ? 16u : 32u); /* min(32, 1024 / BQ) */
+  rlx_wgpu_override(d, "MODE", dy_input >= 0 ? 1u : splits > 1 ? 2u : 0u);
   for (int k = 0; k < 3; k++) rlx_wgpu_bind(d, RLX_WB_INPUT, k, 0, 0, 0);
   rlx_wgpu_bind(d, RLX_WB_INPUT, a->mask_input >= 0 ? a->mask_input : 0, 0, 0, 0); /* or a placeholder */
   rlx_wgpu_bind(d, RLX_WB_INPUT, dy_input >= 0 ? dy_input : 0, 0, 0, 0);
   rlx_wgpu_bind(d, out.kind, out.index, out.offset, out.bytes, out.writable);
-  attn_uniform(d, a, nqb);
-  rlx_wgpu_u32(d, bq);
+  attn_uniform(d, a, nqb, splits);
+  rlx_wgpu_u32(d, splits);
+  rlx_wgpu_u32(d, (uint32_t)part_floats);
+  rlx_wgpu_u32(d, per_split);
+  if (splits == 1) return;
+  d = rlx_wgpu_add(l, "attention_combine");
+  rlx_wgpu_bind(d, RLX_WB_SCRATCH, 0, 0, part_bytes, 0);
+  rlx_wgpu_bind(d, RLX_WB_OUTPUT, 0, 0, 0, 1);
+  rlx_wgpu_u32(d, (uint32_t)rows);
+  rlx_wgpu_u32(d, a->Dv);
+  rlx_wgpu_u32(d, splits);
+  rlx_wgpu_u32(d, (uint32_t)part_floats);
+  rlx_wgpu_grid1d(d, rows * a->Dv, 256);
 }
 
 /* q[B,H,Sq,D], k[B,H,Sk,D], v[B,H,Sk,Dv] (, mask) -> y[B,H,Sq,Dv];
  * iattr = {mask kind, window}, fattr[0] = scale (<= 0: 1/sqrt(D)) */
 rlx_status rlx_wgpu_lower_attention(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   attn_dims a = attn_dims_of(c, 3);
-  if (a.Dv > 1536)
-    return rlx_error(RLX_ERR_UNSUPPORTED, "webgpu: attention with value heads of %u (> 1536) is not supported",
+  if (a.Dv > 512)
+    return rlx_error(RLX_ERR_UNSUPPORTED, "webgpu: attention with value heads of %u (> 512) is not supported",
                      (unsigned)a.Dv);
   rlx_wgpu_binding y = {RLX_WB_OUTPUT, 0, 0, 0, 1};
   attn_forward_dispatch(out, &a, -1, y);
@@ -170,8 +229,8 @@ rlx_status rlx_wgpu_lower_attention(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *ou
  * dq, dk, dv flat; attributes as attention */
 rlx_status rlx_wgpu_lower_attention_grad(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   attn_dims a = attn_dims_of(c, 4);
-  if (a.D > 1024 || a.Dv > 1024)
-    return rlx_error(RLX_ERR_UNSUPPORTED, "webgpu: attention_grad with heads of %u x %u (> 1024) is not supported",
+  if (a.D > 1024 || a.Dv > 512)
+    return rlx_error(RLX_ERR_UNSUPPORTED, "webgpu: attention_grad with heads of %u x %u (> 1024 x 512) is not supported",
                      (unsigned)a.D, (unsigned)a.Dv);
   size_t rows = (size_t)a.B * a.H * a.Sq, stats_bytes = 2 * rows * sizeof(float);
   out->scratch_bytes = rlx_wgpu_align256(stats_bytes);
@@ -190,7 +249,7 @@ rlx_status rlx_wgpu_lower_attention_grad(const rlx_wgpu_ctx *c, rlx_wgpu_lowerin
     rlx_wgpu_bind(d, RLX_WB_INPUT, (int32_t)mask, 0, 0, 0);
     rlx_wgpu_bind(d, RLX_WB_SCRATCH, 0, 0, stats_bytes, 0);
     rlx_wgpu_bind(d, RLX_WB_OUTPUT, 0, 0, 0, 1);
-    attn_uniform(d, &a, blocks);
+    attn_uniform(d, &a, blocks, 1);
     rlx_wgpu_u32(d, dq_off);
     rlx_wgpu_u32(d, dk_off);
     rlx_wgpu_u32(d, dv_off);

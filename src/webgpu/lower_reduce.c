@@ -19,8 +19,9 @@ uint32_t rlx_wgpu_pow2_at_least(size_t n, uint32_t cap) {
   return p;
 }
 
-/* About 4 values per thread, up to 256 threads. */
-uint32_t rlx_wgpu_row_threads(size_t n) { return rlx_wgpu_pow2_at_least((n + 3) / 4, WG); }
+/* About 16 values per thread (4 batches of 4 loads), up to 256 threads:
+ * short rows then share a workgroup instead of paying for a deep tree. */
+uint32_t rlx_wgpu_row_threads(size_t n) { return rlx_wgpu_pow2_at_least((n + 15) / 16, WG); }
 
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
@@ -76,11 +77,11 @@ rlx_status rlx_wgpu_add_reduce(rlx_wgpu_lowering *l, const rlx_wgpu_reduce_view 
   uint32_t ox, ry;
   reduce_layout(v, &ox, &ry);
   size_t n_og = ceil_div(v->n_out, ox), iters = ceil_div(v->count, ry);
-  /* split long reductions with few outputs: ~512 workgroups, >= 32 values per thread */
+  /* split long reductions with few outputs: ~1024 workgroups, >= 32 values per thread */
   size_t chunks = 1;
-  if (n_og < 512 && iters > 64) {
+  if (n_og < 1024 && iters > 64) {
     chunks = ceil_div(iters, 32);
-    size_t most = ceil_div(512, n_og);
+    size_t most = ceil_div(1024, n_og);
     if (chunks > most) chunks = most;
   }
   if (chunks <= 1) return reduce_pass(l, v, max_op, divisor, in, out, ox, 1, v->count);

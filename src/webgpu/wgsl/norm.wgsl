@@ -53,7 +53,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (OP == 0u) {
     var ss = 0.0;
     if (valid) {
-      for (var j = lane; j < D; j += TPR) { let v = x[base + j]; ss += v * v; }
+      var j = lane;
+      for (; j + 3u * TPR < D; j += 4u * TPR) { // 4 loads in flight
+        let v0 = x[base + j];
+        let v1 = x[base + j + TPR];
+        let v2 = x[base + j + 2u * TPR];
+        let v3 = x[base + j + 3u * TPR];
+        ss += (v0 * v0 + v1 * v1) + (v2 * v2 + v3 * v3);
+      }
+      for (; j < D; j += TPR) { let v = x[base + j]; ss += v * v; }
     }
     ss = row_sum(ss, lid, lane);
     if (valid) {
@@ -65,13 +73,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var s = 0.0;
     if (valid) {
       x0 = x[base];
-      for (var j = lane; j < D; j += TPR) { s += x[base + j] - x0; }
+      var j = lane;
+      for (; j + 3u * TPR < D; j += 4u * TPR) {
+        let v0 = x[base + j];
+        let v1 = x[base + j + TPR];
+        let v2 = x[base + j + 2u * TPR];
+        let v3 = x[base + j + 3u * TPR];
+        s += ((v0 - x0) + (v1 - x0)) + ((v2 - x0) + (v3 - x0));
+      }
+      for (; j < D; j += TPR) { s += x[base + j] - x0; }
     }
     s = row_sum(s, lid, lane);
     let moff = s / fd; // mean - x0: x - mean = (x - x0) - moff keeps the digits of offset rows
     var sq = 0.0;
     if (valid) {
-      for (var j = lane; j < D; j += TPR) { let c = (x[base + j] - x0) - moff; sq += c * c; }
+      var j = lane;
+      for (; j + 3u * TPR < D; j += 4u * TPR) {
+        let c0 = (x[base + j] - x0) - moff;
+        let c1 = (x[base + j + TPR] - x0) - moff;
+        let c2 = (x[base + j + 2u * TPR] - x0) - moff;
+        let c3 = (x[base + j + 3u * TPR] - x0) - moff;
+        sq += (c0 * c0 + c1 * c1) + (c2 * c2 + c3 * c3);
+      }
+      for (; j < D; j += TPR) { let c = (x[base + j] - x0) - moff; sq += c * c; }
     }
     sq = row_sum(sq, lid, lane);
     if (valid) {

@@ -76,15 +76,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let r0 = chunk * u(20u);
     let r1 = min(R, r0 + u(20u));
-    for (var r = r0 + ry; r < r1; r += RY) {
-      var off = base;
-      var rr = r;
-      for (var g = 0u; g < nr; g++) {
-        let s = u(12u + g);
-        off += (rr % s) * u(16u + g);
-        rr = rr / s;
+    if (nr <= 1u) {
+      // one reduced group: offsets without div/mod, 4 loads in flight
+      let st = select(0u, u(16u), nr == 1u);
+      var r = r0 + ry;
+      for (; r + 3u * RY < r1; r += 4u * RY) {
+        let a0 = x[base + r * st];
+        let a1 = x[base + (r + RY) * st];
+        let a2 = x[base + (r + 2u * RY) * st];
+        let a3 = x[base + (r + 3u * RY) * st];
+        acc = combine(acc, combine(combine(a0, a1), combine(a2, a3)));
       }
-      acc = combine(acc, x[off]);
+      for (; r < r1; r += RY) { acc = combine(acc, x[base + r * st]); }
+    } else {
+      for (var r = r0 + ry; r < r1; r += RY) {
+        var off = base;
+        var rr = r;
+        for (var g = 0u; g < nr; g++) {
+          let s = u(12u + g);
+          off += (rr % s) * u(16u + g);
+          rr = rr / s;
+        }
+        acc = combine(acc, x[off]);
+      }
     }
   }
   sh[lid] = acc;

@@ -1,6 +1,9 @@
-// rope.wgsl - rotary position embedding, NeoX layout, on x[..., S, D]:
-// for i < D/2, angle = +-(pos0 + s) freq_i, y[i] = x[i] cos - x[i + D/2] sin,
-// y[i + D/2] = x[i + D/2] cos + x[i] sin (the inverse negates the angle).
+// rope.wgsl - the cos/sin table of rotary position embedding (NeoX
+// layout): table[p * D + i] = cos(angle), table[p * D + D/2 + i] =
+// sin(angle) (negated for the inverse rotation), angle = (pos0 + p) freq_i,
+// for positions p < S and i < D/2.  rope_apply.wgsl then rotates every
+// [S, D] slice with it, so the angle math runs S D/2 times, not once per
+// element.
 //
 // Precision: the angle is never formed in f32.  The lowering passes, per
 // frequency, g_i = freq_i / (2 pi) (turns per position, computed in
@@ -12,19 +15,18 @@
 // Cephes-style polynomials on [-pi/4, pi/4] (never the GPU's sin/cos, whose
 // accuracy is unspecified).  Error: a few 1e-7 for any position < 2^31.
 // Each dispatch covers the n_i frequencies [i0, i0 + n_i) (29 fit in the
-// uniform); FREQ_GPU 1 (more than 8 * 29 frequencies) computes g_i in f32
+// uniform); FREQ_GPU 1 (more than 7 * 29 frequencies) computes g_i in f32
 // on the GPU instead, which costs about p * 1e-7 radians.
 //
-// Uniform words: 0 threads (rows * n_i), 1 S, 2 D, 3 D/2, 4 pos0 (i32),
+// Uniform words: 0 threads (S * n_i), 1 S, 2 D, 3 D/2, 4 pos0 (i32),
 // 5 i0, 6 n_i, 7 inverse; then 3 words (a, b, c as f32) per frequency, or
 // with FREQ_GPU word 8 = -2 log2(theta) / D.
 
 override FREQ_GPU: u32 = 0u;
 const INV_2PI: f32 = 0.15915494309189535;
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> y: array<f32>;
-@group(0) @binding(2) var<uniform> U: array<vec4<u32>, 24>;
+@group(0) @binding(0) var<storage, read_write> table: array<f32>;
+@group(0) @binding(1) var<uniform> U: array<vec4<u32>, 24>;
 
 fn u(i: u32) -> u32 { return U[i / 4u][i % 4u]; }
 
@@ -69,10 +71,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let D = u(2u);
   let half = u(3u);
   let n_i = u(6u);
-  let row = t / n_i;
+  let p = t / n_i;
   let ii = t % n_i;
   let i = u(5u) + ii;
-  let pos = bitcast<i32>(u(4u)) + i32(row % S);
+  let pos = bitcast<i32>(u(4u)) + i32(p);
   var a: f32;
   var b: f32;
   var c: f32;
@@ -88,9 +90,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   }
   var cs = cos_sin_turns(turns(u32(abs(pos)), a, b, c));
   if ((pos < 0) != (u(7u) != 0u)) { cs.y = -cs.y; } // negative angle
-  let k = row * D + i;
-  let x1 = x[k];
-  let x2 = x[k + half];
-  y[k] = x1 * cs.x - x2 * cs.y;
-  y[k + half] = x2 * cs.x + x1 * cs.y;
+  table[p * D + i] = cs.x;
+  table[p * D + half + i] = cs.y;
 }

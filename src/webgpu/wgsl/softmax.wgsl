@@ -47,7 +47,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var m = LOW;
   var s = 0.0;
   if (valid) {
-    for (var j = lane; j < n; j += TPR) {
+    var j = lane;
+    for (; j + 3u * TPR < n; j += 4u * TPR) { // 4 loads in flight, one rescale
+      let v0 = x[base + j * inner];
+      let v1 = x[base + (j + TPR) * inner];
+      let v2 = x[base + (j + 2u * TPR) * inner];
+      let v3 = x[base + (j + 3u * TPR) * inner];
+      let mn = max(m, max(max(v0, v1), max(v2, v3)));
+      s = s * exp(m - mn) + ((exp(v0 - mn) + exp(v1 - mn)) + (exp(v2 - mn) + exp(v3 - mn)));
+      m = mn;
+    }
+    for (; j < n; j += TPR) {
       let v = x[base + j * inner];
       if (v > m) {
         s = s * exp(m - v) + 1.0;
@@ -74,16 +84,34 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   m = sm[rloc];
   s = ss[rloc];
   if (!valid) { return; }
-  if (OP == 0u) {
-    let inv = 1.0 / s;
-    for (var j = lane; j < n; j += TPR) {
-      let k = base + j * inner;
-      y[k] = exp(x[k] - m) * inv;
+  // y = exp(x - m) / s, or (x - m) - log(s), 4 loads in flight
+  let inv = 1.0 / s;
+  let ls = log(s);
+  var j = lane;
+  for (; j + 3u * TPR < n; j += 4u * TPR) {
+    let k0 = base + j * inner;
+    let st = TPR * inner;
+    let v0 = x[k0];
+    let v1 = x[k0 + st];
+    let v2 = x[k0 + 2u * st];
+    let v3 = x[k0 + 3u * st];
+    if (OP == 0u) {
+      y[k0] = exp(v0 - m) * inv;
+      y[k0 + st] = exp(v1 - m) * inv;
+      y[k0 + 2u * st] = exp(v2 - m) * inv;
+      y[k0 + 3u * st] = exp(v3 - m) * inv;
+    } else {
+      y[k0] = (v0 - m) - ls;
+      y[k0 + st] = (v1 - m) - ls;
+      y[k0 + 2u * st] = (v2 - m) - ls;
+      y[k0 + 3u * st] = (v3 - m) - ls;
     }
-  } else {
-    let ls = log(s);
-    for (var j = lane; j < n; j += TPR) {
-      let k = base + j * inner;
+  }
+  for (; j < n; j += TPR) {
+    let k = base + j * inner;
+    if (OP == 0u) {
+      y[k] = exp(x[k] - m) * inv;
+    } else {
       y[k] = (x[k] - m) - ls;
     }
   }

@@ -53,7 +53,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var m = LOW;
   var s = 0.0;
   if (valid) {
-    for (var j = lane; j < C; j += TPR) {
+    var j = lane;
+    for (; j + 3u * TPR < C; j += 4u * TPR) { // 4 loads in flight, one rescale
+      let v0 = x[base + j];
+      let v1 = x[base + j + TPR];
+      let v2 = x[base + j + 2u * TPR];
+      let v3 = x[base + j + 3u * TPR];
+      let mn = max(m, max(max(v0, v1), max(v2, v3)));
+      s = s * exp(m - mn) + ((exp(v0 - mn) + exp(v1 - mn)) + (exp(v2 - mn) + exp(v3 - mn)));
+      m = mn;
+    }
+    for (; j < C; j += TPR) {
       let v = x[base + j];
       if (v > m) {
         s = s * exp(m - v) + 1.0;
