@@ -31,3 +31,16 @@ EXPORT(rlx_session_input_shape) int32_t w_input_shape(const rlx_session *s, int3
 EXPORT(rlx_session_input_dtype) int32_t w_input_dtype(const rlx_session *s, int32_t i) {
   return (int32_t)rlx_session_input_dtype(s, i);
 }
+
+/* One training step (forward, backward, optimizer) compiled for device; the
+ * optimizer as plain numbers: kind (rlx_optimizer_kind), lr, momentum,
+ * beta1, beta2, eps, weight_decay.  The new session is written to *out. */
+EXPORT(rlx_compile_train)
+int32_t w_compile_train(rlx_graph *g, rlx_node loss, const rlx_node *params, int32_t n_params, int32_t kind,
+                        float lr, float momentum, float beta1, float beta2, float eps, float weight_decay,
+                        int32_t device, int32_t skip_fusion, rlx_session **out) {
+  rlx_optimizer opt = {(rlx_optimizer_kind)kind, lr, momentum, beta1, beta2, eps, weight_decay};
+  rlx_compile_options copt = {(rlx_device)device, skip_fusion, 0};
+  return rlx_compile_train(g, loss, params, n_params, &opt, &copt, out);
+}
+EXPORT(rlx_session_set_lr) int32_t w_session_set_lr(rlx_session *s, float lr) { return rlx_session_set_lr(s, lr); }

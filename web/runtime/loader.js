@@ -18,6 +18,7 @@ import { WasiShim } from './wasi.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node;
 const DEVICES = { cpu: 0, webgpu: 1, webgl: 2 };
+const OPTIMIZERS = { sgd: 0, momentum: 1, adam: 2, adamw: 3 };
 const STATUS = { INVALID_ARG: -1, STATE: -7 };
 
 /** An error from RLX: `status` is the rlx_status code, `statusName` its name. */
@@ -222,6 +223,30 @@ export class Graph {
     });
     return new Session(this.rlx, ptr);
   }
+  /**
+   * One training step in one plan (forward, backward, optimizer update):
+   * each run reads the inputs, updates the params and the optimizer state
+   * in the session, and leaves the loss (before the update) as output 0.
+   * opt: { kind: 'sgd' | 'momentum' | 'adam' | 'adamw', lr, momentum, beta1,
+   * beta2, eps, weightDecay }; opts as compile().
+   */
+  compileTrain(loss, params, opt = {}, opts = {}) {
+    const ps = intList('params', params);
+    const kind = OPTIMIZERS[opt.kind ?? 'sgd'];
+    if (kind === undefined) throw new RlxError(STATUS.INVALID_ARG, `unknown optimizer "${opt.kind}" (sgd, momentum, adam, adamw)`, 'invalid argument');
+    const device = DEVICES[opts.device ?? 'cpu'] ?? opts.device;
+    if (!Number.isInteger(device)) throw new RlxError(STATUS.INVALID_ARG, `unknown device "${opts.device}"`, 'invalid argument');
+    const num = (v, dflt) => (v === undefined ? dflt : v);
+    const ptr = this.rlx.scoped((t) => {
+      const out = t.bytes(4);
+      this.rlx.writeI32(out, [0]);
+      this.rlx.check(this.rlx.exports.rlx_compile_train(this.live(), loss, t.i32(ps), ps.length, kind,
+        num(opt.lr, 0.01), num(opt.momentum, 0), num(opt.beta1, 0), num(opt.beta2, 0), num(opt.eps, 0),
+        num(opt.weightDecay, 0), device, opts.skipFusion ? 1 : 0, out));
+      return this.rlx.readI32(out, 1)[0] >>> 0;
+    });
+    return new Session(this.rlx, ptr);
+  }
   free() {
     if (this.ptr) this.rlx.exports.rlx_graph_free(this.ptr);
     this.ptr = 0;
@@ -260,6 +285,8 @@ export class Session {
       : e.rlx_session_set_input(this.live(), t.str(name), t.f32(data), data.length)));
   }
   run() { this.rlx.check(this.rlx.exports.rlx_session_run(this.live())); }
+  /** The learning rate of a session from Graph.compileTrain. */
+  setLr(lr) { this.rlx.check(this.rlx.exports.rlx_session_set_lr(this.live(), lr)); }
   get outputCount() { return this.rlx.exports.rlx_session_output_count(this.live()); }
   outputShape(i) {
     return this.rlx.scoped((t) => {
