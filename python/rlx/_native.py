@@ -245,6 +245,34 @@ def closed(what):
     raise RlxError.from_status(STATE, "%s is closed" % what)
 
 
+class Handle:
+    """Lifetime of an object owning a native handle: self._h, freed by
+    self._finalizer (a weakref.finalize); _what names it in errors."""
+
+    _what = "the object"
+
+    def close(self):
+        """Frees the native object (harmless when already closed)."""
+        self._finalizer()
+        self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    @property
+    def closed(self):
+        return self._h is None
+
+    def _handle(self):
+        if self._h is None:
+            closed(self._what)
+        return self._h
+
+
 def int32_array(values):
     """A ctypes int32 array of the ints in values (and its length)."""
     values = [int(v) for v in values]

@@ -166,7 +166,7 @@ class Node:
     __hash__ = object.__hash__
 
 
-class Graph:
+class Graph(_native.Handle):
     """A graph of tensor ops under construction (an rlx_graph).
 
     Leaves: input(), param(), constant(), scalar().  Ops: one method per op
@@ -179,6 +179,8 @@ class Graph:
     copy and outlive the graph.
     """
 
+    _what = "the graph"
+
     def __init__(self):
         L = lib()
         h = L.rlx_graph_new()
@@ -187,28 +189,6 @@ class Graph:
         self._h = h
         self._finalizer = weakref.finalize(self, L.rlx_graph_free, h)
         self._params = []  # (id, name, shape) of the params, in creation order
-
-    # ---- lifetime -------------------------------------------------------
-    def close(self):
-        """Frees the graph; later builder calls raise RlxStateError."""
-        self._finalizer()
-        self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    @property
-    def closed(self):
-        return self._h is None
-
-    def _handle(self):
-        if self._h is None:
-            _native.closed("the graph")
-        return self._h
 
     # ---- state ----------------------------------------------------------
     @property

@@ -16,7 +16,7 @@ from .errors import NOT_FOUND
 _DTYPE_NAMES = {0: "f32", 1: "i32"}
 
 
-class Session:
+class Session(_native.Handle):
     """A compiled graph (an rlx_session).
 
     Params persist across runs and start at zero; inputs must be set before
@@ -24,6 +24,8 @@ class Session:
     at the end of a `with` block, or on garbage collection; closing twice is
     harmless, and using a closed session raises RlxStateError.
     """
+
+    _what = "the session"
 
     def __init__(self, handle):
         L = lib()
@@ -39,28 +41,6 @@ class Session:
         for i in range(L.rlx_session_param_count(handle)):
             self._params[decode(L.rlx_session_param_name(handle, i))] = L.rlx_session_param_len(handle, i)
         self._n_outputs = L.rlx_session_output_count(handle)
-
-    # ---- lifetime -------------------------------------------------------
-    def close(self):
-        """Frees the session (harmless when already closed)."""
-        self._finalizer()
-        self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    @property
-    def closed(self):
-        return self._h is None
-
-    def _handle(self):
-        if self._h is None:
-            _native.closed("the session")
-        return self._h
 
     # ---- params and inputs ----------------------------------------------
     @property
