@@ -2,7 +2,7 @@
 // (where every RLX call runs), shows progress, the loss chart, the forward
 // check and a table row per run.  Values shown carry their full value in
 // data-value for the browser tests.
-import { parse_backend, preferred_backend } from './pkg/rlx_web.js';
+import { preferred_backend } from './pkg/rlx_web.js';
 import { drawChart } from './chart.js';
 
 const $ = (id) => document.getElementById(id);
@@ -76,7 +76,7 @@ function settings(slug) {
 async function runOne(slug, label) {
   const s = settings(slug);
   $('progress').value = 0;
-  show('progress-text', 'compiling', `${label}${slug}: compiling and timing the forward pass...`);
+  show('progress-text', 'compiling', `${label}${slug} on ${s.backend}: compiling and timing the forward pass...`);
   const losses = [];
   const result = await call('run', s, (p) => {
     $('progress').value = p.step / p.steps;
@@ -158,13 +158,28 @@ function fillModels(models) {
   if (wanted && models.some((m) => m.slug === wanted)) select.value = wanted;
 }
 
+/** Enables the backends the Worker can run; the others say why not. */
+function fillBackends(available) {
+  const names = { cpu: 'cpu (WebAssembly)', webgpu: 'webgpu', webgl: 'webgl (WebGL2)' };
+  const usable = [];
+  for (const opt of $('backend').options) {
+    const status = available[opt.value] ?? { available: false, reason: 'unknown' };
+    opt.disabled = !status.available;
+    opt.textContent = status.available ? names[opt.value] : `${opt.value} (not available)`;
+    opt.title = status.reason ?? '';
+    if (status.available) usable.push(opt.value);
+  }
+  const why = Object.entries(available).filter(([, st]) => !st.available).map(([b, st]) => `${b}: ${st.reason}`);
+  $('backend-note').textContent = `This browser offers ${preferred_backend()}; the Worker can run ${usable.join(', ')}` +
+    `${why.length ? ` (not ${why.join('; ')})` : ''}. Forward, backward and the SGD update all run on the backend picked.`;
+  const wanted = query.get('backend');
+  if (wanted && usable.includes(wanted)) $('backend').value = wanted;
+}
+
 async function main() {
-  const offered = preferred_backend();
-  $('backend-note').textContent = `This browser offers ${offered === 'none' ? 'no compute backend' : offered}` +
-    `${offered === 'webgpu' || offered === 'webgl' ? ', but the WebGPU and WebGL2 executors are not in this build' : ''}` +
-    '; runs use the CPU executor (WebAssembly, one thread, in a Worker).';
   const hello = await call('hello');
   fillModels(hello.models);
+  fillBackends(hello.backends);
   const batch = Number.parseInt(query.get('batch') ?? '', 10);
   if (batch >= 1 && batch <= 1024) {
     if (![...$('batch').options].some((o) => Number(o.value) === batch)) $('batch').append(new Option(String(batch)));
@@ -172,7 +187,7 @@ async function main() {
   }
   if (query.get('steps')) $('steps').value = query.get('steps');
   setBusy(false);
-  show('progress-text', 'ready', `Ready: RLX ${hello.version}, backend ${hello.backend}.`);
+  show('progress-text', 'ready', `Ready: RLX ${hello.version}.`);
   $('run').addEventListener('click', () => guarded(() => runOne($('model').value, '')));
   $('run-all').addEventListener('click', () => guarded(async () => {
     const slugs = [...$('model').options].map((o) => o.value);
@@ -184,9 +199,6 @@ async function main() {
   $('stop').addEventListener('click', () => {
     stopAll = true;
     worker.postMessage({ cmd: 'stop' });
-  });
-  $('backend').addEventListener('change', () => {
-    if (parse_backend($('backend').value) !== 'cpu') showError(new Error('only the CPU executor is in this build'));
   });
   if (query.get('autorun') === '1') $('run').click();
 }

@@ -1,6 +1,7 @@
 // vision-worker.js - the compute side of vision-bench.html, in a module
 // Worker so the page never blocks: loads pkg/rlx_web.js and runs VisionBench
-// forward / training runs, posting progress as it goes.
+// forward / training runs on the CPU, WebGPU or WebGL2 (whichever the page
+// picks among those available here), posting progress as it goes.
 //
 // Messages in:  { id, cmd: 'hello' }
 //               { id, cmd: 'run', slug, backend, batch, steps, lr, seed }
@@ -23,7 +24,10 @@ function yieldToEvents() {
 
 async function hello() {
   await init();
+  await Promise.all([rlx.init_webgpu(), rlx.init_webgl()]);
+  const env = rlx.backend_environment();
   return {
+    backends: { cpu: env.cpu, webgpu: env.webgpu, webgl: env.webgl },
     models: rlx.list_vision_models().map((slug) => rlx.vision_model_info(slug)),
     backend: rlx.backend(),
     preferred: rlx.preferred_backend(),
@@ -37,29 +41,32 @@ async function hello() {
  */
 async function run(id, { slug, backend, batch, steps, lr, seed }) {
   await init();
-  if (rlx.parse_backend(backend) !== 'cpu') {
-    throw new Error(`backend "${backend}" is not in this build: only the CPU executor is (pick cpu)`);
-  }
+  const where = rlx.parse_backend(backend);
+  if (where === 'auto') throw new Error(`unknown backend "${backend}" (pick cpu, webgpu or webgl)`);
   stopRequested = false;
   const bench = new rlx.VisionBench(slug);
+  // VisionBench.forward_cpu / _webgpu / _webgl and train_step_*: awaited (Promises on WebGPU).
+  const forward = (x, params) => bench[`forward_${where}`](x, params);
+  const trainStep = (x, labels, params, lr) => bench[`train_step_${where}`](x, labels, params, lr);
   try {
     const info = bench.info();
     let params = bench.init_params(seed);
     const { x, labels } = bench.synthetic_batch(seed, batch);
 
     // Forward: the first call compiles; then as many calls as fit in ~150 ms (at least 3).
-    const logits = bench.forward_cpu(x, params);
+    const logits = await forward(x, params);
+    await yieldToEvents();
     let forwards = 0;
     const f0 = performance.now();
     while (forwards < 3 || (performance.now() - f0 < 150 && forwards < 1000)) {
-      bench.forward_cpu(x, params);
+      await forward(x, params);
       forwards++;
     }
     const forwardMs = (performance.now() - f0) / forwards;
     await yieldToEvents();
 
     const losses = [];
-    const warm = bench.train_step_cpu(x, labels, params, lr); // compiles the training plan
+    const warm = await trainStep(x, labels, params, lr); // compiles the training plan
     const compileStep = warm[0];
     let done = 0;
     let last = performance.now();
@@ -67,7 +74,7 @@ async function run(id, { slug, backend, batch, steps, lr, seed }) {
     let workMs = 0;
     for (let step = 0; step < steps && !stopRequested; step++) {
       const s0 = performance.now();
-      const out = bench.train_step_cpu(x, labels, params, lr);
+      const out = await trainStep(x, labels, params, lr);
       workMs += performance.now() - s0;
       losses.push(out[0]);
       params = out.subarray(1);
@@ -85,7 +92,7 @@ async function run(id, { slug, backend, batch, steps, lr, seed }) {
       slug: info.slug,
       title: info.title,
       params: info.param_flat_len,
-      backend: 'cpu',
+      backend: where,
       batch,
       steps: done,
       stopped: done < steps,

@@ -4,6 +4,7 @@
 import init, {
   backend, parse_backend, preferred_backend, start, runtime,
   mlp_forward, mlp_loss, mlp_grads, mlp_train_step,
+  mlp_forward_gpu, mlp_grads_gpu, mlp_forward_webgl, mlp_grads_webgl,
   transformer_next_logits, transformer_logits,
   list_vision_models, vision_model_info, clear_cache, VisionBench,
   RlxError, loadRlx, Rlx, Graph, Session,
@@ -47,6 +48,25 @@ export async function main(): Promise<void> {
   const stats: Float32Array = bench.bench_cpu(10, 42, 0.01);
   const stats2: Float32Array = bench.bench_cpu(10, 42, 0.01, 8);
   const copy: VisionModelInfo = bench.info();
+  const gpuLogits: Float32Array = await bench.forward_webgpu(batch.x, params);
+  const gpuStep: Float32Array = await bench.train_step_webgpu(batch.x, labels, params, 0.01);
+  const gpuStats: Float32Array = await bench.bench_webgpu(10, 42, 0.01, 8);
+  const glLogits: Float32Array = bench.forward_webgl(batch.x, params);
+  const glStep: Float32Array = bench.train_step_webgl(batch.x, [1, 2, 3, 4], params, 0.01);
+  const glStats: Float32Array = bench.bench_webgl(10, 42, 0.01);
+  // @ts-expect-error the WebGPU variants are Promises
+  const notSync: Float32Array = bench.forward_webgpu(batch.x, params);
+  const yGpu: Float32Array = await mlp_forward_gpu(x, 4, 3, 2, new Float32Array(12), [0, 0, 0], new Float32Array(6), [0, 0]);
+  const gGpu: Float32Array = await mlp_grads_gpu(x, [0, 1, 0, 1], 4, 3, 2, new Float32Array(12), [0, 0, 0], new Float32Array(6), [0, 0]);
+  const yGl: Float32Array = mlp_forward_webgl(x, 4, 3, 2, new Float32Array(12), [0, 0, 0], new Float32Array(6), [0, 0]);
+  const gGl: Float32Array = mlp_grads_webgl(x, [0, 1, 0, 1], 4, 3, 2, new Float32Array(12), [0, 0, 0], new Float32Array(6), [0, 0]);
+  // @ts-expect-error mlp_forward_gpu is a Promise
+  const yNotSync: Float32Array = mlp_forward_gpu(x, 4, 3, 2, new Float32Array(12), [0, 0, 0], new Float32Array(6), [0, 0]);
+  try {
+    mlp_forward_webgl(x, 4, 3, 2, new Float32Array(12), [0, 0, 0], new Float32Array(6), [0, 0]);
+  } catch (err) {
+    const why: string | undefined = (err as RlxError).reason;
+  }
   bench.free();
   clear_cache();
 

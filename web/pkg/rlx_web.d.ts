@@ -234,7 +234,26 @@ export class WebGraph {
    * (params default to all); "d_output" is preset to ones.
    */
   compile_backward(loss: NodeId, params?: NodeId[] | null, backend?: BackendRequest, opts?: GraphCompileOptions): CompiledGraph;
+  /**
+   * One training step per run (forward, backward, optimizer update in one
+   * plan) for a backend (default 'cpu'): params live in the compiled graph,
+   * output 0 is the loss before the update; set_lr changes the rate.
+   */
+  compile_train(loss: NodeId, params?: NodeId[] | null, optimizer?: TrainOptimizer, backend?: BackendRequest,
+    opts?: GraphCompileOptions): CompiledGraph;
   free(): void;
+}
+
+/** The optimizer of WebGraph.compile_train (0 or left out: the library's defaults). */
+export interface TrainOptimizer {
+  kind?: 'sgd' | 'momentum' | 'adam' | 'adamw';
+  lr?: number;
+  momentum?: number;
+  beta1?: number;
+  beta2?: number;
+  eps?: number;
+  weight_decay?: number;
+  weightDecay?: number;
 }
 
 export interface CompiledInput {
@@ -251,7 +270,7 @@ export class CompiledGraph {
   readonly backend: BackendName;
   /** What was asked for. */
   readonly requested: ParsedBackend;
-  readonly kind: 'forward' | 'backward';
+  readonly kind: 'forward' | 'backward' | 'train';
   /** The better backends that were not used, and why ('auto'). */
   readonly fallbacks: BackendFallback[];
   readonly inputs: CompiledInput[];
@@ -263,6 +282,10 @@ export class CompiledGraph {
   feed(name: string, data: TensorData): void;
   /** Synchronous on cpu and webgl; a Promise on webgpu. */
   run(): void | Promise<void>;
+  /** Creates the GPU objects now (WebGPU); resolves at once elsewhere. */
+  prepare(): Promise<void>;
+  /** The learning rate of a graph from compile_train. */
+  set_lr(lr: number): void;
   output(i: number): Float32Array;
   output_sizes(): number[];
   output_shape(i: number): number[];
@@ -290,6 +313,31 @@ export function mlp_grads(
 export function mlp_train_step(
   x: FloatArg, t: FloatArg, inDim: number, hid: number, out: number,
   w1: FloatArg, b1: FloatArg, w2: FloatArg, b2: FloatArg, lr: number,
+): Float32Array;
+
+/**
+ * mlp_forward on WebGPU (after `await init_webgpu()` resolved true): the same
+ * values within 1e-4.  Rejects with an RlxError saying why when WebGPU cannot
+ * do it (not initialized, a lost device, a limit): fall back to mlp_forward.
+ */
+export function mlp_forward_gpu(
+  x: FloatArg, inDim: number, hid: number, out: number,
+  w1: FloatArg, b1: FloatArg, w2: FloatArg, b2: FloatArg,
+): Promise<Float32Array>;
+/** mlp_grads on WebGPU: [loss, dw1..., db1..., dw2..., db2...]. */
+export function mlp_grads_gpu(
+  x: FloatArg, t: FloatArg, inDim: number, hid: number, out: number,
+  w1: FloatArg, b1: FloatArg, w2: FloatArg, b2: FloatArg,
+): Promise<Float32Array>;
+/** mlp_forward on WebGL2 (after `await init_webgl()` resolved true); throws an RlxError saying why when it cannot. */
+export function mlp_forward_webgl(
+  x: FloatArg, inDim: number, hid: number, out: number,
+  w1: FloatArg, b1: FloatArg, w2: FloatArg, b2: FloatArg,
+): Float32Array;
+/** mlp_grads on WebGL2: [loss, dw1..., db1..., dw2..., db2...]. */
+export function mlp_grads_webgl(
+  x: FloatArg, t: FloatArg, inDim: number, hid: number, out: number,
+  w1: FloatArg, b1: FloatArg, w2: FloatArg, b2: FloatArg,
 ): Float32Array;
 
 /** Next-token logits (vocab values); tokens are integer ids in [0, vocab). */
@@ -336,7 +384,12 @@ export interface SyntheticBatch {
   labels: Int32Array;
 }
 
-/** Forward, backward and SGD of one vision model on the CPU. */
+/**
+ * Forward, backward and SGD of one vision model on the CPU, WebGPU (Promises,
+ * after `await init_webgpu()`) or WebGL2 (after `await init_webgl()`).  The
+ * GPU variants give the CPU's numbers within 1e-4 and throw (reject) with an
+ * RlxError saying why when the GPU cannot do the work.
+ */
 export class VisionBench {
   /** Throws on an unknown slug. */
   constructor(slug: string);
@@ -351,6 +404,19 @@ export class VisionBench {
   train_step_cpu(x: FloatArg, labels: LabelArg, params: FloatArg, lr: number): Float32Array;
   /** [initial_loss, final_loss, steps_per_sec] over `steps` steps on one synthetic batch. */
   bench_cpu(steps: number, seed: Seed, lr: number, batch?: number): Float32Array;
+  /** forward_cpu on WebGPU. */
+  forward_webgpu(x: FloatArg, params: FloatArg): Promise<Float32Array>;
+  /** train_step_cpu on WebGPU, the SGD update on the device. */
+  train_step_webgpu(x: FloatArg, labels: LabelArg, params: FloatArg, lr: number): Promise<Float32Array>;
+  /** bench_cpu on WebGPU, params kept on the device between steps. */
+  bench_webgpu(steps: number, seed: Seed, lr: number, batch?: number): Promise<Float32Array>;
+  /** forward_cpu on WebGL2. */
+  forward_webgl(x: FloatArg, params: FloatArg): Float32Array;
+  /** train_step_cpu on WebGL2, the SGD update on the device. */
+  train_step_webgl(x: FloatArg, labels: LabelArg, params: FloatArg, lr: number): Float32Array;
+  /** bench_cpu on WebGL2, params kept on the device between steps. */
+  bench_webgl(steps: number, seed: Seed, lr: number, batch?: number): Float32Array;
+  /** Frees the GPU graphs; the handle is unusable afterwards. */
   free(): void;
 }
 
@@ -361,6 +427,11 @@ export class RlxError extends Error {
   constructor(status: number, message?: string, statusName?: string);
   readonly status: number;
   readonly statusName: string;
+  /**
+   * Set by the GPU entry points: 'not-initialized' | 'unavailable' | 'limits'
+   * | 'device-lost' | 'context-lost' | 'gpu-error' (any other GPU failure).
+   */
+  readonly reason?: string;
 }
 
 export interface LoadOptions {

@@ -11,7 +11,13 @@
 //
 // Every entry point runs synchronously on the CPU executor in wasm; the C
 // side caches one compiled session per shape, so repeated calls do not
-// recompile.  Arguments are checked here before anything reaches wasm: a bad
+// recompile.  GPU variants (mlp_forward_gpu / mlp_grads_gpu and
+// VisionBench.*_webgpu: Promises, after `await init_webgpu()`;
+// mlp_*_webgl and VisionBench.*_webgl: synchronous, after `await
+// init_webgl()`) give the same results within 1e-4 and cache their compiled
+// graphs the same way; when the GPU cannot do the work (not initialized, no
+// adapter, a lost device or context, a limit) they throw an RlxError saying
+// why, so the caller can fall back to the CPU variant.  Arguments are checked here before anything reaches wasm: a bad
 // one throws an RlxError (an Error) whose message names the function, the
 // argument and what was expected; errors found by the library carry its
 // rlx_last_error() text.  A trap inside wasm (which the library is written
@@ -36,6 +42,7 @@
 import { loadRlx, Rlx, RlxError } from '../runtime/loader.js';
 import { WebGraph as GraphBase, CompiledGraph, selectCompiled } from '../runtime/webgraph.js';
 import * as backends from '../runtime/backends.js';
+import { initTried, SessionCache, splitFlat, concatF32, compileMlp } from '../runtime/gpu_entry.js';
 
 export { loadRlx, Rlx, RlxError, Graph, Session } from '../runtime/loader.js';
 export { CompiledGraph } from '../runtime/webgraph.js';
@@ -252,6 +259,7 @@ export function preferred_backend() {
  */
 export async function init_webgpu(source) {
   const rt = await init();
+  initTried.webgpu = true;
   return backends.initWebGpu(rt, source);
 }
 
@@ -263,6 +271,7 @@ export async function init_webgpu(source) {
  */
 export async function init_webgl(enable = true) {
   const rt = await init();
+  initTried.webgl = true;
   return backends.initWebGl(rt, enable);
 }
 
@@ -423,6 +432,58 @@ export function mlp_train_step(x, t, inDim, hid, out, w1, b1, w2, b2, lr) {
     () => inDim * hid + hid + hid * out + out, (e, a, dst) => e.rlx_mlp_train_step(...a, lr, dst));
 }
 
+// ---- the MLP on the GPU ----------------------------------------------------------
+// The same graph as the CPU entry points, built with WebGraph and compiled
+// once per (kind, rows, dims, backend); every call feeds the weights and x.
+
+const mlpSessions = new SessionCache();
+
+function mlpGpu(fn, backend, kind, x, t, inDim, hid, out, w1, b1, w2, b2) {
+  const rt = live();
+  const rows = mlpArgs(fn, x, inDim, hid, out, w1, b1, w2, b2);
+  if (kind === 'grads') floats(fn, 't', t, rows * out, `rows * out = ${rows} * ${out}`);
+  const key = `${backend}/${kind}/${rows}/${inDim}/${hid}/${out}`;
+  const build = () => {
+    const g = new WebGraph();
+    try {
+      return compileMlp(g, kind, rows, inDim, hid, out, backend);
+    } finally {
+      g.free();
+    }
+  };
+  const feed = (c) => {
+    c.feed('w1', w1);
+    c.feed('b1', b1);
+    c.feed('w2', w2);
+    c.feed('b2', b2);
+    c.feed('x', x);
+    if (kind === 'grads') c.feed('t', t);
+  };
+  const read = (c) => (kind === 'forward' ? c.output(0) : concatF32([0, 1, 2, 3, 4].map((i) => c.output(i))));
+  if (backend === 'webgl') return mlpSessions.useSync(fn, rt, backend, key, build, (c) => { feed(c); c.run(); return read(c); });
+  return mlpSessions.use(fn, rt, backend, key, build, async (c) => { feed(c); await c.run(); return read(c); });
+}
+
+/** mlp_forward on WebGPU (after `await init_webgpu()` resolved true): the same values within 1e-4. */
+export async function mlp_forward_gpu(x, inDim, hid, out, w1, b1, w2, b2) {
+  return mlpGpu('mlp_forward_gpu', 'webgpu', 'forward', x, null, inDim, hid, out, w1, b1, w2, b2);
+}
+
+/** mlp_grads on WebGPU: [loss, dw1..., db1..., dw2..., db2...]. */
+export async function mlp_grads_gpu(x, t, inDim, hid, out, w1, b1, w2, b2) {
+  return mlpGpu('mlp_grads_gpu', 'webgpu', 'grads', x, t, inDim, hid, out, w1, b1, w2, b2);
+}
+
+/** mlp_forward on WebGL2 (after `await init_webgl()` resolved true), synchronous. */
+export function mlp_forward_webgl(x, inDim, hid, out, w1, b1, w2, b2) {
+  return mlpGpu('mlp_forward_webgl', 'webgl', 'forward', x, null, inDim, hid, out, w1, b1, w2, b2);
+}
+
+/** mlp_grads on WebGL2, synchronous: [loss, dw1..., db1..., dw2..., db2...]. */
+export function mlp_grads_webgl(x, t, inDim, hid, out, w1, b1, w2, b2) {
+  return mlpGpu('mlp_grads_webgl', 'webgl', 'grads', x, t, inDim, hid, out, w1, b1, w2, b2);
+}
+
 // ---- the transformer -------------------------------------------------------------
 
 function transformerCall(fn, tokens, vocab, dim, nLayers, nHeads, headDim, ffn, seedValue, allPositions) {
@@ -531,13 +592,19 @@ export function vision_model_info(slug) {
   return structuredClone(info);
 }
 
-/** Forward, backward and SGD of one vision model on the CPU. */
+/**
+ * Forward, backward and SGD of one vision model on the CPU (synchronous),
+ * WebGPU (Promises; after `await init_webgpu()`) or WebGL2 (synchronous;
+ * after `await init_webgl()`).  The GPU variants keep one compiled graph per
+ * (batch, backend): a forward one and a training step (SGD inside the plan).
+ */
 export class VisionBench {
   /** Throws on an unknown slug (the message lists the known ones). */
   constructor(slug) {
     this._info = vision_model_info(slug);
     this._slug = this._info.slug;
     this._freed = false;
+    this._sessions = new SessionCache();
   }
 
   _live(fn) {
@@ -651,8 +718,145 @@ export class VisionBench {
     });
   }
 
-  /** Marks the handle unusable (the compiled sessions stay cached in C). */
+  // ---- on the GPU ------------------------------------------------------------------
+
+  /** The cached forward or training graph of this model for (batch, backend), compiled on first use. */
+  _gpu(fn, backend, kind, batch, work) {
+    const rt = live();
+    const build = () => {
+      const g = new WebGraph();
+      try {
+        const m = g.add_vision(this._slug, batch);
+        if (kind === 'forward') return g.compile_forward(m.logits, backend);
+        return g.compile_train(m.loss, m.params, { kind: 'sgd', lr: 0.01 }, backend);
+      } finally {
+        g.free();
+      }
+    };
+    const key = `${kind}/${batch}/${backend}`;
+    return backend === 'webgl' ? this._sessions.useSync(fn, rt, backend, key, build, work)
+      : this._sessions.use(fn, rt, backend, key, build, work);
+  }
+
+  _feedParams(c, params) {
+    const parts = splitFlat(params, this._info.param_sizes);
+    this._info.param_names.forEach((name, k) => c.feed(name, parts[k]));
+  }
+
+  _forwardGpu(fn, backend, x, params) {
+    this._live(fn.slice('VisionBench.'.length));
+    const batch = this._batchOf(fn, x);
+    floats(fn, 'params', params, this._info.param_flat_len, `param_flat_len of ${this._slug}`);
+    const feed = (c) => {
+      this._feedParams(c, params);
+      c.feed('x', x);
+    };
+    if (backend === 'webgl') return this._gpu(fn, backend, 'forward', batch, (c) => { feed(c); c.run(); return c.output(0); });
+    return this._gpu(fn, backend, 'forward', batch, async (c) => { feed(c); await c.run(); return c.output(0); });
+  }
+
+  _trainGpu(fn, backend, x, labels, params, lr) {
+    this._live(fn.slice('VisionBench.'.length));
+    const batch = this._batchOf(fn, x);
+    const ids = labelList(fn, labels, batch, this._info.num_classes);
+    floats(fn, 'params', params, this._info.param_flat_len, `param_flat_len of ${this._slug}`);
+    finite(fn, 'lr', lr);
+    const names = this._info.param_names;
+    const feed = (c) => {
+      this._feedParams(c, params);
+      c.set_lr(lr);
+      c.feed('x', x);
+      c.feed('labels', ids);
+    };
+    if (backend === 'webgl') {
+      return this._gpu(fn, backend, 'train', batch, (c) => {
+        feed(c);
+        c.run();
+        return concatF32([c.output(0)[0], ...names.map((n) => c.read_param(n))]);
+      });
+    }
+    return this._gpu(fn, backend, 'train', batch, async (c) => {
+      feed(c);
+      await c.run();
+      const loss = c.output(0)[0];
+      return concatF32([loss, ...await Promise.all(names.map((n) => c.read_param(n)))]);
+    });
+  }
+
+  /** bench_cpu on a GPU: params and batch set once, then `steps` training steps with everything on the device. */
+  _benchGpu(fn, backend, steps, seedValue, lr, batch) {
+    this._live(fn.slice('VisionBench.'.length));
+    int(fn, 'steps', steps, 1, 1e9);
+    seed(fn, seedValue);
+    finite(fn, 'lr', lr);
+    int(fn, 'batch', batch, 1, MAX_BATCH);
+    const params = this.init_params(seedValue);
+    const { x, labels } = this.synthetic_batch(seedValue, batch);
+    const feed = (c) => {
+      this._feedParams(c, params);
+      c.set_lr(lr);
+      c.feed('x', x);
+      c.feed('labels', labels);
+    };
+    const result = (first, last, t0) => Float32Array.of(first, last, steps / Math.max((performance.now() - t0) / 1000, 1e-9));
+    if (backend === 'webgl') {
+      return this._gpu(fn, backend, 'train', batch, (c) => {
+        feed(c);
+        let first = NaN;
+        const t0 = performance.now();
+        for (let i = 0; i < steps; i++) {
+          c.run();
+          if (i === 0) first = c.output(0)[0];
+        }
+        return result(first, c.output(0)[0], t0);
+      });
+    }
+    return this._gpu(fn, backend, 'train', batch, async (c) => {
+      feed(c);
+      await c.prepare(); // pipelines and buffers before the clock starts
+      let first = NaN;
+      const t0 = performance.now();
+      for (let i = 0; i < steps; i++) {
+        await c.run();
+        if (i === 0) first = c.output(0)[0];
+      }
+      return result(first, c.output(0)[0], t0);
+    });
+  }
+
+  /** forward_cpu on WebGPU: Promise of the logits [batch, num_classes]. */
+  async forward_webgpu(x, params) {
+    return this._forwardGpu('VisionBench.forward_webgpu', 'webgpu', x, params);
+  }
+
+  /** train_step_cpu on WebGPU (SGD on the device): Promise of [loss (before the step), updated params...]. */
+  async train_step_webgpu(x, labels, params, lr) {
+    return this._trainGpu('VisionBench.train_step_webgpu', 'webgpu', x, labels, params, lr);
+  }
+
+  /** bench_cpu on WebGPU, params resident on the device: Promise of [initial_loss, final_loss, steps_per_sec]. */
+  async bench_webgpu(steps, seedValue, lr, batch = 1) {
+    return this._benchGpu('VisionBench.bench_webgpu', 'webgpu', steps, seedValue, lr, batch);
+  }
+
+  /** forward_cpu on WebGL2 (synchronous): logits [batch, num_classes]. */
+  forward_webgl(x, params) {
+    return this._forwardGpu('VisionBench.forward_webgl', 'webgl', x, params);
+  }
+
+  /** train_step_cpu on WebGL2 (SGD on the device): [loss (before the step), updated params...]. */
+  train_step_webgl(x, labels, params, lr) {
+    return this._trainGpu('VisionBench.train_step_webgl', 'webgl', x, labels, params, lr);
+  }
+
+  /** bench_cpu on WebGL2, params resident on the device: [initial_loss, final_loss, steps_per_sec]. */
+  bench_webgl(steps, seedValue, lr, batch = 1) {
+    return this._benchGpu('VisionBench.bench_webgl', 'webgl', steps, seedValue, lr, batch);
+  }
+
+  /** Frees the GPU graphs and marks the handle unusable (the CPU sessions stay cached in C). */
   free() {
+    this._sessions.clear();
     this._freed = true;
   }
 }
@@ -660,4 +864,5 @@ export class VisionBench {
 /** Drops every compiled session cached by the model entry points. */
 export function clear_cache() {
   live().exports.rlx_models_clear_cache();
+  mlpSessions.clear();
 }

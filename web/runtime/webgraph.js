@@ -436,10 +436,51 @@ export class WebGraph {
     return this._select(fn, backend, 'backward', outs, skipFusion);
   }
 
+  /**
+   * One training step per run, compiled for backend ('cpu' by default,
+   * 'webgpu', 'webgl' or 'auto'): forward, backward and the optimizer update
+   * in one plan (rlx_compile_train).  The params live in the compiled graph
+   * (feed them once; read_param reads them back); output 0 is the loss
+   * before the update.  optimizer: { kind: 'sgd' | 'momentum' | 'adam' |
+   * 'adamw', lr, momentum, beta1, beta2, eps, weight_decay }; set_lr changes
+   * the learning rate later.
+   */
+  compile_train(loss, params, optimizer = {}, backend = 'cpu', { skipFusion = false } = {}) {
+    const fn = 'WebGraph.compile_train';
+    nodeId(fn, 'loss', loss);
+    const wrt = params === undefined || params === null ? this._params.slice() : (Array.isArray(params) ? params : [params]);
+    if (!wrt.length) throw fail(fn, 'no params to train: make params with param() or pass them');
+    wrt.forEach((v, i) => nodeId(fn, `params[${i}]`, v));
+    const opt = optimizerArgs(fn, optimizer);
+    const request = backends.normalizeRequest(backend);
+    if (!request) throw fail(fn, `backend must be 'cpu', 'webgpu', 'webgl' or 'auto', got ${describe(backend)}`);
+    const plan = backends.candidates(backends.environment(this._rt), { label: 'this graph', trainable: null }, request, false);
+    const rt = this._rt;
+    return selectCompiled(fn, this, plan, wrt, 'train', skipFusion, (out, dev) => rt.scoped((t) =>
+      rt.exports.rlx_compile_train(this._ptr(fn), loss, t.i32(wrt), wrt.length, opt.kind, opt.lr, opt.momentum,
+        opt.beta1, opt.beta2, opt.eps, opt.weight_decay, dev, skipFusion ? 1 : 0, out)));
+  }
+
   /** Frees the graph (compiled graphs outlive it); freeing twice is harmless. */
   free() {
     this._g.free();
   }
+}
+
+const OPTIMIZERS = { sgd: 0, momentum: 1, adam: 2, adamw: 3 };
+
+/** The optimizer of compile_train as the numbers rlx_compile_train takes (0: the library's default). */
+function optimizerArgs(fn, o) {
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) throw fail(fn, `optimizer must be an object { kind, lr, ... }, got ${describe(o)}`);
+  const kind = OPTIMIZERS[o.kind ?? 'sgd'];
+  if (kind === undefined) throw fail(fn, `optimizer.kind must be one of ${Object.keys(OPTIMIZERS).join(', ')}, got ${describe(o.kind)}`);
+  const num = (name, dflt) => {
+    const v = o[name] ?? dflt;
+    if (typeof v !== 'number' || !Number.isFinite(v)) throw fail(fn, `optimizer.${name} must be a finite number, got ${describe(v)}`);
+    return v;
+  };
+  return { kind, lr: num('lr', 0.01), momentum: num('momentum', 0), beta1: num('beta1', 0), beta2: num('beta2', 0),
+    eps: num('eps', 0), weight_decay: o.weightDecay !== undefined ? num('weightDecay', 0) : num('weight_decay', 0) };
 }
 
 // The ops without attributes: one method each, inputs as named here.
@@ -464,12 +505,15 @@ for (const [name, arity] of Object.entries(SIMPLE_OPS)) {
 /**
  * Compiles node ids outs of graph on the first candidate of plan that takes
  * them (backends.select); a backward graph gets its seed "d_output" preset
- * to ones.  Returns the CompiledGraph with `fallbacks` and `requested` set.
+ * to ones.  compileTrain(out, device), when given, compiles instead (a
+ * training step: kind 'train').  Returns the CompiledGraph with `fallbacks`
+ * and `requested` set.
  */
-export function selectCompiled(fn, graph, plan, outs, kind, skipFusion = false) {
+export function selectCompiled(fn, graph, plan, outs, kind, skipFusion = false, compileTrain = null) {
   const rt = graph._rt;
-  const { compiled, fallbacks } = backends.select(plan, (b) => compileOn(graph, b, kind, (out, dev) =>
-    rt.scoped((t) => rt.exports.rlx_compile(graph._ptr(fn), t.i32(outs), outs.length, dev, skipFusion ? 1 : 0, 0, out))),
+  const compile = compileTrain ?? ((out, dev) =>
+    rt.scoped((t) => rt.exports.rlx_compile(graph._ptr(fn), t.i32(outs), outs.length, dev, skipFusion ? 1 : 0, 0, out)));
+  const { compiled, fallbacks } = backends.select(plan, (b) => compileOn(graph, b, kind, compile),
   (message) => new RlxError(UNSUPPORTED, `${fn}: ${message}`, 'unsupported'));
   compiled.fallbacks = fallbacks;
   compiled.requested = plan.request;
@@ -616,6 +660,25 @@ export class CompiledGraph {
       });
     }
     return this._gpuPending;
+  }
+
+  /** The learning rate of a graph from compile_train (a finite number). */
+  set_lr(lr) {
+    const fn = 'CompiledGraph.set_lr';
+    this._live('set_lr');
+    if (this.kind !== 'train') throw new RlxError(STATE, `${fn}: only a graph from compile_train has a learning rate (this one is ${this.kind})`, 'bad state');
+    if (typeof lr !== 'number' || !Number.isFinite(lr)) throw fail(fn, `lr must be a finite number, got ${describe(lr)}`);
+    this.feed('rlx.lr', [lr]);
+  }
+
+  /**
+   * Creates the GPU objects now (WebGPU: pipelines and buffers, a Promise;
+   * run() would do it on first use); nothing to do on cpu and webgl.
+   */
+  prepare() {
+    this._live('prepare');
+    if (this.backend !== 'webgpu') return Promise.resolve();
+    return this._webgpuSession().then(() => undefined);
   }
 
   /** One run: synchronous on cpu and webgl; a Promise on webgpu. */
