@@ -23,37 +23,28 @@
 // for Dawn is added when missing, by re-running this file).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, existsSync, readdirSync } from 'node:fs';
+import { readFileSync, existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { WasiShim } from '../../web/runtime/wasi.js';
 import { dawnEnv, dawnDevice } from '../../tools/dawn_node.mjs';
 import { createWebGpuSession, webGpuCacheStats } from '../../web/runtime/webgpu.js';
 import { loadRlx } from '../../web/runtime/loader.js';
+import { close, toleranceOf, worstMismatch, mismatchMessage, allowedRefusal, TRAIN_TOL } from '../common/gpu_compare.mjs';
+import { pendingOps, pendingFiles } from '../common/webgpu_pending.mjs';
 
 const root = new URL('../../', import.meta.url);
 const WASM = new URL('build/wasm-tests/opcases.wasm', root);
 const WEB_WASM = new URL('web/pkg/rlx_web.wasm', root);
-const PENDING_DIR = new URL('src/webgpu/', root);
 const FILTER = process.env.RLX_CASES || '';
 
-// Tolerance per op family on |gpu - cpu| / (1 + |cpu|).  1e-4 unless a
-// reason is written here.  Elementwise/layout: 1e-4 (exp/tanh/sigmoid use
-// the CPU's polynomial; log/sqrt/pow use WGSL builtins, a few ulp; layout is
-// exact).
-const DEFAULT_TOL = 1e-4;
-const TOLERANCE = {
-  // pow: exp2(y log2|x|), the error of log2 grows with |y log2 x| (WGSL
-  // promises 3 ulp outside [0.5, 2], an absolute 2^-21 inside).
-  pow: 2e-4,
-};
-// Training: per step |gpu - cpu| <= TRAIN_TOL * (1 + |cpu|); float sums in a
-// different order drift a little over 20 SGD steps.  On SwiftShader (a CPU
-// Vulkan) one step of cifar-cnn or resnet takes 30-40 s (their convolutions
+// Op-case tolerances and the comparison: tests/common/gpu_compare.mjs (shared
+// with the Chromium run, tests/browser/webgpu_ops.test.mjs).
+// Training: per step |gpu - cpu| <= TRAIN_TOL * (1 + |cpu|) (gpu_compare.mjs).
+// On SwiftShader (a CPU Vulkan) one step of cifar-cnn or resnet takes 30-40 s (their convolutions
 // and reductions run at a few GFLOP/s there), so those two run
 // RLX_TRAIN_STEPS_SLOW steps (default 3) there and say so; real GPUs run
 // RLX_TRAIN_STEPS (default 20) for every model.
-const TRAIN_TOL = 2e-3;
 const TRAIN_STEPS = Number(process.env.RLX_TRAIN_STEPS ?? 20);
 const TRAIN_STEPS_SLOW = Number(process.env.RLX_TRAIN_STEPS_SLOW ?? 3);
 const SLOW_ON_CPU_VULKAN = new Set(['cifar-cnn', 'resnet']);
@@ -67,25 +58,6 @@ const TRAIN_NEEDS = {
   mlp: 'a (elementwise), b (matmul), c (reduce_sum)',
   toy: 'a (elementwise)',
 };
-
-/** op name -> pending family letter, from the pending files that still exist. */
-function pendingOps() {
-  const ops = new Map();
-  for (const f of readdirSync(PENDING_DIR)) {
-    const m = /^lower_pending_(\w+)\.c$/.exec(f);
-    if (!m) continue;
-    const src = readFileSync(new URL(f, PENDING_DIR), 'utf8');
-    for (const [, op] of src.matchAll(/rlx_wgpu_lower_(\w+)\s*\(/g)) ops.set(op, m[1]);
-  }
-  return ops;
-}
-
-function close(a, b, tol) {
-  if (Number.isNaN(a) || Number.isNaN(b)) return Number.isNaN(a) && Number.isNaN(b);
-  if (a === b) return true;
-  if (!Number.isFinite(a) || !Number.isFinite(b)) return false;
-  return Math.abs(a - b) <= tol * (1 + Math.abs(b));
-}
 
 async function loadModule() {
   const module = await WebAssembly.compile(readFileSync(WASM));
@@ -158,15 +130,14 @@ if (!existsSync(WASM)) {
           const gpuStatus = e.gpucase_gpu_status(h);
           if (gpuStatus !== 0) {
             const msg = cstr(e.gpucase_gpu_message(h));
-            const missing = /op (\w+) has no WebGPU kernel/.exec(msg);
-            if (gpuStatus === -6 && /compiled without fusion/.test(msg)) {
+            const refusal = allowedRefusal(gpuStatus, msg, pending);
+            if (refusal?.kind === 'fused') {
               stats.refusedByDesign++;
               return; // fused ops refuse on purpose
             }
-            if (gpuStatus === -6 && missing && pending.has(missing[1])) {
-              const fam = pending.get(missing[1]);
-              stats.skipped[fam] = (stats.skipped[fam] ?? 0) + 1;
-              t.skip(`pending family ${fam}: ${missing[1]}`);
+            if (refusal?.kind === 'pending') {
+              stats.skipped[refusal.family] = (stats.skipped[refusal.family] ?? 0) + 1;
+              t.skip(`pending family ${refusal.family}: ${refusal.op}`);
               return;
             }
             assert.fail(`WebGPU compile failed (status ${gpuStatus}): ${msg}`);
@@ -177,17 +148,9 @@ if (!existsSync(WASM)) {
           await gs.run();
           const got = gs.output(0);
           assert.equal(got.length, want.length, 'output length');
-          const tol = TOLERANCE[op] ?? DEFAULT_TOL;
-          let worst = -1, worstErr = 0;
-          for (let k = 0; k < want.length; k++) {
-            if (!close(got[k], want[k], tol)) {
-              const err = Number.isFinite(got[k] - want[k]) ? Math.abs(got[k] - want[k]) / (1 + Math.abs(want[k])) : Infinity;
-              if (worst < 0 || err > worstErr) { worst = k; worstErr = err; }
-            }
-          }
-          if (worst >= 0) {
-            assert.fail(`${op}: output ${worst}: gpu ${got[worst]} vs cpu ${want[worst]} (err ${worstErr.toExponential(3)} > ${tol})`);
-          }
+          const tol = toleranceOf(op);
+          const worst = worstMismatch(got, want, tol);
+          if (worst) assert.fail(mismatchMessage(op, worst, tol));
           stats.passed++;
         } finally {
           gs?.free();
@@ -398,8 +361,7 @@ if (!existsSync(WASM)) {
         `${stats.refusedByDesign} fused cases refused by design, ${secs} s`;
       console.log(line);
       t.diagnostic(line);
-      const pendingFiles = readdirSync(PENDING_DIR).filter((f) => /^lower_pending_\w+\.c$/.test(f));
-      if (pendingFiles.length === 0) assert.equal(skipped, 0, 'no pending lowering files remain, yet cases were skipped');
+      if (pendingFiles().length === 0) assert.equal(skipped, 0, 'no pending lowering files remain, yet cases were skipped');
     });
   }
 }
