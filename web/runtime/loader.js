@@ -228,7 +228,9 @@ export class Graph {
    * each run reads the inputs, updates the params and the optimizer state
    * in the session, and leaves the loss (before the update) as output 0.
    * opt: { kind: 'sgd' | 'momentum' | 'adam' | 'adamw', lr, momentum, beta1,
-   * beta2, eps, weightDecay }; opts as compile().
+   * beta2, eps, weightDecay }; opts as compile().  The graph gains the
+   * gradient and optimizer nodes (names "rlx.lr", "<param>.m", ...), so a
+   * second training step is compiled from a new graph.
    */
   compileTrain(loss, params, opt = {}, opts = {}) {
     const ps = intList('params', params);
