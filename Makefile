@@ -18,6 +18,13 @@ WASM_CFLAGS = $(WASM_TARGET) -O3 -msimd128 -mbulk-memory -std=c11 -Wall -Wextra 
 # 108 rejects some SIMD code); the objects are already optimized.
 WASM_LDFLAGS = $(WASM_TARGET) -mexec-model=reactor -Wl,--strip-all -Wl,-z,stack-size=1048576 \
                -Wl,--initial-memory=4194304
+# The browser module is then shrunk by binaryen's wasm-opt (when installed;
+# tools/setup.sh installs it): -Os (smaller than -Oz on this module), and
+# --low-memory-unused since wasm-ld starts data at 1024.  --strip-all drops
+# the target_features section, so the features are named here.
+WASM_OPT ?= $(shell command -v wasm-opt 2>/dev/null)
+WASM_OPT_FLAGS = -Os --low-memory-unused --enable-simd --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
+                 --enable-nontrapping-float-to-int
 
 ifeq ($(BLAS),openblas)
 CFLAGS += -DRLX_USE_OPENBLAS -I/usr/include/x86_64-linux-gnu/openblas-pthread
@@ -69,16 +76,39 @@ build/asan/%.o: %.c $(HDRS)
 build/wasm/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_CFLAGS) -c $< -o $@
+# The texts are stored gzip-compressed (--gzip) and unpacked on first use
+# by src/core/inflate.c.
 $(WGSL_GEN): tools/embed_sources.sh $(WGSL_SRC) $(wildcard src/webgpu/wgsl)
 	@mkdir -p $(dir $@)
-	sh tools/embed_sources.sh $@ rlx_wgsl_source $(WGSL_SRC)
+	sh tools/embed_sources.sh --gzip ../../src/core/inflate.h $@ rlx_wgsl_source $(WGSL_SRC)
 $(GLSL_GEN): tools/embed_sources.sh $(GLSL_SRC) $(wildcard src/webgl/glsl)
 	@mkdir -p $(dir $@)
-	sh tools/embed_sources.sh --twins ../../src/webgl/gl.h rlx_glref_args rlx_glref_ rlx_glref_find .frag \
-	  $@ rlx_glsl_source $(GLSL_SRC)
+	sh tools/embed_sources.sh --gzip ../../src/core/inflate.h \
+	  --twins ../../src/webgl/gl.h rlx_glref_args rlx_glref_ rlx_glref_find .frag $@ rlx_glsl_source $(GLSL_SRC)
+# The browser module draws the GLSL shaders itself (web/runtime/webgl.js):
+# it has no C reference executor (src/webgl/reference.c, ref_*.c), so its
+# copy of the shader table has placeholder twins (src/web/webgl_no_reference.c
+# reports the missing executor).  The native build keeps the real twins.
+GLSL_WEB_GEN := build/gen/glsl_sources_web.c
+$(GLSL_WEB_GEN): tools/embed_sources.sh $(GLSL_SRC) $(wildcard src/webgl/glsl)
+	@mkdir -p $(dir $@)
+	sh tools/embed_sources.sh --gzip ../../src/core/inflate.h \
+	  --twins-absent ../../src/webgl/gl.h rlx_glref_args rlx_glref_find .frag $@ rlx_glsl_source $(GLSL_SRC)
+WEB_LIB_OBJ := $(filter-out build/wasm/src/webgl/reference.o build/wasm/src/webgl/ref_%.o \
+                 build/wasm/$(GLSL_GEN:.c=.o),$(WASM_OBJ)) build/wasm/$(GLSL_WEB_GEN:.c=.o)
 # Size: the kernels (src/cpu) are built for speed, everything else in the
 # browser module (graph, compiler, autodiff, models, exports) for size.
-$(filter-out build/wasm/src/cpu/%,$(WASM_OBJ) $(WEB_OBJ)): WASM_CFLAGS += -Oz
+# Among the kernels, GEMM and convolution (most of a training step) get -O3;
+# attention backward, unfused attention, norm backward, layout, softmax and
+# reductions (small next to the GEMMs around them in the benchmarked models)
+# -Os; the rest -O2 (as fast as -O3 here, smaller).
+WASM_O3_KERNELS := gemm gemm_blocked gemm_direct gemm_pack gemm_portable gemm_wasm gemm_x86 conv_common k_conv \
+                   k_conv_grad k_matmul k_fused_matmul
+WASM_OS_KERNELS := k_attention k_attention_grad k_norm_grad k_layout k_grad_layout k_softmax k_grad_softmax k_reduce
+$(filter-out build/wasm/src/cpu/%,$(WASM_OBJ) $(WEB_OBJ) $(WEB_LIB_OBJ)): WASM_CFLAGS += -Oz
+$(filter-out $(WASM_O3_KERNELS:%=build/wasm/src/cpu/%.o) $(WASM_OS_KERNELS:%=build/wasm/src/cpu/%.o),\
+  $(filter build/wasm/src/cpu/%,$(WASM_OBJ))): WASM_CFLAGS += -O2
+$(WASM_OS_KERNELS:%=build/wasm/src/cpu/%.o): WASM_CFLAGS += -Os
 
 build/librlx.a: $(LIB_OBJ)
 	@rm -f $@
@@ -86,9 +116,10 @@ build/librlx.a: $(LIB_OBJ)
 build/librlx.so: $(LIB_OBJ)
 	$(CC) -shared -o $@ $^ $(LDLIBS)
 
-web/pkg/rlx_web.wasm: $(WASM_OBJ) $(WEB_OBJ)
+web/pkg/rlx_web.wasm: $(WEB_LIB_OBJ) $(WEB_OBJ)
 	@mkdir -p $(dir $@)
-	$(WASMCC) $(WASM_LDFLAGS) -o $@ $(WEB_OBJ) $(WASM_OBJ)
+	$(WASMCC) $(WASM_LDFLAGS) -o build/wasm/rlx_web.linked.wasm $(WEB_OBJ) $(WEB_LIB_OBJ)
+	$(if $(WASM_OPT),$(WASM_OPT) $(WASM_OPT_FLAGS) build/wasm/rlx_web.linked.wasm -o $@,cp build/wasm/rlx_web.linked.wasm $@)
 
 TSC := node_modules/typescript/bin/tsc
 web/rlx.js web/rlx.d.ts &: web/rlx.ts web/pkg/rlx_web.d.ts

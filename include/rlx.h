@@ -298,11 +298,12 @@ const float *rlx_session_param_data(const rlx_session *s, int32_t i);
 /* A session compiled for RLX_DEVICE_WEBGL is a list of render passes over
  * float textures; web/runtime/webgl.js draws them.  rlx_session_run runs the
  * same passes on the CPU (the reference executor: same formulas, for
- * testing).  Its plan is one JSON document (textures, shader programs,
- * passes, inputs, params, outputs, training assignments; format in
- * src/webgl/plan_json.c), owned by the session and rebuilt on each call;
- * NULL (with rlx_last_error) for other sessions.  len (optional) receives
- * its length. */
+ * testing; the browser module web/pkg/rlx_web.wasm leaves it out and
+ * returns RLX_ERR_UNSUPPORTED).  Its plan is one JSON document (textures,
+ * shader programs, passes, inputs, params, outputs, training assignments;
+ * format in src/webgl/plan_json.c), owned by the session and rebuilt on
+ * each call; NULL (with rlx_last_error) for other sessions.  len (optional)
+ * receives its length. */
 const char *rlx_session_webgl_plan(const rlx_session *s, size_t *len);
 
 #ifdef __cplusplus

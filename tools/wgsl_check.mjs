@@ -3,10 +3,14 @@
 // their diagnostics, then builds a compute pipeline from each (entry point
 // `main` unless -e NAME) so override and binding errors show too.
 //   node tools/wgsl_check.mjs [-e entry] [-D NAME=value ...] [--no-pipeline] file.wgsl ...
+// A line `//!include NAME.wgsl` is replaced by NAME.wgsl from the including
+// file's directory, as tools/embed_sources.sh does when it embeds the
+// kernels; diagnostics name the original file and line.
 // Exit status 0 when every file compiles (warnings allowed), 1 otherwise.
 // Needs npm `webgpu` (npm install) and a Vulkan driver: the environment for
 // Chromium's SwiftShader is added automatically when missing.
 import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { withDawnEnv, dawnDevice } from './dawn_node.mjs';
 
 withDawnEnv();
@@ -38,10 +42,34 @@ try {
 }
 device.onuncapturederror = () => {};
 
+const INCLUDE = /^[ \t]*\/\/!include[ \t]+(\S+)[ \t]*$/;
+
+/** file's text with its `//!include` lines expanded: { lines, origin } where
+ *  origin[i] is { file, line } of lines[i].  Throws on a missing file, a bad
+ *  name or a cycle. */
+function expandIncludes(file, stack = []) {
+  if (stack.includes(file)) throw new Error(`${stack.at(-1)}: include cycle through ${file}`);
+  const text = readFileSync(file, 'utf8');
+  const lines = [];
+  const origin = [];
+  text.split('\n').forEach((line, i) => {
+    const m = INCLUDE.exec(line.replace(/\r$/, ''));
+    if (!m) { lines.push(line); origin.push({ file, line: i + 1 }); return; }
+    if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(m[1])) throw new Error(`${file}:${i + 1}: bad include "${m[1]}"`);
+    const inner = expandIncludes(join(dirname(file), m[1]), [...stack, file]);
+    lines.push(...inner.lines);
+    origin.push(...inner.origin);
+  });
+  return { lines, origin };
+}
+
 let failed = 0;
 for (const file of files) {
-  let code;
-  try { code = readFileSync(file, 'utf8'); } catch (e) { console.error(`${file}: ${e.message}`); failed++; continue; }
+  let code, lines, origin;
+  try {
+    ({ lines, origin } = expandIncludes(file));
+    code = lines.join('\n');
+  } catch (e) { console.error(`${file}: ${e.message}`); failed++; continue; }
   device.pushErrorScope('validation');
   const module = device.createShaderModule({ code, label: file });
   const info = await module.getCompilationInfo();
@@ -49,8 +77,9 @@ for (const file of files) {
   let errors = 0;
   for (const m of info.messages) {
     if (m.type === 'error') errors++;
-    console.log(`${file}:${m.lineNum}:${m.linePos}: ${m.type}: ${m.message}`);
-    const line = code.split('\n')[m.lineNum - 1];
+    const at = origin[m.lineNum - 1] ?? { file, line: m.lineNum };
+    console.log(`${at.file}:${at.line}:${m.linePos}: ${m.type}: ${m.message}`);
+    const line = lines[m.lineNum - 1];
     if (line !== undefined) console.log(`  ${line}\n  ${' '.repeat(Math.max(0, m.linePos - 1))}^`);
   }
   if (errors === 0 && pipeline) {

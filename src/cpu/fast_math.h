@@ -13,7 +13,14 @@
 
 /* for (i = 0; i < n; i++) BODY, run as blocks of 8 with a constant trip
  * count plus a scalar tail: gcc -O2 (whose cheap vectorizer skips loops of
- * unknown trip count) vectorizes the blocks, clang -O3 the whole loop. */
+ * unknown trip count) vectorizes the blocks, clang -O3 too; the tail (< 8
+ * elements) stays scalar, since vectorizing and unrolling it again only
+ * adds code (wasm size). */
+#if defined(__clang__)
+#define RLX_SCALAR_LOOP _Pragma("clang loop vectorize(disable) interleave(disable) unroll(disable)")
+#else
+#define RLX_SCALAR_LOOP
+#endif
 #define RLX_VEC_LOOP(i, n, BODY)                           \
   do {                                                     \
     size_t i##_block = 0;                                  \
@@ -21,6 +28,7 @@
       for (size_t i = i##_block; i < i##_block + 8; i++) { \
         BODY;                                              \
       }                                                    \
+    RLX_SCALAR_LOOP                                        \
     for (size_t i = i##_block; i < (n); i++) {             \
       BODY;                                                \
     }                                                      \
