@@ -58,7 +58,8 @@ typedef struct {
 typedef struct {
   rlx_gl_pass p[RLX_GL_MAX_PASSES];
   int32_t n;
-  size_t temp_count[RLX_GL_MAX_PASSES]; /* floats of each temp texture */
+  size_t temp_count[RLX_GL_MAX_PASSES]; /* floats of each temp texture (packed: rows) */
+  int32_t temp_row_texels[RLX_GL_MAX_PASSES]; /* 0, or a packed RGBA32F temp: texels per row */
   int32_t n_temps;
 } rlx_gl_lowering;
 
@@ -93,6 +94,9 @@ void rlx_gl_out(rlx_gl_pass *p, rlx_gl_tex_kind kind, int32_t index);
 void rlx_gl_int(rlx_gl_pass *p, int32_t v);
 void rlx_gl_float(rlx_gl_pass *p, float v);
 int32_t rlx_gl_temp(rlx_gl_lowering *l, size_t count); /* a new temp texture, returns its index */
+/* A new packed RGBA32F temp (gl_plan.h rlx_gl_packed_layout): `rows` rows
+ * of `row_texels` texels; returns its index. */
+int32_t rlx_gl_temp_packed(rlx_gl_lowering *l, size_t rows, int32_t row_texels);
 rlx_status rlx_gl_missing(const rlx_gl_ctx *c);
 
 /* The embedded GLSL sources (generated at build time from glsl/\*). */

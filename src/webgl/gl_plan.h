@@ -24,8 +24,15 @@
 typedef enum { RLX_GLK_INPUT = 0, RLX_GLK_PARAM, RLX_GLK_CONST, RLX_GLK_VALUE, RLX_GLK_TEMP } rlx_gl_tex_role;
 
 typedef struct {
-  size_t count;          /* floats held */
-  int32_t width, height; /* texels; width * height >= count */
+  size_t count;          /* floats held (packed: 4 * width * height) */
+  int32_t width, height; /* texels; width * height >= count (packed: * 4) */
+  int32_t row_texels;    /* 0: R32F, one float per texel, flat layout;
+                          * > 0: RGBA32F packed rows (rlx_gl_packed_layout) */
+  size_t rows;           /* packed: logical rows */
+  int32_t v4;            /* 1: RGBA32F, 4 consecutive floats per texel (flat
+                          * layout of ceil(count / 4) texels); only values
+                          * that flat-safe shaders alone write and read
+                          * (plan_gl.c), so the C twins never see it */
   rlx_gl_tex_role role;
   int32_t node;          /* the input/param/constant node, the first value, or -1 */
 } rlx_gl_texture;
@@ -61,8 +68,57 @@ rlx_status rlx_gl_compile(const rlx_graph *g, const rlx_node *outputs, int32_t n
 rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width);
 void rlx_gl_state_free(rlx_session *s);
 
-/* Texture layout of count floats: width = min(count, max_width). */
+/* Texture layout of count floats: near square, width = min(ceil(sqrt(count)),
+ * max_width). */
 void rlx_gl_layout(size_t count, int32_t max_width, int32_t *width, int32_t *height);
+
+/* Packed RGBA32F layout (matmul operands, glsl/common.glsl
+ * rlx_packed_texel): logical rows of rt texels (4 floats each), `per`
+ * rows side by side on a texture line (as many as make the texture near
+ * square, at most max_width / rt, at least 1), so a row never wraps:
+ * width = min(rows, per) * rt, height = ceil(rows / per).
+ * Flat float index of element c of row r: 4 * ((r / per) * width + (r %
+ * per) * rt + c / 4) + c % 4. */
+void rlx_gl_packed_layout(size_t rows, int32_t rt, int32_t max_width, int32_t *per, int32_t *width, int32_t *height);
+static inline size_t rlx_gl_packed_index(int32_t row, int32_t col, int32_t rt, int32_t per, int32_t width) {
+  return 4 * ((size_t)(row / per) * (size_t)width + (size_t)(row % per) * (size_t)rt + (size_t)(col / 4)) +
+         (size_t)(col % 4);
+}
+
+/* Packed matmul (lower_packed.c): the product P[batch..., M, N] with
+ * P[.., m, n] = sum_k A(m, k) * B(n, k).  Rows of A: the elements of
+ * shape a_rows (numel = A's batches * M, walked in flat order), row offset
+ * by a_row_strides; along k: k = (k2 * kd[1] + k1) * kd[0] + k0 sits at
+ * k0 * k_strides[0] + k1 * k_strides[1] + k2 * k_strides[2] (a matrix uses
+ * k0 only, im2col all three).  B likewise with N rows per batch.  The
+ * batch axes of P (`batch`, rank 0 for none) map to A's and B's first rows
+ * by a_batch_rows / b_batch_rows (row strides, 0 = broadcast).  P goes to
+ * the op's output through `place`: the output's shape walked in flat
+ * order, operand 0 = P's row (batch * M + m), operand 1 = its column n.
+ * Adds pack, pack, matmul_packed, unpack passes reading a.src and b.src
+ * and writing the op output (or a temp); returns 0 without adding
+ * anything when a row would be wider than max_width (use a flat shader). */
+typedef struct {
+  rlx_gl_tex src;                         /* an op input or a temp */
+  int32_t base;                           /* element offset of row 0 */
+  const rlx_shape *rows;
+  int32_t row_strides[RLX_MAX_RANK];
+  int32_t kd[2], k_strides[3];
+  int32_t batch_rows[RLX_MAX_RANK];       /* per axis of gemm.batch */
+} rlx_gl_gemm_operand;
+typedef struct {
+  int32_t M, N, K;
+  rlx_shape batch;
+  rlx_gl_gemm_operand a, b;
+  const rlx_shape *place;
+  int32_t place_row[RLX_MAX_RANK], place_col[RLX_MAX_RANK];
+  int32_t place_temp; /* > 0: unpack into temp place_temp - 1 instead of the op output */
+} rlx_gl_gemm;
+int rlx_gl_add_packed_gemm(rlx_gl_lowering *l, const rlx_gl_gemm *g, int32_t max_width);
+/* Drops the final unpack pass of a packed gemm whose output is a 4-floats-
+ * per-texel [rows, 4 * ort] value, the matmul writing it directly; 1 when
+ * done (plan_gl.c calls it for outputs it gave that layout). */
+int rlx_gl_packed_direct(rlx_gl_lowering *l);
 
 /* The copy passes of the training assignments (after the steps' passes),
  * written into out (room for plan.n_outputs); returns their number. */

@@ -46,6 +46,12 @@ int32_t rlx_gl_temp(rlx_gl_lowering *l, size_t count) {
   return l->n_temps++;
 }
 
+int32_t rlx_gl_temp_packed(rlx_gl_lowering *l, size_t rows, int32_t row_texels) {
+  int32_t t = rlx_gl_temp(l, rows);
+  if (t >= 0) l->temp_row_texels[t] = row_texels;
+  return t;
+}
+
 rlx_status rlx_gl_missing(const rlx_gl_ctx *c) {
   return rlx_error(RLX_ERR_UNSUPPORTED, "webgl: op %s has no WebGL2 lowering in this build", rlx_op_name(c->node->op));
 }

@@ -5,6 +5,8 @@
  * long sums over N * OH * OW split into partial sums that pool_sum.frag
  * adds up), max/avg pooling and their gradients (pool.frag,
  * pool_grad.frag) and global average pooling (pool_sum.frag). */
+#include <string.h>
+
 #include "gl_plan.h"
 
 /* conv_grad_weight: sums over more terms than this are split into partial
@@ -26,11 +28,70 @@ static void conv_ints(rlx_gl_pass *p, const int32_t *x, const int32_t *w, const 
   for (int32_t k = 0; k < 17; k++) rlx_gl_int(p, v[k]);
 }
 
+/* Without padding and groups, a conv is a packed matmul (lower_packed.c)
+ * over im2col rows that pack4 gathers straight from x: rows (n, oh, ow),
+ * k = (c, kh, kw).  y = P[(n, oh, ow), o] with B's rows the filters. */
+static int conv_packed(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
+  const int32_t *x = c->in_node[0]->shape.dims, *w = c->in_node[1]->shape.dims, *y = c->node->shape.dims;
+  const int32_t *at = c->node->iattr;
+  if (at[2] != 0 || at[3] != 0 || at[6] != 1) return 0;
+  const int32_t C = x[1], H = x[2], W = x[3], KH = w[2], KW = w[3];
+  rlx_shape a_rows = {3, {y[0], y[2], y[3]}}, b_rows = {1, {w[0]}};
+  rlx_gl_gemm g;
+  memset(&g, 0, sizeof g);
+  g.M = y[0] * y[2] * y[3];
+  g.N = w[0];
+  g.K = C * KH * KW;
+  g.a = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 0}, 0, &a_rows, {C * H * W, at[0] * W, at[1]}, {KW, KH}, {at[5], at[4] * W, H * W}, {0}};
+  g.b = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 1}, 0, &b_rows, {g.K}, {g.K, 1}, {1, 0, 0}, {0}};
+  g.place = &c->node->shape;
+  const int32_t row[4] = {y[2] * y[3], 0, y[3], 1}, col[4] = {0, 1, 0, 0};
+  memcpy(g.place_row, row, sizeof row);
+  memcpy(g.place_col, col, sizeof col);
+  return rlx_gl_add_packed_gemm(out, &g, c->max_width);
+}
+
+/* The weight gradient without padding and groups: per image n, a packed
+ * matmul P[n, o, (c, kh, kw)] = sum over k = (oh, ow) of dy[n, o, oh, ow] *
+ * x[n, c, oh * sh + kh * dh, ow * sw + kw * dw], unpacked into a temp
+ * [(o, c, kh, kw), n] whose rows reduce.frag sums (rlx_gl_add_row_sums). */
+static int conv_grad_weight_packed(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
+  const int32_t *x = c->in_node[0]->shape.dims, *dy = c->in_node[1]->shape.dims, *w = c->node->shape.dims;
+  const int32_t *at = c->node->iattr;
+  if (at[2] != 0 || at[3] != 0 || at[6] != 1) return 0;
+  const int32_t N = x[0], C = x[1], H = x[2], W = x[3], O = w[0], KH = w[2], KW = w[3], OH = dy[2], OW = dy[3];
+  rlx_shape a_rows = {2, {N, O}}, b_rows = {4, {N, C, KH, KW}}, place = {3, {O, C * KH * KW, N}};
+  rlx_gl_gemm g;
+  memset(&g, 0, sizeof g);
+  g.M = O;
+  g.N = C * KH * KW;
+  g.K = OH * OW;
+  g.batch = (rlx_shape){1, {N}};
+  g.a = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 1}, 0, &a_rows, {O * OH * OW, OH * OW}, {OW, OH}, {1, OW, 0}, {O}};
+  g.b = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 0}, 0, &b_rows, {C * H * W, H * W, at[4] * W, at[5]}, {OW, OH}, {at[1], at[0] * W, 0},
+                              {g.N}};
+  g.place = &place;
+  const int32_t row[3] = {1, 0, O}, col[3] = {0, 1, 0};
+  memcpy(g.place_row, row, sizeof row);
+  memcpy(g.place_col, col, sizeof col);
+  const size_t count = rlx_shape_numel(&c->node->shape);
+  if ((g.K + 3) / 4 > c->max_width || (g.N + 3) / 4 > c->max_width) return 0;
+  const int32_t t = rlx_gl_temp(out, count * (size_t)N);
+  g.place_temp = t + 1;
+  if (rlx_gl_add_packed_gemm(out, &g, c->max_width) &&
+      rlx_gl_add_row_sums(out, count, N, (rlx_gl_tex){RLX_GLT_TEMP, t}, (rlx_gl_tex){RLX_GLT_OUTPUT, 0}) == RLX_OK)
+    return 1;
+  memset(out, 0, sizeof *out); /* nothing was added before: start over with the flat shader */
+  return 0;
+}
+
 /* x[N,C,H,W], w[O,C/g,KH,KW] -> y[N,O,OH,OW];
  * iattr = {stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups}.
- * 3x3 kernels take conv2d.frag's unrolled path (K3). */
+ * Packed (conv_packed) without padding and groups; else conv2d.frag, whose
+ * 3x3 kernels take the unrolled path (K3). */
 rlx_status rlx_gl_lower_conv2d(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   const int32_t *w = c->in_node[1]->shape.dims;
+  if (conv_packed(c, out)) return RLX_OK;
   rlx_gl_pass *p = rlx_gl_add(out, "conv2d");
   rlx_gl_define(p, "K3", w[2] == 3 && w[3] == 3);
   rlx_gl_in(p, RLX_GLT_INPUT, 0);
@@ -39,10 +100,54 @@ rlx_status rlx_gl_lower_conv2d(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   return RLX_OK;
 }
 
+/* The input gradient at stride 1 without groups: dy padded by (K - 1) * d
+ * - p on each side (two pad.frag passes into temps) and convolved with the
+ * flipped filters as a packed matmul: dx[(n, y, x), c] = sum over k = (o,
+ * a, b) of dyp[n, o, y + a * dh, x + b * dw] * w[o, c, KH-1-a, KW-1-b]. */
+static int conv_grad_input_packed(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
+  const int32_t *dy = c->in_node[0]->shape.dims, *w = c->in_node[1]->shape.dims, *x = c->node->shape.dims;
+  const int32_t *at = c->node->iattr;
+  const int32_t N = dy[0], O = dy[1], OH = dy[2], OW = dy[3], C = x[1], H = x[2], W = x[3], KH = w[2], KW = w[3];
+  const int32_t PH = (KH - 1) * at[4] - at[2], PW = (KW - 1) * at[5] - at[3];
+  if (at[0] != 1 || at[1] != 1 || at[6] != 1 || PH < 0 || PW < 0) return 0;
+  const int32_t Hp = OH + 2 * PH, Wp = OW + 2 * PW, K = O * KH * KW;
+  if ((K + 3) / 4 > c->max_width || (C + 3) / 4 > c->max_width) return 0;
+  /* dy [N*O, OH, OW] -> [N*O, Hp, OW] -> [N*O, Hp, Wp] */
+  const int32_t t1 = rlx_gl_temp(out, (size_t)N * O * Hp * OW), t2 = rlx_gl_temp(out, (size_t)N * O * Hp * Wp);
+  rlx_gl_pass *p = rlx_gl_add(out, "pad");
+  rlx_gl_in(p, RLX_GLT_INPUT, 0);
+  rlx_gl_out(p, RLX_GLT_TEMP, t1);
+  const int32_t pad_h[4] = {OW, Hp, PH, OH}, pad_w[4] = {1, Wp, PW, OW};
+  for (int32_t k = 0; k < 4; k++) rlx_gl_int(p, pad_h[k]);
+  p = rlx_gl_add(out, "pad");
+  rlx_gl_in(p, RLX_GLT_TEMP, t1);
+  rlx_gl_out(p, RLX_GLT_TEMP, t2);
+  for (int32_t k = 0; k < 4; k++) rlx_gl_int(p, pad_w[k]);
+  rlx_shape a_rows = {3, {N, H, W}}, b_rows = {1, {C}};
+  rlx_gl_gemm g;
+  memset(&g, 0, sizeof g);
+  g.M = N * H * W;
+  g.N = C;
+  g.K = K;
+  g.a = (rlx_gl_gemm_operand){{RLX_GLT_TEMP, t2}, 0, &a_rows, {O * Hp * Wp, Wp, 1}, {KW, KH}, {at[5], at[4] * Wp, Hp * Wp},
+                              {0}};
+  g.b = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 1}, (KH - 1) * KW + KW - 1, &b_rows, {KH * KW}, {KW, KH},
+                              {-1, -KW, C * KH * KW}, {0}};
+  g.place = &c->node->shape;
+  const int32_t row[4] = {H * W, 0, W, 1}, col[4] = {0, 1, 0, 0};
+  memcpy(g.place_row, row, sizeof row);
+  memcpy(g.place_col, col, sizeof col);
+  if (rlx_gl_add_packed_gemm(out, &g, c->max_width)) return 1;
+  memset(out, 0, sizeof *out);
+  return 0;
+}
+
 /* dy[N,O,OH,OW], w[O,C/g,KH,KW] -> dx[N,C,H,W]; iattr = conv2d's 7 + {H, W}.
- * 3x3 kernels at stride 1 take conv_grad_input.frag's unrolled path (K3). */
+ * Packed (conv_grad_input_packed) at stride 1 without groups; else
+ * conv_grad_input.frag, whose 3x3 kernels at stride 1 take the unrolled path (K3). */
 rlx_status rlx_gl_lower_conv2d_grad_input(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   const int32_t *w = c->in_node[1]->shape.dims, *at = c->node->iattr;
+  if (conv_grad_input_packed(c, out)) return RLX_OK;
   rlx_gl_pass *p = rlx_gl_add(out, "conv_grad_input");
   rlx_gl_define(p, "K3", w[2] == 3 && w[3] == 3 && at[0] == 1 && at[1] == 1);
   rlx_gl_in(p, RLX_GLT_INPUT, 0);
@@ -77,6 +182,7 @@ static void sum_partials(rlx_gl_lowering *out, int32_t from, size_t count, int32
  * sum per weight and run (a temp), added up by sum_partials. */
 rlx_status rlx_gl_lower_conv2d_grad_weight(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   const int32_t *dy = c->in_node[1]->shape.dims;
+  if (conv_grad_weight_packed(c, out)) return RLX_OK;
   const size_t count = rlx_shape_numel(&c->node->shape);
   const int32_t rows = dy[0] * dy[2];
   int32_t run = rows, parts = 1;

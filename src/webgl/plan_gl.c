@@ -3,7 +3,10 @@
  * every value gets a texture (gl_plan.h says how textures are shared).
  * Each lowering is checked here, at compile time: pass count, inputs,
  * temps, a known shader with a C twin, and no pass reading its own output
- * texture. */
+ * texture.  Textures are near square; values that only flat-safe shaders
+ * write and read hold 4 floats per texel (choose_v4), packed matmul temps
+ * are RGBA rows (gl_plan.h). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,10 +20,35 @@ static const gl_lower_fn lowerings[RLX_OP_COUNT] = {
 #undef RLX_OP
 };
 
+/* The smallest w with w * w >= n. */
+static size_t ceil_sqrt(size_t n) {
+  size_t w = (size_t)sqrt((double)n);
+  while (w * w < n) w++;
+  while (w > 1 && (w - 1) * (w - 1) >= n) w--;
+  return w;
+}
+
+/* Near-square textures: a software rasterizer shares the rows of the
+ * framebuffer among its threads and shades 2x2 quads, so a texture one or
+ * two lines high runs on one thread with half its lanes idle. */
 void rlx_gl_layout(size_t count, int32_t max_width, int32_t *width, int32_t *height) {
-  size_t w = count == 0 ? 1 : count < (size_t)max_width ? count : (size_t)max_width;
+  size_t w = count == 0 ? 1 : ceil_sqrt(count);
+  if (w > (size_t)max_width) w = (size_t)max_width;
   *width = (int32_t)w;
   *height = (int32_t)((count + w - 1) / w);
+  if (*height == 0) *height = 1;
+}
+
+void rlx_gl_packed_layout(size_t rows, int32_t rt, int32_t max_width, int32_t *per, int32_t *width, int32_t *height) {
+  int32_t most = rt > 0 && rt < max_width ? max_width / rt : 1;
+  size_t side = ceil_sqrt(rows * (size_t)(rt > 0 ? rt : 1)); /* texels across a square */
+  size_t pr = (side + (size_t)rt - 1) / (size_t)(rt > 0 ? rt : 1);
+  if (pr < 1) pr = 1;
+  if (pr > (size_t)most) pr = (size_t)most;
+  size_t across = rows < pr ? (rows ? rows : 1) : pr;
+  *per = (int32_t)pr;
+  *width = (int32_t)across * rt;
+  *height = (int32_t)((rows + pr - 1) / pr);
   if (*height == 0) *height = 1;
 }
 
@@ -43,9 +71,11 @@ typedef struct {
   rlx_gl_state *w;
   uint8_t *is_free; /* per texture */
   int32_t cap_free;
+  uint8_t *v4;      /* per node: its texture may hold 4 floats per texel */
 } planner;
 
-static int32_t new_texture(planner *pl, size_t count, rlx_gl_tex_role role, int32_t node) {
+static int32_t new_texture(planner *pl, size_t count, int32_t row_texels, int32_t v4, rlx_gl_tex_role role,
+                           int32_t node) {
   rlx_gl_state *w = pl->w;
   if (w->n_tex == w->cap_tex) {
     int32_t cap = w->cap_tex ? w->cap_tex * 2 : 16;
@@ -62,23 +92,50 @@ static int32_t new_texture(planner *pl, size_t count, rlx_gl_tex_role role, int3
     pl->cap_free = cap;
   }
   rlx_gl_texture *t = &w->tex[w->n_tex];
-  t->count = count;
   t->role = role;
   t->node = node;
-  rlx_gl_layout(count, w->max_width, &t->width, &t->height);
+  t->row_texels = row_texels;
+  t->rows = row_texels > 0 ? count : 0;
+  t->v4 = v4;
+  if (row_texels > 0) {
+    int32_t per;
+    rlx_gl_packed_layout(count, row_texels, w->max_width, &per, &t->width, &t->height);
+    t->count = 4 * (size_t)t->width * (size_t)t->height;
+  } else {
+    t->count = count;
+    rlx_gl_layout(v4 ? (count + 3) / 4 : count, w->max_width, &t->width, &t->height);
+  }
   pl->is_free[w->n_tex] = 0;
   return w->n_tex++;
 }
 
-/* A free texture of exactly count floats, else a new one. */
-static int32_t take_texture(planner *pl, size_t count, rlx_gl_tex_role role, int32_t node) {
-  for (int32_t t = 0; t < pl->w->n_tex; t++)
-    if (pl->is_free[t] && pl->w->tex[t].count == count) {
+/* A free texture of exactly count floats (packed: of the same rows and
+ * row width), else a new one. */
+static int32_t take_texture(planner *pl, size_t count, int32_t row_texels, int32_t v4, rlx_gl_tex_role role,
+                            int32_t node) {
+  for (int32_t t = 0; t < pl->w->n_tex; t++) {
+    const rlx_gl_texture *x = &pl->w->tex[t];
+    if (pl->is_free[t] && x->row_texels == row_texels && x->v4 == v4 &&
+        (row_texels > 0 ? x->rows == count : x->count == count)) {
       pl->is_free[t] = 0;
       return t;
     }
-  return new_texture(pl, count, role, node);
+  }
+  return new_texture(pl, count, row_texels, v4, role, node);
 }
+
+/* Shaders that read their inputs only through rlx_fetch (or pack4's
+ * pack_fetch) and write through common.glsl's main(): they work on
+ * textures of either layout (glsl/common.glsl). */
+static int flat_safe(const char *shader) {
+  static const char *const names[] = {"binary", "unary", "copy", "where", "strided", "pad", "gather", "concat",
+                                      "scatter_add", "pointwise_grad", "rope", "unpack4", NULL};
+  for (int32_t k = 0; names[k]; k++)
+    if (strcmp(names[k], shader) == 0) return 1;
+  return 0;
+}
+
+static int reads_flat_safe(const char *shader) { return flat_safe(shader) || strcmp(shader, "pack4") == 0; }
 
 static int32_t root_of(const rlx_plan *p, int32_t id) {
   while (rlx_plan_is_view(&p->graph.nodes[id])) id = p->graph.nodes[id].inputs[0];
@@ -95,6 +152,40 @@ static rlx_status add_pass(rlx_gl_state *w, const rlx_gl_planned_pass *pp) {
   }
   w->passes[w->n_passes++] = *pp;
   return RLX_OK;
+}
+
+/* The 4-elements-per-fragment defines of a pass writing 4 floats per texel
+ * (glsl/binary.frag, unary.frag, copy.frag rlx_value4): fixed per pass, as
+ * a software rasterizer runs both sides of a branch.  binary: RLX_RUN4
+ * when a fragment's 4 elements lie on one line of the iteration's
+ * innermost axis, then per operand F4_k = 1 (innermost stride 0: one
+ * fetch), 2 (stride 1 and every offset of a run 4-aligned in a 4-floats-
+ * per-texel input: one texel) or 0 (four fetches).  unary, copy: F4_0 = 2
+ * when the input holds 4 floats per texel.  The C twins compute the same
+ * values either way. */
+static void add_v4_defines(rlx_gl_planned_pass *pp, const rlx_gl_state *w) {
+  rlx_gl_pass *ps = &pp->pass;
+  if (!w->tex[pp->out_tex].v4) return;
+  if (strcmp(ps->shader, "unary") == 0 || strcmp(ps->shader, "copy") == 0) {
+    if (ps->n_inputs == 1 && w->tex[pp->in_tex[0]].v4) rlx_gl_define(ps, "F4_0", 2);
+    return;
+  }
+  if (strcmp(ps->shader, "binary") != 0 || ps->n_inputs != 2) return;
+  const int32_t *u = ps->ints, rank = u[0];
+  if (rank < 1 || rank > RLX_MAX_RANK || (rank > 1 && u[1] % 4 != 0)) return;
+  rlx_gl_define(ps, "RLX_RUN4", 1);
+  for (int32_t k = 0; k < 2; k++) {
+    const int32_t *st = &u[9 + 8 * k];
+    int32_t mode = 0;
+    if (st[0] == 0) {
+      mode = 1;
+    } else if (st[0] == 1 && w->tex[pp->in_tex[k]].v4 && u[33 + k] % 4 == 0) {
+      mode = 2;
+      for (int32_t d = 1; d < rank; d++)
+        if (st[d] % 4 != 0) mode = 0;
+    }
+    rlx_gl_define(ps, k == 0 ? "F4_0" : "F4_1", mode);
+  }
 }
 
 /* Resolves a pass's texture reference; -1 when it names nothing. */
@@ -124,6 +215,7 @@ static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
   for (int32_t k = 0; k < n->n_inputs; k++) ctx.in_node[k] = &p->graph.nodes[n->inputs[k]];
   rlx_status st = lowerings[n->op](&ctx, &l);
   if (st != RLX_OK) return st;
+  if (pl->v4[id]) rlx_gl_packed_direct(&l);
   if (l.n <= 0 || l.n > RLX_GL_MAX_PASSES || l.n_temps < 0 || l.n_temps > RLX_GL_MAX_PASSES)
     return rlx_error(RLX_ERR_STATE, "webgl: the lowering of %s gave %d passes and %d temps", rlx_op_name(n->op),
                      (int)l.n, (int)l.n_temps);
@@ -131,10 +223,10 @@ static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
   for (int32_t t = 0; t < l.n_temps; t++) {
     if (l.temp_count[t] == 0)
       return rlx_error(RLX_ERR_STATE, "webgl: the lowering of %s asked for an empty temp", rlx_op_name(n->op));
-    if ((temps[t] = take_texture(pl, l.temp_count[t], RLX_GLK_TEMP, -1)) < 0)
+    if ((temps[t] = take_texture(pl, l.temp_count[t], l.temp_row_texels[t], 0, RLX_GLK_TEMP, -1)) < 0)
       return rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory planning textures");
   }
-  int32_t out_tex = take_texture(pl, rlx_shape_numel(&n->shape), RLX_GLK_VALUE, id);
+  int32_t out_tex = take_texture(pl, rlx_shape_numel(&n->shape), 0, pl->v4[id], RLX_GLK_VALUE, id);
   if (out_tex < 0) return rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory planning textures");
   w->node_tex[id] = out_tex;
   for (int32_t i = 0; i < l.n; i++) {
@@ -150,6 +242,7 @@ static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
     if (ps->output.kind == RLX_GLT_INPUT || pp.out_tex < 0)
       return rlx_error(RLX_ERR_STATE, "webgl: pass %d of %s writes no output or temp", (int)i, rlx_op_name(n->op));
     wrote_output |= ps->output.kind == RLX_GLT_OUTPUT;
+    if (w->tex[pp.out_tex].v4) rlx_gl_define(&pp.pass, "RLX_V4", 1);
     for (int32_t k = 0; k < ps->n_inputs; k++) {
       pp.in_tex[k] = resolve(&ps->inputs[k], w, p, n, out_tex, temps, &l);
       if (pp.in_tex[k] < 0)
@@ -159,6 +252,7 @@ static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
         return rlx_error(RLX_ERR_STATE, "webgl: pass %d of %s reads the texture it writes", (int)i,
                          rlx_op_name(n->op));
     }
+    add_v4_defines(&pp, w);
     if ((st = add_pass(w, &pp)) != RLX_OK) return st;
   }
   if (!wrote_output) return rlx_error(RLX_ERR_STATE, "webgl: no pass of %s writes its output", rlx_op_name(n->op));
@@ -171,14 +265,59 @@ static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
   return RLX_OK;
 }
 
+/* Which values may take 4 floats per texel: every pass that writes or reads
+ * them (through any view) is flat-safe.  Lowers every step once for this;
+ * lowerings are pure functions of the node and max_width.  Inputs, params
+ * and constants qualify too (webgl.js uploads and reads either layout). */
+static void choose_v4(const rlx_plan *p, int32_t max_width, uint8_t *v4) {
+  for (int32_t id = 0; id < p->graph.n_nodes; id++) v4[id] = 1;
+  for (int32_t step = 0; step < p->n_steps; step++) {
+    const int32_t id = p->steps[step];
+    const rlx_node_t *n = &p->graph.nodes[id];
+    rlx_gl_ctx ctx;
+    rlx_gl_lowering l;
+    memset(&ctx, 0, sizeof ctx);
+    memset(&l, 0, sizeof l);
+    ctx.node = n;
+    ctx.max_width = max_width;
+    for (int32_t k = 0; k < n->n_inputs; k++) ctx.in_node[k] = &p->graph.nodes[n->inputs[k]];
+    if (lowerings[n->op](&ctx, &l) != RLX_OK || l.n <= 0 || l.n > RLX_GL_MAX_PASSES) {
+      v4[id] = 0;
+      for (int32_t k = 0; k < n->n_inputs; k++) v4[root_of(p, n->inputs[k])] = 0;
+      continue;
+    }
+    for (int32_t i = 0; i < l.n; i++) {
+      const rlx_gl_pass *ps = &l.p[i];
+      if (ps->output.kind == RLX_GLT_OUTPUT && (!ps->shader || !flat_safe(ps->shader))) v4[id] = 0;
+      for (int32_t k = 0; k < ps->n_inputs; k++) {
+        const rlx_gl_tex *r = &ps->inputs[k];
+        if (r->kind == RLX_GLT_INPUT && r->index >= 0 && r->index < n->n_inputs &&
+            (!ps->shader || !reads_flat_safe(ps->shader)))
+          v4[root_of(p, n->inputs[r->index])] = 0;
+      }
+    }
+  }
+  /* A param and the value assigned to it keep one layout (webgl.js swaps them). */
+  for (int32_t i = 0; i < p->n_outputs; i++) {
+    if (p->assign_param[i] < 0) continue;
+    const int32_t from = root_of(p, p->outputs[i]), to = p->params[p->assign_param[i]];
+    if (!v4[from] || !v4[to]) v4[from] = v4[to] = 0;
+  }
+}
+
 rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
   rlx_gl_state_free(s);
   const rlx_plan *p = &s->plan;
-  planner pl = {NULL, NULL, 0};
+  planner pl = {NULL, NULL, 0, NULL};
   rlx_status st = RLX_OK;
   if (!(pl.w = rlx_calloc(1, sizeof *pl.w))) return rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory");
   s->webgl = pl.w;
   pl.w->max_width = max_width > 0 ? max_width : RLX_GL_DEFAULT_MAX_WIDTH;
+  if (!(pl.v4 = rlx_malloc((size_t)p->graph.n_nodes + 1))) {
+    st = rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory");
+    goto done;
+  }
+  choose_v4(p, pl.w->max_width, pl.v4);
   if (!(pl.w->node_tex = rlx_malloc(((size_t)p->graph.n_nodes + 1) * sizeof(int32_t)))) {
     st = rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory");
     goto done;
@@ -194,7 +333,7 @@ rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
     }
     rlx_gl_tex_role role = n->op == RLX_OP_INPUT ? RLX_GLK_INPUT : n->op == RLX_OP_PARAM ? RLX_GLK_PARAM : RLX_GLK_CONST;
     if (n->op == RLX_OP_INPUT || n->op == RLX_OP_PARAM || n->op == RLX_OP_CONSTANT)
-      if ((pl.w->node_tex[id] = new_texture(&pl, count, role, id)) < 0) {
+      if ((pl.w->node_tex[id] = new_texture(&pl, count, 0, pl.v4[id], role, id)) < 0) {
         st = rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory planning textures");
         goto done;
       }
@@ -211,6 +350,7 @@ rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
     if (rlx_plan_is_view(&p->graph.nodes[id])) pl.w->node_tex[id] = pl.w->node_tex[root_of(p, id)];
 done:
   rlx_free(pl.is_free, (size_t)pl.cap_free);
+  rlx_free(pl.v4, (size_t)p->graph.n_nodes + 1);
   if (st != RLX_OK) rlx_gl_state_free(s);
   return st;
 }
@@ -233,6 +373,7 @@ int32_t rlx_gl_assignment_passes(const rlx_session *s, rlx_gl_planned_pass *out)
     pp->out_tex = to;
     pp->node = -1;
     pp->twin = rlx_glref_find("copy");
+    if (w->tex[to].v4) rlx_gl_define(&pp->pass, "RLX_V4", 1);
   }
   return n;
 }

@@ -4,6 +4,11 @@
  *   {"format": "rlx-webgl-plan", "version": 1, "max_width": W,
  *    "textures": [{"width", "height", "count", "role": "input" | "param" |
  *                  "constant" | "value" | "temp", "node",
+ *                  "packed": texels per row (RGBA32F temps only, 4 floats
+ *                  per texel, gl_plan.h rlx_gl_packed_layout),
+ *                  "v4": 1 (RGBA32F, 4 consecutive floats per texel; the
+ *                  passes writing it have the define RLX_V4, readers get
+ *                  its width negated in u_in<k>_w),
  *                  "data": [...] (constants only)}],
  *    "inputs":  [{"name", "texture", "count", "shape", "dtype": "f32" |
  *                 "i32", "needed"}],
@@ -162,6 +167,8 @@ static void emit_textures(rlx_gl_text *t, const rlx_session *s) {
     const rlx_gl_texture *x = &w->tex[i];
     rlx_gl_text_printf(t, "%s\n{\"width\":%d,\"height\":%d,\"count\":%zu,\"role\":\"%s\",\"node\":%d", i ? "," : "",
                        (int)x->width, (int)x->height, x->count, role_name(x->role), (int)x->node);
+    if (x->row_texels > 0) rlx_gl_text_printf(t, ",\"packed\":%d", (int)x->row_texels);
+    if (x->v4) rlx_gl_text_append(t, ",\"v4\":1", 7);
     if (x->role == RLX_GLK_CONST) {
       const float *data = s->plan.graph.nodes[x->node].data;
       rlx_gl_text_append(t, ",\"data\":[", 9);

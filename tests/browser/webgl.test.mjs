@@ -81,7 +81,9 @@ test('op cases in a Worker (OffscreenCanvas, 7-texel-wide textures) match the CP
 test('large tensors, limits, lost contexts and bad calls give clear results', { skip: why ?? false, timeout: 60000 }, async (t) => {
   const out = await page.evaluate(() => window.rlxWebgl.runChecks());
   t.diagnostic(`renderer: ${out.renderer}; outputs read as ${out.readFormat}/FLOAT`);
-  assert.deepEqual(out.big, { length: 100003, bad: 0, width: 1000, height: 101 });
+  // neg only (a flat-safe shader): 4 values per texel, 25001 texels in the near-square layout
+  // (src/webgl/plan_gl.c): ceil(sqrt(25001)) = 159 wide, 158 rows, the last one partly padding
+  assert.deepEqual(out.big, { length: 100003, bad: 0, width: 159, height: 158 });
   assert.equal(out.otherReadBad, 0, 'the other readPixels format gave other values');
   assert.match(out.unset.message, /no input named 'nope'/);
   assert.match(out.badLength.message, /'x' holds 100003 values, got 3/);

@@ -4,8 +4,13 @@
 // (src/webgl/plan_json.c); this file creates the textures, programs and
 // framebuffers once and draws the passes: each pass is one full-screen
 // triangle into its output texture's framebuffer (viewport = the texture),
-// one fragment per output element.  Outputs come back with a synchronous
-// readPixels.  Nothing here knows about ops.  Works on the main thread
+// one fragment per output texel.  Textures are R32F (one float per texel)
+// or RGBA32F (4 per texel: the plan's "v4" values and "packed" matmul
+// temps, src/webgl/gl_plan.h); readers of a v4 texture get its width
+// negated in u_in<k>_w.  Where a training assignment's value texture is
+// free after the run, the value and param textures swap places instead of
+// a copy pass.  Outputs come back with a synchronous readPixels.  Nothing
+// here knows about ops.  Works on the main thread
 // (HTMLCanvasElement or OffscreenCanvas) and in a Worker (OffscreenCanvas).
 //
 //   import { createWebGlSession } from './runtime/webgl.js';
@@ -155,7 +160,7 @@ export class WebGlSession {
     this.textures = plan.textures.map((t) => {
       const tex = gl.createTexture();
       gl.bindTexture(gl.TEXTURE_2D, tex);
-      gl.texStorage2D(gl.TEXTURE_2D, 1, gl.R32F, t.width, t.height);
+      gl.texStorage2D(gl.TEXTURE_2D, 1, t.packed || t.v4 ? gl.RGBA32F : gl.R32F, t.width, t.height);
       gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
       gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
       gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_WRAP_S, gl.CLAMP_TO_EDGE);
@@ -170,22 +175,47 @@ export class WebGlSession {
     this.inputIndex = new Map(plan.inputs.map((x, i) => [x.name, i]));
     this.paramIndex = new Map(plan.params.map((x, i) => [x.name, i]));
     this.inputSet = plan.inputs.map(() => false);
-    this.passes = plan.passes.map((p) => {
+    // Training assignments (value -> param copies at the end of the plan):
+    // where the value's texture is a plain pooled value read by nothing after
+    // the run, swapping the two textures after each run does the copy's work.
+    const outputTex = new Set(plan.outputs.map((o) => o.texture));
+    const fromUses = new Map();
+    for (const a of plan.assignments ?? []) fromUses.set(a.from, (fromUses.get(a.from) ?? 0) + 1);
+    this.swaps = (plan.assignments ?? []).filter((a) => a.from !== a.to && fromUses.get(a.from) === 1 &&
+      !outputTex.has(a.from) && plan.textures[a.from].role === 'value' && plan.textures[a.to].role === 'param' &&
+      plan.textures[a.from].width === plan.textures[a.to].width && plan.textures[a.from].height === plan.textures[a.to].height &&
+      !plan.textures[a.from].v4 === !plan.textures[a.to].v4);
+    const swapped = new Set(this.swaps.map((a) => `${a.from}>${a.to}`));
+    this.passes = plan.passes.filter((p) => !(p.op === 'assign' && swapped.has(`${p.inputs[0]}>${p.output}`))).map((p) => {
       const ints = new Int32Array(MAX_INTS);
       ints.set(p.ints);
       const floats = new Float32Array(MAX_FLOATS);
       floats.set(numbers(p.floats));
       const out = plan.textures[p.output];
+      this.framebuffer(p.output);
       return {
         program: this.programs[p.program],
-        fbo: this.framebuffer(p.output),
+        op: p.op,
+        output: p.output,
         width: out.width, height: out.height, count: out.count,
-        inputs: p.inputs.map((t) => this.textures[t]),
-        widths: p.inputs.map((t) => plan.textures[t].width),
+        inputs: p.inputs.slice(),
+        widths: p.inputs.map((t) => (plan.textures[t].v4 ? -plan.textures[t].width : plan.textures[t].width)),
         ints, floats,
       };
     });
     for (const o of plan.outputs) this.framebuffer(o.texture);
+    for (const a of this.swaps) this.framebuffer(a.to);
+  }
+
+  /** After a run: the assigned values' textures become their params' (and back). */
+  swapAssigned() {
+    const { textures, framebuffers } = this;
+    for (const { from, to } of this.swaps) {
+      [textures[from], textures[to]] = [textures[to], textures[from]];
+      const f = framebuffers.get(from);
+      framebuffers.set(from, framebuffers.get(to));
+      framebuffers.set(to, f);
+    }
   }
 
   buildPrograms() {
@@ -241,9 +271,11 @@ export class WebGlSession {
       gl.bindFramebuffer(gl.FRAMEBUFFER, null);
       gl.deleteFramebuffer(fbo);
       throw new WebGlUnavailableError('no-float-render',
-        `WebGL2: an R32F texture cannot be rendered to here (framebuffer status 0x${status.toString(16)})`);
+        `WebGL2: an ${this.plan.textures[texIndex].packed || this.plan.textures[texIndex].v4 ? 'RGBA32F' : 'R32F'} ` +
+        'texture cannot be rendered to here ' +
+        `(framebuffer status 0x${status.toString(16)})`);
     }
-    if (this.readFormat === undefined) {
+    if (this.readFormat === undefined && !this.plan.textures[texIndex].packed && !this.plan.textures[texIndex].v4) {
       // RED/FLOAT reads need the implementation's blessing; RGBA/FLOAT always works.
       const red = gl.getParameter(gl.IMPLEMENTATION_COLOR_READ_FORMAT) === gl.RED &&
         gl.getParameter(gl.IMPLEMENTATION_COLOR_READ_TYPE) === gl.FLOAT;
@@ -282,6 +314,16 @@ export class WebGlSession {
   upload(texIndex, data) {
     const { gl } = this;
     const t = this.plan.textures[texIndex];
+    if (t.packed) throw new Error(`WebGL2 session: texture ${texIndex} is a packed temp; it cannot be uploaded`);
+    if (t.v4) { // 4 floats per texel, the texture's last texels padded with zeros
+      const all = new Float32Array(4 * t.width * t.height);
+      all.set(data.length === t.count ? data : data.subarray(0, t.count));
+      gl.bindTexture(gl.TEXTURE_2D, this.textures[texIndex]);
+      gl.pixelStorei(gl.UNPACK_ALIGNMENT, 1);
+      gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, 0, t.width, t.height, gl.RGBA, gl.FLOAT, all, 0);
+      gl.bindTexture(gl.TEXTURE_2D, null);
+      return;
+    }
     const rows = Math.floor(t.count / t.width), rest = t.count - rows * t.width;
     gl.bindTexture(gl.TEXTURE_2D, this.textures[texIndex]);
     gl.pixelStorei(gl.UNPACK_ALIGNMENT, 1);
@@ -297,7 +339,11 @@ export class WebGlSession {
     gl.bindFramebuffer(gl.READ_FRAMEBUFFER, this.framebuffer(texIndex));
     gl.pixelStorei(gl.PACK_ALIGNMENT, 1);
     let out;
-    if (this.readFormat === gl.RED) {
+    if (t.packed || t.v4) {
+      out = new Float32Array(t.width * t.height * 4);
+      gl.readPixels(0, 0, t.width, t.height, gl.RGBA, gl.FLOAT, out);
+      if (t.v4) out = out.length === t.count ? out : out.slice(0, t.count);
+    } else if (this.readFormat === gl.RED) {
       const buf = new Float32Array(t.width * t.height);
       gl.readPixels(0, 0, t.width, t.height, gl.RED, gl.FLOAT, buf);
       out = buf.length === t.count ? buf : buf.slice(0, t.count);
@@ -352,6 +398,38 @@ export class WebGlSession {
   // ---- running -----------------------------------------------------------
   /** Draws every pass, then reads the outputs back: an array of Float32Arrays. */
   run() {
+    this.beginPasses();
+    for (const p of this.passes) this.drawPass(p);
+    this.endPasses();
+    this.swapAssigned();
+    this.outputs = this.plan.outputs.map((o) => this.read(o.texture));
+    if (this.lost || this.gl.isContextLost()) this.check(); // lost while drawing: the values are garbage
+    return this.outputs;
+  }
+
+  /**
+   * Draws every pass `repeat` times in a row, waiting after each pass (a
+   * one-texel readback), and returns [{ pass, shader, op, ms, texels }] in
+   * plan order, ms per draw: where a step spends its time.  Changes the
+   * same state as run() (passes are idempotent); outputs are not read.
+   */
+  profilePasses(repeat = 1) {
+    const { gl } = this;
+    const px = new Float32Array(4);
+    const sync = () => gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.FLOAT, px);
+    this.beginPasses();
+    const rows = this.passes.map((p, i) => {
+      const t0 = performance.now();
+      for (let r = 0; r < repeat; r++) this.drawPass(p);
+      sync();
+      const ms = (performance.now() - t0) / repeat;
+      return { pass: i, shader: p.program.info.shader, op: p.op, ms, texels: p.width * p.height };
+    });
+    this.endPasses();
+    return rows;
+  }
+
+  beginPasses() {
     this.check();
     const { gl, plan } = this;
     plan.inputs.forEach((inp, i) => {
@@ -360,26 +438,32 @@ export class WebGlSession {
     for (const cap of [gl.BLEND, gl.DEPTH_TEST, gl.STENCIL_TEST, gl.SCISSOR_TEST, gl.CULL_FACE, gl.DITHER]) gl.disable(cap);
     gl.colorMask(true, true, true, true);
     gl.bindVertexArray(this.vao);
-    let current = null;
-    for (const p of this.passes) {
-      const prog = p.program;
-      if (prog !== current) {
-        gl.useProgram(prog.program);
-        current = prog;
-      }
-      gl.bindFramebuffer(gl.FRAMEBUFFER, p.fbo);
-      gl.viewport(0, 0, p.width, p.height);
-      for (let k = 0; k < p.inputs.length; k++) {
-        gl.activeTexture(gl.TEXTURE0 + k);
-        gl.bindTexture(gl.TEXTURE_2D, p.inputs[k]);
-        if (prog.u_in_w[k]) gl.uniform1i(prog.u_in_w[k], p.widths[k]);
-      }
-      if (prog.u_i) gl.uniform1iv(prog.u_i, p.ints);
-      if (prog.u_f) gl.uniform1fv(prog.u_f, p.floats);
-      if (prog.u_out_w) gl.uniform1i(prog.u_out_w, p.width);
-      if (prog.u_out_n) gl.uniform1i(prog.u_out_n, p.count);
-      gl.drawArrays(gl.TRIANGLES, 0, 3);
+    this.current = null;
+  }
+
+  drawPass(p) {
+    const { gl } = this;
+    const prog = p.program;
+    if (prog !== this.current) {
+      gl.useProgram(prog.program);
+      this.current = prog;
     }
+    gl.bindFramebuffer(gl.FRAMEBUFFER, this.framebuffers.get(p.output));
+    gl.viewport(0, 0, p.width, p.height);
+    for (let k = 0; k < p.inputs.length; k++) {
+      gl.activeTexture(gl.TEXTURE0 + k);
+      gl.bindTexture(gl.TEXTURE_2D, this.textures[p.inputs[k]]);
+      if (prog.u_in_w[k]) gl.uniform1i(prog.u_in_w[k], p.widths[k]);
+    }
+    if (prog.u_i) gl.uniform1iv(prog.u_i, p.ints);
+    if (prog.u_f) gl.uniform1fv(prog.u_f, p.floats);
+    if (prog.u_out_w) gl.uniform1i(prog.u_out_w, p.width);
+    if (prog.u_out_n) gl.uniform1i(prog.u_out_n, p.count);
+    gl.drawArrays(gl.TRIANGLES, 0, 3);
+  }
+
+  endPasses() {
+    const { gl } = this;
     for (let k = 0; k < MAX_INPUTS; k++) {
       gl.activeTexture(gl.TEXTURE0 + k);
       gl.bindTexture(gl.TEXTURE_2D, null);
@@ -388,9 +472,7 @@ export class WebGlSession {
     gl.bindFramebuffer(gl.FRAMEBUFFER, null);
     gl.bindVertexArray(null);
     gl.useProgram(null);
-    this.outputs = plan.outputs.map((o) => this.read(o.texture));
-    if (this.lost || gl.isContextLost()) this.check(); // lost while drawing: the values are garbage
-    return this.outputs;
+    this.current = null;
   }
 
   /** Output i of the last run (a Float32Array), its shape, the output count. */

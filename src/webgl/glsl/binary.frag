@@ -6,6 +6,9 @@
 // NaN rules follow the CPU kernels (src/cpu/k_elementwise.c): max/min
 // propagate NaN, comparisons with NaN are false except ne; pow follows C's
 // powf for negative bases, zeros, infinities and NaN.
+#if defined(RLX_RUN4)
+#define RLX_VALUE4 1
+#endif
 #include "common.glsl"
 
 uniform highp sampler2D u_in0;
@@ -31,10 +34,7 @@ float rlx_pow(float x, float y) {
   return (negative && odd) ? -r : r;
 }
 
-float rlx_value(int i) {
-  ivec3 o = rlx_iter(i);
-  float x = rlx_fetch(u_in0, u_in0_w, o.x);
-  float y = rlx_fetch(u_in1, u_in1_w, o.y);
+float bin_op(float x, float y) {
 #if OP == 0
   return x + y;
 #elif OP == 1
@@ -63,3 +63,33 @@ float rlx_value(int i) {
   return x >= y ? 1.0 : 0.0;
 #endif
 }
+
+float rlx_value(int i) {
+  ivec3 o = rlx_iter(i);
+  return bin_op(rlx_fetch(u_in0, u_in0_w, o.x), rlx_fetch(u_in1, u_in1_w, o.y));
+}
+
+// RLX_RUN4 (4-floats-per-texel output whose innermost iteration axis is a
+// multiple of 4 long): elements i..i+3 sit at o, o + s, .. in each operand
+// (s = its innermost stride); F4_k: 1 = s is 0, 2 = a 4-aligned texel of
+// a 4-floats-per-texel input, 0 = four fetches.
+#if defined(RLX_RUN4)
+vec4 rlx_value4(int i) {
+  ivec3 o = rlx_iter(i);
+#if F4_0 == 1
+  vec4 a = vec4(rlx_fetch(u_in0, u_in0_w, o.x));
+#elif F4_0 == 2
+  vec4 a = rlx_texel4(u_in0, u_in0_w, o.x);
+#else
+  vec4 a = rlx_fetch_run4(u_in0, u_in0_w, o.x, u_i[9]);
+#endif
+#if F4_1 == 1
+  vec4 b = vec4(rlx_fetch(u_in1, u_in1_w, o.y));
+#elif F4_1 == 2
+  vec4 b = rlx_texel4(u_in1, u_in1_w, o.y);
+#else
+  vec4 b = rlx_fetch_run4(u_in1, u_in1_w, o.y, u_i[17]);
+#endif
+  return vec4(bin_op(a.x, b.x), bin_op(a.y, b.y), bin_op(a.z, b.z), bin_op(a.w, b.w));
+}
+#endif

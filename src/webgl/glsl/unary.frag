@@ -7,6 +7,9 @@
 // log(x < 0) = NaN, sqrt(x < 0) = NaN, rsqrt(+-0) = +-inf; sigmoid and tanh
 // use exp(-|x|) so they never overflow, as the CPU kernels do.  NaN in,
 // NaN out, checked first.
+#if defined(F4_0)
+#define RLX_VALUE4 1
+#endif
 #include "common.glsl"
 
 uniform highp sampler2D u_in0;
@@ -32,8 +35,7 @@ float rlx_tanh(float x) {
   return x < 0.0 ? -t : t;
 }
 
-float rlx_value(int i) {
-  float x = rlx_fetch(u_in0, u_in0_w, i);
+float un_op(float x) {
   if (isnan(x)) return x;  // GPUs need not propagate NaN through exp, log, ...
 #if OP == 0
   return -x;
@@ -67,3 +69,18 @@ float rlx_value(int i) {
   return x * rlx_sigmoid(x);
 #endif
 }
+
+float rlx_value(int i) { return un_op(rlx_fetch(u_in0, u_in0_w, i)); }
+
+// F4_0 (4-floats-per-texel output): 2 = the input holds 4 floats per texel
+// too (elements i..i+3 are one texel), else four fetches.
+#if defined(F4_0)
+vec4 rlx_value4(int i) {
+#if F4_0 == 2
+  vec4 x = rlx_texel4(u_in0, u_in0_w, i);
+#else
+  vec4 x = rlx_fetch_run4(u_in0, u_in0_w, i, 1);
+#endif
+  return vec4(un_op(x.x), un_op(x.y), un_op(x.z), un_op(x.w));
+}
+#endif

@@ -1,0 +1,66 @@
+/* ref_packed.c - C twins of pack4.frag, matmul_packed.frag and
+ * unpack4.frag (the packed matmul of lower_packed.c): the same index math
+ * on the flat float arrays of packed textures (4 floats per texel, texel
+ * (x, y) at 4 * (y * width + x)), and the same sums (dot products in
+ * x, y, z, w order, added to 4 running sums). */
+#include "gl_plan.h"
+
+void rlx_glref_pack4(const rlx_glref_args *a) {
+  const int32_t *u = a->pass->ints;
+  const int32_t K = u[36], rt = u[37], per = u[38], rows = u[39], d0 = u[40], d1 = u[41], width = u[45];
+  int32_t off[3];
+  for (size_t i = 0; i < a->out_n; i++) {
+    const int32_t t = (int32_t)(i / 4), x = t % width, y = t / width;
+    const int32_t r = y * per + x / rt, k = (x % rt) * 4 + (int32_t)(i % 4);
+    if (r >= rows || k >= K) {
+      a->out[i] = 0.0f;
+      continue;
+    }
+    const int32_t k0 = k % d0, k12 = k / d0;
+    rlx_glref_iter(u, r, off);
+    a->out[i] = a->in[0][off[0] + k0 * u[42] + (k12 % d1) * u[43] + (k12 / d1) * u[44]];
+  }
+}
+
+void rlx_glref_matmul_packed(const rlx_glref_args *a) {
+  const int32_t *u = a->pass->ints;
+  const int32_t M = u[36], N = u[37], kt = rlx_gl_define_value(a->pass, "KT", u[38]), pa = u[39], pb = u[40], ort = u[41], oper = u[42], rows = u[43];
+  const int32_t wa = u[44], wb = u[45];
+  const float *A = a->in[0], *B = a->in[1];
+  int32_t base[3];
+  (void)oper; /* rows never wrap a line: texel t is row t / ort (packed or flat [rows, 4 * ort]) */
+  for (size_t t = 0; t < a->out_n / 4; t++) {
+    float *out = a->out + 4 * t;
+    const int32_t r = (int32_t)(t / (size_t)ort), n = (int32_t)(t % (size_t)ort) * 4;
+    if (r >= rows) {
+      out[0] = out[1] = out[2] = out[3] = 0.0f;
+      continue;
+    }
+    rlx_glref_iter(u, r / M, base);
+    const float *ra = A + rlx_gl_packed_index(base[0] + r % M, 0, kt, pa, wa);
+    const float *rb[4];
+    for (int32_t j = 0; j < 4; j++) {
+      const int32_t nj = n + j < N ? n + j : N - 1;
+      rb[j] = B + rlx_gl_packed_index(base[1] + nj, 0, kt, pb, wb);
+    }
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int32_t k = 0; k < kt; k++) {
+      const float *av = ra + 4 * k;
+      for (int32_t j = 0; j < 4; j++) {
+        const float *bv = rb[j] + 4 * k;
+        acc[j] += av[0] * bv[0] + av[1] * bv[1] + av[2] * bv[2] + av[3] * bv[3];
+      }
+    }
+    for (int32_t j = 0; j < 4; j++) out[j] = (j == 0 || n + j < N) ? acc[j] : 0.0f;
+  }
+}
+
+void rlx_glref_unpack4(const rlx_glref_args *a) {
+  const int32_t *u = a->pass->ints;
+  const int32_t rt = u[36], per = u[37], width = u[38];
+  int32_t off[3];
+  for (size_t i = 0; i < a->out_n; i++) {
+    rlx_glref_iter(u, (int32_t)i, off);
+    a->out[i] = a->in[0][rlx_gl_packed_index(off[0], off[1], rt, per, width)];
+  }
+}
