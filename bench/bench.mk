@@ -37,3 +37,32 @@ bench-models: $(BENCH_DIR)/models_native web/pkg/rlx_web.wasm | $(BENCH_DIR)/gem
 bench-size: web/pkg/rlx_web.wasm | bench-models
 	node bench/size.mjs
 bench: bench-models bench-size
+
+# WebGPU model speed (bench/webgpu_models.mjs): training steps of the vision
+# models and the W4 transformer forward on WebGPU (Dawn in Node), ours next to
+# TensorFlow.js's webgpu backend in the same process; results go to
+# build/bench/webgpu_models.json.  Here (SwiftShader) it runs small settings;
+# on a GPU machine run it directly (see the script's header).  The tfjs side
+# is bundled into one file (bench-gpu-bundle) so it can be carried to a
+# machine without node_modules.
+GPU_BUNDLE := $(BENCH_DIR)/tfjs-webgpu.mjs
+GPU_BUNDLE_BANNER := import { createRequire as rlxCreateRequire } from 'node:module'; const require = rlxCreateRequire(import.meta.url);
+$(GPU_BUNDLE): bench/webgpu_tfjs_entry.mjs package.json
+	@mkdir -p $(dir $@)
+	node_modules/.bin/esbuild $< --bundle --format=esm --platform=node --main-fields=module,main --minify \
+	  --log-level=warning "--banner:js=$(GPU_BUNDLE_BANNER)" --outfile=$@
+
+.PHONY: bench-gpu-bundle bench-gpu
+bench-gpu-bundle: $(GPU_BUNDLE)
+bench-gpu: $(GPU_BUNDLE) web/pkg/rlx_web.wasm
+	node bench/webgpu_models.mjs --out=$(BENCH_DIR)/webgpu_models.json
+bench: bench-gpu
+
+# WebGL2 training speed (bench/webgl_models.mjs): mnist-mlp and mnist-cnn
+# training steps at batch 64 on our WebGL2 executor next to TensorFlow.js's
+# webgl backend, interleaved in one headless Chromium page; prints samples/s
+# and the ratios; results go to build/bench/webgl.json.
+.PHONY: bench-webgl
+bench-webgl: web/pkg/rlx_web.wasm
+	node bench/webgl_models.mjs --out=$(BENCH_DIR)/webgl.json
+bench: bench-webgl

@@ -6,8 +6,10 @@
  * thread) for a matmul output of more than 64 rows with enough tiles to
  * fill a large GPU, 64x128 (8x4) or 64x64 (4x4) below that and for the
  * convolutions, and thin tiles for few rows (16x64, 4x256) or few
- * columns (256x16).  Small products (under ~2M multiply-adds) always take
- * 64x64: nothing to gain, and fewer pipeline variants to compile.  Long K
+ * columns (256x16), 32x64 for up to 32 rows of a product under 64M
+ * multiply-adds.  The thin tiles matter most on CPU Vulkan drivers
+ * (SwiftShader), where every padded row or column of a tile costs as much
+ * as a real one; on GPUs such small products are bound by latency.  Long K
  * with few output tiles is split over workgroups (split-K) and summed by a
  * second dispatch.
  *
@@ -23,6 +25,7 @@ typedef struct {
 static const tile_cfg TILE_128x128 = {8, 8, 16};
 static const tile_cfg TILE_64x128 = {8, 4, 32};
 static const tile_cfg TILE_64x64 = {4, 4, 16};
+static const tile_cfg TILE_32x64 = {2, 4, 16};
 static const tile_cfg TILE_16x64 = {1, 4, 16};
 static const tile_cfg TILE_4x256 = {1, 4, 64};
 static const tile_cfg TILE_256x16 = {4, 4, 4};
@@ -44,10 +47,11 @@ static uint64_t tile_count(tile_cfg t, const rlx_wgpu_gemm *g) {
 
 static tile_cfg pick_tile(const rlx_wgpu_gemm *g) {
   const uint64_t work = (uint64_t)g->M * g->N * g->K * g->Z;
-  if (work < ((uint64_t)1 << 21)) return TILE_64x64;
   if (g->M <= 4) return g->N > 64 ? TILE_4x256 : TILE_16x64;
   if (g->M <= 16) return TILE_16x64;
   if (g->N <= 16) return TILE_256x16;
+  if (g->M <= 32 && work < ((uint64_t)1 << 26)) return TILE_32x64;
+  if (work < ((uint64_t)1 << 21)) return TILE_64x64;
   /* 128x128 only for matmul: the convolution loaders hold more registers,
    * and with 64 accumulators per thread they spill (an H200 ran a 3x3
    * conv at 2.3 TFLOP/s with 128x128 tiles, 22 with 64x128). */
@@ -82,6 +86,10 @@ rlx_status rlx_wgpu_add_gemm(rlx_wgpu_lowering *l, const rlx_wgpu_gemm *g) {
   rlx_wgpu_override(d, "TM", t.tm);
   rlx_wgpu_override(d, "TN", t.tn);
   rlx_wgpu_override(d, "WG_X", t.wg_x);
+  /* A product shallower than one tile (a 3x3 convolution of one channel, a
+   * weight gradient over a small batch) multiplies only its real depth:
+   * padded k cost as much as real ones on CPU Vulkan drivers. */
+  if (g->K < bk) rlx_wgpu_override(d, "KD", g->K);
   rlx_wgpu_bind(d, RLX_WB_INPUT, 0, 0, 0, 0);
   rlx_wgpu_bind(d, RLX_WB_INPUT, 1, 0, 0, 0);
   size_t part_off = 0, part_bytes = 0;

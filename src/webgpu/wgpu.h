@@ -29,7 +29,7 @@
 
 #define RLX_WGPU_MAX_BINDINGS 8
 #define RLX_WGPU_MAX_UNIFORM 96 /* u32 words */
-#define RLX_WGPU_MAX_OVERRIDES 6
+#define RLX_WGPU_MAX_OVERRIDES 8
 #define RLX_WGPU_MAX_DISPATCH 8 /* per op */
 
 /* What a binding refers to: an input of the op (its value's storage), the

@@ -48,34 +48,7 @@ var<workgroup> smem: array<f32, 3136>;
 var<workgroup> rL: array<f32, 32>;
 var<workgroup> rD: array<f32, 32>;
 
-fn key_range(i: u32) -> vec2<u32> {
-  let Sq = i32(U[0].z);
-  let Sk = i32(U[0].w);
-  let kind = U[1].z;
-  var lo = 0;
-  var hi = Sk;
-  if (kind == 1u || kind == 2u) {
-    let last = i32(i) + Sk - Sq;
-    hi = min(hi, last + 1);
-    if (kind == 2u) { lo = max(lo, last - i32(U[1].w) + 1); }
-  }
-  hi = max(hi, 0);
-  lo = min(lo, hi);
-  return vec2<u32>(u32(lo), u32(hi));
-}
-
-fn score(dot: f32, b: u32, h: u32, qi: u32, kj: u32) -> f32 {
-  let r = key_range(qi);
-  if (qi >= U[0].z || kj < r.x || kj >= r.y) { return MASKED; }
-  var s = dot * bitcast<f32>(U[2].x);
-  let kind = U[1].z;
-  if (kind == 3u) {
-    if (mask[b * U[0].w + kj] == 0.0) { return MASKED; }
-  } else if (kind == 4u) {
-    s += mask[b * U[2].z + h * U[2].w + qi * U[3].x + kj * U[3].y];
-  }
-  return s;
-}
+//!include _attention_mask.wgsl
 
 @compute @workgroup_size(128)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

@@ -50,6 +50,11 @@ override BM: u32 = TM * WG_Y;
 override BN: u32 = TN * WG_X;
 // K depth of a tile: as deep as 16 KiB of workgroup memory allows (<= 32).
 override BK: u32 = select(select(select(4u, 8u, BM + BN <= 512u), 16u, BM + BN <= 256u), 32u, BM + BN <= 128u);
+// The K depth the product really has when it is shallower than one tile
+// (set by the lowering, e.g. 9 for a 3x3 convolution of one channel): the
+// multiply loop then skips the zero padding with a constant trip count.
+override KD: u32 = 0u;
+override K_STEPS: u32 = select(BK, min(BK, KD), KD > 0u);
 // Whether consecutive k are adjacent in memory for A (B): the loaders then
 // walk k fastest across threads, else m (n), so reads coalesce.
 override A_KFAST: bool = MODE != 0u || TRANS_A == 0u;
@@ -372,26 +377,49 @@ fn stash(lid: u32) {
 }
 
 // acc += As[kk] x Bs[kk] over the tile's depth, for this thread's cells.
+// Written out with constant accumulator indices (branches on the overrides
+// fold away): CPU Vulkan drivers (SwiftShader) keep a dynamically indexed
+// private array in memory, which made this loop ~4x slower there.
+// Accumulator (row r, column group j) is acc[r * 2 + j].
 fn multiply(tx: u32, ty: u32) {
-  for (var kk = 0u; kk < BK; kk++) {
-    var bv: array<vec4<f32>, 2>;
-    for (var j = 0u; j < TN / 4u; j++) { bv[j] = Bs[kk * (BN / 4u) + tx + j * WG_X]; }
+  for (var kk = 0u; kk < K_STEPS; kk++) {
+    let b0 = Bs[kk * (BN / 4u) + tx];
+    var b1 = vec4<f32>(0.0);
+    if (TN == 8u) { b1 = Bs[kk * (BN / 4u) + tx + WG_X]; }
+    var a0 = vec4<f32>(0.0);
     if (TM >= 4u) {
-      for (var i = 0u; i < TM / 4u; i++) {
-        let av = As[kk * (BM / 4u) + ty + i * WG_Y];
-        for (var r = 0u; r < 4u; r++) {
-          for (var j = 0u; j < TN / 4u; j++) {
-            acc[(i * 4u + r) * 2u + j] = fma(vec4<f32>(av[r]), bv[j], acc[(i * 4u + r) * 2u + j]);
-          }
-        }
-      }
+      a0 = As[kk * (BM / 4u) + ty];       // rows ty*4 .. ty*4 + 3
     } else {
-      for (var r = 0u; r < TM; r++) {
-        let m = ty * TM + r;
-        let av = As[kk * (BM / 4u) + m / 4u][m % 4u];
-        for (var j = 0u; j < TN / 4u; j++) {
-          acc[r * 2u + j] = fma(vec4<f32>(av), bv[j], acc[r * 2u + j]);
-        }
+      let m = ty * TM;                      // rows m .. m + TM - 1, one vec4 slot
+      let q = As[kk * (BM / 4u) + m / 4u];
+      a0.x = q[m % 4u];
+      if (TM == 2u) { a0.y = q[m % 4u + 1u]; }
+    }
+    acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+    if (TM >= 2u) { acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]); }
+    if (TM >= 4u) {
+      acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+      acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+    }
+    if (TN == 8u) {
+      acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+      if (TM >= 2u) { acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]); }
+      if (TM >= 4u) {
+        acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+        acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+      }
+    }
+    if (TM == 8u) {
+      let a1 = As[kk * (BM / 4u) + ty + WG_Y]; // rows (ty + WG_Y)*4 .. + 3
+      acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+      acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+      acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+      acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+      if (TN == 8u) {
+        acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+        acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+        acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+        acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
       }
     }
   }

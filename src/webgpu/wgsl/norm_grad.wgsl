@@ -24,18 +24,7 @@ const WG: u32 = 256u;
 
 var<workgroup> sh: array<f32, 256>;
 
-// Sum of v over the TPR threads of each row; every thread gets its row's.
-fn row_sum(v: f32, lid: u32, lane: u32) -> f32 {
-  sh[lid] = v;
-  workgroupBarrier();
-  for (var st = TPR / 2u; st > 0u; st = st / 2u) {
-    if (lane < st) { sh[lid] += sh[lid + st]; }
-    workgroupBarrier();
-  }
-  let total = sh[lid - lane];
-  workgroupBarrier();
-  return total;
-}
+//!include _row_sum.wgsl
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

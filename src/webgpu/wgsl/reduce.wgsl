@@ -7,9 +7,9 @@
 // threads each: OX = 1 (one workgroup per output, coalesced when the
 // reduced elements are contiguous), larger OX when the innermost group is
 // kept (neighbouring threads read neighbouring outputs) or rows are short.
-// Each thread strides over r, then the RY partials meet in a shared-memory
-// tree.  Long reductions with few outputs are split into chunks (workgroups
-// along a second index) whose partials land in scratch at
+// Each thread strides over r, then the RY partials meet in shared memory
+// (two rounds, see below).  Long reductions with few outputs are split into
+// chunks (workgroups along a second index) whose partials land in scratch at
 // out[chunk * n_out + o]; a second dispatch of this shader reduces them.
 // Max propagates NaN (like src/cpu/k_reduce.c).  The sum is divided by
 // `divisor` (1, or the element count for mean).
@@ -101,14 +101,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
     }
   }
+  // The RY partials of an output meet in two rounds (at most two barriers:
+  // CPU Vulkan drivers such as SwiftShader pay for every barrier with every
+  // invocation, which made a log2(RY)-round tree slow there): RQ threads
+  // combine 8 partials each, then one combines the RQ results.
   sh[lid] = acc;
   workgroupBarrier();
-  for (var s = RY / 2u; s > 0u; s = s / 2u) {
-    if (ry < s) { sh[lid] = combine(sh[lid], sh[lid + s * OX]); }
+  var RQ = RY;
+  if (RY >= 16u) {
+    RQ = RY / 8u;
+    if (ry < RQ) {
+      var v = sh[lid];
+      for (var j = 1u; j < 8u; j++) { v = combine(v, sh[lid + j * RQ * OX]); }
+      sh[lid] = v;
+    }
     workgroupBarrier();
   }
   if (ry == 0u && valid) {
     var v = sh[lid];
+    for (var j = 1u; j < RQ; j++) { v = combine(v, sh[lid + j * OX]); }
     if (OP == 0u) { v = v / bitcast<f32>(u(22u)); }
     y[chunk * u(21u) + o] = v;
   }
