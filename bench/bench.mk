@@ -66,3 +66,14 @@ bench: bench-gpu
 bench-webgl: web/pkg/rlx_web.wasm
 	node bench/webgl_models.mjs --out=$(BENCH_DIR)/webgl.json
 bench: bench-webgl
+
+# WebGPU model speed in a browser (bench/webgpu_chromium.mjs): the workloads
+# of bench/webgpu_models.mjs (mnist-mlp and mnist-cnn training at batch 16,
+# cifar-cnn at batch 4, the W4 forward), ours next to TensorFlow.js's webgpu
+# backend, interleaved in one headless Chromium page (WebGPU on SwiftShader);
+# fails when the first losses disagree; results go to
+# build/bench/webgpu_chromium.json.
+.PHONY: bench-gpu-chromium
+bench-gpu-chromium: web/pkg/rlx_web.wasm
+	node bench/webgpu_chromium.mjs --out=$(BENCH_DIR)/webgpu_chromium.json
+bench: bench-gpu-chromium

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // webgpu_models.mjs - model speed on WebGPU, ours next to TensorFlow.js's
-// webgpu backend, in ONE Node process on the same GPU (Dawn, npm `webgpu`):
+// webgpu backend, in ONE Node process on the same GPU (Dawn, npm `webgpu`);
+// the workloads live in bench/webgpu_workloads.mjs (shared with
+// bench/webgpu_chromium.mjs, the same in a headless Chromium page):
 //   rlx-webgpu   a training step compiled by the wasm module (Graph via the
 //                rlx_vision_build export; Graph.compileTrain with SGD, device
 //                'webgpu') and replayed by web/runtime/webgpu.js: params stay on
@@ -32,9 +34,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { withDawnEnv, dawnDevice } from '../tools/dawn_node.mjs';
-import { createWebGpuSession } from '../web/runtime/webgpu.js';
 import init, * as rlx from '../web/pkg/rlx_web.js';
-import { tfjsVisionModel, nchwToNhwc, tfjsTransformer, w4Weights, TCFG, W4_TOKENS } from './webgpu_tfjs_models.mjs';
+import { CONTENDERS, workloadList, webGpuWorkloads, reportLines } from './webgpu_workloads.mjs';
 
 withDawnEnv();
 
@@ -45,7 +46,6 @@ const args = Object.fromEntries(process.argv.slice(2).map((a) => {
 }));
 const root = new URL('../', import.meta.url);
 const outFile = args.out ?? 'build/bench/webgpu_models.json';
-const CONTENDERS = ['rlx-webgpu', 'tfjs-webgpu'];
 const contenders = args.contenders ? args.contenders.split(',') : CONTENDERS;
 for (const c of contenders) if (!CONTENDERS.includes(c)) throw new Error(`webgpu_models: unknown contender '${c}' (${CONTENDERS})`);
 
@@ -71,239 +71,23 @@ if (contenders.includes('tfjs-webgpu')) {
 
 await init();
 const rt = rlx.runtime();
-// Ours waits for its GPU work in every call (the loss readback); tfjs's
-// device may still run the updates queued after its loss.
-const settle = (name) => (name === 'tfjs-webgpu' ? tf.backend().device.queue.onSubmittedWorkDone() : null);
-
-// ---- timing (as bench/bench_models.mjs): warm-up rounds, then up to 50 timed
-// rounds, each calling every contender once, until the budget once 5 are in.
-function stats(ts) {
-  const s = [...ts].sort((a, b) => a - b), n = s.length;
-  const median = n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-  return { n, median_ms: median, min_ms: s[0], max_ms: s[n - 1] };
-}
-// settle(f): waits, untimed, until contender f's GPU work is done, so that
-// work a call leaves queued (tfjs submits the optimizer's updates after the
-// loss it returns) does not share the GPU with the next contender's call.
-async function benchInterleaved(fns, settle = () => {}) {
-  const ts = fns.map(() => []);
-  const round = async () => {
-    const start = performance.now();
-    for (let f = 0; f < fns.length; f++) {
-      const s = performance.now();
-      await fns[f]();
-      ts[f].push(performance.now() - s);
-      await settle(f);
-    }
-    return performance.now() - start;
-  };
-  const reset = () => ts.forEach((a) => (a.length = 0));
-  let t0 = performance.now();
-  await round();
-  reset();
-  const heavy = (await round()) > budgetMs / 6, minRounds = heavy ? 3 : 5;
-  if (!heavy) {
-    for (let i = 2; i < 10 && performance.now() - t0 < budgetMs / 3; i++) await round();
-    reset();
-  }
-  t0 = performance.now();
-  while (ts[0].length < 50 && (ts[0].length < minRounds || performance.now() - t0 < budgetMs)) await round();
-  return ts.map(stats);
-}
-
-// --profile: GPU ms per kernel key of one run of ours.
-async function profileOurs(name, gs) {
-  if (!device.features?.has('timestamp-query')) { console.log(`  profile ${name}: no timestamp-query on this device`); return null; }
-  await gs.profile();
-  const steps = await gs.profile(), by = new Map();
-  for (const st of steps) {
-    const k = `${st.op}:${st.key}`, e = by.get(k) ?? { ms: 0, n: 0 };
-    e.ms += st.ms; e.n++; by.set(k, e);
-  }
-  const total = steps.reduce((a, s) => a + s.ms, 0);
-  const top = [...by].sort((a, b) => b[1].ms - a[1].ms).slice(0, 12);
-  console.log(`  profile ${name}: ${steps.length} dispatches, ${total.toFixed(3)} ms of kernels; ` +
-    top.map(([k, e]) => `${k} x${e.n} ${e.ms.toFixed(3)}`).join(', '));
-  return { dispatches: steps.length, kernel_ms: total, top: top.map(([k, e]) => ({ key: k, n: e.n, ms: e.ms })) };
-}
-
-// ---- ours -------------------------------------------------------------------------
-async function oursVision(slug, B, init0, x, labels, info) {
-  const g = rt.graph();
-  const [, loss] = rt.scoped((t) => {
-    const out = t.bytes(8);
-    rt.check(rt.exports.rlx_vision_build(g.ptr, t.str(slug), B, out));
-    return Array.from(rt.readI32(out, 2));
-  });
-  const params = info.param_names.map((n) => rt.scoped((t) => rt.exports.rlx_graph_find(g.ptr, t.str(n))));
-  const s = g.compileTrain(loss, params, { kind: 'sgd', lr: 0.01 }, { device: 'webgpu' });
-  g.free();
-  const gs = await createWebGpuSession(rt, s, device);
-  let off = 0;
-  info.param_names.forEach((n, i) => { gs.setParam(n, init0.subarray(off, off + info.param_sizes[i])); off += info.param_sizes[i]; });
-  gs.setInput('x', x);
-  gs.setInput('labels', Int32Array.from(labels));
-  return { gs, free: () => { gs.free(); s.free(); } };
-}
-
-// The W4 forward as one graph: the anchors' model with the same weights
-// (q, k, v as one [D, 3D] projection; gate and up as the halves of w13);
-// only the last position goes through the final norm and the head.
-async function oursTransformer(weights) {
-  const { V, D, L, H, HD, F, T } = TCFG;
-  const g = rt.graph(), feed = [];
-  const param = (name, dims, data) => { feed.push([name, data]); return g.param(name, dims); };
-  const ones = new Float32Array(D).fill(1);
-  const cols = (m, rows, width, from, n) => {
-    const o = new Float32Array(rows * n);
-    for (let r = 0; r < rows; r++) o.set(m.subarray(r * width + from, r * width + from + n), r * n);
-    return o;
-  };
-  const tokens = g.input('tokens', [T]);
-  let h = g.op('gather', [param('embed', [V, D], weights.emb), tokens]);
-  const heads = (qkv, t) => g.op('permute', [g.op('reshape', [g.op('narrow', [qkv], [1, t * D, D])], [1, T, H, HD])], [0, 2, 1, 3]);
-  weights.layers.forEach((l, i) => {
-    const n1 = g.op('rms_norm', [h, param(`l${i}.attn_norm`, [D], ones)], [], [1e-5]);
-    const qkv = g.op('matmul', [n1, param(`l${i}.wqkv`, [D, 3 * D], l.wqkv)], [0, 0]);
-    const q = g.op('rope', [heads(qkv, 0)], [0, 0], [10000]);
-    const k = g.op('rope', [heads(qkv, 1)], [0, 0], [10000]);
-    const a = g.op('attention', [q, k, heads(qkv, 2)], [1, 0], [0]);
-    const o = g.op('reshape', [g.op('permute', [a], [0, 2, 1, 3])], [T, D]);
-    h = g.op('add', [h, g.op('matmul', [o, param(`l${i}.wo`, [D, D], l.wo)], [0, 0])]);
-    const n2 = g.op('rms_norm', [h, param(`l${i}.ffn_norm`, [D], ones)], [], [1e-5]);
-    const gate = g.op('silu', [g.op('matmul', [n2, param(`l${i}.wgate`, [D, F], cols(l.w13, D, 2 * F, 0, F))], [0, 0])]);
-    const up = g.op('matmul', [n2, param(`l${i}.wup`, [D, F], cols(l.w13, D, 2 * F, F, F))], [0, 0]);
-    h = g.op('add', [h, g.op('matmul', [g.op('mul', [gate, up]), param(`l${i}.wdown`, [F, D], l.w2)], [0, 0])]);
-  });
-  const last = g.op('rms_norm', [g.op('narrow', [h], [0, T - 1, 1]), param('final_norm', [D], ones)], [], [1e-5]);
-  const logits = g.op('matmul', [last, param('lm_head', [D, V], weights.wout)], [0, 0]);
-  if (L !== weights.layers.length) throw new Error('oursTransformer: layer count mismatch');
-  const s = g.compile([logits], { device: 'webgpu' });
-  g.free();
-  const gs = await createWebGpuSession(rt, s, device);
-  for (const [name, data] of feed) gs.setParam(name, data);
-  gs.setInput('tokens', Float32Array.from(W4_TOKENS));
-  return { gs, free: () => { gs.free(); s.free(); } };
-}
+const bench = webGpuWorkloads({ rlx, rt, device, tf, contenders, profile: Boolean(args.profile), log: (l) => console.log(l) });
 
 // ---- the workloads -------------------------------------------------------------------
-const W4 = 'W4 transformer fwd T=64';
-const WORKLOADS = [
-  ...models.flatMap((slug) => batches.map((B) => ({ slug, B, name: `${slug} train B=${B}` }))),
-  ...(withW4 ? [{ name: W4, transformer: true, B: 1 }] : []),
-];
-// The issue's targets for tfjs time / ours.
-const target = (w) => (w.transformer ? 5 : ['mnist-mlp', 'mnist-cnn', 'cifar-cnn'].includes(w.slug) ? 2 : null);
-
-async function visionContenders(w) {
-  const bench = new rlx.VisionBench(w.slug), info = bench.info();
-  const init0 = bench.init_params(1), { x, labels } = bench.synthetic_batch(2, w.B);
-  const fns = {}, losses = {}, cleanup = [], extra = {};
-  const track = (name, loss) => (losses[name] ??= []).push(loss);
-  if (contenders.includes('rlx-webgpu')) {
-    const o = await oursVision(w.slug, w.B, init0, x, labels, info);
-    fns['rlx-webgpu'] = async () => { await o.gs.run(); track('rlx-webgpu', o.gs.output(0)[0]); };
-    extra['rlx-webgpu'] = { dispatches: o.gs.dispatchCount, pipelines: o.gs.pipelineCount };
-    cleanup.push(async () => {
-      if (args.profile) extra['rlx-webgpu'].profile = await profileOurs(w.name, o.gs);
-      o.free();
-    });
-  }
-  if (tf) {
-    const dims = [w.B, ...info.input_dims];
-    const xs = tf.tensor(dims.length === 4 ? nchwToNhwc(x, dims) : x, dims.length === 4 ? [w.B, dims[2], dims[3], dims[1]] : dims);
-    const ys = tf.tidy(() => tf.cast(tf.oneHot(tf.tensor1d(Int32Array.from(labels), 'int32'), 10), 'float32'));
-    const { params, forward } = tfjsVisionModel(tf, w.slug, info, init0);
-    const opt = tf.train.sgd(0.01), vars = Object.values(params);
-    fns['tfjs-webgpu'] = async () => {
-      const loss = opt.minimize(() => tf.losses.softmaxCrossEntropy(ys, forward(xs)), true, vars);
-      track('tfjs-webgpu', (await loss.data())[0]);
-      loss.dispose();
-    };
-    cleanup.push(() => { opt.dispose(); tf.dispose([xs, ys, ...vars]); });
-  }
-  const check = (name) => (losses[name] ? `loss ${losses[name][0].toFixed(4)} -> ${losses[name].at(-1).toFixed(4)}` : '');
-  const first = (name) => losses[name]?.[0];
-  return { fns, check, first, extra, done: async () => { for (const f of cleanup) await f(); bench.free(); } };
-}
-
-async function transformerContenders() {
-  const weights = w4Weights(), fns = {}, outs = {}, cleanup = [], extra = {};
-  if (contenders.includes('rlx-webgpu')) {
-    const o = await oursTransformer(weights);
-    fns['rlx-webgpu'] = async () => { await o.gs.run(); outs['rlx-webgpu'] = o.gs.output(0); };
-    extra['rlx-webgpu'] = { dispatches: o.gs.dispatchCount, pipelines: o.gs.pipelineCount };
-    cleanup.push(async () => {
-      if (args.profile) extra['rlx-webgpu'].profile = await profileOurs(W4, o.gs);
-      o.free();
-    });
-  }
-  if (tf) {
-    const model = tfjsTransformer(tf, weights);
-    fns['tfjs-webgpu'] = async () => {
-      const t = tf.tidy(model.forward);
-      outs['tfjs-webgpu'] = await t.data();
-      t.dispose();
-    };
-    cleanup.push(() => model.dispose());
-  }
-  const check = (name) => {
-    const o = outs[name];
-    return o ? `logits[0..2]=${[...o.slice(0, 3)].map((v) => v.toFixed(4)).join(',')} sum=${o.reduce((a, b) => a + b, 0).toFixed(3)}` : '';
-  };
-  // The largest |ours - tfjs| of the logits, relative to 1 + |tfjs|.
-  const diff = () => {
-    const a = outs['rlx-webgpu'], b = outs['tfjs-webgpu'];
-    return a && b ? a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i]) / (1 + Math.abs(b[i]))), 0) : null;
-  };
-  return { fns, check, diff, extra, done: async () => { for (const f of cleanup) await f(); } };
-}
-
+const WORKLOADS = workloadList(models, batches, withW4);
 const results = [], problems = [];
 for (const w of WORKLOADS) {
-  const c = w.transformer ? await transformerContenders() : await visionContenders(w);
-  const names = Object.keys(c.fns);
-  const measured = await benchInterleaved(names.map((n) => c.fns[n]), (f) => settle(names[f]));
-  names.forEach((backend, i) => {
-    const row = { backend, workload: w.name, batch: w.B, ...measured[i], samples_per_s: (w.B * 1000) / measured[i].median_ms,
-                  check: c.check(backend), ...c.extra[backend] };
-    results.push(row);
-  });
-  // Same params and batch: the first losses (W4: the logits) must agree.
-  if (c.first && names.length === 2) {
-    const a = c.first('rlx-webgpu'), b = c.first('tfjs-webgpu');
-    if (!(Math.abs(a - b) <= 1e-3 * (1 + Math.abs(b)))) problems.push(`${w.name}: first loss ours ${a} vs tfjs ${b}`);
-  }
-  if (c.diff && names.length === 2) {
-    const d = c.diff();
-    if (!(d <= 2e-3)) problems.push(`${W4}: logits differ from tfjs's by ${d} (relative)`);
-  }
-  await c.done();
-  process.stderr.write(`  ${w.name}: ${names.map((n, i) => `${n} ${measured[i].median_ms.toFixed(3)} ms`).join(', ')}\n`);
+  const m = await bench.measureWorkload(w, budgetMs);
+  results.push(...m.rows);
+  problems.push(...m.problems);
+  process.stderr.write(`${m.line}\n`);
 }
 
 // ---- report -------------------------------------------------------------------------
-const find = (backend, w) => results.find((r) => r.backend === backend && r.workload === w.name);
-const fmt = (v) => (v >= 100 ? Math.round(v).toLocaleString('en-US') : v >= 10 ? v.toFixed(1) : v.toFixed(2));
-const head = ['workload', 'rlx ms', 'tfjs ms', 'rlx /s', 'tfjs /s', 'tfjs/rlx', 'target', 'dispatches'];
-const widths = [24, 9, 9, 10, 10, 9, 8, 10];
-const line = (cells) => cells.map((c, i) => (i ? String(c).padStart(widths[i]) : String(c).padEnd(widths[i]))).join(' ');
-const rows = WORKLOADS.map((w) => {
-  const ours = find('rlx-webgpu', w), theirs = find('tfjs-webgpu', w);
-  const ratio = ours && theirs ? theirs.median_ms / ours.median_ms : null;
-  const t = target(w);
-  if (ratio) Object.assign(ours, { ratio_vs_tfjs: ratio, target: t });
-  return line([w.name, ours ? fmt(ours.median_ms) : '-', theirs ? fmt(theirs.median_ms) : '-',
-    ours ? fmt(ours.samples_per_s) : '-', theirs ? fmt(theirs.samples_per_s) : '-', ratio ? `${ratio.toFixed(2)}x` : '-',
-    t ? `${t}x${ratio ? (ratio >= t ? ' ok' : ' NO') : ''}` : '', ours?.dispatches ?? '-']);
-});
 console.log([
   `WebGPU model speed on ${adapterName} (Dawn in Node ${process.version}; tfjs ${tf?.version_core ?? '-'}): median ms per`,
   'training step (W4: per forward), samples/s (W4: forwards/s); tfjs/rlx = tfjs time / ours (> 1: ours faster)',
-  line(head), ...rows,
-  'checks (first -> last loss, same initial params and batch for both; W4: logits of both):',
-  ...WORKLOADS.map((w) => `  ${w.name.padEnd(24)} ${CONTENDERS.map((b) => find(b, w)).filter((r) => r?.check)
-    .map((r) => `${r.backend}: ${r.check}`).join('; ')}`),
+  ...reportLines(WORKLOADS, results),
 ].join('\n'));
 for (const p of problems) console.error(`webgpu_models: MISMATCH ${p}`);
 const env = { adapter: adapterName, node: process.version, cpu: os.cpus()[0]?.model, cores: os.cpus().length,
