@@ -29,6 +29,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import init, * as rlx from '../web/pkg/rlx_web.js';
+import { tfjsVisionModel, nchwToNhwc } from './tfjs_models.mjs';
 
 // --key=value options; a bare --flag is true.
 const args = Object.fromEntries(process.argv.slice(2).map((a) => {
@@ -190,73 +191,6 @@ async function printKernels(name, fn) {
     .slice(0, 8).map(([k, ms]) => `${k} ${ms.toFixed(2)}`).join(', '));
 }
 
-// ---- the tfjs models (NHWC), with our initial params ----------------------------------
-// Our conv weights are [O,C,KH,KW] -> tfjs [KH,KW,C,O]; fc weights after a flatten of
-// NCHW [C,H,W] rows -> NHWC [H,W,C] rows.
-function convW(w, [O, C, KH, KW]) {
-  const o = new Float32Array(w.length);
-  for (let a = 0; a < O; a++) for (let c = 0; c < C; c++) for (let i = 0; i < KH; i++) for (let j = 0; j < KW; j++)
-    o[((i * KW + j) * C + c) * O + a] = w[((a * C + c) * KH + i) * KW + j];
-  return tf.tensor4d(o, [KH, KW, C, O]);
-}
-function fcAfterFlatten(w, [C, H, W], out) {
-  const o = new Float32Array(w.length);
-  for (let c = 0; c < C; c++) for (let h = 0; h < H; h++) for (let x = 0; x < W; x++)
-    for (let n = 0; n < out; n++) o[((h * W + x) * C + c) * out + n] = w[((c * H + h) * W + x) * out + n];
-  return tf.tensor2d(o, [C * H * W, out]);
-}
-function nchwToNhwc(x, [B, C, H, W]) {
-  const o = new Float32Array(x.length);
-  for (let b = 0; b < B; b++) for (let c = 0; c < C; c++) for (let h = 0; h < H; h++) for (let w = 0; w < W; w++)
-    o[((b * H + h) * W + w) * C + c] = x[((b * C + c) * H + h) * W + w];
-  return o;
-}
-
-function tfjsModel(slug, info, flat) {
-  const p = {}, shapes = {};
-  let off = 0;
-  info.param_names.forEach((name, i) => {
-    const shape = info.param_shapes[i], w = flat.subarray(off, off + info.param_sizes[i]);
-    off += info.param_sizes[i];
-    shapes[name] = shape;
-    if (shape.length === 4) p[name] = convW(w, shape);
-    else if (name === 'fc_w' && slug === 'mnist-cnn') p[name] = fcAfterFlatten(w, [16, 5, 5], 10);
-    else if (name === 'fc_w' && slug === 'cifar-cnn') p[name] = fcAfterFlatten(w, [128, 4, 4], 10);
-    else p[name] = tf.tensor(w, shape);
-  });
-  for (const k of Object.keys(p)) {
-    const t = p[k];
-    p[k] = tf.variable(t);
-    t.dispose();
-  }
-  const P1 = [[0, 0], [1, 1], [1, 1], [0, 0]];
-  const conv = (x, w, b, strides, pad, activation) => tf.fused.conv2d({ x, filter: p[w], strides, pad, bias: p[b], activation });
-  const pool = (h) => tf.maxPool(h, 2, 2, 'valid');
-  const dense = (h, w, b, activation) => tf.fused.matMul({ a: h, b: p[w], bias: p[b], activation });
-  const forward = {
-    'mnist-mlp': (x) => dense(dense(x, 'w1', 'b1', 'relu'), 'w2', 'b2'),
-    'mnist-cnn': (x) => {
-      let h = pool(conv(x, 'conv1_w', 'conv1_b', 1, 'valid', 'relu'));
-      h = pool(conv(h, 'conv2_w', 'conv2_b', 1, 'valid', 'relu'));
-      return dense(tf.reshape(h, [x.shape[0], 400]), 'fc_w', 'fc_b');
-    },
-    'cifar-cnn': (x) => {
-      let h = x;
-      for (const i of [1, 2, 3]) h = pool(conv(h, `conv${i}_w`, `conv${i}_b`, 1, P1, 'relu'));
-      return dense(tf.reshape(h, [x.shape[0], 2048]), 'fc_w', 'fc_b');
-    },
-    resnet: (x) => {
-      const stem = conv(x, 'stem_w', 'stem_b', 1, P1, 'relu');
-      const a = conv(stem, 'b1a_w', 'b1a_b', 1, P1, 'relu');
-      const h1 = tf.relu(tf.add(conv(a, 'b1b_w', 'b1b_b', 1, P1), stem));
-      const c = conv(h1, 'b2a_w', 'b2a_b', 2, P1, 'relu');
-      const h2 = tf.relu(tf.add(conv(c, 'b2b_w', 'b2b_b', 1, P1), conv(h1, 'skip_w', 'skip_b', 2, 'valid')));
-      return dense(tf.mean(h2, [1, 2]), 'fc_w', 'fc_b');
-    },
-  }[slug];
-  return { params: p, forward };
-}
-
 // ---- the contenders ---------------------------------------------------------------
 await init();
 const rt = rlx.runtime();
@@ -290,7 +224,7 @@ function visionContenders(w) {
     const dims = [w.B, ...info.input_dims];
     const xs = tf.tensor(dims.length === 4 ? nchwToNhwc(x, dims) : x, dims.length === 4 ? [w.B, dims[2], dims[3], dims[1]] : dims);
     const ys = tf.tidy(() => tf.cast(tf.oneHot(tf.tensor1d(labels, 'int32'), 10), 'float32'));
-    const { params, forward } = tfjsModel(w.slug, info, init);
+    const { params, forward } = tfjsVisionModel(tf, w.slug, info, init);
     const opt = tf.train.sgd(0.01), vars = Object.values(params);
     const before = tf.memory().numTensors;
     fns['tfjs-wasm'] = async () => {

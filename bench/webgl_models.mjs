@@ -131,7 +131,9 @@ window.setup = async (slug, B) => {
   ours.step();
   const firstRunMs = performance.now() - t0;
   ours.info = { passes: gs.passCount, programs: gs.plan.programs.length, textures: gs.plan.textures.length,
-    create_ms: createMs, first_run_ms: firstRunMs, renderer: gs.renderer };
+    create_ms: createMs, first_run_ms: firstRunMs, renderer: gs.renderer,
+    read_floats: gs.plan.outputs.reduce((a, o) => a + gs.plan.textures[o.texture].count, 0),
+    swaps: gs.swaps.length, assignments: (gs.plan.assignments ?? []).length };
 
   // tfjs webgl: same params and batch
   const dims = [B, ...info.input_dims];
@@ -162,6 +164,22 @@ window.steps = async (slug, who, n) => {
 };
 // Per-pass milliseconds of our plan (WebGlSession.profilePasses), summed by shader.
 window.profile = (slug) => contenders[slug].ours.gs.profilePasses(10);
+// One step's passes drawn back to back then synced (no per-pass waits), and a whole run().
+window.profileStep = (slug) => {
+  const gs = contenders[slug].ours.gs, gl = gs.gl, px = new Float32Array(4), out = {};
+  for (let r = 0; r < 3; r++) {
+    let t = performance.now();
+    gs.beginPasses();
+    for (const p of gs.passes) gs.drawPass(p);
+    gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.FLOAT, px); // the last pass's output: waits for every pass
+    gs.endPasses();
+    out.draws_ms = performance.now() - t;
+    t = performance.now();
+    gs.run();
+    out.run_ms = performance.now() - t;
+  }
+  return out;
+};
 window.ready = true;
 </script>`;
 
@@ -239,10 +257,13 @@ try {
     console.log(`${slug.padEnd(10)} ${sps(row.ours)} ${sps(row.tfjs)} ${`${row.ratio.toFixed(2)}x`.padStart(7)}  ` +
       `rlx ${row.ours.first_loss.toFixed(4)} -> ${row.ours.loss.toFixed(4)}, tfjs ${row.tfjs.first_loss.toFixed(4)} -> ` +
       `${row.tfjs.loss.toFixed(4)}; rlx plan: ${row.ours.passes} passes, ${row.ours.programs} programs, ` +
-      `create ${row.ours.create_ms.toFixed(0)} ms, first run ${row.ours.first_run_ms.toFixed(0)} ms`);
+      `create ${row.ours.create_ms.toFixed(0)} ms, first run ${row.ours.first_run_ms.toFixed(0)} ms, ` +
+      `reads ${row.ours.read_floats} floats, ${row.ours.swaps}/${row.ours.assignments} assignments swapped`);
   }
   if (args.profile !== undefined) {
     for (const slug of MODELS) {
+      const step = await page.evaluate((s) => window.profileStep(s), slug);
+      console.log(`${slug} one step: passes drawn then synced ${step.draws_ms.toFixed(1)} ms, run() ${step.run_ms.toFixed(1)} ms`);
       const rows = await page.evaluate((s) => window.profile(s), slug);
       const by = new Map();
       for (const r of rows) {

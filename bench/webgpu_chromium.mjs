@@ -95,7 +95,7 @@ const TFJS = (await build({
   entryPoints: [path.join(REPO, 'bench/webgpu_tfjs_entry.mjs')], bundle: true, write: false, format: 'esm',
   platform: 'browser', minify: true, logLevel: 'error',
 })).outputFiles[0].text;
-const BENCH_FILES = ['bench/webgpu_workloads.mjs', 'bench/webgpu_tfjs_models.mjs'].map((f) => path.join(REPO, f));
+const BENCH_FILES = ['bench/webgpu_workloads.mjs', 'bench/tfjs_models.mjs'].map((f) => path.join(REPO, f));
 const MIME = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json' };
 const server = http.createServer((req, res) => {
   const rel = decodeURIComponent(new URL(req.url, 'http://x').pathname);

@@ -13,7 +13,7 @@
 // (and the W4 logits) must agree: measureWorkload reports it when they do not.
 // Iterations are interleaved; medians are reported.
 import { createWebGpuSession } from '../web/runtime/webgpu.js';
-import { tfjsVisionModel, nchwToNhwc, tfjsTransformer, w4Weights, TCFG, W4_TOKENS } from './webgpu_tfjs_models.mjs';
+import { tfjsVisionModel, nchwToNhwc, tfjsTransformer, w4Weights, TCFG, W4_TOKENS } from './tfjs_models.mjs';
 
 export const CONTENDERS = ['rlx-webgpu', 'tfjs-webgpu'];
 export const W4 = 'W4 transformer fwd T=64';

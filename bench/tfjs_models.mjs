@@ -1,4 +1,5 @@
-// webgpu_tfjs_models.mjs - the TensorFlow.js side of bench/webgpu_models.mjs:
+// tfjs_models.mjs - the TensorFlow.js side of the model benchmarks (bench_models.mjs,
+// webgpu_models.mjs, webgpu_chromium.mjs, webgl_models.mjs):
 // the four vision models (NHWC) built from OUR initial params, and the W4
 // transformer of the TF.js anchors (/work/shared/bench/tfjs/workloads.mjs),
 // written against tfjs-core (`tf` is passed in).  The architectures match
