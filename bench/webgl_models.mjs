@@ -12,7 +12,8 @@
 //   node bench/webgl_models.mjs [--rounds=5] [--steps=6] [--batch=64]
 //        [--models=mnist-mlp,mnist-cnn] [--out=build/bench/webgl.json] [--profile]
 //        [--wasm=web/pkg/rlx_web.wasm]
-// --profile also prints where one step of ours spends its time, by op and shader.
+// --profile also prints where one step of ours spends its time, by op and shader
+// (--profile=all: every pass too).
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -275,6 +276,9 @@ try {
       const total = rows.reduce((a, r) => a + r.ms, 0);
       console.log(`${slug} passes (${total.toFixed(1)} ms, each drawn 10 times, then synced): ` + [...by].sort((a, b) => b[1].ms - a[1].ms)
         .map(([k, e]) => `${k}${e.n > 1 ? ` x${e.n}` : ''} ${e.ms.toFixed(1)}`).join(', '));
+      if (args.profile === 'all') {
+        for (const r of rows) console.log(`  #${r.pass} ${r.op}:${r.shader} ${r.texels} texels ${r.ms.toFixed(2)} ms`);
+      }
       console.log(`  slowest passes: ` + [...rows].sort((a, b) => b.ms - a.ms).slice(0, 8)
         .map((r) => `#${r.pass} ${r.shader} ${r.texels} texels ${r.ms.toFixed(2)}`).join(', '));
     }

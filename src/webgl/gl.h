@@ -29,7 +29,7 @@
 #define RLX_GL_MAX_INPUTS 6
 #define RLX_GL_MAX_INTS 48
 #define RLX_GL_MAX_FLOATS 8
-#define RLX_GL_MAX_DEFINES 6
+#define RLX_GL_MAX_DEFINES 8
 #define RLX_GL_MAX_PASSES 6
 
 /* A pass input or output: an op input, the op output, or a temporary

@@ -113,12 +113,31 @@ typedef struct {
   const rlx_shape *place;
   int32_t place_row[RLX_MAX_RANK], place_col[RLX_MAX_RANK];
   int32_t place_temp; /* > 0: unpack into temp place_temp - 1 instead of the op output */
+  int32_t *packed_out; /* non-NULL: no unpack pass; receives the temp holding P packed
+                        * (rows of ceil(N / 4) texels, rlx_gl_packed_layout) */
 } rlx_gl_gemm;
 int rlx_gl_add_packed_gemm(rlx_gl_lowering *l, const rlx_gl_gemm *g, int32_t max_width);
 /* Drops the final unpack pass of a packed gemm whose output is a 4-floats-
  * per-texel [rows, 4 * ort] value, the matmul writing it directly; 1 when
  * done (plan_gl.c calls it for outputs it gave that layout). */
 int rlx_gl_packed_direct(rlx_gl_lowering *l);
+
+/* add (op 0) or sub (op 1) of a and the product b * c in one binary.frag
+ * pass (lower_elementwise.c); c->in_node = {a, b, c}. */
+rlx_status rlx_gl_lower_mul_into(const rlx_gl_ctx *c, rlx_gl_lowering *out, int32_t op);
+
+/* Layout decisions of the planner (plan_layout.c).  Whether a shader reads
+ * its inputs in either layout (flat R32F or 4 floats per texel) / writes
+ * through common.glsl's main() (either layout); whether flat temp t of a
+ * lowering may hold 4 floats per texel; the defines a planned pass gets
+ * from its textures' layouts (4 elements per fragment, one-texel fetches);
+ * the add/sub(a, mul(b, c)) pairs computed by one pass (per node: the
+ * partner, or -1). */
+int rlx_gl_reads_flat_safe(const char *shader);
+int rlx_gl_writes_flat_safe(const char *shader);
+int rlx_gl_temp_v4(const rlx_gl_lowering *l, int32_t t);
+void rlx_gl_add_v4_defines(rlx_gl_planned_pass *pp, const rlx_gl_state *w);
+rlx_status rlx_gl_find_fusions(const rlx_plan *p, int32_t *fused);
 
 /* The copy passes of the training assignments (after the steps' passes),
  * written into out (room for plan.n_outputs); returns their number. */

@@ -1,5 +1,6 @@
 /* lower_elementwise.c - WebGL2 lowerings of the elementwise ops: the
- * broadcasting binary ops and comparisons (glsl/binary.frag), where
+ * broadcasting binary ops and comparisons (glsl/binary.frag, also a op
+ * (b * c) for the planner's fused add/sub of a product), where
  * (where.frag), the unary ops (unary.frag) and the gradients of gelu and
  * silu (pointwise_grad.frag).  One pass each; the op is a define, so each
  * op kind is one program. */
@@ -19,6 +20,20 @@ static rlx_status lower_binary(const rlx_gl_ctx *c, rlx_gl_lowering *out, int32_
   rlx_gl_in(p, RLX_GLT_INPUT, 1);
   operand_strides(c, 2, strides);
   rlx_gl_iter(p, &c->node->shape, 2, (const int32_t(*)[RLX_MAX_RANK])strides, NULL);
+  return RLX_OK;
+}
+
+/* a op (b * c), broadcast (plan_gl.c fuses add/sub(a, mul(b, c)) when the
+ * mul has no other reader): binary.frag with MUL3; c->in_node = {a, b, c},
+ * c->node the add or sub. */
+rlx_status rlx_gl_lower_mul_into(const rlx_gl_ctx *c, rlx_gl_lowering *out, int32_t op) {
+  int32_t strides[3][RLX_MAX_RANK];
+  rlx_gl_pass *p = rlx_gl_add(out, "binary");
+  rlx_gl_define(p, "OP", op);
+  rlx_gl_define(p, "MUL3", 1);
+  for (int32_t k = 0; k < 3; k++) rlx_gl_in(p, RLX_GLT_INPUT, k);
+  operand_strides(c, 3, strides);
+  rlx_gl_iter(p, &c->node->shape, 3, (const int32_t(*)[RLX_MAX_RANK])strides, NULL);
   return RLX_OK;
 }
 

@@ -3,7 +3,9 @@
  * texture, 4 values along k per texel (glsl/pack4.frag), one pass
  * multiplies them 4 outputs per fragment into a packed result
  * (glsl/matmul_packed.frag), and one pass puts the result in the op's flat
- * output (glsl/unpack4.frag).  Reading 4 values per fetch is what makes
+ * output (glsl/unpack4.frag), unless the planner finds the packed result
+ * already is the output's layout (rlx_gl_packed_direct) or the caller
+ * keeps it packed (col2im).  Reading 4 values per fetch is what makes
  * this faster than the flat shaders, whose loops are fetch-bound. */
 #include <string.h>
 
@@ -56,6 +58,10 @@ int rlx_gl_add_packed_gemm(rlx_gl_lowering *l, const rlx_gl_gemm *g, int32_t max
   rlx_gl_iter(p, &g->batch, 2, (const int32_t(*)[RLX_MAX_RANK])strides, NULL);
   const int32_t tail[] = {g->M, g->N, kt, pa, pb, ot, po, (int32_t)out_rows, wa, wb, wo};
   for (size_t k = 0; k < sizeof tail / sizeof *tail; k++) rlx_gl_int(p, tail[k]);
+  if (g->packed_out) {
+    *g->packed_out = to;
+    return p != NULL;
+  }
   p = rlx_gl_add(l, "unpack4");
   rlx_gl_in(p, RLX_GLT_TEMP, to);
   if (g->place_temp > 0) rlx_gl_out(p, RLX_GLT_TEMP, g->place_temp - 1);

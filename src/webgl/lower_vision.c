@@ -29,23 +29,26 @@ static void conv_ints(rlx_gl_pass *p, const int32_t *x, const int32_t *w, const 
 }
 
 /* Without padding and groups, a conv is a packed matmul (lower_packed.c)
- * over im2col rows that pack4 gathers straight from x: rows (n, oh, ow),
- * k = (c, kh, kw).  y = P[(n, oh, ow), o] with B's rows the filters. */
+ * per image n: A's rows the filters o (shared by all images), B's rows
+ * the im2col rows (oh, ow) that pack4 gathers straight from x, k = (c, kh,
+ * kw).  P[n, o, (oh, ow)] is y's flat order, so when OH * OW is a multiple
+ * of 4 the matmul can write y directly (rlx_gl_packed_direct). */
 static int conv_packed(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   const int32_t *x = c->in_node[0]->shape.dims, *w = c->in_node[1]->shape.dims, *y = c->node->shape.dims;
   const int32_t *at = c->node->iattr;
   if (at[2] != 0 || at[3] != 0 || at[6] != 1) return 0;
   const int32_t C = x[1], H = x[2], W = x[3], KH = w[2], KW = w[3];
-  rlx_shape a_rows = {3, {y[0], y[2], y[3]}}, b_rows = {1, {w[0]}};
+  rlx_shape a_rows = {1, {w[0]}}, b_rows = {3, {y[0], y[2], y[3]}};
   rlx_gl_gemm g;
   memset(&g, 0, sizeof g);
-  g.M = y[0] * y[2] * y[3];
-  g.N = w[0];
+  g.M = w[0];
+  g.N = y[2] * y[3];
   g.K = C * KH * KW;
-  g.a = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 0}, 0, &a_rows, {C * H * W, at[0] * W, at[1]}, {KW, KH}, {at[5], at[4] * W, H * W}, {0}};
-  g.b = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 1}, 0, &b_rows, {g.K}, {g.K, 1}, {1, 0, 0}, {0}};
+  g.batch = (rlx_shape){1, {y[0]}};
+  g.a = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 1}, 0, &a_rows, {g.K}, {g.K, 1}, {1, 0, 0}, {0}};
+  g.b = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 0}, 0, &b_rows, {C * H * W, at[0] * W, at[1]}, {KW, KH}, {at[5], at[4] * W, H * W}, {g.N}};
   g.place = &c->node->shape;
-  const int32_t row[4] = {y[2] * y[3], 0, y[3], 1}, col[4] = {0, 1, 0, 0};
+  const int32_t row[4] = {w[0], 1, 0, 0}, col[4] = {0, 0, y[3], 1};
   memcpy(g.place_row, row, sizeof row);
   memcpy(g.place_col, col, sizeof col);
   return rlx_gl_add_packed_gemm(out, &g, c->max_width);
@@ -142,12 +145,45 @@ static int conv_grad_input_packed(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   return 0;
 }
 
+/* Without groups, any stride, padding and dilation: the packed matmul
+ * P[(n, oh, ow), (c, kh, kw)] = sum_o dy[n, o, oh, ow] * w[o, c, kh, kw]
+ * (K = O), kept packed, then col2im.frag sums each dx cell's window
+ * entries of P.  Fewer and smaller passes than padding dy and gathering
+ * its im2col rows (conv_grad_input_packed). */
+static int conv_grad_input_col2im(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
+  const int32_t *dy = c->in_node[0]->shape.dims, *w = c->in_node[1]->shape.dims, *x = c->node->shape.dims;
+  const int32_t *at = c->node->iattr;
+  const int32_t N = dy[0], O = dy[1], OH = dy[2], OW = dy[3], C = x[1], H = x[2], W = x[3], KH = w[2], KW = w[3];
+  if (at[6] != 1 || at[0] < 1 || at[1] < 1) return 0;
+  rlx_shape a_rows = {3, {N, OH, OW}}, b_rows = {1, {C * KH * KW}};
+  rlx_gl_gemm g;
+  memset(&g, 0, sizeof g);
+  int32_t packed = -1;
+  g.M = N * OH * OW;
+  g.N = C * KH * KW;
+  g.K = O;
+  g.a = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 0}, 0, &a_rows, {O * OH * OW, OW, 1}, {O, 1}, {OH * OW, 0, 0}, {0}};
+  g.b = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 1}, 0, &b_rows, {1}, {O, 1}, {C * KH * KW, 0, 0}, {0}};
+  g.packed_out = &packed;
+  if (!rlx_gl_add_packed_gemm(out, &g, c->max_width) || packed < 0) {
+    memset(out, 0, sizeof *out);
+    return 0;
+  }
+  int32_t per, width, height;
+  rlx_gl_packed_layout((size_t)g.M, (g.N + 3) / 4, c->max_width, &per, &width, &height);
+  rlx_gl_pass *p = rlx_gl_add(out, "col2im");
+  rlx_gl_in(p, RLX_GLT_TEMP, packed);
+  const int32_t v[17] = {N, C, H, W, OH, OW, KH, KW, at[0], at[1], at[2], at[3], at[4], at[5], (g.N + 3) / 4, per, width};
+  for (int32_t k = 0; k < 17; k++) rlx_gl_int(p, v[k]);
+  return p != NULL;
+}
+
 /* dy[N,O,OH,OW], w[O,C/g,KH,KW] -> dx[N,C,H,W]; iattr = conv2d's 7 + {H, W}.
  * Packed (conv_grad_input_packed) at stride 1 without groups; else
  * conv_grad_input.frag, whose 3x3 kernels at stride 1 take the unrolled path (K3). */
 rlx_status rlx_gl_lower_conv2d_grad_input(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   const int32_t *w = c->in_node[1]->shape.dims, *at = c->node->iattr;
-  if (conv_grad_input_packed(c, out)) return RLX_OK;
+  if (conv_grad_input_col2im(c, out) || conv_grad_input_packed(c, out)) return RLX_OK;
   rlx_gl_pass *p = rlx_gl_add(out, "conv_grad_input");
   rlx_gl_define(p, "K3", w[2] == 3 && w[3] == 3 && at[0] == 1 && at[1] == 1);
   rlx_gl_in(p, RLX_GLT_INPUT, 0);

@@ -1,11 +1,14 @@
 /* plan_gl.c - compiling for RLX_DEVICE_WEBGL: the plan is built without
  * fusion, every step is lowered to render passes (rlx_gl_lower_<op>), and
- * every value gets a texture (gl_plan.h says how textures are shared).
- * Each lowering is checked here, at compile time: pass count, inputs,
- * temps, a known shader with a C twin, and no pass reading its own output
- * texture.  Textures are near square; values that only flat-safe shaders
- * write and read hold 4 floats per texel (choose_v4), packed matmul temps
- * are RGBA rows (gl_plan.h). */
+ * every value gets a texture (gl_plan.h says how textures are shared);
+ * only an add/sub of a product read by nothing else becomes one pass
+ * (plan_layout.c).  Each lowering is checked here, at compile time: pass
+ * count, inputs, temps, a known shader with a C twin, and no pass reading
+ * its own output texture.  Textures are near square; values (choose_v4)
+ * and temps that only flat-safe readers read, written through
+ * common.glsl's main(), hold 4 floats per texel, which lets packed
+ * matmuls write them directly and sets per-pass defines (plan_layout.c);
+ * packed matmul temps are RGBA rows (gl_plan.h). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -72,6 +75,8 @@ typedef struct {
   uint8_t *is_free; /* per texture */
   int32_t cap_free;
   uint8_t *v4;      /* per node: its texture may hold 4 floats per texel */
+  int32_t *fused;   /* per node: an add/sub's fused mul, a fused mul's
+                     * add/sub (rlx_gl_find_fusions), or -1 */
 } planner;
 
 static int32_t new_texture(planner *pl, size_t count, int32_t row_texels, int32_t v4, rlx_gl_tex_role role,
@@ -124,19 +129,6 @@ static int32_t take_texture(planner *pl, size_t count, int32_t row_texels, int32
   return new_texture(pl, count, row_texels, v4, role, node);
 }
 
-/* Shaders that read their inputs only through rlx_fetch (or pack4's
- * pack_fetch) and write through common.glsl's main(): they work on
- * textures of either layout (glsl/common.glsl). */
-static int flat_safe(const char *shader) {
-  static const char *const names[] = {"binary", "unary", "copy", "where", "strided", "pad", "gather", "concat",
-                                      "scatter_add", "pointwise_grad", "rope", "unpack4", NULL};
-  for (int32_t k = 0; names[k]; k++)
-    if (strcmp(names[k], shader) == 0) return 1;
-  return 0;
-}
-
-static int reads_flat_safe(const char *shader) { return flat_safe(shader) || strcmp(shader, "pack4") == 0; }
-
 static int32_t root_of(const rlx_plan *p, int32_t id) {
   while (rlx_plan_is_view(&p->graph.nodes[id])) id = p->graph.nodes[id].inputs[0];
   return id;
@@ -152,40 +144,6 @@ static rlx_status add_pass(rlx_gl_state *w, const rlx_gl_planned_pass *pp) {
   }
   w->passes[w->n_passes++] = *pp;
   return RLX_OK;
-}
-
-/* The 4-elements-per-fragment defines of a pass writing 4 floats per texel
- * (glsl/binary.frag, unary.frag, copy.frag rlx_value4): fixed per pass, as
- * a software rasterizer runs both sides of a branch.  binary: RLX_RUN4
- * when a fragment's 4 elements lie on one line of the iteration's
- * innermost axis, then per operand F4_k = 1 (innermost stride 0: one
- * fetch), 2 (stride 1 and every offset of a run 4-aligned in a 4-floats-
- * per-texel input: one texel) or 0 (four fetches).  unary, copy: F4_0 = 2
- * when the input holds 4 floats per texel.  The C twins compute the same
- * values either way. */
-static void add_v4_defines(rlx_gl_planned_pass *pp, const rlx_gl_state *w) {
-  rlx_gl_pass *ps = &pp->pass;
-  if (!w->tex[pp->out_tex].v4) return;
-  if (strcmp(ps->shader, "unary") == 0 || strcmp(ps->shader, "copy") == 0) {
-    if (ps->n_inputs == 1 && w->tex[pp->in_tex[0]].v4) rlx_gl_define(ps, "F4_0", 2);
-    return;
-  }
-  if (strcmp(ps->shader, "binary") != 0 || ps->n_inputs != 2) return;
-  const int32_t *u = ps->ints, rank = u[0];
-  if (rank < 1 || rank > RLX_MAX_RANK || (rank > 1 && u[1] % 4 != 0)) return;
-  rlx_gl_define(ps, "RLX_RUN4", 1);
-  for (int32_t k = 0; k < 2; k++) {
-    const int32_t *st = &u[9 + 8 * k];
-    int32_t mode = 0;
-    if (st[0] == 0) {
-      mode = 1;
-    } else if (st[0] == 1 && w->tex[pp->in_tex[k]].v4 && u[33 + k] % 4 == 0) {
-      mode = 2;
-      for (int32_t d = 1; d < rank; d++)
-        if (st[d] % 4 != 0) mode = 0;
-    }
-    rlx_gl_define(ps, k == 0 ? "F4_0" : "F4_1", mode);
-  }
 }
 
 /* Resolves a pass's texture reference; -1 when it names nothing. */
@@ -206,6 +164,17 @@ static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
   rlx_gl_state *w = pl->w;
   int32_t id = p->steps[step];
   const rlx_node_t *n = &p->graph.nodes[id];
+  rlx_node_t joined; /* a fused add/sub: inputs {a, b, c} of a op (b * c) */
+  const int32_t fm = pl->fused[id];
+  if (fm >= 0 && p->graph.nodes[fm].op == RLX_OP_MUL && n->op != RLX_OP_MUL) {
+    joined = *n;
+    joined.n_inputs = 3;
+    joined.inputs[1] = p->graph.nodes[fm].inputs[0];
+    joined.inputs[2] = p->graph.nodes[fm].inputs[1];
+    n = &joined;
+  } else if (fm >= 0) {
+    return RLX_OK; /* a mul computed by its add/sub's pass; its inputs stay */
+  }
   rlx_gl_ctx ctx;
   rlx_gl_lowering l;
   memset(&ctx, 0, sizeof ctx);
@@ -213,7 +182,7 @@ static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
   ctx.node = n;
   ctx.max_width = w->max_width;
   for (int32_t k = 0; k < n->n_inputs; k++) ctx.in_node[k] = &p->graph.nodes[n->inputs[k]];
-  rlx_status st = lowerings[n->op](&ctx, &l);
+  rlx_status st = n == &joined ? rlx_gl_lower_mul_into(&ctx, &l, n->op == RLX_OP_SUB) : lowerings[n->op](&ctx, &l);
   if (st != RLX_OK) return st;
   if (pl->v4[id]) rlx_gl_packed_direct(&l);
   if (l.n <= 0 || l.n > RLX_GL_MAX_PASSES || l.n_temps < 0 || l.n_temps > RLX_GL_MAX_PASSES)
@@ -223,7 +192,8 @@ static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
   for (int32_t t = 0; t < l.n_temps; t++) {
     if (l.temp_count[t] == 0)
       return rlx_error(RLX_ERR_STATE, "webgl: the lowering of %s asked for an empty temp", rlx_op_name(n->op));
-    if ((temps[t] = take_texture(pl, l.temp_count[t], l.temp_row_texels[t], 0, RLX_GLK_TEMP, -1)) < 0)
+    temps[t] = take_texture(pl, l.temp_count[t], l.temp_row_texels[t], rlx_gl_temp_v4(&l, t), RLX_GLK_TEMP, -1);
+    if (temps[t] < 0)
       return rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory planning textures");
   }
   int32_t out_tex = take_texture(pl, rlx_shape_numel(&n->shape), 0, pl->v4[id], RLX_GLK_VALUE, id);
@@ -252,14 +222,15 @@ static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
         return rlx_error(RLX_ERR_STATE, "webgl: pass %d of %s reads the texture it writes", (int)i,
                          rlx_op_name(n->op));
     }
-    add_v4_defines(&pp, w);
+    rlx_gl_add_v4_defines(&pp, w);
     if ((st = add_pass(w, &pp)) != RLX_OK) return st;
   }
   if (!wrote_output) return rlx_error(RLX_ERR_STATE, "webgl: no pass of %s writes its output", rlx_op_name(n->op));
   for (int32_t t = 0; t < l.n_temps; t++) pl->is_free[temps[t]] = 1;
   for (int32_t k = 0; k < n->n_inputs; k++) {
     int32_t r = root_of(p, n->inputs[k]);
-    if (p->first_step[r] >= 0 && p->last_step[r] == step) pl->is_free[w->node_tex[r]] = 1;
+    /* <=: a fused mul's inputs were last read at the mul's step */
+    if (p->first_step[r] >= 0 && p->last_step[r] <= step) pl->is_free[w->node_tex[r]] = 1;
   }
   if (p->last_step[id] == step) pl->is_free[out_tex] = 1; /* never read */
   return RLX_OK;
@@ -288,11 +259,11 @@ static void choose_v4(const rlx_plan *p, int32_t max_width, uint8_t *v4) {
     }
     for (int32_t i = 0; i < l.n; i++) {
       const rlx_gl_pass *ps = &l.p[i];
-      if (ps->output.kind == RLX_GLT_OUTPUT && (!ps->shader || !flat_safe(ps->shader))) v4[id] = 0;
+      if (ps->output.kind == RLX_GLT_OUTPUT && (!ps->shader || !rlx_gl_writes_flat_safe(ps->shader))) v4[id] = 0;
       for (int32_t k = 0; k < ps->n_inputs; k++) {
         const rlx_gl_tex *r = &ps->inputs[k];
         if (r->kind == RLX_GLT_INPUT && r->index >= 0 && r->index < n->n_inputs &&
-            (!ps->shader || !reads_flat_safe(ps->shader)))
+            (!ps->shader || !rlx_gl_reads_flat_safe(ps->shader)))
           v4[root_of(p, n->inputs[r->index])] = 0;
       }
     }
@@ -308,7 +279,7 @@ static void choose_v4(const rlx_plan *p, int32_t max_width, uint8_t *v4) {
 rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
   rlx_gl_state_free(s);
   const rlx_plan *p = &s->plan;
-  planner pl = {NULL, NULL, 0, NULL};
+  planner pl = {NULL, NULL, 0, NULL, NULL};
   rlx_status st = RLX_OK;
   if (!(pl.w = rlx_calloc(1, sizeof *pl.w))) return rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory");
   s->webgl = pl.w;
@@ -318,6 +289,11 @@ rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
     goto done;
   }
   choose_v4(p, pl.w->max_width, pl.v4);
+  if (!(pl.fused = rlx_malloc(((size_t)p->graph.n_nodes + 1) * sizeof(int32_t)))) {
+    st = rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory");
+    goto done;
+  }
+  if ((st = rlx_gl_find_fusions(p, pl.fused)) != RLX_OK) goto done;
   if (!(pl.w->node_tex = rlx_malloc(((size_t)p->graph.n_nodes + 1) * sizeof(int32_t)))) {
     st = rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory");
     goto done;
@@ -351,6 +327,7 @@ rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
 done:
   rlx_free(pl.is_free, (size_t)pl.cap_free);
   rlx_free(pl.v4, (size_t)p->graph.n_nodes + 1);
+  rlx_free(pl.fused, ((size_t)p->graph.n_nodes + 1) * sizeof(int32_t));
   if (st != RLX_OK) rlx_gl_state_free(s);
   return st;
 }

@@ -45,9 +45,11 @@ static float binary_op(int32_t op, float x, float y) {
 
 void rlx_glref_binary(const rlx_glref_args *a) {
   int32_t op = rlx_gl_define_value(a->pass, "OP", 0), off[3];
+  const int mul3 = rlx_gl_define_value(a->pass, "MUL3", 0) != 0;
   for (size_t i = 0; i < a->out_n; i++) {
     rlx_glref_iter(a->pass->ints, (int32_t)i, off);
-    a->out[i] = binary_op(op, a->in[0][off[0]], a->in[1][off[1]]);
+    const float y = mul3 ? a->in[1][off[1]] * a->in[2][off[2]] : a->in[1][off[1]];
+    a->out[i] = binary_op(op, a->in[0][off[0]], y);
   }
 }
 

@@ -1,5 +1,5 @@
-/* ref_packed.c - C twins of pack4.frag, matmul_packed.frag and
- * unpack4.frag (the packed matmul of lower_packed.c): the same index math
+/* ref_packed.c - C twins of pack4.frag, matmul_packed.frag, unpack4.frag
+ * (the packed matmul of lower_packed.c) and col2im.frag: the same index math
  * on the flat float arrays of packed textures (4 floats per texel, texel
  * (x, y) at 4 * (y * width + x)), and the same sums (dot products in
  * x, y, z, w order, added to 4 running sums). */
@@ -62,5 +62,27 @@ void rlx_glref_unpack4(const rlx_glref_args *a) {
   for (size_t i = 0; i < a->out_n; i++) {
     rlx_glref_iter(u, (int32_t)i, off);
     a->out[i] = a->in[0][rlx_gl_packed_index(off[0], off[1], rt, per, width)];
+  }
+}
+
+void rlx_glref_col2im(const rlx_glref_args *a) {
+  const int32_t *u = a->pass->ints;
+  const int32_t C = u[1], H = u[2], W = u[3], OH = u[4], OW = u[5], KH = u[6], KW = u[7];
+  const int32_t sh = u[8], sw = u[9], ph = u[10], pw = u[11], dh = u[12], dw = u[13], rt = u[14], per = u[15], width = u[16];
+  for (size_t i = 0; i < a->out_n; i++) {
+    const int32_t w = (int32_t)(i % (size_t)W), h = (int32_t)(i / (size_t)W % (size_t)H);
+    const int32_t ch = (int32_t)(i / ((size_t)W * (size_t)H) % (size_t)C), n = (int32_t)(i / ((size_t)W * (size_t)H * (size_t)C));
+    float acc = 0.0f;
+    for (int32_t kh = 0; kh < KH; kh++) {
+      const int32_t th = h + ph - kh * dh;
+      if (th < 0 || th % sh != 0 || th / sh >= OH) continue;
+      for (int32_t kw = 0; kw < KW; kw++) {
+        const int32_t tw = w + pw - kw * dw;
+        if (tw < 0 || tw % sw != 0 || tw / sw >= OW) continue;
+        const int32_t row = (n * OH + th / sh) * OW + tw / sw, col = (ch * KH + kh) * KW + kw;
+        acc += a->in[0][rlx_gl_packed_index(row, col, rt, per, width)];
+      }
+    }
+    a->out[i] = acc;
   }
 }

@@ -10,7 +10,9 @@
  * compile without fusion) and are only counted.
  * Planner tests: texture layout within max_width, textures reused once
  * their values are dead, views sharing textures, the plan document,
- * training steps with assignments, allocation failures.
+ * training steps with assignments, allocation failures, packed matmuls
+ * writing 4-floats-per-texel outputs directly, add/sub of a product
+ * fused into one pass.
  * Usage: test_webgl_plan [substring]  runs only op cases whose name has it. */
 #include <math.h>
 #include <setjmp.h>
@@ -163,6 +165,104 @@ static void textures_are_reused_when_dead(void **state) {
   assert_int_equal(w->tex[w->node_tex[s->plan.outputs[0]]].count, (size_t)m);
   rlx_session_free(s);
   rlx_graph_free(g);
+}
+
+/* Passes of node id with shader `shader`. */
+static int count_passes(const rlx_gl_state *w, int32_t id, const char *shader) {
+  int c = 0;
+  for (int32_t i = 0; i < w->n_passes; i++) c += w->passes[i].node == id && strcmp(w->passes[i].pass.shader, shader) == 0;
+  return c;
+}
+
+/* A packed matmul whose output holds 4 floats per texel and has N % 4 == 0
+ * writes it directly (no unpack4 pass); with N % 4 != 0 the unpack stays.
+ * The relus after them read 4 floats per texel at once (F4_0 = 2).  Both
+ * products still match a plain triple loop. */
+static void packed_matmul_writes_v4_outputs(void **state) {
+  (void)state;
+  enum { M = 6, K = 20, N1 = 8, N2 = 10 };
+  rlx_graph *g = rlx_graph_new();
+  int32_t da[2] = {M, K}, db[2] = {K, N1}, dc[2] = {K, N2};
+  rlx_node a = rlx_input(g, "a", 2, da, RLX_F32), b = rlx_input(g, "b", 2, db, RLX_F32), c = rlx_input(g, "c", 2, dc, RLX_F32);
+  rlx_node y1 = rlx_matmul(g, a, b), y2 = rlx_matmul(g, a, c);
+  rlx_node outs[2] = {rlx_relu(g, y1), rlx_relu(g, y2)};
+  rlx_session *s = compile_gl(g, outs, 2);
+  const rlx_gl_state *w = s->webgl;
+  const rlx_graph *pg = &s->plan.graph;
+  int32_t id1 = -1, id2 = -1, r1 = -1;
+  for (int32_t id = 0; id < pg->n_nodes; id++) {
+    if (pg->nodes[id].op == RLX_OP_MATMUL) {
+      if (pg->nodes[id].shape.dims[1] == N1) id1 = id;
+      else id2 = id;
+    }
+    if (pg->nodes[id].op == RLX_OP_RELU && pg->nodes[id].shape.dims[1] == N1) r1 = id;
+  }
+  assert_true(id1 >= 0 && id2 >= 0 && r1 >= 0);
+  assert_true(w->tex[w->node_tex[id1]].v4);
+  assert_int_equal(count_passes(w, id1, "matmul_packed"), 1);
+  assert_int_equal(count_passes(w, id1, "unpack4"), 0);
+  assert_int_equal(count_passes(w, id2, "unpack4"), 1);
+  for (int32_t i = 0; i < w->n_passes; i++) {
+    const rlx_gl_planned_pass *pp = &w->passes[i];
+    if (pp->node == id1 && strcmp(pp->pass.shader, "matmul_packed") == 0) assert_int_equal(pp->out_tex, w->node_tex[id1]);
+    if (pp->node == r1) assert_int_equal(rlx_gl_define_value(&pp->pass, "F4_0", 0), 2);
+  }
+  float xa[M * K], xb[K * N1], xc[K * N2], want1[M * N1], want2[M * N2];
+  fill(xa, M * K, 11);
+  fill(xb, K * N1, 12);
+  fill(xc, K * N2, 13);
+  for (int i = 0; i < M; i++) {
+    for (int j = 0; j < N1; j++) {
+      float acc = 0.0f;
+      for (int k = 0; k < K; k++) acc += xa[i * K + k] * xb[k * N1 + j];
+      want1[i * N1 + j] = acc < 0.0f ? 0.0f : acc;
+    }
+    for (int j = 0; j < N2; j++) {
+      float acc = 0.0f;
+      for (int k = 0; k < K; k++) acc += xa[i * K + k] * xc[k * N2 + j];
+      want2[i * N2 + j] = acc < 0.0f ? 0.0f : acc;
+    }
+  }
+  assert_int_equal(rlx_session_set_input(s, "a", xa, M * K), RLX_OK);
+  assert_int_equal(rlx_session_set_input(s, "b", xb, K * N1), RLX_OK);
+  assert_int_equal(rlx_session_set_input(s, "c", xc, K * N2), RLX_OK);
+  assert_int_equal(rlx_session_run(s), RLX_OK);
+  assert_true(webgl_case_max_err(rlx_session_output(s, 0), want1, M * N1, NULL) <= 1e-5);
+  assert_true(webgl_case_max_err(rlx_session_output(s, 1), want2, M * N2, NULL) <= 1e-5);
+  rlx_session_free(s);
+  rlx_graph_free(g);
+}
+
+/* sub(a, mul(b, s)) with the product read by nothing else is one pass
+ * (binary.frag with MUL3, 3 inputs) and still right; when the product is
+ * also an output it keeps its own pass and texture. */
+static void sub_of_product_is_one_pass(void **state) {
+  (void)state;
+  enum { L = 30 };
+  for (int keep = 0; keep < 2; keep++) {
+    rlx_graph *g = rlx_graph_new();
+    int32_t n = L;
+    rlx_node a = rlx_input(g, "a", 1, &n, RLX_F32), b = rlx_input(g, "b", 1, &n, RLX_F32);
+    rlx_node m = rlx_mul(g, rlx_scalar(g, 0.25f), b), y = rlx_sub(g, a, m);
+    rlx_node outs[2] = {y, m};
+    rlx_session *s = compile_gl(g, outs, keep ? 2 : 1);
+    const rlx_gl_state *w = s->webgl;
+    assert_int_equal(w->n_passes, keep ? 2 : 1);
+    if (!keep) {
+      assert_int_equal(w->passes[0].pass.n_inputs, 3);
+      assert_int_equal(rlx_gl_define_value(&w->passes[0].pass, "MUL3", 0), 1);
+    }
+    float xa[L], xb[L], want[L];
+    fill(xa, L, 21);
+    fill(xb, L, 22);
+    for (int i = 0; i < L; i++) want[i] = xa[i] - 0.25f * xb[i];
+    assert_int_equal(rlx_session_set_input(s, "a", xa, L), RLX_OK);
+    assert_int_equal(rlx_session_set_input(s, "b", xb, L), RLX_OK);
+    assert_int_equal(rlx_session_run(s), RLX_OK);
+    assert_true(webgl_case_max_err(rlx_session_output(s, 0), want, L, NULL) <= 1e-6);
+    rlx_session_free(s);
+    rlx_graph_free(g);
+  }
 }
 
 /* A reshape is a view: no pass, the same texture as its input. */
@@ -339,7 +439,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(layout_respects_max_width),   cmocka_unit_test(textures_are_reused_when_dead),
       cmocka_unit_test(views_share_textures),        cmocka_unit_test(plan_document),
       cmocka_unit_test(missing_lowering_is_refused), cmocka_unit_test(training_assignments),
-      cmocka_unit_test(allocation_failures_are_reported),
+      cmocka_unit_test(allocation_failures_are_reported), cmocka_unit_test(packed_matmul_writes_v4_outputs),
+      cmocka_unit_test(sub_of_product_is_one_pass),
   };
   int failed = filter ? 0 : cmocka_run_group_tests_name("webgl planner", planner, NULL, NULL);
   int n = opcase_count(), m = 0;

@@ -3,6 +3,8 @@
 // define (src/webgl/lower_elementwise.c): 0 add, 1 sub, 2 mul, 3 div,
 // 4 max, 5 min, 6 pow, 7 eq, 8 ne, 9 lt, 10 le, 11 gt, 12 ge.
 // u_in0 = a, u_in1 = b; u_i = the iteration block (operands a, b).
+// MUL3 = 1: a OP (b * c) with u_in2 = c, operand 2 of the iteration block
+// (the planner's fused add/sub of a product, src/webgl/plan_gl.c).
 // NaN rules follow the CPU kernels (src/cpu/k_elementwise.c): max/min
 // propagate NaN, comparisons with NaN are false except ne; pow follows C's
 // powf for negative bases, zeros, infinities and NaN.
@@ -15,6 +17,10 @@ uniform highp sampler2D u_in0;
 uniform highp sampler2D u_in1;
 uniform int u_in0_w;
 uniform int u_in1_w;
+#if defined(MUL3)
+uniform highp sampler2D u_in2;
+uniform int u_in2_w;
+#endif
 
 // powf: |x|^y through exp2/log2, with the sign for odd integer y and the
 // special cases of C99 (pow(x, 0) = pow(1, y) = 1, pow(-1, +-inf) = 1).
@@ -66,7 +72,11 @@ float bin_op(float x, float y) {
 
 float rlx_value(int i) {
   ivec3 o = rlx_iter(i);
+#if defined(MUL3)
+  return bin_op(rlx_fetch(u_in0, u_in0_w, o.x), rlx_fetch(u_in1, u_in1_w, o.y) * rlx_fetch(u_in2, u_in2_w, o.z));
+#else
   return bin_op(rlx_fetch(u_in0, u_in0_w, o.x), rlx_fetch(u_in1, u_in1_w, o.y));
+#endif
 }
 
 // RLX_RUN4 (4-floats-per-texel output whose innermost iteration axis is a
@@ -89,6 +99,15 @@ vec4 rlx_value4(int i) {
   vec4 b = rlx_texel4(u_in1, u_in1_w, o.y);
 #else
   vec4 b = rlx_fetch_run4(u_in1, u_in1_w, o.y, u_i[17]);
+#endif
+#if defined(MUL3)
+#if F4_2 == 1
+  b *= vec4(rlx_fetch(u_in2, u_in2_w, o.z));
+#elif F4_2 == 2
+  b *= rlx_texel4(u_in2, u_in2_w, o.z);
+#else
+  b *= rlx_fetch_run4(u_in2, u_in2_w, o.z, u_i[25]);
+#endif
 #endif
   return vec4(bin_op(a.x, b.x), bin_op(a.y, b.y), bin_op(a.z, b.z), bin_op(a.w, b.w));
 }

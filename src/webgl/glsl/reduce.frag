@@ -13,21 +13,12 @@
 // chunks, rows per chunk, pieces per row, piece length, reduced rows};
 // u_f = {divisor (the mean's count on its last pass, else 1)}.
 // Sums add in blocks of 64 (a partial, then the total) so long sums stay
-// near float precision; max propagates NaN like the CPU kernel.
+// near float precision; max propagates NaN like the CPU kernel.  Reads
+// through rlx_fetch (either layout).
 #include "common.glsl"
 
 uniform highp sampler2D u_in0;
 uniform int u_in0_w;
-
-// Texel of flat index i in a texture w wide; with i a stride, the step
-// rlx_next adds (walking a row without a division per element).
-ivec2 rlx_xy(int i, int w) {
-  return ivec2(i % w, i / w);
-}
-ivec2 rlx_next(ivec2 xy, ivec2 step, int w) {
-  xy += step;
-  return xy.x >= w ? xy + ivec2(-w, 1) : xy;
-}
 
 float rlx_value(int i) {
   int chunks = u_i[18];
@@ -56,10 +47,10 @@ float rlx_value(int i) {
       off += (rr % size) * u_i[15 + g];
       rr /= size;
     }
-    ivec2 xy = rlx_xy(off + j0 * s0, u_in0_w), step = rlx_xy(s0, u_in0_w);
+    int e = off + j0 * s0;
     for (int j = j0; j < j1; j++) {
-      float x = texelFetch(u_in0, xy, 0).r;
-      xy = rlx_next(xy, step, u_in0_w);
+      float x = rlx_fetch(u_in0, u_in0_w, e);
+      e += s0;
 #if OP == 1
       acc = (x > acc || isnan(x)) ? x : acc;
 #else
