@@ -98,13 +98,14 @@ WEB_LIB_OBJ := $(filter-out build/wasm/src/webgl/reference.o build/wasm/src/webg
                  build/wasm/$(GLSL_GEN:.c=.o),$(WASM_OBJ)) build/wasm/$(GLSL_WEB_GEN:.c=.o)
 # Size: the kernels (src/cpu) are built for speed, everything else in the
 # browser module (graph, compiler, autodiff, models, exports) for size.
-# Among the kernels, GEMM and convolution (most of a training step) get -O3;
+# Among the kernels, the GEMM micro-kernels, packing and convolution (most of
+# a training step) get -O3 (the blocked GEMM driver -O2: no slower);
 # attention (fused, unfused, backward), norms, layout, softmax, reductions,
 # elementwise, unary and pointwise-gradient ops, RoPE and pooling (small
 # next to the GEMMs around them in the benchmarked models: W2 and W4 ratios
 # to tfjs-wasm unchanged within noise) -Os; the rest -O2 (as fast as -O3
 # here, smaller).
-WASM_O3_KERNELS := gemm gemm_blocked gemm_direct gemm_pack gemm_portable gemm_wasm gemm_x86 conv_common k_conv \
+WASM_O3_KERNELS := gemm gemm_direct gemm_pack gemm_portable gemm_wasm gemm_x86 conv_common k_conv \
                    k_conv_grad k_matmul k_fused_matmul
 WASM_OS_KERNELS := k_attention k_attention_grad k_norm_grad k_layout k_grad_layout k_softmax k_grad_softmax k_reduce \
                    k_unary k_grad_pointwise k_rope k_pool_grad k_norm k_pool k_elementwise k_fused_attention

@@ -60,6 +60,8 @@ typedef struct {
   int32_t n;
   size_t temp_count[RLX_GL_MAX_PASSES]; /* floats of each temp texture (packed: rows) */
   int32_t temp_row_texels[RLX_GL_MAX_PASSES]; /* 0, or a packed RGBA32F temp: texels per row */
+  int32_t temp_layers[RLX_GL_MAX_PASSES]; /* > 1: a packed temp of that many layers (a 2D
+                                           * array texture, width row_texels, height count) */
   int32_t n_temps;
 } rlx_gl_lowering;
 

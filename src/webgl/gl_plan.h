@@ -33,6 +33,12 @@ typedef struct {
                           * layout of ceil(count / 4) texels); only values
                           * that flat-safe shaders alone write and read
                           * (plan_gl.c), so the C twins never see it */
+  int32_t layers;        /* > 1: a TEXTURE_2D_ARRAY of RGBA32F layers, width =
+                          * row_texels, height = rows, count = 4 * width *
+                          * height * layers (matmul_block4.frag's output) */
+  int32_t line;          /* v4 only: > 0: width = line texels, one matrix
+                          * row per texture line (rlx_gl_choose_lines);
+                          * 0: near square */
   rlx_gl_tex_role role;
   int32_t node;          /* the input/param/constant node, the first value, or -1 */
 } rlx_gl_texture;
@@ -121,6 +127,19 @@ int rlx_gl_add_packed_gemm(rlx_gl_lowering *l, const rlx_gl_gemm *g, int32_t max
  * per-texel [rows, 4 * ort] value, the matmul writing it directly; 1 when
  * done (plan_gl.c calls it for outputs it gave that layout). */
 int rlx_gl_packed_direct(rlx_gl_lowering *l);
+/* Drops the pack4 passes of a packed matmul whose operand already is a
+ * 4-floats-per-texel op input laid out one row per line (in_line[k]: the
+ * line width of input k's texture, 0 if not v4 with lines): A or a
+ * transposed B whose rows run along k (line = K / 4), or an unbatched B
+ * [K, N] read along its lines (line = N / 4, matmul_packed.frag's B_KN).
+ * Returns how many it dropped. */
+int rlx_gl_direct_operands(rlx_gl_lowering *l, const int32_t *in_line);
+/* Replaces the packed matmul of an unbatched product whose A ([M, K] along
+ * lines of K / 4, or a transposed A [K, M] along lines of M / 4) and B
+ * ([K, N] along lines of N / 4) are such inputs, M, N, K multiples of 4,
+ * by matmul_block4 (4 x 4 outputs per fragment into 4 layers of a temp)
+ * and unblock4 (the layers into the packed matmul's output).  1 when done. */
+int rlx_gl_block_gemm(rlx_gl_lowering *l, const int32_t *in_line);
 
 /* add (op 0) or sub (op 1) of a and the product b * c in one binary.frag
  * pass (lower_elementwise.c); c->in_node = {a, b, c}. */
@@ -138,6 +157,10 @@ int rlx_gl_writes_flat_safe(const char *shader);
 int rlx_gl_temp_v4(const rlx_gl_lowering *l, int32_t t);
 void rlx_gl_add_v4_defines(rlx_gl_planned_pass *pp, const rlx_gl_state *w);
 rlx_status rlx_gl_find_fusions(const rlx_plan *p, int32_t *fused);
+/* Per node: the line width (texels) its v4 texture takes so matmuls read
+ * it without a pack pass (rlx_gl_direct_operands), or 0. */
+void rlx_gl_choose_lines(const rlx_plan *p, const uint8_t *v4, const int32_t *fused, int32_t max_width,
+                         int32_t *line);
 
 /* The copy passes of the training assignments (after the steps' passes),
  * written into out (room for plan.n_outputs); returns their number. */

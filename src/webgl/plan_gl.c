@@ -8,7 +8,8 @@
  * and temps that only flat-safe readers read, written through
  * common.glsl's main(), hold 4 floats per texel, which lets packed
  * matmuls write them directly and sets per-pass defines (plan_layout.c);
- * packed matmul temps are RGBA rows (gl_plan.h). */
+ * those a matmul reads as they lie get one matrix row per texture line
+ * (rlx_gl_choose_lines); packed matmul temps are RGBA rows (gl_plan.h). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -77,10 +78,11 @@ typedef struct {
   uint8_t *v4;      /* per node: its texture may hold 4 floats per texel */
   int32_t *fused;   /* per node: an add/sub's fused mul, a fused mul's
                      * add/sub (rlx_gl_find_fusions), or -1 */
+  int32_t *line;    /* per node: its v4 texture's line width, or 0 */
 } planner;
 
-static int32_t new_texture(planner *pl, size_t count, int32_t row_texels, int32_t v4, rlx_gl_tex_role role,
-                           int32_t node) {
+static int32_t new_texture(planner *pl, size_t count, int32_t row_texels, int32_t v4, int32_t line,
+                           int32_t layers, rlx_gl_tex_role role, int32_t node) {
   rlx_gl_state *w = pl->w;
   if (w->n_tex == w->cap_tex) {
     int32_t cap = w->cap_tex ? w->cap_tex * 2 : 16;
@@ -102,13 +104,23 @@ static int32_t new_texture(planner *pl, size_t count, int32_t row_texels, int32_
   t->row_texels = row_texels;
   t->rows = row_texels > 0 ? count : 0;
   t->v4 = v4;
-  if (row_texels > 0) {
+  t->line = v4 ? line : 0;
+  t->layers = row_texels > 0 && layers > 1 ? layers : 0;
+  if (t->layers) {
+    t->width = row_texels;
+    t->height = (int32_t)count;
+    t->count = 4 * (size_t)t->width * (size_t)t->height * (size_t)t->layers;
+  } else if (row_texels > 0) {
     int32_t per;
     rlx_gl_packed_layout(count, row_texels, w->max_width, &per, &t->width, &t->height);
     t->count = 4 * (size_t)t->width * (size_t)t->height;
   } else {
     t->count = count;
     rlx_gl_layout(v4 ? (count + 3) / 4 : count, w->max_width, &t->width, &t->height);
+    if (t->line > 0) {
+      t->width = t->line;
+      t->height = (int32_t)(((count + 3) / 4 + (size_t)t->line - 1) / (size_t)t->line);
+    }
   }
   pl->is_free[w->n_tex] = 0;
   return w->n_tex++;
@@ -116,17 +128,19 @@ static int32_t new_texture(planner *pl, size_t count, int32_t row_texels, int32_
 
 /* A free texture of exactly count floats (packed: of the same rows and
  * row width), else a new one. */
-static int32_t take_texture(planner *pl, size_t count, int32_t row_texels, int32_t v4, rlx_gl_tex_role role,
-                            int32_t node) {
+static int32_t take_texture(planner *pl, size_t count, int32_t row_texels, int32_t v4, int32_t line,
+                            int32_t layers, rlx_gl_tex_role role, int32_t node) {
+  if (!v4) line = 0;
+  if (row_texels <= 0 || layers <= 1) layers = 0;
   for (int32_t t = 0; t < pl->w->n_tex; t++) {
     const rlx_gl_texture *x = &pl->w->tex[t];
-    if (pl->is_free[t] && x->row_texels == row_texels && x->v4 == v4 &&
+    if (pl->is_free[t] && x->row_texels == row_texels && x->v4 == v4 && x->line == line && x->layers == layers &&
         (row_texels > 0 ? x->rows == count : x->count == count)) {
       pl->is_free[t] = 0;
       return t;
     }
   }
-  return new_texture(pl, count, row_texels, v4, role, node);
+  return new_texture(pl, count, row_texels, v4, line, layers, role, node);
 }
 
 static int32_t root_of(const rlx_plan *p, int32_t id) {
@@ -184,7 +198,17 @@ static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
   for (int32_t k = 0; k < n->n_inputs; k++) ctx.in_node[k] = &p->graph.nodes[n->inputs[k]];
   rlx_status st = n == &joined ? rlx_gl_lower_mul_into(&ctx, &l, n->op == RLX_OP_SUB) : lowerings[n->op](&ctx, &l);
   if (st != RLX_OK) return st;
-  if (pl->v4[id]) rlx_gl_packed_direct(&l);
+  if (n->op == RLX_OP_MATMUL) {
+    int32_t in_line[RLX_MAX_INPUTS] = {0};
+    for (int32_t k = 0; k < n->n_inputs && k < RLX_MAX_INPUTS; k++) {
+      const int32_t t = w->node_tex[root_of(p, n->inputs[k])];
+      in_line[k] = t >= 0 && w->tex[t].v4 ? w->tex[t].line : 0;
+    }
+    if (pl->v4[id]) rlx_gl_packed_direct(&l);
+    if (!rlx_gl_block_gemm(&l, in_line)) rlx_gl_direct_operands(&l, in_line);
+  } else if (pl->v4[id]) {
+    rlx_gl_packed_direct(&l);
+  }
   if (l.n <= 0 || l.n > RLX_GL_MAX_PASSES || l.n_temps < 0 || l.n_temps > RLX_GL_MAX_PASSES)
     return rlx_error(RLX_ERR_STATE, "webgl: the lowering of %s gave %d passes and %d temps", rlx_op_name(n->op),
                      (int)l.n, (int)l.n_temps);
@@ -192,11 +216,12 @@ static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
   for (int32_t t = 0; t < l.n_temps; t++) {
     if (l.temp_count[t] == 0)
       return rlx_error(RLX_ERR_STATE, "webgl: the lowering of %s asked for an empty temp", rlx_op_name(n->op));
-    temps[t] = take_texture(pl, l.temp_count[t], l.temp_row_texels[t], rlx_gl_temp_v4(&l, t), RLX_GLK_TEMP, -1);
+    temps[t] = take_texture(pl, l.temp_count[t], l.temp_row_texels[t], rlx_gl_temp_v4(&l, t), 0, l.temp_layers[t],
+                            RLX_GLK_TEMP, -1);
     if (temps[t] < 0)
       return rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory planning textures");
   }
-  int32_t out_tex = take_texture(pl, rlx_shape_numel(&n->shape), 0, pl->v4[id], RLX_GLK_VALUE, id);
+  int32_t out_tex = take_texture(pl, rlx_shape_numel(&n->shape), 0, pl->v4[id], pl->line[id], 0, RLX_GLK_VALUE, id);
   if (out_tex < 0) return rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory planning textures");
   w->node_tex[id] = out_tex;
   for (int32_t i = 0; i < l.n; i++) {
@@ -279,7 +304,7 @@ static void choose_v4(const rlx_plan *p, int32_t max_width, uint8_t *v4) {
 rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
   rlx_gl_state_free(s);
   const rlx_plan *p = &s->plan;
-  planner pl = {NULL, NULL, 0, NULL, NULL};
+  planner pl = {NULL, NULL, 0, NULL, NULL, NULL};
   rlx_status st = RLX_OK;
   if (!(pl.w = rlx_calloc(1, sizeof *pl.w))) return rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory");
   s->webgl = pl.w;
@@ -294,6 +319,11 @@ rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
     goto done;
   }
   if ((st = rlx_gl_find_fusions(p, pl.fused)) != RLX_OK) goto done;
+  if (!(pl.line = rlx_malloc(((size_t)p->graph.n_nodes + 1) * sizeof(int32_t)))) {
+    st = rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory");
+    goto done;
+  }
+  rlx_gl_choose_lines(p, pl.v4, pl.fused, pl.w->max_width, pl.line);
   if (!(pl.w->node_tex = rlx_malloc(((size_t)p->graph.n_nodes + 1) * sizeof(int32_t)))) {
     st = rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory");
     goto done;
@@ -309,7 +339,7 @@ rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
     }
     rlx_gl_tex_role role = n->op == RLX_OP_INPUT ? RLX_GLK_INPUT : n->op == RLX_OP_PARAM ? RLX_GLK_PARAM : RLX_GLK_CONST;
     if (n->op == RLX_OP_INPUT || n->op == RLX_OP_PARAM || n->op == RLX_OP_CONSTANT)
-      if ((pl.w->node_tex[id] = new_texture(&pl, count, 0, pl.v4[id], role, id)) < 0) {
+      if ((pl.w->node_tex[id] = new_texture(&pl, count, 0, pl.v4[id], pl.line[id], 0, role, id)) < 0) {
         st = rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory planning textures");
         goto done;
       }
@@ -328,6 +358,7 @@ done:
   rlx_free(pl.is_free, (size_t)pl.cap_free);
   rlx_free(pl.v4, (size_t)p->graph.n_nodes + 1);
   rlx_free(pl.fused, ((size_t)p->graph.n_nodes + 1) * sizeof(int32_t));
+  rlx_free(pl.line, ((size_t)p->graph.n_nodes + 1) * sizeof(int32_t));
   if (st != RLX_OK) rlx_gl_state_free(s);
   return st;
 }

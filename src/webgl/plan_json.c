@@ -9,6 +9,8 @@
  *                  "v4": 1 (RGBA32F, 4 consecutive floats per texel; the
  *                  passes writing it have the define RLX_V4, readers get
  *                  its width negated in u_in<k>_w),
+ *                  "layers": n (a packed temp of n layers: a TEXTURE_2D_ARRAY,
+ *                  its framebuffer drawing layer j into COLOR_ATTACHMENTj),
  *                  "data": [...] (constants only)}],
  *    "inputs":  [{"name", "texture", "count", "shape", "dtype": "f32" |
  *                 "i32", "needed"}],
@@ -169,6 +171,7 @@ static void emit_textures(rlx_gl_text *t, const rlx_session *s) {
                        (int)x->width, (int)x->height, x->count, role_name(x->role), (int)x->node);
     if (x->row_texels > 0) rlx_gl_text_printf(t, ",\"packed\":%d", (int)x->row_texels);
     if (x->v4) rlx_gl_text_append(t, ",\"v4\":1", 7);
+    if (x->layers > 1) rlx_gl_text_printf(t, ",\"layers\":%d", (int)x->layers);
     if (x->role == RLX_GLK_CONST) {
       const float *data = s->plan.graph.nodes[x->node].data;
       rlx_gl_text_append(t, ",\"data\":[", 9);

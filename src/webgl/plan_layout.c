@@ -165,3 +165,66 @@ rlx_status rlx_gl_find_fusions(const rlx_plan *p, int32_t *fused) {
   return RLX_OK;
 }
 
+
+/* Asks for line width `want` for v4 root r holding count floats: one row
+ * per texture line needs want and the line count within max_width; a
+ * second, different ask cancels (-1). */
+static void ask_line(int32_t *line, const uint8_t *v4, int32_t r, size_t count, int32_t want, int32_t max_width) {
+  if (!v4[r] || want < 1 || want > max_width || (count + 3) / 4 > (size_t)want * (size_t)max_width) return;
+  line[r] = line[r] == 0 || line[r] == want ? want : -1;
+}
+
+/* Matmul operands a packed matmul may read as they lie (rlx_gl_direct_
+ * operands): a [.., M, K] and a transposed b [.., N, K] with K % 4 == 0
+ * (line K / 4), a plain b [K, N] with K % 4 == 0 and N % 4 == 0 (line
+ * N / 4), and with such a b a transposed a [K, M], M % 4 == 0 (line M / 4,
+ * rlx_gl_block_gemm).  A param and the value assigned to it keep one line (webgl.js
+ * then swaps their textures). */
+void rlx_gl_choose_lines(const rlx_plan *p, const uint8_t *v4, const int32_t *fused, int32_t max_width,
+                         int32_t *line) {
+  for (int32_t id = 0; id < p->graph.n_nodes; id++) line[id] = 0;
+  for (int32_t step = 0; step < p->n_steps; step++) {
+    const int32_t id = p->steps[step];
+    const rlx_node_t *x = &p->graph.nodes[id];
+    if (x->op != RLX_OP_MATMUL || x->n_inputs != 2 || fused[id] >= 0) continue;
+    const rlx_shape *sa = &p->graph.nodes[x->inputs[0]].shape, *sb = &p->graph.nodes[x->inputs[1]].shape;
+    if (sa->rank < 2 || sb->rank < 2) continue;
+    const int32_t ta = x->iattr[0] != 0, tb = x->iattr[1] != 0;
+    const int32_t K = ta ? sa->dims[sa->rank - 2] : sa->dims[sa->rank - 1], N = tb ? sb->dims[sb->rank - 2] : sb->dims[sb->rank - 1];
+    if (K % 4 != 0) continue;
+    int32_t ra = x->inputs[0], rb = x->inputs[1];
+    while (rlx_plan_is_view(&p->graph.nodes[ra])) ra = p->graph.nodes[ra].inputs[0];
+    while (rlx_plan_is_view(&p->graph.nodes[rb])) rb = p->graph.nodes[rb].inputs[0];
+    const int32_t M = ta ? sa->dims[sa->rank - 1] : sa->dims[sa->rank - 2];
+    if (!ta) ask_line(line, v4, ra, rlx_shape_numel(sa), K / 4, max_width);
+    else if (!tb && sa->rank == 2 && sb->rank == 2 && M % 4 == 0 && N % 4 == 0) /* rlx_gl_block_gemm */
+      ask_line(line, v4, ra, rlx_shape_numel(sa), M / 4, max_width);
+    if (tb) ask_line(line, v4, rb, rlx_shape_numel(sb), K / 4, max_width);
+    else if (sb->rank == 2 && N % 4 == 0) ask_line(line, v4, rb, rlx_shape_numel(sb), N / 4, max_width);
+  }
+  /* An optimizer's update add/sub(param, ..) that is a plan output (its
+   * assignment is set after planning) takes the param's line. */
+  for (int32_t i = 0; i < p->n_outputs; i++) {
+    int32_t o = p->outputs[i];
+    while (rlx_plan_is_view(&p->graph.nodes[o])) o = p->graph.nodes[o].inputs[0];
+    const rlx_node_t *x = &p->graph.nodes[o];
+    if ((x->op != RLX_OP_ADD && x->op != RLX_OP_SUB) || x->n_inputs != 2 || !v4[o] || line[o] != 0) continue;
+    const int32_t r = x->inputs[0];
+    if (p->graph.nodes[r].op == RLX_OP_PARAM && line[r] > 0 &&
+        rlx_shape_numel(&p->graph.nodes[r].shape) == rlx_shape_numel(&x->shape))
+      line[o] = line[r];
+  }
+  for (int32_t i = 0; i < p->n_outputs; i++) {
+    if (p->assign_param[i] < 0) continue;
+    int32_t from = p->outputs[i];
+    while (rlx_plan_is_view(&p->graph.nodes[from])) from = p->graph.nodes[from].inputs[0];
+    const int32_t to = p->params[p->assign_param[i]];
+    if (line[from] != line[to]) {
+      const int32_t want = line[from] == 0 ? line[to] : line[to] == 0 ? line[from] : -1;
+      line[from] = line[to] = want;
+      if (want > 0 && !v4[from]) line[from] = line[to] = -1;
+    }
+  }
+  for (int32_t id = 0; id < p->graph.n_nodes; id++)
+    if (line[id] < 0) line[id] = 0;
+}

@@ -2,7 +2,9 @@
  * (the packed matmul of lower_packed.c) and col2im.frag: the same index math
  * on the flat float arrays of packed textures (4 floats per texel, texel
  * (x, y) at 4 * (y * width + x)), and the same sums (dot products in
- * x, y, z, w order, added to 4 running sums). */
+ * x, y, z, w order, added to 4 running sums; B_KN: the 4 products of a
+ * lane in x, y, z, w order).  Operands read as they lie (lower_packed.c
+ * rlx_gl_direct_operands) are flat arrays too. */
 #include "gl_plan.h"
 
 void rlx_glref_pack4(const rlx_glref_args *a) {
@@ -25,7 +27,7 @@ void rlx_glref_pack4(const rlx_glref_args *a) {
 void rlx_glref_matmul_packed(const rlx_glref_args *a) {
   const int32_t *u = a->pass->ints;
   const int32_t M = u[36], N = u[37], kt = rlx_gl_define_value(a->pass, "KT", u[38]), pa = u[39], pb = u[40], ort = u[41], oper = u[42], rows = u[43];
-  const int32_t wa = u[44], wb = u[45];
+  const int32_t wa = u[44], wb = u[45], b_kn = rlx_gl_define_value(a->pass, "B_KN", 0);
   const float *A = a->in[0], *B = a->in[1];
   int32_t base[3];
   (void)oper; /* rows never wrap a line: texel t is row t / ort (packed or flat [rows, 4 * ort]) */
@@ -38,12 +40,21 @@ void rlx_glref_matmul_packed(const rlx_glref_args *a) {
     }
     rlx_glref_iter(u, r / M, base);
     const float *ra = A + rlx_gl_packed_index(base[0] + r % M, 0, kt, pa, wa);
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (b_kn) { /* B: [K, N] as it lies, texel (n / 4, k) = B[k, n..n+3] */
+      for (int32_t k = 0; k < kt; k++) {
+        const float *av = ra + 4 * k, *bv = B + (size_t)(4 * k) * (size_t)N + (size_t)n;
+        for (int32_t j = 0; j < 4; j++)
+          acc[j] += av[0] * bv[j] + av[1] * bv[N + j] + av[2] * bv[2 * N + j] + av[3] * bv[3 * N + j];
+      }
+      for (int32_t j = 0; j < 4; j++) out[j] = acc[j];
+      continue;
+    }
     const float *rb[4];
     for (int32_t j = 0; j < 4; j++) {
       const int32_t nj = n + j < N ? n + j : N - 1;
       rb[j] = B + rlx_gl_packed_index(base[1] + nj, 0, kt, pb, wb);
     }
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int32_t k = 0; k < kt; k++) {
       const float *av = ra + 4 * k;
       for (int32_t j = 0; j < 4; j++) {
@@ -84,5 +95,43 @@ void rlx_glref_col2im(const rlx_glref_args *a) {
       }
     }
     a->out[i] = acc;
+  }
+}
+
+/* matmul_block4.frag: layer j, texel (x, y) (at 4 * ((j * h + y) * w + x),
+ * w = N / 4, h = M / 4) = P[4y + j, 4x..4x+3]; A [M, K] or (A_KM) [K, M],
+ * B [K, N], flat. */
+void rlx_glref_matmul_block4(const rlx_glref_args *a) {
+  const int32_t *u = a->pass->ints;
+  const int32_t M = u[0], N = u[1], K = u[2], a_km = rlx_gl_define_value(a->pass, "A_KM", 0);
+  const int32_t w = N / 4, h = M / 4;
+  const float *A = a->in[0], *B = a->in[1];
+  if ((size_t)16 * (size_t)w * (size_t)h > a->out_n) return;
+  for (int32_t y = 0; y < h; y++)
+    for (int32_t x = 0; x < w; x++)
+      for (int32_t j = 0; j < 4; j++) {
+        const int32_t m = 4 * y + j;
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int32_t k = 0; k < K; k += 4) {
+          float av[4];
+          for (int32_t i = 0; i < 4; i++) av[i] = a_km ? A[(size_t)(k + i) * (size_t)M + (size_t)m] : A[(size_t)m * (size_t)K + (size_t)(k + i)];
+          for (int32_t c = 0; c < 4; c++) {
+            const float *bv = B + (size_t)k * (size_t)N + (size_t)(4 * x + c);
+            acc[c] += av[0] * bv[0] + av[1] * bv[N] + av[2] * bv[2 * N] + av[3] * bv[3 * N];
+          }
+        }
+        float *out = a->out + 4 * (((size_t)j * (size_t)h + (size_t)y) * (size_t)w + (size_t)x);
+        for (int32_t c = 0; c < 4; c++) out[c] = acc[c];
+      }
+}
+
+/* unblock4.frag: texel t = row t / ort, texels t % ort, from layer row % 4. */
+void rlx_glref_unblock4(const rlx_glref_args *a) {
+  const int32_t *u = a->pass->ints;
+  const int32_t M = u[0], ort = u[1], h = M / 4;
+  for (size_t i = 0; i < a->out_n; i++) {
+    const size_t t = i / 4;
+    const int32_t r = (int32_t)(t / (size_t)ort), c = (int32_t)(t % (size_t)ort);
+    a->out[i] = r < M ? a->in[0][4 * ((size_t)((r & 3) * h + (r >> 2)) * (size_t)ort + (size_t)c) + i % 4] : 0.0f;
   }
 }

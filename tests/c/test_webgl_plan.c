@@ -233,6 +233,94 @@ static void packed_matmul_writes_v4_outputs(void **state) {
   rlx_graph_free(g);
 }
 
+/* Matmul operands that are 4-floats-per-texel op inputs, one matrix row per
+ * texture line, are read as they lie, in a training step of relu(x . W)
+ * (x [B, K], W [K, N], K and N multiples of 4).  B = 6: the forward
+ * matmul_packed packs nothing (x along its lines, W with B_KN); the weight
+ * gradient x^T . dh (K = 6) packs both.  B = 8: both products are
+ * matmul_block4 (the gradient with A_KM: x^T read along x's lines) into a
+ * 4-layer temp, then unblock4, and nothing is packed.  W and its update
+ * keep one line width (N / 4), so the assignment can swap textures; W
+ * follows the CPU session's every step. */
+static void check_lined_training(int32_t B) {
+  enum { K = 12, N = 8 };
+  rlx_session *sess[2] = {NULL, NULL};
+  rlx_graph *gs[2];
+  float xv[8 * K], w0[K * N];
+  fill(xv, (size_t)B * K, 21);
+  fill(w0, K * N, 22);
+  for (int dev = 0; dev < 2; dev++) {
+    rlx_graph *g = gs[dev] = rlx_graph_new();
+    int32_t dx[2] = {B, K}, dw[2] = {K, N};
+    rlx_node x = rlx_input(g, "x", 2, dx, RLX_F32), w = rlx_param(g, "w", 2, dw);
+    rlx_node h = rlx_relu(g, rlx_matmul(g, x, w));
+    int32_t axes[2] = {0, 1};
+    rlx_node loss = rlx_reduce_sum(g, rlx_mul(g, h, h), axes, 2, 0);
+    rlx_optimizer opt = {RLX_OPT_SGD, 0.01f, 0, 0, 0, 0, 0};
+    rlx_compile_options copt = {dev ? RLX_DEVICE_WEBGL : RLX_DEVICE_CPU, 0, 1};
+    assert_int_equal(rlx_compile_train(g, loss, &w, 1, &opt, &copt, &sess[dev]), RLX_OK);
+    assert_int_equal(rlx_session_set_param(sess[dev], "w", w0, K * N), RLX_OK);
+    assert_int_equal(rlx_session_set_input(sess[dev], "x", xv, (size_t)B * K), RLX_OK);
+  }
+  const rlx_gl_state *gw = sess[1]->webgl;
+  const rlx_plan *p = &sess[1]->plan;
+  int32_t fwd = -1, grad = -1, wid = p->params[0];
+  const char *mm = B == 8 ? "matmul_block4" : "matmul_packed";
+  for (int32_t i = 0; i < gw->n_passes; i++) {
+    const rlx_gl_planned_pass *pp = &gw->passes[i];
+    if (pp->node < 0 || strcmp(pp->pass.shader, mm) != 0) continue;
+    const rlx_node_t *mn = &p->graph.nodes[pp->node];
+    if (mn->shape.dims[0] == B) {
+      fwd = pp->node;
+      assert_int_equal(rlx_gl_define_value(&pp->pass, B == 8 ? "A_KM" : "B_KN", 0), B == 8 ? 0 : 1);
+    }
+    if (mn->shape.dims[0] == K) {
+      grad = pp->node;
+      if (B == 8) assert_int_equal(rlx_gl_define_value(&pp->pass, "A_KM", 0), 1);
+    }
+    if (B == 8) assert_int_equal(gw->tex[pp->out_tex].layers, 4);
+  }
+  assert_true(fwd >= 0 && grad >= 0);
+  assert_int_equal(count_passes(gw, fwd, "pack4"), 0);
+  assert_int_equal(count_passes(gw, grad, "pack4"), B == 8 ? 0 : 2);
+  assert_int_equal(count_passes(gw, fwd, "unblock4"), B == 8);
+  assert_int_equal(count_passes(gw, grad, "unblock4"), B == 8);
+  const rlx_gl_texture *tw = &gw->tex[gw->node_tex[wid]];
+  assert_true(tw->v4);
+  assert_int_equal(tw->line, N / 4);
+  assert_int_equal(tw->width, N / 4);
+  assert_int_equal(tw->height, K);
+  for (int32_t i = 0; i < p->n_outputs; i++)
+    if (p->assign_param[i] == 0) {
+      const rlx_gl_texture *tf = &gw->tex[gw->node_tex[p->outputs[i]]];
+      assert_int_equal(tf->width, tw->width);
+      assert_int_equal(tf->height, tw->height);
+    }
+  const char *json = rlx_session_webgl_plan(sess[1], NULL);
+  assert_non_null(json);
+  assert_true((strstr(json, "\"layers\":4") != NULL) == (B == 8));
+  for (int step = 0; step < 3; step++) {
+    float loss[2], wv[2][K * N];
+    for (int dev = 0; dev < 2; dev++) {
+      assert_int_equal(rlx_session_run(sess[dev]), RLX_OK);
+      assert_int_equal(rlx_session_read_output(sess[dev], 0, &loss[dev], 1), RLX_OK);
+      assert_int_equal(rlx_session_get_param(sess[dev], "w", wv[dev], K * N), RLX_OK);
+    }
+    assert_true(webgl_case_max_err(&loss[1], &loss[0], 1, NULL) <= 1e-4);
+    assert_true(webgl_case_max_err(wv[1], wv[0], K * N, NULL) <= 1e-5);
+  }
+  for (int dev = 0; dev < 2; dev++) {
+    rlx_session_free(sess[dev]);
+    rlx_graph_free(gs[dev]);
+  }
+}
+
+static void matmul_reads_lined_operands(void **state) {
+  (void)state;
+  check_lined_training(6);
+  check_lined_training(8);
+}
+
 /* sub(a, mul(b, s)) with the product read by nothing else is one pass
  * (binary.frag with MUL3, 3 inputs) and still right; when the product is
  * also an output it keeps its own pass and texture. */
@@ -440,6 +528,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(views_share_textures),        cmocka_unit_test(plan_document),
       cmocka_unit_test(missing_lowering_is_refused), cmocka_unit_test(training_assignments),
       cmocka_unit_test(allocation_failures_are_reported), cmocka_unit_test(packed_matmul_writes_v4_outputs),
+      cmocka_unit_test(matmul_reads_lined_operands),
       cmocka_unit_test(sub_of_product_is_one_pass),
   };
   int failed = filter ? 0 : cmocka_run_group_tests_name("webgl planner", planner, NULL, NULL);

@@ -7,7 +7,8 @@
 // one fragment per output texel.  Textures are R32F (one float per texel)
 // or RGBA32F (4 per texel: the plan's "v4" values and "packed" matmul
 // temps, src/webgl/gl_plan.h); readers of a v4 texture get its width
-// negated in u_in<k>_w.  Where a training assignment's value texture is
+// negated in u_in<k>_w.  A "layers" temp is an RGBA32F TEXTURE_2D_ARRAY
+// whose framebuffer draws layer j from the shader's output j.  Where a training assignment's value texture is
 // free after the run, the value and param textures swap places instead of
 // a copy pass.  Outputs come back with a synchronous readPixels.  Nothing
 // here knows about ops.  Works on the main thread
@@ -157,17 +158,20 @@ export class WebGlSession {
   // ---- creation ----------------------------------------------------------
   build() {
     const { gl, plan } = this;
-    this.textures = plan.textures.map((t) => {
-      const tex = gl.createTexture();
-      gl.bindTexture(gl.TEXTURE_2D, tex);
-      gl.texStorage2D(gl.TEXTURE_2D, 1, t.packed || t.v4 ? gl.RGBA32F : gl.R32F, t.width, t.height);
-      gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
-      gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
-      gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_WRAP_S, gl.CLAMP_TO_EDGE);
-      gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_WRAP_T, gl.CLAMP_TO_EDGE);
+    // "layers": a TEXTURE_2D_ARRAY (matmul_block4's 4 outputs, one per layer)
+    this.targets = plan.textures.map((t) => (t.layers > 1 ? gl.TEXTURE_2D_ARRAY : gl.TEXTURE_2D));
+    this.textures = plan.textures.map((t, i) => {
+      const tex = gl.createTexture(), target = this.targets[i];
+      gl.bindTexture(target, tex);
+      if (t.layers > 1) gl.texStorage3D(target, 1, gl.RGBA32F, t.width, t.height, t.layers);
+      else gl.texStorage2D(target, 1, t.packed || t.v4 ? gl.RGBA32F : gl.R32F, t.width, t.height);
+      gl.texParameteri(target, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
+      gl.texParameteri(target, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
+      gl.texParameteri(target, gl.TEXTURE_WRAP_S, gl.CLAMP_TO_EDGE);
+      gl.texParameteri(target, gl.TEXTURE_WRAP_T, gl.CLAMP_TO_EDGE);
+      gl.bindTexture(target, null);
       return tex;
     });
-    gl.bindTexture(gl.TEXTURE_2D, null);
     this.framebuffers = new Map(); // texture index -> WebGLFramebuffer
     plan.textures.forEach((t, i) => { if (t.data) this.upload(i, numbers(t.data)); });
     this.vao = gl.createVertexArray();
@@ -265,7 +269,17 @@ export class WebGlSession {
     const { gl } = this;
     fbo = gl.createFramebuffer();
     gl.bindFramebuffer(gl.FRAMEBUFFER, fbo);
-    gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, this.textures[texIndex], 0);
+    const layers = this.plan.textures[texIndex].layers ?? 0;
+    if (layers > 1) { // layer j <- the shader's output j
+      const drawn = [];
+      for (let j = 0; j < layers; j++) {
+        gl.framebufferTextureLayer(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0 + j, this.textures[texIndex], 0, j);
+        drawn.push(gl.COLOR_ATTACHMENT0 + j);
+      }
+      gl.drawBuffers(drawn);
+    } else {
+      gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, this.textures[texIndex], 0);
+    }
     const status = gl.checkFramebufferStatus(gl.FRAMEBUFFER);
     if (status !== gl.FRAMEBUFFER_COMPLETE) {
       gl.bindFramebuffer(gl.FRAMEBUFFER, null);
@@ -439,6 +453,7 @@ export class WebGlSession {
     gl.colorMask(true, true, true, true);
     gl.bindVertexArray(this.vao);
     this.current = null;
+    this.unitArray = new Array(MAX_INPUTS).fill(true); // unknown: unbind both kinds on first use
   }
 
   drawPass(p) {
@@ -452,7 +467,14 @@ export class WebGlSession {
     gl.viewport(0, 0, p.width, p.height);
     for (let k = 0; k < p.inputs.length; k++) {
       gl.activeTexture(gl.TEXTURE0 + k);
-      gl.bindTexture(gl.TEXTURE_2D, this.textures[p.inputs[k]]);
+      const target = this.targets[p.inputs[k]];
+      gl.bindTexture(target, this.textures[p.inputs[k]]);
+      // one texture per unit: a stale binding of the other kind could be a feedback loop
+      const other = target === gl.TEXTURE_2D ? gl.TEXTURE_2D_ARRAY : gl.TEXTURE_2D;
+      if (this.unitArray[k] !== (target === gl.TEXTURE_2D_ARRAY)) {
+        gl.bindTexture(other, null);
+        this.unitArray[k] = target === gl.TEXTURE_2D_ARRAY;
+      }
       if (prog.u_in_w[k]) gl.uniform1i(prog.u_in_w[k], p.widths[k]);
     }
     if (prog.u_i) gl.uniform1iv(prog.u_i, p.ints);
@@ -467,6 +489,7 @@ export class WebGlSession {
     for (let k = 0; k < MAX_INPUTS; k++) {
       gl.activeTexture(gl.TEXTURE0 + k);
       gl.bindTexture(gl.TEXTURE_2D, null);
+      gl.bindTexture(gl.TEXTURE_2D_ARRAY, null);
     }
     gl.activeTexture(gl.TEXTURE0);
     gl.bindFramebuffer(gl.FRAMEBUFFER, null);

@@ -9,6 +9,8 @@
 // A, u_in1 = packed B; u_i = the iteration block, then {M, N, kt, A's per,
 // B's per, ort, out per, out rows, A's width, B's width, out width}
 // (src/webgl/lower_packed.c); the define KT = kt.  Lanes past N are 0.
+// An operand may also be an op input read as it lies (rows per line 1,
+// B_KN below: lower_packed.c rlx_gl_direct_operands).
 // The output texel t (= y * width + x) holds row t / ort, its texels
 // (t % ort): the packed layout, or, when N = 4 * ort, the flat 4-floats-
 // per-texel layout of [rows, N] (plan_gl.c then drops the unpack pass).
@@ -35,11 +37,24 @@ void main() {
   // the cursors only move along x, in whole texels (exact in float).
   vec2 ia = 1.0 / vec2(textureSize(u_in0, 0)), ib = 1.0 / vec2(textureSize(u_in1, 0));
   vec2 ta = vec2(rlx_packed_texel(base.x + bm.y, 0, kt, pa)) + 0.5;
+  vec4 acc = vec4(0.0);
+#if defined(B_KN)
+  // the define (src/webgl/lower_packed.c rlx_gl_direct_operands): B is a
+  // [K, N] 4-floats-per-texel input with one row per texture line (N % 4
+  // == 0, shared by every batch): texel (n / 4, k) holds B[k, n..n+3]
+  vec2 tb = vec2(float(rn.y) + 0.5, 0.5);
+  for (int k = 0; k < KT; k++) {
+    vec4 a = texture(u_in0, ta * ia);
+    acc += a.x * texture(u_in1, tb * ib) + a.y * texture(u_in1, (tb + vec2(0.0, 1.0)) * ib) +
+           a.z * texture(u_in1, (tb + vec2(0.0, 2.0)) * ib) + a.w * texture(u_in1, (tb + vec2(0.0, 3.0)) * ib);
+    ta.x += 1.0;
+    tb.y += 4.0;
+  }
+#else
   vec2 t0 = vec2(rlx_packed_texel(base.y + n, 0, kt, pb)) + 0.5;
   vec2 t1 = vec2(rlx_packed_texel(base.y + min(n + 1, N - 1), 0, kt, pb)) + 0.5;
   vec2 t2 = vec2(rlx_packed_texel(base.y + min(n + 2, N - 1), 0, kt, pb)) + 0.5;
   vec2 t3 = vec2(rlx_packed_texel(base.y + min(n + 3, N - 1), 0, kt, pb)) + 0.5;
-  vec4 acc = vec4(0.0);
   for (int k = 0; k < KT; k++) { // KT = kt, a define: a loop of constant length runs faster
     vec4 a = texture(u_in0, ta * ia);
     acc += vec4(dot(a, texture(u_in1, t0 * ib)), dot(a, texture(u_in1, t1 * ib)),
@@ -50,5 +65,6 @@ void main() {
     t2.x += 1.0;
     t3.x += 1.0;
   }
+#endif
   rlx_color = vec4(acc.x, n + 1 < N ? acc.y : 0.0, n + 2 < N ? acc.z : 0.0, n + 3 < N ? acc.w : 0.0);
 }
