@@ -29,7 +29,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import init, * as rlx from '../web/pkg/rlx_web.js';
-import { tfjsVisionModel, nchwToNhwc } from './tfjs_models.mjs';
+import { tfjsVisionModel, nchwToNhwc, tfjsTransformer, TCFG } from './tfjs_models.mjs';
 
 // --key=value options; a bare --flag is true.
 const args = Object.fromEntries(process.argv.slice(2).map((a) => {
@@ -50,7 +50,6 @@ const MODELS = [
   { slug: 'cifar-cnn', label: 'cifar-cnn', shim: true },
   { slug: 'resnet', label: 'resnet', shim: true },
 ];
-const TCFG = { V: 256, D: 128, L: 2, H: 4, HD: 32, F: 384, T: 64 };
 const W4 = 'W4 transformer fwd T=64';
 const WORKLOADS = [
   ...MODELS.flatMap((m) => [1, 64].map((B) => ({ ...m, B, name: `${m.label} train B=${B}` }))),
@@ -247,56 +246,6 @@ function visionContenders(w) {
   return { fns, check, done: async () => { for (const f of cleanup) await f(); bench.free(); } };
 }
 
-// The anchors' W4 transformer (pre-RMSNorm, RoPE rotate-half, causal MHA, SwiGLU) in tfjs,
-// with uniform weights from a seeded mulberry32 (ours synthesizes its own from a seed).
-function tfjsTransformer() {
-  const { V, D, L, H, HD, F, T } = TCFG;
-  let a = 4;
-  const r = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const u = (shape, scale) => tf.tensor(Float32Array.from({ length: shape.reduce((x, y) => x * y) }, () => (r() * 2 - 1) * scale), shape);
-  const w = (shape, fanIn) => u(shape, 1 / Math.sqrt(fanIn));
-  const p = { // drawn in the anchors' order, so the logits match theirs (0.2902,0.5253,0.4119 sum=10.748)
-    emb: u([V, D], 1),
-    layers: Array.from({ length: L }, () => ({ g1: tf.ones([D]), wqkv: w([D, 3 * D], D), wo: w([D, D], D),
-      g2: tf.ones([D]), w13: w([D, 2 * F], D), w2: w([F, D], F) })),
-    gf: tf.ones([D]), wout: w([D, V], D),
-  };
-  const half = HD / 2, c = new Float32Array(T * half), s = new Float32Array(T * half), m = new Float32Array(T * T);
-  for (let t = 0; t < T; t++) for (let i = 0; i < half; i++) {
-    const ang = t * Math.pow(10000, -i / half);
-    c[t * half + i] = Math.cos(ang); s[t * half + i] = Math.sin(ang);
-  }
-  for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) m[i * T + j] = -1e9;
-  const tab = { cos: tf.tensor3d(c, [T, 1, half]), sin: tf.tensor3d(s, [T, 1, half]), mask: tf.tensor2d(m, [T, T]) };
-  const tokens = tf.tensor1d(Int32Array.from({ length: T }, (_, i) => (i * 37 + 11) % V), 'int32');
-  const rms = (x, g) => tf.mul(tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), 1e-5))), g);
-  const rope = (x) => {
-    const [x1, x2] = tf.split(x, 2, -1);
-    return tf.concat([tf.sub(tf.mul(x1, tab.cos), tf.mul(x2, tab.sin)), tf.add(tf.mul(x1, tab.sin), tf.mul(x2, tab.cos))], -1);
-  };
-  const forward = () => {
-    let x = tf.gather(p.emb, tokens);
-    for (const l of p.layers) {
-      const [q, k, v] = tf.split(tf.matMul(rms(x, l.g1), l.wqkv), 3, -1).map((t) => tf.reshape(t, [T, H, HD]));
-      const qh = tf.transpose(rope(tf.mul(q, 1 / Math.sqrt(HD))), [1, 0, 2]);
-      const kh = tf.transpose(rope(k), [1, 0, 2]);
-      const att = tf.softmax(tf.add(tf.matMul(qh, kh, false, true), tab.mask));
-      const o = tf.reshape(tf.transpose(tf.matMul(att, tf.transpose(v, [1, 0, 2])), [1, 0, 2]), [T, D]);
-      x = tf.add(x, tf.matMul(o, l.wo));
-      const [g, up] = tf.split(tf.matMul(rms(x, l.g2), l.w13), 2, -1);
-      x = tf.add(x, tf.matMul(tf.mul(tf.mul(g, tf.sigmoid(g)), up), l.w2));
-    }
-    return tf.matMul(rms(tf.slice(x, [T - 1, 0], [1, D]), p.gf), p.wout);
-  };
-  const all = [p.emb, p.gf, p.wout, ...p.layers.flatMap(Object.values), ...Object.values(tab), tokens];
-  return { forward, dispose: () => tf.dispose(all) };
-}
-
 function transformerContenders() {
   const { V, D, L, H, HD, F, T } = TCFG;
   const tokens = Float32Array.from({ length: T }, (_, i) => (i * 37 + 11) % V);
@@ -312,7 +261,7 @@ function transformerContenders() {
     cleanup.push(() => { rt.free(tok); rt.free(dst); });
   }
   if (tf) {
-    const model = tfjsTransformer();
+    const model = tfjsTransformer(tf);
     fns['tfjs-wasm'] = async () => {
       const t = tf.tidy(model.forward);
       outs['tfjs-wasm'] = await t.data();
