@@ -30,6 +30,7 @@ import os from 'node:os';
 import path from 'node:path';
 import init, * as rlx from '../web/pkg/rlx_web.js';
 import { tfjsVisionModel, nchwToNhwc, tfjsTransformer, TCFG } from './tfjs_models.mjs';
+import { benchInterleaved as benchRounds } from './webgpu_workloads.mjs';
 
 // --key=value options; a bare --flag is true.
 const args = Object.fromEntries(process.argv.slice(2).map((a) => {
@@ -58,45 +59,14 @@ const WORKLOADS = [
 // The targets: our wasm at least 2x tfjs-wasm here.
 const TARGETS = { 'W1 mlp train B=64': 2, 'W2 cnn train B=64': 2, [W4]: 2 };
 
-function stats(ts) {
-  const s = [...ts].sort((a, b) => a - b), n = s.length;
-  const median = n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-  return { n, median_ms: median, min_ms: s[0], max_ms: s[n - 1] };
-}
-
-// Warm-up: a round (the first call compiles), then more up to 10 rounds or a third of
-// the budget; then up to 50 timed rounds, each calling every contender once, stopping
-// after the budget once 5 rounds are in.  Heavy workloads (the second round over a
-// sixth of the budget) get no more warm-up: that round is the first timed one, and
-// they stop after 3.  Besides the wall time, each call's CPU time of the process
-// (cpu_median_ms: all its threads, but not the time it waited for a core) is kept,
-// for machines that other work shares.
-async function benchInterleaved(fns) {
-  const ts = fns.map(() => []), cpu = fns.map(() => []);
-  const round = async () => {
-    const start = performance.now();
-    for (let f = 0; f < fns.length; f++) {
-      const c = process.cpuUsage(), s = performance.now();
-      await fns[f]();
-      ts[f].push(performance.now() - s);
-      const d = process.cpuUsage(c);
-      cpu[f].push((d.user + d.system) / 1000);
-    }
-    return performance.now() - start;
-  };
-  const reset = () => [...ts, ...cpu].forEach((a) => (a.length = 0));
-  let t0 = performance.now();
-  await round();
-  reset();
-  const heavy = (await round()) > budgetMs / 6, minRounds = heavy ? 3 : 5;
-  if (!heavy) {
-    for (let i = 2; i < 10 && performance.now() - t0 < budgetMs / 3; i++) await round();
-    reset();
-  }
-  t0 = performance.now();
-  while (ts[0].length < 50 && (ts[0].length < minRounds || performance.now() - t0 < budgetMs)) await round();
-  return ts.map((t, f) => ({ ...stats(t), cpu_median_ms: stats(cpu[f]).median_ms }));
-}
+// Timing (bench/webgpu_workloads.mjs): warm-up rounds, then up to 50 timed
+// rounds, each calling every contender once, with the process's CPU time of
+// each call beside its wall time.
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+const benchInterleaved = (fns) => benchRounds(fns, budgetMs, undefined, cpuMs);
 
 const results = [];
 const add = (row, items) => {

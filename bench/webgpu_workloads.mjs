@@ -35,22 +35,27 @@ export function stats(ts) {
   const median = n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
   return { n, median_ms: median, min_ms: s[0], max_ms: s[n - 1] };
 }
-// settle(f): waits, untimed, until contender f's GPU work is done, so that
-// work a call leaves queued (tfjs submits the optimizer's updates after the
-// loss it returns) does not share the GPU with the next contender's call.
-export async function benchInterleaved(fns, budgetMs, settle = () => {}) {
-  const ts = fns.map(() => []);
+// Heavy workloads (the second round over a sixth of the budget) get no more
+// warm-up and stop after 3 rounds.  settle(f): waits, untimed, until
+// contender f's GPU work is done, so that work a call leaves queued (tfjs
+// submits the optimizer's updates after the loss it returns) does not share
+// the GPU with the next contender's call.  cpuMs (optional, e.g. from
+// process.cpuUsage in Node): the process's CPU time in ms; each call's share
+// is kept too (cpu_median_ms), for machines that other work shares.
+export async function benchInterleaved(fns, budgetMs, settle = () => {}, cpuMs = null) {
+  const ts = fns.map(() => []), cpu = fns.map(() => []);
   const round = async () => {
     const start = performance.now();
     for (let f = 0; f < fns.length; f++) {
-      const s = performance.now();
+      const c = cpuMs?.(), s = performance.now();
       await fns[f]();
       ts[f].push(performance.now() - s);
+      if (cpuMs) cpu[f].push(cpuMs() - c);
       await settle(f);
     }
     return performance.now() - start;
   };
-  const reset = () => ts.forEach((a) => (a.length = 0));
+  const reset = () => [...ts, ...cpu].forEach((a) => (a.length = 0));
   let t0 = performance.now();
   await round();
   reset();
@@ -61,7 +66,7 @@ export async function benchInterleaved(fns, budgetMs, settle = () => {}) {
   }
   t0 = performance.now();
   while (ts[0].length < 50 && (ts[0].length < minRounds || performance.now() - t0 < budgetMs)) await round();
-  return ts.map(stats);
+  return ts.map((t, f) => (cpuMs ? { ...stats(t), cpu_median_ms: stats(cpu[f]).median_ms } : stats(t)));
 }
 
 /**
