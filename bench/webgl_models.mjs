@@ -277,7 +277,8 @@ try {
       console.log(`${slug} passes (${total.toFixed(1)} ms, each drawn 10 times, then synced): ` + [...by].sort((a, b) => b[1].ms - a[1].ms)
         .map(([k, e]) => `${k}${e.n > 1 ? ` x${e.n}` : ''} ${e.ms.toFixed(1)}`).join(', '));
       if (args.profile === 'all') {
-        for (const r of rows) console.log(`  #${r.pass} ${r.op}:${r.shader} ${r.texels} texels ${r.ms.toFixed(2)} ms`);
+        for (const r of rows) console.log(`  #${r.pass} ${r.op}:${r.shader} ${r.texels} texels ${r.ms.toFixed(2)} ms`
+          + ` ${(r.defines ?? []).map(([n, v]) => `${n}=${v}`).join(' ')}`);
       }
       console.log(`  slowest passes: ` + [...rows].sort((a, b) => b.ms - a.ms).slice(0, 8)
         .map((r) => `#${r.pass} ${r.shader} ${r.texels} texels ${r.ms.toFixed(2)}`).join(', '));

@@ -65,7 +65,8 @@ static void add_pack_defines(rlx_gl_planned_pass *pp, const rlx_gl_state *w) {
  * per-texel input: one texel) or 0 (four fetches).  unary, copy: F4_0 = 2
  * when the input holds 4 floats per texel.  The C twins compute the same
  * values either way.  pool_grad: PG_V4 (rows of its 2x2 windows are
- * texel halves of a 4-floats-per-texel x); pack4: add_pack_defines. */
+ * texel halves of a 4-floats-per-texel x; PG_RUN4 when the output holds 4
+ * floats per texel too: 4 cells per fragment); pack4: add_pack_defines. */
 void rlx_gl_add_v4_defines(rlx_gl_planned_pass *pp, const rlx_gl_state *w) {
   rlx_gl_pass *ps = &pp->pass;
   if (strcmp(ps->shader, "pack4") == 0) {
@@ -73,8 +74,10 @@ void rlx_gl_add_v4_defines(rlx_gl_planned_pass *pp, const rlx_gl_state *w) {
     return;
   }
   if (strcmp(ps->shader, "pool_grad") == 0 && rlx_gl_define_value(ps, "P2", 0) && rlx_gl_define_value(ps, "MAX", 0) &&
-      w->tex[pp->in_tex[0]].v4 && ps->ints[2] % 2 == 0)
+      w->tex[pp->in_tex[0]].v4 && ps->ints[2] % 2 == 0) {
     rlx_gl_define(ps, "PG_V4", 1);
+    if (w->tex[pp->out_tex].v4) rlx_gl_define(ps, "PG_RUN4", 1);
+  }
   if (!w->tex[pp->out_tex].v4) return;
   if (strcmp(ps->shader, "unary") == 0 || strcmp(ps->shader, "copy") == 0) {
     if (ps->n_inputs == 1 && w->tex[pp->in_tex[0]].v4) rlx_gl_define(ps, "F4_0", 2);

@@ -92,7 +92,8 @@ function runCase(instance, e, cstr, i, name, maxWidth, canvas) {
     const tol = Math.max(GPU_TOL, e.webgl_case_tol(i));
     if (got.length !== want.length) return { name, error: `output has ${got.length} values, the CPU's ${want.length}` };
     const { worst, at } = maxErr(got, want);
-    return { name, maxErr: worst, tol, at, got: got[at], want: want[at], passes: session.passCount };
+    return { name, maxErr: worst, tol, at, got: got[at], want: want[at], passes: session.passCount,
+      defines: session.passes.flatMap((p) => p.program.info.defines.map(([k, v]) => `${k}=${v}`)) };
   } catch (err) {
     return { name, error: `${err.name}: ${err.message}`, limits: err.reason === 'limits' };
   } finally {
@@ -202,7 +203,36 @@ async function throughLoader() {
   sessions.cpu.free();
   sessions.gl.free();
   g.free();
+  report.pool = poolGrad(rlx);
   return report;
+}
+
+/** max_pool2d_grad of 2x2 windows at stride 2 between 4-floats-per-texel
+ * textures (pool_grad.frag PG_RUN4): an odd last row, W % 4 == 2, ties;
+ * the error against the CPU and the defines drawn. */
+function poolGrad(rlx) {
+  const g = rlx.graph();
+  const x = g.input('x', [2, 3, 7, 10]), dy = g.input('dy', [2, 3, 3, 5]);
+  const dx = g.op('max_pool2d_grad', [g.op('relu', [x]), dy], [2, 2, 2, 2, 0, 0]);
+  const y = g.op('relu', [dx]);
+  const cpu = g.compile([y]), gl = g.compile([y], { device: 'webgl' });
+  const gs = createWebGlSession(rlx, gl);
+  const xv = Float32Array.from({ length: 420 }, (_, i) => Math.round(Math.sin(i * 1.7) * 2));
+  const dyv = Float32Array.from({ length: 90 }, (_, i) => 1 + (i % 7));
+  for (const s of [cpu, gs]) {
+    s.setInput('x', xv);
+    s.setInput('dy', dyv);
+  }
+  cpu.run();
+  const got = gs.run()[0], want = cpu.output(0);
+  const out = { err: got.length === want.length ? maxErr(got, want).worst : Infinity,
+    nonzero: want.filter((v) => v !== 0).length,
+    defines: gs.passes.flatMap((p) => p.program.info.defines.map(([k, v]) => `${k}=${v}`)) };
+  gs.free();
+  cpu.free();
+  gl.free();
+  g.free();
+  return out;
 }
 
 /** Adam steps: the WebGL session (inputs x, t and the presets d_output and

@@ -437,7 +437,8 @@ export class WebGlSession {
       for (let r = 0; r < repeat; r++) this.drawPass(p);
       sync();
       const ms = (performance.now() - t0) / repeat;
-      return { pass: i, shader: p.program.info.shader, op: p.op, ms, texels: p.width * p.height };
+      return { pass: i, shader: p.program.info.shader, op: p.op, ms, texels: p.width * p.height,
+        defines: p.program.info.defines };
     });
     this.endPasses();
     return rows;

@@ -11,7 +11,11 @@
 // P2 = 1 (MAX = 1, 2x2 windows at stride 2, unpadded: the windows tile the
 // input, one per cell at most): the four cells of the cell's window read
 // and compared without loops (the common downsampling).  Reads through
-// rlx_fetch (either layout).
+// rlx_fetch (either layout).  PG_RUN4 (src/webgl/plan_layout.c: PG_V4 and a
+// 4-floats-per-texel output): one fragment = 4 cells, two window row halves.
+#if defined(PG_RUN4)
+#define RLX_VALUE4 1
+#endif
 #include "common.glsl"
 
 uniform highp sampler2D u_in0;
@@ -61,6 +65,24 @@ float rlx_value(int i) {
   bool source = (ih & 1) == 1 ? lower && ((iw & 1) == 1) == right1 : !lower && ((iw & 1) == 1) == right0;
   return source ? rlx_fetch(u_in1, u_in1_w, (plane * OH + oh) * OW + ow) : 0.0;
 }
+#if defined(PG_RUN4)
+// Cells e, e + 1 (e even: one row of one window, as W is even): dy where
+// the cell is its window's source, else 0; its rows are texel halves of x.
+vec2 pg_pair(int e) {
+  int OW = u_i[0], OH = u_i[1], W = u_i[2], H = u_i[3];
+  ivec2 a = rlx_divmod(e, W), b = rlx_divmod(a.x, H);
+  int oh = b.y >> 1, first = (b.x * H + 2 * oh) * W + a.y;
+  if (oh >= OH) return vec2(0.0); // an odd last row
+  vec4 r0 = rlx_texel4(u_in0, u_in0_w, first & ~3), r1 = rlx_texel4(u_in0, u_in0_w, (first + W) & ~3);
+  vec2 t = (first & 2) != 0 ? r0.zw : r0.xy, u = ((first + W) & 2) != 0 ? r1.zw : r1.xy;
+  bool r = pg_replaces(t.x, t.y), s = pg_replaces(u.x, u.y), odd = (b.y & 1) == 1;
+  bool on = odd == pg_replaces(r ? t.y : t.x, s ? u.y : u.x), right = odd ? s : r;
+  float g = rlx_fetch(u_in1, u_in1_w, (b.x * OH + oh) * OW + (a.y >> 1));
+  return vec2(on && !right ? g : 0.0, on && right ? g : 0.0);
+}
+
+vec4 rlx_value4(int i) { return vec4(pg_pair(i), pg_pair(i + 2)); }
+#endif
 #else
 float rlx_value(int i) {
   int OW = u_i[0], OH = u_i[1], W = u_i[2], H = u_i[3];
