@@ -33,6 +33,19 @@ export function withDawnEnv() {
   process.exit(r.status ?? 1);
 }
 
+// For a node:test file that needs Dawn: runs the file (a file: URL) again
+// with the Dawn environment, forwards the child's summary lines as
+// diagnostics of test context t and returns { status, out }.
+export function rerunTestFileWithDawn(t, fileUrl) {
+  const env = { ...process.env, ...dawnEnv(), RLX_DAWN_REEXEC: '1' };
+  delete env.NODE_TEST_CONTEXT; // else the child talks the runner's private protocol
+  const r = spawnSync(process.execPath, ['--test', '--test-reporter=spec', new URL(fileUrl).pathname],
+    { env, encoding: 'utf8', maxBuffer: 1 << 26 });
+  const out = `${r.stdout}\n${r.stderr}`;
+  for (const line of out.split('\n')) if (/^\s*ℹ (?!duration)/.test(line)) t.diagnostic(line.replace(/^\s*ℹ /, ''));
+  return { status: r.status, out };
+}
+
 let cached = null;
 export async function loadDawnGpu() {
   if (cached) return cached;

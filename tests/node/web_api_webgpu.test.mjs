@@ -13,9 +13,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { dawnEnv, loadDawnGpu } from '../../tools/dawn_node.mjs';
+import { dawnEnv, loadDawnGpu, rerunTestFileWithDawn } from '../../tools/dawn_node.mjs';
 
 const ready = existsSync(new URL('../../web/pkg/rlx_web.wasm', import.meta.url));
 const needsEnv = Object.keys(dawnEnv()).length > 0 && !process.env.RLX_DAWN_REEXEC;
@@ -57,13 +55,8 @@ if (!ready) {
   test('web/pkg/rlx_web.wasm present', () => assert.fail('missing web/pkg/rlx_web.wasm: run `make wasm`'));
 } else if (needsEnv) {
   test('rlx_web.js GPU entry points on WebGPU (re-run with the Dawn environment)', { timeout: 600_000 }, (t) => {
-    const env = { ...process.env, ...dawnEnv(), RLX_DAWN_REEXEC: '1' };
-    delete env.NODE_TEST_CONTEXT; // else the child talks the runner's private protocol
-    const r = spawnSync(process.execPath, ['--test', '--test-reporter=spec', fileURLToPath(import.meta.url)],
-      { env, encoding: 'utf8', maxBuffer: 1 << 26 });
-    const out = `${r.stdout}\n${r.stderr}`;
-    for (const line of out.split('\n')) if (/^\s*ℹ (?!duration)/.test(line)) t.diagnostic(line.replace(/^\s*ℹ /, ''));
-    assert.equal(r.status, 0, `GPU entry point tests failed:\n${out.slice(-8000)}`);
+    const r = rerunTestFileWithDawn(t, import.meta.url);
+    assert.equal(r.status, 0, `GPU entry point tests failed:\n${r.out.slice(-8000)}`);
   });
 } else {
   const { default: init, ...rlx } = await import('../../web/pkg/rlx_web.js');
