@@ -71,6 +71,8 @@ test('index.html: the GPU cross-check shows a match on WebGPU and WebGL2; the en
       gradsGl: a(m.mlp_grads_webgl(xs, t, ...rest)),
       logitsGl: a(b.forward_webgl(x, p)),
       stepGl: a(b.train_step_webgl(x, labels, p, 0.05)),
+      gradsVisionGl: a(b.grads_webgl(x, labels, p)),
+      gradsVisionGpu: a(await b.grads_webgpu(x, labels, p)),
       benchGl: a(b.bench_webgl(3, 5, 0.05, 2)),
       logitsGpu: a(await b.forward_webgpu(x, p)),
       stepGpu: a(await b.train_step_webgpu(x, labels, p, 0.05)),
@@ -107,6 +109,10 @@ test('index.html: the GPU cross-check shows a match on WebGPU and WebGL2; the en
   close(got.logitsGpu, logits, 'forward_webgpu');
   close(got.stepGl, step, 'train_step_webgl');
   close(got.stepGpu, step, 'train_step_webgpu');
+  const visionGrads = bench.grads_cpu(x, labels, params);
+  assert.equal(visionGrads.length, 1 + params.length);
+  close(got.gradsVisionGl, visionGrads, 'grads_webgl');
+  close(got.gradsVisionGpu, visionGrads, 'grads_webgpu');
   const cpuBench = bench.bench_cpu(3, 5, 0.05, 2);
   close(got.benchGl.slice(0, 2), cpuBench.subarray(0, 2), 'bench_webgl losses');
   assert.ok(got.benchGl[1] < got.benchGl[0], 'bench_webgl: the loss fell');

@@ -1,5 +1,5 @@
 // cluster_grads.test.mjs - the gradient buckets of the tab cluster in wasm
-// under Node: rlx_vision_grads (through web/cluster/compute.js) on two halves
+// under Node: VisionBench.grads_cpu (through web/cluster/compute.js Buckets) on two halves
 // of a batch, combined by their sample-weighted mean (reduce.js, what the
 // leader does), equals the gradient of the whole batch within 1e-5, for an
 // even and an uneven split of mnist-cnn; a bucket is the step train_step
@@ -9,7 +9,7 @@ import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import init, * as rlx from '../../web/pkg/rlx_web.js';
-import { VisionGrads } from '../../web/cluster/compute.js';
+import { Buckets } from '../../web/cluster/compute.js';
 import { weightedMean } from '../../web/cluster/reduce.js';
 import { parseSubset, syntheticSet, Shards } from '../../web/cluster/data.js';
 
@@ -21,7 +21,7 @@ let grads;
 before(async () => {
   await init();
   info = rlx.vision_model_info(SLUG);
-  grads = new VisionGrads(rlx.runtime(), info);
+  grads = new Buckets(rlx, SLUG, 'cpu');
 });
 
 /** A batch of n samples (the subset when built, else synthetic) and params from a seed. */
@@ -83,11 +83,12 @@ test('mnist-cnn: a bucket is the step train_step takes (p - lr g)', () => {
     const want = p.params[i] - lr * g.grads[i];
     assert.ok(Math.abs(out[1 + i] - want) <= 1e-5 * (1 + Math.abs(want)), `param ${i}: ${out[1 + i]} vs ${want}`);
   }
-  // the wasm buffers are reused across batch sizes; params are left as they were
+  // params are left as they were; bad lengths are refused with the argument named
   const again = grads.run(p.x, p.labels, p.params);
   assert.deepEqual(again.grads, g.grads);
-  assert.throws(() => grads.run(p.x, p.labels, p.params.subarray(1)), /params has/);
-  assert.throws(() => grads.run(p.x.subarray(1), p.labels, p.params), /x has/);
+  assert.equal(again.backend, 'cpu');
+  assert.throws(() => grads.run(p.x, p.labels, p.params.subarray(1)), /grads_cpu.*params/);
+  assert.throws(() => grads.run(p.x.subarray(1), p.labels, p.params), /grads_cpu.*x/);
 });
 
 test('data.js: the subset parses; the shards of a step are disjoint and walk through the set', () => {

@@ -219,6 +219,12 @@ if (!ready) {
         onCpu = c.subarray(1);
       }
       assert.ok(onGpu.some((v, k) => v !== p[k]), 'the params changed');
+      // the gradients alone (the cluster's buckets): [loss, dL/dp...] as on the CPU
+      const grads = await bench.grads_webgpu(x, labels, p);
+      const cpuGrads = bench.grads_cpu(x, labels, p);
+      assert.equal(grads.length, 1 + bench.info().param_flat_len);
+      assert.ok(cpuGrads.subarray(1).some((v) => v !== 0), 'a zero gradient proves nothing');
+      close(grads, cpuGrads, `${slug} grads_webgpu`);
       const [first, last, rate] = await bench.bench_webgpu(2, 5, 0.05, batch);
       const [cFirst, cLast] = bench.bench_cpu(2, 5, 0.05, batch);
       close([first, last], [cFirst, cLast], `${slug} bench_webgpu losses`);

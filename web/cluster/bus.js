@@ -3,6 +3,7 @@
 //   bus.id                         this endpoint's rank id
 //   bus.send(to, msg)              to: a rank id, or null to broadcast; msg: a plain
 //                                  object, optionally with a Float32Array `payload`
+//                                  (wire buses stamp from, to and a per-sender seq)
 //   bus.onMessage(fn) -> off()     fn(msg) gets msg.from / msg.to stamped by the bus
 //   bus.close()
 //   bus.stats                      counters (sent, received, malformed, ...)
@@ -67,13 +68,16 @@ export class WireBus {
     this.stats = emptyStats();
     this._handlers = new Set();
     this._rawHandlers = new Set();
+    this._seq = 0;
   }
 
   send(to, msg) {
     if (this.closed) return false;
     let buf;
     try {
-      buf = encodeMessage({ ...msg, from: this.id, to: to ?? null }, this.limits);
+      // seq: per-sender message number, so a relay that meets a message twice
+      // (over two transports) can tell a copy from a new one (fabric.js)
+      buf = encodeMessage({ ...msg, from: this.id, to: to ?? null, seq: ++this._seq }, this.limits);
     } catch (err) {
       this.stats.sendErrors++;
       this.stats.lastError = err.message;

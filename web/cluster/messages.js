@@ -1,17 +1,21 @@
-// messages.js - the five message types of the cluster protocol and their
+// messages.js - the six message types of the cluster protocol and their
 // validation. A rank runs validate() on everything it receives before acting
 // on it; a message that fails throws Invalid whose kind ('malformed',
 // 'oversized' or 'nonFinite') is the counter it is dropped under.
 //
-//   hb      {role, leader, version, step, hbMs, sps, backend, fallback, hash}  broadcast
+//   hb      {role, leader, version, step, hbMs, sps, backend, fallback, hash, halted?}  broadcast
 //   need    {version}                                     to the leader: send me params
-//   params  {version, step, go, members?, payload}        from the leader (go: compute it)
+//   params  {version, step, go, members?, settings?, payload}  from the leader (go: compute it)
 //   grad    {version, step, loss, samples, payload}       to the leader: one bucket
+//   halt    {step, reason}                                from the leader: the run ended (diverged)
 //   bye     {}                                            broadcast: leaving
-// Every message also has type, from (stamped by the bus) and term.
+// Every message also has type, from (stamped by the bus) and term; ranks
+// built with a model key add model and pv (protocol.js checks those first).
+// settings: {lr > 0, maxSteps >= 0 (0: none), and optional short strings or
+// integers such as slug, batch, optimizer}.
 import { allFinite } from './reduce.js';
 
-const TYPES = new Set(['hb', 'need', 'params', 'grad', 'bye']);
+const TYPES = new Set(['hb', 'need', 'params', 'grad', 'halt', 'bye']);
 const ROLES = new Set(['joining', 'follower', 'leader']);
 export const MAX_ID = 128;
 const MAX_TEXT = 512;
@@ -37,6 +41,24 @@ function str(msg, key, max, { nullable = false } = {}) {
   const v = msg[key];
   if ((v === null || v === undefined) && nullable) return;
   if (typeof v !== 'string' || v.length > max) throw new Invalid('malformed', `${key} is not a string of <= ${max} chars`);
+}
+
+const MAX_SETTINGS = 16;
+
+function settingsOf(msg) {
+  const s = msg.settings;
+  if (s === undefined) return;
+  if (s === null || typeof s !== 'object' || Array.isArray(s)) throw new Invalid('malformed', 'settings is not an object');
+  const keys = Object.keys(s);
+  if (keys.length > MAX_SETTINGS) throw new Invalid('malformed', 'too many settings');
+  num(s, 'lr', { min: Number.MIN_VALUE });
+  num(s, 'maxSteps', { int: true, min: 0 });
+  for (const k of keys) {
+    const v = s[k];
+    if (k.length > 32) throw new Invalid('malformed', 'setting name too long');
+    const ok = (typeof v === 'string' && v.length <= 64) || (typeof v === 'number' && Number.isFinite(v)) || typeof v === 'boolean';
+    if (!ok) throw new Invalid('malformed', `setting ${k.slice(0, 32)} is not a short string, number or boolean`);
+  }
 }
 
 function vector(msg, paramCount) {
@@ -68,6 +90,11 @@ export function validate(msg, paramCount) {
       str(msg, 'backend', 64, { nullable: true });
       str(msg, 'fallback', MAX_TEXT, { nullable: true });
       str(msg, 'hash', 16, { nullable: true });
+      str(msg, 'halted', MAX_TEXT, { nullable: true });
+      break;
+    case 'halt':
+      num(msg, 'step', { int: true, min: 0 });
+      str(msg, 'reason', MAX_TEXT);
       break;
     case 'need':
       num(msg, 'version', { int: true, min: -1 });
@@ -80,6 +107,7 @@ export function validate(msg, paramCount) {
         if (!Array.isArray(msg.members) || msg.members.length > MAX_MEMBERS) throw new Invalid('malformed', 'bad members');
         for (const m of msg.members) if (typeof m !== 'string' || m.length > MAX_ID) throw new Invalid('malformed', 'bad member id');
       }
+      settingsOf(msg);
       vector(msg, paramCount);
       break;
     case 'grad':

@@ -41,6 +41,22 @@
 //   model) and non-finite ones are dropped and counted in rank.stats.dropped,
 //   buckets for any other version are dropped as stale. Nothing a peer sends
 //   can throw out of the message handler.
+// - A rank built with a `model` key (slug and parameter count) stamps it and
+//   PROTOCOL_VERSION on every message and refuses peers whose key or version
+//   differs: they are listed in refused() with the reason, and since they
+//   refuse this rank too, both sides say why.
+//
+// Settings and the end of a run:
+// - The leader's `settings` (lr, maxSteps and whatever else the caller puts
+//   there, e.g. model, batch, optimizer) travel with every `params`; a
+//   follower adopts them (its own lr and step limit no longer apply; a rank
+//   that takes over keeps the cohort's), and reports them in status().
+// - Divergence ends the run instead of retrying a step forever: when the
+//   leader's own bucket is non-finite, its own compute fails, a step's
+//   deadline passes with only non-finite buckets, or the update would make
+//   the params non-finite, the leader halts and broadcasts `halt` {step,
+//   reason}; every rank that hears it (or a heartbeat carrying it) halts
+//   too. The params stay the last good ones.
 import { realClock } from './clock.js';
 import { DEFAULT_POLICY, policyFor, claimBeats } from './policy.js';
 import { paramsHash, copyF32, allFinite, weightedMean, sgd } from './reduce.js';
@@ -48,6 +64,9 @@ import { validate, Invalid, MAX_ID } from './messages.js';
 
 export { DEFAULT_POLICY, policyFor, claimBeats } from './policy.js';
 export { paramsHash, weightedMean, sgd } from './reduce.js';
+
+/** Version of the message set below; ranks that speak another refuse each other. */
+export const PROTOCOL_VERSION = 2;
 
 // ---- the rank ---------------------------------------------------------------
 
@@ -97,17 +116,25 @@ export class Rank {
       discoverMs,
       onEvent = null,
       computeWhenLeader = true,
+      model = null,
+      settings = {},
     } = opts ?? {};
     if (!bus || typeof bus.send !== 'function' || typeof bus.onMessage !== 'function') throw new TypeError('Rank needs a bus');
     if (typeof compute !== 'function') throw new TypeError('Rank needs a compute function');
     if (!(params instanceof Float32Array) || params.length === 0) throw new TypeError('Rank needs initial params (Float32Array)');
     if (typeof id !== 'string' || !id || id.length > MAX_ID) throw new TypeError('Rank id must be a short non-empty string');
     if (bus.id !== undefined && bus.id !== id) throw new Error(`rank id ${id} differs from bus id ${bus.id}`);
+    if (model !== null && (typeof model !== 'string' || !model || model.length > 64)) throw new TypeError('Rank model must be a short string or null');
 
     this.id = id;
     this.bus = bus;
     this.compute = compute;
     this.lr = lr;
+    this.model = model;
+    this.settings = { ...settings };
+    this.settingsFrom = null; // the leader whose settings are in force (null: our own)
+    this.refusedPeers = new Map();
+    this.haltedAt = null;
     this.update = update;
     this.info = { backend: info.backend ?? null, fallback: info.fallback ?? null };
     this.clock = clock;
@@ -160,7 +187,7 @@ export class Rank {
     this.stats = {
       sent: 0,
       received: 0,
-      dropped: { malformed: 0, oversized: 0, nonFinite: 0, stale: 0, duplicate: 0, notLeader: 0 },
+      dropped: { malformed: 0, oversized: 0, nonFinite: 0, stale: 0, duplicate: 0, notLeader: 0, refused: 0 },
       computeErrors: 0,
       abandoned: 0,
       handlerErrors: 0,
@@ -258,6 +285,17 @@ export class Rank {
     return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
+  /** Peers refused for another model or protocol: [{id, reason, lastSeenMs}]. */
+  refused() {
+    const now = this.clock.now();
+    return [...this.refusedPeers.values()].map((r) => ({ id: r.id, reason: r.reason, lastSeenMs: now - r.lastSeen }));
+  }
+
+  /** The settings in force: the leader's once synchronised, else this rank's own. */
+  cohortSettings() {
+    return { ...this.settings, lr: this.lr, maxSteps: Number.isFinite(this.maxSteps) ? this.maxSteps : 0 };
+  }
+
   status() {
     return {
       id: this.id,
@@ -270,6 +308,10 @@ export class Rank {
       loss: this.lastLoss,
       training: this.training,
       halted: this.halted,
+      haltedAt: this.haltedAt,
+      settings: this.cohortSettings(),
+      settingsFrom: this.settingsFrom,
+      refused: this.refused(),
       policy: this.policy,
       samplesPerSec: this.samplesPerSec(),
       cohortSamplesPerSec: this.role === 'leader' ? rateOf(this._cohortRate) : null,
@@ -297,7 +339,8 @@ export class Rank {
   _send(to, msg) {
     if (this.stopped) return;
     this.stats.sent++;
-    this.bus.send(to, { ...msg, term: this.term });
+    const stamp = this.model === null ? { term: this.term } : { term: this.term, model: this.model, pv: PROTOCOL_VERSION };
+    this.bus.send(to, { ...msg, ...stamp });
   }
 
   _setRole(role) {
@@ -334,6 +377,7 @@ export class Rank {
       backend: this.info.backend,
       fallback: this.info.fallback,
       hash: this.hash,
+      halted: this.halted,
     });
   }
 
@@ -377,6 +421,9 @@ export class Rank {
   }
 
   _expirePeers(now) {
+    for (const r of [...this.refusedPeers.values()]) {
+      if (now - r.lastSeen > this.policy.dropMs) this.refusedPeers.delete(r.id);
+    }
     let changed = false;
     for (const p of [...this.peers.values()]) {
       if (now - p.lastSeen > this._peerLimit(p, 'drop')) {
@@ -398,11 +445,16 @@ export class Rank {
   _onMessage(msg) {
     if (this.stopped) return;
     this.stats.received++;
+    if (this.model !== null && this._refuse(msg)) return;
     try {
       validate(msg, this.paramCount);
     } catch (err) {
       const kind = err instanceof Invalid ? err.kind : 'malformed';
       this.stats.dropped[kind]++;
+      const c = this.collect;
+      if (kind === 'nonFinite' && msg?.type === 'grad' && c && msg.version === c.version && c.members.has(msg.from)) {
+        c.nonFinite.add(msg.from);
+      }
       this._emit('dropped', { kind, why: err.message, from: typeof msg?.from === 'string' ? msg.from : null });
       return;
     }
@@ -413,6 +465,25 @@ export class Rank {
       this.stats.handlerErrors++;
       this._emit('error', { where: msg.type, error: String(err?.stack ?? err) });
     }
+  }
+
+  /** True (and the peer listed in refused()) when msg comes from another model or protocol. */
+  _refuse(msg) {
+    if (msg === null || typeof msg !== 'object' || typeof msg.from !== 'string' || msg.from === this.id) return false;
+    if (msg.model === this.model && msg.pv === PROTOCOL_VERSION) return false;
+    let reason;
+    if (msg.pv !== PROTOCOL_VERSION) {
+      reason = `speaks cluster protocol ${typeof msg.pv === 'number' ? msg.pv : 'unknown'}, this rank ${PROTOCOL_VERSION} (reload it)`;
+    } else {
+      const theirs = typeof msg.model === 'string' ? msg.model.slice(0, 64) : 'no model';
+      reason = `trains ${theirs}; this cohort trains ${this.model}`;
+    }
+    const id = msg.from.slice(0, MAX_ID);
+    const isNew = !this.refusedPeers.has(id);
+    this.refusedPeers.set(id, { id, reason, lastSeen: this.clock.now() });
+    this.stats.dropped.refused++;
+    if (isNew) this._emit('refused', { id, reason });
+    return true;
   }
 
   _touch(msg) {
@@ -451,6 +522,9 @@ export class Rank {
 
   _handle(msg) {
     const peer = this._touch(msg);
+    if ((msg.type === 'halt' || (msg.type === 'hb' && msg.halted)) && msg.from === this.leaderId && !this.halted) {
+      this._halt(msg.type === 'halt' ? msg.reason : msg.halted, { step: msg.step, from: msg.from });
+    }
     switch (msg.type) {
       case 'hb':
         if (msg.role === 'leader') {
@@ -532,6 +606,7 @@ export class Rank {
       backend: this.info.backend,
       fallback: this.info.fallback,
       hash: this.hash,
+      halted: this.halted,
     });
   }
 
@@ -610,6 +685,7 @@ export class Rank {
     this.version = version + 1;
     this.paramsTerm = this.term;
     this.needSync = false;
+    this.settingsFrom = null; // the settings adopted from the last leader stay in force
     this._setRole('leader');
     this._beat();
     this._publish();
@@ -628,6 +704,7 @@ export class Rank {
       this.needSync = false;
       this.stats.adopted++;
       if (Array.isArray(msg.members)) this.members = msg.members;
+      if (msg.settings) this._adoptSettings(msg.from, msg.settings);
       if (this.role === 'joining') {
         this._setRole('follower');
         this._beat(); // lets the leader count us in from the next step
@@ -639,6 +716,16 @@ export class Rank {
     if (msg.go && msg.version === this.version) this._requestCompute();
   }
 
+  _adoptSettings(from, settings) {
+    const before = JSON.stringify(this.cohortSettings());
+    const { lr, maxSteps, ...rest } = settings;
+    this.settings = { ...this.settings, ...rest };
+    if (typeof lr === 'number') this.lr = lr;
+    if (typeof maxSteps === 'number') this.maxSteps = maxSteps > 0 ? maxSteps : Infinity;
+    this.settingsFrom = from;
+    if (JSON.stringify(this.cohortSettings()) !== before) this._emit('settings', { from, settings: this.cohortSettings() });
+  }
+
   _sendSync(peer) {
     const now = this.clock.now();
     if (now - peer.lastSyncAt < this.policy.heartbeatMs / 2) return;
@@ -646,7 +733,7 @@ export class Rank {
     this.stats.syncsSent++;
     // A member of the step in progress may still contribute to it.
     const go = !!this.collect && this.collect.members.has(peer.id) && this.collect.version === this.version;
-    this._send(peer.id, { type: 'params', version: this.version, step: this.step, go, members: this.members, payload: this.params });
+    this._send(peer.id, { type: 'params', version: this.version, step: this.step, go, members: this.members, settings: this.cohortSettings(), payload: this.params });
   }
 
   // ---- computing ----------------------------------------------------------------
@@ -675,6 +762,9 @@ export class Rank {
         (err) => {
           this.stats.computeErrors++;
           this._emit('error', { where: 'compute', error: String(err?.stack ?? err) });
+          if (this.role === 'leader' && this.collect?.version === version) {
+            this._halt(`this rank could not compute its gradient at step ${step}: ${err?.message ?? err}`, { step });
+          }
           this._computeDone();
         },
       );
@@ -748,7 +838,7 @@ export class Rank {
       }, wait);
     } else {
       this.members = this._stepMembers();
-      this._send(null, { type: 'params', version: this.version, step: this.step, go: false, members: this.members, payload: this.params });
+      this._send(null, { type: 'params', version: this.version, step: this.step, go: false, members: this.members, settings: this.cohortSettings(), payload: this.params });
     }
   }
 
@@ -760,13 +850,14 @@ export class Rank {
       step: this.step,
       members: new Set(members),
       buckets: new Map(),
+      nonFinite: new Set(), // members whose bucket for this step was NaN / Infinity
       t0: this.clock.now(),
       timer: null,
     };
     this.collect = c;
     this._lastStepAt = c.t0;
     c.timer = this.clock.setTimeout(() => this._collectDeadline(c), this.policy.collectMs);
-    this._send(null, { type: 'params', version: c.version, step: c.step, go: true, members, payload: this.params });
+    this._send(null, { type: 'params', version: c.version, step: c.step, go: true, members, settings: this.cohortSettings(), payload: this.params });
     this._requestCompute();
   }
 
@@ -797,6 +888,8 @@ export class Rank {
     if (!Number.isFinite(b.loss) || !allFinite(b.grads)) {
       this.stats.dropped.nonFinite++;
       this._emit('dropped', { kind: 'nonFinite', from: b.from, why: 'bucket holds NaN or Infinity' });
+      c.nonFinite.add(b.from);
+      if (b.from === this.id) this._halt(divergedAt(c.step, b.loss, this.lr), { step: c.step });
       return;
     }
     c.buckets.set(b.from, b);
@@ -819,6 +912,8 @@ export class Rank {
     if (this.collect !== c) return;
     if (c.buckets.size > 0) {
       this._resolve(c, true);
+    } else if (c.nonFinite.size > 0) {
+      this._halt(divergedAt(c.step, NaN, this.lr), { step: c.step });
     } else {
       c.timer = this.clock.setTimeout(() => this._collectDeadline(c), this.policy.collectMs);
     }
@@ -843,7 +938,8 @@ export class Rank {
       return;
     }
     if (!allFinite(next)) {
-      this._halt(`parameters would become non-finite at step ${c.step}`);
+      this._halt(`diverged at step ${c.step}: the update would make the parameters non-finite (lr ${this.lr}); ` +
+        'the last good parameters are kept', { step: c.step });
       return;
     }
     // The leader holds exactly the array it is about to broadcast.
@@ -873,10 +969,21 @@ export class Rank {
     this._publish();
   }
 
-  _halt(reason) {
-    this.halted = reason;
-    this._emit('error', { where: 'update', error: reason });
+  /** Ends the run on this rank (and, from the leader, on the cohort): no more steps or buckets. */
+  _halt(reason, { step = this.step, from = this.id } = {}) {
+    if (this.halted) return;
+    this.halted = String(reason).slice(0, 500);
+    this.haltedAt = step;
+    this._cancelCollect();
+    if (this.role === 'leader') this._send(null, { type: 'halt', step, reason: this.halted });
+    this._emit('halted', { reason: this.halted, step, from });
+    this._emit('error', { where: 'update', error: this.halted });
   }
+}
+
+function divergedAt(step, loss, lr) {
+  const what = Number.isFinite(loss) ? 'the gradients became NaN or Infinity' : `the loss became ${loss}`;
+  return `diverged at step ${step}: ${what} (lr ${lr} may be too large); the last good parameters are kept`;
 }
 
 function pushRate(window, t, samples, ms) {

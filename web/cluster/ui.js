@@ -1,8 +1,10 @@
 // ui.js - the page side of cluster.html. It owns the transport (a
-// BroadcastChannel per model and cohort name, relayed untouched into the
-// Worker's ProxyBus by proxyRelay) and renders what worker.js reports: the
-// roster, the cohort's loss curve, samples/s, step, parameter version and
-// hash, and the policy in force. No training happens here.
+// BroadcastChannel per cohort name, relayed untouched into the Worker's
+// ProxyBus by proxyRelay) and renders what worker.js reports: the status
+// (what the run is doing, or how it ended), the roster, the cohort's loss
+// curve, samples/s, step, parameter version and hash, the settings the
+// leader put in force, refused peers and the policy in force. Every input is
+// checked by settings.js before a rank starts. No training happens here.
 //
 // Shown values carry their full value in data-value for the browser tests;
 // window.rlxCluster is a debug hook: { state, info, points, start(),
@@ -10,12 +12,13 @@
 import { BroadcastChannelBus, proxyRelay } from './bus.js';
 import { encodeMessage } from './wire.js';
 import { drawChart } from '../chart.js';
+import { checkSettings } from './settings.js';
 
 const $ = (id) => document.getElementById(id);
 const query = new URLSearchParams(location.search);
 const cohortName = query.get('cohort') ?? '';
 const sayGoodbye = query.get('bye') !== '0';
-const minMembers = Math.max(1, Number(query.get('min')) || 1);
+const minText = query.get('min') ?? '1';
 
 const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
 let models = [];
@@ -35,14 +38,35 @@ function show(id, value, text = String(value)) {
   el.dataset.value = value === null || value === undefined ? '' : String(value);
 }
 
-function setStatus(s) {
-  show('status', s);
+const STATUS_TEXT = {
+  joining: 'joining the cohort',
+  waiting: 'waiting for ranks',
+  running: 'running',
+  finished: 'finished',
+  diverged: 'diverged',
+  halted: 'halted',
+};
+
+function setStatus(value, text = STATUS_TEXT[value] ?? value) {
+  show('status', value, text);
 }
 
 function showError(err) {
-  const text = err ? `Error: ${err?.message ?? err}` : '';
+  const text = err ? `${err?.message ?? err}` : '';
   $('error').textContent = text;
   if (err) console.warn(text); // a warning: the page keeps working (Start again)
+}
+
+/** The form's values as settings.js checks them. */
+function formSettings() {
+  return checkSettings({
+    model: $('model').value,
+    backend: $('backend').value,
+    batch: $('batch').value,
+    lr: $('lr').value,
+    steps: $('steps').value,
+    min: minText,
+  }, { models: models.map((m) => m.slug) });
 }
 
 const short = (id) => (id ? id.slice(0, 8) : '-');
@@ -53,6 +77,45 @@ function setRunning(on) {
   $('start').disabled = on || models.length === 0;
   $('stop').disabled = !on;
   for (const id of ['model', 'backend', 'batch', 'lr']) $(id).disabled = on || models.length === 0;
+  $('steps').disabled = false;
+  $('steps').title = '0: never';
+}
+
+/** The leader's settings, and where this tab asked for something else. */
+function renderSettings(s) {
+  const c = s.settings;
+  const from = s.settingsFrom;
+  show('cohort-model', c.model ?? '', c.model ?? '-');
+  show('cohort-lr', c.lr, String(c.lr));
+  show('cohort-batch', c.batch ?? '', c.batch ? `${c.batch} per rank` : '-');
+  show('cohort-optimizer', c.optimizer ?? '', (c.optimizer ?? '-').toUpperCase());
+  show('cohort-steps', c.maxSteps, c.maxSteps > 0 ? `stop at step ${c.maxSteps}` : 'no step limit');
+  show('cohort-from', from ?? s.id, from ? `set by the leader ${short(from)}` : 'set by this tab (it leads or has not synced yet)');
+  const asked = info ? { lr: info.lr, batch: info.batch, maxSteps: info.maxSteps } : null;
+  const differ = [];
+  if (asked && from) {
+    if (asked.lr !== c.lr) differ.push(`learning rate ${asked.lr}`);
+    if (asked.batch !== c.batch) differ.push(`batch ${asked.batch}`);
+    if (asked.maxSteps !== c.maxSteps) differ.push(`stop at step ${asked.maxSteps || 'never'}`);
+  }
+  show('settings-note', differ.join('; '), differ.length
+    ? `This tab asked for ${differ.join(', ')}; the leader's settings above are in force.` : '');
+  // only the leader's tab sets the step limit while a run is on
+  const follower = !!run && s.role !== 'leader';
+  $('steps').disabled = follower;
+  $('steps').title = follower ? "the leader's tab sets the step limit" : '0: never';
+}
+
+function renderRefused(list) {
+  const ul = $('refused');
+  ul.replaceChildren(...list.map((r) => {
+    const li = document.createElement('li');
+    li.dataset.id = r.id;
+    li.dataset.reason = r.reason;
+    li.textContent = `${short(r.id)}: ${r.reason}`;
+    return li;
+  }));
+  $('refused-box').hidden = list.length === 0;
 }
 
 /** One row per rank; the reason for a fallback goes on a full-width row under it (readable on a phone). */
@@ -111,7 +174,9 @@ function renderStatus(s) {
   }
   if (points.length > 2000) points = points.slice(-2000);
   const leaderRow = s.roster.find((r) => r.id === s.leader);
-  show('role', s.role, s.role + (s.halted ? ` (halted: ${s.halted})` : ''));
+  show('role', s.role, s.role);
+  if (run) setStatus(s.phase, s.phase === 'finished' ? `finished at step ${s.step}` : undefined);
+  if (s.halted) showError(`Training ${s.phase === 'diverged' ? 'stopped' : 'halted'}: ${s.halted}`);
   show('leader', s.leader ?? '', s.leader ? `${short(s.leader)}${s.leader === s.id ? ' (this tab)' : ''}` : 'none yet');
   show('step', s.step);
   show('version', s.version);
@@ -130,8 +195,10 @@ function renderStatus(s) {
     $('shard').textContent = `last bucket: shard ${s.shard.index + 1} of ${s.shard.count} at step ${s.shard.step}, ` +
       `loss ${fixed(s.shard.loss, 4)} on it`;
   }
-  if (s.lastEvent) showError(s.lastEvent);
+  if (s.lastEvent && !s.halted) showError(s.lastEvent);
   renderRoster(s.roster);
+  renderSettings(s);
+  renderRefused(s.refused ?? []);
   if (!chartDue) {
     chartDue = true;
     setTimeout(drawLoss, 50);
@@ -149,17 +216,25 @@ function renderInfo(i) {
 
 // ---- the rank -------------------------------------------------------------------
 
-function channelName(slug) {
-  return `rlx-cluster/${slug}${cohortName ? `/${cohortName}` : ''}`;
+// One channel per cohort name, whatever the model: a tab of another model is
+// then refused by name (and says so) instead of silently forming its own cohort.
+function channelName() {
+  return `rlx-cluster${cohortName ? `/${cohortName}` : ''}`;
 }
 
 function start() {
   if (run) return;
   showError(null);
-  const slug = $('model').value;
+  const { settings, errors } = formSettings();
+  if (errors.length) {
+    showError(`Cannot start: ${errors.join('; ')}.`);
+    setStatus('ready', 'ready (fix the settings)');
+    return;
+  }
+  const slug = settings.model;
   const id = crypto.randomUUID();
   const { port1, port2 } = new MessageChannel();
-  const bus = new BroadcastChannelBus(channelName(slug), `${id}#page`);
+  const bus = new BroadcastChannelBus(channelName(), `${id}#page`);
   const relay = proxyRelay(port2, bus);
   run = { id, slug, bus, relay, port: port2 };
   points = [];
@@ -172,11 +247,11 @@ function start() {
     port: port1,
     id,
     slug,
-    backend: $('backend').value,
-    batch: Number($('batch').value),
-    lr: Number($('lr').value),
-    maxSteps: Math.max(0, Math.floor(Number($('steps').value) || 0)),
-    minMembers,
+    backend: settings.backend,
+    batch: settings.batch,
+    lr: settings.lr,
+    maxSteps: settings.steps,
+    minMembers: settings.min,
   }, [port1]);
 }
 
@@ -222,12 +297,19 @@ worker.onmessage = (event) => {
       sel.value = models.some((m) => m.slug === want) ? want : models.some((m) => m.slug === 'mnist-cnn') ? 'mnist-cnn' : models[0]?.slug;
       setStatus('ready');
       setRunning(false);
-      if (query.get('autostart') === '1') start();
+      if (want !== null && !models.some((m) => m.slug === want)) {
+        showError(`Unknown model ${JSON.stringify(want)} in the URL: known models are ${models.map((m) => m.slug).join(', ')}.`);
+      } else if (query.get('autostart') === '1') {
+        start();
+      }
       break;
     }
     case 'started':
       renderInfo(msg.info);
-      setStatus('running');
+      setStatus('joining');
+      break;
+    case 'info':
+      renderInfo(msg.info);
       break;
     case 'status':
       if (run && msg.id === run.id) renderStatus(msg);
@@ -261,7 +343,11 @@ worker.onerror = (event) => {
 $('start').addEventListener('click', start);
 $('stop').addEventListener('click', stop);
 $('steps').addEventListener('change', () => {
-  worker.postMessage({ cmd: 'maxSteps', value: Math.max(0, Math.floor(Number($('steps').value) || 0)) });
+  if (!run) return;
+  const { errors, settings } = formSettings();
+  const bad = errors.find((e) => e.startsWith('stop at step'));
+  if (bad) showError(bad);
+  else worker.postMessage({ cmd: 'maxSteps', value: settings.steps });
 });
 addEventListener('pagehide', goodbye);
 addEventListener('resize', () => points.length && drawLoss());

@@ -173,3 +173,12 @@ export function decodeMessage(data, opts) {
   if (payload) header.payload = payload;
   return header;
 }
+
+/** The header of a buffer, or null when it is not a well-formed message (never throws, never copies). */
+export function peekHeader(data, opts) {
+  try {
+    return decode(data, opts).header;
+  } catch {
+    return null;
+  }
+}

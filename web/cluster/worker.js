@@ -2,19 +2,27 @@
 // dedicated module Worker: one protocol.js Rank over a ProxyBus whose other
 // end is the page (the page owns the transport - a BroadcastChannel now, a
 // WebRTC mesh later - and relays wire buffers with proxyRelay). Gradients
-// come from rlx_vision_grads in wasm (compute.js) on this rank's shard of
-// the data (data.js). The page only renders what this Worker reports.
+// come from VisionBench.grads_* on the backend the rank resolved to (CPU,
+// WebGPU or WebGL2, compute.js) on this rank's shard of the data (data.js),
+// with the cohort's batch size (the leader's settings are in force). The
+// page only renders what this Worker reports.
 //
 // Messages in (from the page, on `self`):
-//   { cmd: 'hello' }                            -> { type: 'hello', models, version }
+//   { cmd: 'hello' }                            -> { type: 'hello', models, version, protocol }
 //   { cmd: 'start', port, id, slug, backend, batch, lr, maxSteps, minMembers, seed }
 //                                               port: the MessagePort of the bus hop (transferred);
 //                                               minMembers: ranks the cohort's first step waits for
 //   { cmd: 'stop' }                             leave the cohort (goodbye), -> { type: 'stopped' }
-//   { cmd: 'maxSteps', value }                  the step count this rank stops at when it leads (0: none)
+//   { cmd: 'maxSteps', value }                  the step limit, when this rank leads (0: none)
 //   { cmd: 'params', reqId }                    -> { type: 'params', reqId, params } (a copy, for tests)
-// Messages out: 'hello', 'started' { info }, 'status' { ... } (every
-// STATUS_MS and on every role change), 'stopped', 'error' { error }.
+// Messages out: 'hello', 'started' { info }, 'info' { info } (the backend
+// changed: a GPU failed), 'status' { ..., phase } (every STATUS_MS and on
+// every role change), 'stopped', 'error' { error } (a plain sentence).
+//
+// phase: 'joining' (looking for or syncing with a leader), 'waiting' (the
+// leader waits for the ranks of the first step), 'running', 'finished' (the
+// cohort reached its step limit), 'diverged' / 'halted' (the run ended, see
+// halted), as the page's status shows it.
 //
 // The leader's `params` broadcasts carry two extra header fields, added by
 // the bus tap below: `loss` (the cohort's mean loss of the step just
@@ -22,9 +30,10 @@
 // the Rank itself ignores them.
 import init, * as rlx from '../pkg/rlx_web.js';
 import { ProxyBus } from './bus.js';
-import { Rank } from './protocol.js';
-import { VisionGrads, resolveBackend } from './compute.js';
+import { Rank, PROTOCOL_VERSION } from './protocol.js';
+import { Buckets, resolveBackend } from './compute.js';
 import { loadTrainingSet, Shards } from './data.js';
+import { checkSettings } from './settings.js';
 
 const STATUS_MS = 100;
 const MAX_POINTS = 2000; // loss points kept per run
@@ -51,7 +60,7 @@ async function hello() {
       trainsOn: ['cpu', 'webgpu', 'webgl'].filter((b) => i[`${b}_train`]),
     };
   });
-  return { type: 'hello', models, version: rlx.runtime().version() };
+  return { type: 'hello', models, version: rlx.runtime().version(), protocol: PROTOCOL_VERSION };
 }
 
 /**
@@ -93,8 +102,13 @@ class LossTap {
 
 async function start(opts) {
   if (session) throw new Error('already running: stop first');
-  const { port, id, slug, backend = 'auto', batch = 32, lr = 0.1, maxSteps = 0, minMembers = 1, seed = 1 } = opts;
+  const { port, id, seed = 1 } = opts;
   if (!port) throw new Error('start needs the bus port');
+  await init();
+  const checked = checkSettings({ model: opts.slug, backend: opts.backend, batch: opts.batch, lr: opts.lr, steps: opts.maxSteps, min: opts.minMembers },
+    { models: rlx.list_vision_models() });
+  if (checked.errors.length) throw new Error(checked.errors.join('; '));
+  const { model: slug, backend, batch, lr, steps: maxSteps, min: minMembers } = checked.settings;
   const s = {
     id,
     rank: null,
@@ -124,14 +138,20 @@ async function start(opts) {
   };
   session = s;
   try {
-    await init();
     const model = rlx.vision_model_info(slug);
     const resolved = await resolveBackend(rlx, model.slug, backend, { batch });
     const bench = new rlx.VisionBench(model.slug);
     const params = bench.init_params(seed);
     const { set, why } = await loadTrainingSet(model, bench, { seed });
     bench.free();
-    s.grads = new VisionGrads(rlx.runtime(), model);
+    s.grads = new Buckets(rlx, model.slug, resolved.backend, {
+      onFallback: (reason) => {
+        s.info.backend = 'cpu';
+        s.info.fallback = reason;
+        s.rank?.setInfo({ backend: 'cpu', fallback: reason });
+        post({ type: 'info', info: s.info });
+      },
+    });
     s.shards = new Shards(set, { seed });
     s.info = {
       id,
@@ -140,9 +160,9 @@ async function start(opts) {
       paramCount: model.param_flat_len,
       batch,
       lr,
+      maxSteps,
       requested: resolved.requested,
       backend: resolved.backend,
-      selected: resolved.selected,
       fallback: resolved.fallback,
       data: { kind: set.kind, source: set.source, count: set.count, why },
     };
@@ -157,13 +177,20 @@ async function start(opts) {
       params,
       lr,
       maxSteps: maxSteps > 0 ? maxSteps : Infinity,
-      minMembers: Math.max(1, minMembers | 0),
+      minMembers,
+      model: `${model.slug}/${model.param_flat_len}`,
+      settings: { model: model.slug, batch, optimizer: 'sgd' },
       info: { backend: resolved.backend, fallback: resolved.fallback },
       compute: (p, version, ctx) => {
-        const { x, labels } = s.shards.batch(ctx.step, ctx.index, ctx.count, batch);
+        // the cohort's batch per rank (the leader's setting), not necessarily ours
+        const n = s.rank.settings.batch ?? batch;
+        const { x, labels } = s.shards.batch(ctx.step, ctx.index, ctx.count, n);
+        const done = (r) => {
+          s.lastCompute = { step: ctx.step, index: ctx.index, count: ctx.count, loss: r.loss, backend: r.backend };
+          return r;
+        };
         const r = s.grads.run(x, labels, p);
-        s.lastCompute = { step: ctx.step, index: ctx.index, count: ctx.count, loss: r.loss };
-        return r;
+        return r instanceof Promise ? r.then(done) : done(r);
       },
       onEvent: (type, data) => {
         if (type === 'step') {
@@ -171,9 +198,12 @@ async function start(opts) {
           s.samplesTotal += data.samples;
           s.cohortPoint(data.step, data.loss, null);
         } else if (type === 'error') {
-          s.lastEvent = `${data.where}: ${data.error}`;
+          // a sentence for the page; the stack (if any) for the console
+          const text = String(data.error);
+          s.lastEvent = text.split('\n')[0];
+          if (text.includes('\n')) console.warn(text);
         }
-        if (type === 'role') sendStatus(s);
+        if (type === 'role' || type === 'halted' || type === 'settings' || type === 'refused') sendStatus(s);
       },
     });
     post({ type: 'started', info: s.info });
@@ -184,6 +214,15 @@ async function start(opts) {
     stop(s, { silent: true });
     throw err;
   }
+}
+
+/** What the page's status says (see the top of the file). */
+function phaseOf(rank, st) {
+  if (st.halted) return /^diverged/.test(st.halted) ? 'diverged' : 'halted';
+  if (st.role === 'joining' || !st.leader) return 'joining';
+  if (st.settings.maxSteps > 0 && st.step >= st.settings.maxSteps) return 'finished';
+  if (st.role === 'leader' && st.step === 0 && !rank.collect && rank._stepMembers().length < rank.minMembers) return 'waiting';
+  return 'running';
 }
 
 function sendStatus(s) {
@@ -203,6 +242,12 @@ function sendStatus(s) {
     loss: s.points.length ? s.points[s.points.length - 1][1] : null,
     training: st.training,
     halted: st.halted,
+    haltedAt: st.haltedAt,
+    phase: phaseOf(s.rank, st),
+    settings: st.settings,
+    settingsFrom: st.settingsFrom,
+    refused: st.refused,
+    minMembers: s.rank.minMembers,
     policy: st.policy,
     samplesPerSec: st.samplesPerSec,
     cohortSamplesPerSec: s.cohortSps,
@@ -243,10 +288,19 @@ self.onmessage = async (event) => {
         stop();
         post({ type: 'stopped' });
         break;
-      case 'maxSteps':
-        if (session?.rank) session.rank.maxSteps = msg.value > 0 ? msg.value : Infinity;
-        session?.rank?.setTraining(true); // re-checks whether a step can start now
+      case 'maxSteps': {
+        const r = session?.rank;
+        if (!r) break;
+        if (r.role !== 'leader') {
+          throw new Error(`the leader's tab sets the step limit; this cohort's is ${r.cohortSettings().maxSteps || 'none'}`);
+        }
+        const v = Number(msg.value);
+        if (!Number.isInteger(v) || v < 0) throw new Error(`stop at step: ${JSON.stringify(String(msg.value))} is not a whole number of 0 or more`);
+        r.maxSteps = v > 0 ? v : Infinity;
+        r.setTraining(true); // re-checks whether a step can start now
+        sendStatus(session);
         break;
+      }
       case 'params':
         post({ type: 'params', reqId: msg.reqId, params: session?.rank ? session.rank.params.slice() : null, version: session?.rank?.version ?? -1 });
         break;
@@ -254,6 +308,7 @@ self.onmessage = async (event) => {
         throw new Error(`unknown command ${msg.cmd}`);
     }
   } catch (err) {
+    if (err?.stack) console.warn(err.stack);
     post({ type: 'error', cmd: msg.cmd ?? null, error: errorText(err) });
   }
 };

@@ -402,6 +402,12 @@ export class VisionBench {
   forward_cpu(x: FloatArg, params: FloatArg): Float32Array;
   /** [loss (before the step), updated params...]: 1 + param_flat_len values. */
   train_step_cpu(x: FloatArg, labels: LabelArg, params: FloatArg, lr: number): Float32Array;
+  /** Gradients at params, no update: [loss, dL/dparams...]: 1 + param_flat_len values. */
+  grads_cpu(x: FloatArg, labels: LabelArg, params: FloatArg): Float32Array;
+  /** grads_cpu on WebGPU. */
+  grads_webgpu(x: FloatArg, labels: LabelArg, params: FloatArg): Promise<Float32Array>;
+  /** grads_cpu on WebGL2 (synchronous). */
+  grads_webgl(x: FloatArg, labels: LabelArg, params: FloatArg): Float32Array;
   /** [initial_loss, final_loss, steps_per_sec] over `steps` steps on one synthetic batch. */
   bench_cpu(steps: number, seed: Seed, lr: number, batch?: number): Float32Array;
   /** forward_cpu on WebGPU. */

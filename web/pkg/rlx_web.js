@@ -685,6 +685,24 @@ export class VisionBench {
   }
 
   /**
+   * Gradients of the mean softmax cross-entropy at params (no update):
+   * [loss, dL/dparams... in the flat order of init_params]: 1 + param_flat_len values.
+   */
+  grads_cpu(x, labels, params) {
+    const fn = 'VisionBench.grads_cpu';
+    const rt = this._live('grads_cpu');
+    const batch = this._batchOf(fn, x);
+    const ids = labelList(fn, labels, batch, this._info.num_classes);
+    const len = this._info.param_flat_len;
+    floats(fn, 'params', params, len, `param_flat_len of ${this._slug}`);
+    return rt.scoped((m) => {
+      const out = m.bytes(4 * (1 + len)); // loss, then the gradients
+      rt.check(rt.exports.rlx_vision_grads(m.str(this._slug), batch, m.f32(x), m.i32(ids), m.f32(params), out + 4, out));
+      return rt.readF32(out, 1 + len);
+    });
+  }
+
+  /**
    * `steps` SGD steps on one synthetic batch (params and batch from seed),
    * all inside wasm: [initial_loss, final_loss, steps_per_sec], where the
    * losses are those of the first and the last step (each before its update).
@@ -728,6 +746,7 @@ export class VisionBench {
       try {
         const m = g.add_vision(this._slug, batch);
         if (kind === 'forward') return g.compile_forward(m.logits, backend);
+        if (kind === 'grads') return g.compile_backward(m.loss, m.params, backend);
         return g.compile_train(m.loss, m.params, { kind: 'sgd', lr: 0.01 }, backend);
       } finally {
         g.free();
@@ -781,6 +800,23 @@ export class VisionBench {
       const loss = c.output(0)[0];
       return concatF32([loss, ...await Promise.all(names.map((n) => c.read_param(n)))]);
     });
+  }
+
+  _gradsGpu(fn, backend, x, labels, params) {
+    this._live(fn.slice('VisionBench.'.length));
+    const batch = this._batchOf(fn, x);
+    const ids = labelList(fn, labels, batch, this._info.num_classes);
+    floats(fn, 'params', params, this._info.param_flat_len, `param_flat_len of ${this._slug}`);
+    const n = this._info.param_names.length;
+    const feed = (c) => {
+      this._feedParams(c, params);
+      c.feed('x', x);
+      c.feed('labels', ids);
+    };
+    // outputs: [loss, dL/dp for every param in order]
+    const gather = (c) => concatF32(Array.from({ length: n + 1 }, (_, k) => c.output(k)));
+    if (backend === 'webgl') return this._gpu(fn, backend, 'grads', batch, (c) => { feed(c); c.run(); return gather(c); });
+    return this._gpu(fn, backend, 'grads', batch, async (c) => { feed(c); await c.run(); return gather(c); });
   }
 
   /** bench_cpu on a GPU: params and batch set once, then `steps` training steps with everything on the device. */
@@ -837,6 +873,16 @@ export class VisionBench {
   /** bench_cpu on WebGPU, params resident on the device: Promise of [initial_loss, final_loss, steps_per_sec]. */
   async bench_webgpu(steps, seedValue, lr, batch = 1) {
     return this._benchGpu('VisionBench.bench_webgpu', 'webgpu', steps, seedValue, lr, batch);
+  }
+
+  /** grads_cpu on WebGPU: Promise of [loss, gradients...]. */
+  async grads_webgpu(x, labels, params) {
+    return this._gradsGpu('VisionBench.grads_webgpu', 'webgpu', x, labels, params);
+  }
+
+  /** grads_cpu on WebGL2 (synchronous): [loss, gradients...]. */
+  grads_webgl(x, labels, params) {
+    return this._gradsGpu('VisionBench.grads_webgl', 'webgl', x, labels, params);
   }
 
   /** forward_cpu on WebGL2 (synchronous): logits [batch, num_classes]. */
