@@ -3,6 +3,7 @@
 #   make test     set-up, then every test (native, sanitizers, wasm under Node)
 #   make bench    GEMM and op benchmarks next to TensorFlow.js
 #   make serve    set-up, build, serve web/ on http://0.0.0.0:8000 (tools/serve.py; SERVE_ARGS=--tls ...)
+#   make site     build, then the static site in build/site (tools/build_site.py)
 #   make BLAS=openblas   native GEMM through OpenBLAS (never in wasm)
 
 CC      ?= cc
@@ -59,7 +60,7 @@ SAN_FLAGS    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-saniti
 # Objects made through pattern chains are kept (never deleted as intermediates).
 .PRECIOUS: %.o build/gen/%.c
 .PHONY: gl-pending-count test-webgl
-.PHONY: all native wasm sdk test-examples-js test test-native test-asan test-node test-webgpu test-cli test-browser test-python test-examples bench serve setup clean
+.PHONY: all native wasm sdk test-examples-js test test-native test-asan test-node test-webgpu test-cli test-browser test-python test-examples bench serve site setup clean
 all: native wasm sdk build/rlx web/data/fashion-mnist-train.bin web/data/fashion-mnist-test.bin
 native: build/librlx.a build/librlx.so
 # The SDK: web/rlx.ts compiled by the npm typescript of package.json (make
@@ -268,6 +269,11 @@ test-examples-js: wasm sdk
 serve: setup
 	@$(MAKE) --no-print-directory all
 	$(PYTHON) tools/serve.py $(SERVE_ARGS)
+
+# The static site (a Hugging Face static Space): the files web/'s pages really
+# load, found by walking their references, plus README.md (the Space card).
+site: all
+	$(PYTHON) tools/build_site.py --out build/site
 
 clean:
 	rm -rf build web/pkg/*.wasm web/data

@@ -1,0 +1,128 @@
+// site.test.mjs - the static site of tools/build_site.py, built into a temp
+// folder and served by plain `python3 -m http.server` (what a static host
+// does: no serve.py, nothing outside the site), in Debian's chromium
+// (headless, playwright-core). index.html shows its first loss, trains a few
+// steps and finishes its GPU checks (which import the WebGPU and WebGL2
+// executors dynamically); vision-bench.html's Worker loads the wasm and says
+// ready; cluster.html reaches ready, and a started rank trains on the
+// Fashion-MNIST subset copied into the site (when `make` wrote it). No page
+// has a failed request, an HTTP error, a console error or an uncaught
+// exception. The server gives .wasm the application/wasm type that the
+// loader streams from (web/runtime/loader.js), and .js a JavaScript type.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launch, newPage, missing, REPO } from './helpers.mjs';
+
+const why = missing();
+const HAS_SUBSET = existsSync(`${REPO}web/data/fashion-mnist-train.bin`);
+let tmp;
+let site;
+let server;
+let browser;
+
+/** `python3 -m http.server` on a free port of 127.0.0.1 in dir: resolves to { url, stop() }. */
+function httpServer(dir) {
+  const child = spawn('python3', ['-u', '-m', 'http.server', '--bind', '127.0.0.1', '0'],
+    { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d) => { err = (err + d).slice(-4000); }); // its request log: drained
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error(`http.server did not start in 10 s:\n${out}${err}`)), 10000);
+    function fail(e) {
+      clearTimeout(timer);
+      child.kill();
+      reject(e);
+    }
+    child.on('exit', (code) => fail(new Error(`http.server exited (${code}):\n${out}${err}`)));
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /Serving HTTP on \S+ port (\d+)/.exec(out);
+      if (!m) return;
+      clearTimeout(timer);
+      child.removeAllListeners('exit');
+      resolve({
+        url: `http://127.0.0.1:${m[1]}/`,
+        stop: () => new Promise((done) => {
+          if (child.exitCode !== null || child.signalCode !== null) return done();
+          child.once('exit', () => done());
+          child.kill();
+        }),
+      });
+    });
+  });
+}
+
+before(async () => {
+  if (why) return;
+  tmp = mkdtempSync(join(tmpdir(), 'rlx-site-'));
+  site = join(tmp, 'site');
+  const log = execFileSync('python3', ['tools/build_site.py', '--out', site], { cwd: REPO, encoding: 'utf8' });
+  assert.match(log, /^site: \d+ files, [\d,]+ bytes in /m);
+  [server, browser] = await Promise.all([httpServer(site), launch()]);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+test('site: the card, and MIME types the loader and module scripts accept', { skip: why ?? false }, async () => {
+  for (const f of ['index.html', 'README.md', '.nojekyll', 'pkg/rlx_web.wasm', 'cluster/worker.js']) {
+    assert.ok(existsSync(join(site, f)), `the site lacks ${f}`);
+  }
+  const wasm = await fetch(`${server.url}pkg/rlx_web.wasm`);
+  assert.equal(wasm.status, 200);
+  // loader.js streams only from application/wasm (else it falls back to compiling the bytes).
+  assert.match(wasm.headers.get('content-type') ?? '', /^application\/wasm\b/);
+  await wasm.arrayBuffer();
+  const js = await fetch(`${server.url}pkg/rlx_web.js`);
+  assert.match(js.headers.get('content-type') ?? '', /^(text|application)\/javascript\b/);
+  await js.text();
+});
+
+test('site: index.html shows its first loss, trains, and checks the GPU backends', { skip: why ?? false, timeout: 30000 }, async () => {
+  const { page, problems } = await newPage(browser);
+  await page.goto(`${server.url}index.html?steps=40`);
+  await page.waitForFunction(() => Number.isFinite(parseFloat(document.getElementById('loss0').dataset.value)),
+    null, { timeout: 10000 });
+  await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('status').textContent),
+    null, { timeout: 10000 });
+  assert.equal(await page.textContent('#status'), 'done', await page.textContent('#error'));
+  await page.waitForSelector('#gpu-check[data-done="1"]', { state: 'attached', timeout: 20000 });
+  for (const b of ['webgpu', 'webgl']) {
+    const [state, text] = await page.$eval(`#check-${b}`, (el) => [el.dataset.state, el.textContent]);
+    assert.ok(['match', 'unavailable'].includes(state), `${b}: ${state}: ${text}`);
+  }
+  assert.match(await page.textContent('#describe-source'), /import Rlx/); // fetched from the site
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('site: vision-bench.html loads the wasm in its Worker', { skip: why ?? false, timeout: 20000 }, async () => {
+  const { page, problems } = await newPage(browser);
+  await page.goto(`${server.url}vision-bench.html`);
+  await page.waitForFunction(() => ['ready', 'error'].includes(document.getElementById('progress-text').dataset.value),
+    null, { timeout: 15000 });
+  assert.equal(await page.$eval('#progress-text', (el) => el.dataset.value), 'ready', await page.textContent('#error'));
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('site: cluster.html is ready and a rank trains on the subset', { skip: why ?? false, timeout: 20000 }, async () => {
+  const context = await browser.newContext();
+  const { page, problems } = await newPage(context);
+  await page.goto(`${server.url}cluster.html`);
+  await page.waitForFunction(() => document.getElementById('status').dataset.value === 'ready', null, { timeout: 10000 });
+  await page.goto(`${server.url}cluster.html?autostart=1&model=mnist-cnn&batch=8&steps=2&min=1&bye=0`);
+  await page.waitForFunction(() => document.getElementById('data').dataset.value !== '', null, { timeout: 10000 });
+  const data = await page.$eval('#data', (el) => [el.dataset.value, el.textContent]);
+  assert.equal(data[0], HAS_SUBSET ? 'fashion-mnist' : 'synthetic', data[1]);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
