@@ -10,7 +10,7 @@
 export const BACKENDS = Object.freeze(['auto', 'cpu', 'webgpu', 'webgl']);
 export const LIMITS = Object.freeze({
   batch: [1, 512], // samples per rank and step (a 2 GB wasm memory holds far more; a step should stay short)
-  lr: [0, 1000], // exclusive of 0
+  lr: [0, 1e9], // exclusive of 0; a huge rate is allowed (it diverges, and the run says so)
   steps: [0, 1_000_000], // 0: never stop
   min: [1, 64], // ranks the first step waits for
 });
@@ -48,7 +48,7 @@ export function checkSettings(raw, { models = [] } = {}) {
   const lrValue = number(raw.lr);
   let lr = null;
   if (!Number.isFinite(lrValue) || lrValue <= LIMITS.lr[0] || lrValue > LIMITS.lr[1]) {
-    errors.push(`learning rate: ${JSON.stringify(String(raw.lr ?? ''))} is not a number above 0 and at most ${LIMITS.lr[1]}`);
+    errors.push(`learning rate: ${JSON.stringify(String(raw.lr ?? ''))} is not a number above 0 and at most ${LIMITS.lr[1].toExponential()}`);
   } else {
     lr = lrValue;
   }
