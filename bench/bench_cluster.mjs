@@ -37,7 +37,7 @@ async function measure(browser, server, n) {
       const page = await context.newPage();
       page.on('pageerror', (err) => problems.push(err.message));
       page.on('console', (msg) => msg.type() === 'error' && problems.push(msg.text()));
-      await page.goto(`${server.url}cluster.html?autostart=1&model=${model}&batch=${batch}&min=${n}&steps=0`);
+      await page.goto(`${server.url}cluster.html?autostart=1&backend=cpu&model=${model}&batch=${batch}&min=${n}&steps=0`);
       pages.push(page);
     }
     // warm-up: the cohort is complete and past its first steps (plans compiled)

@@ -1,5 +1,6 @@
-// ui.js - the page side of cluster.html. It owns the transport (a
-// BroadcastChannel per cohort name, relayed untouched into the Worker's
+// ui.js - the page side of cluster.html. It owns the transport (a fabric.js
+// Fabric of a BroadcastChannel per cohort name and, once the user opens or
+// joins one, a WebRTC room: room_ui.js; relayed untouched into the Worker's
 // ProxyBus by proxyRelay) and renders what worker.js reports: the status
 // (what the run is doing, or how it ended), the roster, the cohort's loss
 // curve, samples/s, step, parameter version and hash, the settings the
@@ -13,6 +14,8 @@ import { BroadcastChannelBus, proxyRelay } from './bus.js';
 import { encodeMessage } from './wire.js';
 import { drawChart } from '../chart.js';
 import { checkSettings } from './settings.js';
+import { Fabric } from './fabric.js';
+import { RoomPanel } from './room_ui.js';
 
 const $ = (id) => document.getElementById(id);
 const query = new URLSearchParams(location.search);
@@ -22,12 +25,21 @@ const minText = query.get('min') ?? '1';
 
 const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
 let models = [];
-let run = null; // { id, slug, bus, relay, port } while a rank runs
+let run = null; // { id, slug, relay, port } while a rank runs
 let state = null; // latest status from the Worker
 let info = null; // the started rank's info
 let points = []; // cohort [step, loss]
 let chartDue = false;
 let nextReq = 1;
+let hello = null;
+const fabric = new Fabric(null);
+fabric.add('tabs', new BroadcastChannelBus(channelName(), `${crypto.randomUUID()}#page`));
+const room = new RoomPanel({
+  fabric,
+  query,
+  model: () => ({ slug: $('model').value, paramCount: models.find((m) => m.slug === $('model').value)?.params ?? 0 }),
+  onChange: () => setRunning(!!run),
+});
 const replies = new Map();
 
 // ---- rendering ----------------------------------------------------------------
@@ -77,6 +89,7 @@ function setRunning(on) {
   $('start').disabled = on || models.length === 0;
   $('stop').disabled = !on;
   for (const id of ['model', 'backend', 'batch', 'lr']) $(id).disabled = on || models.length === 0;
+  if (room?.joined) $('model').disabled = true; // the room's handshake named this model
   $('steps').disabled = false;
   $('steps').title = '0: never';
 }
@@ -234,9 +247,9 @@ function start() {
   const slug = settings.model;
   const id = crypto.randomUUID();
   const { port1, port2 } = new MessageChannel();
-  const bus = new BroadcastChannelBus(channelName(), `${id}#page`);
-  const relay = proxyRelay(port2, bus);
-  run = { id, slug, bus, relay, port: port2 };
+  fabric.selfId = id;
+  const relay = proxyRelay(port2, fabric);
+  run = { id, slug, relay, port: port2 };
   points = [];
   state = null;
   info = null;
@@ -258,7 +271,6 @@ function start() {
 function teardown() {
   if (!run) return;
   run.relay.close();
-  run.bus.close();
   run.port.close();
   run = null;
   setRunning(false);
@@ -273,8 +285,9 @@ function stop() {
 /** On close: the page says goodbye for its rank, so the peers need not wait for its silence. */
 function goodbye() {
   if (!run || !sayGoodbye || !state) return;
+  const stamp = state.settings?.model ? { model: `${state.settings.model}/${info?.paramCount}`, pv: hello?.protocol } : {};
   try {
-    run.bus.sendRaw(encodeMessage({ type: 'bye', from: run.id, to: null, term: state.term }));
+    fabric.sendRaw(encodeMessage({ type: 'bye', from: run.id, to: null, term: state.term, ...stamp }));
   } catch {
     // closing anyway
   }
@@ -284,6 +297,7 @@ worker.onmessage = (event) => {
   const msg = event.data;
   switch (msg.type) {
     case 'hello': {
+      hello = msg;
       models = msg.models;
       const sel = $('model');
       for (const m of models) {
@@ -299,8 +313,11 @@ worker.onmessage = (event) => {
       setRunning(false);
       if (want !== null && !models.some((m) => m.slug === want)) {
         showError(`Unknown model ${JSON.stringify(want)} in the URL: known models are ${models.map((m) => m.slug).join(', ')}.`);
-      } else if (query.get('autostart') === '1') {
-        start();
+      } else {
+        // a join URL: into the room first, then (autostart) the rank
+        (query.get('room') ? room.join() : Promise.resolve()).then(() => {
+          if (query.get('autostart') === '1') start();
+        });
       }
       break;
     }
@@ -367,6 +384,11 @@ window.rlxCluster = {
   get info() { return info; },
   get points() { return points.slice(); },
   get rankId() { return run?.id ?? null; },
+  get room() { return room.snapshot(); },
+  get fabric() { return { ...fabric.stats, links: [...fabric.links.keys()] }; },
+  joinRoom: () => room.join(),
+  openRoom: () => room.open(),
+  leaveRoom: () => room.leave(),
   start,
   stop,
   setMaxSteps(n) {
