@@ -61,7 +61,7 @@ SAN_FLAGS    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-saniti
 .PRECIOUS: %.o build/gen/%.c
 .PHONY: gl-pending-count test-webgl
 .PHONY: all native wasm sdk test-examples-js test test-native test-asan test-node test-webgpu test-cli test-browser test-python test-examples bench serve site setup clean
-all: native wasm sdk build/rlx web/data/fashion-mnist-train.bin web/data/fashion-mnist-test.bin
+all: native wasm sdk build/rlx web/data/fashion-mnist-train.bin web/data/fashion-mnist-test.bin web/vendor/trystero.js
 native: build/librlx.a build/librlx.so
 # The SDK: web/rlx.ts compiled by the npm typescript of package.json (make
 # setup) to web/rlx.js + web/rlx.d.ts, build outputs (gitignored) like the wasm.
@@ -131,6 +131,16 @@ web/rlx.js web/rlx.d.ts &: web/rlx.ts web/pkg/rlx_web.d.ts
 	@test -f $(TSC) || { echo "$(TSC) is missing: run make setup (npm ci)"; exit 1; }
 	cd web && node ../$(TSC) --target es2022 --module esnext --moduleResolution bundler --lib es2022,dom \
 	  --strict --declaration --rootDir . --outDir . rlx.ts
+
+# Trystero (npm, pinned in package-lock.json), the WebRTC mesh of cluster.html
+# (web/cluster/mesh.js), bundled once into one ES module: its dist files have
+# bare imports a browser cannot resolve. A build output (gitignored).
+web/vendor/trystero.js: package-lock.json
+	@test -x node_modules/.bin/esbuild || { echo "node_modules/.bin/esbuild is missing: run make setup (npm ci)"; exit 1; }
+	@mkdir -p $(dir $@)
+	node_modules/.bin/esbuild node_modules/trystero/dist/index.mjs --bundle --format=esm --minify --log-level=warning \
+	  '--banner:js=/* Trystero (MIT, github.com/dmotz/trystero) with @noble/secp256k1 (MIT), bundled from node_modules by make; do not edit */' \
+	  --outfile=$@
 
 # The op cases compiled to wasm, run by tests/node/opcases.test.mjs.
 WASM_TEST_OBJ := $(patsubst %.c,build/wasm/%.o,tests/c/wasm_opcases.c tests/c/wasm_gradcases.c tests/c/wasm_gpu_cases.c \

@@ -1,0 +1,172 @@
+// mesh_env.mjs - what the WebRTC mesh browser tests need around them, with
+// nothing reaching past 127.0.0.1:
+//
+//   isolate(import.meta.url, { timeoutMs }) ->
+//       { mode: 'inside' }                 already in a loopback-only network namespace: run the tests
+//       { mode: 'outer', run() }           run() re-runs the file under `unshare -n` (lo up) with
+//                                          RLX_NETNS=1 and resolves { code, output, timings,
+//                                          passed, failed, skipped } (counts of the inner run)
+//       { mode: 'skip', reason }           unshare is not possible here: skip, never run on the real network
+//   inLoopbackNamespace() -> bool         RLX_NETNS=1 and no interface but lo
+//   launchPeerBrowser() -> { browser, context, page, problems, close() }
+//       a SEPARATE Chromium process (Debian /usr/bin/chromium via playwright-core) with the
+//       flags of helpers.mjs plus --allow-loopback-in-peer-connection and
+//       --disable-features=WebRtcHideLocalIpsWithMdns, in a context granted 'microphone'
+//       (without it Chromium gathers no host candidates on loopback)
+//   startRelay()                           tools/nostr_relay.mjs on 127.0.0.1, a free port
+//   startTurn({ port, minPort, maxPort, user, password }) -> { fragment, iceServer, stop() }
+//       tools/turn.py (coturn on 127.0.0.1) once it printed its '&turn=' line
+//   stopAll()                              stops everything started here (call it in `after`)
+// Child processes are started in their own process group and killed by that
+// group id only; nothing here touches processes it did not start.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { networkInterfaces } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { CHROMIUM, REPO, newPage } from './helpers.mjs';
+import { startRelay as startNostrRelay } from '../../tools/nostr_relay.mjs';
+
+// helpers.mjs's flags (kept in step by hand), then the two WebRTC-over-loopback ones.
+const ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--no-first-run', '--enable-unsafe-webgpu', '--enable-features=Vulkan', '--use-vulkan=swiftshader',
+  '--use-webgpu-adapter=swiftshader', '--use-angle=swiftshader', '--enable-unsafe-swiftshader',
+  '--allow-loopback-in-peer-connection', '--disable-features=WebRtcHideLocalIpsWithMdns'];
+
+const stoppers = [];
+
+/** Registers fn (async) to run in stopAll(); returns fn. */
+function onStop(fn) {
+  stoppers.push(fn);
+  return fn;
+}
+
+export async function stopAll() {
+  const all = stoppers.splice(0).reverse();
+  for (const fn of all) {
+    try {
+      await fn();
+    } catch {
+      // stopping the rest anyway
+    }
+  }
+}
+
+/** Kills the process group of a child we spawned detached (its pid is the group id). */
+function killGroup(child, signal = 'SIGTERM') {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+function stopChild(child, graceMs = 3000) {
+  return new Promise((done) => {
+    if (child.exitCode !== null || child.signalCode !== null) return done();
+    const timer = setTimeout(() => killGroup(child, 'SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      done();
+    });
+    killGroup(child, 'SIGTERM');
+  });
+}
+
+export function inLoopbackNamespace() {
+  return process.env.RLX_NETNS === '1' && Object.keys(networkInterfaces()).every((name) => name === 'lo');
+}
+
+/** Why a loopback-only namespace cannot be made here, or null. */
+function namespaceProblem() {
+  const r = spawnSync('unshare', ['-n', 'sh', '-c', 'ip link set lo up'], { encoding: 'utf8', timeout: 10000 });
+  if (r.error) return `unshare is not available: ${r.error.message}`;
+  if (r.status !== 0) return `unshare -n failed (root and CAP_SYS_ADMIN needed): ${(r.stderr || '').trim() || `exit ${r.status}`}`;
+  return null;
+}
+
+export function isolate(fileUrl, { timeoutMs = 120000 } = {}) {
+  if (inLoopbackNamespace()) return { mode: 'inside' };
+  if (process.env.RLX_NETNS === '1') return { mode: 'skip', reason: 'RLX_NETNS=1 but interfaces other than lo are present' };
+  const problem = namespaceProblem();
+  if (problem) return { mode: 'skip', reason: `${problem}; not running WebRTC tests on the real network` };
+  const file = fileURLToPath(fileUrl);
+  // Without NODE_TEST_CONTEXT, or the inner `node --test` sees itself nested and runs nothing.
+  const { NODE_TEST_CONTEXT, ...env } = process.env;
+  return {
+    mode: 'outer',
+    run: () => new Promise((resolve) => {
+      const child = spawn('unshare', ['-n', '--', 'sh', '-c', 'ip link set lo up && exec "$@"', 'sh',
+        process.execPath, '--test', '--test-reporter=spec', file], {
+        cwd: REPO, env: { ...env, RLX_NETNS: '1' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
+      });
+      let output = '';
+      const keep = (d) => {
+        output += d;
+        process.stderr.write(d);
+      };
+      child.stdout.on('data', keep);
+      child.stderr.on('data', keep);
+      // SIGTERM first: playwright then closes the browsers it launched; SIGKILL if that hangs.
+      const timer = setTimeout(() => {
+        output += `\n(stopped after ${timeoutMs} ms)\n`;
+        stopChild(child, 5000);
+      }, timeoutMs);
+      child.on('exit', (code, signal) => {
+        clearTimeout(timer);
+        const timings = output.split('\n').filter((l) => l.includes('mesh timing:')).map((l) => l.replace(/^.*mesh timing: /, ''));
+        const count = (what) => Number(new RegExp(`${what} (\\d+)`).exec(output)?.[1] ?? NaN);
+        resolve({ code: code ?? (signal ? 128 : 1), signal, output, timings, passed: count('pass'), failed: count('fail'), skipped: count('skipped') });
+      });
+    }),
+  };
+}
+
+export async function launchPeerBrowser({ permissions = ['microphone'] } = {}) {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+  const close = onStop(() => browser.close());
+  const context = await browser.newContext({ permissions });
+  const { page, problems } = await newPage(context);
+  return { browser, context, page, problems, close };
+}
+
+export async function startRelay(opts = {}) {
+  const relay = await startNostrRelay({ host: '127.0.0.1', port: 0, ...opts });
+  onStop(() => relay.close());
+  return relay;
+}
+
+/** Why coturn cannot run here, or null. */
+export function turnMissing() {
+  if (!existsSync(`${REPO}tools/turn.py`)) return 'tools/turn.py is missing';
+  const r = spawnSync('sh', ['-c', 'command -v turnserver'], { encoding: 'utf8' });
+  if (r.status !== 0) return 'no turnserver (Debian package coturn; make setup)';
+  return null;
+}
+
+export function startTurn({ port = 3478, minPort = 49152, maxPort = 49252, user = 'rlxtest', password = 'rlxtest-pass', timeoutMs = 20000 } = {}) {
+  const child = spawn('python3', ['tools/turn.py', '--listen', '127.0.0.1', '--port', String(port), '--min-port', String(minPort),
+    '--max-port', String(maxPort), '--user', user, '--password', password], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const stop = onStop(() => stopChild(child));
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const fail = (why) => {
+      clearTimeout(timer);
+      stop().then(() => reject(new Error(`tools/turn.py: ${why}\n${out}`)));
+    };
+    const timer = setTimeout(() => fail(`no &turn= line within ${timeoutMs} ms`), timeoutMs);
+    child.stderr.on('data', (d) => { out += d; });
+    child.on('exit', (code) => fail(`exited (${code}) before it was ready`));
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /^(&turn=\S+)$/m.exec(out);
+      if (!m) return;
+      clearTimeout(timer);
+      child.removeAllListeners('exit');
+      const value = new URLSearchParams(m[1].slice(1)).get('turn');
+      const [urls, username, credential] = value.split(';')[0].split('|');
+      resolve({ fragment: m[1], iceServer: { urls, username, credential }, output: () => out, stop });
+    });
+  });
+}

@@ -1,0 +1,696 @@
+// mesh.js - the cluster page's WebRTC mesh transport (page side, main thread;
+// a Worker has no RTCPeerConnection, so this must never be imported into
+// one: MeshLink and the preflight throw there). Signalling and data channels
+// come from Trystero (npm trystero 0.25.4, bundled by `make` into
+// web/vendor/trystero.js); this file adds what the cluster needs on top: a
+// wire transport (sendRaw/onRaw of wire.js buffers, for bus.js proxyRelay), a
+// per-peer handshake that refuses peers of another protocol, model or
+// parameter count, a handshake timeout, per-peer ICE diagnostics and failure
+// messages that say what to do. It never decodes a payload: routing reads
+// the u32 length and JSON header of a buffer, nothing after it.
+//
+// Configuration (all pure functions):
+//   DEFAULT_ICE_SERVERS                public STUN only (never TURN: it relays every byte)
+//   parseTurn('url|user|cred;...')     -> [{ urls, username, credential }] (turn:/turns: only; throws on a bad entry)
+//   parseRelays('wss://a,wss://b')     -> [url] (ws:// or wss:// only; throws otherwise)
+//   iceConfig({ turn, relayOnly, stun }) -> rtcConfig: STUN first, TURN after,
+//                                      iceTransportPolicy 'relay' when relayOnly (needs TURN)
+// Loading:
+//   await loadTrystero(url = DEFAULT_TRYSTERO_URL)   import + checkTrysteroApi (the page passes ?p2p=)
+//   checkTrysteroApi(mod) -> mod       throws a TypeError naming what is missing
+//   adaptRoom(room)                    one shape over Trystero 0.25+ (makeAction returns
+//                                      { send, onMessage }, onPeerJoin is an assignable property)
+//                                      and the legacy API ([send, get, progress] tuples,
+//                                      onPeerJoin(fn) functions); throws naming what is missing
+// The transport:
+//   const link = new MeshLink({
+//     trystero,                 the module from loadTrystero()                        (required)
+//     roomId, password = '',    Trystero room; the password encrypts the SDP and is checked peer to peer
+//     slug, paramCount,         the model, compared in the handshake                  (required)
+//     protocol,                 the rank protocol version, compared too (default PROTOCOL_VERSION)
+//     appId = 'rlx-cluster', relayUrls = [] (Trystero's public Nostr relays), rtcConfig = iceConfig(),
+//     handshakeTimeoutMs = 20000, helloRetryMs = 2000, preflight = null (an icePreflight() result:
+//     sharpens failure diagnoses), trackAttempts = true (see ice.js trackPeerConnections),
+//     RTCPeerConnectionImpl = RTCPeerConnection, onEvent = null })
+//   One MeshLink per room per page: Trystero keeps one room object per appId and roomId.
+//   link.sendRaw(buf) -> bool          to every accepted peer, or only the peer of header.to
+//                                      once that rank id was seen in a `from` of that peer;
+//                                      in order per peer (a queue each); false: no one to send to
+//   link.onRaw(fn) -> off              fn(ArrayBuffer) for every buffer of an accepted peer
+//   link.hasRank(rankId) -> bool       that rank sent from an accepted peer (fabric.js routing)
+//   link.stats                         { sent, received, bytesOut, bytesIn, dropped, peers: { id: {...} } }
+//   link.peers() / link.acceptedCount / await link.diagnostics() / await link.close()
+//   events (EventTarget CustomEvent detail, and onEvent(type, detail)):
+//     peer-join { peerId }             the data channel is open (Trystero's onPeerJoin)
+//     peer-accepted { peerId, remote, ms }
+//     peer-refused { peerId, reason, side: 'local' | 'remote' }   once per peer
+//     peer-leave { peerId, state }
+//     peer-failed { peerId, message, case, error }                once per peer
+//     diagnostics { ... }              what diagnostics() resolved to
+// Handshake on action 'rlx-hs' (JSON): each side sends { t: 'hello', mesh, protocol, app,
+// slug, paramCount }; a matching hello is answered { t: 'accept' }, a mismatch
+// { t: 'refuse', reason }. A peer is accepted once its hello matched AND it
+// accepted ours; only then do buffers flow (action 'rlx-wire'), both ways.
+// Hellos are re-sent every helloRetryMs until then; all three messages are idempotent.
+import { WIRE_LIMITS } from './wire.js';
+import { assertNotWorker, classifyIce, icePreflight, peerIceStats, trackPeerConnections } from './ice.js';
+
+export { icePreflight, classifyIce } from './ice.js';
+
+/**
+ * The version of this file's own messages (the handshake and the actions).
+ * The rank protocol's version is the caller's `protocol` option (pass
+ * protocol.js's PROTOCOL_VERSION); the hello carries and compares both.
+ */
+export const PROTOCOL_VERSION = 1;
+export const APP_ID = 'rlx-cluster';
+export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 20000;
+export const DEFAULT_ICE_SERVERS = Object.freeze([
+  Object.freeze({ urls: 'stun:stun.l.google.com:19302' }),
+  Object.freeze({ urls: 'stun:stun1.l.google.com:19302' }),
+  Object.freeze({ urls: 'stun:stun.cloudflare.com:3478' }),
+]);
+export const DEFAULT_TRYSTERO_URL = new URL('../vendor/trystero.js', import.meta.url).href;
+
+const HS_ACTION = 'rlx-hs';
+const WIRE_ACTION = 'rlx-wire';
+const MAX_RANKS_PER_PEER = 64;
+
+export const shortId = (id) => (typeof id === 'string' && id ? id.slice(0, 8) : '?');
+
+// ---- configuration ---------------------------------------------------------------
+
+/** '?turn=' text -> RTCIceServer[]: entries 'url|user|credential' joined by ';'. */
+export function parseTurn(text) {
+  if (text == null) return [];
+  if (typeof text !== 'string') throw new TypeError('turn: expected a string like turn:host:3478|user|credential');
+  const out = [];
+  text.split(';').map((e) => e.trim()).filter(Boolean).forEach((entry, i) => {
+    const fields = entry.split('|');
+    const where = `turn entry ${i + 1} (${JSON.stringify(entry.length > 80 ? `${entry.slice(0, 80)}...` : entry)})`;
+    if (fields.length !== 3) throw new Error(`${where}: expected url|user|credential, got ${fields.length} field${fields.length === 1 ? '' : 's'}`);
+    const [urls, username, credential] = fields.map((f) => f.trim());
+    if (!/^turns?:[^\s|;]+$/i.test(urls)) throw new Error(`${where}: the url must start with turn: or turns:`);
+    if (!username || !credential) throw new Error(`${where}: the user and the credential must not be empty`);
+    out.push({ urls, username, credential });
+  });
+  return out;
+}
+
+/** '?relays=' text -> signalling relay URLs (comma-separated ws:// or wss://). */
+export function parseRelays(text) {
+  if (text == null) return [];
+  if (typeof text !== 'string') throw new TypeError('relays: expected a comma-separated list of ws:// or wss:// URLs');
+  return text.split(',').map((u) => u.trim()).filter(Boolean).map((u) => {
+    let url;
+    try {
+      url = new URL(u);
+    } catch {
+      throw new Error(`relay ${JSON.stringify(u)} is not a URL (expected ws://HOST:PORT or wss://HOST)`);
+    }
+    if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw new Error(`relay ${JSON.stringify(u)}: only ws:// and wss:// relays are supported`);
+    return u;
+  });
+}
+
+/** rtcConfig for Trystero: STUN first (a direct path is always tried first), TURN after. */
+export function iceConfig({ turn = [], relayOnly = false, stun = DEFAULT_ICE_SERVERS } = {}) {
+  const turnServers = typeof turn === 'string' ? parseTurn(turn) : [...turn];
+  if (relayOnly && turnServers.length === 0) throw new Error('relay-only mode needs a TURN server (?turn=url|user|credential)');
+  const config = { iceServers: [...stun.map((s) => ({ ...s })), ...turnServers.map((s) => ({ ...s }))] };
+  if (relayOnly) config.iceTransportPolicy = 'relay';
+  return config;
+}
+
+// ---- Trystero ---------------------------------------------------------------------
+
+export function checkTrysteroApi(mod) {
+  if (!mod || (typeof mod !== 'object' && typeof mod !== 'function')) {
+    throw new TypeError(`mesh module: expected an ES module, got ${mod === null ? 'null' : typeof mod}`);
+  }
+  const missing = [];
+  if (typeof mod.joinRoom !== 'function') missing.push('joinRoom (a function)');
+  if (mod.selfId !== undefined && typeof mod.selfId !== 'string') missing.push('selfId (a string)');
+  if (missing.length) {
+    throw new TypeError(`mesh module lacks ${missing.join(' and ')}; exports: [${Object.keys(mod).join(', ')}]. ` +
+      'Is ?p2p= pointing at a Trystero build?');
+  }
+  return mod;
+}
+
+export async function loadTrystero(url = DEFAULT_TRYSTERO_URL) {
+  let mod;
+  try {
+    mod = await import(url);
+  } catch (err) {
+    const hint = url === DEFAULT_TRYSTERO_URL ? ' (run `make web/vendor/trystero.js`)' : '';
+    throw new Error(`could not load the mesh module ${url}${hint}: ${err?.message ?? err}`);
+  }
+  try {
+    return checkTrysteroApi(mod);
+  } catch (err) {
+    throw new TypeError(`${url}: ${err.message}`);
+  }
+}
+
+/** One action shape: { form, send(data, targets[]), onMessage(fn(data, peerId)) }. */
+export function adaptAction(action, name = '?') {
+  if (Array.isArray(action)) {
+    const [send, get] = action;
+    if (typeof send !== 'function' || typeof get !== 'function') {
+      throw new TypeError(`makeAction('${name}') returned a tuple without [send, onMessage] functions`);
+    }
+    return { form: 'tuple', send: (data, targets) => send(data, targets), onMessage: (fn) => get((data, peerId) => fn(data, peerId)) };
+  }
+  if (action && typeof action === 'object' && typeof action.send === 'function' && 'onMessage' in action) {
+    const wrap = (fn) => (data, ctx) => fn(data, typeof ctx === 'string' ? ctx : ctx?.peerId);
+    return {
+      form: 'object',
+      // 0.25+: send(data, { target }); a bare second argument would be ignored (a broadcast).
+      send: (data, targets) => action.send(data, { target: targets }),
+      // 0.25+: an assignable property (an accessor); a plain function there would be a registrar.
+      onMessage: (fn) => {
+        if (!hasSetter(action, 'onMessage') && typeof action.onMessage === 'function') action.onMessage(wrap(fn));
+        else action.onMessage = wrap(fn);
+      },
+    };
+  }
+  const got = action === null ? 'null' : Array.isArray(action) ? 'an array' : typeof action === 'object' ? `{${Object.keys(action).join(', ')}}` : typeof action;
+  throw new TypeError(`makeAction('${name}') returned ${got}: expected { send, onMessage } (Trystero 0.25+) or [send, onMessage, onProgress]`);
+}
+
+function hasSetter(obj, key) {
+  for (let o = obj; o; o = Object.getPrototypeOf(o)) {
+    const d = Object.getOwnPropertyDescriptor(o, key);
+    if (d) return typeof d.set === 'function';
+  }
+  return false;
+}
+
+function eventHook(room, key) {
+  if (!(key in room)) return null;
+  if (hasSetter(room, key)) return (fn) => { room[key] = fn; };
+  if (typeof room[key] === 'function') return (fn) => room[key](fn);
+  const d = Object.getOwnPropertyDescriptor(room, key);
+  if (d && d.writable && (room[key] === null || room[key] === undefined)) return (fn) => { room[key] = fn; };
+  return null;
+}
+
+/** One room shape over both Trystero APIs; throws a TypeError naming what is missing. */
+export function adaptRoom(room) {
+  if (!room || typeof room !== 'object') throw new TypeError(`joinRoom returned ${room === null ? 'null' : typeof room}, not a room`);
+  const missing = [];
+  if (typeof room.makeAction !== 'function') missing.push('makeAction (a function)');
+  if (typeof room.leave !== 'function') missing.push('leave (a function)');
+  const onJoin = eventHook(room, 'onPeerJoin');
+  const onLeave = eventHook(room, 'onPeerLeave');
+  if (!onJoin) missing.push('onPeerJoin (an assignable property or a function taking a callback)');
+  if (!onLeave) missing.push('onPeerLeave (an assignable property or a function taking a callback)');
+  if (missing.length) throw new TypeError(`the Trystero room lacks ${missing.join(', ')}; it has [${Object.keys(room).join(', ')}]`);
+  return {
+    events: hasSetter(room, 'onPeerJoin') || typeof room.onPeerJoin !== 'function' ? 'property' : 'function',
+    action: (name) => adaptAction(room.makeAction(name), name),
+    onPeerJoin: onJoin,
+    onPeerLeave: onLeave,
+    /** Map peerId -> RTCPeerConnection (or null where the API gives ids only). */
+    peers: () => {
+      const got = typeof room.getPeers === 'function' ? room.getPeers() : {};
+      if (Array.isArray(got)) return new Map(got.map((id) => [id, null]));
+      return new Map(Object.entries(got ?? {}).map(([id, pc]) => [id, pc && typeof pc.getStats === 'function' ? pc : null]));
+    },
+    leave: () => room.leave(),
+  };
+}
+
+// ---- wire headers -------------------------------------------------------------------
+
+const headerDecoder = new TextDecoder('utf-8', { fatal: true });
+
+/** The JSON header of a wire.js buffer (reads the u32 length and the header bytes only), or null. */
+export function peekHeader(buf) {
+  try {
+    const bytes = buf instanceof ArrayBuffer ? new Uint8Array(buf) : new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+    if (bytes.byteLength < 4) return null;
+    const n = new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true);
+    if (n === 0 || n % 4 !== 0 || n > WIRE_LIMITS.maxHeaderBytes || 4 + n > bytes.byteLength) return null;
+    const header = JSON.parse(headerDecoder.decode(bytes.subarray(4, 4 + n)));
+    return header && typeof header === 'object' && !Array.isArray(header) ? header : null;
+  } catch {
+    return null;
+  }
+}
+
+function toArrayBuffer(data) {
+  if (data instanceof ArrayBuffer) return data;
+  if (ArrayBuffer.isView(data)) {
+    if (data.byteOffset === 0 && data.byteLength === data.buffer.byteLength && data.buffer instanceof ArrayBuffer) return data.buffer;
+    return data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength);
+  }
+  return null;
+}
+
+// ---- handshake and messages ------------------------------------------------------------
+
+/** Why two hellos cannot train together (neutral wording, shown on both sides), or null. */
+export function helloMismatch(mine, remote, selfId = null, peerId = null) {
+  const me = shortId(selfId);
+  const them = shortId(peerId);
+  if (!remote || typeof remote !== 'object') return 'malformed hello';
+  // What the peer sent ends up in both sides' messages: short and printable only.
+  const clip = (v) => (typeof v === 'string' ? v.replace(/[^\x20-\x7e]/g, '?').slice(0, 64) : v);
+  const theirs = { ...remote, app: clip(remote.app), slug: clip(remote.slug) };
+  if (theirs.app !== mine.app) return `another application: ${them} is ${JSON.stringify(theirs.app)}, ${me} is ${JSON.stringify(mine.app)}`;
+  if (theirs.mesh !== mine.mesh) {
+    return `mesh protocol mismatch: ${them} speaks mesh protocol ${theirs.mesh}, ${me} mesh protocol ${mine.mesh} (load both pages from the same site)`;
+  }
+  if (theirs.protocol !== mine.protocol) {
+    return `protocol mismatch: ${them} speaks cluster protocol ${theirs.protocol}, ${me} protocol ${mine.protocol} (load both pages from the same site)`;
+  }
+  if (theirs.slug !== mine.slug) {
+    return `model mismatch: ${them} trains ${theirs.slug} (${theirs.paramCount} parameters), ${me} trains ${mine.slug} (${mine.paramCount} parameters)`;
+  }
+  if (theirs.paramCount !== mine.paramCount) {
+    return `parameter count mismatch in ${mine.slug}: ${them} has ${theirs.paramCount} parameters, ${me} has ${mine.paramCount} parameters (load both pages from the same site)`;
+  }
+  return null;
+}
+
+/**
+ * The per-peer failure text: names the peer, says how many peers are connected,
+ * and raises TURN only when none is (and the peer is not simply gone).
+ */
+export function failureMessage({ peerId, connected = 0, why = '', diagnosis = null }) {
+  const count = connected === 0 ? 'no peer is connected'
+    : `${connected} peer${connected === 1 ? ' is' : 's are'} connected and training goes on with ${connected === 1 ? 'it' : 'them'}`;
+  let text = `could not connect to peer ${shortId(peerId)}${why ? ` (${why})` : ''}; ${count}`;
+  if (diagnosis && diagnosis.case !== 'connected') text += `. ${diagnosis.message[0].toUpperCase()}${diagnosis.message.slice(1)}`;
+  if (connected === 0 && diagnosis?.case !== 'peer-gone') {
+    text += '. If the devices are on different networks, a TURN relay may be needed: add ' +
+      '?turn=turn:HOST:3478|USER|CREDENTIAL to the join URL (tools/turn.py prints one)';
+  }
+  return text;
+}
+
+const duration = (ms) => (ms < 1000 ? `${Math.round(ms)} ms` : `${Math.round(ms / 100) / 10} s`);
+
+function emptyCounters() {
+  return { sent: 0, received: 0, bytesOut: 0, bytesIn: 0 };
+}
+
+// ---- the transport --------------------------------------------------------------------
+
+export class MeshLink extends EventTarget {
+  constructor({
+    trystero, roomId, password = '', appId = APP_ID, relayUrls = [], rtcConfig = null, slug, paramCount,
+    protocol = PROTOCOL_VERSION, handshakeTimeoutMs = DEFAULT_HANDSHAKE_TIMEOUT_MS, helloRetryMs = 2000,
+    trackAttempts = true, RTCPeerConnectionImpl = globalThis.RTCPeerConnection, preflight = null, onEvent = null,
+  } = {}) {
+    super();
+    assertNotWorker('MeshLink');
+    if (globalThis.isSecureContext === false) {
+      throw new Error('the mesh needs a secure context (https, or http://localhost): Trystero uses crypto.subtle; serve with tools/serve.py --tls');
+    }
+    checkTrysteroApi(trystero);
+    if (typeof roomId !== 'string' || !roomId) throw new TypeError('MeshLink needs a roomId (a non-empty string)');
+    if (typeof slug !== 'string' || !slug) throw new TypeError('MeshLink needs the model slug (the handshake compares it)');
+    if (!Number.isSafeInteger(paramCount) || paramCount < 0) throw new TypeError('MeshLink needs paramCount (a non-negative integer)');
+    if (!(handshakeTimeoutMs > 0)) throw new TypeError('handshakeTimeoutMs must be a positive number');
+    this.roomId = roomId;
+    this.selfId = trystero.selfId ?? null;
+    this.hello = { t: 'hello', mesh: PROTOCOL_VERSION, protocol, app: appId, slug, paramCount };
+    this.rtcConfig = rtcConfig ?? iceConfig();
+    this.preflight = preflight;
+    this.handshakeTimeoutMs = handshakeTimeoutMs;
+    this.helloRetryMs = helloRetryMs;
+    this.closed = false;
+    this.stats = { ...emptyCounters(), dropped: { unaccepted: 0, malformed: 0, noPeers: 0, sendErrors: 0, handlerErrors: 0 }, peers: {} };
+    this._onEvent = onEvent;
+    this._peers = new Map();
+    this._rankToPeer = new Map();
+    this._raw = new Set();
+    this._reported = new Set();
+    this._refusedReported = new Set();
+    this._tracker = trackAttempts && typeof RTCPeerConnectionImpl === 'function' ? trackPeerConnections(RTCPeerConnectionImpl) : null;
+
+    const config = { appId, rtcConfig: this.rtcConfig };
+    if (password) config.password = password;
+    if (relayUrls.length) config.relayConfig = { urls: [...relayUrls] };
+    if (this._tracker) config.rtcPolyfill = this._tracker.Impl;
+    const room = trystero.joinRoom(config, roomId, { onJoinError: (e) => this._onJoinError(e), handshakeTimeoutMs });
+    this._room = adaptRoom(room);
+    this._hs = this._room.action(HS_ACTION);
+    this._wire = this._room.action(WIRE_ACTION);
+    this._hs.onMessage((data, peerId) => this._onHandshake(data, peerId));
+    this._wire.onMessage((data, peerId) => this._onWire(data, peerId));
+    this._room.onPeerJoin((peerId) => this._join(peerId));
+    this._room.onPeerLeave((peerId) => this._leave(peerId));
+  }
+
+  get acceptedCount() {
+    let n = 0;
+    for (const st of this._peers.values()) if (st.state === 'accepted') n++;
+    return n;
+  }
+
+  /** One row per peer known at the room level: { peerId, state, reason, side, rankIds, ageMs, ... }. */
+  peers() {
+    const t = Date.now();
+    return [...this._peers.values()].map((st) => ({
+      peerId: st.peerId,
+      short: shortId(st.peerId),
+      state: st.state,
+      reason: st.reason,
+      side: st.side,
+      remoteReason: st.remoteReason,
+      remote: st.remoteHello,
+      rankIds: [...st.rankIds],
+      ageMs: t - st.joinedAt,
+      handshakeMs: st.acceptedAt ? st.acceptedAt - st.joinedAt : null,
+      queued: st.queued,
+    }));
+  }
+
+  /** True when rank `rankId` was seen (as a header's `from`) from a peer that is accepted now. */
+  hasRank(rankId) {
+    const peerId = this._rankToPeer.get(rankId);
+    return Boolean(peerId && this._peers.get(peerId)?.state === 'accepted');
+  }
+
+  onRaw(fn) {
+    this._raw.add(fn);
+    return () => this._raw.delete(fn);
+  }
+
+  sendRaw(buf) {
+    if (this.closed) return false;
+    if (!(buf instanceof ArrayBuffer) && !ArrayBuffer.isView(buf)) {
+      this.stats.dropped.malformed++;
+      return false;
+    }
+    const accepted = [];
+    for (const st of this._peers.values()) if (st.state === 'accepted') accepted.push(st.peerId);
+    if (!accepted.length) {
+      this.stats.dropped.noPeers++;
+      return false;
+    }
+    let targets = accepted;
+    const to = peekHeader(buf)?.to;
+    if (typeof to === 'string') {
+      const peerId = this._rankToPeer.get(to);
+      if (peerId && this._peers.get(peerId)?.state === 'accepted') targets = [peerId];
+    }
+    const n = buf.byteLength;
+    for (const id of targets) {
+      const c = this._counters(id);
+      c.sent++;
+      c.bytesOut += n;
+      this.stats.sent++;
+      this.stats.bytesOut += n;
+      this._enqueue(this._peers.get(id), buf);
+    }
+    return true;
+  }
+
+  /**
+   * Trystero splits a buffer into 16 KiB chunks and reassembles it on the
+   * other side, so a buffer of any size is one message; but concurrent sends
+   * interleave their chunks (each waits for bufferedAmount to drain), so a
+   * small buffer could overtake a large one. One queue per peer keeps each
+   * peer's buffers in order (as a BroadcastChannel does) without a slow peer
+   * holding up the others. A queued buffer must not change after sendRaw.
+   */
+  _enqueue(st, buf) {
+    const go = () => (st.state === 'accepted' && !this.closed && this._peers.get(st.peerId) === st ? this._wire.send(buf, [st.peerId]) : null);
+    let sending;
+    if (st.queued === 0) {
+      try {
+        sending = Promise.resolve(go()); // idle: Trystero copies the bytes right now
+      } catch (err) {
+        sending = Promise.reject(err);
+      }
+    } else {
+      sending = st.queue.then(go);
+    }
+    st.queued++;
+    st.queue = sending.catch(() => { this.stats.dropped.sendErrors++; }).finally(() => { st.queued--; });
+  }
+
+  async diagnostics() {
+    const pcs = this._room.peers();
+    const t = Date.now();
+    const peers = [];
+    for (const st of this._peers.values()) {
+      const pc = pcs.get(st.peerId) ?? null;
+      let ice = null;
+      if (pc) {
+        try {
+          ice = await peerIceStats(pc);
+        } catch (err) {
+          ice = { error: String(err?.message ?? err) };
+        }
+      }
+      peers.push({
+        peerId: st.peerId,
+        short: shortId(st.peerId),
+        handshake: { state: st.state, localOk: st.localOk, remoteOk: st.remoteOk, reason: st.reason, side: st.side, remoteReason: st.remoteReason },
+        remote: st.remoteHello,
+        rankIds: [...st.rankIds],
+        ageMs: t - st.joinedAt,
+        stats: { ...this._counters(st.peerId) },
+        queued: st.queued, // buffers handed to sendRaw that Trystero has not finished sending
+        connectionState: ice?.connectionState ?? null,
+        iceConnectionState: ice?.iceConnectionState ?? null,
+        selectedPair: ice?.selectedPair ?? null,
+        localCandidates: ice?.localCandidates ?? null,
+        remoteCandidates: ice?.remoteCandidates ?? null,
+        bytesSent: ice?.bytesSent ?? null,
+        bytesReceived: ice?.bytesReceived ?? null,
+        iceError: ice?.error ?? null,
+      });
+    }
+    const connectedPcs = new Set(pcs.values());
+    const attempts = this._tracker ? this._tracker.records().filter((r) => !connectedPcs.has(r.pc) && r.remoteSetAt && !r.closedAt)
+      .map(this._tracker.snapshot) : [];
+    const d = { selfId: this.selfId, roomId: this.roomId, at: t, accepted: this.acceptedCount, peers, attempts, preflight: this.preflight };
+    this._emit('diagnostics', d);
+    return d;
+  }
+
+  async close() {
+    if (this.closed) return;
+    this.closed = true;
+    for (const st of this._peers.values()) this._stopTimers(st);
+    this._raw.clear();
+    try {
+      await this._room.leave();
+    } catch {
+      // leaving anyway
+    }
+  }
+
+  // ---- internals ----
+
+  _emit(type, detail) {
+    if (this.closed && type !== 'diagnostics') return;
+    this.dispatchEvent(new CustomEvent(type, { detail }));
+    try {
+      this._onEvent?.(type, detail);
+    } catch {
+      this.stats.dropped.handlerErrors++;
+    }
+  }
+
+  _counters(peerId) {
+    return (this.stats.peers[peerId] ??= emptyCounters());
+  }
+
+  _send(action, data, targets) {
+    try {
+      Promise.resolve(action.send(data, targets)).catch(() => this.stats.dropped.sendErrors++);
+    } catch {
+      this.stats.dropped.sendErrors++;
+    }
+  }
+
+  _stopTimers(st) {
+    clearTimeout(st.timer);
+    clearInterval(st.retry);
+    st.timer = st.retry = null;
+  }
+
+  _state(peerId, state) {
+    const st = {
+      peerId, state, joinedAt: Date.now(), acceptedAt: 0, localOk: false, remoteOk: false,
+      remoteHello: null, reason: null, side: null, remoteReason: null, rankIds: new Set(), timer: null, retry: null,
+      queue: Promise.resolve(), queued: 0,
+    };
+    this._peers.set(peerId, st);
+    return st;
+  }
+
+  _join(peerId) {
+    if (this.closed || typeof peerId !== 'string') return null;
+    const known = this._peers.get(peerId);
+    if (known) return known;
+    const st = this._state(peerId, 'handshake');
+    this._emit('peer-join', { peerId });
+    this._send(this._hs, { ...this.hello }, [peerId]);
+    st.timer = setTimeout(() => this._timeout(st), this.handshakeTimeoutMs);
+    st.retry = setInterval(() => {
+      if (st.state === 'handshake' && this._peers.get(peerId) === st) this._send(this._hs, { ...this.hello }, [peerId]);
+    }, this.helloRetryMs);
+    return st;
+  }
+
+  _leave(peerId) {
+    const st = this._peers.get(peerId);
+    if (!st) return;
+    this._stopTimers(st);
+    this._forgetRanks(st);
+    this._peers.delete(peerId);
+    this._emit('peer-leave', { peerId, state: st.state });
+  }
+
+  _forgetRanks(st) {
+    for (const r of st.rankIds) if (this._rankToPeer.get(r) === st.peerId) this._rankToPeer.delete(r);
+    st.rankIds.clear();
+  }
+
+  _onHandshake(data, peerId) {
+    if (this.closed) return;
+    if (!data || typeof data !== 'object' || typeof data.t !== 'string') {
+      this.stats.dropped.malformed++;
+      return;
+    }
+    const st = this._peers.get(peerId) ?? this._join(peerId); // a hello may beat onPeerJoin
+    if (!st || st.state === 'abandoned') return;
+    if (data.t === 'hello') {
+      if (st.state === 'refused') {
+        if (st.side === 'local') this._send(this._hs, { t: 'refuse', reason: st.reason }, [peerId]);
+        return;
+      }
+      const why = helloMismatch(this.hello, data, this.selfId, peerId);
+      if (why) {
+        this._send(this._hs, { t: 'refuse', reason: why }, [peerId]);
+        this._refuse(st, why, 'local');
+        return;
+      }
+      st.remoteHello = { mesh: data.mesh, protocol: data.protocol, app: data.app, slug: data.slug, paramCount: data.paramCount };
+      st.localOk = true;
+      this._send(this._hs, { t: 'accept' }, [peerId]);
+      this._maybeAccept(st);
+    } else if (data.t === 'accept') {
+      st.remoteOk = true;
+      this._maybeAccept(st);
+    } else if (data.t === 'refuse') {
+      const reason = String(data.reason ?? 'refused').slice(0, 500);
+      if (st.state === 'refused') st.remoteReason ??= reason;
+      else this._refuse(st, reason, 'remote');
+    } else {
+      this.stats.dropped.malformed++;
+    }
+  }
+
+  _maybeAccept(st) {
+    if (st.state !== 'handshake' || !st.localOk || !st.remoteOk) return;
+    st.state = 'accepted';
+    st.acceptedAt = Date.now();
+    this._stopTimers(st);
+    this._emit('peer-accepted', { peerId: st.peerId, remote: st.remoteHello, ms: st.acceptedAt - st.joinedAt });
+  }
+
+  _refuse(st, reason, side) {
+    if (st.state === 'refused') return;
+    st.state = 'refused';
+    st.reason = reason;
+    st.side = side;
+    if (side === 'remote') st.remoteReason = reason;
+    this._stopTimers(st);
+    this._forgetRanks(st);
+    if (this._refusedReported.has(st.peerId)) return;
+    this._refusedReported.add(st.peerId);
+    this._emit('peer-refused', { peerId: st.peerId, reason, side });
+  }
+
+  _timeout(st) {
+    if (st.state !== 'handshake' || this._peers.get(st.peerId) !== st) return;
+    st.state = 'abandoned';
+    this._stopTimers(st);
+    const s = duration(this.handshakeTimeoutMs);
+    st.reason = `no handshake within ${s}`;
+    this._send(this._hs, { t: 'refuse', reason: `peer ${shortId(this.selfId)} gave up: no handshake within ${s}` }, [st.peerId]);
+    this._fail(st.peerId, `it joined but finished no handshake within ${s}: gone, or a background tab too throttled to answer`, null, null);
+  }
+
+  _onJoinError(e) {
+    if (this.closed) return;
+    const peerId = typeof e?.peerId === 'string' ? e.peerId : null;
+    const error = String(e?.error ?? e ?? 'join error');
+    if (!peerId) return;
+    if (/password/i.test(error)) {
+      const st = this._peers.get(peerId) ?? this._state(peerId, 'handshake');
+      this._refuse(st, `wrong room password: peer ${shortId(peerId)} uses another password for this room`, 'local');
+      return;
+    }
+    const st = this._peers.get(peerId);
+    if (st?.state === 'handshake') {
+      st.state = 'abandoned';
+      this._stopTimers(st);
+    }
+    const attempt = this._tracker?.unconnected()[0] ?? null;
+    const diagnosis = classifyIce({ preflight: this.preflight, peer: attempt, iceServers: this.rtcConfig.iceServers });
+    const why = /handshake/i.test(error) ? error.replace(/^Trystero: /, '') : 'ICE never connected';
+    this._fail(peerId, why, diagnosis, error);
+  }
+
+  _fail(peerId, why, diagnosis, error) {
+    if (this._reported.has(peerId)) return;
+    this._reported.add(peerId);
+    const message = failureMessage({ peerId, connected: this.acceptedCount, why, diagnosis });
+    this._emit('peer-failed', { peerId, message, case: diagnosis?.case ?? null, error });
+  }
+
+  _onWire(data, peerId) {
+    if (this.closed) return;
+    const st = this._peers.get(peerId);
+    if (!st || st.state !== 'accepted') {
+      this.stats.dropped.unaccepted++;
+      return;
+    }
+    const buf = toArrayBuffer(data);
+    if (!buf) {
+      this.stats.dropped.malformed++;
+      return;
+    }
+    const c = this._counters(peerId);
+    c.received++;
+    c.bytesIn += buf.byteLength;
+    this.stats.received++;
+    this.stats.bytesIn += buf.byteLength;
+    const from = peekHeader(buf)?.from;
+    if (typeof from === 'string' && from.length <= 128 && this._rankToPeer.get(from) !== peerId) {
+      const prev = this._peers.get(this._rankToPeer.get(from));
+      prev?.rankIds.delete(from);
+      this._rankToPeer.set(from, peerId);
+      st.rankIds.add(from);
+      if (st.rankIds.size > MAX_RANKS_PER_PEER) {
+        const oldest = st.rankIds.values().next().value;
+        st.rankIds.delete(oldest);
+        if (this._rankToPeer.get(oldest) === peerId) this._rankToPeer.delete(oldest);
+      }
+    }
+    const handlers = [...this._raw];
+    handlers.forEach((fn, i) => {
+      try {
+        fn(i === handlers.length - 1 ? buf : buf.slice(0)); // the last may transfer it
+      } catch {
+        this.stats.dropped.handlerErrors++;
+      }
+    });
+  }
+}
+
+/** The page's ICE preflight with this tab's configuration (see ice.js icePreflight). */
+export function preflightFor(rtcConfig, opts = {}) {
+  return icePreflight({ iceServers: rtcConfig.iceServers, iceTransportPolicy: rtcConfig.iceTransportPolicy ?? 'all', ...opts });
+}
