@@ -8,7 +8,9 @@
 //                                          passed, failed, skipped } (counts of the inner run)
 //       { mode: 'skip', reason }           unshare is not possible here: skip, never run on the real network
 //   inLoopbackNamespace() -> bool         RLX_NETNS=1 and no interface but lo
-//   launchPeerBrowser() -> { browser, context, page, problems, close() }
+//   launchPeerBrowser({ permissions, killable }) -> { browser, context, page, problems, close(), kill() }
+//       (kill: SIGKILL of the browser process, when killable: true)
+//   LEAVE_NOISE                            the console error Chromium logs when a room peer leaves
 //       a SEPARATE Chromium process (Debian /usr/bin/chromium via playwright-core) with the
 //       flags of helpers.mjs plus --allow-loopback-in-peer-connection and
 //       --disable-features=WebRtcHideLocalIpsWithMdns, in a context granted 'microphone'
@@ -123,12 +125,21 @@ export function isolate(fileUrl, { timeoutMs = 120000 } = {}) {
   };
 }
 
-export async function launchPeerBrowser({ permissions = ['microphone'] } = {}) {
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
-  const close = onStop(() => browser.close());
+/** What Chromium logs on the other side of every peer that leaves a Trystero room: noise, not a problem. */
+export const LEAVE_NOISE = /Trystero peer error: OperationError: User-Initiated Abort, reason=Close called/;
+
+export async function launchPeerBrowser({ permissions = ['microphone'], killable = false } = {}) {
+  // killable: through a browser server, whose process the test can SIGKILL (a crashed device)
+  const server = killable ? await chromium.launchServer({ executablePath: CHROMIUM, args: ARGS, headless: true }) : null;
+  const browser = server ? await chromium.connect(server.wsEndpoint()) : await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+  const close = onStop(async () => {
+    await browser.close().catch(() => {});
+    await server?.close().catch(() => {});
+  });
   const context = await browser.newContext({ permissions });
   const { page, problems } = await newPage(context);
-  return { browser, context, page, problems, close };
+  const kill = server ? () => server.process().kill('SIGKILL') : null;
+  return { browser, context, page, problems, close, kill };
 }
 
 export async function startRelay(opts = {}) {

@@ -11,11 +11,10 @@
 // loader streams from (web/runtime/loader.js), and .js a JavaScript type.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { launch, newPage, missing, REPO } from './helpers.mjs';
+import { buildSite, httpServer } from './static_site.mjs';
 
 const why = missing();
 const HAS_SUBSET = existsSync(`${REPO}web/data/fashion-mnist-train.bin`);
@@ -24,45 +23,9 @@ let site;
 let server;
 let browser;
 
-/** `python3 -m http.server` on a free port of 127.0.0.1 in dir: resolves to { url, stop() }. */
-function httpServer(dir) {
-  const child = spawn('python3', ['-u', '-m', 'http.server', '--bind', '127.0.0.1', '0'],
-    { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (d) => { err = (err + d).slice(-4000); }); // its request log: drained
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`http.server did not start in 10 s:\n${out}${err}`)), 10000);
-    function fail(e) {
-      clearTimeout(timer);
-      child.kill();
-      reject(e);
-    }
-    child.on('exit', (code) => fail(new Error(`http.server exited (${code}):\n${out}${err}`)));
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /Serving HTTP on \S+ port (\d+)/.exec(out);
-      if (!m) return;
-      clearTimeout(timer);
-      child.removeAllListeners('exit');
-      resolve({
-        url: `http://127.0.0.1:${m[1]}/`,
-        stop: () => new Promise((done) => {
-          if (child.exitCode !== null || child.signalCode !== null) return done();
-          child.once('exit', () => done());
-          child.kill();
-        }),
-      });
-    });
-  });
-}
-
 before(async () => {
   if (why) return;
-  tmp = mkdtempSync(join(tmpdir(), 'rlx-site-'));
-  site = join(tmp, 'site');
-  const log = execFileSync('python3', ['tools/build_site.py', '--out', site], { cwd: REPO, encoding: 'utf8' });
-  assert.match(log, /^site: \d+ files, [\d,]+ bytes in /m);
+  ({ tmp, site } = buildSite());
   [server, browser] = await Promise.all([httpServer(site), launch()]);
 });
 

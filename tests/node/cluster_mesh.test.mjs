@@ -17,10 +17,11 @@ import { existsSync } from 'node:fs';
 import { WebSocket } from 'ws';
 import {
   MeshLink, checkTrysteroApi, adaptAction, adaptRoom, parseTurn, parseRelays, iceConfig, DEFAULT_ICE_SERVERS,
-  PROTOCOL_VERSION, peekHeader, failureMessage, helloMismatch, loadTrystero,
+  failureMessage, helloMismatch, loadTrystero,
 } from '../../web/cluster/mesh.js';
 import { classifyIce, parseCandidate, candidatesFromSdp, peerIceStats, icePreflight, trackPeerConnections } from '../../web/cluster/ice.js';
-import { encode } from '../../web/cluster/wire.js';
+import { encode, peekHeader } from '../../web/cluster/wire.js';
+import { PROTOCOL_VERSION } from '../../web/cluster/protocol.js';
 import { startRelay, matchFilter } from '../../tools/nostr_relay.mjs';
 
 const BUNDLE = new URL('../../web/vendor/trystero.js', import.meta.url);

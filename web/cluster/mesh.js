@@ -27,7 +27,7 @@
 //     trystero,                 the module from loadTrystero()                        (required)
 //     roomId, password = '',    Trystero room; the password encrypts the SDP and is checked peer to peer
 //     slug, paramCount,         the model, compared in the handshake                  (required)
-//     protocol,                 the rank protocol version, compared too (default PROTOCOL_VERSION)
+//     protocol,                 the rank protocol version, compared too (default protocol.js PROTOCOL_VERSION)
 //     appId = 'rlx-cluster', relayUrls = [] (Trystero's public Nostr relays), rtcConfig = iceConfig(),
 //     handshakeTimeoutMs = 20000, helloRetryMs = 2000, preflight = null (an icePreflight() result:
 //     sharpens failure diagnoses), trackAttempts = true (see ice.js trackPeerConnections),
@@ -52,17 +52,18 @@
 // { t: 'refuse', reason }. A peer is accepted once its hello matched AND it
 // accepted ours; only then do buffers flow (action 'rlx-wire'), both ways.
 // Hellos are re-sent every helloRetryMs until then; all three messages are idempotent.
-import { WIRE_LIMITS } from './wire.js';
+import { peekHeader } from './wire.js';
+import { PROTOCOL_VERSION as RANK_PROTOCOL } from './protocol.js';
 import { assertNotWorker, classifyIce, icePreflight, peerIceStats, trackPeerConnections } from './ice.js';
 
 export { icePreflight, classifyIce } from './ice.js';
 
 /**
  * The version of this file's own messages (the handshake and the actions).
- * The rank protocol's version is the caller's `protocol` option (pass
- * protocol.js's PROTOCOL_VERSION); the hello carries and compares both.
+ * The rank protocol's version is the `protocol` option (protocol.js's
+ * PROTOCOL_VERSION by default); the hello carries and compares both.
  */
-export const PROTOCOL_VERSION = 1;
+export const MESH_VERSION = 1;
 export const APP_ID = 'rlx-cluster';
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 20000;
 export const DEFAULT_ICE_SERVERS = Object.freeze([
@@ -224,21 +225,6 @@ export function adaptRoom(room) {
 
 // ---- wire headers -------------------------------------------------------------------
 
-const headerDecoder = new TextDecoder('utf-8', { fatal: true });
-
-/** The JSON header of a wire.js buffer (reads the u32 length and the header bytes only), or null. */
-export function peekHeader(buf) {
-  try {
-    const bytes = buf instanceof ArrayBuffer ? new Uint8Array(buf) : new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
-    if (bytes.byteLength < 4) return null;
-    const n = new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true);
-    if (n === 0 || n % 4 !== 0 || n > WIRE_LIMITS.maxHeaderBytes || 4 + n > bytes.byteLength) return null;
-    const header = JSON.parse(headerDecoder.decode(bytes.subarray(4, 4 + n)));
-    return header && typeof header === 'object' && !Array.isArray(header) ? header : null;
-  } catch {
-    return null;
-  }
-}
 
 function toArrayBuffer(data) {
   if (data instanceof ArrayBuffer) return data;
@@ -302,7 +288,7 @@ function emptyCounters() {
 export class MeshLink extends EventTarget {
   constructor({
     trystero, roomId, password = '', appId = APP_ID, relayUrls = [], rtcConfig = null, slug, paramCount,
-    protocol = PROTOCOL_VERSION, handshakeTimeoutMs = DEFAULT_HANDSHAKE_TIMEOUT_MS, helloRetryMs = 2000,
+    protocol = RANK_PROTOCOL, handshakeTimeoutMs = DEFAULT_HANDSHAKE_TIMEOUT_MS, helloRetryMs = 2000,
     trackAttempts = true, RTCPeerConnectionImpl = globalThis.RTCPeerConnection, preflight = null, onEvent = null,
   } = {}) {
     super();
@@ -317,7 +303,7 @@ export class MeshLink extends EventTarget {
     if (!(handshakeTimeoutMs > 0)) throw new TypeError('handshakeTimeoutMs must be a positive number');
     this.roomId = roomId;
     this.selfId = trystero.selfId ?? null;
-    this.hello = { t: 'hello', mesh: PROTOCOL_VERSION, protocol, app: appId, slug, paramCount };
+    this.hello = { t: 'hello', mesh: MESH_VERSION, protocol, app: appId, slug, paramCount };
     this.rtcConfig = rtcConfig ?? iceConfig();
     this.preflight = preflight;
     this.handshakeTimeoutMs = handshakeTimeoutMs;

@@ -10,10 +10,12 @@
 //
 // URL options: ?room=ID&password=P (join on load), &relays=ws://...,wss://...
 // (signalling relays), &turn=url|user|cred;... (TURN after the default STUN),
-// &ice=relay (relay candidates only: everything through TURN), &p2p=URL (another
-// Trystero module). No RTCPeerConnection is made in the Worker: this runs on
+// &ice=relay (relay candidates only: everything through TURN), &stun=none or
+// &stun=stun:host:port,... (instead of the default public STUN servers; none: a
+// LAN or loopback-only room), &p2p=URL (another Trystero module). No RTCPeerConnection is made in the Worker: this runs on
 // the page.
-import { MeshLink, loadTrystero, parseTurn, parseRelays, iceConfig, preflightFor, classifyIce, DEFAULT_TRYSTERO_URL } from './mesh.js';
+import { MeshLink, loadTrystero, parseTurn, parseRelays, iceConfig, preflightFor, classifyIce, DEFAULT_TRYSTERO_URL,
+  DEFAULT_ICE_SERVERS } from './mesh.js';
 import { drawQr } from './qr.js';
 import { checkSettings, newRoom } from './settings.js';
 
@@ -78,7 +80,16 @@ export class RoomPanel {
     if (q.get('ice') && !relayOnly) throw new Error(`ice: ${JSON.stringify(q.get('ice'))} is not "relay" (the only option)`);
     if (relayOnly && !turn.length) throw new Error('ice=relay needs a TURN server: add &turn=turn:HOST:PORT|USER|CREDENTIAL');
     const p2p = q.get('p2p') ? new URL(q.get('p2p'), location.href).href : DEFAULT_TRYSTERO_URL;
-    return { relays, turn, relayOnly, p2p };
+    const stunText = q.get('stun');
+    let stun = DEFAULT_ICE_SERVERS;
+    if (stunText === 'none') stun = [];
+    else if (stunText) {
+      stun = stunText.split(',').map((u) => u.trim()).filter(Boolean).map((urls) => {
+        if (!/^stuns?:[^\s,]+$/i.test(urls)) throw new Error(`stun: ${JSON.stringify(urls)} is not a stun: URL (or use stun=none)`);
+        return { urls };
+      });
+    }
+    return { relays, turn, relayOnly, p2p, stun };
   }
 
   /** A fresh room id and password, then join it. */
@@ -111,7 +122,7 @@ export class RoomPanel {
       show('room-state', 'error', 'not in a room');
       return this._error(`Cannot join: the WebRTC module ${config.p2p} did not load: ${err.message}`);
     }
-    const rtcConfig = iceConfig({ turn: config.turn, relayOnly: config.relayOnly });
+    const rtcConfig = iceConfig({ turn: config.turn, relayOnly: config.relayOnly, stun: config.stun });
     this._config = { ...config, rtcConfig, room: settings.room, password: settings.password };
     // the preflight runs before any peer exists, beside the join
     preflightFor(rtcConfig).then((p) => {
@@ -155,7 +166,7 @@ export class RoomPanel {
     u.searchParams.set('room', c.room);
     if (c.password) u.searchParams.set('password', c.password);
     u.searchParams.set('model', this.model().slug);
-    for (const key of ['relays', 'turn', 'ice', 'p2p']) if (this.query.get(key)) u.searchParams.set(key, this.query.get(key));
+    for (const key of ['relays', 'turn', 'ice', 'stun', 'p2p']) if (this.query.get(key)) u.searchParams.set(key, this.query.get(key));
     u.searchParams.set('autostart', '1');
     return u.href;
   }

@@ -1,0 +1,241 @@
+// cluster_mesh.test.mjs - cluster.html across SEPARATE Chromium processes over
+// WebRTC, loaded from the static site (tools/build_site.py) as
+// `python3 -m http.server` serves it, inside a loopback-only network namespace
+// (the file re-runs itself under `unshare -n` through mesh_env.mjs; without
+// unshare it is skipped, never run on the real network). Signalling goes
+// through tools/nostr_relay.mjs on 127.0.0.1, TURN through a local coturn
+// started by tools/turn.py; no STUN (stun=none: nothing to reach here).
+//   1. Two processes, the first with a second tab that is not in the room
+//      (BroadcastChannel only, bridged by its neighbour): one leader, 20 steps,
+//      bit-identical params in all three ranks, a falling loss; the ICE
+//      preflight reports host candidates.
+//   2. Three processes: 20 steps as above, then free training (samples/s, the
+//      leader's and a follower's bytes per step); the leader's process is
+//      killed (SIGKILL) and the other two go on under a new leader from where
+//      the cohort was, with identical params.
+//   3. Relay only (iceTransportPolicy 'relay' through coturn): the preflight
+//      finds relay candidates, two processes train, and the selected pair is
+//      relay at both ends.
+//   4. A process with another model joins a room of mnist-cnn ranks: it is
+//      refused, and both sides say why.
+// Figures go to stderr as "mesh timing:" lines (the outer run prints them).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, rmSync } from 'node:fs';
+import { REPO } from './helpers.mjs';
+import { isolate, launchPeerBrowser, startRelay, startTurn, turnMissing, stopAll, LEAVE_NOISE } from './mesh_env.mjs';
+import { buildSite, httpServer } from './static_site.mjs';
+
+const iso = isolate(import.meta.url, { timeoutMs: 300000 });
+const why = ['web/vendor/trystero.js', 'web/pkg/rlx_web.wasm'].map((f) => (existsSync(`${REPO}${f}`) ? null : `${f} is missing: run make`)).find(Boolean);
+const STEPS = 20;
+const BATCH = 32;
+
+if (why || iso.mode === 'skip') {
+  test('cluster.html across Chromium processes over WebRTC', { skip: why ?? iso.reason }, () => {});
+} else if (iso.mode === 'outer') {
+  test('cluster.html across Chromium processes over WebRTC (in a loopback-only network namespace)', { timeout: 310000 }, async (t) => {
+    const r = await iso.run();
+    for (const line of r.timings) t.diagnostic(line);
+    assert.equal(r.code, 0, `the namespaced run failed:\n${r.output.slice(-8000)}`);
+    assert.ok(r.passed > 0 && r.failed === 0, `the namespaced run passed ${r.passed}, failed ${r.failed}:\n${r.output.slice(-4000)}`);
+    assert.equal(r.skipped, 0, `skipped inside the namespace:\n${r.output.slice(-3000)}`);
+  });
+} else {
+  inside();
+}
+
+function timing(line) {
+  console.error(`mesh timing: ${line}`);
+}
+
+function inside() {
+  let tmp;
+  let server;
+  let relay;
+  let turn = null;
+  const rooms = new Set();
+
+  before(async () => {
+    const built = buildSite();
+    tmp = built.tmp;
+    [server, relay] = await Promise.all([httpServer(built.site), startRelay()]);
+    const noTurn = turnMissing();
+    if (noTurn) throw new Error(noTurn);
+    turn = await startTurn({ port: 3479, minPort: 49300, maxPort: 49400 });
+  });
+
+  after(async () => {
+    await stopAll();
+    await server?.stop();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  function newRoomId() {
+    const id = `t${Math.random().toString(36).slice(2, 10)}`;
+    rooms.add(id);
+    return id;
+  }
+
+  /** cluster.html with the room (unless room: null), a local relay, no STUN, the CPU backend. */
+  function pageUrl({ room, min, model = 'mnist-cnn', steps = STEPS, extra = {} }) {
+    const q = new URLSearchParams({ model, backend: 'cpu', batch: String(BATCH), steps: String(steps), min: String(min), autostart: '1', bye: '0' });
+    if (room) {
+      q.set('room', room);
+      q.set('password', 'correct horse battery');
+      q.set('relays', relay.url);
+      q.set('stun', 'none');
+    }
+    for (const [k, v] of Object.entries(extra)) q.set(k, v);
+    return `${server.url}cluster.html?${q}`;
+  }
+
+  const state = (page) => page.evaluate(() => window.rlxCluster.state);
+  const roomOf = (page) => page.evaluate(() => JSON.parse(JSON.stringify(window.rlxCluster.room)));
+  const bits = (page) => page.evaluate(() => window.rlxCluster.params());
+  const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+  async function waitSynced(pages, step, n, timeout = 60000) {
+    await Promise.all(pages.map((page) => page.waitForFunction(([step, n]) => {
+      const s = window.rlxCluster.state;
+      return s && s.step >= step && s.roster.length === n && s.leader && s.roster.every((r) => r.version === s.version) &&
+        s.role !== 'joining';
+    }, [step, n], { timeout, polling: 50 })));
+  }
+
+  async function assertIdentical(pages) {
+    const all = await Promise.all(pages.map(bits));
+    for (const p of all) assert.deepEqual(p.bits, all[0].bits, 'parameters differ between ranks');
+    return all[0];
+  }
+
+  async function assertFalling(page) {
+    const curve = await page.evaluate(() => window.rlxCluster.points);
+    const first = mean(curve.slice(0, 5).map((p) => p[1]));
+    const last = mean(curve.slice(-5).map((p) => p[1]));
+    assert.ok(last < first - 0.05, `the loss did not fall: ${first.toFixed(3)} -> ${last.toFixed(3)}`);
+  }
+
+  async function noProblems(peers) {
+    for (const p of peers) {
+      for (const page of p.context.pages()) assert.equal(await page.textContent('#error'), '', 'no error shown');
+      assert.deepEqual(p.problems.filter((m) => !LEAVE_NOISE.test(m)), []);
+    }
+  }
+
+  test('two processes and a BroadcastChannel-only tab: one cohort, 20 steps, identical params, falling loss', { timeout: 90000 }, async () => {
+    const room = newRoomId();
+    const [a, b] = await Promise.all([launchPeerBrowser(), launchPeerBrowser()]);
+    const t0 = Date.now();
+    await Promise.all([a.page.goto(pageUrl({ room, min: 3 })), b.page.goto(pageUrl({ room, min: 3 }))]);
+    const tabOnly = await a.context.newPage(); // same browser as a, not in the room
+    await tabOnly.goto(pageUrl({ room: null, min: 3 }));
+    const pages = [a.page, b.page, tabOnly];
+    await Promise.all(pages.map((p) => p.waitForFunction(() => window.rlxCluster.state?.roster.length === 3, null, { timeout: 45000, polling: 50 })));
+    timing(`2 processes + 1 tab: cohort of 3 connected ${Date.now() - t0} ms after page load`);
+    await waitSynced(pages, STEPS, 3);
+    const states = await Promise.all(pages.map(state));
+    assert.equal(states.filter((s) => s.role === 'leader').length, 1, 'one leader');
+    assert.ok(states.every((s) => s.leader === states[0].leader && s.step === STEPS));
+    await assertIdentical(pages);
+    await assertFalling(a.page);
+    const ra = await roomOf(a.page);
+    assert.equal(ra.joined, true);
+    assert.equal(ra.accepted, 1);
+    assert.ok(ra.preflight?.host > 0, `the ICE preflight gathered host candidates: ${JSON.stringify(ra.preflight)}`);
+    assert.equal((await roomOf(tabOnly)).joined, false, 'the third tab is only on the BroadcastChannel');
+    const peer = ra.diagnostics.peers[0];
+    assert.equal(peer.connectionState, 'connected');
+    assert.equal(peer.selectedPair?.local?.candidateType, 'host');
+    timing(`preflight host ${ra.preflight.host} in ${Math.round(ra.preflight.ms)} ms; first peer accepted ${Math.round(ra.connectMs)} ms after join`);
+    await noProblems([a, b]);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  test('three processes: 20 steps, throughput and bytes per step, then the leader is killed and the others go on', { timeout: 120000 }, async () => {
+    const room = newRoomId();
+    const peers = await Promise.all([0, 1, 2].map(() => launchPeerBrowser({ killable: true })));
+    const t0 = Date.now();
+    await Promise.all(peers.map((p) => p.page.goto(pageUrl({ room, min: 3 }))));
+    await waitSynced(peers.map((p) => p.page), 3, 3);
+    timing(`3 processes: cohort connected and at step 3 ${Date.now() - t0} ms after page load`);
+    await waitSynced(peers.map((p) => p.page), STEPS, 3);
+    await assertIdentical(peers.map((p) => p.page));
+    const states = await Promise.all(peers.map((p) => state(p.page)));
+    const li = states.findIndex((s) => s.role === 'leader');
+    const leader = peers[li];
+    const followers = peers.filter((p) => p !== leader);
+
+    // free training: samples/s and bytes per step of the leader and a follower
+    await leader.page.evaluate(() => window.rlxCluster.setMaxSteps(0));
+    await leader.page.waitForFunction((s) => window.rlxCluster.state.step >= s, STEPS + 5, { timeout: 20000 });
+    const snap = () => Promise.all([state(leader.page), roomOf(leader.page), roomOf(followers[0].page)]);
+    const [s0, l0, f0] = await snap();
+    await leader.page.waitForTimeout(3000);
+    const [s1, l1, f1] = await snap();
+    const steps = s1.step - s0.step;
+    assert.ok(steps > 0, 'the cohort trained while measured');
+    const sps = ((s1.samplesTotal - s0.samplesTotal) * 1000) / (s1.t - s0.t);
+    timing(`3 processes over WebRTC: ${sps.toFixed(0)} samples/s (mnist-cnn, batch ${BATCH} per rank); ` +
+      `bytes per step: leader ${Math.round((l1.stats.bytesOut - l0.stats.bytesOut) / steps)}, follower ${Math.round((f1.stats.bytesOut - f0.stats.bytesOut) / steps)}`);
+
+    // the leader's browser dies; a follower takes over from the params the cohort held
+    const goal = s1.step + 15;
+    const before = await Promise.all(followers.map((p) => state(p.page)));
+    const tk = Date.now();
+    leader.kill();
+    await Promise.race(followers.map((p) => p.page.waitForFunction(() => window.rlxCluster.state.role === 'leader', null, { timeout: 20000, polling: 20 })));
+    timing(`leader killed: a new leader ${Date.now() - tk} ms later`);
+    const after = await Promise.all(followers.map((p) => state(p.page)));
+    const nl = after.findIndex((s) => s.role === 'leader');
+    assert.ok(after[nl].step >= Math.max(...before.map((s) => s.step)), 'the new leader starts from where the cohort was');
+    await followers[nl].page.evaluate((g) => window.rlxCluster.setMaxSteps(g), goal);
+    await waitSynced(followers.map((p) => p.page), goal, 2);
+    await assertIdentical(followers.map((p) => p.page));
+    const final = await Promise.all(followers.map((p) => state(p.page)));
+    assert.ok(final.every((s) => s.leader === after[nl].id && s.roster.length === 2));
+    await noProblems(followers);
+  });
+
+  test('relay only, through the local coturn: the preflight finds relay candidates and the selected pair is relay', { timeout: 90000 }, async () => {
+    const room = newRoomId();
+    const extra = { turn: new URLSearchParams(turn.fragment.slice(1)).get('turn'), ice: 'relay' };
+    const [a, b] = await Promise.all([launchPeerBrowser({ permissions: [] }), launchPeerBrowser({ permissions: [] })]);
+    await Promise.all([a, b].map((p) => p.page.goto(pageUrl({ room, min: 2, steps: 10, extra }))));
+    await waitSynced([a.page, b.page], 10, 2);
+    await assertIdentical([a.page, b.page]);
+    for (const p of [a, b]) {
+      await p.page.waitForFunction(() => window.rlxCluster.room.diagnostics?.peers?.[0]?.selectedPair, null, { timeout: 10000 });
+      const r = await roomOf(p.page);
+      assert.ok(r.preflight.relay > 0, `relay candidates in the preflight: ${JSON.stringify(r.preflight)}`);
+      assert.equal(r.preflight.host, 0, 'relay only: no host candidates');
+      const pair = r.diagnostics.peers[0].selectedPair;
+      assert.equal(pair.local.candidateType, 'relay');
+      assert.equal(pair.remote.candidateType, 'relay');
+    }
+    timing(`relay only: 2 processes trained 10 steps through coturn; preflight relay ${(await roomOf(a.page)).preflight.relay}`);
+    await noProblems([a, b]);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  test('a process with another model is refused, and both sides say why', { timeout: 60000 }, async () => {
+    const room = newRoomId();
+    const [a, c] = await Promise.all([launchPeerBrowser(), launchPeerBrowser()]);
+    await a.page.goto(pageUrl({ room, min: 1, steps: 0 }));
+    await c.page.goto(pageUrl({ room, min: 1, steps: 0, model: 'mnist-mlp' }));
+    for (const p of [a, c]) {
+      await p.page.waitForFunction(() => window.rlxCluster.room.refusals.length > 0, null, { timeout: 30000, polling: 50 });
+    }
+    const ra = await roomOf(a.page);
+    const rc = await roomOf(c.page);
+    for (const r of [ra, rc]) {
+      assert.ok(r.refusals.some((x) => /model mismatch: .* trains mnist-\w+ \(\d+ parameters\), .* trains mnist-\w+ \(\d+ parameters\)/.test(x.reason) &&
+        x.reason.includes('mnist-mlp (101770') && x.reason.includes('mnist-cnn (5258')), JSON.stringify(r.refusals));
+    }
+    assert.match(await a.page.textContent('#room-refused'), /model mismatch/);
+    assert.match(await c.page.textContent('#room-refused'), /model mismatch/);
+    assert.equal(ra.accepted, 0);
+    assert.equal((await state(a.page)).roster.length, 1, 'the refused peer is not in the cohort');
+    await Promise.all([a.close(), c.close()]);
+  });
+}

@@ -1,0 +1,51 @@
+// static_site.mjs - the static site for the browser tests: tools/build_site.py
+// into a temp folder, served by plain `python3 -m http.server` on 127.0.0.1
+// (what a static host does: nothing of ours runs at request time).
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REPO } from './server.mjs';
+
+/** Builds the site: { tmp (remove it when done), site, log }; throws with the builder's output if it fails. */
+export function buildSite() {
+  const tmp = mkdtempSync(join(tmpdir(), 'rlx-site-'));
+  const site = join(tmp, 'site');
+  const log = execFileSync('python3', ['tools/build_site.py', '--out', site], { cwd: REPO, encoding: 'utf8' });
+  if (!/^site: \d+ files, [\d,]+ bytes in /m.test(log)) throw new Error(`tools/build_site.py said:\n${log}`);
+  return { tmp, site, log };
+}
+
+/** `python3 -m http.server` on a free port of 127.0.0.1 in dir: resolves to { url, stop() }. */
+export function httpServer(dir) {
+  const child = spawn('python3', ['-u', '-m', 'http.server', '--bind', '127.0.0.1', '0'],
+    { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d) => { err = (err + d).slice(-4000); }); // its request log: drained
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error(`http.server did not start in 10 s:\n${out}${err}`)), 10000);
+    function fail(e) {
+      clearTimeout(timer);
+      child.kill();
+      reject(e);
+    }
+    child.on('exit', (code) => fail(new Error(`http.server exited (${code}):\n${out}${err}`)));
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /Serving HTTP on \S+ port (\d+)/.exec(out);
+      if (!m) return;
+      clearTimeout(timer);
+      child.removeAllListeners('exit');
+      resolve({
+        url: `http://127.0.0.1:${m[1]}/`,
+        stop: () => new Promise((done) => {
+          if (child.exitCode !== null || child.signalCode !== null) return done();
+          child.once('exit', () => done());
+          child.kill();
+        }),
+      });
+    });
+  });
+}
+
