@@ -18,7 +18,7 @@ $(BENCH_DIR)/gemm_bench.wasm: bench/bench_gemm_wasm.c $(WASM_OBJ) $(HDRS)
 bench: $(BENCH_DIR)/gemm_native $(BENCH_DIR)/gemm_bench.wasm
 	node bench/bench_gemm.mjs --native=$(BENCH_DIR)/gemm_native --wasm=$(BENCH_DIR)/gemm_bench.wasm \
 	  --out=$(BENCH_DIR)/gemm.json
-	node bench/bench_cluster.mjs --tabs=1,2 --out=$(BENCH_DIR)/cluster.json
+	node bench/bench_cluster.mjs --tabs=1,2,3 --webrtc --out=$(BENCH_DIR)/cluster.json
 
 # Model speed (bench/bench_models.mjs): training steps of the four vision
 # models at batch 1 and 64 and the W4 transformer forward, natively (the
