@@ -161,7 +161,9 @@ function inside() {
     timing(`3 processes: cohort connected and at step 3 ${Date.now() - t0} ms after page load`);
     await waitSynced(peers.map((p) => p.page), STEPS, 3);
     await assertIdentical(peers.map((p) => p.page));
+    await assertFalling(peers[0].page);
     const states = await Promise.all(peers.map((p) => state(p.page)));
+    assert.equal(states.filter((s) => s.role === 'leader').length, 1, 'one leader');
     const li = states.findIndex((s) => s.role === 'leader');
     const leader = peers[li];
     const followers = peers.filter((p) => p !== leader);
