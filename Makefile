@@ -118,8 +118,20 @@ $(WASM_OS_KERNELS:%=build/wasm/src/cpu/%.o): WASM_CFLAGS += -Os
 build/librlx.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
-build/librlx.so: $(LIB_OBJ)
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+# The shared library exports the functions declared in the public headers
+# and nothing else: tools/export_list.sh turns their declarations into a
+# linker version script (regenerated when a public header changes), so a
+# declaration moved out of them stops being exported.  Soname librlx.so.0
+# (make install adds the links); tests/python/test_symbols.py checks nm -D.
+PUBLIC_HDRS := include/rlx.h include/rlx_models.h
+RLX_VERSION := $(or $(shell sed -n 's/.*rlx_version(void) *{ *return "\([0-9.]*\)".*/\1/p' src/core/core.c),0.1.0)
+RLX_SOMAJOR := $(firstword $(subst ., ,$(RLX_VERSION)))
+EXPORT_MAP  := build/gen/librlx.map
+$(EXPORT_MAP): tools/export_list.sh $(PUBLIC_HDRS)
+	@mkdir -p $(dir $@)
+	sh tools/export_list.sh --version-script $@ $(PUBLIC_HDRS)
+build/librlx.so: $(LIB_OBJ) $(EXPORT_MAP)
+	$(CC) -shared -Wl,-soname,librlx.so.$(RLX_SOMAJOR) -Wl,--version-script=$(EXPORT_MAP) -o $@ $(LIB_OBJ) $(LDLIBS)
 
 web/pkg/rlx_web.wasm: $(WEB_LIB_OBJ) $(WEB_OBJ)
 	@mkdir -p $(dir $@)
