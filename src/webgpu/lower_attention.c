@@ -17,7 +17,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "lower_family_c.h"
+#include "lower_reduce.h"
 
 /* ---- rope ---- */
 

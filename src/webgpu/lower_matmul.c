@@ -16,7 +16,7 @@
  * Tolerance against the CPU executor: the same products summed in another
  * order (the CPU's blocked GEMM vs the GPU's k loop, split partials added
  * in order): ~1e-6 relative on the op cases, inside the 1e-4 budget. */
-#include "lower_family_b.h"
+#include "lower_gemm.h"
 
 typedef struct {
   uint32_t tm, tn, wg_x;

@@ -8,7 +8,7 @@
  * Tolerance against the CPU executor: the CPU keeps row statistics in
  * double, the GPU in f32 (the mean summed around the row's first value, so
  * offset rows keep their digits); ~1e-6 relative, within the 1e-4 budget. */
-#include "lower_family_c.h"
+#include "lower_reduce.h"
 
 #define WG 256u
 

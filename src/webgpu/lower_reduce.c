@@ -2,14 +2,14 @@
  * (reduce.wgsl), softmax and log-softmax over any axis and their gradients
  * (softmax.wgsl, softmax_grad.wgsl), and the softmax cross-entropy loss and
  * its gradient (softmax_ce.wgsl).  Also the reduction helper the norm
- * lowerings share (lower_family_c.h).
+ * lowerings share (lower_reduce.h).
  *
  * Tolerance against the CPU executor: the CPU sums in double, the GPU in
  * f32 (per-thread runs, then a tree), and the GPU's exp/log are not
  * correctly rounded; expect ~1e-6 relative, within the 1e-4 budget. */
 #include <string.h>
 
-#include "lower_family_c.h"
+#include "lower_reduce.h"
 
 #define WG 256u
 

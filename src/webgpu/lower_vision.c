@@ -19,7 +19,7 @@
  * in another order (~1e-6 relative on the op cases); pools and their
  * gradients add in the CPU's order and match it exactly, but global
  * average pooling, which sums in a tree (~1e-7). */
-#include "lower_family_b.h"
+#include "lower_gemm.h"
 
 /* The convolution geometry words of matmul.wgsl (uniform words 9..25) from
  * x[N,C,H,W], w[O,C/g,KH,KW], y[N,O,OH,OW] and conv2d's 7 attributes. */

@@ -1,8 +1,9 @@
-/* lower_family_c.h - helpers shared by the WebGPU lowerings of the
- * reduction, normalization and attention family (lower_reduce.c,
- * lower_norm.c, lower_attention.c). */
-#ifndef RLX_LOWER_FAMILY_C_H
-#define RLX_LOWER_FAMILY_C_H
+/* lower_reduce.h - the reduction helper (reduce.wgsl, split into chunks
+ * when long) and the row-kernel sizes that the WebGPU lowerings of
+ * reductions, norms and attention share (lower_reduce.c, lower_norm.c,
+ * lower_attention.c). */
+#ifndef RLX_WGPU_LOWER_REDUCE_H
+#define RLX_WGPU_LOWER_REDUCE_H
 
 #include "wgpu.h"
 

@@ -1,8 +1,8 @@
-/* lower_family_b.h - what the WebGPU lowerings of the matmul, convolution
- * and pooling family share: the tiled GEMM of matmul.wgsl (lower_matmul.c),
- * which the convolutions (lower_vision.c) run as implicit GEMMs. */
-#ifndef RLX_LOWER_FAMILY_B_H
-#define RLX_LOWER_FAMILY_B_H
+/* lower_gemm.h - the tiled GEMM of matmul.wgsl (lower_matmul.c) that the
+ * WebGPU lowerings of matmul and of the convolutions (lower_vision.c, as
+ * implicit GEMMs) share. */
+#ifndef RLX_WGPU_LOWER_GEMM_H
+#define RLX_WGPU_LOWER_GEMM_H
 
 #include "wgpu.h"
 
