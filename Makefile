@@ -1,6 +1,7 @@
 # Makefile - builds the native library, the browser module and the tests.
 #   make          native library (build/librlx.a, build/librlx.so) + web/pkg/rlx_web.wasm
 #   make test     set-up, then every test (native, sanitizers, wasm under Node)
+#   make install  headers, librlx.a, librlx.so.0, rlx.pc under PREFIX (/usr/local; DESTDIR honoured)
 #   make bench    GEMM and op benchmarks next to TensorFlow.js
 #   make serve    set-up, build, serve web/ on http://0.0.0.0:8000 (tools/serve.py; SERVE_ARGS=--tls ...)
 #   make site     build, then the static site in build/site (tools/build_site.py)
@@ -133,6 +134,33 @@ $(EXPORT_MAP): tools/export_list.sh $(PUBLIC_HDRS)
 build/librlx.so: $(LIB_OBJ) $(EXPORT_MAP)
 	$(CC) -shared -Wl,-soname,librlx.so.$(RLX_SOMAJOR) -Wl,--version-script=$(EXPORT_MAP) -o $@ $(LIB_OBJ) $(LDLIBS)
 
+# make install [PREFIX=/usr/local] [DESTDIR=...]: the public headers (and
+# the files they include), librlx.a, librlx.so.$(RLX_VERSION) with the links
+# librlx.so.0 and librlx.so, and rlx.pc for pkg-config.  Tested by
+# tests/cli/test_install.sh (make test-install).
+PREFIX     ?= /usr/local
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+INSTALL_HDRS = $(sort $(PUBLIC_HDRS) $(patsubst %,include/%,$(shell sed -n 's/^[ \t]*\#[ \t]*include[ \t]*"\(.*\)".*/\1/p' $(PUBLIC_HDRS))))
+.PHONY: install uninstall test-install
+install: build/librlx.a build/librlx.so
+	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig
+	install -m 644 $(INSTALL_HDRS) $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 build/librlx.a $(DESTDIR)$(LIBDIR)/librlx.a
+	install -m 755 build/librlx.so $(DESTDIR)$(LIBDIR)/librlx.so.$(RLX_VERSION)
+	ln -sf librlx.so.$(RLX_VERSION) $(DESTDIR)$(LIBDIR)/librlx.so.$(RLX_SOMAJOR)
+	ln -sf librlx.so.$(RLX_SOMAJOR) $(DESTDIR)$(LIBDIR)/librlx.so
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))' \
+	  'includedir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))' '' 'Name: rlx' \
+	  'Description: RLX, a small ML runtime: tensor-op graphs, autodiff, CPU/WebGPU/WebGL2 plans' \
+	  'Version: $(RLX_VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lrlx' \
+	  'Libs.private: $(LDLIBS)' > $(DESTDIR)$(LIBDIR)/pkgconfig/rlx.pc
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/,$(notdir $(INSTALL_HDRS))) $(DESTDIR)$(LIBDIR)/pkgconfig/rlx.pc \
+	  $(addprefix $(DESTDIR)$(LIBDIR)/,librlx.a librlx.so librlx.so.$(RLX_SOMAJOR) librlx.so.$(RLX_VERSION))
+test-install: build/librlx.a build/librlx.so
+	tests/cli/test_install.sh
+
 web/pkg/rlx_web.wasm: $(WEB_LIB_OBJ) $(WEB_OBJ)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_LDFLAGS) -o build/wasm/rlx_web.linked.wasm $(WEB_OBJ) $(WEB_LIB_OBJ)
@@ -234,7 +262,7 @@ setup:
 
 test: setup
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory test-native test-asan test-node test-webgpu test-cli test-browser test-python test-examples
+	@$(MAKE) --no-print-directory test-native test-asan test-node test-webgpu test-cli test-browser test-python test-examples test-install
 
 test-native: $(TEST_BINS)
 	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t; done

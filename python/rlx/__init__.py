@@ -4,7 +4,8 @@ as graphs of tensor ops, differentiate them, compile and run them on the CPU.
 A thin ctypes layer over build/librlx.so (standard library only; numpy
 arrays are accepted and returned when numpy is installed).  The library is
 found through $RLX_LIBRARY, else at ../../build/librlx.so next to this
-package (run `make native` to build it).
+package (run `make native` to build it), else as an installed librlx
+(`make install`) through ctypes.util.find_library("rlx").
 
     import rlx
     g = rlx.Graph()

@@ -2,11 +2,14 @@
 include/rlx.h and include/rlx_models.h that the package uses.
 
 The library is found through the RLX_LIBRARY environment variable, else at
-../../build/librlx.so relative to this package (the repository layout).  It
-is loaded on first use, so `import rlx` works before the library is built.
+../../build/librlx.so relative to this package (the repository layout), else
+as an installed library (`make install`) by ctypes.util.find_library("rlx")
+(the loader's cache, LD_LIBRARY_PATH).  It is loaded on first use, so
+`import rlx` works before the library is built.
 """
 
 import ctypes
+import ctypes.util
 import os
 import threading
 
@@ -176,14 +179,24 @@ _lib = None
 _lock = threading.Lock()
 
 
+def _repo_library():
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.normpath(os.path.join(here, "..", "..", "build", "librlx.so"))
+
+
 def library_path():
     """Where librlx.so is looked for: $RLX_LIBRARY, else build/librlx.so of
-    the repository that holds this package."""
+    the repository that holds this package when it exists, else the installed
+    library that ctypes.util.find_library("rlx") names (e.g. "librlx.so.0",
+    loaded through the loader's search path), else the repository path
+    (which does not exist: the error names it)."""
     env = os.environ.get("RLX_LIBRARY")
     if env:
         return env
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.normpath(os.path.join(here, "..", "..", "build", "librlx.so"))
+    repo = _repo_library()
+    if os.path.exists(repo):
+        return repo
+    return ctypes.util.find_library("rlx") or repo
 
 
 def lib():
@@ -194,10 +207,12 @@ def lib():
     with _lock:
         if _lib is None:
             path = library_path()
-            if not os.path.exists(path):
+            # A bare name from find_library is resolved by the loader.
+            if os.sep in path and not os.path.exists(path):
                 raise RlxLibraryError(
-                    "the RLX library was not found at %s: run `make native` in the repository "
-                    "(or set RLX_LIBRARY to the path of librlx.so)" % path)
+                    "the RLX library was not found at %s%s: run `make native` in the repository "
+                    "(or `make install`, or set RLX_LIBRARY to the path of librlx.so)"
+                    % (path, "" if os.environ.get("RLX_LIBRARY") else " nor by ctypes.util.find_library('rlx')"))
             try:
                 handle = ctypes.CDLL(path)
             except OSError as e:
