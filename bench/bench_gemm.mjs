@@ -3,6 +3,15 @@
 //           measured by the bench binary (JSON lines on stdout)
 //   node    our GEMM compiled to wasm (SIMD128) next to TensorFlow.js's `wasm`
 //           backend tf.matMul, calls interleaved in this process.
+// OpenBLAS runs with the best kernel the CPU supports: its CPU detection can
+// fall back to the generic "Prescott" kernel on CPUs it does not know (seen on
+// a Xeon with AVX-512), so the bench binary gets OPENBLAS_CORETYPE=SkylakeX
+// when /proc/cpuinfo lists avx512f, Haswell with avx2 and fma, else nothing
+// (OpenBLAS's own choice); the kernel OpenBLAS reports is printed with the
+// figures.  That variable is set for this command only (never in the tests).
+// Results must be right before they are compared: ours against OpenBLAS
+// natively, rlx-wasm against a float64 reference (and its self-test); a wrong
+// result exits 1 with the error instead of the table.
 // usage: node bench/bench_gemm.mjs [--native=BIN] --wasm=MODULE [--out=build/bench/gemm.json]
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -43,17 +52,41 @@ async function benchInterleaved(fns, big) {
 const results = [];
 const add = (size, row) => results.push({ ...row, workload: workload(size), gflops: gflops(size, row.median_ms) });
 
+// The OpenBLAS kernel to ask for: the widest the CPU has (see the header).
+function openblasCoretype() {
+  let flags = '';
+  try {
+    flags = (/^flags\s*:(.*)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8')) ?? [])[1] ?? '';
+  } catch { /* not Linux: leave it to OpenBLAS */ }
+  const has = (f) => new RegExp(`\\b${f}\\b`).test(flags);
+  if (has('avx512f')) return { coretype: 'SkylakeX', why: 'avx512f' };
+  if (has('avx2') && has('fma')) return { coretype: 'Haswell', why: 'avx2+fma' };
+  return { coretype: null, why: 'no avx2+fma' };
+}
+const blasCore = openblasCoretype();
+
+// Worst |C - reference| a right float32 product of depth K stays under.
+const tolerance = (K) => 1e-4 + 1e-5 * K;
+const problems = [];
+
 // ---- native: ours and OpenBLAS (one thread), from the bench binary -------------
 if (args.native) {
-  const run = spawnSync(args.native, SIZES.map((s) => s.join('x')), {
-    env: { ...process.env, OPENBLAS_NUM_THREADS: '1' }, encoding: 'utf8',
-  });
+  const env = { ...process.env, OPENBLAS_NUM_THREADS: '1' };
+  if (blasCore.coretype) env.OPENBLAS_CORETYPE = blasCore.coretype;
+  else delete env.OPENBLAS_CORETYPE;
+  const run = spawnSync(args.native, SIZES.map((s) => s.join('x')), { env, encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`${args.native} failed (${run.status}): ${run.stderr}`);
   for (const line of run.stdout.split('\n').filter(Boolean)) {
-    const row = JSON.parse(line);
-    add(SIZES.find((s) => workload(s) === row.workload), row);
+    const row = JSON.parse(line), size = SIZES.find((s) => workload(s) === row.workload);
+    add(size, row);
+    if (row.backend === 'rlx' && !(row.max_abs_err <= tolerance(size[1])))
+      problems.push(`${row.workload}: native rlx_gemm differs from OpenBLAS by ${row.max_abs_err} (max abs; tolerance ${tolerance(size[1])})`);
   }
 }
+const blasKernel = results.find((r) => r.backend === 'openblas')?.path ?? '-';
+const blasNote = !args.native ? '-'
+  : `${blasKernel} (OPENBLAS_CORETYPE=${blasCore.coretype ?? 'unset'}, from /proc/cpuinfo: ${blasCore.why}` +
+    `${blasCore.coretype && blasKernel.toLowerCase() !== blasCore.coretype.toLowerCase() ? `; OpenBLAS reports ${blasKernel}, not the kernel asked for` : ''})`;
 
 // ---- node: our wasm module and tfjs-wasm --------------------------------------
 const ours = await loadWasi(fs.readFileSync(args.wasm));
@@ -96,10 +129,18 @@ for (const size of SIZES) {
   const measured = await benchInterleaved(Object.values(contenders), M >= 1024);
   tf.dispose([a, b]);
   const err = ours.exports.bench_check();
+  if (!(err <= tolerance(K))) problems.push(`${workload(size)}: rlx-wasm differs from a float64 reference by ${err} (max abs; tolerance ${tolerance(K)})`);
   Object.keys(contenders).forEach((backend, i) => {
     const mine = backend.startsWith('rlx');
     add(size, { host: 'node', backend, path: mine ? oursPath : tfjsPath, ...measured[i], ...(mine ? { max_abs_err: err } : {}) });
   });
+}
+
+if (selftestFailures !== 0) problems.push(`rlx-wasm: ${selftestFailures} GEMM self-test case(s) failed (bench_selftest)`);
+if (problems.length) {
+  for (const p of problems) console.error(`bench_gemm: WRONG RESULT ${p}`);
+  console.error('bench_gemm: no GFLOP/s table: a wrong product is not a speed');
+  process.exit(1);
 }
 
 // ---- report -------------------------------------------------------------------
@@ -111,9 +152,9 @@ const cell = (a, b, c) => `${a.padStart(10)}${b.padStart(10)}${c.padStart(8)}  `
 const lines = [
   `GEMM GFLOP/s (2MKN / median time); ${os.cpus()[0].model}, ${os.cpus().length} cores, node ${process.version}, tfjs ${tf.version_core}`,
   `paths: rlx-wasm ${oursPath} (self-test failures: ${selftestFailures}), tfjs-wasm ${tfjsPath}, ` +
-    `native ${find('rlx', SIZES[0])?.path ?? '-'}, OpenBLAS core ${find('openblas', SIZES[0])?.path ?? '-'}`,
+    `native ${find('rlx', SIZES[0])?.path ?? '-'}, OpenBLAS kernel ${blasNote}`,
   '',
-  `${''.padEnd(26)}|${'with readback to JS'.padStart(26).padEnd(30)}|${'compute only'.padStart(22).padEnd(30)}|${'native, 1 thread'.padStart(24)}`,
+  `${''.padEnd(26)}|${'with readback to JS'.padStart(26).padEnd(30)}|${'compute only'.padStart(22).padEnd(30)}|${`native, 1 thread (OpenBLAS ${blasKernel})`.padStart(24)}`,
   `${'workload'.padEnd(26)}|${cell('rlx-wasm', 'tfjs-wasm', 'ratio')}|${cell('rlx-wasm', 'tfjs-wasm', 'ratio')}|${cell('rlx', 'openblas', 'ratio')}`,
 ];
 for (const s of SIZES) {
@@ -130,7 +171,7 @@ console.log(lines.join('\n'));
 
 const env = { node: process.version, cpu: os.cpus()[0].model, cores: os.cpus().length, tfjs: tf.version_core,
               date: new Date().toISOString(), loadavg_start: +loadStart.toFixed(2), loadavg_end: +loadEnd.toFixed(2),
-              wasm_selftest_failures: selftestFailures };
+              wasm_selftest_failures: selftestFailures, openblas_coretype: blasCore.coretype, openblas_kernel: blasKernel };
 fs.mkdirSync(path.dirname(outFile), { recursive: true });
 fs.writeFileSync(outFile, JSON.stringify({ env, results }, null, 1));
 console.log(`\nwrote ${outFile}`);

@@ -12,13 +12,18 @@
 //   resnet train B=1|64     stem 32, identity block, stride-2 block with 1x1 skip, GAP, fc 10
 //   W4 transformer fwd T=64 vocab 256, dim 128, 2 layers, 4 heads x 32, SwiGLU 384; batch 1
 // Contenders in Node:
-//   rlx-wasm           the public call (VisionBench.train_step_cpu / transformer_next_logits):
-//                      params go in and come out as JS arrays on every step
-//   rlx-wasm-resident  the same C entry point through runtime().exports, with params, batch
-//                      and outputs kept in wasm memory (as tfjs keeps its variables)
+//   rlx-wasm           vision: the public call (VisionBench.train_step_cpu): params go in
+//                      and come out as JS arrays on every step; W4: the graph of
+//                      bench/w4_graph.mjs compiled for the CPU (Graph.compile), one run and
+//                      the logits read into JS per call
+//   rlx-wasm-resident  vision: the same C entry point through runtime().exports, with params,
+//                      batch and outputs kept in wasm memory (as tfjs keeps its variables)
 //   tfjs-wasm          tfjs-backend-wasm 4.22 (SIMD, 1 thread), the anchors' protocol
-// The tfjs vision models get the same initial weights and batch as ours (transposed to
-// NHWC), so the first losses must agree: the "check" column shows them.
+// Like with like: the tfjs vision models get the same initial weights and batch as ours
+// (transposed to NHWC), and W4 runs the anchors' weights (w4Weights) in every contender,
+// natively too (bench_models_native --w4=FILE replays the same graph).  So the first
+// losses and the W4 logits must agree with tfjs's: when one does not, the script prints
+// the checks and the disagreement and exits 1 without a table of ratios.
 //
 // usage: node bench/bench_models.mjs [--native=BIN] [--out=build/bench/models.json]
 //          [--only=SUB,SUB] [--contenders=rlx-wasm,tfjs-wasm] [--budget-ms=3000] [--kernels]
@@ -29,7 +34,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import init, * as rlx from '../web/pkg/rlx_web.js';
-import { tfjsVisionModel, nchwToNhwc, tfjsTransformer, TCFG } from './tfjs_models.mjs';
+import { tfjsVisionModel, nchwToNhwc, tfjsTransformer, w4Weights } from './tfjs_models.mjs';
+import { buildW4, serializeW4 } from './w4_graph.mjs';
 import { benchInterleaved as benchRounds } from './webgpu_workloads.mjs';
 
 // --key=value options; a bare --flag is true.
@@ -74,10 +80,25 @@ const add = (row, items) => {
   results.push(row);
 };
 
+await init();
+const rt = rlx.runtime();
+const oursPath = `gemm ${rt.gemmPath()}`;
+const f32At = (ptr) => new Float32Array(rt.memory.buffer, ptr, 1)[0];
+// The W4 weights of the anchors, run by every contender.
+const W4_WEIGHTS = w4Weights();
+
 // ---- native: the bench binary --------------------------------------------------
 if (args.native) {
   const filters = only ?? [];
-  const run = spawnSync(args.native, [`--budget-ms=${Math.round(budgetMs * 0.75)}`, ...filters], { encoding: 'utf8' });
+  // The W4 graph and weights for the binary (bench/w4_graph.mjs serializeW4).
+  const w4File = path.join(path.dirname(outFile), 'w4_graph.bin');
+  const g = rt.graph();
+  const { text, data } = serializeW4(g, W4_WEIGHTS);
+  g.free();
+  fs.mkdirSync(path.dirname(w4File), { recursive: true });
+  fs.writeFileSync(w4File, Buffer.concat([Buffer.from(text), Buffer.from(data.buffer, data.byteOffset, data.byteLength)]));
+  const run = spawnSync(args.native, [`--budget-ms=${Math.round(budgetMs * 0.75)}`, `--w4=${w4File}`, ...filters],
+    { encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`${args.native} failed (${run.status}): ${run.stderr}`);
   for (const line of run.stdout.split('\n').filter(Boolean)) results.push(JSON.parse(line));
 }
@@ -161,10 +182,6 @@ async function printKernels(name, fn) {
 }
 
 // ---- the contenders ---------------------------------------------------------------
-await init();
-const rt = rlx.runtime();
-const oursPath = `gemm ${rt.gemmPath()}`;
-const f32At = (ptr) => new Float32Array(rt.memory.buffer, ptr, 1)[0];
 
 function visionContenders(w) {
   const bench = new rlx.VisionBench(w.slug), info = bench.info();
@@ -213,25 +230,23 @@ function visionContenders(w) {
     const l = losses[name];
     return l ? `loss ${l[0].toFixed(4)} -> ${l.at(-1).toFixed(4)}` : '';
   };
-  return { fns, check, done: async () => { for (const f of cleanup) await f(); bench.free(); } };
+  const extra = (name) => (losses[name] ? { first_loss: losses[name][0] } : {});
+  return { fns, check, extra, done: async () => { for (const f of cleanup) await f(); bench.free(); } };
 }
 
 function transformerContenders() {
-  const { V, D, L, H, HD, F, T } = TCFG;
-  const tokens = Float32Array.from({ length: T }, (_, i) => (i * 37 + 11) % V);
   const fns = {}, outs = {}, cleanup = [];
-  if (contenders.includes('rlx-wasm'))
-    fns['rlx-wasm'] = () => { outs['rlx-wasm'] = rlx.transformer_next_logits(tokens, V, D, L, H, HD, F, 1); };
-  if (contenders.includes('rlx-wasm-resident')) {
-    const tok = rt.f32In(tokens), dst = rt.alloc(4 * V), e = rt.exports;
-    fns['rlx-wasm-resident'] = () => {
-      rt.check(e.rlx_transformer_logits(V, D, L, H, HD, F, 1, 0, 0, 0, tok, T, 0, dst));
-      outs['rlx-wasm-resident'] = new Float32Array(rt.memory.buffer, dst, V).slice();
-    };
-    cleanup.push(() => { rt.free(tok); rt.free(dst); });
+  if (contenders.includes('rlx-wasm')) {
+    const g = rt.graph();
+    const { logits, feed } = buildW4(g, W4_WEIGHTS);
+    const s = g.compile([logits]);
+    g.free();
+    for (const [name, data] of feed) (name === 'tokens' ? s.setInput(name, data) : s.setParam(name, data));
+    fns['rlx-wasm'] = () => { s.run(); outs['rlx-wasm'] = s.output(0); };
+    cleanup.push(() => s.free());
   }
   if (tf) {
-    const model = tfjsTransformer(tf);
+    const model = tfjsTransformer(tf, W4_WEIGHTS);
     fns['tfjs-wasm'] = async () => {
       const t = tf.tidy(model.forward);
       outs['tfjs-wasm'] = await t.data();
@@ -246,7 +261,8 @@ function transformerContenders() {
     const o = outs[name];
     return o ? `logits[0..2]=${[...o.slice(0, 3)].map((v) => v.toFixed(4)).join(',')} sum=${o.reduce((a, b) => a + b, 0).toFixed(3)}` : '';
   };
-  return { fns, check, done: async () => { for (const f of cleanup) await f(); } };
+  const extra = (name) => (outs[name] ? { logits: Array.from(outs[name]) } : {});
+  return { fns, check, extra, done: async () => { for (const f of cleanup) await f(); } };
 }
 
 const workloadName = (w, backend) => (backend === 'tfjs-wasm' && w.shim ? `${w.name} (shim)` : w.name);
@@ -256,15 +272,56 @@ for (const w of WORKLOADS) {
   const measured = await benchInterleaved(names.map((n) => c.fns[n]));
   names.forEach((backend, i) => add({
     host: 'node', backend, path: backend === 'tfjs-wasm' ? tfjsPath : oursPath,
-    workload: workloadName(w, backend), ...measured[i], check: c.check(backend),
+    workload: workloadName(w, backend), ...measured[i], check: c.check(backend), ...c.extra(backend),
   }, w.B));
   await c.done();
   process.stderr.write(`  ${w.name}: ${names.map((n, i) => `${n} ${measured[i].median_ms.toFixed(3)} ms`).join(', ')}\n`);
 }
 
-// ---- report -------------------------------------------------------------------
+// ---- checks: ours against tfjs (same weights and batch) ---------------------------
 const find = (host, backend, w) => results.find((r) => r.host === host && r.backend === backend && r.workload === workloadName(w, backend));
 const COLS = [['native', 'rlx'], ['node', 'rlx-wasm'], ['node', 'rlx-wasm-resident'], ['node', 'tfjs-wasm']];
+// First losses within 1e-3 relative; W4 logits within 2e-3 of 1 + |tfjs| (as
+// bench/webgpu_workloads.mjs), each of our rows against the tfjs row.
+const problems = [];
+for (const w of WORKLOADS) {
+  const ref = find('node', 'tfjs-wasm', w);
+  if (!ref) continue;
+  for (const [h, b] of COLS.slice(0, 3)) {
+    const r = find(h, b, w), who = `${b}${h === 'native' ? ' (native)' : ''}`;
+    if (!r) continue;
+    if (w.transformer) {
+      const d = r.logits && ref.logits && r.logits.length === ref.logits.length
+        ? r.logits.reduce((m, v, i) => Math.max(m, Math.abs(v - ref.logits[i]) / (1 + Math.abs(ref.logits[i]))), 0) : NaN;
+      r.logits_rel_diff = d;
+      if (!(d <= 2e-3)) problems.push(`${w.name}: ${who} logits differ from tfjs-wasm's by ${d} (relative; ${r.check} vs ${ref.check})`);
+    } else if (!(Math.abs(r.first_loss - ref.first_loss) <= 1e-3 * (1 + Math.abs(ref.first_loss)))) {
+      problems.push(`${w.name}: ${who} first loss ${r.first_loss} vs tfjs-wasm ${ref.first_loss}`);
+    }
+  }
+}
+const checkLines = [
+  'checks (first -> last loss of each contender; same initial weights and batch for ours and tfjs; W4: logits, same weights):',
+  ...WORKLOADS.map((w) => `  ${w.name.padEnd(24)} ${COLS.map(([h, b]) => find(h, b, w))
+    .map((r, i) => (r?.check ? `${COLS[i][1]}: ${r.check}` : '')).filter(Boolean).join('; ')}`),
+];
+const env = { node: process.version, cpu: os.cpus()[0].model, cores: os.cpus().length, tfjs: tf?.version_core ?? null,
+              date: new Date().toISOString(), loadavg_start: +loadStart.toFixed(2), budget_ms: budgetMs };
+const writeOut = () => {
+  fs.mkdirSync(path.dirname(outFile), { recursive: true });
+  fs.writeFileSync(outFile, JSON.stringify({ env, results, problems }, null, 1));
+  console.log(`\nwrote ${outFile}`);
+};
+if (problems.length) {
+  console.log(checkLines.join('\n'));
+  for (const p of problems) console.error(`bench_models: MISMATCH ${p}`);
+  console.error(`bench_models: ${problems.length} contender(s) disagree with tfjs-wasm on the same weights and batch: ` +
+    'no speed ratios are reported (they would compare different computations)');
+  writeOut();
+  process.exit(1);
+}
+
+// ---- report -------------------------------------------------------------------
 const fmt = (v) => (v >= 100 ? Math.round(v).toLocaleString('en-US') : v >= 10 ? v.toFixed(1) : v.toFixed(2));
 const head = ['workload', 'native', 'rlx-wasm', 'resident', 'tfjs-wasm', 'wasm/tfjs', 'resident/tfjs', 'target'];
 const widths = [24, 10, 10, 10, 10, 10, 13, 7];
@@ -290,18 +347,13 @@ const lines = [
     'cpu_median_ms'), '',
   'ratios = tfjs-wasm time / ours (> 1: ours faster); target: the issue\'s goal for that ratio.  rlx-wasm = the public',
   'rlx_web.js call (params in and out of JS each step); resident = the same C entry point with params, batch and',
-  'outputs kept in wasm memory (as tfjs keeps its variables).  Contenders\' iterations are interleaved.',
-  'checks (first -> last loss of each contender; same initial weights and batch for ours and tfjs):',
-  ...WORKLOADS.map((w) => `  ${w.name.padEnd(24)} ${COLS.map(([h, b]) => find(h, b, w))
-    .map((r, i) => (r?.check ? `${COLS[i][1]}: ${r.check}` : '')).filter(Boolean).join('; ')}`),
+  'outputs kept in wasm memory (as tfjs keeps its variables); W4: rlx-wasm is a compiled graph session (resident).',
+  'Contenders\' iterations are interleaved.',
+  ...checkLines,
 ];
 if (Math.max(loadStart, loadEnd) > os.cpus().length * 0.6)
   lines.push(`note: load average ${loadStart.toFixed(2)} -> ${loadEnd.toFixed(2)} on ${os.cpus().length} cores; other work was running, numbers are noisy.`);
 console.log(lines.join('\n'));
 
-const env = { node: process.version, cpu: os.cpus()[0].model, cores: os.cpus().length, tfjs: tf?.version_core ?? null,
-              date: new Date().toISOString(), loadavg_start: +loadStart.toFixed(2), loadavg_end: +loadEnd.toFixed(2),
-              budget_ms: budgetMs };
-fs.mkdirSync(path.dirname(outFile), { recursive: true });
-fs.writeFileSync(outFile, JSON.stringify({ env, results }, null, 1));
-console.log(`\nwrote ${outFile}`);
+env.loadavg_end = +loadEnd.toFixed(2);
+writeOut();

@@ -6,7 +6,8 @@
 // interleaved round by round so both see the same machine load.  Both start
 // from the same params and batch (VisionBench.init_params(1) /
 // synthetic_batch(2, B), converted to NHWC for tfjs) and run plain SGD with
-// lr 0.01; the losses of both are printed as a sanity check.  Prints
+// lr 0.01; the losses of both are printed, and when the first ones disagree
+// it prints them and exits 1 instead of the ratios.  Prints
 // samples/s and the ratio ours / tfjs; writes build/bench/webgl.json.
 //
 //   node bench/webgl_models.mjs [--rounds=5] [--steps=6] [--batch=64]
@@ -243,23 +244,36 @@ try {
       }
     }
   }
-  console.log(`${'model'.padEnd(10)} ${'rlx webgl'.padStart(14)} ${'tfjs webgl'.padStart(14)} ${'ratio'.padStart(7)}  losses (first -> last)`);
-  for (const slug of MODELS) {
-    const row = { model: slug, batch: B };
-    for (const who of ['ours', 'tfjs']) {
-      const m = median(ms[`${slug}/${who}`]), l = last[`${slug}/${who}`];
-      row[who] = { median_ms: m, min_ms: Math.min(...ms[`${slug}/${who}`]), steps: ms[`${slug}/${who}`].length,
-        samples_per_s: (B * 1000) / m, first_loss: l.first_loss, loss: l.loss, ...info[slug][who] };
-      delete row[who].renderer;
+  // Same params and batch: the first losses must agree, else no ratios (the
+  // contenders computed different things).
+  const mismatches = MODELS.filter((slug) => {
+    const a = last[`${slug}/ours`].first_loss, b = last[`${slug}/tfjs`].first_loss;
+    return !(Math.abs(a - b) <= 1e-3 * (1 + Math.abs(b)));
+  });
+  if (mismatches.length) {
+    for (const slug of mismatches)
+      console.error(`webgl_models: MISMATCH ${slug} B=${B}: first loss ours ${last[`${slug}/ours`].first_loss} vs tfjs ` +
+        `${last[`${slug}/tfjs`].first_loss} (same params and batch): no speed ratios reported`);
+    process.exitCode = 1;
+  } else {
+    console.log(`${'model'.padEnd(10)} ${'rlx webgl'.padStart(14)} ${'tfjs webgl'.padStart(14)} ${'ratio'.padStart(7)}  losses (first -> last)`);
+    for (const slug of MODELS) {
+      const row = { model: slug, batch: B };
+      for (const who of ['ours', 'tfjs']) {
+        const m = median(ms[`${slug}/${who}`]), l = last[`${slug}/${who}`];
+        row[who] = { median_ms: m, min_ms: Math.min(...ms[`${slug}/${who}`]), steps: ms[`${slug}/${who}`].length,
+          samples_per_s: (B * 1000) / m, first_loss: l.first_loss, loss: l.loss, ...info[slug][who] };
+        delete row[who].renderer;
+      }
+      row.ratio = row.ours.samples_per_s / row.tfjs.samples_per_s;
+      results.push(row);
+      const sps = (o) => `${o.samples_per_s.toFixed(0)} /s`.padStart(14);
+      console.log(`${slug.padEnd(10)} ${sps(row.ours)} ${sps(row.tfjs)} ${`${row.ratio.toFixed(2)}x`.padStart(7)}  ` +
+        `rlx ${row.ours.first_loss.toFixed(4)} -> ${row.ours.loss.toFixed(4)}, tfjs ${row.tfjs.first_loss.toFixed(4)} -> ` +
+        `${row.tfjs.loss.toFixed(4)}; rlx plan: ${row.ours.passes} passes, ${row.ours.programs} programs, ` +
+        `create ${row.ours.create_ms.toFixed(0)} ms, first run ${row.ours.first_run_ms.toFixed(0)} ms, ` +
+        `reads ${row.ours.read_floats} floats, ${row.ours.swaps}/${row.ours.assignments} assignments swapped`);
     }
-    row.ratio = row.ours.samples_per_s / row.tfjs.samples_per_s;
-    results.push(row);
-    const sps = (o) => `${o.samples_per_s.toFixed(0)} /s`.padStart(14);
-    console.log(`${slug.padEnd(10)} ${sps(row.ours)} ${sps(row.tfjs)} ${`${row.ratio.toFixed(2)}x`.padStart(7)}  ` +
-      `rlx ${row.ours.first_loss.toFixed(4)} -> ${row.ours.loss.toFixed(4)}, tfjs ${row.tfjs.first_loss.toFixed(4)} -> ` +
-      `${row.tfjs.loss.toFixed(4)}; rlx plan: ${row.ours.passes} passes, ${row.ours.programs} programs, ` +
-      `create ${row.ours.create_ms.toFixed(0)} ms, first run ${row.ours.first_run_ms.toFixed(0)} ms, ` +
-      `reads ${row.ours.read_floats} floats, ${row.ours.swaps}/${row.ours.assignments} assignments swapped`);
   }
   if (args.profile !== undefined) {
     for (const slug of MODELS) {

@@ -90,12 +90,12 @@ window.measure = (w, budgetMs) => bench.measureWorkload(w, budgetMs);
 window.ready = true;
 </script>`;
 
-// ---- a static server: the page, tfjs, web/ and the two bench modules ---------------
+// ---- a static server: the page, tfjs, web/ and the bench modules ------------------
 const TFJS = (await build({
   entryPoints: [path.join(REPO, 'bench/webgpu_tfjs_entry.mjs')], bundle: true, write: false, format: 'esm',
   platform: 'browser', minify: true, logLevel: 'error',
 })).outputFiles[0].text;
-const BENCH_FILES = ['bench/webgpu_workloads.mjs', 'bench/tfjs_models.mjs'].map((f) => path.join(REPO, f));
+const BENCH_FILES = ['bench/webgpu_workloads.mjs', 'bench/tfjs_models.mjs', 'bench/w4_graph.mjs'].map((f) => path.join(REPO, f));
 const MIME = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json' };
 const server = http.createServer((req, res) => {
   const rel = decodeURIComponent(new URL(req.url, 'http://x').pathname);
@@ -146,7 +146,7 @@ try {
 }
 
 console.log(['median ms per training step (W4: per forward), samples/s (W4: forwards/s); ' +
-  'tfjs/rlx = tfjs time / ours = our samples/s / theirs (> 1: ours faster)', ...reportLines(WORKLOADS, results)].join('\n'));
+  'tfjs/rlx = tfjs time / ours = our samples/s / theirs (> 1: ours faster)', ...reportLines(WORKLOADS, results, problems)].join('\n'));
 if (pageErrors.length) console.log(`page errors: ${pageErrors.join('; ')}`);
 for (const p of problems) console.error(`webgpu_chromium: MISMATCH ${p}`);
 fs.mkdirSync(path.dirname(path.resolve(OUT)), { recursive: true });

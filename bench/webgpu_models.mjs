@@ -87,7 +87,7 @@ for (const w of WORKLOADS) {
 console.log([
   `WebGPU model speed on ${adapterName} (Dawn in Node ${process.version}; tfjs ${tf?.version_core ?? '-'}): median ms per`,
   'training step (W4: per forward), samples/s (W4: forwards/s); tfjs/rlx = tfjs time / ours (> 1: ours faster)',
-  ...reportLines(WORKLOADS, results),
+  ...reportLines(WORKLOADS, results, problems),
 ].join('\n'));
 for (const p of problems) console.error(`webgpu_models: MISMATCH ${p}`);
 const env = { adapter: adapterName, node: process.version, cpu: os.cpus()[0]?.model, cores: os.cpus().length,

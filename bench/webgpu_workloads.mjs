@@ -13,7 +13,8 @@
 // (and the W4 logits) must agree: measureWorkload reports it when they do not.
 // Iterations are interleaved; medians are reported.
 import { createWebGpuSession } from '../web/runtime/webgpu.js';
-import { tfjsVisionModel, nchwToNhwc, tfjsTransformer, w4Weights, TCFG, W4_TOKENS } from './tfjs_models.mjs';
+import { tfjsVisionModel, nchwToNhwc, tfjsTransformer, w4Weights } from './tfjs_models.mjs';
+import { buildW4 } from './w4_graph.mjs';
 
 export const CONTENDERS = ['rlx-webgpu', 'tfjs-webgpu'];
 export const W4 = 'W4 transformer fwd T=64';
@@ -111,43 +112,15 @@ export function webGpuWorkloads(ctx) {
     return { gs, free: () => { gs.free(); s.free(); } };
   }
 
-  // The W4 forward as one graph: the anchors' model with the same weights
-  // (q, k, v as one [D, 3D] projection; gate and up as the halves of w13);
-  // only the last position goes through the final norm and the head.
+  // The W4 forward as one graph (bench/w4_graph.mjs): the anchors' model with
+  // the same weights as tfjs's.
   async function oursTransformer(weights) {
-    const { V, D, L, H, HD, F, T } = TCFG;
-    const g = rt.graph(), feed = [];
-    const param = (name, dims, data) => { feed.push([name, data]); return g.param(name, dims); };
-    const ones = new Float32Array(D).fill(1);
-    const cols = (m, rows, width, from, n) => {
-      const o = new Float32Array(rows * n);
-      for (let r = 0; r < rows; r++) o.set(m.subarray(r * width + from, r * width + from + n), r * n);
-      return o;
-    };
-    const tokens = g.input('tokens', [T]);
-    let h = g.op('gather', [param('embed', [V, D], weights.emb), tokens]);
-    const heads = (qkv, t) => g.op('permute', [g.op('reshape', [g.op('narrow', [qkv], [1, t * D, D])], [1, T, H, HD])], [0, 2, 1, 3]);
-    weights.layers.forEach((l, i) => {
-      const n1 = g.op('rms_norm', [h, param(`l${i}.attn_norm`, [D], ones)], [], [1e-5]);
-      const qkv = g.op('matmul', [n1, param(`l${i}.wqkv`, [D, 3 * D], l.wqkv)], [0, 0]);
-      const q = g.op('rope', [heads(qkv, 0)], [0, 0], [10000]);
-      const k = g.op('rope', [heads(qkv, 1)], [0, 0], [10000]);
-      const a = g.op('attention', [q, k, heads(qkv, 2)], [1, 0], [0]);
-      const o = g.op('reshape', [g.op('permute', [a], [0, 2, 1, 3])], [T, D]);
-      h = g.op('add', [h, g.op('matmul', [o, param(`l${i}.wo`, [D, D], l.wo)], [0, 0])]);
-      const n2 = g.op('rms_norm', [h, param(`l${i}.ffn_norm`, [D], ones)], [], [1e-5]);
-      const gate = g.op('silu', [g.op('matmul', [n2, param(`l${i}.wgate`, [D, F], cols(l.w13, D, 2 * F, 0, F))], [0, 0])]);
-      const up = g.op('matmul', [n2, param(`l${i}.wup`, [D, F], cols(l.w13, D, 2 * F, F, F))], [0, 0]);
-      h = g.op('add', [h, g.op('matmul', [g.op('mul', [gate, up]), param(`l${i}.wdown`, [F, D], l.w2)], [0, 0])]);
-    });
-    const last = g.op('rms_norm', [g.op('narrow', [h], [0, T - 1, 1]), param('final_norm', [D], ones)], [], [1e-5]);
-    const logits = g.op('matmul', [last, param('lm_head', [D, V], weights.wout)], [0, 0]);
-    if (L !== weights.layers.length) throw new Error('oursTransformer: layer count mismatch');
+    const g = rt.graph();
+    const { logits, feed } = buildW4(g, weights);
     const s = g.compile([logits], { device: 'webgpu' });
     g.free();
     const gs = await createWebGpuSession(rt, s, device);
-    for (const [name, data] of feed) gs.setParam(name, data);
-    gs.setInput('tokens', Float32Array.from(W4_TOKENS));
+    for (const [name, data] of feed) (name === 'tokens' ? gs.setInput(name, data) : gs.setParam(name, data));
     return { gs, free: () => { gs.free(); s.free(); } };
   }
 
@@ -251,8 +224,9 @@ export function webGpuWorkloads(ctx) {
 /**
  * The report table of `results` (rows of measureWorkload): adds ratio_vs_tfjs
  * and target to our rows; returns the lines (header, one per workload, checks).
+ * With problems (disagreements with tfjs), no table of ratios: only the checks.
  */
-export function reportLines(workloads, results) {
+export function reportLines(workloads, results, problems = []) {
   const find = (backend, w) => results.find((r) => r.backend === backend && r.workload === w.name);
   const fmt = (v) => (v >= 100 ? Math.round(v).toLocaleString('en-US') : v >= 10 ? v.toFixed(1) : v.toFixed(2));
   const head = ['workload', 'rlx ms', 'tfjs ms', 'rlx /s', 'tfjs /s', 'tfjs/rlx', 'target', 'dispatches'];
@@ -267,8 +241,12 @@ export function reportLines(workloads, results) {
       ours ? fmt(ours.samples_per_s) : '-', theirs ? fmt(theirs.samples_per_s) : '-', ratio ? `${ratio.toFixed(2)}x` : '-',
       t ? `${t}x${ratio ? (ratio >= t ? ' ok' : ' NO') : ''}` : '', ours?.dispatches ?? '-']);
   });
+  // A disagreement means the contenders computed different things: no ratios then.
+  const table = problems.length
+    ? [`no speed table: ${problems.length} workload(s) where ours and tfjs disagree on the same params and batch (MISMATCH below)`]
+    : [line(head), ...rows];
   return [
-    line(head), ...rows,
+    ...table,
     'checks (first -> last loss, same initial params and batch for both; W4: logits of both):',
     ...workloads.map((w) => `  ${w.name.padEnd(24)} ${CONTENDERS.map((b) => find(b, w)).filter((r) => r?.check)
       .map((r) => `${r.backend}: ${r.check}`).join('; ')}`),
