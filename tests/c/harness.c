@@ -18,7 +18,7 @@ typedef struct {
   extern const op_case rlx_cases_##g[] __attribute__((weak)); \
   extern const int rlx_n_cases_##g __attribute__((weak));
 GROUP(elementwise) GROUP(layout) GROUP(reduce) GROUP(seq) GROUP(matmul) GROUP(vision)
-GROUP(grad_a) GROUP(grad_b) GROUP(grad_c) GROUP(fused)
+GROUP(grad_pointwise) GROUP(grad_norm_attention) GROUP(grad_vision) GROUP(fused)
 #undef GROUP
 
 static case_group groups(int i) {
@@ -29,9 +29,9 @@ static case_group groups(int i) {
     case 3: return (case_group){rlx_cases_seq, &rlx_n_cases_seq};
     case 4: return (case_group){rlx_cases_matmul, &rlx_n_cases_matmul};
     case 5: return (case_group){rlx_cases_vision, &rlx_n_cases_vision};
-    case 6: return (case_group){rlx_cases_grad_a, &rlx_n_cases_grad_a};
-    case 7: return (case_group){rlx_cases_grad_b, &rlx_n_cases_grad_b};
-    case 8: return (case_group){rlx_cases_grad_c, &rlx_n_cases_grad_c};
+    case 6: return (case_group){rlx_cases_grad_pointwise, &rlx_n_cases_grad_pointwise};
+    case 7: return (case_group){rlx_cases_grad_norm_attention, &rlx_n_cases_grad_norm_attention};
+    case 8: return (case_group){rlx_cases_grad_vision, &rlx_n_cases_grad_vision};
     case 9: return (case_group){rlx_cases_fused, &rlx_n_cases_fused};
   }
   return (case_group){NULL, NULL};

@@ -46,12 +46,12 @@ extern const op_case rlx_cases_matmul[];
 extern const int rlx_n_cases_matmul;
 extern const op_case rlx_cases_vision[];      /* conv2d, pools */
 extern const int rlx_n_cases_vision;
-extern const op_case rlx_cases_grad_a[];      /* pointwise, layout, softmax backward ops */
-extern const int rlx_n_cases_grad_a;
-extern const op_case rlx_cases_grad_b[];      /* norm and attention backward ops */
-extern const int rlx_n_cases_grad_b;
-extern const op_case rlx_cases_grad_c[];      /* conv and pool backward ops */
-extern const int rlx_n_cases_grad_c;
+extern const op_case rlx_cases_grad_pointwise[];       /* pointwise, layout, softmax backward ops */
+extern const int rlx_n_cases_grad_pointwise;
+extern const op_case rlx_cases_grad_norm_attention[];  /* norm and attention backward ops */
+extern const int rlx_n_cases_grad_norm_attention;
+extern const op_case rlx_cases_grad_vision[];          /* conv and pool backward ops */
+extern const int rlx_n_cases_grad_vision;
 
 /* All cases in one list (harness.c). */
 int opcase_count(void);

@@ -1,6 +1,6 @@
-/* cases_grad_b.c - op cases for the backward ops rms_norm_grad,
+/* cases_grad_norm_attention.c - op cases for the backward ops rms_norm_grad,
  * rms_norm_grad_weight, layer_norm_grad, layer_norm_grad_weight and
- * attention_grad (references in ref_grad_b.c).  Backward ops have no typed
+ * attention_grad (references in ref_grad_norm_attention.c).  Backward ops have no typed
  * builders, so the graphs use rlx_op_node.  Parameter layouts (c->p):
  *   norm grad  {op (0 rms dx, 1 rms dw, 2 layer dx, 3 layer dw), eps * 1e6,
  *              rank, x dims...}; dx ops take x, w, dy; dw ops x, dy.  x is
@@ -107,7 +107,7 @@ static void fill_attention_grad(const op_case *c, int32_t k, float *data, size_t
 #define PADDING RLX_MASK_PADDING
 #define BIAS RLX_MASK_BIAS
 
-const op_case rlx_cases_grad_b[] = {
+const op_case rlx_cases_grad_norm_attention[] = {
     /* RMS norm: odd D, D = 1, exactly 8 lanes, rank 1, larger eps */
     NORM("rms_norm_grad_2x3x9", RMS_DX, 10, 0, 0, 3, 2, 3, 9),
     NORM("rms_norm_grad_d1_4x1", RMS_DX, 10, 0, 0, 2, 4, 1),
@@ -172,4 +172,4 @@ const op_case rlx_cases_grad_b[] = {
     ATTN("bias_per_query_neg_inf_BHSq1_sq5_sk6", 2, 3, 5, 6, 4, 3, BIAS, 0, 0, 1, 4, 2, 3, 5, 1),
     ATTN("bias_row_all_neg_inf_11SqSk_sq3_sk7", 2, 3, 3, 7, 5, 4, BIAS, 0, 0, 2, 4, 1, 1, 3, 7),
 };
-const int rlx_n_cases_grad_b = sizeof rlx_cases_grad_b / sizeof rlx_cases_grad_b[0];
+const int rlx_n_cases_grad_norm_attention = sizeof rlx_cases_grad_norm_attention / sizeof rlx_cases_grad_norm_attention[0];

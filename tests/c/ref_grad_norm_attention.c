@@ -1,5 +1,5 @@
-/* ref_grad_b.c - naive double-precision references for the grad_b group
- * (tests/c/cases_grad_b.c): the backward ops of RMS norm, layer norm and
+/* ref_grad_norm_attention.c - naive double-precision references for the grad_norm_attention group
+ * (tests/c/cases_grad_norm_attention.c): the backward ops of RMS norm, layer norm and
  * attention.  Each is an explicit Jacobian-vector product written from the
  * forward definition, independently of the kernels' fused formulas:
  *
@@ -10,7 +10,7 @@
  *              dP_j/ds_l with the softmax Jacobian P_j (delta_jl - P_l),
  *              and ds_l/dq = scale k_l, ds_l/dk_l = scale q
  *
- * Parameter layouts are documented in cases_grad_b.c. */
+ * Parameter layouts are documented in cases_grad_norm_attention.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,12 +1,12 @@
-/* ref_grad_a.c - naive double-precision references for the grad_a group
- * (tests/c/cases_grad_a.c): gelu_grad, silu_grad, narrow_grad,
+/* ref_grad_pointwise.c - naive double-precision references for the grad_pointwise group
+ * (tests/c/cases_grad_pointwise.c): gelu_grad, silu_grad, narrow_grad,
  * scatter_add, softmax_grad, log_softmax_grad and
  * softmax_cross_entropy_grad.  Derived from the forward definitions
  * independently of the kernels: the activation derivatives are the
  * analytic derivatives of the tanh form (gelu) and x / (1 + e^-x) (silu),
  * and the softmax gradients are explicit Jacobian-vector products
  * dx_j = sum_i dy_i d(y_i)/d(x_j).  Parameter layouts are documented in
- * cases_grad_a.c. */
+ * cases_grad_pointwise.c. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

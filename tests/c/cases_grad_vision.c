@@ -1,6 +1,6 @@
-/* cases_grad_c.c - op cases for the backward ops of convolution and
+/* cases_grad_vision.c - op cases for the backward ops of convolution and
  * pooling: conv2d_grad_input, conv2d_grad_weight, max_pool2d_grad and
- * avg_pool2d_grad (references in ref_grad_c.c).  Backward ops have no typed
+ * avg_pool2d_grad (references in ref_grad_vision.c).  Backward ops have no typed
  * builders, so the graphs use rlx_op_node.  Parameter layouts (c->p):
  *   conv  {N, C, H, W, O, KH, KW, stride_h, stride_w, pad_h, pad_w, dil_h,
  *         dil_w, groups} (the forward's); grad_input has inputs dy, w and
@@ -120,7 +120,7 @@ static void fill_neg_inf(const op_case *c, int32_t k, float *data, size_t n, uns
 #define MAXPOOL_FILL(name, fill, N, C, H, W, KH, KW, SH, SW, PH, PW) \
   {"max_pool2d_grad_" name, build_max_pool2d_grad, ref_max_pool2d_grad_case, fill, {N, C, H, W, KH, KW, SH, SW, PH, PW}, 0.0f, 0.0f, 0.0}
 
-const op_case rlx_cases_grad_c[] = {
+const op_case rlx_cases_grad_vision[] = {
     /*    name                         N  C   H   W   O  KH KW sh sw ph pw dh dw g */
     /* one or two outputs per group, few taps (direct loops) */
     CONV("1to1_3x3_valid",             1, 1,  5,  5,  1, 3, 3, 1, 1, 0, 0, 1, 1, 1),
@@ -191,4 +191,4 @@ const op_case rlx_cases_grad_c[] = {
     MAXPOOL_FILL("2x2_s2_neg_inf",        fill_neg_inf, 1, 3, 6, 8, 2, 2, 2, 2, 0, 0),
     MAXPOOL_FILL("3x3_s2_pad1_neg_inf",   fill_neg_inf, 2, 2, 7, 9, 3, 3, 2, 2, 1, 1),
 };
-const int rlx_n_cases_grad_c = sizeof rlx_cases_grad_c / sizeof rlx_cases_grad_c[0];
+const int rlx_n_cases_grad_vision = sizeof rlx_cases_grad_vision / sizeof rlx_cases_grad_vision[0];

@@ -1,6 +1,6 @@
-/* cases_grad_a.c - op cases for the backward ops gelu_grad, silu_grad,
+/* cases_grad_pointwise.c - op cases for the backward ops gelu_grad, silu_grad,
  * narrow_grad, scatter_add, softmax_grad, log_softmax_grad and
- * softmax_cross_entropy_grad (references in ref_grad_a.c).  Backward ops
+ * softmax_cross_entropy_grad (references in ref_grad_pointwise.c).  Backward ops
  * have no typed builders, so the graphs use rlx_op_node.  Parameter
  * layouts (c->p):
  *   pointwise  {op (0 gelu, 1 silu), extremes, rank, dims...}; inputs x
@@ -145,7 +145,7 @@ static void fill_softmax_ce_grad(const op_case *c, int32_t k, float *data, size_
   {"softmax_cross_entropy_grad_" name, build_softmax_ce_grad, ref_softmax_ce_grad_case, fill_softmax_ce_grad, \
    {i32, rank, __VA_ARGS__}, lo, hi, 0}
 
-const op_case rlx_cases_grad_a[] = {
+const op_case rlx_cases_grad_pointwise[] = {
     GELU("37", -4.0f, 4.0f, 0, 1, 37),
     GELU("3x1x17_wide", -12.0f, 12.0f, 0, 3, 3, 1, 17),
     GELU("1", -1.0f, 1.0f, 0, 1, 1),
@@ -204,4 +204,4 @@ const op_case rlx_cases_grad_a[] = {
     CE_GRAD("i32_rank1", 1, -1.0f, 1.0f, 1, 9),
     CE_GRAD("f32_3x1x17", 0, -3.0f, 3.0f, 3, 3, 1, 17),
 };
-const int rlx_n_cases_grad_a = sizeof rlx_cases_grad_a / sizeof rlx_cases_grad_a[0];
+const int rlx_n_cases_grad_pointwise = sizeof rlx_cases_grad_pointwise / sizeof rlx_cases_grad_pointwise[0];

@@ -1,9 +1,9 @@
-/* ref_grad_c.c - naive double-precision references for the grad_c group
- * (tests/c/cases_grad_c.c): conv2d_grad_input, conv2d_grad_weight,
+/* ref_grad_vision.c - naive double-precision references for the grad_vision group
+ * (tests/c/cases_grad_vision.c): conv2d_grad_input, conv2d_grad_weight,
  * max_pool2d_grad and avg_pool2d_grad, written from the forward
  * definitions (include/rlx.h) as sums over every (output, tap) pair that
  * touches a cell, independently of the kernels.  Parameter layouts are
- * documented in cases_grad_c.c. */
+ * documented in cases_grad_vision.c. */
 #include <math.h>
 #include "op_case.h"
 
