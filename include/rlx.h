@@ -59,7 +59,7 @@ typedef int32_t rlx_node;
 
 typedef enum { RLX_F32 = 0, RLX_I32 = 1 } rlx_dtype;
 
-/* The op table (src/ir/ops.def) generates RLX_OP_<NAME> for every op. */
+/* The op table (include/rlx_ops.def) generates RLX_OP_<NAME> for every op. */
 typedef enum {
 #define RLX_OP(ID, name, min_in, max_in, rule) RLX_OP_##ID,
 #include "rlx_ops.def"
@@ -269,42 +269,16 @@ rlx_dtype rlx_session_input_dtype(const rlx_session *s, int32_t i); /* RLX_F32 i
 const char *rlx_session_param_name(const rlx_session *s, int32_t i);
 size_t rlx_session_param_len(const rlx_session *s, int32_t i);
 
-/* ---- WebGPU sessions ---------------------------------------------------- */
-/* A session compiled for RLX_DEVICE_WEBGPU is a plan for the GPU: rlx_session_run
- * refuses it (RLX_ERR_UNSUPPORTED); web/runtime/webgpu.js runs it.  Its plan
- * is one JSON document (buffers, pipelines, dispatches, outputs, training
- * assignments; format in src/webgpu/plan_json.c), owned by the session; NULL
- * for other sessions.  len (optional) receives its length. */
-const char *rlx_session_webgpu_plan(const rlx_session *s, size_t *len);
-/* 1 when some step of a GPU plan must run on the host between GPU passes
- * (no lowering asks for that today; the browser build refuses such plans at
- * compile), else 0. */
-int rlx_session_requires_host_execution(const rlx_session *s);
-/* Steps of the plan, those run on the host, and the GPU -> host round trips
- * a run needs besides reading the outputs.  Any pointer may be NULL. */
-rlx_status rlx_session_host_summary(const rlx_session *s, int32_t *steps_total, int32_t *host_steps,
-                                    int32_t *sync_points);
-/* Values of constant i of a GPU plan (the plan's "constants", in order) and
- * their count in *len; NULL when out of range. */
-const float *rlx_session_constant_data(const rlx_session *s, int32_t i, size_t *len);
-/* The host copies of input i (NULL until set; i32 inputs hold int32 bits)
- * and of param i (NULL when out of range), as set through the calls above:
- * a GPU executor uploads them when it starts (training sessions preset
- * "d_output" and "rlx.lr"). */
-const float *rlx_session_input_data(const rlx_session *s, int32_t i);
-const float *rlx_session_param_data(const rlx_session *s, int32_t i);
-
-/* ---- WebGL2 sessions ---------------------------------------------------- */
-/* A session compiled for RLX_DEVICE_WEBGL is a list of render passes over
- * float textures; web/runtime/webgl.js draws them.  rlx_session_run runs the
+/* ---- GPU sessions ------------------------------------------------------- */
+/* A session compiled for RLX_DEVICE_WEBGPU is a plan for the GPU:
+ * rlx_session_run refuses it (RLX_ERR_UNSUPPORTED) and web/runtime/webgpu.js
+ * runs it.  One compiled for RLX_DEVICE_WEBGL is a list of render passes over
+ * float textures that web/runtime/webgl.js draws; rlx_session_run runs the
  * same passes on the CPU (the reference executor: same formulas, for
  * testing; the browser module web/pkg/rlx_web.wasm leaves it out and
- * returns RLX_ERR_UNSUPPORTED).  Its plan is one JSON document (textures,
- * shader programs, passes, inputs, params, outputs, training assignments;
- * format in src/webgl/plan_json.c), owned by the session and rebuilt on
- * each call; NULL (with rlx_last_error) for other sessions.  len (optional)
- * receives its length. */
-const char *rlx_session_webgl_plan(const rlx_session *s, size_t *len);
+ * returns RLX_ERR_UNSUPPORTED).  Params, inputs and outputs are read and
+ * written as for CPU sessions.  The JS executors get their plan documents
+ * through the wasm exports (src/web/exports_webgpu.c, exports_webgl.c). */
 
 #ifdef __cplusplus
 }

@@ -98,50 +98,61 @@ static int lifetimes_overlap(const rlx_plan *p, int32_t a, int32_t b) {
   return p->first_step[a] <= p->last_step[b] && p->first_step[b] <= p->last_step[a];
 }
 
-/* Greedy placement: each value at the lowest offset free over its lifetime. */
-static rlx_status place_values(rlx_plan *p) {
+rlx_status rlx_plan_pack(const rlx_plan *p, const int8_t *group, size_t *offset, size_t *group_floats) {
   int32_t n = p->graph.n_nodes, count = 0;
   arena_value *vals = rlx_calloc((size_t)n + 1, sizeof *vals);
   arena_value *busy = rlx_calloc((size_t)n + 1, sizeof *busy);
-  rlx_status st = RLX_OK;
   if (!vals || !busy) {
-    st = RLX_ERR_NO_MEMORY;
-    goto done;
+    rlx_free(vals, ((size_t)n + 1) * sizeof *vals);
+    rlx_free(busy, ((size_t)n + 1) * sizeof *busy);
+    return RLX_ERR_NO_MEMORY;
   }
   for (int32_t id = 0; id < n; id++)
     if (p->first_step[id] >= 0) vals[count++] = (arena_value){id, padded_numel(&p->graph.nodes[id], p->arena_align)};
   qsort(vals, (size_t)count, sizeof *vals, by_size_desc);
-  p->arena_floats = 0;
   for (int32_t i = 0; i < count; i++) {
-    /* Placed values alive at the same time, sorted by offset. */
+    const int32_t a = vals[i].id, ga = group ? group[a] : 0;
+    /* Placed values of the group alive at the same time, sorted by offset. */
     int32_t nb = 0;
     for (int32_t j = 0; j < i; j++)
-      if (lifetimes_overlap(p, vals[i].id, vals[j].id)) {
+      if ((group ? group[vals[j].id] : 0) == ga && lifetimes_overlap(p, a, vals[j].id)) {
         int32_t at = nb++;
-        size_t off = p->loc[vals[j].id].offset;
-        while (at > 0 && p->loc[busy[at - 1].id].offset > off) {
+        size_t off = offset[vals[j].id];
+        while (at > 0 && offset[busy[at - 1].id] > off) {
           busy[at] = busy[at - 1];
           at--;
         }
         busy[at] = vals[j];
       }
-    size_t offset = 0;
+    size_t o = 0;
     for (int32_t j = 0; j < nb; j++) {
-      size_t start = p->loc[busy[j].id].offset;
-      if (start >= offset + vals[i].size) break;
-      if (start + busy[j].size > offset) offset = start + busy[j].size;
+      size_t start = offset[busy[j].id];
+      if (start >= o + vals[i].size) break;
+      if (start + busy[j].size > o) o = start + busy[j].size;
     }
-    p->loc[vals[i].id] = (rlx_loc){RLX_LOC_ARENA, 0, offset};
-    if (offset + vals[i].size > p->arena_floats) p->arena_floats = offset + vals[i].size;
+    offset[a] = o;
+    if (o + vals[i].size > group_floats[ga]) group_floats[ga] = o + vals[i].size;
   }
-done:
   rlx_free(vals, ((size_t)n + 1) * sizeof *vals);
   rlx_free(busy, ((size_t)n + 1) * sizeof *busy);
+  return RLX_OK;
+}
+
+/* One arena for the whole plan. */
+static rlx_status place_values(rlx_plan *p) {
+  size_t n = (size_t)p->graph.n_nodes;
+  size_t *offset = rlx_calloc(n + 1, sizeof *offset);
+  if (!offset) return RLX_ERR_NO_MEMORY;
+  p->arena_floats = 0;
+  rlx_status st = rlx_plan_pack(p, NULL, offset, &p->arena_floats);
+  if (st == RLX_OK)
+    for (size_t id = 0; id < n; id++)
+      if (p->first_step[id] >= 0) p->loc[id] = (rlx_loc){RLX_LOC_ARENA, 0, offset[id]};
+  rlx_free(offset, (n + 1) * sizeof *offset);
   return st;
 }
 
-/* Storage root of a node: itself, or the value a chain of views reads. */
-static int32_t root_of(const rlx_plan *p, int32_t id) {
+int32_t rlx_plan_root(const rlx_plan *p, int32_t id) {
   while (rlx_plan_is_view(&p->graph.nodes[id])) id = p->graph.nodes[id].inputs[0];
   return id;
 }
@@ -169,18 +180,18 @@ static rlx_status plan_memory(rlx_plan *p) {
   for (int32_t s = 0; s < p->n_steps; s++) {
     const rlx_node_t *nd = &p->graph.nodes[p->steps[s]];
     for (int32_t k = 0; k < nd->n_inputs; k++) {
-      int32_t r = root_of(p, nd->inputs[k]);
+      int32_t r = rlx_plan_root(p, nd->inputs[k]);
       if (p->first_step[r] >= 0 && p->last_step[r] < s) p->last_step[r] = s;
     }
   }
   for (int32_t i = 0; i < p->n_outputs; i++) {
-    int32_t r = root_of(p, p->outputs[i]);
+    int32_t r = rlx_plan_root(p, p->outputs[i]);
     if (p->first_step[r] >= 0) p->last_step[r] = p->n_steps;
   }
   rlx_status st = place_values(p);
   if (st != RLX_OK) return st;
   for (int32_t id = 0; id < n; id++) /* views share their root's location */
-    if (rlx_plan_is_view(&p->graph.nodes[id])) p->loc[id] = p->loc[root_of(p, id)];
+    if (rlx_plan_is_view(&p->graph.nodes[id])) p->loc[id] = p->loc[rlx_plan_root(p, id)];
   return RLX_OK;
 }
 

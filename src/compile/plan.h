@@ -40,6 +40,18 @@ typedef struct {
 
 /* A reshape is a view: it shares its input's storage and runs no kernel. */
 int rlx_plan_is_view(const rlx_node_t *n);
+/* Storage root of node id: itself, or the value a chain of views reads. */
+int32_t rlx_plan_root(const rlx_plan *p, int32_t id);
+
+/* Greedy arena packing by lifetime, shared by the planner and GPU
+ * backends that split the arena: every value written by a step
+ * (first_step >= 0), numel rounded up to arena_align, largest first (ties
+ * by id), goes to the lowest offset free over its lifetime among the
+ * values placed before it in the same group (group[id]; NULL: one group
+ * 0).  offset[id] receives its offset in floats within its group (other
+ * entries untouched); group_floats[g] is raised to the end of every value
+ * of group g.  RLX_ERR_NO_MEMORY (no message) or RLX_OK. */
+rlx_status rlx_plan_pack(const rlx_plan *p, const int8_t *group, size_t *offset, size_t *group_floats);
 
 /* Verify, fuse (unless skip_fusion), drop dead nodes, order steps, plan memory. */
 rlx_status rlx_plan_build(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs, int skip_fusion,

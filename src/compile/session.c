@@ -1,12 +1,12 @@
-/* session.c - compile a graph into a session and move data in and out of
- * it: params by name (persistent), inputs by name, outputs by index. */
+/* session.c - compile a graph into a session through its device's backend
+ * (backend.h) and move data in and out of it: params by name (persistent),
+ * inputs by name, outputs by index; what JS executors read (host copies,
+ * the plan document, the host summary). */
 #include "session.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "../webgpu/webgpu_plan.h"
-#include "../webgl/gl_plan.h"
 
 static size_t node_numel(const rlx_session *s, int32_t id) { return rlx_shape_numel(&s->plan.graph.nodes[id].shape); }
 
@@ -32,13 +32,13 @@ void rlx_session_free(rlx_session *s) {
   rlx_free(s->param_data, (size_t)p->n_params * sizeof(float *));
   rlx_free(s->input_set, (size_t)p->n_inputs);
   rlx_free(s->arena, p->arena_floats * sizeof(float));
-  rlx_scratch_release(&s->scratch);
-  rlx_wgpu_state_free(s->webgpu, p->graph.n_nodes);
-  rlx_gl_state_free(s);
+  if (s->backend && s->backend->free_state) s->backend->free_state(s);
   rlx_plan_free(p);
   rlx_free(s, sizeof *s);
 }
 
+/* Host copies of inputs and params, and the arena of backends that run on
+ * the host (GPU backends keep their arenas on the device). */
 static rlx_status alloc_buffers(rlx_session *s) {
   rlx_plan *p = &s->plan;
   if (p->n_inputs && !(s->input_data = rlx_calloc((size_t)p->n_inputs, sizeof(float *)))) return RLX_ERR_NO_MEMORY;
@@ -48,61 +48,41 @@ static rlx_status alloc_buffers(rlx_session *s) {
     if (!(s->input_data[i] = rlx_calloc(node_numel(s, p->inputs[i]), sizeof(float)))) return RLX_ERR_NO_MEMORY;
   for (int32_t i = 0; i < p->n_params; i++)
     if (!(s->param_data[i] = rlx_calloc(node_numel(s, p->params[i]), sizeof(float)))) return RLX_ERR_NO_MEMORY;
-  /* GPU sessions keep their arenas on the device. */
-  if (s->device == RLX_DEVICE_CPU && p->arena_floats && !(s->arena = rlx_calloc(p->arena_floats, sizeof(float))))
+  if (s->backend->host_arena && p->arena_floats && !(s->arena = rlx_calloc(p->arena_floats, sizeof(float))))
     return RLX_ERR_NO_MEMORY;
   return RLX_OK;
 }
 
-/* WebGPU: the plan without fusion (the GPU has no fused kernels), arena
- * values 256-byte aligned, every step lowered to dispatches
- * (src/webgpu/prepare.c).  Inputs and params keep host copies (set before
- * the executor starts, e.g. the presets of training sessions); the arenas
- * live on the GPU only. */
-static rlx_status compile_webgpu(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs,
-                                 const rlx_compile_options *opt, rlx_session **out) {
-  rlx_session *s = rlx_calloc(1, sizeof *s);
-  if (!s) return rlx_error(RLX_ERR_NO_MEMORY, "compile: out of memory");
-  rlx_status st = rlx_plan_build_aligned(g, outputs, n_outputs, 1, RLX_WGPU_ALIGN_FLOATS, &s->plan);
-  if (st != RLX_OK) {
-    rlx_free(s, sizeof *s);
-    return st; /* message set by the planner */
-  }
-  s->device = RLX_DEVICE_WEBGPU;
-  s->debug_poison = opt->debug_poison != 0;
-  if ((st = rlx_wgpu_prepare(s)) != RLX_OK) {
-    char why[512];
-    snprintf(why, sizeof why, "%s", rlx_last_error());
-    rlx_session_free(s);
-    return rlx_error(st, "compile for WebGPU: %s", why);
-  }
-  if (alloc_buffers(s) != RLX_OK) {
-    rlx_session_free(s);
-    return rlx_error(RLX_ERR_NO_MEMORY, "compile: out of memory allocating session buffers");
-  }
-  *out = s;
-  return RLX_OK;
-}
-
+/* The one compile path (backend.h): plan, bind to the device, buffers. */
 rlx_status rlx_compile(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs,
                        const rlx_compile_options *opt, rlx_session **out) {
   rlx_compile_options defaults = {RLX_DEVICE_CPU, 0, 0};
   if (!out) return rlx_error(RLX_ERR_INVALID_ARG, "compile: the session out-pointer is NULL");
   *out = NULL;
   if (!opt) opt = &defaults;
-  if (opt->device == RLX_DEVICE_WEBGPU) return compile_webgpu(g, outputs, n_outputs, opt, out);
-  if (opt->device == RLX_DEVICE_WEBGL) return rlx_gl_compile(g, outputs, n_outputs, opt, out); /* src/webgl/plan_gl.c */
-  if (opt->device != RLX_DEVICE_CPU)
-    return rlx_error(RLX_ERR_INVALID_ARG, "compile: unknown device %d", (int)opt->device);
+  int known = 0;
+  const rlx_backend *b = rlx_backend_for(opt->device, &known);
+  if (!known) return rlx_error(RLX_ERR_INVALID_ARG, "compile: unknown device %d", (int)opt->device);
+  if (!b) return rlx_error(RLX_ERR_UNSUPPORTED, "compile: this build has no backend for device %d", (int)opt->device);
   rlx_session *s = rlx_calloc(1, sizeof *s);
   if (!s) return rlx_error(RLX_ERR_NO_MEMORY, "compile: out of memory");
-  rlx_status st = rlx_plan_build(g, outputs, n_outputs, opt->skip_fusion, &s->plan);
+  rlx_status st = b->arena_align
+                      ? rlx_plan_build_aligned(g, outputs, n_outputs, !b->fuses || opt->skip_fusion, b->arena_align,
+                                               &s->plan)
+                      : rlx_plan_build(g, outputs, n_outputs, !b->fuses || opt->skip_fusion, &s->plan);
   if (st != RLX_OK) {
     rlx_free(s, sizeof *s);
     return st; /* message set by the planner */
   }
   s->device = opt->device;
+  s->backend = b;
   s->debug_poison = opt->debug_poison != 0;
+  if (b->prepare && (st = b->prepare(s)) != RLX_OK) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", rlx_last_error());
+    rlx_session_free(s);
+    return rlx_error(st, "compile for %s: %s", b->name, why);
+  }
   if (alloc_buffers(s) != RLX_OK) {
     rlx_session_free(s);
     return rlx_error(RLX_ERR_NO_MEMORY, "compile: out of memory allocating session buffers");
@@ -185,13 +165,14 @@ rlx_status rlx_session_set_input_i32(rlx_session *s, const char *name, const int
 
 rlx_status rlx_session_run(rlx_session *s) {
   if (!s) return rlx_error(RLX_ERR_INVALID_ARG, "run: session is NULL");
-  if (s->device == RLX_DEVICE_WEBGPU)
-    return rlx_error(RLX_ERR_UNSUPPORTED, "run: run WebGPU sessions through web/runtime/webgpu.js");
+  if (!s->backend->run)
+    return rlx_error(RLX_ERR_UNSUPPORTED, "run: run %s sessions through %s", s->backend->name,
+                     s->backend->runner ? s->backend->runner : "their executor");
   for (int32_t i = 0; i < s->plan.n_inputs; i++)
     if (!s->input_set[i] && s->plan.input_needed[i])
       return rlx_error(RLX_ERR_STATE, "run: input '%s' has not been set", s->plan.graph.nodes[s->plan.inputs[i]].name);
   s->ran = 0;
-  rlx_status st = s->device == RLX_DEVICE_WEBGL ? rlx_gl_execute(s) : rlx_cpu_execute(s);
+  rlx_status st = s->backend->run(s);
   if (st == RLX_OK) s->ran = 1;
   return st;
 }
@@ -248,4 +229,46 @@ const char *rlx_session_param_name(const rlx_session *s, int32_t i) {
 }
 size_t rlx_session_param_len(const rlx_session *s, int32_t i) {
   return (s && i >= 0 && i < s->plan.n_params) ? node_numel(s, s->plan.params[i]) : 0;
+}
+
+/* ---- what JS executors read (include/rlx.h) ---------------------------- */
+
+const char *rlx_session_plan_json(const rlx_session *s, size_t *len) {
+  if (len) *len = 0;
+  if (!s) {
+    rlx_error(RLX_ERR_INVALID_ARG, "plan: session is NULL");
+    return NULL;
+  }
+  if (!s->backend->plan_json) {
+    rlx_error(RLX_ERR_INVALID_ARG, "plan: %s sessions have no plan document", s->backend->name);
+    return NULL;
+  }
+  return s->backend->plan_json((rlx_session *)s, len);
+}
+
+int rlx_session_requires_host_execution(const rlx_session *s) {
+  int32_t host = 0;
+  if (s && s->backend->host_summary) s->backend->host_summary(s, &host, NULL);
+  return host > 0;
+}
+
+rlx_status rlx_session_host_summary(const rlx_session *s, int32_t *steps_total, int32_t *host_steps,
+                                    int32_t *sync_points) {
+  if (!s) return rlx_error(RLX_ERR_INVALID_ARG, "host_summary: session is NULL");
+  int32_t host = s->plan.n_steps, sync = 0; /* on the host: everything, no GPU round trips */
+  if (s->backend->host_summary) s->backend->host_summary(s, &host, &sync);
+  if (steps_total) *steps_total = s->plan.n_steps;
+  if (host_steps) *host_steps = host;
+  if (sync_points) *sync_points = sync;
+  return RLX_OK;
+}
+
+const float *rlx_session_input_data(const rlx_session *s, int32_t i) {
+  if (!s || i < 0 || i >= s->plan.n_inputs || !s->input_set || !s->input_set[i]) return NULL;
+  return s->input_data[i];
+}
+
+const float *rlx_session_param_data(const rlx_session *s, int32_t i) {
+  if (!s || i < 0 || i >= s->plan.n_params || !s->param_data) return NULL;
+  return s->param_data[i];
 }

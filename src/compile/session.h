@@ -1,30 +1,49 @@
 /* session.h - a compiled plan bound to a device and its buffers.  The
- * session owns params (persisting across runs), inputs, the arena and the
- * kernels' scratch.  Executors (src/cpu/executor.c, later GPU ones) run it. */
+ * session owns params (persisting across runs), inputs and, for backends
+ * that run on the host, the arena; the backend (backend.h) owns whatever
+ * else the device needs (s->state: the CPU kernels' scratch, GPU arenas,
+ * textures and passes). */
 #ifndef RLX_SESSION_H
 #define RLX_SESSION_H
 
-#include "../cpu/kernels.h"
+#include "backend.h"
 #include "plan.h"
 
 struct rlx_session {
   rlx_plan plan;
   rlx_device device;
+  const rlx_backend *backend;
+  void *state;          /* the backend's (see its prepare) */
   int debug_poison;
-  float *arena;         /* plan.arena_floats */
+  float *arena;         /* plan.arena_floats when backend->host_arena */
   float **input_data;   /* per input; i32 inputs hold int32 bits */
   uint8_t *input_set;   /* per input: set since compile */
   float **param_data;   /* per param */
-  rlx_scratch scratch;  /* kernel workspace, grown on demand */
   int ran;              /* outputs are valid */
-  struct rlx_wgpu_state *webgpu; /* WebGPU sessions: arenas and the plan document (src/webgpu/webgpu_plan.h) */
-  struct rlx_gl_state *webgl;    /* WebGL2 sessions: textures and passes (src/webgl/gl_plan.h) */
 };
 
 /* Storage of node id (an arena region, an input, a param or constant data). */
 float *rlx_session_value(const rlx_session *s, int32_t id);
 
-/* Runs every step of the plan on the CPU. */
-rlx_status rlx_cpu_execute(rlx_session *s);
+/* ---- what JS executors read (src/web/exports_*.c) ---------------------- */
+
+/* The plan document of a session whose backend has one (backend.h
+ * plan_json): NUL-terminated JSON owned by the session, len (optional)
+ * its length; else NULL with rlx_last_error. */
+const char *rlx_session_plan_json(const rlx_session *s, size_t *len);
+/* 1 when some step of a GPU plan must run on the host between GPU passes
+ * (no lowering asks for that today; the browser build refuses such plans at
+ * compile), else 0. */
+int rlx_session_requires_host_execution(const rlx_session *s);
+/* Steps of the plan, those run on the host, and the GPU -> host round trips
+ * a run needs besides reading the outputs.  Any pointer may be NULL. */
+rlx_status rlx_session_host_summary(const rlx_session *s, int32_t *steps_total, int32_t *host_steps,
+                                    int32_t *sync_points);
+/* The host copies of input i (NULL until set; i32 inputs hold int32 bits)
+ * and of param i (NULL when out of range), as set through the session API:
+ * a GPU executor uploads them when it starts (training sessions preset
+ * "d_output" and "rlx.lr"). */
+const float *rlx_session_input_data(const rlx_session *s, int32_t i);
+const float *rlx_session_param_data(const rlx_session *s, int32_t i);
 
 #endif

@@ -2,13 +2,15 @@
  * dispatch table generated from the op table.  In debug-poison mode every
  * arena region is filled with NaN once its value is dead, so a kernel that
  * reads freed memory (or a planner that overlaps live values) shows up as
- * NaN in the outputs. */
+ * NaN in the outputs.  Also the CPU backend's table (src/compile/backend.h):
+ * its state is the kernels' scratch, kept across runs. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../compile/session.h"
+#include "kernels.h"
 
 const rlx_cpu_kernel rlx_cpu_kernels[RLX_OP_COUNT] = {
 #define RLX_OP(ID, name, min_in, max_in, rule) [RLX_OP_##ID] = rlx_cpu_##name,
@@ -56,7 +58,7 @@ static void poison_dead(rlx_session *s, int32_t step) {
     }
 }
 
-rlx_status rlx_cpu_execute(rlx_session *s) {
+static rlx_status cpu_execute(rlx_session *s) {
   const rlx_plan *p = &s->plan;
   int32_t flags = 0;
   if (s->debug_poison)
@@ -72,7 +74,7 @@ rlx_status rlx_cpu_execute(rlx_session *s) {
       a.in[k] = rlx_session_value(s, n->inputs[k]);
     }
     a.out = rlx_session_value(s, id);
-    a.scratch = &s->scratch;
+    a.scratch = s->state;
     a.flags = &flags;
     rlx_status st = rlx_cpu_kernels[n->op](&a);
     if (st != RLX_OK) {
@@ -93,3 +95,25 @@ rlx_status rlx_cpu_execute(rlx_session *s) {
     }
   return RLX_OK;
 }
+
+static rlx_status cpu_prepare(rlx_session *s) {
+  if (!(s->state = rlx_calloc(1, sizeof(rlx_scratch)))) return rlx_error(RLX_ERR_NO_MEMORY, "out of memory");
+  return RLX_OK;
+}
+
+static void cpu_free_state(rlx_session *s) {
+  if (!s->state) return;
+  rlx_scratch_release(s->state);
+  rlx_free(s->state, sizeof(rlx_scratch));
+  s->state = NULL;
+}
+
+const rlx_backend rlx_backend_cpu = {
+    .name = "CPU",
+    .device = RLX_DEVICE_CPU,
+    .fuses = 1,
+    .host_arena = 1,
+    .prepare = cpu_prepare,
+    .run = cpu_execute,
+    .free_state = cpu_free_state,
+};

@@ -1,10 +1,12 @@
 /* exports_webgl.c - the wasm exports web/runtime/webgl.js needs to run a
  * session compiled for RLX_DEVICE_WEBGL: its plan document and the host
  * copies of inputs and params to upload when the executor starts.  Thin
- * wrappers over include/rlx.h; pointers are byte offsets into the exported
- * memory.  Also linked into build/wasm-tests/webgl_cases.wasm. */
+ * wrappers over internal calls (src/webgl/gl_plan.h, src/compile/session.h);
+ * pointers are byte offsets into the exported memory.  Also linked into
+ * build/wasm-tests/webgl_cases.wasm. */
 #include <stddef.h>
-#include "rlx.h"
+
+#include "../webgl/gl_plan.h"
 
 #define EXPORT(name) __attribute__((export_name(#name)))
 

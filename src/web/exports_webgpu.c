@@ -1,10 +1,12 @@
 /* exports_webgpu.c - the wasm exports web/runtime/webgpu.js needs to run a
  * session compiled for RLX_DEVICE_WEBGPU: its plan document, constant data
- * and the host copies of inputs and params to upload.  Thin wrappers over
- * include/rlx.h; pointers are byte offsets into the exported memory.  Also
- * linked into build/wasm-tests/opcases.wasm. */
+ * and the host copies of inputs and params to upload, and the host summary.
+ * Thin wrappers over internal calls (src/webgpu/webgpu_plan.h,
+ * src/compile/session.h); pointers are byte offsets into the exported
+ * memory.  Also linked into build/wasm-tests/opcases.wasm. */
 #include <stddef.h>
-#include "rlx.h"
+
+#include "../webgpu/webgpu_plan.h"
 
 #define EXPORT(name) __attribute__((export_name(#name)))
 

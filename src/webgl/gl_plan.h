@@ -17,6 +17,7 @@
 #define RLX_GL_PLAN_H
 
 #include "../compile/session.h"
+#include "../core/text.h"
 #include "gl.h"
 
 #define RLX_GL_DEFAULT_MAX_WIDTH 2048 /* WebGL2's guaranteed MAX_TEXTURE_SIZE */
@@ -60,15 +61,12 @@ typedef struct rlx_gl_state {
   rlx_gl_planned_pass *passes; /* the steps' passes, in order */
   int32_t n_passes, cap_passes;
   float **data;          /* reference executor: contents per texture (made on first run) */
-  char *json;            /* the last plan document */
-  size_t json_len, json_cap;
+  rlx_text json;         /* the last plan document */
 } rlx_gl_state;
 
-/* Compiles g for RLX_DEVICE_WEBGL (no fusion: every op has its lowering)
- * and prepares the WebGL2 state; the session's buffers are those of a CPU
- * session, so rlx_session_run runs the reference executor. */
-rlx_status rlx_gl_compile(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs,
-                          const rlx_compile_options *opt, rlx_session **out);
+/* The state of a session compiled for RLX_DEVICE_WEBGL (s->state). */
+static inline rlx_gl_state *rlx_gl_state_of(const rlx_session *s) { return (rlx_gl_state *)s->state; }
+
 /* (Re)plans the textures and passes of a compiled WEBGL session with
  * textures at most max_width wide (0: the default). */
 rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width);
@@ -172,19 +170,16 @@ rlx_status rlx_gl_execute(rlx_session *s);
 
 /* A program's full GLSL source: "#version 300 es", the pass's defines,
  * then the shader with its #include "x.glsl" lines replaced by x.glsl.
- * Appends to a growing buffer; returns 0 when the shader is unknown. */
-typedef struct {
-  char *buf;
-  size_t len, cap;
-  int failed; /* out of memory */
-} rlx_gl_text;
-void rlx_gl_text_append(rlx_gl_text *t, const char *s, size_t n);
-void rlx_gl_text_printf(rlx_gl_text *t, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-int rlx_gl_program_source(rlx_gl_text *t, const rlx_gl_pass *p);
+ * Appends to t; returns 0 when the shader is unknown. */
+int rlx_gl_program_source(rlx_text *t, const rlx_gl_pass *p);
+/* The plan document (plan_json.c), rebuilt on each call and owned by the
+ * session; NULL with rlx_last_error. */
+const char *rlx_gl_plan_json(rlx_session *s, size_t *len);
+/* For src/web/exports_webgl.c (backend.c): the plan document of a WebGL2
+ * session (textures, shader programs, passes, inputs, params, outputs,
+ * training assignments; format in plan_json.c); NULL (with rlx_last_error)
+ * for other sessions.  len (optional) receives its length. */
+const char *rlx_session_webgl_plan(const rlx_session *s, size_t *len);
 
 /* The C twin of each .frag (rlx_glref_<shader>), looked up by shader name
  * (table generated at build time from src/webgl/glsl/\*.frag). */

@@ -1,5 +1,5 @@
 /* lower_fused.c - fused ops have no WebGL2 lowering: WebGL plans are built
- * without fusion (rlx_gl_compile), so these only complete the op table and
+ * without fusion (backend.c: .fuses = 0), so these only complete the op table and
  * refuse a fused node built by hand with rlx_op_node. */
 #include "gl.h"
 

@@ -1,7 +1,7 @@
-/* plan_gl.c - compiling for RLX_DEVICE_WEBGL: the plan is built without
- * fusion, every step is lowered to render passes (rlx_gl_lower_<op>), and
- * every value gets a texture (gl_plan.h says how textures are shared);
- * only an add/sub of a product read by nothing else becomes one pass
+/* plan_gl.c - preparing a plan for RLX_DEVICE_WEBGL (backend.c; plans are
+ * built without fusion): every step is lowered to render passes
+ * (rlx_gl_lower_<op>), and every value gets a texture (gl_plan.h says how
+ * textures are shared); only an add/sub of a product read by nothing else becomes one pass
  * (plan_layout.c).  Each lowering is checked here, at compile time: pass
  * count, inputs, temps, a known shader with a C twin, and no pass reading
  * its own output texture.  Textures are near square; values (choose_v4)
@@ -57,7 +57,7 @@ void rlx_gl_packed_layout(size_t rows, int32_t rt, int32_t max_width, int32_t *p
 }
 
 void rlx_gl_state_free(rlx_session *s) {
-  rlx_gl_state *w = s ? s->webgl : NULL;
+  rlx_gl_state *w = s ? rlx_gl_state_of(s) : NULL;
   if (!w) return;
   if (w->data)
     for (int32_t t = 0; t < w->n_tex; t++) rlx_free(w->data[t], w->tex[t].count * sizeof(float));
@@ -65,9 +65,9 @@ void rlx_gl_state_free(rlx_session *s) {
   rlx_free(w->tex, (size_t)w->cap_tex * sizeof(rlx_gl_texture));
   rlx_free(w->node_tex, (size_t)s->plan.graph.n_nodes * sizeof(int32_t));
   rlx_free(w->passes, (size_t)w->cap_passes * sizeof(rlx_gl_planned_pass));
-  rlx_free(w->json, w->json_cap);
+  rlx_text_free(&w->json);
   rlx_free(w, sizeof *w);
-  s->webgl = NULL;
+  s->state = NULL;
 }
 
 /* Planner state: the state being built plus the pool of free textures. */
@@ -143,11 +143,6 @@ static int32_t take_texture(planner *pl, size_t count, int32_t row_texels, int32
   return new_texture(pl, count, row_texels, v4, line, layers, role, node);
 }
 
-static int32_t root_of(const rlx_plan *p, int32_t id) {
-  while (rlx_plan_is_view(&p->graph.nodes[id])) id = p->graph.nodes[id].inputs[0];
-  return id;
-}
-
 static rlx_status add_pass(rlx_gl_state *w, const rlx_gl_planned_pass *pp) {
   if (w->n_passes == w->cap_passes) {
     int32_t cap = w->cap_passes ? w->cap_passes * 2 : 32;
@@ -165,7 +160,7 @@ static int32_t resolve(const rlx_gl_tex *r, const rlx_gl_state *w, const rlx_pla
                        int32_t out_tex, const int32_t *temps, const rlx_gl_lowering *l) {
   switch (r->kind) {
     case RLX_GLT_INPUT:
-      return (r->index >= 0 && r->index < n->n_inputs) ? w->node_tex[root_of(p, n->inputs[r->index])] : -1;
+      return (r->index >= 0 && r->index < n->n_inputs) ? w->node_tex[rlx_plan_root(p, n->inputs[r->index])] : -1;
     case RLX_GLT_OUTPUT: return out_tex;
     case RLX_GLT_TEMP: return (r->index >= 0 && r->index < l->n_temps) ? temps[r->index] : -1;
   }
@@ -201,7 +196,7 @@ static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
   if (n->op == RLX_OP_MATMUL) {
     int32_t in_line[RLX_MAX_INPUTS] = {0};
     for (int32_t k = 0; k < n->n_inputs && k < RLX_MAX_INPUTS; k++) {
-      const int32_t t = w->node_tex[root_of(p, n->inputs[k])];
+      const int32_t t = w->node_tex[rlx_plan_root(p, n->inputs[k])];
       in_line[k] = t >= 0 && w->tex[t].v4 ? w->tex[t].line : 0;
     }
     if (pl->v4[id]) rlx_gl_packed_direct(&l);
@@ -253,7 +248,7 @@ static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
   if (!wrote_output) return rlx_error(RLX_ERR_STATE, "webgl: no pass of %s writes its output", rlx_op_name(n->op));
   for (int32_t t = 0; t < l.n_temps; t++) pl->is_free[temps[t]] = 1;
   for (int32_t k = 0; k < n->n_inputs; k++) {
-    int32_t r = root_of(p, n->inputs[k]);
+    int32_t r = rlx_plan_root(p, n->inputs[k]);
     /* <=: a fused mul's inputs were last read at the mul's step */
     if (p->first_step[r] >= 0 && p->last_step[r] <= step) pl->is_free[w->node_tex[r]] = 1;
   }
@@ -279,7 +274,7 @@ static void choose_v4(const rlx_plan *p, int32_t max_width, uint8_t *v4) {
     for (int32_t k = 0; k < n->n_inputs; k++) ctx.in_node[k] = &p->graph.nodes[n->inputs[k]];
     if (lowerings[n->op](&ctx, &l) != RLX_OK || l.n <= 0 || l.n > RLX_GL_MAX_PASSES) {
       v4[id] = 0;
-      for (int32_t k = 0; k < n->n_inputs; k++) v4[root_of(p, n->inputs[k])] = 0;
+      for (int32_t k = 0; k < n->n_inputs; k++) v4[rlx_plan_root(p, n->inputs[k])] = 0;
       continue;
     }
     for (int32_t i = 0; i < l.n; i++) {
@@ -289,14 +284,14 @@ static void choose_v4(const rlx_plan *p, int32_t max_width, uint8_t *v4) {
         const rlx_gl_tex *r = &ps->inputs[k];
         if (r->kind == RLX_GLT_INPUT && r->index >= 0 && r->index < n->n_inputs &&
             (!ps->shader || !rlx_gl_reads_flat_safe(ps->shader)))
-          v4[root_of(p, n->inputs[r->index])] = 0;
+          v4[rlx_plan_root(p, n->inputs[r->index])] = 0;
       }
     }
   }
   /* A param and the value assigned to it keep one layout (webgl.js swaps them). */
   for (int32_t i = 0; i < p->n_outputs; i++) {
     if (p->assign_param[i] < 0) continue;
-    const int32_t from = root_of(p, p->outputs[i]), to = p->params[p->assign_param[i]];
+    const int32_t from = rlx_plan_root(p, p->outputs[i]), to = p->params[p->assign_param[i]];
     if (!v4[from] || !v4[to]) v4[from] = v4[to] = 0;
   }
 }
@@ -307,7 +302,7 @@ rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
   planner pl = {NULL, NULL, 0, NULL, NULL, NULL};
   rlx_status st = RLX_OK;
   if (!(pl.w = rlx_calloc(1, sizeof *pl.w))) return rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory");
-  s->webgl = pl.w;
+  s->state = pl.w;
   pl.w->max_width = max_width > 0 ? max_width : RLX_GL_DEFAULT_MAX_WIDTH;
   if (!(pl.v4 = rlx_malloc((size_t)p->graph.n_nodes + 1))) {
     st = rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory");
@@ -353,7 +348,7 @@ rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
     }
   }
   for (int32_t id = 0; id < p->graph.n_nodes && st == RLX_OK; id++)
-    if (rlx_plan_is_view(&p->graph.nodes[id])) pl.w->node_tex[id] = pl.w->node_tex[root_of(p, id)];
+    if (rlx_plan_is_view(&p->graph.nodes[id])) pl.w->node_tex[id] = pl.w->node_tex[rlx_plan_root(p, id)];
 done:
   rlx_free(pl.is_free, (size_t)pl.cap_free);
   rlx_free(pl.v4, (size_t)p->graph.n_nodes + 1);
@@ -365,7 +360,7 @@ done:
 
 int32_t rlx_gl_assignment_passes(const rlx_session *s, rlx_gl_planned_pass *out) {
   const rlx_plan *p = &s->plan;
-  const rlx_gl_state *w = s->webgl;
+  const rlx_gl_state *w = rlx_gl_state_of(s);
   int32_t n = 0;
   for (int32_t i = 0; i < p->n_outputs; i++) {
     if (p->assign_param[i] < 0) continue;
@@ -384,47 +379,4 @@ int32_t rlx_gl_assignment_passes(const rlx_session *s, rlx_gl_planned_pass *out)
     if (w->tex[to].v4) rlx_gl_define(&pp->pass, "RLX_V4", 1);
   }
   return n;
-}
-
-/* Buffers as a CPU session has them (session.c frees them the same way):
- * host copies of inputs and params, and the arena, where the reference
- * executor leaves the outputs so the session API reads them as usual. */
-static rlx_status alloc_session_buffers(rlx_session *s) {
-  rlx_plan *p = &s->plan;
-  if (p->n_inputs && !(s->input_data = rlx_calloc((size_t)p->n_inputs, sizeof(float *)))) return RLX_ERR_NO_MEMORY;
-  if (p->n_inputs && !(s->input_set = rlx_calloc((size_t)p->n_inputs, 1))) return RLX_ERR_NO_MEMORY;
-  if (p->n_params && !(s->param_data = rlx_calloc((size_t)p->n_params, sizeof(float *)))) return RLX_ERR_NO_MEMORY;
-  for (int32_t i = 0; i < p->n_inputs; i++)
-    if (!(s->input_data[i] = rlx_calloc(rlx_shape_numel(&p->graph.nodes[p->inputs[i]].shape), sizeof(float))))
-      return RLX_ERR_NO_MEMORY;
-  for (int32_t i = 0; i < p->n_params; i++)
-    if (!(s->param_data[i] = rlx_calloc(rlx_shape_numel(&p->graph.nodes[p->params[i]].shape), sizeof(float))))
-      return RLX_ERR_NO_MEMORY;
-  if (p->arena_floats && !(s->arena = rlx_calloc(p->arena_floats, sizeof(float)))) return RLX_ERR_NO_MEMORY;
-  return RLX_OK;
-}
-
-rlx_status rlx_gl_compile(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs,
-                          const rlx_compile_options *opt, rlx_session **out) {
-  rlx_session *s = rlx_calloc(1, sizeof *s);
-  if (!s) return rlx_error(RLX_ERR_NO_MEMORY, "compile: out of memory");
-  rlx_status st = rlx_plan_build(g, outputs, n_outputs, 1, &s->plan);
-  if (st != RLX_OK) {
-    rlx_free(s, sizeof *s);
-    return st; /* message set by the planner */
-  }
-  s->device = RLX_DEVICE_WEBGL;
-  s->debug_poison = opt->debug_poison != 0;
-  if (alloc_session_buffers(s) != RLX_OK) {
-    rlx_session_free(s);
-    return rlx_error(RLX_ERR_NO_MEMORY, "compile: out of memory allocating session buffers");
-  }
-  if ((st = rlx_gl_prepare(s, 0)) != RLX_OK) {
-    char why[512];
-    snprintf(why, sizeof why, "%s", rlx_last_error());
-    rlx_session_free(s);
-    return rlx_error(st, "compile for WebGL2: %s", why);
-  }
-  *out = s;
-  return RLX_OK;
 }

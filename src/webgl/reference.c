@@ -64,7 +64,7 @@ static void run_pass(const rlx_session *s, rlx_gl_state *w, const rlx_gl_planned
 }
 
 rlx_status rlx_gl_execute(rlx_session *s) {
-  rlx_gl_state *w = s->webgl;
+  rlx_gl_state *w = rlx_gl_state_of(s);
   const rlx_plan *p = &s->plan;
   if (!w) return rlx_error(RLX_ERR_STATE, "run: the session has no WebGL2 plan");
   rlx_status st = ensure_data(w);

@@ -1,9 +1,9 @@
 /* prepare.c - binds a plan to WebGPU at compile time: runs every step's
  * lowering once (so an op without a kernel, or a malformed dispatch, fails
  * the compile with a clear message), colours the values into arenas that
- * never alias an op's inputs and output, packs each arena, and indexes the
- * constants.  See webgpu_plan.h for why there are several arenas. */
-#include <stdlib.h>
+ * never alias an op's inputs and output, packs each arena (the planner's
+ * packer, rlx_plan_pack), and indexes the constants.  See webgpu_plan.h
+ * for why there are several arenas. */
 #include <string.h>
 
 #include "webgpu_plan.h"
@@ -13,13 +13,6 @@ static const rlx_wgpu_lower_fn lowerings[RLX_OP_COUNT] = {
 #include "rlx_ops.def"
 #undef RLX_OP
 };
-
-static size_t numel(const rlx_plan *p, int32_t id) { return rlx_shape_numel(&p->graph.nodes[id].shape); }
-
-static int32_t root_of(const rlx_plan *p, int32_t id) {
-  while (rlx_plan_is_view(&p->graph.nodes[id])) id = p->graph.nodes[id].inputs[0];
-  return id;
-}
 
 /* One dispatch's sanity: a known shader, bindings in range, grid sizes,
  * and no buffer both read-only and writable (nor overlapping writable
@@ -89,42 +82,29 @@ rlx_status rlx_wgpu_lower_step(const rlx_plan *p, int32_t id, rlx_wgpu_lowering 
   return RLX_OK;
 }
 
-void rlx_wgpu_state_free(rlx_wgpu_state *w, int32_t n_nodes) {
+void rlx_wgpu_state_free(rlx_session *s) {
+  rlx_wgpu_state *w = rlx_wgpu_state_of(s);
   if (!w) return;
-  size_t n = (size_t)n_nodes;
+  size_t n = (size_t)s->plan.graph.n_nodes;
   rlx_free(w->arena_of, n);
   rlx_free(w->const_index, n * sizeof(int32_t));
   rlx_free(w->const_nodes, n * sizeof(int32_t));
-  rlx_free(w->json, w->json_cap);
+  rlx_text_free(&w->json);
   rlx_free(w, sizeof *w);
+  s->state = NULL;
 }
 
-typedef struct {
-  int32_t id;
-  size_t size;
-} sized_value;
-
-static int by_size_desc(const void *a, const void *b) {
-  const sized_value *x = a, *y = b;
-  if (x->size != y->size) return x->size < y->size ? 1 : -1;
-  return x->id - y->id;
-}
-
-static size_t aligned_numel(const rlx_plan *p, int32_t id) {
-  return (numel(p, id) + RLX_WGPU_ALIGN_FLOATS - 1) / RLX_WGPU_ALIGN_FLOATS * RLX_WGPU_ALIGN_FLOATS;
-}
-
-/* Colours every step's output, then packs each arena greedily (largest
- * first, lowest offset free over its lifetime) and rewrites the plan's
- * arena offsets into one virtual arena. */
+/* Colours every step's output, then packs each arena by lifetime
+ * (rlx_plan_pack, one group per arena) and rewrites the plan's arena
+ * offsets into one virtual arena. */
 static rlx_status place_arenas(rlx_plan *p, rlx_wgpu_state *w) {
-  int32_t n = p->graph.n_nodes, count = 0;
+  int32_t n = p->graph.n_nodes;
   for (int32_t s = 0; s < p->n_steps; s++) {
     int32_t id = p->steps[s];
     const rlx_node_t *nd = &p->graph.nodes[id];
     unsigned used = 0;
     for (int32_t k = 0; k < nd->n_inputs; k++) {
-      int32_t r = root_of(p, nd->inputs[k]);
+      int32_t r = rlx_plan_root(p, nd->inputs[k]);
       if (w->arena_of[r] >= 0) used |= 1u << w->arena_of[r];
     }
     int32_t c = 0;
@@ -132,57 +112,22 @@ static rlx_status place_arenas(rlx_plan *p, rlx_wgpu_state *w) {
     w->arena_of[id] = (int8_t)c;
     if (c + 1 > w->n_arenas) w->n_arenas = c + 1;
   }
-  sized_value *vals = rlx_calloc((size_t)n + 1, sizeof *vals);
   size_t *off = rlx_calloc((size_t)n + 1, sizeof *off);
-  int32_t *busy = rlx_calloc((size_t)n + 1, sizeof *busy);
-  if (!vals || !off || !busy) {
-    rlx_free(vals, ((size_t)n + 1) * sizeof *vals);
+  if (!off || rlx_plan_pack(p, w->arena_of, off, w->arena_floats) != RLX_OK) {
     rlx_free(off, ((size_t)n + 1) * sizeof *off);
-    rlx_free(busy, ((size_t)n + 1) * sizeof *busy);
     return rlx_error(RLX_ERR_NO_MEMORY, "webgpu: out of memory placing the arenas");
-  }
-  for (int32_t id = 0; id < n; id++)
-    if (w->arena_of[id] >= 0) vals[count++] = (sized_value){id, aligned_numel(p, id)};
-  qsort(vals, (size_t)count, sizeof *vals, by_size_desc);
-  for (int32_t i = 0; i < count; i++) {
-    int32_t a = vals[i].id, nb = 0;
-    /* values of the same arena placed before and alive at the same time, by offset */
-    for (int32_t j = 0; j < i; j++) {
-      int32_t b = vals[j].id;
-      if (w->arena_of[b] != w->arena_of[a] || p->first_step[a] > p->last_step[b] || p->first_step[b] > p->last_step[a])
-        continue;
-      int32_t at = nb++;
-      while (at > 0 && off[busy[at - 1]] > off[j]) {
-        busy[at] = busy[at - 1];
-        at--;
-      }
-      busy[at] = j;
-    }
-    size_t o = 0;
-    for (int32_t j = 0; j < nb; j++) {
-      size_t start = off[busy[j]];
-      if (start >= o + vals[i].size) break;
-      if (start + vals[busy[j]].size > o) o = start + vals[busy[j]].size;
-    }
-    off[i] = o;
-    size_t end = o + vals[i].size;
-    if (end > w->arena_floats[w->arena_of[a]]) w->arena_floats[w->arena_of[a]] = end;
   }
   size_t base = 0;
   for (int32_t c = 0; c < w->n_arenas; c++) {
     w->arena_base[c] = base;
     base += w->arena_floats[c];
   }
-  for (int32_t i = 0; i < count; i++) {
-    int32_t id = vals[i].id;
-    p->loc[id] = (rlx_loc){RLX_LOC_ARENA, 0, w->arena_base[w->arena_of[id]] + off[i]};
-  }
+  for (int32_t id = 0; id < n; id++)
+    if (w->arena_of[id] >= 0) p->loc[id] = (rlx_loc){RLX_LOC_ARENA, 0, w->arena_base[w->arena_of[id]] + off[id]};
   p->arena_floats = base;
   for (int32_t id = 0; id < n; id++) /* views share their root's location */
-    if (rlx_plan_is_view(&p->graph.nodes[id])) p->loc[id] = p->loc[root_of(p, id)];
-  rlx_free(vals, ((size_t)n + 1) * sizeof *vals);
+    if (rlx_plan_is_view(&p->graph.nodes[id])) p->loc[id] = p->loc[rlx_plan_root(p, id)];
   rlx_free(off, ((size_t)n + 1) * sizeof *off);
-  rlx_free(busy, ((size_t)n + 1) * sizeof *busy);
   return RLX_OK;
 }
 
@@ -191,7 +136,7 @@ rlx_status rlx_wgpu_prepare(rlx_session *s) {
   size_t n = (size_t)p->graph.n_nodes;
   rlx_wgpu_state *w = rlx_calloc(1, sizeof *w);
   if (!w) return rlx_error(RLX_ERR_NO_MEMORY, "webgpu: out of memory");
-  s->webgpu = w;
+  s->state = w;
   w->arena_of = rlx_malloc(n);
   w->const_index = rlx_malloc(n * sizeof(int32_t));
   w->const_nodes = rlx_malloc(n * sizeof(int32_t));

@@ -1,7 +1,8 @@
 /* webgpu_plan.h - the WebGPU side of a compiled session: which GPU arena
  * each value lives in, the checks run on every lowering at compile time,
  * and the plan document (JSON) the executor in web/runtime/webgpu.js
- * replays.  Internal to the library (session.c and src/web).
+ * replays.  Internal to the library: the WebGPU backend (backend.c) and
+ * src/web.
  *
  * Arenas.  WebGPU forbids one buffer to be bound both read-only and
  * writable in one dispatch (usage scopes are per buffer, not per range), so
@@ -21,6 +22,7 @@
 #define RLX_WEBGPU_PLAN_H
 
 #include "../compile/session.h"
+#include "../core/text.h"
 #include "wgpu.h"
 
 #define RLX_WGPU_ALIGN_FLOATS 64   /* storage offset alignment: 256 bytes */
@@ -37,19 +39,30 @@ typedef struct rlx_wgpu_state {
   int32_t n_consts;
   size_t scratch_bytes;   /* max over steps */
   int32_t host_steps, sync_points;
-  char *json;             /* the plan document, made on first request */
-  size_t json_len, json_cap;
+  rlx_text json;          /* the plan document, made on first request */
 } rlx_wgpu_state;
 
+/* The state of a session compiled for RLX_DEVICE_WEBGPU (s->state). */
+static inline rlx_wgpu_state *rlx_wgpu_state_of(const rlx_session *s) { return (rlx_wgpu_state *)s->state; }
+
 /* Lowers every step (checking each dispatch), colours and places the
- * arenas, indexes constants and counts host steps.  Sets s->webgpu. */
+ * arenas, indexes constants and counts host steps.  Sets s->state. */
 rlx_status rlx_wgpu_prepare(rlx_session *s);
-void rlx_wgpu_state_free(rlx_wgpu_state *w, int32_t n_nodes);
+void rlx_wgpu_state_free(rlx_session *s);
 
 /* Runs the lowering of step node id into out (zeroed first) with its checks. */
 rlx_status rlx_wgpu_lower_step(const rlx_plan *p, int32_t id, rlx_wgpu_lowering *out);
 
 /* The plan document; NULL (with rlx_last_error) when it cannot be made. */
 const char *rlx_wgpu_plan_json(rlx_session *s, size_t *len);
+
+/* For src/web/exports_webgpu.c (backend.c).  The plan document of a WebGPU
+ * session (buffers, pipelines, dispatches, outputs, training assignments;
+ * format in plan_json.c), made on first request and owned by the session;
+ * NULL for other sessions.  len (optional) receives its length. */
+const char *rlx_session_webgpu_plan(const rlx_session *s, size_t *len);
+/* Values of constant i of the plan (the document's "constants", in order)
+ * and their count in *len; NULL when out of range or not a WebGPU session. */
+const float *rlx_session_constant_data(const rlx_session *s, int32_t i, size_t *len);
 
 #endif

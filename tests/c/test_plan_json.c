@@ -19,7 +19,8 @@
 
 #include <cmocka.h>
 
-#include "../../src/compile/session.h"
+#include "../../src/webgl/gl_plan.h"
+#include "../../src/webgpu/webgpu_plan.h"
 
 #define LONG_STRING 160
 

@@ -111,7 +111,7 @@ static void layout_respects_max_width(void **state) {
   rlx_node y = rlx_tanh(g, rlx_add(g, rlx_permute(g, x, (int32_t[]){1, 0}), b));
   rlx_session *s = compile_gl(g, &y, 1);
   assert_int_equal(rlx_gl_prepare(s, 32), RLX_OK);
-  const rlx_gl_state *w = s->webgl;
+  const rlx_gl_state *w = rlx_gl_state_of(s);
   for (int32_t t = 0; t < w->n_tex; t++) {
     const size_t texels = w->tex[t].v4 ? (w->tex[t].count + 3) / 4 : w->tex[t].count;
     assert_true(w->tex[t].width <= 32);
@@ -153,7 +153,7 @@ static void textures_are_reused_when_dead(void **state) {
   for (int i = 0; i < 12; i++) y = i % 2 ? rlx_neg(g, y) : rlx_sigmoid(g, y);
   rlx_node z = rlx_narrow(g, y, 0, 3, m);
   rlx_session *s = compile_gl(g, &z, 1);
-  const rlx_gl_state *w = s->webgl;
+  const rlx_gl_state *w = rlx_gl_state_of(s);
   int values = 0;
   for (int32_t t = 0; t < w->n_tex; t++) {
     if (w->tex[t].role == RLX_GLK_VALUE && w->tex[t].count == (size_t)n) values++;
@@ -187,7 +187,7 @@ static void packed_matmul_writes_v4_outputs(void **state) {
   rlx_node y1 = rlx_matmul(g, a, b), y2 = rlx_matmul(g, a, c);
   rlx_node outs[2] = {rlx_relu(g, y1), rlx_relu(g, y2)};
   rlx_session *s = compile_gl(g, outs, 2);
-  const rlx_gl_state *w = s->webgl;
+  const rlx_gl_state *w = rlx_gl_state_of(s);
   const rlx_graph *pg = &s->plan.graph;
   int32_t id1 = -1, id2 = -1, r1 = -1;
   for (int32_t id = 0; id < pg->n_nodes; id++) {
@@ -262,7 +262,7 @@ static void check_lined_training(int32_t B) {
     assert_int_equal(rlx_session_set_param(sess[dev], "w", w0, K * N), RLX_OK);
     assert_int_equal(rlx_session_set_input(sess[dev], "x", xv, (size_t)B * K), RLX_OK);
   }
-  const rlx_gl_state *gw = sess[1]->webgl;
+  const rlx_gl_state *gw = rlx_gl_state_of(sess[1]);
   const rlx_plan *p = &sess[1]->plan;
   int32_t fwd = -1, grad = -1, wid = p->params[0];
   const char *mm = B == 8 ? "matmul_block4" : "matmul_packed";
@@ -334,7 +334,7 @@ static void sub_of_product_is_one_pass(void **state) {
     rlx_node m = rlx_mul(g, rlx_scalar(g, 0.25f), b), y = rlx_sub(g, a, m);
     rlx_node outs[2] = {y, m};
     rlx_session *s = compile_gl(g, outs, keep ? 2 : 1);
-    const rlx_gl_state *w = s->webgl;
+    const rlx_gl_state *w = rlx_gl_state_of(s);
     assert_int_equal(w->n_passes, keep ? 2 : 1);
     if (!keep) {
       assert_int_equal(w->passes[0].pass.n_inputs, 3);
@@ -362,7 +362,7 @@ static void views_share_textures(void **state) {
   rlx_node e = rlx_exp(g, x), r = rlx_reshape(g, e, 1, &flat), y = rlx_relu(g, r);
   rlx_node outs[2] = {y, r};
   rlx_session *s = compile_gl(g, outs, 2);
-  const rlx_gl_state *w = s->webgl;
+  const rlx_gl_state *w = rlx_gl_state_of(s);
   assert_int_equal(w->n_passes, 2);
   float xs[12], want[12];
   fill(xs, 12, 3);

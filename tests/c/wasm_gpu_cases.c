@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../src/compile/session.h"
 #include "../../src/ir/graph.h"
 #include "../../src/models/transformer.h"
 #include "op_case.h"

@@ -52,7 +52,7 @@ class ExportedSymbols(unittest.TestCase):
         names = public_names()
         # A few declarations of each kind: first and last of rlx.h, rlx_models.h,
         # a multi-line one, and none of the typedefs, enum values or macros.
-        for n in ("rlx_last_error", "rlx_session_webgl_plan", "rlx_attention", "rlx_compile_train",
+        for n in ("rlx_last_error", "rlx_session_param_len", "rlx_attention", "rlx_compile_train",
                   "rlx_vision_count", "rlx_models_clear_cache", "rlx_set_allocator"):
             self.assertIn(n, names)
         for n in ("rlx_alloc_fn", "rlx_status", "rlx_graph", "RLX_OK", "RLX_OP", "rlx_mlp"):
