@@ -2,9 +2,8 @@
  * A backend is a table of functions, as ggml's ggml_backend_i: the generic
  * layers (src/ir, src/autodiff, src/compile) reach a device only through
  * it and never name one.  The table of all backends, indexed by
- * rlx_device, is made in one place (src/core/backends.c); each backend
- * defines its entry next to its code (src/cpu/backend.c,
- * src/webgpu/backend.c, src/webgl/backend.c).
+ * rlx_device, is made in one place (src/core/backends.c, which lists
+ * where each backend defines its entry, next to its code).
  *
  * Compiling for a device (session.c): the plan is built (with the fusion
  * passes only if the backend has fused kernels, arena values aligned to
@@ -19,7 +18,7 @@
 #include "plan.h"
 
 typedef struct rlx_backend {
-  const char *name;   /* in messages: "CPU", "WebGPU", "WebGL2" */
+  const char *name;   /* in messages, e.g. "CPU" */
   rlx_device device;
   int fuses;          /* 1: plans keep the fusion passes (unless the options skip them) */
   size_t arena_align; /* floats every arena value is aligned to; 0: the planner's default */

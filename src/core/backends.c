@@ -8,7 +8,7 @@
  * webgl_no_reference.c makes its runs report RLX_ERR_UNSUPPORTED.) */
 #include "../compile/backend.h"
 
-extern const rlx_backend rlx_backend_cpu;    /* src/cpu/backend.c */
+extern const rlx_backend rlx_backend_cpu;    /* src/cpu/executor.c */
 #ifndef RLX_WITHOUT_WEBGPU
 extern const rlx_backend rlx_backend_webgpu; /* src/webgpu/backend.c */
 #endif
