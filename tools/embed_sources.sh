@@ -11,7 +11,13 @@
 # is an error).  Files whose name starts with `_` are include-only: they are
 # not embedded on their own.
 #
-#   tools/embed_sources.sh [--gzip HEADER] [TWINS] OUT.c FUNC FILE...
+#   tools/embed_sources.sh [--gzip HEADER] [--consts DEF STYLE] [TWINS] OUT.c FUNC FILE...
+#
+# --consts DEF STYLE: DEF is the sub-op table (include/rlx_subops.def, rows
+# `RLX_SUBOP(FAMILY, NAME, name, code)`); every text naming OP_<NAME> gets
+# that code as a constant in front, in table order: STYLE wgsl
+# `const OP_<NAME>: u32 = <code>u;`, STYLE glsl `#define OP_<NAME> <code>`
+# (after a first `#version` line).  An OP_<NAME> not in DEF is an error.
 #
 # --gzip HEADER: the texts are stored as one gzip member (gzip -9 -n), packed
 # at build time and unpacked on the first lookup into a static buffer by
@@ -31,10 +37,11 @@
 # gives one placeholder that does nothing for every EXT name, so the names
 # LOOKUP knows stay the same.
 set -eu
-gzip_header= twins= twins_absent=
+gzip_header= twins= twins_absent= consts_def= consts_style=
 while :; do
   case "${1:-}" in
     --gzip) gzip_header=$2; shift 2 ;;
+    --consts) consts_def=$2 consts_style=$3; shift 3 ;;
     --twins) twins=1; header=$2 argtype=$3 prefix=$4 lookup=$5 ext=$6; shift 6 ;;
     --twins-absent) twins_absent=1; header=$2 argtype=$3 lookup=$4 ext=$5; shift 5 ;;
     *) break ;;
@@ -44,7 +51,7 @@ out=$1
 func=$2
 shift 2
 tmp="$out.tmp"
-trap 'rm -f "$tmp" "$tmp.src" "$tmp.all"' EXIT
+trap 'rm -f "$tmp" "$tmp.src" "$tmp.src2" "$tmp.all"' EXIT
 
 # The embedded text drops comments, indentation and blank lines (shaders are
 # parsed, not read, at run time; the .wgsl/.frag files keep them).
@@ -94,6 +101,45 @@ expand_includes() {
     END { if (failed) exit 1 }'
 }
 
+# With --consts: $tmp.src gains the sub-op constants it names (see above).
+add_consts() {
+  [ -n "$consts_def" ] || return 0
+  awk -v def="$consts_def" -v style="$consts_style" -v file="$1" '
+    function fail(msg) { print "embed_sources.sh: " msg > "/dev/stderr"; failed = 1; exit 1 }
+    BEGIN {
+      while ((getline l < def) > 0) {
+        if (l !~ /^RLX_SUBOP\(/) continue
+        sub(/^RLX_SUBOP\([ \t]*/, "", l); sub(/[ \t]*\).*$/, "", l)
+        if (split(l, f, /[ \t]*,[ \t]*/) != 4) fail(def ": bad row " l)
+        names[++n] = f[2]; code[f[2]] = f[4]
+      }
+      if (n == 0) fail(def ": no RLX_SUBOP rows")
+    }
+    {
+      lines[NR] = $0; s = $0
+      while (match(s, /OP_[A-Za-z0-9_]+/)) {
+        nm = substr(s, RSTART + 3, RLENGTH - 3)
+        if (RSTART == 1 || substr(s, RSTART - 1, 1) !~ /[A-Za-z0-9_]/) {
+          if (!(nm in code)) fail(file ": OP_" nm " is not in " def)
+          used[nm] = 1
+        }
+        s = substr(s, RSTART + RLENGTH)
+      }
+    }
+    END {
+      if (failed) exit 1
+      first = 1
+      if (style == "glsl" && lines[1] ~ /^#version/) { print lines[1]; first = 2 }
+      for (i = 1; i <= n; i++) {
+        if (!(names[i] in used)) continue
+        if (style == "wgsl") print "const OP_" names[i] ": u32 = " code[names[i]] "u;"
+        else print "#define OP_" names[i] " " code[names[i]]
+      }
+      for (i = first; i <= NR; i++) print lines[i]
+    }' "$tmp.src" > "$tmp.src2"
+  mv "$tmp.src2" "$tmp.src"
+}
+
 # Include-only files (`_NAME.EXT`) are not embedded on their own.
 embedded() {
   [ -f "$1" ] || return 1
@@ -119,6 +165,7 @@ if [ -n "$gzip_header" ]; then
   for f in "$@"; do
     embedded "$f" || continue
     expand_includes "$f" > "$tmp.src"
+    add_consts "$f"
     entries="$entries $(name_of "$f"):$(wc -c < "$tmp.all" | tr -d ' ')"
     minify "$tmp.src" >> "$tmp.all"
     printf '\000' >> "$tmp.all"
@@ -158,6 +205,7 @@ fi
     for f in "$@"; do
       embedded "$f" || continue
       expand_includes "$f" > "$tmp.src"
+      add_consts "$f"
       echo "/* $f */"
       echo "static const char source_$n[] = {"
       minify "$tmp.src" | bytes

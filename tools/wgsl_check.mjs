@@ -5,12 +5,15 @@
 //   node tools/wgsl_check.mjs [-e entry] [-D NAME=value ...] [--no-pipeline] file.wgsl ...
 // A line `//!include NAME.wgsl` is replaced by NAME.wgsl from the including
 // file's directory, as tools/embed_sources.sh does when it embeds the
-// kernels; diagnostics name the original file and line.
+// kernels; diagnostics name the original file and line.  The sub-op
+// constants a file names (OP_<NAME>, include/rlx_subops.def) are appended, as
+// embed_sources.sh --consts prepends them (WGSL declarations are unordered).
 // Exit status 0 when every file compiles (warnings allowed), 1 otherwise.
 // Needs npm `webgpu` (npm install) and a Vulkan driver: the environment for
 // Chromium's SwiftShader is added automatically when missing.
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { withDawnEnv, dawnDevice } from './dawn_node.mjs';
 
 withDawnEnv();
@@ -63,12 +66,21 @@ function expandIncludes(file, stack = []) {
   return { lines, origin };
 }
 
+// NAME -> code of include/rlx_subops.def's RLX_SUBOP(FAMILY, NAME, name, code) rows.
+const SUBOPS = new Map();
+const subopsDef = join(dirname(fileURLToPath(import.meta.url)), '..', 'include', 'rlx_subops.def');
+for (const m of readFileSync(subopsDef, 'utf8').matchAll(/^RLX_SUBOP\(\s*\w+\s*,\s*(\w+)\s*,\s*\w+\s*,\s*(\d+)\s*\)/gm)) {
+  SUBOPS.set(m[1], Number(m[2]));
+}
+const subopConsts = (code) => [...SUBOPS].filter(([n]) => new RegExp(`\\bOP_${n}\\b`).test(code))
+  .map(([n, v]) => `const OP_${n}: u32 = ${v}u;`).join('\n');
+
 let failed = 0;
 for (const file of files) {
   let code, lines, origin;
   try {
     ({ lines, origin } = expandIncludes(file));
-    code = lines.join('\n');
+    code = lines.join('\n') + '\n' + subopConsts(lines.join('\n'));
   } catch (e) { console.error(`${file}: ${e.message}`); failed++; continue; }
   device.pushErrorScope('validation');
   const module = device.createShaderModule({ code, label: file });

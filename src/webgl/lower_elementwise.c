@@ -2,16 +2,22 @@
  * broadcasting binary ops and comparisons (glsl/binary.frag, also a op
  * (b * c) for the planner's fused add/sub of a product), where
  * (where.frag), the unary ops (unary.frag) and the gradients of gelu and
- * silu (pointwise_grad.frag).  One pass each; the op is a define, so each
- * op kind is one program. */
+ * silu (pointwise_grad.frag), the last three from the rows of
+ * include/rlx_subops.def.  One pass each; the op is a define, so each op
+ * kind is one program. */
+#include "../core/subops.h"
 #include "gl_plan.h"
+
+/* plan_gl.c passes op == RLX_OP_SUB as rlx_gl_lower_mul_into's op. */
+_Static_assert(RLX_SUBOP_ADD == 0 && RLX_SUBOP_SUB == 1, "mul_into takes 0 add, 1 sub");
 
 /* Operand k's strides broadcast over the output. */
 static void operand_strides(const rlx_gl_ctx *c, int32_t n, int32_t (*strides)[RLX_MAX_RANK]) {
   for (int32_t k = 0; k < n; k++) rlx_gl_broadcast_strides(&c->in_node[k]->shape, &c->node->shape, strides[k]);
 }
 
-/* a[...], b[...] broadcast -> out: one pass of binary.frag with OP = op. */
+/* a[...], b[...] broadcast -> out: one pass of binary.frag with OP = op
+ * (RLX_SUBOP_ADD .. RLX_SUBOP_GE). */
 static rlx_status lower_binary(const rlx_gl_ctx *c, rlx_gl_lowering *out, int32_t op) {
   int32_t strides[2][RLX_MAX_RANK];
   rlx_gl_pass *p = rlx_gl_add(out, "binary");
@@ -37,23 +43,6 @@ rlx_status rlx_gl_lower_mul_into(const rlx_gl_ctx *c, rlx_gl_lowering *out, int3
   return RLX_OK;
 }
 
-#define BINARY(name, op) \
-  rlx_status rlx_gl_lower_##name(const rlx_gl_ctx *c, rlx_gl_lowering *out) { return lower_binary(c, out, op); }
-BINARY(add, 0)
-BINARY(sub, 1)
-BINARY(mul, 2)
-BINARY(div, 3)
-BINARY(max, 4)
-BINARY(min, 5)
-BINARY(pow, 6)
-BINARY(eq, 7)
-BINARY(ne, 8)
-BINARY(lt, 9)
-BINARY(le, 10)
-BINARY(gt, 11)
-BINARY(ge, 12)
-#undef BINARY
-
 /* cond[...], a[...], b[...] broadcast -> out */
 rlx_status rlx_gl_lower_where(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   int32_t strides[3][RLX_MAX_RANK];
@@ -72,32 +61,27 @@ static rlx_status lower_unary(rlx_gl_lowering *out, const char *shader, int32_t 
   return RLX_OK;
 }
 
-#define UNARY(name, op)                                                        \
+/* The lowerings of the BINARY (binary.frag), UNARY (unary.frag, x -> y) and
+ * POINTWISE_GRAD (pointwise_grad.frag, (x, dy) -> dx = dy * f'(x)) rows of
+ * include/rlx_subops.def, OP = the row's code. */
+#define LOWER_BINARY(name, NAME) \
   rlx_status rlx_gl_lower_##name(const rlx_gl_ctx *c, rlx_gl_lowering *out) { \
-    (void)c;                                                                   \
-    return lower_unary(out, "unary", op, 1);                                   \
+    return lower_binary(c, out, RLX_SUBOP_##NAME); \
   }
-UNARY(neg, 0)
-UNARY(abs, 1)
-UNARY(exp, 2)
-UNARY(log, 3)
-UNARY(sqrt, 4)
-UNARY(rsqrt, 5)
-UNARY(tanh, 6)
-UNARY(sigmoid, 7)
-UNARY(relu, 8)
-UNARY(gelu, 9)
-UNARY(silu, 10)
-#undef UNARY
-
-/* x[...], dy[...] -> dx[...] = dy * gelu'(x) */
-rlx_status rlx_gl_lower_gelu_grad(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
-  (void)c;
-  return lower_unary(out, "pointwise_grad", 0, 2);
-}
-
-/* x[...], dy[...] -> dx[...] = dy * silu'(x) */
-rlx_status rlx_gl_lower_silu_grad(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
-  (void)c;
-  return lower_unary(out, "pointwise_grad", 1, 2);
-}
+#define LOWER_UNARY(name, NAME) \
+  rlx_status rlx_gl_lower_##name(const rlx_gl_ctx *c, rlx_gl_lowering *out) { \
+    (void)c; \
+    return lower_unary(out, "unary", RLX_SUBOP_##NAME, 1); \
+  }
+#define LOWER_POINTWISE_GRAD(name, NAME) \
+  rlx_status rlx_gl_lower_##name(const rlx_gl_ctx *c, rlx_gl_lowering *out) { \
+    (void)c; \
+    return lower_unary(out, "pointwise_grad", RLX_SUBOP_##NAME, 2); \
+  }
+#define LOWER_REDUCE(name, NAME)
+#define LOWER_NORM(name, NAME)
+#define LOWER_SOFTMAX(name, NAME)
+#define LOWER_SOFTMAX_CE(name, NAME)
+#define RLX_SUBOP(family, NAME, name, code) LOWER_##family(name, NAME)
+#include "rlx_subops.def"
+#undef RLX_SUBOP

@@ -18,6 +18,7 @@
  * in float in blocks of 64 (about 1e-7 relative for the 100003-value rows
  * of the cases); the GPU's exp/log are not correctly rounded (the browser
  * test allows 1e-4). */
+#include "../core/subops.h"
 #include "gl_plan.h"
 
 #ifndef RLX_GL_REDUCE_CHUNK
@@ -104,7 +105,7 @@ static void reduce_chunks(const reduce_view *v, int32_t *chunks, int32_t *per_ch
 static void reduce_pass(rlx_gl_lowering *l, const reduce_view *v, int max_op, float divisor, rlx_gl_tex in,
                         rlx_gl_tex out, const int32_t *chunking) {
   rlx_gl_pass *p = rlx_gl_add(l, "reduce");
-  rlx_gl_define(p, "OP", max_op);
+  rlx_gl_define(p, "OP", max_op ? RLX_SUBOP_REDUCE_MAX : RLX_SUBOP_REDUCE_SUM);
   rlx_gl_in(p, in.kind, in.index);
   rlx_gl_out(p, out.kind, out.index);
   rlx_gl_int(p, v->nk);

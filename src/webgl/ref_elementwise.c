@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../core/subops.h"
 #include "gl_plan.h"
 
 static float glsl_pow(float x, float y) {
@@ -27,18 +28,18 @@ static float glsl_pow(float x, float y) {
 
 static float binary_op(int32_t op, float x, float y) {
   switch (op) {
-    case 0: return x + y;
-    case 1: return x - y;
-    case 2: return x * y;
-    case 3: return x / y;
-    case 4: return (x > y || isnan(x)) ? x : y;
-    case 5: return (x < y || isnan(x)) ? x : y;
-    case 6: return glsl_pow(x, y);
-    case 7: return x == y ? 1.0f : 0.0f;
-    case 8: return x != y ? 1.0f : 0.0f;
-    case 9: return x < y ? 1.0f : 0.0f;
-    case 10: return x <= y ? 1.0f : 0.0f;
-    case 11: return x > y ? 1.0f : 0.0f;
+    case RLX_SUBOP_ADD: return x + y;
+    case RLX_SUBOP_SUB: return x - y;
+    case RLX_SUBOP_MUL: return x * y;
+    case RLX_SUBOP_DIV: return x / y;
+    case RLX_SUBOP_MAX: return (x > y || isnan(x)) ? x : y;
+    case RLX_SUBOP_MIN: return (x < y || isnan(x)) ? x : y;
+    case RLX_SUBOP_POW: return glsl_pow(x, y);
+    case RLX_SUBOP_EQ: return x == y ? 1.0f : 0.0f;
+    case RLX_SUBOP_NE: return x != y ? 1.0f : 0.0f;
+    case RLX_SUBOP_LT: return x < y ? 1.0f : 0.0f;
+    case RLX_SUBOP_LE: return x <= y ? 1.0f : 0.0f;
+    case RLX_SUBOP_GT: return x > y ? 1.0f : 0.0f;
     default: return x >= y ? 1.0f : 0.0f;
   }
 }
@@ -81,18 +82,18 @@ static float tanh_glsl(float x) {
 
 static float unary_op(int32_t op, float x) {
   switch (op) {
-    case 0: return -x;
-    case 1: return fabsf(x);
-    case 2: return expf(x);
-    case 3: return x == 0.0f ? -INFINITY : x < 0.0f ? NAN : isinf(x) ? x : logf(x);
-    case 4: return x < 0.0f ? NAN : isinf(x) ? x : sqrtf(x);
-    case 5:
+    case RLX_SUBOP_NEG: return -x;
+    case RLX_SUBOP_ABS: return fabsf(x);
+    case RLX_SUBOP_EXP: return expf(x);
+    case RLX_SUBOP_LOG: return x == 0.0f ? -INFINITY : x < 0.0f ? NAN : isinf(x) ? x : logf(x);
+    case RLX_SUBOP_SQRT: return x < 0.0f ? NAN : isinf(x) ? x : sqrtf(x);
+    case RLX_SUBOP_RSQRT:
       if (x == 0.0f) return signbit(x) ? -INFINITY : INFINITY;
       return x < 0.0f ? NAN : isinf(x) ? 0.0f : 1.0f / sqrtf(x);
-    case 6: return tanh_glsl(x);
-    case 7: return sigmoid(x);
-    case 8: return x < 0.0f ? 0.0f : x;
-    case 9: return x * sigmoid(1.5957691216057308f * (x + 0.044715f * x * x * x));
+    case RLX_SUBOP_TANH: return tanh_glsl(x);
+    case RLX_SUBOP_SIGMOID: return sigmoid(x);
+    case RLX_SUBOP_RELU: return x < 0.0f ? 0.0f : x;
+    case RLX_SUBOP_GELU: return x * sigmoid(1.5957691216057308f * (x + 0.044715f * x * x * x));
     default: return x * sigmoid(x);
   }
 }
@@ -124,7 +125,7 @@ static float silu_derivative(float x) {
 }
 
 void rlx_glref_pointwise_grad(const rlx_glref_args *a) {
-  int gelu = rlx_gl_define_value(a->pass, "OP", 0) == 0;
+  int gelu = rlx_gl_define_value(a->pass, "OP", 0) == RLX_SUBOP_GELU_GRAD;
   for (size_t i = 0; i < a->out_n; i++)
     a->out[i] = a->in[1][i] * (gelu ? gelu_derivative(a->in[0][i]) : silu_derivative(a->in[0][i]));
 }

@@ -3,6 +3,7 @@
  * element by element, for the reference executor (reference.c). */
 #include <math.h>
 
+#include "../core/subops.h"
 #include "gl_plan.h"
 
 /* exp(t) as the shaders guard it: NaN stays NaN, below -104 gives 0. */
@@ -46,7 +47,7 @@ static float reduce_one(const rlx_glref_args *a, const int32_t *u, int max_op, i
 }
 
 void rlx_glref_reduce(const rlx_glref_args *a) {
-  int max_op = rlx_gl_define_value(a->pass, "OP", 0) == 1;
+  int max_op = rlx_gl_define_value(a->pass, "OP", 0) == RLX_SUBOP_REDUCE_MAX;
   for (size_t i = 0; i < a->out_n; i++) a->out[i] = reduce_one(a, a->pass->ints, max_op, (int32_t)i);
 }
 

@@ -1,7 +1,8 @@
 /* lower_elementwise.c - WebGPU lowerings of the elementwise family: the
  * broadcasting binary ops and comparisons (binary.wgsl), where (where.wgsl),
  * the unary ops (unary.wgsl) and the pointwise activation gradients
- * (grad_pointwise.wgsl).  Each thread writes one vec4 of the output.
+ * (grad_pointwise.wgsl), the last three generated from the rows of
+ * include/rlx_subops.def.  Each thread writes one vec4 of the output.
  *
  * Broadcasting: an operand is "periodic" when its shape (leading size-1
  * dims dropped) equals the trailing dims of the output, so its element for
@@ -12,6 +13,7 @@
  * its innermost axis is a multiple of 4 long and every operand walks it
  * with stride 1 or 0, each thread computes one offset per operand and reads
  * vec4s or splats (VEC=2); else it computes every element's offsets. */
+#include "../core/subops.h"
 #include "../cpu/kernels.h"
 #include "wgpu.h"
 
@@ -76,51 +78,31 @@ static rlx_status pointwise_dispatch(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *o
   return RLX_OK;
 }
 
-/* a[...], b[...] broadcast -> y; OP numbers as in binary.wgsl */
-#define BINARY(name, op) \
+/* The lowerings of the BINARY (a[...], b[...] broadcast -> y, binary.wgsl),
+ * UNARY (x[...] -> y[...], unary.wgsl) and POINTWISE_GRAD (x[...], dy[...]
+ * -> dx[...], grad_pointwise.wgsl) rows of include/rlx_subops.def, OP = the
+ * row's code. */
+#define LOWER_BINARY(name, NAME) \
   rlx_status rlx_wgpu_lower_##name(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { \
-    return broadcast_dispatch(c, out, "binary", op); \
+    return broadcast_dispatch(c, out, "binary", RLX_SUBOP_##NAME); \
   }
-BINARY(add, 0)
-BINARY(sub, 1)
-BINARY(mul, 2)
-BINARY(div, 3)
-BINARY(max, 4)
-BINARY(min, 5)
-BINARY(pow, 6)
-BINARY(eq, 7)
-BINARY(ne, 8)
-BINARY(lt, 9)
-BINARY(le, 10)
-BINARY(gt, 11)
-BINARY(ge, 12)
+#define LOWER_UNARY(name, NAME) \
+  rlx_status rlx_wgpu_lower_##name(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { \
+    return pointwise_dispatch(c, out, "unary", RLX_SUBOP_##NAME); \
+  }
+#define LOWER_POINTWISE_GRAD(name, NAME) \
+  rlx_status rlx_wgpu_lower_##name(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { \
+    return pointwise_dispatch(c, out, "grad_pointwise", RLX_SUBOP_##NAME); \
+  }
+#define LOWER_REDUCE(name, NAME)
+#define LOWER_NORM(name, NAME)
+#define LOWER_SOFTMAX(name, NAME)
+#define LOWER_SOFTMAX_CE(name, NAME)
+#define RLX_SUBOP(family, NAME, name, code) LOWER_##family(name, NAME)
+#include "rlx_subops.def"
+#undef RLX_SUBOP
 
 /* cond[...], a[...], b[...] broadcast -> y */
 rlx_status rlx_wgpu_lower_where(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   return broadcast_dispatch(c, out, "where", -1);
-}
-
-/* x[...] -> y[...]; OP numbers as in unary.wgsl */
-#define UNARY(name, op) \
-  rlx_status rlx_wgpu_lower_##name(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { \
-    return pointwise_dispatch(c, out, "unary", op); \
-  }
-UNARY(neg, 0)
-UNARY(abs, 1)
-UNARY(exp, 2)
-UNARY(log, 3)
-UNARY(sqrt, 4)
-UNARY(rsqrt, 5)
-UNARY(tanh, 6)
-UNARY(sigmoid, 7)
-UNARY(relu, 8)
-UNARY(gelu, 9)
-UNARY(silu, 10)
-
-/* x[...], dy[...] -> dx[...] */
-rlx_status rlx_wgpu_lower_gelu_grad(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
-  return pointwise_dispatch(c, out, "grad_pointwise", 0);
-}
-rlx_status rlx_wgpu_lower_silu_grad(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
-  return pointwise_dispatch(c, out, "grad_pointwise", 1);
 }

@@ -8,6 +8,7 @@
  * Tolerance against the CPU executor: the CPU keeps row statistics in
  * double, the GPU in f32 (the mean summed around the row's first value, so
  * offset rows keep their digits); ~1e-6 relative, within the 1e-4 budget. */
+#include "../core/subops.h"
 #include "lower_reduce.h"
 
 #define WG 256u
@@ -37,7 +38,7 @@ static void row_dispatch(rlx_wgpu_dispatch *d, const rlx_wgpu_ctx *c, norm_rows 
 /* x[..., D], w[D] (, b[D]) -> y[..., D]; layer selects layer norm */
 static rlx_status norm_forward(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out, int layer) {
   rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "norm");
-  rlx_wgpu_override(d, "OP", layer ? 1u : 0u);
+  rlx_wgpu_override(d, "OP", layer ? RLX_SUBOP_LAYER_NORM : RLX_SUBOP_RMS_NORM);
   rlx_wgpu_bind(d, RLX_WB_INPUT, 0, 0, 0, 0);
   rlx_wgpu_bind(d, RLX_WB_INPUT, 1, 0, 0, 0);
   rlx_wgpu_bind(d, RLX_WB_INPUT, layer ? 2 : 0, 0, 0, 0); /* b, or a placeholder */
@@ -57,7 +58,7 @@ rlx_status rlx_wgpu_lower_layer_norm(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *o
 /* x[..., D], w[D], dy[..., D] -> dx[..., D] */
 static rlx_status norm_grad(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out, int layer) {
   rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "norm_grad");
-  rlx_wgpu_override(d, "OP", layer ? 1u : 0u);
+  rlx_wgpu_override(d, "OP", layer ? RLX_SUBOP_LAYER_NORM : RLX_SUBOP_RMS_NORM);
   rlx_wgpu_override(d, "MODE", 0u);
   rlx_wgpu_bind_inputs(d, 3);
   row_dispatch(d, c, rows_of(c));
@@ -81,7 +82,7 @@ static rlx_status norm_grad_weight(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out
 
   /* row statistics (x0, moff, r) */
   rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "norm_grad");
-  rlx_wgpu_override(d, "OP", layer ? 1u : 0u);
+  rlx_wgpu_override(d, "OP", layer ? RLX_SUBOP_LAYER_NORM : RLX_SUBOP_RMS_NORM);
   rlx_wgpu_override(d, "MODE", 1u);
   rlx_wgpu_bind(d, RLX_WB_INPUT, 0, 0, 0, 0);
   rlx_wgpu_bind(d, RLX_WB_INPUT, 0, 0, 0, 0); /* w: placeholder */

@@ -9,6 +9,7 @@
  * correctly rounded; expect ~1e-6 relative, within the 1e-4 budget. */
 #include <string.h>
 
+#include "../core/subops.h"
 #include "lower_reduce.h"
 
 #define WG 256u
@@ -31,7 +32,7 @@ static rlx_status reduce_pass(rlx_wgpu_lowering *l, const rlx_wgpu_reduce_view *
                               uint32_t chunk_len) {
   rlx_wgpu_dispatch *d = rlx_wgpu_add(l, "reduce");
   if (!d) return rlx_error(RLX_ERR_STATE, "webgpu: reduce needs more than %d dispatches", RLX_WGPU_MAX_DISPATCH);
-  rlx_wgpu_override(d, "OP", max_op ? 1u : 0u);
+  rlx_wgpu_override(d, "OP", max_op ? RLX_SUBOP_REDUCE_MAX : RLX_SUBOP_REDUCE_SUM);
   rlx_wgpu_override(d, "OX", ox);
   rlx_wgpu_bind(d, in.kind, in.index, in.offset, in.bytes, in.writable);
   rlx_wgpu_bind(d, out.kind, out.index, out.offset, out.bytes, out.writable);
@@ -191,7 +192,7 @@ static rlx_status softmax_common(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out, 
   rlx_wgpu_dispatch *d = rlx_wgpu_add(out, shader);
   size_t rows;
   uint32_t rpw;
-  rlx_wgpu_override(d, "OP", log_out ? 1u : 0u);
+  rlx_wgpu_override(d, "OP", log_out ? RLX_SUBOP_LOG_SOFTMAX : RLX_SUBOP_SOFTMAX);
   rlx_wgpu_bind_inputs(d, n_inputs);
   axis_rows(&c->in_node[0]->shape, c->node->iattr[0], d, &rows, &rpw);
   rlx_wgpu_grid1d(d, rows, rpw);
@@ -224,7 +225,7 @@ static rlx_status softmax_ce_common(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *ou
   size_t classes = (size_t)ls->dims[ls->rank - 1], rows = rlx_shape_numel(ls) / classes;
   uint32_t tpr = rlx_wgpu_row_threads(classes);
   rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "softmax_ce");
-  rlx_wgpu_override(d, "OP", grad ? 1u : 0u);
+  rlx_wgpu_override(d, "OP", grad ? RLX_SUBOP_CE_GRAD : RLX_SUBOP_CE_LOSS);
   rlx_wgpu_override(d, "TPR", tpr);
   rlx_wgpu_override(d, "IDS_I32", c->in_node[1]->dtype == RLX_I32 ? 1u : 0u);
   rlx_wgpu_bind(d, RLX_WB_INPUT, 0, 0, 0, 0);

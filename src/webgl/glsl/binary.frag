@@ -1,7 +1,7 @@
 #version 300 es
 // binary.frag - broadcasting binary ops and comparisons, OP chosen by a
-// define (src/webgl/lower_elementwise.c): 0 add, 1 sub, 2 mul, 3 div,
-// 4 max, 5 min, 6 pow, 7 eq, 8 ne, 9 lt, 10 le, 11 gt, 12 ge.
+// define (src/webgl/lower_elementwise.c): OP_ADD .. OP_GE, the BINARY rows
+// of include/rlx_subops.def (the #else branch is OP_GE).
 // u_in0 = a, u_in1 = b; u_i = the iteration block (operands a, b).
 // MUL3 = 1: a OP (b * c) with u_in2 = c, operand 2 of the iteration block
 // (the planner's fused add/sub of a product, src/webgl/plan_gl.c).
@@ -41,29 +41,29 @@ float rlx_pow(float x, float y) {
 }
 
 float bin_op(float x, float y) {
-#if OP == 0
+#if OP == OP_ADD
   return x + y;
-#elif OP == 1
+#elif OP == OP_SUB
   return x - y;
-#elif OP == 2
+#elif OP == OP_MUL
   return x * y;
-#elif OP == 3
+#elif OP == OP_DIV
   return x / y;
-#elif OP == 4
+#elif OP == OP_MAX
   return (x > y || isnan(x)) ? x : y;
-#elif OP == 5
+#elif OP == OP_MIN
   return (x < y || isnan(x)) ? x : y;
-#elif OP == 6
+#elif OP == OP_POW
   return rlx_pow(x, y);
-#elif OP == 7
+#elif OP == OP_EQ
   return x == y ? 1.0 : 0.0;
-#elif OP == 8
+#elif OP == OP_NE
   return (x != y || isnan(x) || isnan(y)) ? 1.0 : 0.0;
-#elif OP == 9
+#elif OP == OP_LT
   return x < y ? 1.0 : 0.0;
-#elif OP == 10
+#elif OP == OP_LE
   return x <= y ? 1.0 : 0.0;
-#elif OP == 11
+#elif OP == OP_GT
   return x > y ? 1.0 : 0.0;
 #else
   return x >= y ? 1.0 : 0.0;

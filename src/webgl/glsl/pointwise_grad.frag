@@ -1,5 +1,5 @@
 #version 300 es
-// pointwise_grad.frag - gelu_grad (OP 0) and silu_grad (OP 1):
+// pointwise_grad.frag - gelu_grad (OP_GELU_GRAD) and silu_grad (OP_SILU_GRAD):
 // dx = dy * f'(x), written as the CPU kernels do (src/cpu/k_grad_pointwise.c):
 // s = sigmoid(t) and s (1 - s) from e = exp(-|t|), x clamped where f' has
 // saturated.  u_in0 = x, u_in1 = dy (same element count as the output).
@@ -16,7 +16,7 @@ float rlx_clamp_abs(float x, float limit) {
 }
 
 float rlx_derivative(float x) {
-#if OP == 0
+#if OP == OP_GELU_GRAD
   const float k2 = 1.5957691216057308;  // 2 sqrt(2/pi)
   const float c = 0.044715;
   x = rlx_clamp_abs(x, 20.0);

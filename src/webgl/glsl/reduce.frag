@@ -1,5 +1,5 @@
 #version 300 es
-// reduce.frag - sum (OP 0) or max (OP 1) over any set of axes, one output
+// reduce.frag - sum (OP_REDUCE_SUM) or max (OP_REDUCE_MAX) over any set of axes, one output
 // element (or one chunk of it) per fragment (src/webgl/lower_reduce.c).
 // The input is viewed as kept and reduced groups of merged axes: the
 // output index walks the kept groups, the reduced elements are rows of n0
@@ -33,7 +33,7 @@ float rlx_value(int i) {
   int n0 = u_i[9], s0 = u_i[10], per_chunk = u_i[19], pieces = u_i[20], piece = u_i[21];
   int ro0 = (c / pieces) * per_chunk, ro1 = min(ro0 + per_chunk, u_i[22]);
   int j0 = (c % pieces) * piece, j1 = min(j0 + piece, n0);
-#if OP == 1
+#if OP == OP_REDUCE_MAX
   float acc = -RLX_INF;
 #else
   float acc = 0.0, part = 0.0;
@@ -51,7 +51,7 @@ float rlx_value(int i) {
     for (int j = j0; j < j1; j++) {
       float x = rlx_fetch(u_in0, u_in0_w, e);
       e += s0;
-#if OP == 1
+#if OP == OP_REDUCE_MAX
       acc = (x > acc || isnan(x)) ? x : acc;
 #else
       part += x;
@@ -64,7 +64,7 @@ float rlx_value(int i) {
 #endif
     }
   }
-#if OP == 1
+#if OP == OP_REDUCE_MAX
   return acc;
 #else
   return (acc + part) / u_f[0];

@@ -1,7 +1,7 @@
 #version 300 es
 // unary.frag - elementwise unary ops, OP chosen by a define
-// (src/webgl/lower_elementwise.c): 0 neg, 1 abs, 2 exp, 3 log, 4 sqrt,
-// 5 rsqrt, 6 tanh, 7 sigmoid, 8 relu, 9 gelu (tanh form), 10 silu.
+// (src/webgl/lower_elementwise.c): OP_NEG .. OP_SILU, the UNARY rows of
+// include/rlx_subops.def (gelu is the tanh form; the #else branch is OP_SILU).
 // u_in0 = x, same element count as the output.  Domain edges are explicit
 // (GLSL leaves log, sqrt and inversesqrt undefined there): log(0) = -inf,
 // log(x < 0) = NaN, sqrt(x < 0) = NaN, rsqrt(+-0) = +-inf; sigmoid and tanh
@@ -37,33 +37,33 @@ float rlx_tanh(float x) {
 
 float un_op(float x) {
   if (isnan(x)) return x;  // GPUs need not propagate NaN through exp, log, ...
-#if OP == 0
+#if OP == OP_NEG
   return -x;
-#elif OP == 1
+#elif OP == OP_ABS
   return abs(x);
-#elif OP == 2
+#elif OP == OP_EXP
   return exp(x);
-#elif OP == 3
+#elif OP == OP_LOG
   if (x == 0.0) return -RLX_INF;
   if (x < 0.0) return RLX_NAN;
   if (isinf(x)) return x;
   return log(x);
-#elif OP == 4
+#elif OP == OP_SQRT
   if (x < 0.0) return RLX_NAN;
   if (isinf(x)) return x;
   return sqrt(x);
-#elif OP == 5
+#elif OP == OP_RSQRT
   if (x == 0.0) return floatBitsToInt(x) < 0 ? -RLX_INF : RLX_INF;
   if (x < 0.0) return RLX_NAN;
   if (isinf(x)) return 0.0;
   return inversesqrt(x);
-#elif OP == 6
+#elif OP == OP_TANH
   return rlx_tanh(x);
-#elif OP == 7
+#elif OP == OP_SIGMOID
   return rlx_sigmoid(x);
-#elif OP == 8
+#elif OP == OP_RELU
   return x < 0.0 ? 0.0 : x;
-#elif OP == 9
+#elif OP == OP_GELU
   return x * rlx_sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x));
 #else
   return x * rlx_sigmoid(x);

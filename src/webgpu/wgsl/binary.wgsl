@@ -1,9 +1,9 @@
 // binary.wgsl - broadcasting binary ops and comparisons:
 //   y = a OP b, numpy broadcasting; comparisons give 1.0 / 0.0.
 // Bindings: 0 a, 1 b (read), 2 y (write), 3 uniform.
-// Overrides: OP (0 add 1 sub 2 mul 3 div 4 max 5 min 6 pow 7 eq 8 ne 9 lt
-// 10 le 11 gt 12 ge), VEC (1: both operands are periodic with a period of 1
-// or a multiple of 4, so every thread reads whole vec4s).
+// Overrides: OP (OP_ADD .. OP_GE, the BINARY rows of include/rlx_subops.def),
+// VEC (1: both operands are periodic with a period of 1 or a multiple of 4,
+// so every thread reads whole vec4s).
 // Uniform words: n, period a, period b (0: not periodic), rank, dims[8],
 // strides a[8], strides b[8] (broadcast strides over y's dims).
 // Each thread writes 4 consecutive outputs (one vec4; bindings are padded
@@ -81,26 +81,26 @@ fn power(x: f32, y: f32) -> f32 {
 fn apply(x: f32, v: f32) -> f32 {
   let un = is_nan(x) || is_nan(v);
   switch OP {
-    case 0u: { return x + v; }
-    case 1u: { return x - v; }
-    case 2u: { return x * v; }
-    case 3u: { return divide(x, v); }
-    case 4u: { return select(v, x, x > v || is_nan(x)); }
-    case 5u: { return select(v, x, x < v || is_nan(x)); }
-    case 6u: { return power(x, v); }
-    case 7u: { return bool_f(!un && x == v); }
-    case 8u: { return bool_f(un || x != v); }
-    case 9u: { return bool_f(!un && x < v); }
-    case 10u: { return bool_f(!un && x <= v); }
-    case 11u: { return bool_f(!un && x > v); }
-    default: { return bool_f(!un && x >= v); }
+    case OP_ADD: { return x + v; }
+    case OP_SUB: { return x - v; }
+    case OP_MUL: { return x * v; }
+    case OP_DIV: { return divide(x, v); }
+    case OP_MAX: { return select(v, x, x > v || is_nan(x)); }
+    case OP_MIN: { return select(v, x, x < v || is_nan(x)); }
+    case OP_POW: { return power(x, v); }
+    case OP_EQ: { return bool_f(!un && x == v); }
+    case OP_NE: { return bool_f(un || x != v); }
+    case OP_LT: { return bool_f(!un && x < v); }
+    case OP_LE: { return bool_f(!un && x <= v); }
+    case OP_GT: { return bool_f(!un && x > v); }
+    default: { return bool_f(!un && x >= v); } // OP_GE
   }
 }
 
 fn apply4(x: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
-  if (OP == 0u) { return x + v; }
-  if (OP == 1u) { return x - v; }
-  if (OP == 2u) { return x * v; }
+  if (OP == OP_ADD) { return x + v; }
+  if (OP == OP_SUB) { return x - v; }
+  if (OP == OP_MUL) { return x * v; }
   return vec4<f32>(apply(x.x, v.x), apply(x.y, v.y), apply(x.z, v.z), apply(x.w, v.w));
 }
 

@@ -1,4 +1,4 @@
-// norm.wgsl - RMS norm (OP 0) and layer norm (OP 1) over the last axis:
+// norm.wgsl - RMS norm (OP_RMS_NORM) and layer norm (OP_LAYER_NORM) over the last axis:
 //   rms    y = x / sqrt(mean(x^2) + eps) * w
 //   layer  y = (x - mean) / sqrt(var + eps) * w + b   (biased variance)
 // TPR threads (a power of two) share a row of D values; a workgroup of 256
@@ -39,7 +39,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let base = row * D;
   let fd = f32(D);
 
-  if (OP == 0u) {
+  if (OP == OP_RMS_NORM) {
     var ss = 0.0;
     if (valid) {
       var j = lane;

@@ -1,4 +1,4 @@
-// norm_grad.wgsl - backward of RMS norm (OP 0) and layer norm (OP 1) over
+// norm_grad.wgsl - backward of RMS norm (OP_RMS_NORM) and layer norm (OP_LAYER_NORM) over
 // the last axis.  With g = dy * w, centre = mean (layer) or 0 (RMS) and
 // r = 1 / sqrt(mean((x - centre)^2) + eps), as in src/cpu/k_norm_grad.c:
 //   dx = r g - [layer] r mean(g) - (x - centre) r^3 mean(g (x - centre))
@@ -44,7 +44,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   // centre = x0 + moff; x - centre is formed as (x - x0) - moff
   var x0 = 0.0;
   var moff = 0.0;
-  if (OP == 1u) {
+  if (OP == OP_LAYER_NORM) {
     var s = 0.0;
     if (valid) {
       x0 = x[base];
@@ -77,10 +77,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
   } else {
     sgx = row_sum(sgx, lid, lane);
-    if (OP == 1u) { sg = row_sum(sg, lid, lane); }
+    if (OP == OP_LAYER_NORM) { sg = row_sum(sg, lid, lane); }
     if (valid) {
       var shift = 0.0;
-      if (OP == 1u) { shift = r * sg / fd; }
+      if (OP == OP_LAYER_NORM) { shift = r * sg / fd; }
       let c3 = r * r * r * sgx / fd;
       for (var j = lane; j < D; j += TPR) {
         let g = dy[base + j] * w[j];

@@ -1,4 +1,4 @@
-// reduce.wgsl - sum (OP 0) or max (OP 1) over any set of axes.
+// reduce.wgsl - sum (OP_REDUCE_SUM) or max (OP_REDUCE_MAX) over any set of axes.
 //
 // The lowering (lower_reduce.c) merges the input dims into kept and reduced
 // groups.  Output o is unravelled over the kept groups to a base offset,
@@ -43,7 +43,7 @@ fn neg_inf() -> f32 {
 }
 
 fn combine(a: f32, b: f32) -> f32 {
-  if (OP == 1u) { return max_nan(a, b); }
+  if (OP == OP_REDUCE_MAX) { return max_nan(a, b); }
   return a + b;
 }
 
@@ -65,7 +65,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let valid = o < n_out;
 
   var acc = 0.0;
-  if (OP == 1u) { acc = neg_inf(); }
+  if (OP == OP_REDUCE_MAX) { acc = neg_inf(); }
   if (valid) {
     var base = 0u;
     var rem = o;
@@ -120,7 +120,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (ry == 0u && valid) {
     var v = sh[lid];
     for (var j = 1u; j < RQ; j++) { v = combine(v, sh[lid + j * OX]); }
-    if (OP == 0u) { v = v / bitcast<f32>(u(22u)); }
+    if (OP == OP_REDUCE_SUM) { v = v / bitcast<f32>(u(22u)); }
     y[chunk * u(21u) + o] = v;
   }
 }

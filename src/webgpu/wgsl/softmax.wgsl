@@ -1,4 +1,4 @@
-// softmax.wgsl - softmax (OP 0) or log-softmax (OP 1) over any axis.
+// softmax.wgsl - softmax (OP_SOFTMAX) or log-softmax (OP_LOG_SOFTMAX) over any axis.
 //
 // The tensor is viewed as [outer, n, inner] around the axis; a row is one
 // (outer, inner) position and its n values lie `inner` apart.  TPR threads
@@ -95,7 +95,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let v1 = x[k0 + st];
     let v2 = x[k0 + 2u * st];
     let v3 = x[k0 + 3u * st];
-    if (OP == 0u) {
+    if (OP == OP_SOFTMAX) {
       y[k0] = exp(v0 - m) * inv;
       y[k0 + st] = exp(v1 - m) * inv;
       y[k0 + 2u * st] = exp(v2 - m) * inv;
@@ -109,7 +109,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   for (; j < n; j += TPR) {
     let k = base + j * inner;
-    if (OP == 0u) {
+    if (OP == OP_SOFTMAX) {
       y[k] = exp(x[k] - m) * inv;
     } else {
       y[k] = (x[k] - m) - ls;

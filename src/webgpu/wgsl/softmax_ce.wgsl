@@ -1,5 +1,5 @@
 // softmax_ce.wgsl - softmax cross-entropy over the last axis: the loss
-// (OP 0) logsumexp(logits) - logits[label] per row, or its gradient (OP 1)
+// (OP_CE_LOSS) logsumexp(logits) - logits[label] per row, or its gradient (OP_CE_GRAD)
 // (softmax(logits) - onehot(label)) * dy.  Labels are f32 class ids, or
 // i32 bit patterns when IDS_I32 is 1; a label outside [0, C) gives a zero
 // loss / zero gradient row (like src/cpu/k_softmax.c; the GPU sets no
@@ -90,7 +90,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   m = sm[rloc * TPR];
   s = ss[rloc * TPR];
   let label = label_of(row, C);
-  if (OP == 0u) {
+  if (OP == OP_CE_LOSS) {
     if (lane == 0u) {
       var loss = 0.0;
       if (label >= 0) { loss = log(s) + (m - x[base + u32(label)]); }

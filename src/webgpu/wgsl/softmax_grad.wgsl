@@ -1,4 +1,4 @@
-// softmax_grad.wgsl - backward of softmax (OP 0) and log-softmax (OP 1)
+// softmax_grad.wgsl - backward of softmax (OP_SOFTMAX) and log-softmax (OP_LOG_SOFTMAX)
 // over any axis, from the forward output y and the incoming gradient dy:
 //   softmax      dx = y * (dy - sum(dy * y))
 //   log-softmax  dx = dy - exp(y) * sum(dy)
@@ -42,7 +42,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (valid) {
     for (var j = lane; j < n; j += TPR) {
       let k = base + j * inner;
-      if (OP == 0u) {
+      if (OP == OP_SOFTMAX) {
         s += dy[k] * yv[k];
       } else {
         s += dy[k];
@@ -60,7 +60,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (!valid) { return; }
   for (var j = lane; j < n; j += TPR) {
     let k = base + j * inner;
-    if (OP == 0u) {
+    if (OP == OP_SOFTMAX) {
       dx[k] = yv[k] * (dy[k] - s);
     } else {
       dx[k] = dy[k] - exp(yv[k]) * s;

@@ -1,7 +1,7 @@
 // unary.wgsl - elementwise unary ops, y = f(x), same shape.
 // Bindings: 0 x (read), 1 y (write), 2 uniform.
-// Overrides: OP (0 neg 1 abs 2 exp 3 log 4 sqrt 5 rsqrt 6 tanh 7 sigmoid
-// 8 relu 9 gelu (tanh approximation) 10 silu).
+// Overrides: OP (OP_NEG .. OP_SILU, include/rlx_subops.def UNARY; gelu is
+// the tanh approximation).
 // Uniform words: n.  Each thread does one vec4 (bindings are padded to 16
 // bytes).  exp, tanh and sigmoid are the CPU's polynomial forms
 // (src/cpu/fast_math.h), so results match it closely and the special
@@ -59,31 +59,31 @@ fn tanh_poly(v: f32) -> f32 {
 
 fn f(v: f32) -> f32 {
   switch OP {
-    case 0u: { return bitcast<f32>(bitcast<u32>(v) ^ 0x80000000u); }
-    case 1u: { return bitcast<f32>(bitcast<u32>(v) & 0x7fffffffu); }
-    case 2u: { return exp_poly(v); }
-    case 3u: {
+    case OP_NEG: { return bitcast<f32>(bitcast<u32>(v) ^ 0x80000000u); }
+    case OP_ABS: { return bitcast<f32>(bitcast<u32>(v) & 0x7fffffffu); }
+    case OP_EXP: { return exp_poly(v); }
+    case OP_LOG: {
       if (is_nan(v) || v < 0.0) { return from_bits(0x7fc00000u); }
       if (v == 0.0) { return from_bits(0xff800000u); }
       if (is_inf(v)) { return v; }
       return log(v);
     }
-    case 4u: {
+    case OP_SQRT: {
       if (is_nan(v) || v < 0.0) { return from_bits(0x7fc00000u); }
       if (v == 0.0 || is_inf(v)) { return v; }
       return sqrt(v);
     }
-    case 5u: {
+    case OP_RSQRT: {
       if (is_nan(v) || v < 0.0) { return from_bits(0x7fc00000u); }
       if (v == 0.0) { return from_bits(select(0x7f800000u, 0xff800000u, sign_bit(v))); }
       if (is_inf(v)) { return 0.0; }
       return 1.0 / sqrt(v);
     }
-    case 6u: { return tanh_poly(v); }
-    case 7u: { return sigmoid_stable(v); }
-    case 8u: { return select(v, 0.0, v < 0.0); }
-    case 9u: { return v * sigmoid_stable(2.0 * 0.7978845608028654 * (v + 0.044715 * v * v * v)); }
-    default: { return v * sigmoid_stable(v); }
+    case OP_TANH: { return tanh_poly(v); }
+    case OP_SIGMOID: { return sigmoid_stable(v); }
+    case OP_RELU: { return select(v, 0.0, v < 0.0); }
+    case OP_GELU: { return v * sigmoid_stable(2.0 * 0.7978845608028654 * (v + 0.044715 * v * v * v)); }
+    default: { return v * sigmoid_stable(v); } // OP_SILU
   }
 }
 
@@ -92,7 +92,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let i4 = gid.x + gid.y * nwg.x * 256u;
   if (i4 * 4u >= u[0].x) { return; }
   let v = x[i4];
-  if (OP == 0u) { y[i4] = -v; return; }
-  if (OP == 8u) { y[i4] = select(v, vec4<f32>(0.0), v < vec4<f32>(0.0)); return; }
+  if (OP == OP_NEG) { y[i4] = -v; return; }
+  if (OP == OP_RELU) { y[i4] = select(v, vec4<f32>(0.0), v < vec4<f32>(0.0)); return; }
   y[i4] = vec4<f32>(f(v.x), f(v.y), f(v.z), f(v.w));
 }
