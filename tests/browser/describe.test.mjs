@@ -134,6 +134,7 @@ test('backend probes in Chromium: WebGPU and WebGL2 are real here; a Worker with
     assert.equal(inPage.gpu, true, `init_webgpu: ${inPage.after.webgpu.reason}`);
     assert.deepEqual(inPage.after.webgpu, { available: true, reason: null });
     assert.equal(inPage.gl, inPage.after.webgl.available);
+    assert.deepEqual(inPage.before.webgl, inPage.after.webgl, 'WebGL2 needs no init_webgl(): it initialises itself');
     assert.equal(inPage.cands.candidates[0], 'webgpu');
     assert.equal(inPage.cands.candidates.at(-1), 'cpu');
     assert.deepEqual(inPage.refused.candidates, []);

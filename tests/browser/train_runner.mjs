@@ -92,12 +92,10 @@ function buildModel(rlx, model, batch) {
   });
 }
 
-/** The executor's session for a C session compiled for `device`. */
+/** The executor for a C session compiled for `device` (both have the contract of web/runtime/executor.js). */
 async function executorSession(rlx, device, session, canvas) {
   if (device === 'webgpu') return createWebGpuSession(rlx, session);
-  const gl = createWebGlSession(rlx, session, { canvas });
-  return { run: async () => gl.run(), output: (i) => gl.output(i), getParam: async (n) => gl.getParam(n),
-    setInput: (n, d) => gl.setInput(n, d), free: () => gl.free(), count: gl.passCount, inner: gl };
+  return createWebGlSession(rlx, session, { canvas });
 }
 
 /**
@@ -151,20 +149,18 @@ export async function trainParity({ model, device, steps = 20, batch = 2, lr = 0
       const lc = cpu.output(0)[0];
       cpuMs.push(performance.now() - t);
       t = performance.now();
-      for (const [name, v] of inputs) gs.setInput(name, v);
-      await gs.run();
-      const lg = gs.output(0)[0];
+      const lg = (await gs.run(inputs))[0][0];
       gpuMs.push(performance.now() - t);
       losses.push([lc, lg]);
     }
     let paramErr = 0;
     for (const [name] of paramValues) {
-      const want = cpu.getParam(name), got = await gs.getParam(name);
+      const want = cpu.getParam(name), got = await gs.readParam(name);
       for (let k = 0; k < want.length; k++) paramErr = Math.max(paramErr, Math.abs(got[k] - want[k]) / (1 + Math.abs(want[k])));
     }
-    const kernels = device === 'webgpu' ? gs.dispatchCount : gs.count;
-    const programs = device === 'webgpu' ? gs.pipelineCount : gs.inner.plan.programs.length;
-    const slowest = profile ? await (device === 'webgpu' ? profileWebGpu(gs) : profileWebGl(gs.inner)) : null;
+    const kernels = device === 'webgpu' ? gs.dispatchCount : gs.passCount;
+    const programs = device === 'webgpu' ? gs.pipelineCount : gs.plan.programs.length;
+    const slowest = profile ? await (device === 'webgpu' ? profileWebGpu(gs) : profileWebGl(gs)) : null;
     return { model, device, batch, lr, losses, cpuMs, gpuMs, compileMs, setupMs, host, paramErr, kernels, programs, slowest };
   } finally {
     gs?.free();
@@ -217,8 +213,7 @@ async function profileWebGpu(gs) {
   return summarize(rows);
 }
 
-/** One more run of a WebGL2 session through its profilePasses() (each pass waited for). */
-function profileWebGl(gs) {
-  if (typeof gs.profilePasses !== 'function') return null;
-  return summarize(gs.profilePasses().map((r) => ({ op: r.op, node: r.pass, key: r.shader, texels: r.texels, ms: r.ms })));
+/** One more run of a WebGL2 session through the executor contract's profile() (each pass waited for). */
+async function profileWebGl(gs) {
+  return summarize((await gs.profile()).map((r) => ({ op: r.op, node: r.node, key: r.key, texels: r.texels, ms: r.ms })));
 }

@@ -58,13 +58,16 @@ test('index.html: the GPU cross-check shows a match on WebGPU and WebGL2; the en
   const got = await page.evaluate(async ({ mlpArgs, params, x, labels }) => {
     const m = await import('./pkg/rlx_web.js');
     await m.default();
-    const ok = [await m.init_webgpu(), await m.init_webgl()];
     const [xs, t, ...rest] = mlpArgs;
     const a = (v) => Array.from(v);
     const b = new m.VisionBench('mnist-mlp');
     const p = Float32Array.from(params);
+    // WebGL2 initialises itself on first use: no init_webgl() before these.
+    const glFirst = { forward: a(m.mlp_forward_webgl(xs, ...rest)), step: a(b.train_step_webgl(x, labels, p, 0.05)) };
+    const ok = [await m.init_webgpu(), await m.init_webgl()];
     const out = {
       ok,
+      glFirst,
       forwardGpu: a(await m.mlp_forward_gpu(xs, ...rest)),
       gradsGpu: a(await m.mlp_grads_gpu(xs, t, ...rest)),
       forwardGl: a(m.mlp_forward_webgl(xs, ...rest)),
@@ -102,12 +105,14 @@ test('index.html: the GPU cross-check shows a match on WebGPU and WebGL2; the en
   close(got.forwardGpu, fwd, 'mlp_forward_gpu');
   close(got.gradsGpu, grads, 'mlp_grads_gpu');
   close(got.forwardGl, fwd, 'mlp_forward_webgl');
+  close(got.glFirst.forward, fwd, 'mlp_forward_webgl before any init_webgl()');
   close(got.gradsGl, grads, 'mlp_grads_webgl');
   const logits = bench.forward_cpu(x, params);
   const step = bench.train_step_cpu(x, labels, params, 0.05);
   close(got.logitsGl, logits, 'forward_webgl');
   close(got.logitsGpu, logits, 'forward_webgpu');
   close(got.stepGl, step, 'train_step_webgl');
+  close(got.glFirst.step, step, 'train_step_webgl before any init_webgl()');
   close(got.stepGpu, step, 'train_step_webgpu');
   const visionGrads = bench.grads_cpu(x, labels, params);
   assert.equal(visionGrads.length, 1 + params.length);

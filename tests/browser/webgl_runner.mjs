@@ -87,7 +87,7 @@ function runCase(instance, e, cstr, i, name, maxWidth, canvas) {
         ? new Int32Array(e.memory.buffer, ptr, len).slice() : new Float32Array(e.memory.buffer, ptr, len).slice();
       session.setInput(cstr(e.webgl_case_input_name(h, k)), data);
     }
-    const got = session.run()[0];
+    const got = session.runSync()[0];
     const want = new Float32Array(e.memory.buffer, e.webgl_case_cpu_out(h), e.webgl_case_n_out(h) >>> 0).slice();
     const tol = Math.max(GPU_TOL, e.webgl_case_tol(i));
     if (got.length !== want.length) return { name, error: `output has ${got.length} values, the CPU's ${want.length}` };
@@ -111,14 +111,14 @@ export async function runChecks() {
   let s = e.webgl_big_session(100003, 1000);
   try {
     const gs = createWebGlSession(instance, s); // its own context: this test loses it
-    const y = gs.run()[0];
+    const y = gs.runSync()[0];
     let bad = 0;
     for (let i = 0; i < y.length; i++) if (y[i] !== -i) bad++;
     out.big = { length: y.length, bad, width: gs.plan.textures[0].width, height: gs.plan.textures[0].height };
     // The other readback path: RGBA/FLOAT (where RED/FLOAT reads are not offered).
     out.readFormat = gs.readFormat === gs.gl.RED ? 'RED' : 'RGBA';
     gs.readFormat = gs.readFormat === gs.gl.RED ? gs.gl.RGBA : gs.gl.RED;
-    const y2 = gs.run()[0];
+    const y2 = gs.runSync()[0];
     out.otherReadBad = y2.length === y.length ? y2.filter((v, i) => v !== y[i]).length : -1;
     out.renderer = gs.renderer;
     out.unset = errorOf(() => gs.setInput('nope', new Float32Array(1)));
@@ -126,10 +126,10 @@ export async function runChecks() {
     // A lost context: a clear error from run(), and free() still works.
     const lose = gs.gl.getExtension('WEBGL_lose_context');
     lose.loseContext();
-    out.lost = errorOf(() => gs.run());
+    out.lost = errorOf(() => gs.runSync());
     gs.free();
     out.freedTwice = errorOf(() => gs.free());
-    out.afterFree = errorOf(() => gs.run());
+    out.afterFree = errorOf(() => gs.runSync());
   } finally {
     e.webgl_session_free(s);
   }
@@ -190,7 +190,7 @@ async function throughLoader() {
     sessions.cpu.run();
     gs.setInput('x', xv);
     gs.setInput('ids', idv);
-    const got = gs.run();
+    const got = gs.runSync();
     for (let o = 0; o < 2; o++) report.errors.push(maxErr(got[o], sessions.cpu.output(o)).worst);
   }
   report.shapes = [gs.outputShape(0), gs.outputShape(1)];
@@ -224,7 +224,7 @@ function poolGrad(rlx) {
     s.setInput('dy', dyv);
   }
   cpu.run();
-  const got = gs.run()[0], want = cpu.output(0);
+  const got = gs.runSync()[0], want = cpu.output(0);
   const out = { err: got.length === want.length ? maxErr(got, want).worst : Infinity,
     nonzero: want.filter((v) => v !== 0).length,
     defines: gs.passes.flatMap((p) => p.program.info.defines.map(([k, v]) => `${k}=${v}`)) };
@@ -246,7 +246,7 @@ function training(instance, e) {
     const readCpuParam = (i, n) => new Float32Array(e.memory.buffer, e.rlx_webgl_param_data(cpu, i), n).slice();
     const names = gs.plan.params.map((p) => p.name);
     for (let step = 0; step < 5; step++) {
-      const loss = gs.run()[0][0];
+      const loss = gs.runSync()[0][0];
       e.webgl_session_run(cpu);
       const cpuLoss = new Float32Array(e.memory.buffer, e.webgl_session_output(cpu, 0), 1)[0];
       const w = gs.getParam('w'), cpuW = readCpuParam(names.indexOf('w'), 5);

@@ -3,7 +3,8 @@
 // backend_candidates is pure and model-aware (best first, an explicit
 // request gives one candidate or a refusal with the reason, 'auto' ends
 // with 'cpu'); backend_environment reports each backend's reason (no
-// navigator.gpu, no adapter, not initialized, no WebGL2, turned off);
+// navigator.gpu, no adapter, WebGPU not initialized, no WebGL2, turned off;
+// WebGL2 needs no init call);
 // select_backend compiles each candidate, falls back with the reason of
 // every backend it did not use, and never runs an explicit request
 // elsewhere.  Real GPUs: tests/node/webgraph_webgpu.test.mjs (Dawn) and
@@ -142,6 +143,8 @@ test('backend_environment in Node: reasons for each GPU backend, stubs of naviga
   assert.equal(rlx.preferred_backend(), 'cpu');
 
   // A WebGL2 context with float render targets (stub): the executor then decides.
+  // WebGL2 initialises itself (a context is made synchronously): available
+  // with no init_webgl() call; init_webgl() only checks it or turns it off.
   const stubGl = { getExtension: (name) => (name === 'EXT_color_buffer_float' ? {} : null) };
   class StubCanvas { getContext(kind) { return kind === 'webgl2' ? stubGl : null; } }
   await withGlobal('OffscreenCanvas', StubCanvas, async () => {
@@ -150,8 +153,9 @@ test('backend_environment in Node: reasons for each GPU backend, stubs of naviga
     if (typeof rt.exports.rlx_webgl_plan !== 'function') {
       assert.match(gl.reason, /not in this build/);
     } else {
-      assert.match(gl.reason, /offered here but not initialized: call `await init_webgl\(\)`/);
-      assert.equal(await rlx.init_webgl(), true, 'the executor module loads');
+      assert.deepEqual(gl, ok, 'available before any init_webgl()');
+      assert.ok(backends.webglRuntime(rt)?.canvas instanceof StubCanvas, 'the shared canvas is made on first use');
+      assert.equal(await rlx.init_webgl(), true, 'init_webgl() checks it');
       assert.deepEqual(rlx.backend_environment().webgl, ok);
       // Compiling for it: the stub context cannot run plans, so 'auto' falls back to the CPU with a reason.
       const g = new rlx.WebGraph();

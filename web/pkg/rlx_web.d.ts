@@ -100,7 +100,11 @@ export interface Selection {
  * plans here (the reason is in backend_environment().webgpu).
  */
 export function init_webgpu(source?: boolean | object): Promise<boolean>;
-/** Loads the WebGL2 executor when this build has one; false turns WebGL2 off. */
+/**
+ * Optional: WebGL2 initialises itself on first use (a context is made
+ * synchronously).  Checks up front whether it can run plans here (a new
+ * context replaces a lost one); false turns WebGL2 off, true back on.
+ */
 export function init_webgl(enable?: boolean): Promise<boolean>;
 /** What runs here now, each backend with the reason when it does not. */
 export function backend_environment(options?: { refresh?: boolean }): BackendEnvironment;
@@ -263,6 +267,49 @@ export interface CompiledInput {
   dtype: 'f32' | 'i32';
 }
 
+/** One row of Executor.profile(): a step of the plan, timed (ms per step), plus backend extras. */
+export interface ProfileRow {
+  index: number;
+  op: string;
+  /** The graph node of the step (-1 when it is the whole run, as on the CPU). */
+  node: number;
+  /** The kernel: WebGPU pipeline key, WebGL2 shader, 'cpu'. */
+  key: string;
+  ms: number;
+  [extra: string]: unknown;
+}
+
+/** Feeds of Executor.run: { name: data }, a Map or [name, data] pairs. */
+export type Feeds = Record<string, TensorData> | Map<string, TensorData> | [string, TensorData][];
+
+/**
+ * The one contract of the JS executors (web/runtime/executor.js),
+ * implemented by the wasm CPU session (runtime/cpu.js), WebGPU
+ * (runtime/webgpu.js) and WebGL2 (runtime/webgl.js).
+ */
+export interface Executor {
+  readonly backend: BackendName;
+  readonly inputs: { name: string; count: number; dtype: 'f32' | 'i32' }[];
+  readonly params: { name: string; count: number }[];
+  readonly outputCount: number;
+  /** Creates what run() needs (GPU objects); idempotent. */
+  prepare(): Promise<Executor>;
+  setInput(name: string, data: TensorData): void;
+  setParam(name: string, data: TensorData): void;
+  writeParam(name: string, data: TensorData): void;
+  feed(name: string, data: TensorData): void;
+  /** Feeds, then one run: the outputs of that run. */
+  run(feeds?: Feeds): Promise<Float32Array[]>;
+  /** The same synchronously: cpu and webgl only. */
+  runSync?(feeds?: Feeds): Float32Array[];
+  output(i: number): Float32Array;
+  readParam(name: string): Promise<Float32Array>;
+  /** cpu and webgl only. */
+  readParamSync?(name: string): Float32Array;
+  profile(opts?: { repeat?: number }): Promise<ProfileRow[]>;
+  free(): void;
+}
+
 /** A compiled graph: feed by name, run, read outputs. */
 export class CompiledGraph {
   private constructor();
@@ -282,6 +329,12 @@ export class CompiledGraph {
   feed(name: string, data: TensorData): void;
   /** Synchronous on cpu and webgl; a Promise on webgpu. */
   run(): void | Promise<void>;
+  /** One run on any backend: feeds first, then a Promise of every output (copies). */
+  run_async(feeds?: Record<string, TensorData> | Map<string, TensorData>): Promise<Float32Array[]>;
+  /** Per-step times of one run (the executor's profile()). */
+  profile(opts?: { repeat?: number }): Promise<ProfileRow[]>;
+  /** What runs it: the executor contract, the same on every backend. */
+  readonly executor: Executor;
   /** Creates the GPU objects now (WebGPU); resolves at once elsewhere. */
   prepare(): Promise<void>;
   /** The learning rate of a graph from compile_train. */
@@ -329,7 +382,7 @@ export function mlp_grads_gpu(
   x: FloatArg, t: FloatArg, inDim: number, hid: number, out: number,
   w1: FloatArg, b1: FloatArg, w2: FloatArg, b2: FloatArg,
 ): Promise<Float32Array>;
-/** mlp_forward on WebGL2 (after `await init_webgl()` resolved true); throws an RlxError saying why when it cannot. */
+/** mlp_forward on WebGL2 (initialised on first use; no init call needed); throws an RlxError saying why when it cannot. */
 export function mlp_forward_webgl(
   x: FloatArg, inDim: number, hid: number, out: number,
   w1: FloatArg, b1: FloatArg, w2: FloatArg, b2: FloatArg,
@@ -386,7 +439,8 @@ export interface SyntheticBatch {
 
 /**
  * Forward, backward and SGD of one vision model on the CPU, WebGPU (Promises,
- * after `await init_webgpu()`) or WebGL2 (after `await init_webgl()`).  The
+ * after `await init_webgpu()`) or WebGL2 (synchronous; it initialises itself
+ * on first use).  The
  * GPU variants give the CPU's numbers within 1e-4 and throw (reject) with an
  * RlxError saying why when the GPU cannot do the work.
  */
@@ -434,8 +488,9 @@ export class RlxError extends Error {
   readonly status: number;
   readonly statusName: string;
   /**
-   * Set by the GPU entry points: 'not-initialized' | 'unavailable' | 'limits'
-   * | 'device-lost' | 'context-lost' | 'gpu-error' (any other GPU failure).
+   * Set by the GPU entry points: 'not-initialized' (WebGPU before
+   * init_webgpu) | 'unavailable' | 'limits' | 'device-lost' | 'context-lost'
+   * | 'gpu-error' (any other GPU failure).
    */
   readonly reason?: string;
 }

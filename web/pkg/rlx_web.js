@@ -9,12 +9,15 @@
 //   const { x: xs, labels } = bench.synthetic_batch(1, 8);
 //   const [loss, ...next] = bench.train_step_cpu(xs, labels, params, 0.01);
 //
+// This is the spec's snake_case surface, kept as the low-level /
+// compatibility layer; the documented way in is the SDK (../rlx.js, from
+// ../rlx.ts), whose models run through the same VisionBench code below.
 // Every entry point runs synchronously on the CPU executor in wasm; the C
 // side caches one compiled session per shape, so repeated calls do not
 // recompile.  GPU variants (mlp_forward_gpu / mlp_grads_gpu and
 // VisionBench.*_webgpu: Promises, after `await init_webgpu()`;
-// mlp_*_webgl and VisionBench.*_webgl: synchronous, after `await
-// init_webgl()`) give the same results within 1e-4 and cache their compiled
+// mlp_*_webgl and VisionBench.*_webgl: synchronous, WebGL2 initialising
+// itself on first use) give the same results within 1e-4 and cache their compiled
 // graphs the same way; when the GPU cannot do the work (not initialized, no
 // adapter, a lost device or context, a limit) they throw an RlxError saying
 // why, so the caller can fall back to the CPU variant.  Arguments are checked here before anything reaches wasm: a bad
@@ -29,7 +32,9 @@
 // 'cpu', 'webgpu', 'webgl' or 'auto'; backend_candidates / select_backend
 // (../runtime/backends.js) say which backend runs a model or graph here and
 // why the others do not.  GPU backends count only once their executor can
-// run here: `await init_webgpu()` obtains the WebGPU device.
+// run here: `await init_webgpu()` obtains the WebGPU device; WebGL2 needs no
+// call.  Every compiled graph runs through an executor with the one
+// contract of ../runtime/executor.js (CPU, WebGPU and WebGL2 alike).
 //
 //   const g = new rlx.WebGraph();
 //   const x = g.input('x', [4, 3]), w = g.param('w', [3, 2]);
@@ -264,10 +269,11 @@ export async function init_webgpu(source) {
 }
 
 /**
- * Loads the WebGL2 executor when this build has one and WebGL2 with float
- * render targets is available.  Resolves to true when the webgl backend can
- * run plans here, else false (see backend_environment().webgl.reason);
- * false turns WebGL2 off.
+ * Optional: the webgl backend initialises itself on first use (a WebGL2
+ * context is made synchronously).  Checks up front whether it can run plans
+ * here: resolves to true when it can, else false (see
+ * backend_environment().webgl.reason); a lost context is replaced by a new
+ * one; false turns WebGL2 off (true back on).
  */
 export async function init_webgl(enable = true) {
   const rt = await init();
@@ -474,7 +480,7 @@ export async function mlp_grads_gpu(x, t, inDim, hid, out, w1, b1, w2, b2) {
   return mlpGpu('mlp_grads_gpu', 'webgpu', 'grads', x, t, inDim, hid, out, w1, b1, w2, b2);
 }
 
-/** mlp_forward on WebGL2 (after `await init_webgl()` resolved true), synchronous. */
+/** mlp_forward on WebGL2 (initialised on first use), synchronous. */
 export function mlp_forward_webgl(x, inDim, hid, out, w1, b1, w2, b2) {
   return mlpGpu('mlp_forward_webgl', 'webgl', 'forward', x, null, inDim, hid, out, w1, b1, w2, b2);
 }
@@ -595,7 +601,7 @@ export function vision_model_info(slug) {
 /**
  * Forward, backward and SGD of one vision model on the CPU (synchronous),
  * WebGPU (Promises; after `await init_webgpu()`) or WebGL2 (synchronous;
- * after `await init_webgl()`).  The GPU variants keep one compiled graph per
+ * it initialises itself on first use).  The GPU variants keep one compiled graph per
  * (batch, backend): a forward one and a training step (SGD inside the plan).
  */
 export class VisionBench {

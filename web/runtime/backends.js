@@ -1,16 +1,20 @@
 // backends.js - which backend runs a model or a graph here.
 //
-// Three parts, used by ../pkg/rlx_web.js (which exports them as
+// Four parts, used by ../pkg/rlx_web.js (which exports them as
 // init_webgpu, init_webgl, backend_environment, backend_candidates and
-// select_backend):
+// select_backend) and by ./webgraph.js:
 //  - the environment: what this page, Worker or Node process can run, each
 //    backend with `available` and, when not, the `reason`.  A GPU backend is
 //    available only when its executor can really run plans here: WebGPU needs
 //    the wasm's plan exports, web/runtime/webgpu.js and a device obtained by
-//    initWebGpu(); WebGL2 needs the wasm's plan export, the executor
-//    web/runtime/webgl.js (createWebGlSession) and a WebGL2 context with
-//    float render targets.  Nothing is ever reported available that would
+//    initWebGpu() (device creation is asynchronous); WebGL2 needs the wasm's
+//    plan export and a WebGL2 context with float render targets, which is
+//    made synchronously on first use (initWebGl() only checks it up front or
+//    turns WebGL2 off).  Nothing is ever reported available that would
 //    silently run elsewhere.
+//  - executorFor(): the one place that knows which executor class runs a
+//    compiled session on each backend (./cpu.js, ./webgpu.js, ./webgl.js;
+//    all with the contract of ./executor.js).
 //  - candidates(): pure.  From an environment snapshot, a model description
 //    and a request, every viable backend best first (webgpu, webgl, cpu);
 //    an explicit request gives exactly one candidate or a refusal with the
@@ -19,6 +23,9 @@
 //    throws when the backend cannot take the graph (a missing lowering, a
 //    plan that needs host execution); the first that compiles wins, and
 //    every better backend that was not used comes back with its reason.
+
+import { CpuExecutor } from './cpu.js';
+import * as webglExecutor from './webgl.js';
 
 export const BACKEND_ORDER = Object.freeze(['webgpu', 'webgl', 'cpu']);
 
@@ -112,20 +119,23 @@ function webgpuStatus(rt) {
   return { available: false, reason: 'WebGPU is offered here but not initialized: call `await init_webgpu()` first' };
 }
 
-// ---- WebGL2: the executor module and a float-capable context ------------------------
+// ---- WebGL2: the executor and a float-capable context, made on first use ----------
 
-const webglState = { executor: null, reason: null, off: false, canvas: null };
+const webglState = { reason: null, off: false, canvas: null };
 let webgl2Float = null;
+
+function newCanvas() {
+  if (typeof OffscreenCanvas === 'function') return new OffscreenCanvas(1, 1);
+  if (typeof document === 'object' && document?.createElement) return document.createElement('canvas');
+  return null;
+}
 
 /** Whether a WebGL2 context with EXT_color_buffer_float can be made here (probed once). */
 export function hasWebGL2Float(refresh = false) {
   if (webgl2Float !== null && !refresh) return webgl2Float;
   webgl2Float = false;
   try {
-    let canvas = null;
-    if (typeof OffscreenCanvas === 'function') canvas = new OffscreenCanvas(1, 1);
-    else if (typeof document === 'object' && document?.createElement) canvas = document.createElement('canvas');
-    const gl = canvas?.getContext('webgl2');
+    const gl = newCanvas()?.getContext('webgl2');
     if (gl) {
       webgl2Float = !!gl.getExtension('EXT_color_buffer_float');
       gl.getExtension('WEBGL_lose_context')?.loseContext();
@@ -138,51 +148,79 @@ export function hasWebGL2Float(refresh = false) {
 
 const WEBGL_MISSING = 'the WebGL2 executor is not in this build yet (rlx_web.wasm has no rlx_webgl_plan export; ' +
   'web/runtime/webgl.js runs the plans once it lands)';
+const NO_WEBGL2 = 'WebGL2 with EXT_color_buffer_float is not available here';
 
 /**
- * Loads the WebGL2 executor (web/runtime/webgl.js) when this build has one.
- * Resolves to true when the webgl backend is usable; never throws.
+ * Checks up front that the webgl backend can run here (it also initialises
+ * itself on first use, so calling this is optional); enable === false turns
+ * it off, true turns it back on.  When the shared canvas's context was lost
+ * a new canvas (and context) replaces it: that is how a lost context is
+ * recovered.  Resolves to whether it is usable; never throws.
  */
 export async function initWebGl(rt, enable = true) {
   webglState.off = enable === false;
+  if (webglState.canvas && contextLost(webglState.canvas)) webglState.canvas = null;
   if (webglState.off) {
     webglState.reason = 'WebGL2 was turned off (init_webgl(false))';
     return false;
   }
+  webglState.reason = null;
   if (typeof rt?.exports?.rlx_webgl_plan !== 'function') return false; // environment(rt) says why
-  if (!hasWebGL2Float()) {
-    webglState.reason = 'WebGL2 with EXT_color_buffer_float is not available here';
-    return false;
-  }
+  if (!hasWebGL2Float(true)) return false;
+  return webglRuntime(rt) !== null;
+}
+
+function contextLost(canvas) {
   try {
-    const mod = await import('./webgl.js');
-    if (typeof mod.createWebGlSession !== 'function') {
-      webglState.reason = 'web/runtime/webgl.js has no createWebGlSession';
-      return false;
-    }
-    webglState.executor = mod;
-    webglState.reason = null;
-    // One canvas for every session: they share its context (browsers cap live contexts).
-    webglState.canvas = typeof OffscreenCanvas === 'function' ? new OffscreenCanvas(1, 1)
-      : globalThis.document?.createElement?.('canvas') ?? null;
+    return canvas.getContext('webgl2', webglExecutor.CONTEXT_ATTRIBUTES)?.isContextLost?.() === true;
+  } catch {
     return true;
-  } catch (err) {
-    webglState.reason = `the WebGL2 executor could not be loaded: ${err?.message ?? err}`;
-    return false;
   }
 }
 
-/** The executor module of the webgl backend and the canvas its sessions share, or null. */
-export function webglRuntime() {
-  return webglState.executor && !webglState.off ? { executor: webglState.executor, canvas: webglState.canvas } : null;
+/**
+ * The executor module of the webgl backend and the canvas its sessions share
+ * (made here, synchronously, on first use), or null when WebGL2 cannot run
+ * plans here (environment(rt).webgl.reason says why).
+ */
+export function webglRuntime(rt) {
+  if (webglState.off || !hasWebGL2Float()) return null;
+  if (rt && typeof rt.exports?.rlx_webgl_plan !== 'function') return null;
+  // One canvas for every session: they share its context (browsers cap live contexts).
+  webglState.canvas ??= newCanvas();
+  return { executor: webglExecutor, canvas: webglState.canvas };
 }
 
 function webglStatus(rt, refresh) {
   if (rt && typeof rt.exports?.rlx_webgl_plan !== 'function') return { available: false, reason: WEBGL_MISSING };
   if (webglState.off) return { available: false, reason: webglState.reason };
-  if (webglState.executor) return { available: true, reason: null };
-  if (!hasWebGL2Float(refresh)) return { available: false, reason: 'WebGL2 with EXT_color_buffer_float is not available here' };
-  return { available: false, reason: webglState.reason ?? 'WebGL2 is offered here but not initialized: call `await init_webgl()` first' };
+  if (!hasWebGL2Float(refresh)) return { available: false, reason: NO_WEBGL2 };
+  return { available: true, reason: null };
+}
+
+// ---- the executor of each backend ----------------------------------------------------
+
+const LABEL = { cpu: 'CPU', webgpu: 'WebGPU', webgl: 'WebGL2' };
+
+/**
+ * The factory of backend's executor: make(ptr) -> an object with the
+ * contract of ./executor.js for a session compiled for that backend (the
+ * caller keeps the session and frees it after the executor).  Throws the
+ * reason when the backend cannot run here (before anything is compiled).
+ */
+export function executorFor(rt, backend) {
+  if (backend === 'cpu') return (ptr) => new CpuExecutor(rt, ptr);
+  if (backend === 'webgpu') {
+    const gpu = webgpuRuntime();
+    if (!gpu) throw new Error(environment(rt).webgpu.reason);
+    return (ptr) => new gpu.executor.WebGpuSession(rt, ptr, gpu.device);
+  }
+  if (backend === 'webgl') {
+    const gl = webglRuntime(rt);
+    if (!gl) throw new Error(environment(rt).webgl.reason ?? `${LABEL.webgl} is not available here`);
+    return (ptr) => gl.executor.createWebGlSession(rt, ptr, gl.canvas ? { canvas: gl.canvas } : {});
+  }
+  throw new Error(`no executor for backend ${backend}`);
 }
 
 /** A snapshot of what runs here: { cpu, webgpu, webgl }, each { available, reason }. */
@@ -194,8 +232,6 @@ export function environment(rt, { refresh = false } = {}) {
 }
 
 // ---- candidates and selection ------------------------------------------------------
-
-const LABEL = { cpu: 'CPU', webgpu: 'WebGPU', webgl: 'WebGL2' };
 
 /**
  * Pure: the backends that may run `model` here, best first.

@@ -18,14 +18,19 @@ const UNSUPPORTED = -6;  // RLX_ERR_UNSUPPORTED
 const LABEL = { webgpu: 'WebGPU', webgl: 'WebGL2' };
 const INIT_CALL = { webgpu: 'await init_webgpu()', webgl: 'await init_webgl()' };
 
-/** Whether init_webgpu / init_webgl ran (set by ../pkg/rlx_web.js). */
+/** Whether init_webgpu ran (set by ../pkg/rlx_web.js); WebGL2 needs no init call. */
 export const initTried = { webgpu: false, webgl: false };
 
-/** The runtime object of backend ({ device, executor } or { executor, canvas }), or a clear error. */
+/**
+ * The runtime object of backend ({ device, executor } or { executor, canvas }),
+ * or a clear error.  WebGPU needs `await init_webgpu()` first (reason
+ * 'not-initialized'); WebGL2 initialises itself here (reason 'unavailable'
+ * when it cannot).
+ */
 export function requireBackend(fn, rt, backend) {
-  const gpu = backend === 'webgpu' ? backends.webgpuRuntime() : backends.webglRuntime();
+  const gpu = backend === 'webgpu' ? backends.webgpuRuntime() : backends.webglRuntime(rt);
   if (gpu) return gpu;
-  if (!initTried[backend]) {
+  if (backend === 'webgpu' && !initTried.webgpu) {
     return fail(new RlxError(STATE, `${fn}: ${LABEL[backend]} is not initialized: call \`${INIT_CALL[backend]}\` first ` +
       '(it resolves to true when the backend can run here)', 'bad state'), 'not-initialized');
   }

@@ -14,12 +14,16 @@
 // here knows about ops.  Works on the main thread
 // (HTMLCanvasElement or OffscreenCanvas) and in a Worker (OffscreenCanvas).
 //
+// It implements the executor contract of ./executor.js, with the sync fast
+// paths: runSync(feeds) and readParamSync(name) beside run() and readParam()
+// (Promises); profile() / profileSync() time each pass.
+//
 //   import { createWebGlSession } from './runtime/webgl.js';
 //   const s = g.compile([y], { device: 'webgl' });        // loader.js session
-//   const gs = createWebGlSession(rlx, s);                  // or (exports, ptr)
-//   gs.setParam('w', w); gs.setInput('x', x);
-//   const [y0] = gs.run();                                  // Float32Arrays
-//   gs.getParam('w'); gs.free();
+//   const gs = createWebGlSession(rlx, s);                  // or (exports, ptr); ready at once
+//   gs.setParam('w', w);
+//   const [y0] = gs.runSync({ x });                         // Float32Arrays; or await gs.run({ x })
+//   gs.readParamSync('w'); gs.free();
 //
 // rlxModule: the loader's Rlx object, a WebAssembly.Instance or its exports;
 // it must export memory and the rlx_webgl_* functions of
@@ -35,6 +39,7 @@
 // missing or R32F not renderable), 'limits' (a texture larger than
 // MAX_TEXTURE_SIZE) or 'context-lost' (the browser dropped the context:
 // create the session again).
+import { Executor } from './executor.js';
 
 /** WebGL2 cannot run this plan here; `reason` says why (see above). */
 export class WebGlUnavailableError extends Error {
@@ -55,6 +60,12 @@ void main() {
 const MAX_INPUTS = 6; // RLX_GL_MAX_INPUTS
 const MAX_INTS = 48;  // RLX_GL_MAX_INTS
 const MAX_FLOATS = 8; // RLX_GL_MAX_FLOATS
+
+/** The attributes of every context the executor makes (the first getContext on a canvas fixes them). */
+export const CONTEXT_ATTRIBUTES = Object.freeze({
+  alpha: false, antialias: false, depth: false, stencil: false, premultipliedAlpha: false,
+  preserveDrawingBuffer: false, powerPreference: 'high-performance',
+});
 
 function exportsOf(mod) {
   const e = mod?.exports?.memory ? mod.exports : mod?.instance?.exports ?? mod;
@@ -109,24 +120,21 @@ function numbers(list) {
   return Float32Array.from(list, Number); // "NaN", "Infinity", "-Infinity" too
 }
 
-/** i32 input values as float values of integers (as the C session stores them). */
-function indexValues(data) {
-  if (data instanceof Int32Array) return Float32Array.from(data);
-  return Float32Array.from(data, (v) => (v > -2147483648 && v < 2147483648 ? Math.trunc(v) : -1));
-}
-
-export class WebGlSession {
+export class WebGlSession extends Executor {
   constructor(plan, opts = {}) {
+    super('webgl', {
+      label: 'WebGL2 session',
+      inputs: plan.inputs.map((x) => ({ name: x.name, count: x.count, dtype: x.dtype })),
+      params: plan.params.map((p) => ({ name: p.name, count: p.count })),
+      outputCount: plan.outputs.length,
+    });
     this.plan = plan;
     this.lost = false;
     this.outputs = null;
     const ownCanvas = !opts.gl && !opts.canvas;
     this.canvas = opts.gl?.canvas ?? opts.canvas ??
       (typeof OffscreenCanvas !== 'undefined' ? new OffscreenCanvas(1, 1) : globalThis.document?.createElement('canvas'));
-    const gl = opts.gl ?? this.canvas?.getContext('webgl2', {
-      alpha: false, antialias: false, depth: false, stencil: false, premultipliedAlpha: false,
-      preserveDrawingBuffer: false, powerPreference: 'high-performance',
-    });
+    const gl = opts.gl ?? this.canvas?.getContext('webgl2', CONTEXT_ATTRIBUTES);
     if (!gl) throw new WebGlUnavailableError('no-webgl2', 'WebGL2 is not available here (getContext("webgl2") gave null)');
     this.gl = gl;
     this.ownContext = ownCanvas;
@@ -176,9 +184,6 @@ export class WebGlSession {
     plan.textures.forEach((t, i) => { if (t.data) this.upload(i, numbers(t.data)); });
     this.vao = gl.createVertexArray();
     this.buildPrograms();
-    this.inputIndex = new Map(plan.inputs.map((x, i) => [x.name, i]));
-    this.paramIndex = new Map(plan.params.map((x, i) => [x.name, i]));
-    this.inputSet = plan.inputs.map(() => false);
     // Training assignments (value -> param copies at the end of the plan):
     // where the value's texture is a plain pooled value read by nothing after
     // the run, swapping the two textures after each run does the copy's work.
@@ -200,6 +205,7 @@ export class WebGlSession {
       return {
         program: this.programs[p.program],
         op: p.op,
+        node: p.node ?? -1,
         output: p.output,
         width: out.width, height: out.height, count: out.count,
         inputs: p.inputs.slice(),
@@ -371,47 +377,35 @@ export class WebGlSession {
     return out;
   }
 
-  lookup(map, name, what) {
-    const i = map.get(name);
-    if (i === undefined) {
-      const list = what === 'input' ? this.plan.inputs : this.plan.params;
-      throw new Error(`WebGL2 session: no ${what} named '${name}' (${what}s: ${list.map((x) => x.name).join(', ') || 'none'})`);
-    }
-    return i;
-  }
-
-  checkLength(entry, data, what) {
-    if (!data || data.length !== entry.count) {
-      throw new Error(`WebGL2 session: ${what} '${entry.name}' holds ${entry.count} values, got ${data?.length ?? 'nothing'}`);
-    }
-  }
-
-  /** Float32Array / array data; Int32Array (or floats, truncated) for i32 inputs. */
-  setInput(name, data) {
+  _checkLive() {
     this.check();
-    const i = this.lookup(this.inputIndex, name, 'input');
-    const inp = this.plan.inputs[i];
-    this.checkLength(inp, data, 'input');
-    const values = inp.dtype === 'i32' ? indexValues(data) : data instanceof Float32Array ? data : Float32Array.from(data);
-    this.upload(inp.texture, values);
-    this.inputSet[i] = true;
   }
 
-  setParam(name, data) {
+  /** i32 values go up as float values of the integers (as the C session stores them). */
+  _writeInput(i, values) {
+    this.upload(this.plan.inputs[i].texture, values instanceof Int32Array ? Float32Array.from(values) : values);
+  }
+
+  _writeParam(i, values) {
+    this.upload(this.plan.params[i].texture, values);
+  }
+
+  /** The param's current values, synchronously (readParam is the Promise form). */
+  readParamSync(name) {
     this.check();
-    const p = this.plan.params[this.lookup(this.paramIndex, name, 'param')];
-    this.checkLength(p, data, 'param');
-    this.upload(p.texture, data instanceof Float32Array ? data : Float32Array.from(data));
+    return this.read(this.plan.params[this._index(this.params, 'param', name)].texture);
   }
 
+  /** @deprecated readParamSync (the contract's name). */
   getParam(name) {
-    this.check();
-    return this.read(this.plan.params[this.lookup(this.paramIndex, name, 'param')].texture);
+    return this.readParamSync(name);
   }
 
   // ---- running -----------------------------------------------------------
-  /** Draws every pass, then reads the outputs back: an array of Float32Arrays. */
-  run() {
+  /** Feeds, draws every pass, then reads the outputs back: an array of Float32Arrays (run() is the Promise form). */
+  runSync(feeds) {
+    this.check();
+    this.feedAll(feeds);
     this.beginPasses();
     for (const p of this.passes) this.drawPass(p);
     this.endPasses();
@@ -423,11 +417,13 @@ export class WebGlSession {
 
   /**
    * Draws every pass `repeat` times in a row, waiting after each pass (a
-   * one-texel readback), and returns [{ pass, shader, op, ms, texels }] in
-   * plan order, ms per draw: where a step spends its time.  Changes the
-   * same state as run() (passes are idempotent); outputs are not read.
+   * one-texel readback), and returns the executor contract's rows
+   * [{ index, op, node, key, ms }] in plan order, ms per draw (key: the
+   * shader), plus { pass, shader, texels, defines }: where a step spends its
+   * time.  Changes the same state as a run (passes are idempotent); outputs
+   * are not read.
    */
-  profilePasses(repeat = 1) {
+  profileSync({ repeat = 1 } = {}) {
     const { gl } = this;
     const px = new Float32Array(4);
     const sync = () => gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.FLOAT, px);
@@ -437,11 +433,25 @@ export class WebGlSession {
       for (let r = 0; r < repeat; r++) this.drawPass(p);
       sync();
       const ms = (performance.now() - t0) / repeat;
-      return { pass: i, shader: p.program.info.shader, op: p.op, ms, texels: p.width * p.height,
+      const shader = p.program.info.shader;
+      return { index: i, op: p.op, node: p.node, key: shader, ms, pass: i, shader, texels: p.width * p.height,
         defines: p.program.info.defines };
     });
     this.endPasses();
     return rows;
+  }
+
+  profile(opts) {
+    try {
+      return Promise.resolve(this.profileSync(opts));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /** @deprecated profileSync({ repeat }) (the contract's rows, which keep these fields). */
+  profilePasses(repeat = 1) {
+    return this.profileSync({ repeat });
   }
 
   beginPasses() {
@@ -499,14 +509,7 @@ export class WebGlSession {
     this.current = null;
   }
 
-  /** Output i of the last run (a Float32Array), its shape, the output count. */
-  output(i) {
-    if (!this.outputs) throw new Error('WebGL2 session: run() has not run yet');
-    if (!(i >= 0 && i < this.outputs.length)) throw new Error(`WebGL2 session: no output ${i} (${this.outputs.length} outputs)`);
-    return this.outputs[i];
-  }
   outputShape(i) { return this.plan.outputs[i]?.shape.slice(); }
-  get outputCount() { return this.plan.outputs.length; }
   get passCount() { return this.plan.passes.length; }
 
   /** Deletes every texture, framebuffer and program (safe to call twice). */

@@ -7,12 +7,16 @@
 // Nothing here knows about ops.  Works in a page, a Worker and Node (Dawn,
 // npm `webgpu`: pass its GPU or a device).
 //
+// It implements the executor contract of ./executor.js (prepare, run(feeds)
+// -> Promise of the outputs, readParam -> Promise, profile, free; no sync
+// path: reading back from a GPU is asynchronous).
+//
 //   import { createWebGpuSession } from './runtime/webgpu.js';
 //   const s = g.compile([y], { device: 'webgpu' });      // loader.js session
-//   const gs = await createWebGpuSession(rlx, s);          // or (exports, ptr, device)
-//   gs.setParam('w', w); gs.setInput('x', x);
-//   await gs.run(); gs.output(0);                           // Float32Array
-//   await gs.getParam('w'); gs.free();
+//   const gs = await createWebGpuSession(rlx, s);          // or (exports, ptr, device); = new WebGpuSession(...).prepare()
+//   gs.setParam('w', w);
+//   const [y0] = await gs.run({ x });                       // Float32Arrays; gs.output(0) too
+//   await gs.readParam('w'); gs.free();
 //
 // rlxModule: the loader's Rlx object, a WebAssembly.Instance or its exports;
 // it must export memory and the rlx_webgpu_* functions of
@@ -21,6 +25,7 @@
 // (navigator.gpu, one shared device).  Failures that mean "use another
 // backend" (no WebGPU, no adapter, a limit the plan exceeds, a lost device)
 // throw a WebGpuUnavailableError whose `reason` says which.
+import { Executor } from './executor.js';
 
 /** WebGPU cannot run this plan here; `reason`: 'no-webgpu' | 'no-adapter' | 'limits' | 'device-lost'. */
 export class WebGpuUnavailableError extends Error {
@@ -103,12 +108,8 @@ function cstring(e, ptr) {
   return new TextDecoder().decode(mem.subarray(ptr >>> 0, end));
 }
 
-/**
- * Creates the GPU objects of a WebGPU session's plan.  Resolves to a
- * WebGpuSession; rejects with WebGpuUnavailableError when WebGPU cannot run
- * it here, or an Error for a malformed plan.
- */
-export async function createWebGpuSession(rlxModule, sessionHandle, device) {
+/** The plan document of a WebGPU session, parsed (throws when it has none or it cannot run here). */
+export function readWebGpuPlan(rlxModule, sessionHandle) {
   const e = exportsOf(rlxModule);
   const s = typeof sessionHandle === 'number' ? sessionHandle : (sessionHandle?.ptr ?? sessionHandle?.handle);
   if (!s) throw new TypeError('createWebGpuSession: no session handle');
@@ -122,34 +123,99 @@ export async function createWebGpuSession(rlxModule, sessionHandle, device) {
   if (plan.format !== 'rlx-webgpu-plan' || plan.version !== 1) throw new Error('createWebGpuSession: unknown plan format');
   const host = plan.steps.find((st) => st.host);
   if (host) throw new WebGpuUnavailableError('host-steps', `WebGPU: step ${host.op} (node ${host.node}) needs host execution, which this executor does not do`);
-  const needs = planNeeds(plan);
-  if (device && typeof device.createBuffer !== 'function') {
-    device = await requestDevice(device, needs); // a GPU object
-  } else if (!device) {
-    if (!sharedDevice) {
-      sharedDevice = requestDevice(globalThis.navigator?.gpu, needs);
-      sharedDevice.catch(() => { sharedDevice = null; });
-    }
-    device = sharedDeviceValue = await sharedDevice;
-  }
-  checkLimits(device, needs);
-  const session = new WebGpuSession(device, plan, e, s);
-  await session.init();
+  return plan;
+}
+
+/**
+ * Creates the GPU objects of a WebGPU session's plan.  Resolves to a
+ * prepared WebGpuSession; rejects with WebGpuUnavailableError when WebGPU
+ * cannot run it here, or an Error for a malformed plan.
+ */
+export async function createWebGpuSession(rlxModule, sessionHandle, device) {
+  const session = new WebGpuSession(rlxModule, sessionHandle, device);
+  await session.prepare();
   return session;
 }
 
-export class WebGpuSession {
-  constructor(device, plan, exp, handle) {
-    this.device = device;
+/**
+ * The WebGPU executor (the contract of ./executor.js).  Made synchronously
+ * from the plan; prepare() (or the first run / readParam) obtains the device
+ * and creates the GPU objects.  What is fed before that is kept and written
+ * once they exist.  run() and readParam() are Promises; there is no sync path.
+ */
+export class WebGpuSession extends Executor {
+  constructor(rlxModule, sessionHandle, device) {
+    const e = exportsOf(rlxModule);
+    const s = typeof sessionHandle === 'number' ? sessionHandle : (sessionHandle?.ptr ?? sessionHandle?.handle);
+    const plan = readWebGpuPlan(e, s);
+    super('webgpu', {
+      label: 'WebGPU session',
+      inputs: plan.inputs.map((x) => ({ name: x.name, count: x.size / 4, dtype: x.dtype })),
+      params: plan.params.map((p) => ({ name: p.name, count: p.size / 4 })),
+      outputCount: plan.outputs.length,
+    });
     this.plan = plan;
-    this.exports = exp;
-    this.handle = handle;
+    this.exports = e;
+    this.handle = s;
+    this.deviceSource = device;
+    this.device = null;
     this.lost = null;
     this.freed = false;
-    this.outputs = plan.outputs.map(() => null);
-    this.inputSet = plan.inputs.map(() => false);
+    this.pending = new Map(); // what was fed before the GPU objects existed
+    this.ready = false;       // the GPU objects exist
+    this.prepared = null;
     this.queue = Promise.resolve();
+  }
+
+  /** Obtains the device and creates the GPU objects (once): Promise<this>. */
+  prepare() {
+    if (!this.prepared) {
+      this.prepared = this.create().then(() => this, (err) => {
+        this.prepared = null;
+        throw err;
+      });
+    }
+    return this.prepared;
+  }
+
+  async create() {
+    if (this.freed) throw new Error('WebGPU session already freed');
+    const needs = planNeeds(this.plan);
+    let device = this.deviceSource;
+    if (device && typeof device.createBuffer !== 'function') {
+      device = await requestDevice(device, needs); // a GPU object
+    } else if (!device) {
+      if (!sharedDevice) {
+        sharedDevice = requestDevice(globalThis.navigator?.gpu, needs);
+        sharedDevice.catch(() => { sharedDevice = null; });
+      }
+      device = sharedDeviceValue = await sharedDevice;
+    }
+    checkLimits(device, needs);
+    this.device = device;
     device.lost?.then((info) => { this.lost = info; sharedDeviceLost(device); });
+    try {
+      await this.init();
+    } catch (err) {
+      for (const b of this.buffers ?? []) b.destroy();
+      this.staging?.destroy();
+      this.buffers = null;
+      this.staging = null;
+      this.device = null;
+      throw err;
+    }
+    if (this.freed) { // freed while it was being made
+      for (const b of this.buffers) b.destroy();
+      this.staging.destroy();
+      this.buffers = [];
+      return;
+    }
+    for (const [key, values] of this.pending) {
+      const i = Number(key.slice(1));
+      this._upload(key[0] === 'i' ? this.plan.inputs[i].buffer : this.plan.params[i].buffer, values);
+    }
+    this.pending.clear();
+    this.ready = true;
   }
 
   // Creates buffers, uploads constants / params / preset inputs and uniforms,
@@ -258,44 +324,37 @@ export class WebGpuSession {
     if (this.freed) throw new Error('WebGPU session already freed');
   }
 
-  findNamed(list, name, what) {
-    const i = list.findIndex((x) => x.name === name);
-    if (i < 0) throw new Error(`${what}: no ${what === 'setInput' ? 'input' : 'param'} named '${name}'`);
-    return i;
+  _checkLive() {
+    this.checkLost();
   }
 
-  /** Writes input `name` (Float32Array, Int32Array or numbers; element count must match). */
-  setInput(name, data) {
-    this.checkLost();
-    const i = this.findNamed(this.plan.inputs, name, 'setInput');
-    const inp = this.plan.inputs[i];
-    const n = inp.size / 4;
-    if (data.length !== n) throw new Error(`setInput: '${name}' holds ${n} values, got ${data.length}`);
-    let bytes;
-    if (inp.dtype === 'i32') {
-      // As rlx_session_set_input: floats become ints (NaN / out of range: -1).
-      const ints = data instanceof Int32Array ? data : Int32Array.from(data, (v) => (v > -2147483648 && v < 2147483648 ? Math.trunc(v) : -1));
-      bytes = ints;
-    } else {
-      bytes = data instanceof Float32Array ? data : Float32Array.from(data);
+  // Until prepare() is done, what is fed is also kept (a copy) and written
+  // again once the GPU objects exist (a failed creation loses nothing).
+  _writeInput(i, values) {
+    if (!this.ready) this.pending.set(`i${i}`, values.slice());
+    if (this.buffers) this._upload(this.plan.inputs[i].buffer, values);
+  }
+
+  _writeParam(i, values) {
+    if (!this.ready) this.pending.set(`p${i}`, values.slice());
+    if (this.buffers) this._upload(this.plan.params[i].buffer, values);
+  }
+
+  _upload(buffer, values) {
+    this.device.queue.writeBuffer(this.buffers[buffer], 0, values.buffer, values.byteOffset, values.byteLength);
+  }
+
+  /** Reads param `name` back from the GPU: Promise<Float32Array>. */
+  readParam(name) {
+    let p;
+    try {
+      p = this.plan.params[this._index(this.params, 'param', name)];
+    } catch (err) {
+      return Promise.reject(err);
     }
-    this.device.queue.writeBuffer(this.buffers[inp.buffer], 0, bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    this.inputSet[i] = true;
-  }
-
-  /** Writes param `name`. */
-  setParam(name, data) {
-    this.checkLost();
-    const p = this.plan.params[this.findNamed(this.plan.params, name, 'setParam')];
-    if (data.length !== p.size / 4) throw new Error(`setParam: '${name}' holds ${p.size / 4} values, got ${data.length}`);
-    const f = data instanceof Float32Array ? data : Float32Array.from(data);
-    this.device.queue.writeBuffer(this.buffers[p.buffer], 0, f.buffer, f.byteOffset, f.byteLength);
-  }
-
-  /** Reads param `name` back: Promise<Float32Array>. */
-  getParam(name) {
-    const p = this.plan.params[this.findNamed(this.plan.params, name, 'getParam')];
     return this.enqueue(async () => {
+      await this.prepare();
+      this.checkLost();
       const { device } = this;
       const staging = device.createBuffer({ size: round16(p.size), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
       const enc = device.createCommandEncoder();
@@ -309,6 +368,11 @@ export class WebGpuSession {
     });
   }
 
+  /** @deprecated readParam (the contract's name). */
+  getParam(name) {
+    return this.readParam(name);
+  }
+
   // Runs fn after every earlier run/readback (the staging buffer is shared).
   enqueue(fn) {
     const next = this.queue.then(() => { this.checkLost(); return fn(); });
@@ -316,9 +380,19 @@ export class WebGpuSession {
     return next;
   }
 
-  /** One run: every dispatch, the training assignments, the output readback. */
-  run() {
+  /**
+   * One run: feeds first, then every dispatch, the training assignments and
+   * the output readback.  Resolves to the outputs (Float32Arrays).
+   */
+  run(feeds) {
+    try {
+      this.feedAll(feeds);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return this.enqueue(async () => {
+      await this.prepare();
+      this.checkLost();
       const { device, plan } = this;
       plan.inputs.forEach((inp, i) => {
         if (inp.needed && !this.inputSet[i]) throw new Error(`run: input '${inp.name}' has not been set`);
@@ -354,17 +428,20 @@ export class WebGpuSession {
       const all = this.staging.getMappedRange();
       this.outputs = plan.outputs.map((o, i) => new Float32Array(all.slice(this.outputSlots[i], this.outputSlots[i] + o.value[2])));
       this.staging.unmap();
+      return this.outputs;
     });
   }
 
   /**
    * One run with a compute pass per dispatch and GPU timestamps around each
    * (the device needs the 'timestamp-query' feature): resolves to
-   * [{op, node, key, ms}] per dispatch.  For tuning kernels; outputs and
-   * params change as in run().
+   * [{ index, op, node, key, ms }] per dispatch (key: the pipeline's).  For
+   * tuning kernels; params change as in run(), outputs are not read.
    */
   profile() {
     return this.enqueue(async () => {
+      await this.prepare();
+      this.checkLost();
       const { device, plan } = this;
       if (!device.features?.has('timestamp-query')) throw new Error('profile: the device lacks the timestamp-query feature');
       const n = plan.steps.length;
@@ -386,18 +463,11 @@ export class WebGpuSession {
       const t = new BigInt64Array(read.getMappedRange().slice(0));
       read.unmap();
       read.destroy(); resolve.destroy(); querySet.destroy();
-      return plan.steps.map((st, k) => ({ op: st.op, node: st.node, key: plan.pipelines[st.pipeline].key, ms: Number(t[2 * k + 1] - t[2 * k]) / 1e6 }));
+      return plan.steps.map((st, k) => ({ index: k, op: st.op, node: st.node, key: plan.pipelines[st.pipeline].key, ms: Number(t[2 * k + 1] - t[2 * k]) / 1e6 }));
     });
   }
 
-  /** Output i of the last run (Float32Array). */
-  output(i) {
-    if (i < 0 || i >= this.outputs.length) throw new Error(`output: output ${i} does not exist (${this.outputs.length} outputs)`);
-    if (!this.outputs[i]) throw new Error('output: the session has not run successfully');
-    return this.outputs[i];
-  }
   outputShape(i) { return this.plan.outputs[i]?.shape.slice(); }
-  get outputCount() { return this.plan.outputs.length; }
   get dispatchCount() { return this.plan.steps.length; }
   get pipelineCount() { return this.plan.pipelines.length; }
 
@@ -407,6 +477,7 @@ export class WebGpuSession {
     this.freed = true;
     for (const b of this.buffers ?? []) b.destroy();
     this.staging?.destroy();
-    this.buffers = [];
+    if (this.buffers) this.buffers = [];
+    this.pending.clear();
   }
 }

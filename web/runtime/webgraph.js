@@ -2,7 +2,8 @@
 // by op (node ids are numbers), compile_forward / compile_backward
 // compile it for 'cpu', 'webgpu', 'webgl' or 'auto', and the
 // CompiledGraph moves data by name (feed), runs (sync on cpu and webgl, a
-// Promise on webgpu) and reads outputs.  Exported by ../pkg/rlx_web.js,
+// Promise on webgpu; run_async everywhere) and reads outputs, all through
+// its executor (the contract of ./executor.js).  Exported by ../pkg/rlx_web.js,
 // which binds it to the live wasm instance:
 //
 //   const g = new WebGraph();
@@ -81,12 +82,6 @@ function floatData(fn, what, v) {
 }
 
 const numel = (dims) => dims.reduce((a, b) => a * b, 1);
-
-/** Throws an RlxError "fn: <the library's message>" when status < 0. */
-function check(rt, fn, status) {
-  if (status < 0) throw new RlxError(status, `${fn}: ${rt.lastError()}`, rt.statusName(status));
-  return status;
-}
 
 /** A graph under construction; builders return node ids. */
 export class WebGraph {
@@ -528,15 +523,7 @@ export function selectCompiled(fn, graph, plan, outs, kind, skipFusion = false, 
 function compileOn(graph, backend, kind, compile) {
   const rt = graph._rt;
   const e = rt.exports;
-  let gpu = null;
-  let gl = null;
-  if (backend === 'webgpu') {
-    gpu = backends.webgpuRuntime();
-    if (!gpu) throw new Error(backends.environment(rt).webgpu.reason);
-  } else if (backend === 'webgl') {
-    gl = backends.webglRuntime();
-    if (!gl) throw new Error(backends.environment(rt).webgl.reason);
-  }
+  const makeExecutor = backends.executorFor(rt, backend); // throws the reason when the backend cannot run here
   const ptr = rt.scoped((t) => {
     const out = t.bytes(4);
     rt.writeI32(out, [0]);
@@ -553,38 +540,45 @@ function compileOn(graph, backend, kind, compile) {
       throw new Error(`the plan needs host execution (${host} of ${total} steps on the host, ${syncs} sync points), ` +
         'which the browser GPU executors cannot do');
     }
-    const compiled = new CompiledGraph(rt, ptr, backend, kind);
-    if (gpu) compiled._gpuRuntime = gpu;
-    if (gl) {
-      const session = gl.executor.createWebGlSession(rt, ptr, gl.canvas ? { canvas: gl.canvas } : {});
-      if (!session || typeof session.then === 'function') throw new Error('the WebGL2 executor did not return a session synchronously');
-      compiled._gl = session;
-    }
-    return compiled;
+    const executor = makeExecutor(ptr);
+    if (!executor || typeof executor.then === 'function') throw new Error(`the ${backend} executor did not return an executor synchronously`);
+    return new CompiledGraph(rt, ptr, backend, kind, executor);
   } catch (err) {
     e.rlx_session_free(ptr);
     throw err;
   }
 }
 
+/** err from the executor as an RlxError "fn: detail" (its reason and status kept). */
+function relabel(fn, err) {
+  if (!(err instanceof RlxError)) return err; // a GPU failure (with its reason) stays as it is
+  const detail = err.detail ?? err.message;
+  if (detail.startsWith(`${fn}:`)) return err;
+  const wrapped = new RlxError(err.status, `${fn}: ${detail}`, err.statusName);
+  if (err.reason) wrapped.reason = err.reason;
+  wrapped.cause = err;
+  return wrapped;
+}
+
 /**
  * A compiled graph: feed inputs and params by name, run, read outputs.
  * `backend` is what it actually runs on; `fallbacks` lists the better
- * backends that were not used and why (for 'auto').
+ * backends that were not used and why (for 'auto').  Everything it does on
+ * the device goes through `executor`, an object with the contract of
+ * ./executor.js (the same methods on every backend); the C session it holds
+ * gives the shapes.  run() keeps the spec's form: synchronous where the
+ * executor has runSync (cpu, webgl), else a Promise (webgpu); the executor's
+ * run(feeds) is the Promise form everywhere.
  */
 export class CompiledGraph {
-  constructor(rt, ptr, backend, kind) {
+  constructor(rt, ptr, backend, kind, executor) {
     this._rt = rt;
     this._ptr = ptr;
     this.backend = backend;
     this.kind = kind;
     this.fallbacks = [];
     this.requested = backend;
-    this._gpu = null;          // the WebGpuSession once made (first run)
-    this._gpuPending = null;   // Promise of it
-    this._gpuRuntime = null;
-    this._dirty = new Map();   // what was fed while the GPU session was being made
-    this._gl = null;
+    this.executor = executor;
     const e = rt.exports;
     this.inputs = Array.from({ length: e.rlx_session_input_count(ptr) }, (_, i) => rt.scoped((t) => {
       const dims = t.bytes(32);
@@ -614,7 +608,7 @@ export class CompiledGraph {
    */
   feed(name, data) {
     const fn = 'CompiledGraph.feed';
-    const ptr = this._live('feed');
+    this._live('feed');
     if (typeof name !== 'string') throw fail(fn, `name must be a string, got ${describe(name)}`);
     const isParam = this.params.some((p) => p.name === name);
     const input = this.inputs.find((i) => i.name === name);
@@ -622,44 +616,12 @@ export class CompiledGraph {
       throw new RlxError(-5, `${fn}: no input or param named '${name}' (inputs: ${this.input_names().join(', ') || 'none'}; ` +
         `params: ${this.param_names().join(', ') || 'none'})`, 'not found');
     }
-    let values = data;
-    if (!(data instanceof Int32Array && input)) values = floatData(fn, `'${name}'`, data);
-    const rt = this._rt;
-    const e = rt.exports;
-    check(rt, fn, rt.scoped((t) => {
-      if (isParam) return e.rlx_session_set_param(ptr, t.str(name), t.f32(values), values.length);
-      if (values instanceof Int32Array) return e.rlx_session_set_input_i32(ptr, t.str(name), t.i32(values), values.length);
-      return e.rlx_session_set_input(ptr, t.str(name), t.f32(values), values.length);
-    }));
-    if (this._gpu) {
-      if (isParam) this._gpu.setParam(name, values);
-      else this._gpu.setInput(name, values);
-    } else if (this._gpuPending) {
-      this._dirty.set(name, { isParam, values: values.slice() });
-    } else if (this._gl) {
-      if (isParam) this._gl.setParam(name, values);
-      else this._gl.setInput(name, values);
+    const values = data instanceof Int32Array && input ? data : floatData(fn, `'${name}'`, data);
+    try {
+      this.executor.feed(name, values);
+    } catch (err) {
+      throw relabel(fn, err);
     }
-  }
-
-  _webgpuSession() {
-    if (this._gpu) return Promise.resolve(this._gpu);
-    if (!this._gpuPending) {
-      const { device, executor } = this._gpuRuntime;
-      this._gpuPending = executor.createWebGpuSession(this._rt, this._ptr, device).then((s) => {
-        for (const [name, { isParam, values }] of this._dirty) {
-          if (isParam) s.setParam(name, values);
-          else s.setInput(name, values);
-        }
-        this._dirty.clear();
-        this._gpu = s;
-        return s;
-      }, (err) => {
-        this._gpuPending = null;
-        throw err;
-      });
-    }
-    return this._gpuPending;
   }
 
   /** The learning rate of a graph from compile_train (a finite number). */
@@ -672,30 +634,41 @@ export class CompiledGraph {
   }
 
   /**
-   * Creates the GPU objects now (WebGPU: pipelines and buffers, a Promise;
-   * run() would do it on first use); nothing to do on cpu and webgl.
+   * Creates the device objects now (WebGPU: pipelines and buffers; run()
+   * would do it on first use); resolves at once where there is nothing to do.
    */
   prepare() {
     this._live('prepare');
-    if (this.backend !== 'webgpu') return Promise.resolve();
-    return this._webgpuSession().then(() => undefined);
+    return this.executor.prepare().then(() => undefined);
   }
 
-  /** One run: synchronous on cpu and webgl; a Promise on webgpu. */
+  /** One run: synchronous where the executor can (cpu, webgl); a Promise otherwise (webgpu). */
   run() {
-    const ptr = this._live('run');
-    if (this.backend === 'webgpu') {
-      return this._webgpuSession().then((s) => {
-        this._live('run');
-        return s.run();
-      });
-    }
-    if (this._gl) {
-      this._gl.run();
+    this._live('run');
+    const ex = this.executor;
+    if (typeof ex.runSync === 'function') {
+      try {
+        ex.runSync();
+      } catch (err) {
+        throw relabel('CompiledGraph.run', err);
+      }
       return undefined;
     }
-    check(this._rt, 'CompiledGraph.run', this._rt.exports.rlx_session_run(ptr));
-    return undefined;
+    return ex.run().then(() => undefined, (err) => { throw relabel('CompiledGraph.run', err); });
+  }
+
+  /**
+   * One run on any backend as a Promise of every output (Float32Arrays);
+   * feeds ({ name: data }) are fed first.  The executor contract's run().
+   */
+  run_async(feeds) {
+    try {
+      this._live('run_async');
+      if (feeds) for (const [name, data] of feeds instanceof Map ? feeds : Object.entries(feeds)) this.feed(name, data);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.executor.run().then((outs) => outs.map((o) => o.slice()), (err) => { throw relabel('CompiledGraph.run_async', err); });
   }
 
   /** Number of outputs. */
@@ -727,45 +700,46 @@ export class CompiledGraph {
 
   /** A copy of output i of the last run (Float32Array). */
   output(i) {
-    const ptr = this._live('output');
+    this._live('output');
     this._index('output', i);
-    if (this.backend === 'webgpu') {
-      if (!this._gpu) throw new RlxError(STATE, 'CompiledGraph.output: the graph has not run yet (await run() first)', 'bad state');
-      return this._gpu.output(i).slice();
+    try {
+      return this.executor.output(i).slice();
+    } catch (err) {
+      throw relabel('CompiledGraph.output', err);
     }
-    if (this._gl) return Float32Array.from(this._gl.output(i));
-    const rt = this._rt;
-    const len = rt.exports.rlx_session_output_len(ptr, i) >>> 0;
-    return rt.scoped((t) => {
-      const buf = t.bytes(4 * len);
-      check(rt, 'CompiledGraph.output', rt.exports.rlx_session_read_output(ptr, i, buf, len));
-      return rt.readF32(buf, len);
-    });
   }
 
-  /** The current values of param `name` (a Promise on webgpu, where they live on the GPU). */
+  /** The current values of param `name`: synchronous where the executor can (cpu, webgl), else a Promise (webgpu). */
   read_param(name) {
     const fn = 'CompiledGraph.read_param';
-    const ptr = this._live('read_param');
+    this._live('read_param');
     const p = this.params.find((q) => q.name === name);
     if (!p) throw new RlxError(-5, `${fn}: no param named '${name}' (params: ${this.param_names().join(', ') || 'none'})`, 'not found');
-    if (this._gpu) return this._gpu.getParam(name);
-    if (this._gl?.getParam) return this._gl.getParam(name);
-    const rt = this._rt;
-    const values = rt.scoped((t) => {
-      const buf = t.bytes(4 * p.size);
-      check(rt, fn, rt.exports.rlx_session_get_param(ptr, t.str(name), buf, p.size));
-      return rt.readF32(buf, p.size);
-    });
-    return this.backend === 'webgpu' ? Promise.resolve(values) : values;
+    const ex = this.executor;
+    if (typeof ex.readParamSync === 'function') {
+      try {
+        return ex.readParamSync(name);
+      } catch (err) {
+        throw relabel(fn, err);
+      }
+    }
+    return ex.readParam(name).catch((err) => { throw relabel(fn, err); });
   }
 
-  /** Frees the compiled graph (and its GPU objects); freeing twice is harmless. */
+  /** Per-step times of one run: the executor contract's profile() rows (a Promise). */
+  profile(opts) {
+    try {
+      this._live('profile');
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.executor.profile(opts);
+  }
+
+  /** Frees the compiled graph (and its device objects); freeing twice is harmless. */
   free() {
     if (!this._ptr) return;
-    this._gpu?.free();
-    this._gpuPending?.then((s) => s.free(), () => {});
-    this._gl?.free?.();
+    this.executor.free();
     this._rt.exports.rlx_session_free(this._ptr);
     this._ptr = 0;
   }
