@@ -1,5 +1,7 @@
-// rlx.ts - the RLX SDK: a small, typed API over ./pkg/rlx_web.js for pages,
-// Workers and Node.  Compiled to rlx.js + rlx.d.ts by `make` (npm typescript).
+// rlx.ts - the RLX SDK, the documented way in: a small, typed, camelCase API
+// over ./pkg/rlx_web.js (the spec's snake_case surface, kept as the
+// low-level / compatibility layer) for pages, Workers and Node.  Compiled to
+// rlx.js + rlx.d.ts by `make sdk` (npm typescript).
 //
 //   import Rlx from './rlx.js';
 //   const rlx = await Rlx.init({ webgpu: true });        // GPU backends are optional
@@ -7,18 +9,22 @@
 //   const params = model.initParams(42);
 //   const { x, labels } = model.syntheticBatch(1, 8);
 //   const logits = await model.forward(x, params);        // { backend: 'auto' } by default
-//   const step = await model.trainStep(x, labels, params, { lr: 0.01 });  // { loss, params, backend }
+//   const step = await model.trainStep(x, labels, params, 0.01, { backend: 'webgl' });  // { loss, params, backend }
+//   const { grads } = await model.grads(x, labels, params, { backend: 'cpu' });
 //   const report = await model.bench({ steps: 50, onProgress: (p) => console.log(p.step, p.loss) });
+//   model.resolve('auto');                                // { backend, fallbacks: [{ backend, reason }] }
 //   const g = rlx.graph();                                // a WebGraph: describe a model in code
 //   const lm = rlx.transformer({ vocab: 32, dim: 32, nLayers: 2, nHeads: 4, ffn: 64, seed: 7 });
 //   lm.nextLogits([3, 1, 4]);
 //   rlx.dispose();
 //
-// Backends: 'auto' (default) takes the best backend that can run the model
-// here and says why it did not take the better ones (`fallbacks`); an
-// explicit 'cpu' | 'webgpu' | 'webgl' runs there or throws the reason.
-// Synchronous CPU variants with the names of the spec are kept:
-// forwardCpu, trainStepCpu, benchCpu.
+// Backends: the same methods on every backend, each a Promise.  'auto'
+// (default) takes the best backend that can run the model here and says why
+// it did not take the better ones (`fallbacks`); an explicit 'cpu' |
+// 'webgpu' | 'webgl' runs there or rejects with the reason.  WebGPU is
+// obtained by Rlx.init (device creation is asynchronous); WebGL2 initialises
+// itself on first use.  forwardCpu, trainStepCpu and benchCpu (synchronous)
+// are deprecated aliases of forward / trainStep / bench with { backend: 'cpu' }.
 import init, * as low from './pkg/rlx_web.js';
 import type {
   BackendEnvironment, BackendFallback, BackendName, BackendRequest, CompiledGraph, InitInput, Seed,
@@ -60,6 +66,15 @@ export interface StepResult {
   loss: number;
   /** The parameters after p -= lr * grad. */
   params: Float32Array;
+  /** What ran it. */
+  backend: BackendName;
+}
+
+export interface GradsResult {
+  /** The loss at params. */
+  loss: number;
+  /** dL/dparams, in the flat order of the params. */
+  grads: Float32Array;
   /** What ran it. */
   backend: BackendName;
 }
@@ -126,16 +141,22 @@ function disposedError(what: string): Error {
 /** Lets the event loop run (a page stays responsive during long loops). */
 const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
 
-interface GpuPath extends Resolved {
-  compiled: CompiledGraph | null; // null: the CPU entry points run it
-}
+/** What a method of VisionModel runs: the snake_case entry points of VisionBench, one per backend. */
+type BenchOp = 'forward' | 'train_step' | 'grads';
 
-/** One vision model: init, data, forward, train step and benchmark on any backend. */
+/**
+ * One vision model: init, data, forward, gradients, train step and
+ * benchmark, the same methods on every backend ({ backend }: 'auto' by
+ * default, or 'cpu' | 'webgpu' | 'webgl'), each returning a Promise.  The
+ * work is done by the low-level VisionBench of ./pkg/rlx_web.js (its
+ * forward_cpu / forward_webgpu / forward_webgl, ...): the SDK only chooses
+ * the backend, says why, and shapes the results.
+ */
 export class VisionModel {
   readonly slug: string;
   readonly info: VisionModelInfo;
   private bench_: low.VisionBench | null;
-  private paths = new Map<string, GpuPath>();
+  private resolved = new Map<string, Resolved>();
 
   /** @internal use Rlx.vision(). */
   constructor(slug: string) {
@@ -168,73 +189,53 @@ export class VisionModel {
   }
 
   /**
-   * The backend that runs this model for a batch size and a request (cached):
-   * { backend, fallbacks }.  training: the train step (default) or forward.
+   * The backend that runs this model for a batch size and a request (chosen
+   * once, then cached): { backend, fallbacks }, where fallbacks says why each
+   * better backend was not taken.  training: the train step (default) or forward.
    */
   resolve(request: BackendRequest = 'auto', { training = true, batch = 1 } = {}): Resolved {
-    const { backend, fallbacks } = this.path(training ? 'train' : 'forward', batch, request);
-    return { backend, fallbacks };
-  }
-
-  private path(kind: 'train' | 'forward', batch: number, request: BackendRequest): GpuPath {
     this.live();
-    const key = `${kind}:${batch}:${request}`;
-    let p = this.paths.get(key);
-    if (!p) {
-      const sel = low.select_backend(this.slug, request, { batch, training: kind === 'train' });
-      if (sel.backend === 'cpu') {
-        sel.compiled.free(); // the cached CPU entry points of the library run it
-        p = { backend: 'cpu', fallbacks: sel.fallbacks, compiled: null };
-      } else {
-        p = { backend: sel.backend, fallbacks: sel.fallbacks, compiled: sel.compiled };
-      }
-      this.paths.set(key, p);
+    const key = `${training ? 'train' : 'forward'}:${batch}:${request}`;
+    let r = this.resolved.get(key);
+    if (!r) {
+      const sel = low.select_backend(this.slug, request, { batch, training });
+      sel.compiled.free(); // a probe: VisionBench compiles (and caches) what it runs
+      r = { backend: sel.backend, fallbacks: sel.fallbacks };
+      this.resolved.set(key, r);
     }
-    return p;
+    return r;
   }
 
-  private feedParams(c: CompiledGraph, params: Floats): void {
-    const flat = params instanceof Float32Array ? params : Float32Array.from(params);
-    if (flat.length !== this.info.param_flat_len) {
-      throw fail(`${this.slug}: params has ${flat.length} values, expected ${this.info.param_flat_len}`);
-    }
-    let at = 0;
-    this.info.param_names.forEach((name, k) => {
-      const n = this.info.param_sizes[k]!;
-      c.feed(name, flat.subarray(at, at + n));
-      at += n;
-    });
+  /** Runs op of VisionBench on the resolved backend: its result and the backend. */
+  private async call(op: BenchOp, training: boolean, x: Floats, request: BackendRequest,
+    args: unknown[]): Promise<{ out: Float32Array; backend: BackendName }> {
+    const { backend } = this.resolve(request, { training, batch: this.batchOf(x) });
+    const bench = this.live() as unknown as Record<string, (...a: unknown[]) => Float32Array | Promise<Float32Array>>;
+    const out = await bench[`${op}_${backend === 'webgpu' ? 'webgpu' : backend === 'webgl' ? 'webgl' : 'cpu'}`]!(x, ...args);
+    return { out, backend };
   }
 
   /** Logits [batch, num_classes] for x [batch, ...input_dims]. */
   async forward(x: Floats, params: Floats, { backend = 'auto' }: RunOptions = {}): Promise<Float32Array> {
-    const p = this.path('forward', this.batchOf(x), backend);
-    if (!p.compiled) return this.forwardCpu(x, params);
-    this.feedParams(p.compiled, params);
-    p.compiled.feed('x', x);
-    await p.compiled.run();
-    return p.compiled.output(0);
+    return (await this.call('forward', false, x, backend, [params])).out;
   }
 
-  /** One SGD step on (x, labels): the loss before it and the updated params. */
-  async trainStep(x: Floats, labels: Labels, params: Floats, { lr = 0.01, backend = 'auto' }: TrainOptions = {}): Promise<StepResult> {
-    const batch = this.batchOf(x);
-    const p = this.path('train', batch, backend);
-    if (!p.compiled) return { ...this.trainStepCpu(x, labels, params, lr), backend: 'cpu' };
-    if (typeof lr !== 'number' || !Number.isFinite(lr)) throw fail(`${this.slug}: lr must be a finite number, got ${lr}`);
-    const c = p.compiled;
-    this.feedParams(c, params);
-    c.feed('x', x);
-    c.feed('labels', labels instanceof Int32Array ? labels : Int32Array.from(labels));
-    await c.run();
-    const next = Float32Array.from(params);
-    let at = 0;
-    this.info.param_sizes.forEach((n, k) => {
-      const g = c.output(1 + k);
-      for (let i = 0; i < n; i++) next[at + i]! -= lr * g[i]!;
-      at += n;
-    });
-    return { loss: c.output(0)[0]!, params: next, backend: p.backend };
+  /**
+   * One SGD step on (x, labels): the loss before it and the updated params.
+   * The learning rate as a number, or in the options ({ lr, backend }; default 0.01).
+   */
+  async trainStep(x: Floats, labels: Labels, params: Floats, lr?: number | TrainOptions, options: RunOptions = {}): Promise<StepResult> {
+    const opts: TrainOptions = typeof lr === 'object' && lr !== null ? lr : { ...options, lr: lr ?? 0.01 };
+    const rate = opts.lr ?? 0.01;
+    if (typeof rate !== 'number' || !Number.isFinite(rate)) throw fail(`${this.slug}: lr must be a finite number, got ${rate}`);
+    const { out, backend } = await this.call('train_step', true, x, opts.backend ?? 'auto', [labels, params, rate]);
+    return { loss: out[0]!, params: out.slice(1), backend };
+  }
+
+  /** Gradients of the mean softmax cross-entropy at params (no update), in the flat order of the params. */
+  async grads(x: Floats, labels: Labels, params: Floats, { backend = 'auto' }: RunOptions = {}): Promise<GradsResult> {
+    const { out, backend: used } = await this.call('grads', true, x, backend, [labels, params]);
+    return { loss: out[0]!, grads: out.slice(1), backend: used };
   }
 
   /**
@@ -250,7 +251,7 @@ export class VisionModel {
     let lastYield = performance.now();
     const t0 = performance.now();
     for (let i = 0; i < steps; i++) {
-      const r = await this.trainStep(x, labels, params, { lr, backend });
+      const r = await this.trainStep(x, labels, params, lr, { backend });
       params = r.params;
       losses[i] = r.loss;
       onProgress?.({ step: i + 1, steps, loss: r.loss, backend: r.backend });
@@ -267,18 +268,18 @@ export class VisionModel {
     };
   }
 
-  /** Logits on the CPU, synchronously. */
+  /** @deprecated use `await forward(x, params, { backend: 'cpu' })`. Logits on the CPU, synchronously. */
   forwardCpu(x: Floats, params: Floats): Float32Array {
     return this.live().forward_cpu(x, params);
   }
 
-  /** One SGD step on the CPU, synchronously: { loss, params }. */
+  /** @deprecated use `await trainStep(x, labels, params, lr, { backend: 'cpu' })`. One SGD step on the CPU, synchronously. */
   trainStepCpu(x: Floats, labels: Labels, params: Floats, lr: number): { loss: number; params: Float32Array } {
     const out = this.live().train_step_cpu(x, labels, params, lr);
     return { loss: out[0]!, params: out.slice(1) };
   }
 
-  /** `steps` SGD steps inside wasm on one synthetic batch. */
+  /** @deprecated use `await bench({ steps, seed, lr, batch, backend: 'cpu' })`. `steps` SGD steps inside wasm. */
   benchCpu(steps: number, seed: Seed, lr: number, batch = 1): { initialLoss: number; finalLoss: number; stepsPerSec: number } {
     const [initialLoss, finalLoss, stepsPerSec] = this.live().bench_cpu(steps, seed, lr, batch);
     return { initialLoss: initialLoss!, finalLoss: finalLoss!, stepsPerSec: stepsPerSec! };
@@ -286,8 +287,7 @@ export class VisionModel {
 
   /** Frees the compiled graphs of the GPU paths; the model is unusable after. */
   dispose(): void {
-    for (const p of this.paths.values()) p.compiled?.free();
-    this.paths.clear();
+    this.resolved.clear();
     this.bench_?.free();
     this.bench_ = null;
   }

@@ -4,7 +4,7 @@
 // --strict, the @ts-expect-error lines must be rejected.  Run by
 // tests/node/sdk.test.mjs; never executed.
 import Rlx, { VisionModel, Transformer, RlxError } from '../../web/rlx.js';
-import type { BenchResult, StepResult, Resolved, BackendEnvironment, WebGraph, CompiledGraph } from '../../web/rlx.js';
+import type { BenchResult, StepResult, GradsResult, Resolved, BackendEnvironment, WebGraph, CompiledGraph } from '../../web/rlx.js';
 import { backend_candidates, select_backend, backend_environment, init_webgpu, init_webgl, WebGraph as LowGraph } from '../../web/pkg/rlx_web.js';
 import type { BackendCandidates, Selection, NodeId, VisionNodes } from '../../web/pkg/rlx_web.js';
 
@@ -22,6 +22,9 @@ export async function main(): Promise<void> {
   const logits: Float32Array = await model.forward(x, params, { backend: 'auto' });
   const step: StepResult = await model.trainStep(x, labels, params, { lr: 0.01, backend: 'webgpu' });
   const next: Float32Array = step.params;
+  const step2: StepResult = await model.trainStep(x, labels, params, 0.05, { backend: 'webgl' });
+  const gr: GradsResult = await model.grads(x, labels, params, { backend: 'auto' });
+  const gsum: number = gr.loss + gr.grads[0]! + step2.loss;
   const r: BenchResult = await model.bench({ steps: 5, seed: 1, lr: 0.01, batch: 2, backend: 'cpu',
     onProgress: (p) => { const s: number = p.step + p.steps + p.loss; void s; } });
   const resolved: Resolved = model.resolve('auto', { training: false, batch: 3 });
@@ -50,6 +53,8 @@ export async function main(): Promise<void> {
   c.feed('x', new Float32Array(12));
   c.feed('labels', new Int32Array([0, 1, 2, 3]));
   await c.run();
+  const outs: Float32Array[] = await c.run_async({ x: new Float32Array(12) });
+  const rowMs: number = (await c.executor.profile())[0]!.ms + (await c.executor.run())[0]![0]!;
   const sizes: number[] = c.output_sizes();
   const out: Float32Array = c.output(0);
   const fell: string = c.fallbacks.map((f) => `${f.backend}: ${f.reason}`).join();
@@ -85,5 +90,5 @@ export async function main(): Promise<void> {
   const bad2: 'auto'[] = cands.candidates;
 
   void [reason, version, slugs, logits, next, resolved, sync, syncStep, sps, nextLogits, all, v, sizes, out, fell, first, ok,
-    bad1, bad2];
+    bad1, bad2, gsum, outs, rowMs];
 }
