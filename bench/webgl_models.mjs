@@ -128,7 +128,7 @@ window.setup = async (slug, B) => {
   });
   gs.setInput('x', x);
   gs.setInput('labels', labels);
-  const ours = { gs, losses: [], step() { this.losses.push(gs.run()[0][0]); } };
+  const ours = { gs, losses: [], step() { this.losses.push(gs.runSync()[0][0]); } };
   t0 = performance.now();
   ours.step();
   const firstRunMs = performance.now() - t0;
@@ -177,7 +177,7 @@ window.profileStep = (slug) => {
     gs.endPasses();
     out.draws_ms = performance.now() - t;
     t = performance.now();
-    gs.run();
+    gs.runSync();
     out.run_ms = performance.now() - t;
   }
   return out;
