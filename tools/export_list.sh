@@ -7,12 +7,13 @@
 #                                                        ({ global: a; b; local: *; };)
 #
 # The Makefile links build/librlx.so with the version script made from
-# include/rlx.h and include/rlx_models.h, so the shared library exports the
-# declared API and nothing else; moving a declaration out of a public header
-# stops exporting it at the next build.  A declaration is a top-level
-# statement `type name(args);` outside typedefs (function-pointer typedefs
-# and struct members are skipped); comments and preprocessor lines are
-# ignored.  Only C, no cpp: the headers are parsed as written.
+# include/rlx.h, include/rlx_models.h and include/rlx_op_info.h, so the
+# shared library exports the declared API and nothing else; moving a
+# declaration out of a public header stops exporting it at the next build.
+# A declaration is a top-level statement `type name(args);` outside typedefs
+# (function-pointer typedefs and struct members are skipped); comments and
+# preprocessor lines are ignored.  Only C, no cpp: the headers are parsed
+# as written.
 set -eu
 
 usage() { echo "usage: $0 --names HEADER... | --version-script OUT HEADER..." >&2; exit 2; }

@@ -94,6 +94,8 @@ _SIGNATURES = {
     "rlx_version": (c_char_p, []),
     "rlx_op_name": (c_char_p, [c_int]),
     "rlx_op_from_name": (c_int, [c_char_p]),
+    "rlx_op_min_inputs": (c_int32, [c_int]),
+    "rlx_op_max_inputs": (c_int32, [c_int]),
     "rlx_graph_new": (G, []),
     "rlx_graph_free": (None, [G]),
     "rlx_graph_status": (c_int, [G]),

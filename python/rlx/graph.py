@@ -51,6 +51,19 @@ def op_names():
     return [decode(L.rlx_op_name(i)) for i in range(count)]
 
 
+_arities = {}
+
+
+def op_arity(name):
+    """(min, max) inputs of an op, from the library's op table (include/rlx_op_info.h)."""
+    a = _arities.get(name)
+    if a is None:
+        L = lib()
+        i = op_id(name)
+        a = _arities[name] = (L.rlx_op_min_inputs(i), L.rlx_op_max_inputs(i))
+    return a
+
+
 def _pair(v, what):
     if isinstance(v, int):
         return v, v
@@ -531,7 +544,7 @@ class Graph(_native.Handle):
 
 # ---- the simple ops, generated from a table -----------------------------
 _BIN = " Inputs broadcast numpy-style; numbers and lists become constants."
-# name: (input names, description)
+# name: (input names, description); the arity check is the library's (op_arity).
 _SIMPLE_OPS = {
     "add": ("a b", "a + b." + _BIN), "sub": ("a b", "a - b." + _BIN), "mul": ("a b", "a * b." + _BIN),
     "div": ("a b", "a / b." + _BIN), "max": ("a b", "Elementwise maximum." + _BIN),
@@ -556,8 +569,10 @@ def _make_simple(name, arg_names, doc):
     args = arg_names.split()
 
     def method(self, *inputs):
-        if len(inputs) != len(args):
-            raise TypeError("%s(%s) takes %d inputs, got %d" % (name, ", ".join(args), len(args), len(inputs)))
+        lo, hi = op_arity(name)
+        if not lo <= len(inputs) <= hi:
+            raise TypeError("%s(%s) takes %s inputs, got %d"
+                            % (name, ", ".join(args), lo if lo == hi else "%d to %d" % (lo, hi), len(inputs)))
         return self.op(name, inputs)
     P = inspect.Parameter
     method.__signature__ = inspect.Signature([P(a, P.POSITIONAL_ONLY) for a in ["self"] + args])
@@ -576,4 +591,4 @@ _NODE_METHODS = frozenset(list(_SIMPLE_OPS) + [
     "reduce_max", "softmax", "log_softmax", "rms_norm", "layer_norm", "rope", "attention", "conv2d",
     "max_pool2d", "avg_pool2d"])
 
-__all__ = ["Graph", "Node", "op_names", "op_id"]
+__all__ = ["Graph", "Node", "op_names", "op_id", "op_arity"]

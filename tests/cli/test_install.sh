@@ -39,7 +39,7 @@ fi
 version=$(sed -n 's/^Version: *//p' "$prefix/lib/pkgconfig/rlx.pc")
 major=${version%%.*}
 [ -n "$version" ] || fail "rlx.pc has no Version"
-for f in include/rlx.h include/rlx_models.h include/rlx_ops.def lib/librlx.a "lib/librlx.so.$version" \
+for f in include/rlx.h include/rlx_models.h include/rlx_op_info.h include/rlx_ops.def lib/librlx.a "lib/librlx.so.$version" \
          lib/pkgconfig/rlx.pc; do
   [ -f "$prefix/$f" ] && [ ! -L "$prefix/$f" ] || fail "$f is not installed as a file"
 done

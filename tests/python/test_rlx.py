@@ -156,6 +156,38 @@ class TestGraphs(Case):
         self.assertIn("relu", dir(rlx.Graph))
         self.assertIn("relu(x)", rlx.Graph.relu.__doc__)
 
+    def test_simple_op_arity_comes_from_the_library(self):
+        from rlx import graph
+        # The names of each simple method's inputs agree with the op table.
+        for name, (args, _doc) in graph._SIMPLE_OPS.items():
+            lo, hi = graph.op_arity(name)
+            self.assertTrue(lo <= len(args.split()) <= hi, name)
+        self.assertEqual(graph.op_arity("add"), (2, 2))
+        g = rlx.Graph()
+        x = g.input("x", (2,))
+        with self.assertRaisesRegex(TypeError, r"add\(a, b\) takes 2 inputs, got 1"):
+            g.add(x)
+        # A library whose table said add takes 1 to 3 inputs moves the check.
+        real = graph.lib
+
+        class Library:
+            def __getattr__(self, attr):
+                return getattr(real(), attr)
+
+            def rlx_op_max_inputs(self, op):
+                return 3 if op == graph.op_id("add") else real().rlx_op_max_inputs(op)
+
+            def rlx_op_min_inputs(self, op):
+                return 1 if op == graph.op_id("add") else real().rlx_op_min_inputs(op)
+        graph._arities.clear()
+        graph.lib = Library
+        try:
+            with self.assertRaisesRegex(TypeError, r"takes 1 to 3 inputs, got 4"):
+                g.add(x, x, x, x)
+        finally:
+            graph.lib = real
+            graph._arities.clear()
+
     def test_i32_ids_through_gather(self):
         g = rlx.Graph()
         table = g.param("table", (3, 2))

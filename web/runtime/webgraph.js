@@ -478,17 +478,23 @@ function optimizerArgs(fn, o) {
     eps: num('eps', 0), weight_decay: o.weightDecay !== undefined ? num('weightDecay', 0) : num('weight_decay', 0) };
 }
 
-// The ops without attributes: one method each, inputs as named here.
-const SIMPLE_OPS = {
-  add: 2, sub: 2, mul: 2, div: 2, max: 2, min: 2, pow: 2, eq: 2, ne: 2, lt: 2, le: 2, gt: 2, ge: 2, where: 3,
-  neg: 1, abs: 1, exp: 1, log: 1, sqrt: 1, rsqrt: 1, tanh: 1, sigmoid: 1, relu: 1, gelu: 1, silu: 1,
-  global_avg_pool: 1,
-};
-for (const [name, arity] of Object.entries(SIMPLE_OPS)) {
+// The ops without attributes: one method each.  How many inputs each takes
+// is the module's op table (rlx_op_min_inputs / rlx_op_max_inputs,
+// src/web/exports_ops.c), read on the call.
+const SIMPLE_OPS = [
+  'add', 'sub', 'mul', 'div', 'max', 'min', 'pow', 'eq', 'ne', 'lt', 'le', 'gt', 'ge', 'where',
+  'neg', 'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'sigmoid', 'relu', 'gelu', 'silu',
+  'global_avg_pool',
+];
+for (const name of SIMPLE_OPS) {
   Object.defineProperty(WebGraph.prototype, name, {
     value: function simpleOp(...inputs) {
-      if (inputs.length !== arity) {
-        throw fail(`WebGraph.${name}`, `takes ${arity} node id${arity > 1 ? 's' : ''}, got ${inputs.length} arguments`);
+      const e = this._rt.exports;
+      const op = this._rt.scoped((t) => e.rlx_op_from_name(t.str(name)));
+      const lo = e.rlx_op_min_inputs(op), hi = e.rlx_op_max_inputs(op);
+      if (inputs.length < lo || inputs.length > hi) {
+        const n = lo === hi ? `${lo} node id${lo > 1 ? 's' : ''}` : `${lo} to ${hi} node ids`;
+        throw fail(`WebGraph.${name}`, `takes ${n}, got ${inputs.length} arguments`);
       }
       return this.op(name, inputs);
     },
