@@ -20,7 +20,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startServer, launch, missing } from '../tests/browser/helpers.mjs';
-import { inLoopbackNamespace, launchPeerBrowser, startRelay, stopAll } from '../tests/browser/mesh_env.mjs';
+import { inLoopbackNamespace, launchPeerBrowser, startRelay, stopAll, LEAVE_NOISE } from '../tests/browser/mesh_env.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => {
   const [key, ...value] = a.replace(/^--/, '').split('=');
@@ -39,7 +39,7 @@ const state = (page) => page.evaluate(() => window.rlxCluster.state);
 
 function watch(page, problems) {
   page.on('pageerror', (err) => problems.push(err.message));
-  page.on('console', (msg) => msg.type() === 'error' && !/User-Initiated Abort/.test(msg.text()) && problems.push(msg.text()));
+  page.on('console', (msg) => msg.type() === 'error' && !LEAVE_NOISE.test(msg.text()) && problems.push(msg.text()));
 }
 
 const pageUrl = (server, n, room = null) => `${server.url}cluster.html?autostart=1&backend=cpu&model=${model}&batch=${batch}&min=${n}&steps=0` +

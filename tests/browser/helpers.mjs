@@ -9,7 +9,7 @@ export { REPO, startServer } from './server.mjs';
 export const CHROMIUM = process.env.RLX_CHROMIUM ?? '/usr/bin/chromium';
 export const WASM = new URL('../../web/pkg/rlx_web.wasm', import.meta.url);
 
-const ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync',
+export const ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync',
   '--no-first-run', '--enable-unsafe-webgpu', '--enable-features=Vulkan', '--use-vulkan=swiftshader',
   '--use-webgpu-adapter=swiftshader', '--use-angle=swiftshader', '--enable-unsafe-swiftshader'];
 

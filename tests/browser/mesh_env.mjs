@@ -26,14 +26,11 @@ import { existsSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { CHROMIUM, REPO, newPage } from './helpers.mjs';
+import { ARGS as BASE_ARGS, CHROMIUM, REPO, newPage } from './helpers.mjs';
 import { startRelay as startNostrRelay } from '../../tools/nostr_relay.mjs';
 
-// helpers.mjs's flags (kept in step by hand), then the two WebRTC-over-loopback ones.
-const ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync',
-  '--no-first-run', '--enable-unsafe-webgpu', '--enable-features=Vulkan', '--use-vulkan=swiftshader',
-  '--use-webgpu-adapter=swiftshader', '--use-angle=swiftshader', '--enable-unsafe-swiftshader',
-  '--allow-loopback-in-peer-connection', '--disable-features=WebRtcHideLocalIpsWithMdns'];
+// helpers.mjs's flags, then the two WebRTC-over-loopback ones.
+const ARGS = [...BASE_ARGS, '--allow-loopback-in-peer-connection', '--disable-features=WebRtcHideLocalIpsWithMdns'];
 
 const stoppers = [];
 
