@@ -4,10 +4,14 @@
 Serves the repository's web/ folder with the MIME types ES modules and wasm
 need, binds 0.0.0.0 by default so a phone on the same network can open the
 LAN URL it prints, and refuses any path that would leave the served root
-(403).  With --tls it serves https with a self-signed certificate made once
-with `openssl` into build/tls/ (localhost, 127.0.0.1 and the LAN address in
-its subjectAltName) and reused afterwards; a certificate that lacks the
-current LAN address is made again.
+(403).  A directory without its trailing slash is redirected to the same
+path on this server (the Location always starts with a single "/", never
+"//host"); an idle connection is closed after 20 s; at most 64 connections
+are served at once and any beyond that get a 503 and are closed.  With
+--tls it serves https with a self-signed certificate made once with
+`openssl` into build/tls/ (localhost, 127.0.0.1 and the LAN address in its
+subjectAltName) and reused afterwards; a certificate that lacks the current
+LAN address is made again.
 
   python3 tools/serve.py [--port N] [--host ADDR] [--root DIR] [--open PAGE]
                          [--tls] [--tls-dir DIR] [--quiet]
@@ -25,12 +29,16 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import urllib.parse
 import webbrowser
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_ROOT = os.path.join(REPO, "web")
 TLS_DIR = os.path.join(REPO, "build", "tls")
+IDLE_TIMEOUT = 20      # seconds a connection may stay silent (mid-request or between keep-alive requests)
+MAX_CONNECTIONS = 64   # connections served at once (one thread each); more get a 503 and are closed
+BACKLOG = 128          # accept queue
 
 MIME = {
     ".html": "text/html; charset=utf-8",
@@ -79,6 +87,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     server_version = "rlx-serve"
     sys_version = ""
     protocol_version = "HTTP/1.1"  # keep-alive: every response has a Content-Length
+    timeout = IDLE_TIMEOUT  # socket timeout: a stalled client is dropped (StreamRequestHandler.setup)
 
     def log_message(self, fmt, *args):
         if not self.quiet:
@@ -112,7 +121,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return 403, None  # e.g. a symlink pointing outside the root
         if os.path.isdir(full):
             if not path.endswith("/"):
-                return 301, path + "/"
+                # The normalized path, not the raw one: "/%2fsite" must not become "//site/",
+                # which a browser reads as another host.
+                return 301, rel.rstrip("/") + "/"
             full = os.path.join(full, "index.html")
         if not os.path.isfile(full):
             return 404, None
@@ -121,8 +132,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         status, target = self.resolve(self.path)
         if status == 301:
+            location = urllib.parse.quote(target)
+            if not location.startswith("/") or location.startswith("//"):
+                self.send_text(400, "Bad Request")  # never a redirect off this server
+                return
             self.send_response(301)
-            self.send_header("Location", urllib.parse.quote(target))
+            self.send_header("Location", location)
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
@@ -159,10 +174,46 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 class Server(http.server.ThreadingHTTPServer):
-    """One thread per connection; with ssl_context set, the TLS handshake
-    happens in that thread, so a stalled client cannot block the others."""
+    """One thread per connection, at most max_connections of them (the
+    others get a 503 and are closed at once); with ssl_context set, the TLS
+    handshake happens in that thread, so a stalled client cannot block the
+    others."""
     daemon_threads = True
     ssl_context = None
+    request_queue_size = BACKLOG
+    max_connections = MAX_CONNECTIONS
+
+    def __init__(self, *args, **kwargs):
+        self.slots = threading.BoundedSemaphore(self.max_connections)
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request, client_address):
+        if not self.slots.acquire(blocking=False):
+            self.refuse(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self.slots.release()  # e.g. no thread could be started
+            self.shutdown_request(request)
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+    def refuse(self, request):
+        """A short 503 (plain HTTP; best effort, never waits on the client), then close."""
+        try:
+            request.settimeout(0)
+            if self.ssl_context is None:
+                request.send(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+                             b"Content-Length: 25\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
+                             b"503 too many connections\n")
+        except OSError:
+            pass
+        self.shutdown_request(request)
 
     def finish_request(self, request, client_address):
         if self.ssl_context is not None:
