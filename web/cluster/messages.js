@@ -28,6 +28,12 @@ export class Invalid extends Error {
   }
 }
 
+/** A received value in an error message: never calls into it (a header {"type": {"toString": 1}} is just an object). */
+function shown(v) {
+  if (typeof v === 'string') return v.slice(0, 32);
+  return v !== null && (typeof v === 'object' || typeof v === 'function' || typeof v === 'symbol') ? `(${typeof v})` : String(v);
+}
+
 function num(msg, key, { int = false, min = -Infinity, optional = false } = {}) {
   const v = msg[key];
   if (v === undefined && optional) return;
@@ -72,7 +78,7 @@ function vector(msg, paramCount) {
 /** Throws Invalid(kind) for anything a rank must not act on. */
 export function validate(msg, paramCount) {
   if (msg === null || typeof msg !== 'object') throw new Invalid('malformed', 'not an object');
-  if (!TYPES.has(msg.type)) throw new Invalid('malformed', `unknown type ${String(msg.type).slice(0, 32)}`);
+  if (!TYPES.has(msg.type)) throw new Invalid('malformed', `unknown type ${shown(msg.type)}`);
   str(msg, 'from', MAX_ID);
   if (msg.from.length === 0) throw new Invalid('malformed', 'empty from');
   num(msg, 'term', { int: true, min: 0 });
