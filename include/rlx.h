@@ -61,7 +61,7 @@ typedef enum { RLX_F32 = 0, RLX_I32 = 1 } rlx_dtype;
 
 /* The op table (include/rlx_ops.def) generates RLX_OP_<NAME> for every op. */
 typedef enum {
-#define RLX_OP(ID, name, min_in, max_in, rule) RLX_OP_##ID,
+#define RLX_OP(ID, name, min_in, max_in, rule, attrs) RLX_OP_##ID,
 #include "rlx_ops.def"
 #undef RLX_OP
   RLX_OP_COUNT
@@ -90,8 +90,9 @@ rlx_node rlx_param(rlx_graph *g, const char *name, int32_t rank, const int32_t *
 rlx_node rlx_constant(rlx_graph *g, int32_t rank, const int32_t *dims, const float *data);
 rlx_node rlx_scalar(rlx_graph *g, float value); /* a rank-0 constant */
 
-/* Generic builder used by the bindings: any op by table entry, with integer
- * and float attributes as documented per op in rlx_ops.def. */
+/* Generic builder used by the bindings: any op by table entry, with its
+ * integer and float attributes at the slots of its attribute set
+ * (include/rlx_attrs.def; rlx_op_attr_* of rlx_op_info.h list them). */
 rlx_node rlx_op_node(rlx_graph *g, rlx_op op, const rlx_node *inputs, int32_t n_inputs,
                      const int32_t *iattr, int32_t n_iattr, const float *fattr, int32_t n_fattr);
 

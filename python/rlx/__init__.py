@@ -28,7 +28,7 @@ Contents:
 from ._native import library_path
 from .errors import (RlxError, RlxInvalidArgument, RlxShapeError, RlxGraphError, RlxMemoryError, RlxNotFound,
                      RlxUnsupported, RlxStateError, RlxNumericError, RlxLibraryError)
-from .graph import Graph, Node, op_names
+from .graph import Graph, Node, op_names, op_attrs
 from .session import Session, TrainSession
 from .models import (VisionInfo, VisionModel, vision_models, mlp_forward, mlp_loss, mlp_grads, mlp_train_step,
                      transformer_next_logits, transformer_logits, Dataset, load_dataset, clear_cache)
@@ -42,7 +42,7 @@ def version():
 
 
 __all__ = [
-    "Graph", "Node", "Session", "TrainSession", "op_names", "version", "library_path",
+    "Graph", "Node", "Session", "TrainSession", "op_names", "op_attrs", "version", "library_path",
     "RlxError", "RlxInvalidArgument", "RlxShapeError", "RlxGraphError", "RlxMemoryError", "RlxNotFound",
     "RlxUnsupported", "RlxStateError", "RlxNumericError", "RlxLibraryError", "errors",
     "VisionInfo", "VisionModel", "vision_models", "mlp_forward", "mlp_loss", "mlp_grads", "mlp_train_step",

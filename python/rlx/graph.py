@@ -64,6 +64,50 @@ def op_arity(name):
     return a
 
 
+_attr_tables = {}
+
+
+def op_attrs(name):
+    """The named attributes of an op, from the library's attribute table
+    (include/rlx_attrs.def): a list of (name, type, slot), type one of int,
+    bool, axes, enum, ints (a list) or float; slot is the position in the
+    op's int (or, for float, float) attributes."""
+    t = _attr_tables.get(name)
+    if t is None:
+        L = lib()
+        i = op_id(name)
+        t = _attr_tables[name] = [(decode(L.rlx_op_attr_name(i, k)), decode(L.rlx_op_attr_type(i, k)),
+                                   L.rlx_op_attr_slot(i, k)) for k in range(L.rlx_op_attr_count(i))]
+    return list(t)
+
+
+def _named_attrs(name, attrs):
+    """{name: value} -> (ints, floats) at the slots of the op's table."""
+    table = op_attrs(name)
+    names = [a[0] for a in table]
+    for key in attrs:
+        if key not in names:
+            fail("op '%s' has no attribute '%s' (%s)" % (name, key, "its attributes: " + ", ".join(names)
+                                                          if names else "it takes none"))
+    ints, floats = {}, {}
+    for aname, atype, slot in table:
+        v = attrs.get(aname)
+        if v is None and atype != "bool":
+            fail("op '%s': attribute %s (%s) is missing" % (name, aname, atype))
+        if atype == "float":
+            floats[slot] = float(v)
+        elif atype == "ints":
+            for k, d in enumerate(v):
+                ints[slot + k] = int(d)
+        elif atype == "bool":
+            ints[slot] = 1 if v else 0
+        else:
+            if isinstance(v, bool) or int(v) != v:
+                fail("op '%s': attribute %s must be an integer, got %r" % (name, aname, v))
+            ints[slot] = int(v)
+    return [ints[k] for k in sorted(ints)], [floats[k] for k in sorted(floats)]
+
+
 def _pair(v, what):
     if isinstance(v, int):
         return v, v
@@ -321,11 +365,17 @@ class Graph(_native.Handle):
         return self._build("constant", lib().rlx_scalar, float(value))
 
     # ---- any op ---------------------------------------------------------
-    def op(self, name, inputs, ints=(), floats=()):
-        """Any op of the table by name, with integer and float attributes as
-        documented per op in include/rlx_ops.def, e.g.
+    def op(self, name, inputs, ints=(), floats=(), **attrs):
+        """Any op of the table by name, with its attributes by name as the
+        library's attribute table lists them (op_attrs(name)), e.g.
+        g.op('softmax', [x], axis=1), g.op('matmul', [a, b], trans_b=True)
+        (flags left out are false); or by position:
         g.op('softmax', [x], ints=[1])."""
         oid = op_id(name)
+        if attrs:
+            if ints or floats:
+                fail("op '%s': give attributes by name or as ints/floats, not both" % name)
+            ints, floats = _named_attrs(name, attrs)
         ids, n = int32_array([self._id(x) for x in inputs])
         iattr, ni = int32_array(ints)
         fl = [float(f) for f in floats]
@@ -591,4 +641,4 @@ _NODE_METHODS = frozenset(list(_SIMPLE_OPS) + [
     "reduce_max", "softmax", "log_softmax", "rms_norm", "layer_norm", "rope", "attention", "conv2d",
     "max_pool2d", "avg_pool2d"])
 
-__all__ = ["Graph", "Node", "op_names", "op_id", "op_arity"]
+__all__ = ["Graph", "Node", "op_names", "op_id", "op_arity", "op_attrs"]

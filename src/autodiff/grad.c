@@ -7,7 +7,7 @@
 #include <string.h>
 
 static const rlx_grad_rule rules[RLX_OP_COUNT] = {
-#define RLX_OP(ID, name, min_in, max_in, rule) [RLX_OP_##ID] = rlx_grad_##name,
+#define RLX_OP(ID, name, min_in, max_in, rule, attrs) [RLX_OP_##ID] = rlx_grad_##name,
 #include "rlx_ops.def"
 #undef RLX_OP
 };

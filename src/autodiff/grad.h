@@ -17,7 +17,7 @@ typedef struct {
 
 typedef rlx_status (*rlx_grad_rule)(rlx_grad_ctx *c, rlx_node id, rlx_node dy);
 
-#define RLX_OP(ID, name, min_in, max_in, rule) rlx_status rlx_grad_##name(rlx_grad_ctx *c, rlx_node id, rlx_node dy);
+#define RLX_OP(ID, name, min_in, max_in, rule, attrs) rlx_status rlx_grad_##name(rlx_grad_ctx *c, rlx_node id, rlx_node dy);
 #include "rlx_ops.def"
 #undef RLX_OP
 

@@ -19,13 +19,13 @@ static rlx_node op(rlx_grad_ctx *c, rlx_op o, rlx_node a, rlx_node b, rlx_node d
 
 rlx_status rlx_grad_softmax(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
   NODE;
-  rlx_grad_accum(c, id, 0, op(c, RLX_OP_SOFTMAX_GRAD, id, dy, 0, 2, n.iattr, 1, NULL, 0));
+  rlx_grad_accum(c, id, 0, op(c, RLX_OP_SOFTMAX_GRAD, id, dy, 0, 2, n.iattr, n.n_iattr, NULL, 0));
   return RLX_OK;
 }
 
 rlx_status rlx_grad_log_softmax(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
   NODE;
-  rlx_grad_accum(c, id, 0, op(c, RLX_OP_LOG_SOFTMAX_GRAD, id, dy, 0, 2, n.iattr, 1, NULL, 0));
+  rlx_grad_accum(c, id, 0, op(c, RLX_OP_LOG_SOFTMAX_GRAD, id, dy, 0, 2, n.iattr, n.n_iattr, NULL, 0));
   return RLX_OK;
 }
 
@@ -39,16 +39,16 @@ rlx_status rlx_grad_softmax_cross_entropy(rlx_grad_ctx *c, rlx_node id, rlx_node
 rlx_status rlx_grad_rms_norm(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
   NODE;
   rlx_node x = n.inputs[0], w = n.inputs[1];
-  if (rlx_grad_wants(c, id, 0)) rlx_grad_accum(c, id, 0, op(c, RLX_OP_RMS_NORM_GRAD, x, w, dy, 3, NULL, 0, n.fattr, 1));
-  if (rlx_grad_wants(c, id, 1)) rlx_grad_accum(c, id, 1, op(c, RLX_OP_RMS_NORM_GRAD_W, x, dy, 0, 2, NULL, 0, n.fattr, 1));
+  if (rlx_grad_wants(c, id, 0)) rlx_grad_accum(c, id, 0, op(c, RLX_OP_RMS_NORM_GRAD, x, w, dy, 3, NULL, 0, n.fattr, n.n_fattr));
+  if (rlx_grad_wants(c, id, 1)) rlx_grad_accum(c, id, 1, op(c, RLX_OP_RMS_NORM_GRAD_W, x, dy, 0, 2, NULL, 0, n.fattr, n.n_fattr));
   return RLX_OK;
 }
 
 rlx_status rlx_grad_layer_norm(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
   NODE;
   rlx_node x = n.inputs[0], w = n.inputs[1];
-  if (rlx_grad_wants(c, id, 0)) rlx_grad_accum(c, id, 0, op(c, RLX_OP_LAYER_NORM_GRAD, x, w, dy, 3, NULL, 0, n.fattr, 1));
-  if (rlx_grad_wants(c, id, 1)) rlx_grad_accum(c, id, 1, op(c, RLX_OP_LAYER_NORM_GRAD_W, x, dy, 0, 2, NULL, 0, n.fattr, 1));
+  if (rlx_grad_wants(c, id, 0)) rlx_grad_accum(c, id, 0, op(c, RLX_OP_LAYER_NORM_GRAD, x, w, dy, 3, NULL, 0, n.fattr, n.n_fattr));
+  if (rlx_grad_wants(c, id, 1)) rlx_grad_accum(c, id, 1, op(c, RLX_OP_LAYER_NORM_GRAD_W, x, dy, 0, 2, NULL, 0, n.fattr, n.n_fattr));
   if (rlx_grad_wants(c, id, 2)) rlx_grad_accum(c, id, 2, dy); /* summed over the leading axes by accum */
   return RLX_OK;
 }
@@ -56,8 +56,8 @@ rlx_status rlx_grad_layer_norm(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
 /* RoPE is a rotation: its gradient rotates back. */
 rlx_status rlx_grad_rope(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
   NODE;
-  int32_t at[2] = {n.iattr[0], !n.iattr[1]};
-  rlx_grad_accum(c, id, 0, rlx_op_node(G, RLX_OP_ROPE, &dy, 1, at, 2, n.fattr, 1));
+  int32_t at[] = {[RLX_IATTR_ROPE_POS_OFFSET] = ATTR_I(&n, ROPE, POS_OFFSET), [RLX_IATTR_ROPE_INVERSE] = !ATTR_I(&n, ROPE, INVERSE)};
+  rlx_grad_accum(c, id, 0, rlx_op_node(G, RLX_OP_ROPE, &dy, 1, at, RLX_LEN(at), n.fattr, n.n_fattr));
   return RLX_OK;
 }
 
@@ -65,7 +65,7 @@ rlx_status rlx_grad_rope(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
 rlx_status rlx_grad_attention(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
   NODE;
   rlx_node in[5] = {n.inputs[0], n.inputs[1], n.inputs[2], dy, n.n_inputs > 3 ? n.inputs[3] : RLX_NO_NODE};
-  rlx_node packed = rlx_op_node(G, RLX_OP_ATTENTION_GRAD, in, n.n_inputs + 1, n.iattr, 2, n.fattr, 1);
+  rlx_node packed = rlx_op_node(G, RLX_OP_ATTENTION_GRAD, in, n.n_inputs + 1, n.iattr, n.n_iattr, n.fattr, n.n_fattr);
   int32_t start = 0;
   for (int32_t k = 0; k < 3; k++) {
     rlx_shape s = *shape_of(c, n.inputs[k]);
@@ -80,35 +80,37 @@ rlx_status rlx_grad_attention(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
 rlx_status rlx_grad_conv2d(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
   NODE;
   rlx_shape x = *shape_of(c, n.inputs[0]), w = *shape_of(c, n.inputs[1]);
-  int32_t at[9];
-  memcpy(at, n.iattr, 7 * sizeof(int32_t));
+  int32_t at[RLX_MAX_IATTR]; /* conv2d's attributes, then the grad op's own */
+  memcpy(at, n.iattr, (size_t)n.n_iattr * sizeof(int32_t));
   if (rlx_grad_wants(c, id, 0)) {
-    at[7] = x.dims[2];
-    at[8] = x.dims[3];
-    rlx_grad_accum(c, id, 0, op(c, RLX_OP_CONV2D_GRAD_INPUT, dy, n.inputs[1], 0, 2, at, 9, NULL, 0));
+    at[RLX_IATTR_CONV_GRAD_INPUT_IN_H] = x.dims[2];
+    at[RLX_IATTR_CONV_GRAD_INPUT_IN_W] = x.dims[3];
+    rlx_grad_accum(c, id, 0, op(c, RLX_OP_CONV2D_GRAD_INPUT, dy, n.inputs[1], 0, 2, at, RLX_IATTR_CONV_GRAD_INPUT_IN_W + 1,
+                                NULL, 0));
   }
   if (rlx_grad_wants(c, id, 1)) {
-    at[7] = w.dims[2];
-    at[8] = w.dims[3];
-    rlx_grad_accum(c, id, 1, op(c, RLX_OP_CONV2D_GRAD_WEIGHT, n.inputs[0], dy, 0, 2, at, 9, NULL, 0));
+    at[RLX_IATTR_CONV_GRAD_WEIGHT_KERNEL_H] = w.dims[2];
+    at[RLX_IATTR_CONV_GRAD_WEIGHT_KERNEL_W] = w.dims[3];
+    rlx_grad_accum(c, id, 1, op(c, RLX_OP_CONV2D_GRAD_WEIGHT, n.inputs[0], dy, 0, 2, at,
+                                RLX_IATTR_CONV_GRAD_WEIGHT_KERNEL_W + 1, NULL, 0));
   }
   return RLX_OK;
 }
 
 rlx_status rlx_grad_max_pool2d(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
   NODE;
-  rlx_grad_accum(c, id, 0, op(c, RLX_OP_MAX_POOL2D_GRAD, n.inputs[0], dy, 0, 2, n.iattr, 6, NULL, 0));
+  rlx_grad_accum(c, id, 0, op(c, RLX_OP_MAX_POOL2D_GRAD, n.inputs[0], dy, 0, 2, n.iattr, n.n_iattr, NULL, 0));
   return RLX_OK;
 }
 
 rlx_status rlx_grad_avg_pool2d(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
   NODE;
   rlx_shape x = *shape_of(c, n.inputs[0]);
-  int32_t at[8];
-  memcpy(at, n.iattr, 6 * sizeof(int32_t));
-  at[6] = x.dims[2];
-  at[7] = x.dims[3];
-  rlx_grad_accum(c, id, 0, op(c, RLX_OP_AVG_POOL2D_GRAD, dy, 0, 0, 1, at, 8, NULL, 0));
+  int32_t at[RLX_MAX_IATTR]; /* the pool's attributes, then the grad op's own */
+  memcpy(at, n.iattr, (size_t)n.n_iattr * sizeof(int32_t));
+  at[RLX_IATTR_AVG_POOL_GRAD_IN_H] = x.dims[2];
+  at[RLX_IATTR_AVG_POOL_GRAD_IN_W] = x.dims[3];
+  rlx_grad_accum(c, id, 0, op(c, RLX_OP_AVG_POOL2D_GRAD, dy, 0, 0, 1, at, RLX_IATTR_AVG_POOL_GRAD_IN_W + 1, NULL, 0));
   return RLX_OK;
 }
 

@@ -72,7 +72,8 @@ static int view_reshape(view *v, const rlx_shape *s) {
 static int view_forward(view *v, const rlx_node_t *n) {
   if (n->op == RLX_OP_RESHAPE) return view_reshape(v, &n->shape);
   view in = *v;
-  for (int32_t i = 0; i < v->rank; i++) v->dims[i] = in.dims[n->iattr[i]], v->strides[i] = in.strides[n->iattr[i]];
+  const int32_t *perm = &ATTR_I(n, PERM, PERM);
+  for (int32_t i = 0; i < v->rank; i++) v->dims[i] = in.dims[perm[i]], v->strides[i] = in.strides[perm[i]];
   return 1;
 }
 
@@ -80,7 +81,8 @@ static int view_forward(view *v, const rlx_node_t *n) {
 static int view_backward(view *v, const rlx_node_t *n, const rlx_shape *in_shape) {
   if (n->op == RLX_OP_RESHAPE) return view_reshape(v, in_shape);
   view out = *v;
-  for (int32_t i = 0; i < v->rank; i++) v->dims[n->iattr[i]] = out.dims[i], v->strides[n->iattr[i]] = out.strides[i];
+  const int32_t *perm = &ATTR_I(n, PERM, PERM);
+  for (int32_t i = 0; i < v->rank; i++) v->dims[perm[i]] = out.dims[i], v->strides[perm[i]] = out.strides[i];
   return 1;
 }
 
@@ -149,7 +151,7 @@ static int match_operand(const rlx_graph *g, int32_t id, int allow_rope, const b
   return input_layout_ok(g, op->src, chain, n_chain, d);
 }
 
-static int plain_matmul(const rlx_node_t *n) { return n->op == RLX_OP_MATMUL && !n->iattr[0] && !n->iattr[1]; }
+static int plain_matmul(const rlx_node_t *n) { return n->op == RLX_OP_MATMUL && !ATTR_I(n, MATMUL, TRANS_A) && !ATTR_I(n, MATMUL, TRANS_B); }
 
 /* The weights of the projection: packed W, or the three parts.  Returns the
  * number of weight inputs written to w (1 or 3), 0 if no match; *x gets
@@ -173,8 +175,8 @@ static int match_projection(const fuse_ctx *c, const operand ops[3], const block
   const rlx_node_t *p = &g->nodes[qkv];
   for (int t = 0; t < 3; t++) {
     const rlx_node_t *nt = n[t];
-    if (nt->op != RLX_OP_NARROW || nt->inputs[0] != qkv || nt->iattr[0] != p->shape.rank - 1 ||
-        nt->iattr[1] != t * d->HD || nt->iattr[2] != d->HD)
+    if (nt->op != RLX_OP_NARROW || nt->inputs[0] != qkv || ATTR_I(nt, NARROW, AXIS) != p->shape.rank - 1 ||
+        ATTR_I(nt, NARROW, START) != t * d->HD || ATTR_I(nt, NARROW, LENGTH) != d->HD)
       return 0;
     if (!fuse_set_add(set, ops[t].src)) return 0;
   }
@@ -183,7 +185,7 @@ static int match_projection(const fuse_ctx *c, const operand ops[3], const block
   const rlx_node_t *wn = &g->nodes[wid];
   *x = p->inputs[0];
   if (wn->shape.rank != 2) return 0;
-  if (wn->op == RLX_OP_CONCAT && wn->n_inputs == 3 && wn->iattr[0] == 1 && c->uses[wid] == 1 && !c->output[wid]) {
+  if (wn->op == RLX_OP_CONCAT && wn->n_inputs == 3 && ATTR_I(wn, AXIS, AXIS) == 1 && c->uses[wid] == 1 && !c->output[wid]) {
     for (int t = 0; t < 3; t++) {
       w[t] = wn->inputs[t];
       if (g->nodes[w[t]].shape.dims[1] != d->HD) return 0;
@@ -229,7 +231,8 @@ int rlx_fuse_attention_block(fuse_ctx *c, int32_t root) {
   int rope = ops[0].rope >= 0;
   if (rope != (ops[1].rope >= 0)) return 0;
   const rlx_node_t *rq = rope ? &g->nodes[ops[0].rope] : NULL, *rk = rope ? &g->nodes[ops[1].rope] : NULL;
-  if (rope && (rq->iattr[0] != rk->iattr[0] || rq->iattr[1] != rk->iattr[1] || rq->fattr[0] != rk->fattr[0]))
+  if (rope && (ATTR_I(rq, ROPE, POS_OFFSET) != ATTR_I(rk, ROPE, POS_OFFSET) || ATTR_I(rq, ROPE, INVERSE) != ATTR_I(rk, ROPE, INVERSE) ||
+               ATTR_F(rq, ROPE, THETA) != ATTR_F(rk, ROPE, THETA)))
     return 0;
 
   int32_t x, w[3];
@@ -248,17 +251,17 @@ int rlx_fuse_attention_block(fuse_ctx *c, int32_t root) {
   for (int t = 0; t < n_w; t++) f.inputs[f.n_inputs++] = w[t];
   f.inputs[f.n_inputs++] = r->inputs[1];
   if (att->n_inputs > 3) f.inputs[f.n_inputs++] = att->inputs[3];
-  f.n_iattr = 8;
-  f.iattr[0] = d.H;
-  f.iattr[1] = d.Dh;
-  f.iattr[2] = att->iattr[0];
-  f.iattr[3] = att->iattr[1];
-  f.iattr[4] = n_w == 1;
-  f.iattr[5] = rope;
-  f.iattr[6] = rope ? rq->iattr[0] : 0;
-  f.iattr[7] = rope ? rq->iattr[1] : 0;
-  f.n_fattr = 2;
-  f.fattr[0] = att->fattr[0];
-  f.fattr[1] = rope ? rq->fattr[0] : 10000.0f;
+  f.n_iattr = RLX_IATTR_FUSED_ATTENTION_ROPE_INVERSE + 1;
+  ATTR_I(&f, FUSED_ATTENTION, HEADS) = d.H;
+  ATTR_I(&f, FUSED_ATTENTION, HEAD_DIM) = d.Dh;
+  ATTR_I(&f, FUSED_ATTENTION, MASK) = ATTR_I(att, ATTENTION, MASK);
+  ATTR_I(&f, FUSED_ATTENTION, WINDOW) = ATTR_I(att, ATTENTION, WINDOW);
+  ATTR_I(&f, FUSED_ATTENTION, PACKED) = n_w == 1;
+  ATTR_I(&f, FUSED_ATTENTION, ROPE) = rope;
+  ATTR_I(&f, FUSED_ATTENTION, POS_OFFSET) = rope ? ATTR_I(rq, ROPE, POS_OFFSET) : 0;
+  ATTR_I(&f, FUSED_ATTENTION, ROPE_INVERSE) = rope ? ATTR_I(rq, ROPE, INVERSE) : 0;
+  f.n_fattr = RLX_FATTR_FUSED_ATTENTION_THETA + 1;
+  ATTR_F(&f, FUSED_ATTENTION, SCALE) = ATTR_F(att, ATTENTION, SCALE);
+  ATTR_F(&f, FUSED_ATTENTION, THETA) = rope ? ATTR_F(rq, ROPE, THETA) : 10000.0f;
   return fuse_replace(c, root, &f);
 }

@@ -70,12 +70,12 @@ static int try_fuse(fuse_ctx *c, int32_t root, const epilogue *e, int32_t mul) {
   f.inputs[f.n_inputs++] = mm->inputs[1];
   if (e->bias >= 0) f.inputs[f.n_inputs++] = e->bias;
   if (mul >= 0) f.inputs[f.n_inputs++] = mul;
-  f.n_iattr = 5;
-  f.iattr[0] = mm->iattr[0];
-  f.iattr[1] = mm->iattr[1];
-  f.iattr[2] = e->act;
-  f.iattr[3] = e->bias >= 0;
-  f.iattr[4] = mul >= 0;
+  f.n_iattr = RLX_IATTR_FUSED_MATMUL_HAS_MUL + 1;
+  ATTR_I(&f, MATMUL, TRANS_A) = ATTR_I(mm, MATMUL, TRANS_A);
+  ATTR_I(&f, MATMUL, TRANS_B) = ATTR_I(mm, MATMUL, TRANS_B);
+  ATTR_I(&f, FUSED_MATMUL, ACT) = e->act;
+  ATTR_I(&f, FUSED_MATMUL, HAS_BIAS) = e->bias >= 0;
+  ATTR_I(&f, FUSED_MATMUL, HAS_MUL) = mul >= 0;
   return fuse_replace(c, root, &f);
 }
 

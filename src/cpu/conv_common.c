@@ -8,8 +8,8 @@ conv_geom rlx_conv_geom(const int32_t *xd, const int32_t *wd, const int32_t *yd,
   g.N = xd[0]; g.C = xd[1]; g.H = xd[2]; g.W = xd[3];
   g.O = wd[0]; g.KH = wd[2]; g.KW = wd[3];
   g.OH = yd[2]; g.OW = yd[3];
-  g.sh = attr[0]; g.sw = attr[1]; g.ph = attr[2]; g.pw = attr[3];
-  g.dh = attr[4]; g.dw = attr[5]; g.groups = attr[6];
+  g.sh = attr[RLX_IATTR_CONV_STRIDE_H]; g.sw = attr[RLX_IATTR_CONV_STRIDE_W]; g.ph = attr[RLX_IATTR_CONV_PAD_H]; g.pw = attr[RLX_IATTR_CONV_PAD_W];
+  g.dh = attr[RLX_IATTR_CONV_DIL_H]; g.dw = attr[RLX_IATTR_CONV_DIL_W]; g.groups = attr[RLX_IATTR_CONV_GROUPS];
   g.Cg = g.C / g.groups; g.Og = g.O / g.groups;
   return g;
 }

@@ -13,7 +13,7 @@
 #include "kernels.h"
 
 const rlx_cpu_kernel rlx_cpu_kernels[RLX_OP_COUNT] = {
-#define RLX_OP(ID, name, min_in, max_in, rule) [RLX_OP_##ID] = rlx_cpu_##name,
+#define RLX_OP(ID, name, min_in, max_in, rule, attrs) [RLX_OP_##ID] = rlx_cpu_##name,
 #include "rlx_ops.def"
 #undef RLX_OP
 };

@@ -163,9 +163,9 @@ rlx_status rlx_cpu_attention(const rlx_kargs *a) {
   p.Sk = a->in_node[1]->shape.dims[2];
   p.Dv = a->in_node[2]->shape.dims[3];
   p.sk8 = ((size_t)p.Sk + KW - 1) / KW * KW;
-  p.kind = a->node->iattr[0];
-  p.window = a->node->iattr[1];
-  float scale = a->node->fattr[0] > 0.0f ? a->node->fattr[0] : (float)(1.0 / sqrt((double)p.D));
+  p.kind = ATTR_I(a->node, ATTENTION, MASK);
+  p.window = ATTR_I(a->node, ATTENTION, WINDOW);
+  float scale = ATTR_F(a->node, ATTENTION, SCALE) > 0.0f ? ATTR_F(a->node, ATTENTION, SCALE) : (float)(1.0 / sqrt((double)p.D));
   const float *mask = a->node->n_inputs > 3 ? a->in[3] : NULL;
   size_t bias_stride[4] = {0, 0, 0, 0};
   if (mask && p.kind == RLX_MASK_BIAS) {

@@ -166,19 +166,19 @@ static size_t round16(size_t floats) { return (floats + 15) / 16 * 16; }
 rlx_status rlx_cpu_fused_attention(const rlx_kargs *a) {
   const rlx_node_t *nd = a->node;
   const rlx_shape *xs = &a->in_node[0]->shape;
-  const int32_t packed = nd->iattr[4], rope = nd->iattr[5], n_w = packed ? 1 : 3;
+  const int32_t packed = ATTR_I(nd, FUSED_ATTENTION, PACKED), rope = ATTR_I(nd, FUSED_ATTENTION, ROPE), n_w = packed ? 1 : 3;
   fa_block p;
   memset(&p, 0, sizeof p);
   p.B = xs->rank == 3 ? xs->dims[0] : 1;
   p.S = xs->dims[xs->rank - 2];
   p.E = xs->dims[xs->rank - 1];
-  p.H = nd->iattr[0];
-  p.Dh = nd->iattr[1];
+  p.H = ATTR_I(nd, FUSED_ATTENTION, HEADS);
+  p.Dh = ATTR_I(nd, FUSED_ATTENTION, HEAD_DIM);
   p.HD = p.H * p.Dh;
   p.Eo = nd->shape.dims[nd->shape.rank - 1];
-  p.kind = nd->iattr[2];
-  p.window = nd->iattr[3];
-  p.scale = nd->fattr[0] > 0.0f ? nd->fattr[0] : (float)(1.0 / sqrt((double)p.Dh));
+  p.kind = ATTR_I(nd, FUSED_ATTENTION, MASK);
+  p.window = ATTR_I(nd, FUSED_ATTENTION, WINDOW);
+  p.scale = ATTR_F(nd, FUSED_ATTENTION, SCALE) > 0.0f ? ATTR_F(nd, FUSED_ATTENTION, SCALE) : (float)(1.0 / sqrt((double)p.Dh));
   const float *mask = nd->n_inputs > 2 + n_w ? a->in[2 + n_w] : NULL;
   size_t bias_st[4] = {0, 0, 0, 0};
   if (mask && p.kind == RLX_MASK_BIAS) {
@@ -208,9 +208,9 @@ rlx_status rlx_cpu_fused_attention(const rlx_kargs *a) {
   }
   /* RoPE on the q and k heads, then q scaled */
   if (rope) {
-    double sign = nd->iattr[7] ? -1.0 : 1.0;
+    double sign = ATTR_I(nd, FUSED_ATTENTION, ROPE_INVERSE) ? -1.0 : 1.0;
     size_t half = (size_t)p.Dh / 2;
-    rlx_rope_table(table, (size_t)p.S, (size_t)p.Dh, nd->fattr[1], (double)nd->iattr[6], sign);
+    rlx_rope_table(table, (size_t)p.S, (size_t)p.Dh, ATTR_F(nd, FUSED_ATTENTION, THETA), (double)ATTR_I(nd, FUSED_ATTENTION, POS_OFFSET), sign);
     for (size_t r = 0; r < rows; r++) {
       const float *cs = table + (r % (size_t)p.S) * (size_t)p.Dh;
       float *row = qkv + r * ld;

@@ -51,7 +51,7 @@ rlx_status rlx_cpu_fused_matmul(const rlx_kargs *a) {
   rlx_status st = rlx_cpu_matmul(a); /* reads inputs 0, 1 and iattr[0..1] only */
   if (st != RLX_OK) return st;
   const rlx_shape *so = &a->node->shape;
-  const int32_t act = a->node->iattr[2], has_bias = a->node->iattr[3] != 0, has_mul = a->node->iattr[4] != 0;
+  const int32_t act = ATTR_I(a->node, FUSED_MATMUL, ACT), has_bias = ATTR_I(a->node, FUSED_MATMUL, HAS_BIAS) != 0, has_mul = ATTR_I(a->node, FUSED_MATMUL, HAS_MUL) != 0;
   const float *bias = has_bias ? a->in[2] : NULL, *mul = has_mul ? a->in[2 + has_bias] : NULL;
   size_t bias_st[RLX_MAX_RANK] = {0}, mul_st[RLX_MAX_RANK] = {0};
   if (bias) rlx_broadcast_strides(&a->in_node[2]->shape, so, bias_st);

@@ -10,8 +10,8 @@
  * outer block is zeros, a copy of len * inner values, zeros. */
 rlx_status rlx_cpu_narrow_grad(const rlx_kargs *a) {
   const rlx_shape *ds = &a->in_node[0]->shape;
-  int32_t axis = a->node->iattr[0];
-  size_t start = (size_t)a->node->iattr[1], full = (size_t)a->node->iattr[2];
+  int32_t axis = ATTR_I(a->node, NARROW_GRAD, AXIS);
+  size_t start = (size_t)ATTR_I(a->node, NARROW_GRAD, START), full = (size_t)ATTR_I(a->node, NARROW_GRAD, FULL);
   size_t len = (size_t)ds->dims[axis], outer = 1, inner = 1;
   for (int32_t d = 0; d < axis; d++) outer *= (size_t)ds->dims[d];
   for (int32_t d = axis + 1; d < ds->rank; d++) inner *= (size_t)ds->dims[d];
@@ -38,7 +38,7 @@ static void add_row(float *restrict dst, const float *restrict src, size_t n) {
  * outside [0, V) contributes nothing and sets RLX_KFLAG_BAD_INDEX. */
 rlx_status rlx_cpu_scatter_add(const rlx_kargs *a) {
   const rlx_shape *dys = &a->in_node[1]->shape;
-  int64_t rows_out = a->node->iattr[0];
+  int64_t rows_out = ATTR_I(a->node, SCATTER_ADD, ROWS);
   size_t d = (size_t)dys->dims[dys->rank - 1];
   size_t rows = rlx_shape_numel(dys) / d; /* = numel(ids) */
   const float *dy = a->in[1];

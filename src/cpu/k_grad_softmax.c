@@ -77,7 +77,7 @@ static void log_softmax_finish(const float *restrict y, const float *restrict dy
 
 static rlx_status axis_grad_common(const rlx_kargs *a, int log_out) {
   size_t outer, n, inner;
-  axis_view(&a->in_node[0]->shape, a->node->iattr[0], &outer, &n, &inner);
+  axis_view(&a->in_node[0]->shape, ATTR_I(a->node, AXIS, AXIS), &outer, &n, &inner);
   const float *y = a->in[0], *dy = a->in[1];
   float *dx = a->out;
   if (inner == 1) {

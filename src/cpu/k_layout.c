@@ -99,8 +99,8 @@ rlx_status rlx_cpu_permute(const rlx_kargs *a) {
  * along iattr = {axis, start, length} */
 rlx_status rlx_cpu_narrow(const rlx_kargs *a) {
   const rlx_shape *in = &a->in_node[0]->shape;
-  int32_t axis = a->node->iattr[0];
-  size_t start = (size_t)a->node->iattr[1], length = (size_t)a->node->iattr[2];
+  int32_t axis = ATTR_I(a->node, NARROW, AXIS);
+  size_t start = (size_t)ATTR_I(a->node, NARROW, START), length = (size_t)ATTR_I(a->node, NARROW, LENGTH);
   size_t outer = dims_product(in, 0, axis), inner = dims_product(in, axis + 1, in->rank);
   size_t d = (size_t)in->dims[axis], run = length * inner;
   for (size_t o = 0; o < outer; o++)
@@ -112,7 +112,7 @@ rlx_status rlx_cpu_narrow(const rlx_kargs *a) {
  * along iattr = {axis}; all other dims equal */
 rlx_status rlx_cpu_concat(const rlx_kargs *a) {
   const rlx_shape *out = &a->node->shape;
-  int32_t axis = a->node->iattr[0], n_in = a->node->n_inputs;
+  int32_t axis = ATTR_I(a->node, AXIS, AXIS), n_in = a->node->n_inputs;
   size_t outer = dims_product(out, 0, axis), inner = dims_product(out, axis + 1, out->rank);
   float *y = a->out;
   for (size_t o = 0; o < outer; o++) {

@@ -25,7 +25,7 @@ static size_t batch_strides(const rlx_shape *s, int32_t out_batch_rank, size_t m
 rlx_status rlx_cpu_matmul(const rlx_kargs *a) {
   const rlx_shape *sa = &a->in_node[0]->shape, *sb = &a->in_node[1]->shape;
   const rlx_shape *so = &a->node->shape;
-  const int32_t trans_a = a->node->iattr[0] != 0, trans_b = a->node->iattr[1] != 0;
+  const int32_t trans_a = ATTR_I(a->node, MATMUL, TRANS_A) != 0, trans_b = ATTR_I(a->node, MATMUL, TRANS_B) != 0;
   const int32_t batch_rank = so->rank - 2;
   const int32_t M = so->dims[so->rank - 2], N = so->dims[so->rank - 1];
   const int32_t K = trans_a ? sa->dims[sa->rank - 2] : sa->dims[sa->rank - 1];

@@ -58,7 +58,7 @@ rlx_status rlx_cpu_rms_norm(const rlx_kargs *a) {
   const rlx_shape *s = &a->in_node[0]->shape;
   size_t d = (size_t)s->dims[s->rank - 1];
   size_t rows = rlx_shape_numel(s) / d;
-  double eps = a->node->fattr[0];
+  double eps = ATTR_F(a->node, NORM, EPS);
   const float *x = a->in[0];
   float *y = a->out;
   for (size_t r = 0; r < rows; r++, x += d, y += d) {
@@ -74,7 +74,7 @@ rlx_status rlx_cpu_layer_norm(const rlx_kargs *a) {
   const rlx_shape *s = &a->in_node[0]->shape;
   size_t d = (size_t)s->dims[s->rank - 1];
   size_t rows = rlx_shape_numel(s) / d;
-  double eps = a->node->fattr[0];
+  double eps = ATTR_F(a->node, NORM, EPS);
   const float *x = a->in[0];
   float *y = a->out;
   for (size_t r = 0; r < rows; r++, x += d, y += d) {

@@ -110,7 +110,7 @@ static rlx_status norm_grad(const rlx_kargs *a, int centred) {
   const rlx_shape *s = &a->in_node[0]->shape;
   size_t d = (size_t)s->dims[s->rank - 1];
   size_t rows = rlx_shape_numel(s) / d;
-  double eps = a->node->fattr[0];
+  double eps = ATTR_F(a->node, NORM, EPS);
   const float *x = a->in[0], *w = a->in[1], *dy = a->in[2];
   float *dx = a->out;
   for (size_t row = 0; row < rows; row++, x += d, dy += d, dx += d) {
@@ -129,7 +129,7 @@ static rlx_status norm_grad_weight(const rlx_kargs *a, int centred, const char *
   const rlx_shape *s = &a->in_node[0]->shape;
   size_t d = (size_t)s->dims[s->rank - 1];
   size_t rows = rlx_shape_numel(s) / d;
-  double eps = a->node->fattr[0];
+  double eps = ATTR_F(a->node, NORM, EPS);
   double *acc = (double *)rlx_scratch_get(a->scratch, d * sizeof(double));
   if (!acc) return rlx_error(RLX_ERR_NO_MEMORY, "%s: no memory for a %zu-wide accumulator", name, d);
   memset(acc, 0, d * sizeof(double));

@@ -168,7 +168,7 @@ static void reduce_max_into(const reduce_plan *p, const float *x, float *out) {
 /* Shared body of sum and mean: double accumulators in scratch. */
 static rlx_status reduce_sum_common(const rlx_kargs *a, int mean) {
   reduce_plan p;
-  reduce_plan_make(&a->in_node[0]->shape, a->node->iattr[0], &p);
+  reduce_plan_make(&a->in_node[0]->shape, ATTR_I(a->node, REDUCE, AXES), &p);
   double *acc = (double *)rlx_scratch_get(a->scratch, p.out_numel * sizeof(double));
   if (!acc) return rlx_error(RLX_ERR_NO_MEMORY, "reduce: no memory for %zu accumulators", p.out_numel);
   memset(acc, 0, p.out_numel * sizeof(double));
@@ -187,7 +187,7 @@ rlx_status rlx_cpu_reduce_mean(const rlx_kargs *a) { return reduce_sum_common(a,
 /* x[...] -> y[kept dims]; NaN propagates */
 rlx_status rlx_cpu_reduce_max(const rlx_kargs *a) {
   reduce_plan p;
-  reduce_plan_make(&a->in_node[0]->shape, a->node->iattr[0], &p);
+  reduce_plan_make(&a->in_node[0]->shape, ATTR_I(a->node, REDUCE, AXES), &p);
   reduce_max_into(&p, a->in[0], a->out);
   return RLX_OK;
 }

@@ -41,9 +41,9 @@ rlx_status rlx_cpu_rope(const rlx_kargs *a) {
   size_t seq = (size_t)s->dims[s->rank - 2];
   size_t half = d / 2;
   size_t slices = rlx_shape_numel(s) / (seq * d);
-  double theta = a->node->fattr[0];
-  double pos0 = (double)a->node->iattr[0];
-  double sign = a->node->n_iattr > 1 && a->node->iattr[1] ? -1.0 : 1.0; /* sin(-t) = -sin(t) */
+  double theta = ATTR_F(a->node, ROPE, THETA);
+  double pos0 = (double)ATTR_I(a->node, ROPE, POS_OFFSET);
+  double sign = a->node->n_iattr > 1 && ATTR_I(a->node, ROPE, INVERSE) ? -1.0 : 1.0; /* sin(-t) = -sin(t) */
 
   /* table[s][0..half) = cos, table[s][half..d) = sin */
   float *table = (float *)rlx_scratch_get(a->scratch, seq * d * sizeof(float));

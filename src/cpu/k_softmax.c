@@ -140,7 +140,7 @@ static void softmax_strided(const float *x, float *y, size_t n, size_t inner, in
 
 static rlx_status softmax_common(const rlx_kargs *a, int log_out) {
   size_t outer, n, inner;
-  softmax_view(&a->in_node[0]->shape, a->node->iattr[0], &outer, &n, &inner);
+  softmax_view(&a->in_node[0]->shape, ATTR_I(a->node, AXIS, AXIS), &outer, &n, &inner);
   const float *x = a->in[0];
   float *y = a->out;
   if (inner == 1) {

@@ -31,7 +31,7 @@ typedef struct {
 /* Returns RLX_OK or an error status (only for scratch allocation failure). */
 typedef rlx_status (*rlx_cpu_kernel)(const rlx_kargs *a);
 
-#define RLX_OP(ID, name, min_in, max_in, rule) rlx_status rlx_cpu_##name(const rlx_kargs *a);
+#define RLX_OP(ID, name, min_in, max_in, rule, attrs) rlx_status rlx_cpu_##name(const rlx_kargs *a);
 #include "rlx_ops.def"
 #undef RLX_OP
 

@@ -17,7 +17,7 @@ static inline pool_geom pool_geom_make(const int32_t *xd, const int32_t *yd, con
   g.planes = xd[0] * xd[1];
   g.H = xd[2]; g.W = xd[3];
   g.OH = yd[2]; g.OW = yd[3];
-  g.kh = at[0]; g.kw = at[1]; g.sh = at[2]; g.sw = at[3]; g.ph = at[4]; g.pw = at[5];
+  g.kh = at[RLX_IATTR_POOL_KERNEL_H]; g.kw = at[RLX_IATTR_POOL_KERNEL_W]; g.sh = at[RLX_IATTR_POOL_STRIDE_H]; g.sw = at[RLX_IATTR_POOL_STRIDE_W]; g.ph = at[RLX_IATTR_POOL_PAD_H]; g.pw = at[RLX_IATTR_POOL_PAD_W];
   return g;
 }
 

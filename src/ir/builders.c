@@ -124,8 +124,8 @@ rlx_node rlx_where(rlx_graph *g, rlx_node cond, rlx_node a, rlx_node b) {
 rlx_node rlx_matmul(rlx_graph *g, rlx_node a, rlx_node b) { return rlx_matmul_t(g, a, b, 0, 0); }
 rlx_node rlx_matmul_t(rlx_graph *g, rlx_node a, rlx_node b, int trans_a, int trans_b) {
   rlx_node in[2] = {a, b};
-  int32_t at[2] = {trans_a != 0, trans_b != 0};
-  return rlx_op_node(g, RLX_OP_MATMUL, in, 2, at, 2, NULL, 0);
+  int32_t at[] = {[RLX_IATTR_MATMUL_TRANS_A] = trans_a != 0, [RLX_IATTR_MATMUL_TRANS_B] = trans_b != 0};
+  return rlx_op_node(g, RLX_OP_MATMUL, in, 2, at, RLX_LEN(at), NULL, 0);
 }
 
 rlx_node rlx_reshape(rlx_graph *g, rlx_node x, int32_t rank, const int32_t *dims) {
@@ -159,8 +159,8 @@ rlx_node rlx_transpose(rlx_graph *g, rlx_node x, int32_t axis0, int32_t axis1) {
   return rlx_op_node(g, RLX_OP_PERMUTE, &x, 1, perm, rank, NULL, 0);
 }
 rlx_node rlx_narrow(rlx_graph *g, rlx_node x, int32_t axis, int32_t start, int32_t length) {
-  int32_t at[3] = {axis, start, length};
-  return rlx_op_node(g, RLX_OP_NARROW, &x, 1, at, 3, NULL, 0);
+  int32_t at[] = {[RLX_IATTR_NARROW_AXIS] = axis, [RLX_IATTR_NARROW_START] = start, [RLX_IATTR_NARROW_LENGTH] = length};
+  return rlx_op_node(g, RLX_OP_NARROW, &x, 1, at, RLX_LEN(at), NULL, 0);
 }
 rlx_node rlx_concat(rlx_graph *g, const rlx_node *xs, int32_t n, int32_t axis) {
   return rlx_op_node(g, RLX_OP_CONCAT, xs, n, &axis, 1, NULL, 0);
@@ -181,8 +181,8 @@ static rlx_node reduce(rlx_graph *g, rlx_op op, rlx_node x, const int32_t *axes,
     }
     mask |= 1 << a;
   }
-  int32_t at[2] = {mask, keepdim != 0};
-  return rlx_op_node(g, op, &x, 1, at, 2, NULL, 0);
+  int32_t at[] = {[RLX_IATTR_REDUCE_AXES] = mask, [RLX_IATTR_REDUCE_KEEPDIM] = keepdim != 0};
+  return rlx_op_node(g, op, &x, 1, at, RLX_LEN(at), NULL, 0);
 }
 rlx_node rlx_reduce_sum(rlx_graph *g, rlx_node x, const int32_t *axes, int32_t n, int keepdim) {
   return reduce(g, RLX_OP_REDUCE_SUM, x, axes, n, keepdim);
@@ -212,27 +212,33 @@ rlx_node rlx_layer_norm(rlx_graph *g, rlx_node x, rlx_node w, rlx_node b, float 
   return rlx_op_node(g, RLX_OP_LAYER_NORM, in, 3, NULL, 0, &eps, 1);
 }
 rlx_node rlx_rope(rlx_graph *g, rlx_node x, float theta, int32_t pos_offset) {
-  return rlx_op_node(g, RLX_OP_ROPE, &x, 1, &pos_offset, 1, &theta, 1);
+  int32_t at[] = {[RLX_IATTR_ROPE_POS_OFFSET] = pos_offset, [RLX_IATTR_ROPE_INVERSE] = 0};
+  return rlx_op_node(g, RLX_OP_ROPE, &x, 1, at, RLX_LEN(at), &theta, 1);
 }
 rlx_node rlx_attention(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_mask_kind kind, int32_t window,
                        rlx_node mask, float scale) {
   rlx_node in[4] = {q, k, v, mask};
-  int32_t at[2] = {(int32_t)kind, window};
+  int32_t at[] = {[RLX_IATTR_ATTENTION_MASK] = (int32_t)kind, [RLX_IATTR_ATTENTION_WINDOW] = window};
   int32_t n = (kind == RLX_MASK_PADDING || kind == RLX_MASK_BIAS) ? 4 : 3;
   if (n == 4 && mask == RLX_NO_NODE && g && g->status == RLX_OK)
     return fail_arg(g, "attention: mask kinds padding and bias need a mask tensor");
-  return rlx_op_node(g, RLX_OP_ATTENTION, in, n, at, 2, &scale, 1);
+  return rlx_op_node(g, RLX_OP_ATTENTION, in, n, at, RLX_LEN(at), &scale, 1);
 }
 rlx_node rlx_conv2d(rlx_graph *g, rlx_node x, rlx_node w, const rlx_conv2d_params *p) {
   if (!p) return fail_arg(g, "conv2d: params are NULL");
   rlx_node in[2] = {x, w};
-  int32_t at[7] = {p->stride_h, p->stride_w, p->pad_h, p->pad_w, p->dilation_h, p->dilation_w, p->groups};
-  return rlx_op_node(g, RLX_OP_CONV2D, in, 2, at, 7, NULL, 0);
+  int32_t at[] = {[RLX_IATTR_CONV_STRIDE_H] = p->stride_h, [RLX_IATTR_CONV_STRIDE_W] = p->stride_w,
+                  [RLX_IATTR_CONV_PAD_H] = p->pad_h,       [RLX_IATTR_CONV_PAD_W] = p->pad_w,
+                  [RLX_IATTR_CONV_DIL_H] = p->dilation_h,  [RLX_IATTR_CONV_DIL_W] = p->dilation_w,
+                  [RLX_IATTR_CONV_GROUPS] = p->groups};
+  return rlx_op_node(g, RLX_OP_CONV2D, in, 2, at, RLX_LEN(at), NULL, 0);
 }
 static rlx_node pool(rlx_graph *g, rlx_op op, rlx_node x, const rlx_pool2d_params *p) {
   if (!p) return fail_arg(g, "pool2d: params are NULL");
-  int32_t at[6] = {p->kernel_h, p->kernel_w, p->stride_h, p->stride_w, p->pad_h, p->pad_w};
-  return rlx_op_node(g, op, &x, 1, at, 6, NULL, 0);
+  int32_t at[] = {[RLX_IATTR_POOL_KERNEL_H] = p->kernel_h, [RLX_IATTR_POOL_KERNEL_W] = p->kernel_w,
+                  [RLX_IATTR_POOL_STRIDE_H] = p->stride_h, [RLX_IATTR_POOL_STRIDE_W] = p->stride_w,
+                  [RLX_IATTR_POOL_PAD_H] = p->pad_h,       [RLX_IATTR_POOL_PAD_W] = p->pad_w};
+  return rlx_op_node(g, op, &x, 1, at, RLX_LEN(at), NULL, 0);
 }
 rlx_node rlx_max_pool2d(rlx_graph *g, rlx_node x, const rlx_pool2d_params *p) {
   return pool(g, RLX_OP_MAX_POOL2D, x, p);

@@ -6,6 +6,7 @@
 #define RLX_GRAPH_H
 
 #include "../core/core.h"
+#include "attrs.h"
 
 typedef struct {
   int32_t rank;
@@ -40,8 +41,9 @@ typedef rlx_status (*rlx_shape_rule)(const rlx_graph *g, rlx_node_t *n, char *ms
 
 typedef struct {
   const char *name;
-  int32_t min_inputs, max_inputs;
   rlx_shape_rule shape;
+  int8_t min_inputs, max_inputs;
+  uint8_t attrs; /* rlx_attr_set: its named attributes (include/rlx_attrs.def) */
 } rlx_op_info;
 
 extern const rlx_op_info rlx_op_table[RLX_OP_COUNT];

@@ -1,12 +1,80 @@
-/* op_info.c - rlx_op_min_inputs / rlx_op_max_inputs (include/rlx_op_info.h):
- * the arity columns of the op table (rlx_op_table, from include/rlx_ops.def). */
+/* op_info.c - the op table's facts (include/rlx_op_info.h): arity and the
+ * named attributes of each op, from include/rlx_ops.def and
+ * include/rlx_attrs.def (src/ir/attrs.h). */
 #include "rlx_op_info.h"
+#include "attrs.h"
 #include "graph.h"
 
-int32_t rlx_op_min_inputs(rlx_op op) {
-  return ((int)op >= 0 && op < RLX_OP_COUNT) ? rlx_op_table[op].min_inputs : -1;
+static const rlx_attr_row attr_rows[] = {
+#define RLX_ATTR_SET(SET, BASE)
+#define RLX_ATTR(SET, NAME, name, TYPE, slot) {#name, RLX_ATTRS_##SET, RLX_ATTR_##TYPE, slot},
+#include "rlx_attrs.def"
+#undef RLX_ATTR_SET
+#undef RLX_ATTR
+};
+#define N_ATTR_ROWS ((int32_t)(sizeof attr_rows / sizeof attr_rows[0]))
+
+static const uint8_t attr_base[RLX_ATTRS_COUNT] = {
+#define RLX_ATTR_SET(SET, BASE) [RLX_ATTRS_##SET] = RLX_ATTRS_##BASE,
+#define RLX_ATTR(SET, NAME, name, TYPE, slot)
+#include "rlx_attrs.def"
+#undef RLX_ATTR_SET
+#undef RLX_ATTR
+};
+
+static int32_t own_count(rlx_attr_set set) {
+  int32_t n = 0;
+  for (int32_t i = 0; i < N_ATTR_ROWS; i++) n += attr_rows[i].set == set;
+  return n;
 }
 
-int32_t rlx_op_max_inputs(rlx_op op) {
-  return ((int)op >= 0 && op < RLX_OP_COUNT) ? rlx_op_table[op].max_inputs : -1;
+int32_t rlx_attr_set_count(rlx_attr_set set) {
+  if ((int)set <= RLX_ATTRS_NONE || set >= RLX_ATTRS_COUNT) return 0;
+  return rlx_attr_set_count(attr_base[set]) + own_count(set);
+}
+
+const rlx_attr_row *rlx_attr_set_row(rlx_attr_set set, int32_t k) {
+  if ((int)set <= RLX_ATTRS_NONE || set >= RLX_ATTRS_COUNT || k < 0) return NULL;
+  int32_t nb = rlx_attr_set_count(attr_base[set]);
+  if (k < nb) return rlx_attr_set_row(attr_base[set], k);
+  k -= nb;
+  for (int32_t i = 0; i < N_ATTR_ROWS; i++)
+    if (attr_rows[i].set == set && k-- == 0) return &attr_rows[i];
+  return NULL;
+}
+
+void rlx_attr_set_sizes(rlx_attr_set set, int32_t *n_int, int32_t *n_float, int *has_list) {
+  *n_int = *n_float = *has_list = 0;
+  for (int32_t k = 0, n = rlx_attr_set_count(set); k < n; k++) {
+    const rlx_attr_row *r = rlx_attr_set_row(set, k);
+    if (r->type == RLX_ATTR_FLOAT) ++*n_float;
+    else ++*n_int;
+    if (r->type == RLX_ATTR_INTS) *has_list = 1;
+  }
+}
+
+static int is_op(rlx_op op) { return (int)op >= 0 && op < RLX_OP_COUNT; }
+
+int32_t rlx_op_min_inputs(rlx_op op) { return is_op(op) ? rlx_op_table[op].min_inputs : -1; }
+int32_t rlx_op_max_inputs(rlx_op op) { return is_op(op) ? rlx_op_table[op].max_inputs : -1; }
+int32_t rlx_op_attr_count(rlx_op op) { return is_op(op) ? rlx_attr_set_count(rlx_op_table[op].attrs) : -1; }
+
+static const rlx_attr_row *op_attr(rlx_op op, int32_t k) {
+  return is_op(op) ? rlx_attr_set_row(rlx_op_table[op].attrs, k) : NULL;
+}
+
+const char *rlx_op_attr_name(rlx_op op, int32_t k) {
+  const rlx_attr_row *r = op_attr(op, k);
+  return r ? r->name : NULL;
+}
+
+const char *rlx_op_attr_type(rlx_op op, int32_t k) {
+  static const char *const names[] = {"int", "bool", "axes", "enum", "ints", "float"};
+  const rlx_attr_row *r = op_attr(op, k);
+  return r ? names[r->type] : NULL;
+}
+
+int32_t rlx_op_attr_slot(rlx_op op, int32_t k) {
+  const rlx_attr_row *r = op_attr(op, k);
+  return r ? r->slot : -1;
 }

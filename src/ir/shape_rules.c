@@ -11,15 +11,19 @@
 #define FAIL(code, ...) return (snprintf(msg, cap, __VA_ARGS__), (code))
 #define IN(k) (&g->nodes[n->inputs[k]].shape)
 
-static rlx_status want_attrs(const rlx_node_t *n, int32_t ni, int32_t nf, char *msg, size_t cap) {
+/* The node holds exactly the int and float attributes of its op's set. */
+static rlx_status want_attrs(const rlx_node_t *n, char *msg, size_t cap) {
+  int32_t ni, nf;
+  int has_list;
+  rlx_attr_set_sizes(rlx_op_table[n->op].attrs, &ni, &nf, &has_list);
   if (n->n_iattr != ni || n->n_fattr != nf)
     FAIL(RLX_ERR_INVALID_ARG, "expects %d integer and %d float attributes, got %d and %d", (int)ni, (int)nf,
          (int)n->n_iattr, (int)n->n_fattr);
   return RLX_OK;
 }
-#define ATTRS(ni, nf)                                       \
+#define ATTRS()                                             \
   do {                                                      \
-    rlx_status st_ = want_attrs(n, (ni), (nf), msg, cap);   \
+    rlx_status st_ = want_attrs(n, msg, cap);               \
     if (st_ != RLX_OK) return st_;                          \
   } while (0)
 
@@ -48,20 +52,20 @@ RULE(leaf) {
 }
 
 RULE(unary) {
-  ATTRS(0, 0);
+  ATTRS();
   n->shape = *IN(0);
   return RLX_OK;
 }
 
 RULE(binary) {
-  ATTRS(0, 0);
+  ATTRS();
   if (!broadcast(IN(0), IN(1), &n->shape)) FAIL(RLX_ERR_SHAPE, "shapes do not broadcast");
   return RLX_OK;
 }
 
 RULE(ternary) {
   rlx_shape ab;
-  ATTRS(0, 0);
+  ATTRS();
   if (!broadcast(IN(1), IN(2), &ab) || !broadcast(IN(0), &ab, &n->shape))
     FAIL(RLX_ERR_SHAPE, "condition and values do not broadcast");
   return RLX_OK;
@@ -70,9 +74,9 @@ RULE(ternary) {
 RULE(matmul) {
   const rlx_shape *a = IN(0), *b = IN(1);
   rlx_shape ba, bb, batch;
-  ATTRS(2, 0);
+  ATTRS();
   if (a->rank < 2 || b->rank < 2) FAIL(RLX_ERR_SHAPE, "both operands need rank >= 2");
-  int32_t ta = n->iattr[0] != 0, tb = n->iattr[1] != 0;
+  int32_t ta = ATTR_I(n, MATMUL, TRANS_A) != 0, tb = ATTR_I(n, MATMUL, TRANS_B) != 0;
   int32_t m = a->dims[a->rank - 2 + ta], ka = a->dims[a->rank - 1 - ta];
   int32_t kb = b->dims[b->rank - 2 + tb], nn = b->dims[b->rank - 1 - tb];
   if (ka != kb) FAIL(RLX_ERR_SHAPE, "inner dimensions differ (%d vs %d)", (int)ka, (int)kb);
@@ -81,8 +85,8 @@ RULE(matmul) {
   memcpy(ba.dims, a->dims, sizeof(int32_t) * (size_t)ba.rank);
   memcpy(bb.dims, b->dims, sizeof(int32_t) * (size_t)bb.rank);
   if (!broadcast(&ba, &bb, &batch)) FAIL(RLX_ERR_SHAPE, "batch dimensions do not broadcast");
-  n->iattr[0] = ta;
-  n->iattr[1] = tb;
+  ATTR_I(n, MATMUL, TRANS_A) = ta;
+  ATTR_I(n, MATMUL, TRANS_B) = tb;
   n->shape = batch;
   n->shape.dims[n->shape.rank++] = m;
   n->shape.dims[n->shape.rank++] = nn;
@@ -132,9 +136,10 @@ RULE(permute) {
 
 RULE(narrow) {
   const rlx_shape *x = IN(0);
-  ATTRS(3, 0);
-  if (!norm_axis(&n->iattr[0], x->rank)) FAIL(RLX_ERR_INVALID_ARG, "axis %d is outside rank %d", (int)n->iattr[0], (int)x->rank);
-  int32_t axis = n->iattr[0], start = n->iattr[1], len = n->iattr[2];
+  ATTRS();
+  if (!norm_axis(&ATTR_I(n, NARROW, AXIS), x->rank))
+    FAIL(RLX_ERR_INVALID_ARG, "axis %d is outside rank %d", (int)ATTR_I(n, NARROW, AXIS), (int)x->rank);
+  int32_t axis = ATTR_I(n, NARROW, AXIS), start = ATTR_I(n, NARROW, START), len = ATTR_I(n, NARROW, LENGTH);
   if (start < 0 || len <= 0 || start > x->dims[axis] - len)
     FAIL(RLX_ERR_SHAPE, "range start %d length %d does not fit dim %d of size %d", (int)start, (int)len,
          (int)axis, (int)x->dims[axis]);
@@ -145,9 +150,10 @@ RULE(narrow) {
 
 RULE(concat) {
   const rlx_shape *x = IN(0);
-  ATTRS(1, 0);
-  if (!norm_axis(&n->iattr[0], x->rank)) FAIL(RLX_ERR_INVALID_ARG, "axis %d is outside rank %d", (int)n->iattr[0], (int)x->rank);
-  int32_t axis = n->iattr[0];
+  ATTRS();
+  if (!norm_axis(&ATTR_I(n, AXIS, AXIS), x->rank))
+    FAIL(RLX_ERR_INVALID_ARG, "axis %d is outside rank %d", (int)ATTR_I(n, AXIS, AXIS), (int)x->rank);
+  int32_t axis = ATTR_I(n, AXIS, AXIS);
   int64_t total = 0;
   for (int32_t k = 0; k < n->n_inputs; k++) {
     const rlx_shape *s = IN(k);
@@ -181,7 +187,7 @@ RULE(expand) {
 
 RULE(gather) {
   const rlx_shape *t = IN(0), *ids = IN(1);
-  ATTRS(0, 0);
+  ATTRS();
   if (t->rank != 2) FAIL(RLX_ERR_SHAPE, "the table must be [rows, dim]");
   if (ids->rank >= RLX_MAX_RANK) FAIL(RLX_ERR_SHAPE, "ids have too many dims");
   n->shape = *ids;
@@ -191,11 +197,11 @@ RULE(gather) {
 
 RULE(reduce) {
   const rlx_shape *x = IN(0);
-  ATTRS(2, 0);
-  int32_t mask = n->iattr[0], keep = n->iattr[1] != 0;
+  ATTRS();
+  int32_t mask = ATTR_I(n, REDUCE, AXES), keep = ATTR_I(n, REDUCE, KEEPDIM) != 0;
   if (mask == 0 || (x->rank < 31 && (mask >> x->rank) != 0) || mask < 0)
     FAIL(RLX_ERR_INVALID_ARG, "axis mask 0x%x does not name axes of a rank-%d tensor", (unsigned)mask, (int)x->rank);
-  n->iattr[1] = keep;
+  ATTR_I(n, REDUCE, KEEPDIM) = keep;
   n->shape.rank = 0;
   for (int32_t i = 0; i < x->rank; i++) {
     if (!(mask & (1 << i)))
@@ -208,15 +214,16 @@ RULE(reduce) {
 
 RULE(axis_op) {
   const rlx_shape *x = IN(0);
-  ATTRS(1, 0);
-  if (!norm_axis(&n->iattr[0], x->rank)) FAIL(RLX_ERR_INVALID_ARG, "axis %d is outside rank %d", (int)n->iattr[0], (int)x->rank);
+  ATTRS();
+  if (!norm_axis(&ATTR_I(n, AXIS, AXIS), x->rank))
+    FAIL(RLX_ERR_INVALID_ARG, "axis %d is outside rank %d", (int)ATTR_I(n, AXIS, AXIS), (int)x->rank);
   n->shape = *x;
   return RLX_OK;
 }
 
 RULE(softmax_ce) {
   const rlx_shape *lg = IN(0), *lb = IN(1);
-  ATTRS(0, 0);
+  ATTRS();
   if (lg->rank < 1) FAIL(RLX_ERR_SHAPE, "logits need a class axis");
   if (lb->rank != lg->rank - 1 || memcmp(lb->dims, lg->dims, sizeof(int32_t) * (size_t)lb->rank) != 0)
     FAIL(RLX_ERR_SHAPE, "labels must have the logits' shape without the class axis");
@@ -226,26 +233,26 @@ RULE(softmax_ce) {
 
 RULE(norm) {
   const rlx_shape *x = IN(0);
-  ATTRS(0, 1);
+  ATTRS();
   if (x->rank < 1) FAIL(RLX_ERR_SHAPE, "input needs rank >= 1");
   int32_t d = x->dims[x->rank - 1];
   for (int32_t k = 1; k < n->n_inputs; k++)
     if (IN(k)->rank != 1 || IN(k)->dims[0] != d)
       FAIL(RLX_ERR_SHAPE, "input %d must be [%d] (the last dim)", (int)k, (int)d);
-  if (!(n->fattr[0] >= 0.0f) || isinf(n->fattr[0])) FAIL(RLX_ERR_INVALID_ARG, "eps must be finite and >= 0");
+  if (!(ATTR_F(n, NORM, EPS) >= 0.0f) || isinf(ATTR_F(n, NORM, EPS))) FAIL(RLX_ERR_INVALID_ARG, "eps must be finite and >= 0");
   n->shape = *x;
   return RLX_OK;
 }
 
 RULE(rope) {
   const rlx_shape *x = IN(0);
-  if (n->n_iattr == 1) n->iattr[n->n_iattr++] = 0; /* inverse defaults to off */
-  ATTRS(2, 1);
-  if (n->iattr[1] != 0 && n->iattr[1] != 1) FAIL(RLX_ERR_INVALID_ARG, "inverse must be 0 or 1");
+  if (n->n_iattr == RLX_IATTR_ROPE_INVERSE) ATTR_I(n, ROPE, INVERSE) = 0, n->n_iattr++; /* inverse defaults to off */
+  ATTRS();
+  if (ATTR_I(n, ROPE, INVERSE) != 0 && ATTR_I(n, ROPE, INVERSE) != 1) FAIL(RLX_ERR_INVALID_ARG, "inverse must be 0 or 1");
   if (x->rank < 2) FAIL(RLX_ERR_SHAPE, "input needs rank >= 2 ([..., S, D])");
   if (x->dims[x->rank - 1] % 2) FAIL(RLX_ERR_SHAPE, "the last dim must be even");
-  if (!(n->fattr[0] > 0.0f) || isinf(n->fattr[0])) FAIL(RLX_ERR_INVALID_ARG, "theta must be finite and > 0");
-  if (n->iattr[0] < 0) FAIL(RLX_ERR_INVALID_ARG, "pos_offset must be >= 0");
+  if (!(ATTR_F(n, ROPE, THETA) > 0.0f) || isinf(ATTR_F(n, ROPE, THETA))) FAIL(RLX_ERR_INVALID_ARG, "theta must be finite and > 0");
+  if (ATTR_I(n, ROPE, POS_OFFSET) < 0) FAIL(RLX_ERR_INVALID_ARG, "pos_offset must be >= 0");
   n->shape = *x;
   return RLX_OK;
 }
@@ -255,7 +262,7 @@ RULE(rope) {
 static rlx_status check_attention(const rlx_graph *g, const rlx_node_t *n, int32_t mask_k, rlx_shape *out,
                                   char *msg, size_t cap) {
   const rlx_shape *q = IN(0), *k = IN(1), *v = IN(2);
-  int32_t kind = n->iattr[0], window = n->iattr[1];
+  int32_t kind = ATTR_I(n, ATTENTION, MASK), window = ATTR_I(n, ATTENTION, WINDOW);
   if (q->rank != 4 || k->rank != 4 || v->rank != 4) FAIL(RLX_ERR_SHAPE, "q, k and v must be [B, H, S, D]");
   if (k->dims[0] != q->dims[0] || v->dims[0] != q->dims[0] || k->dims[1] != q->dims[1] || v->dims[1] != q->dims[1])
     FAIL(RLX_ERR_SHAPE, "q, k and v must share B and H");
@@ -266,7 +273,7 @@ static rlx_status check_attention(const rlx_graph *g, const rlx_node_t *n, int32
   if (wants_mask != (n->n_inputs == mask_k + 1))
     FAIL(RLX_ERR_GRAPH, "mask kind %d %s a mask tensor", (int)kind, wants_mask ? "needs" : "takes no");
   if (kind == RLX_MASK_SLIDING && window < 1) FAIL(RLX_ERR_INVALID_ARG, "sliding window must be >= 1, got %d", (int)window);
-  if (!isfinite(n->fattr[0])) FAIL(RLX_ERR_INVALID_ARG, "scale must be finite");
+  if (!isfinite(ATTR_F(n, ATTENTION, SCALE))) FAIL(RLX_ERR_INVALID_ARG, "scale must be finite");
   if (kind == RLX_MASK_PADDING) {
     const rlx_shape *m = IN(mask_k);
     if (m->rank != 2 || m->dims[0] != q->dims[0] || m->dims[1] != k->dims[2])
@@ -284,13 +291,13 @@ static rlx_status check_attention(const rlx_graph *g, const rlx_node_t *n, int32
 }
 
 RULE(attention) {
-  ATTRS(2, 1);
+  ATTRS();
   return check_attention(g, n, 3, &n->shape, msg, cap);
 }
 
 RULE(attention_grad) {
   rlx_shape y;
-  ATTRS(2, 1);
+  ATTRS();
   rlx_status st = check_attention(g, n, 4, &y, msg, cap);
   if (st != RLX_OK) return st;
   if (!rlx_shape_equal(IN(3), &y)) FAIL(RLX_ERR_SHAPE, "dy must have the attention output's shape");
@@ -301,38 +308,51 @@ RULE(attention_grad) {
   return RLX_OK;
 }
 
-/* Output size of a strided window; 0 if no window fits. */
-static int32_t window_out(int32_t in, int32_t k, int32_t stride, int32_t pad, int32_t dil) {
+/* Output size of a strided window: 0 if no window fits, -1 if the size
+ * passes INT32_MAX. */
+static int64_t window_out(int32_t in, int32_t k, int32_t stride, int32_t pad, int32_t dil) {
   int64_t span = (int64_t)dil * (k - 1) + 1, room = (int64_t)in + 2 * (int64_t)pad - span;
-  return room < 0 ? 0 : (int32_t)(room / stride + 1);
+  int64_t out = room < 0 ? 0 : room / stride + 1;
+  return out > INT32_MAX ? -1 : out;
 }
 
-/* Checks conv2d attributes for input [N, C, H, W] and weight [O, C/g, KH, KW]
- * (given as dims) and sets out to [N, O, OH, OW]. */
-static rlx_status check_conv(const int32_t *a, const int32_t *x, const int32_t *w, rlx_shape *out, char *msg,
+/* [OH, OW] of a window over [H, W]: FAILs when none fits or it is too big. */
+static rlx_status window_dims(const int32_t *hw, const int32_t *k, const int32_t *stride, const int32_t *pad,
+                              const int32_t *dil, int32_t *out, char *msg, size_t cap) {
+  for (int i = 0; i < 2; i++) {
+    int64_t o = window_out(hw[i], k[i], stride[i], pad[i], dil[i]);
+    if (o < 0) FAIL(RLX_ERR_SHAPE, "the output %s would pass %d", i ? "width" : "height", INT32_MAX);
+    if (o < 1) FAIL(RLX_ERR_SHAPE, "the window does not fit the padded input");
+    out[i] = (int32_t)o;
+  }
+  return RLX_OK;
+}
+
+/* Checks conv2d attributes (a node of the CONV set or one based on it) for
+ * input [N, C, H, W] and weight [O, C/g, KH, KW] (given as dims) and sets
+ * out to [N, O, OH, OW]. */
+static rlx_status check_conv(const rlx_node_t *n, const int32_t *x, const int32_t *w, rlx_shape *out, char *msg,
                              size_t cap) {
-  if (a[0] < 1 || a[1] < 1 || a[2] < 0 || a[3] < 0 || a[4] < 1 || a[5] < 1 || a[6] < 1)
+  const int32_t stride[2] = {ATTR_I(n, CONV, STRIDE_H), ATTR_I(n, CONV, STRIDE_W)};
+  const int32_t pad[2] = {ATTR_I(n, CONV, PAD_H), ATTR_I(n, CONV, PAD_W)};
+  const int32_t dil[2] = {ATTR_I(n, CONV, DIL_H), ATTR_I(n, CONV, DIL_W)}, groups = ATTR_I(n, CONV, GROUPS);
+  if (stride[0] < 1 || stride[1] < 1 || pad[0] < 0 || pad[1] < 0 || dil[0] < 1 || dil[1] < 1 || groups < 1)
     FAIL(RLX_ERR_INVALID_ARG, "stride and dilation must be >= 1, padding >= 0, groups >= 1");
-  if (x[1] % a[6] || w[0] % a[6])
-    FAIL(RLX_ERR_SHAPE, "channels %d and filters %d must divide by groups %d", (int)x[1], (int)w[0], (int)a[6]);
-  if (w[1] != x[1] / a[6])
-    FAIL(RLX_ERR_SHAPE, "w has %d input channels per group, x gives %d", (int)w[1], (int)(x[1] / a[6]));
-  int32_t oh = window_out(x[2], w[2], a[0], a[2], a[4]);
-  int32_t ow = window_out(x[3], w[3], a[1], a[3], a[5]);
-  if (oh < 1 || ow < 1) FAIL(RLX_ERR_SHAPE, "the kernel does not fit the padded input");
+  if (x[1] % groups || w[0] % groups)
+    FAIL(RLX_ERR_SHAPE, "channels %d and filters %d must divide by groups %d", (int)x[1], (int)w[0], (int)groups);
+  if (w[1] != x[1] / groups)
+    FAIL(RLX_ERR_SHAPE, "w has %d input channels per group, x gives %d", (int)w[1], (int)(x[1] / groups));
   out->rank = 4;
   out->dims[0] = x[0];
   out->dims[1] = w[0];
-  out->dims[2] = oh;
-  out->dims[3] = ow;
-  return RLX_OK;
+  return window_dims(x + 2, w + 2, stride, pad, dil, out->dims + 2, msg, cap);
 }
 
 RULE(conv2d) {
   const rlx_shape *x = IN(0), *w = IN(1);
-  ATTRS(7, 0);
+  ATTRS();
   if (x->rank != 4 || w->rank != 4) FAIL(RLX_ERR_SHAPE, "x must be [N, C, H, W] and w [O, C/groups, KH, KW]");
-  return check_conv(n->iattr, x->dims, w->dims, &n->shape, msg, cap);
+  return check_conv(n, x->dims, w->dims, &n->shape, msg, cap);
 }
 
 static rlx_status want_dy(const rlx_shape *dy, const rlx_shape *y, char *msg, size_t cap) {
@@ -345,11 +365,15 @@ static rlx_status want_dy(const rlx_shape *dy, const rlx_shape *y, char *msg, si
 RULE(conv2d_grad_input) { /* (dy, w) -> [N, C, H, W] */
   const rlx_shape *dy = IN(0), *w = IN(1);
   rlx_shape y;
-  ATTRS(9, 0);
+  ATTRS();
   if (dy->rank != 4 || w->rank != 4) FAIL(RLX_ERR_SHAPE, "dy and w must have rank 4");
-  if (n->iattr[7] < 1 || n->iattr[8] < 1) FAIL(RLX_ERR_INVALID_ARG, "input height and width must be >= 1");
-  int32_t x[4] = {dy->dims[0], w->dims[1] * n->iattr[6], n->iattr[7], n->iattr[8]};
-  rlx_status st = check_conv(n->iattr, x, w->dims, &y, msg, cap);
+  const int32_t in_h = ATTR_I(n, CONV_GRAD_INPUT, IN_H), in_w = ATTR_I(n, CONV_GRAD_INPUT, IN_W);
+  const int32_t groups = ATTR_I(n, CONV, GROUPS);
+  if (in_h < 1 || in_w < 1 || groups < 1) FAIL(RLX_ERR_INVALID_ARG, "input height, width and groups must be >= 1");
+  int64_t channels = (int64_t)w->dims[1] * groups;
+  if (channels > INT32_MAX) FAIL(RLX_ERR_SHAPE, "%d groups of %d channels pass %d", (int)groups, (int)w->dims[1], INT32_MAX);
+  int32_t x[4] = {dy->dims[0], (int32_t)channels, in_h, in_w};
+  rlx_status st = check_conv(n, x, w->dims, &y, msg, cap);
   if (st != RLX_OK) return st;
   if ((st = want_dy(dy, &y, msg, cap)) != RLX_OK) return st;
   n->shape.rank = 4;
@@ -360,11 +384,13 @@ RULE(conv2d_grad_input) { /* (dy, w) -> [N, C, H, W] */
 RULE(conv2d_grad_weight) { /* (x, dy) -> [O, C/g, KH, KW] */
   const rlx_shape *x = IN(0), *dy = IN(1);
   rlx_shape y;
-  ATTRS(9, 0);
+  ATTRS();
   if (dy->rank != 4 || x->rank != 4) FAIL(RLX_ERR_SHAPE, "x and dy must have rank 4");
-  if (n->iattr[7] < 1 || n->iattr[8] < 1 || n->iattr[6] < 1) FAIL(RLX_ERR_INVALID_ARG, "kernel size and groups must be >= 1");
-  int32_t w[4] = {dy->dims[1], x->dims[1] / n->iattr[6], n->iattr[7], n->iattr[8]};
-  rlx_status st = check_conv(n->iattr, x->dims, w, &y, msg, cap);
+  const int32_t kh = ATTR_I(n, CONV_GRAD_WEIGHT, KERNEL_H), kw = ATTR_I(n, CONV_GRAD_WEIGHT, KERNEL_W);
+  const int32_t groups = ATTR_I(n, CONV, GROUPS);
+  if (kh < 1 || kw < 1 || groups < 1) FAIL(RLX_ERR_INVALID_ARG, "kernel size and groups must be >= 1");
+  int32_t w[4] = {dy->dims[1], x->dims[1] / groups, kh, kw};
+  rlx_status st = check_conv(n, x->dims, w, &y, msg, cap);
   if (st != RLX_OK) return st;
   if ((st = want_dy(dy, &y, msg, cap)) != RLX_OK) return st;
   n->shape.rank = 4;
@@ -372,27 +398,29 @@ RULE(conv2d_grad_weight) { /* (x, dy) -> [O, C/g, KH, KW] */
   return RLX_OK;
 }
 
-static rlx_status check_pool(const int32_t *a, const rlx_shape *x, rlx_shape *out, char *msg, size_t cap) {
+/* Checks pooling attributes (a node of the POOL set or one based on it)
+ * for x [N, C, H, W] and sets out to [N, C, OH, OW]. */
+static rlx_status check_pool(const rlx_node_t *n, const rlx_shape *x, rlx_shape *out, char *msg, size_t cap) {
+  const int32_t k[2] = {ATTR_I(n, POOL, KERNEL_H), ATTR_I(n, POOL, KERNEL_W)};
+  const int32_t stride[2] = {ATTR_I(n, POOL, STRIDE_H), ATTR_I(n, POOL, STRIDE_W)};
+  const int32_t pad[2] = {ATTR_I(n, POOL, PAD_H), ATTR_I(n, POOL, PAD_W)}, dil[2] = {1, 1};
   if (x->rank != 4) FAIL(RLX_ERR_SHAPE, "x must be [N, C, H, W]");
-  if (a[0] < 1 || a[1] < 1 || a[2] < 1 || a[3] < 1 || a[4] < 0 || a[5] < 0 || a[4] >= a[0] || a[5] >= a[1])
+  if (k[0] < 1 || k[1] < 1 || stride[0] < 1 || stride[1] < 1 || pad[0] < 0 || pad[1] < 0 || pad[0] >= k[0] ||
+      pad[1] >= k[1])
     FAIL(RLX_ERR_INVALID_ARG, "kernel and stride must be >= 1 and padding in [0, kernel)");
-  int32_t oh = window_out(x->dims[2], a[0], a[2], a[4], 1), ow = window_out(x->dims[3], a[1], a[3], a[5], 1);
-  if (oh < 1 || ow < 1) FAIL(RLX_ERR_SHAPE, "the window does not fit the padded input");
   *out = *x;
-  out->dims[2] = oh;
-  out->dims[3] = ow;
-  return RLX_OK;
+  return window_dims(x->dims + 2, k, stride, pad, dil, out->dims + 2, msg, cap);
 }
 
 RULE(pool2d) {
-  ATTRS(6, 0);
-  return check_pool(n->iattr, IN(0), &n->shape, msg, cap);
+  ATTRS();
+  return check_pool(n, IN(0), &n->shape, msg, cap);
 }
 
 RULE(max_pool2d_grad) { /* (x, dy) -> x's shape */
   rlx_shape y;
-  ATTRS(6, 0);
-  rlx_status st = check_pool(n->iattr, IN(0), &y, msg, cap);
+  ATTRS();
+  rlx_status st = check_pool(n, IN(0), &y, msg, cap);
   if (st == RLX_OK) st = want_dy(IN(1), &y, msg, cap);
   n->shape = *IN(0);
   return st;
@@ -401,13 +429,13 @@ RULE(max_pool2d_grad) { /* (x, dy) -> x's shape */
 RULE(avg_pool2d_grad) { /* (dy) -> [N, C, H, W] */
   const rlx_shape *dy = IN(0);
   rlx_shape x, y;
-  ATTRS(8, 0);
+  ATTRS();
   if (dy->rank != 4) FAIL(RLX_ERR_SHAPE, "dy must have rank 4");
-  if (n->iattr[6] < 1 || n->iattr[7] < 1) FAIL(RLX_ERR_INVALID_ARG, "input height and width must be >= 1");
   x = *dy;
-  x.dims[2] = n->iattr[6];
-  x.dims[3] = n->iattr[7];
-  rlx_status st = check_pool(n->iattr, &x, &y, msg, cap);
+  x.dims[2] = ATTR_I(n, AVG_POOL_GRAD, IN_H);
+  x.dims[3] = ATTR_I(n, AVG_POOL_GRAD, IN_W);
+  if (x.dims[2] < 1 || x.dims[3] < 1) FAIL(RLX_ERR_INVALID_ARG, "input height and width must be >= 1");
+  rlx_status st = check_pool(n, &x, &y, msg, cap);
   if (st == RLX_OK) st = want_dy(dy, &y, msg, cap);
   n->shape = x;
   return st;
@@ -415,7 +443,7 @@ RULE(avg_pool2d_grad) { /* (dy) -> [N, C, H, W] */
 
 RULE(global_pool) {
   const rlx_shape *x = IN(0);
-  ATTRS(0, 0);
+  ATTRS();
   if (x->rank != 4) FAIL(RLX_ERR_SHAPE, "x must be [N, C, H, W]");
   n->shape.rank = 2;
   n->shape.dims[0] = x->dims[0];
@@ -424,7 +452,7 @@ RULE(global_pool) {
 }
 
 RULE(grad_pointwise) { /* (x, dy) -> dx */
-  ATTRS(0, 0);
+  ATTRS();
   if (!rlx_shape_equal(IN(0), IN(1))) FAIL(RLX_ERR_SHAPE, "x and dy must have the same shape");
   n->shape = *IN(0);
   return RLX_OK;
@@ -432,9 +460,10 @@ RULE(grad_pointwise) { /* (x, dy) -> dx */
 
 RULE(narrow_grad) { /* (dy) -> input shape */
   const rlx_shape *dy = IN(0);
-  ATTRS(3, 0);
-  if (!norm_axis(&n->iattr[0], dy->rank)) FAIL(RLX_ERR_INVALID_ARG, "axis %d is outside rank %d", (int)n->iattr[0], (int)dy->rank);
-  int32_t axis = n->iattr[0], start = n->iattr[1], full = n->iattr[2];
+  ATTRS();
+  if (!norm_axis(&ATTR_I(n, NARROW_GRAD, AXIS), dy->rank))
+    FAIL(RLX_ERR_INVALID_ARG, "axis %d is outside rank %d", (int)ATTR_I(n, NARROW_GRAD, AXIS), (int)dy->rank);
+  int32_t axis = ATTR_I(n, NARROW_GRAD, AXIS), start = ATTR_I(n, NARROW_GRAD, START), full = ATTR_I(n, NARROW_GRAD, FULL);
   if (start < 0 || full < 1 || start > full - dy->dims[axis])
     FAIL(RLX_ERR_SHAPE, "range start %d length %d does not fit a dim of size %d", (int)start, (int)dy->dims[axis], (int)full);
   n->shape = *dy;
@@ -444,20 +473,21 @@ RULE(narrow_grad) { /* (dy) -> input shape */
 
 RULE(scatter_add) { /* (ids[...], dy[..., D]) -> [V, D] */
   const rlx_shape *ids = IN(0), *dy = IN(1);
-  ATTRS(1, 0);
-  if (n->iattr[0] < 1) FAIL(RLX_ERR_INVALID_ARG, "row count V must be >= 1");
+  ATTRS();
+  if (ATTR_I(n, SCATTER_ADD, ROWS) < 1) FAIL(RLX_ERR_INVALID_ARG, "row count V must be >= 1");
   if (dy->rank != ids->rank + 1 || memcmp(dy->dims, ids->dims, sizeof(int32_t) * (size_t)ids->rank) != 0)
     FAIL(RLX_ERR_SHAPE, "dy must be the ids' shape plus a row dim");
   n->shape.rank = 2;
-  n->shape.dims[0] = n->iattr[0];
+  n->shape.dims[0] = ATTR_I(n, SCATTER_ADD, ROWS);
   n->shape.dims[1] = dy->dims[dy->rank - 1];
   return RLX_OK;
 }
 
 RULE(axis_grad) { /* (y, dy) -> dx */
-  ATTRS(1, 0);
+  ATTRS();
   if (!rlx_shape_equal(IN(0), IN(1))) FAIL(RLX_ERR_SHAPE, "y and dy must have the same shape");
-  if (!norm_axis(&n->iattr[0], IN(0)->rank)) FAIL(RLX_ERR_INVALID_ARG, "axis %d is outside rank %d", (int)n->iattr[0], (int)IN(0)->rank);
+  if (!norm_axis(&ATTR_I(n, AXIS, AXIS), IN(0)->rank))
+    FAIL(RLX_ERR_INVALID_ARG, "axis %d is outside rank %d", (int)ATTR_I(n, AXIS, AXIS), (int)IN(0)->rank);
   n->shape = *IN(0);
   return RLX_OK;
 }
@@ -471,7 +501,7 @@ RULE(softmax_ce_grad) { /* (logits, labels, dy) -> logits' shape */
 }
 
 RULE(norm_grad) { /* (x, w, dy) -> dx */
-  ATTRS(0, 1);
+  ATTRS();
   const rlx_shape *x = IN(0);
   if (x->rank < 1) FAIL(RLX_ERR_SHAPE, "input needs rank >= 1");
   if (IN(1)->rank != 1 || IN(1)->dims[0] != x->dims[x->rank - 1]) FAIL(RLX_ERR_SHAPE, "w must be [%d]", (int)x->dims[x->rank - 1]);
@@ -481,7 +511,7 @@ RULE(norm_grad) { /* (x, w, dy) -> dx */
 }
 
 RULE(norm_grad_weight) { /* (x, dy) -> [D] */
-  ATTRS(0, 1);
+  ATTRS();
   const rlx_shape *x = IN(0);
   if (x->rank < 1) FAIL(RLX_ERR_SHAPE, "input needs rank >= 1");
   if (!rlx_shape_equal(IN(1), x)) FAIL(RLX_ERR_SHAPE, "x and dy must have the same shape");
@@ -499,21 +529,23 @@ static int broadcasts_into(const rlx_shape *in, const rlx_shape *out) {
 }
 
 RULE(fused_matmul) { /* (a, b[, bias][, mul]) -> act(a.b + bias) * mul */
-  ATTRS(5, 0);
-  int32_t act = n->iattr[2], has_bias = n->iattr[3] != 0, has_mul = n->iattr[4] != 0;
+  ATTRS();
+  int32_t act = ATTR_I(n, FUSED_MATMUL, ACT), has_bias = ATTR_I(n, FUSED_MATMUL, HAS_BIAS) != 0;
+  int32_t has_mul = ATTR_I(n, FUSED_MATMUL, HAS_MUL) != 0;
   if (act < 0 || act > 3) FAIL(RLX_ERR_INVALID_ARG, "activation %d is unknown (0 none, 1 relu, 2 gelu, 3 silu)", (int)act);
   if (n->n_inputs != 2 + has_bias + has_mul)
     FAIL(RLX_ERR_GRAPH, "expects %d inputs (a, b%s%s), got %d", (int)(2 + has_bias + has_mul), has_bias ? ", bias" : "",
          has_mul ? ", mul" : "", (int)n->n_inputs);
-  rlx_node_t mm = *n;
+  rlx_node_t mm = *n; /* the plain product: FUSED_MATMUL's set starts with MATMUL's */
+  mm.op = RLX_OP_MATMUL;
   mm.n_inputs = 2;
-  mm.n_iattr = 2;
+  mm.n_iattr = rlx_attr_set_count(RLX_ATTRS_MATMUL);
   rlx_status st = rlx_shape_matmul(g, &mm, msg, cap);
   if (st != RLX_OK) return st;
-  n->iattr[0] = mm.iattr[0];
-  n->iattr[1] = mm.iattr[1];
-  n->iattr[3] = has_bias;
-  n->iattr[4] = has_mul;
+  ATTR_I(n, MATMUL, TRANS_A) = ATTR_I(&mm, MATMUL, TRANS_A);
+  ATTR_I(n, MATMUL, TRANS_B) = ATTR_I(&mm, MATMUL, TRANS_B);
+  ATTR_I(n, FUSED_MATMUL, HAS_BIAS) = has_bias;
+  ATTR_I(n, FUSED_MATMUL, HAS_MUL) = has_mul;
   n->shape = mm.shape;
   for (int32_t k = 2; k < n->n_inputs; k++)
     if (!broadcasts_into(IN(k), &n->shape))
@@ -522,18 +554,20 @@ RULE(fused_matmul) { /* (a, b[, bias][, mul]) -> act(a.b + bias) * mul */
 }
 
 RULE(fused_attention) { /* (x, wqkv | wq, wk, wv, wo[, mask]) -> [(B,) S, Eo] */
-  ATTRS(8, 2);
-  const int32_t H = n->iattr[0], Dh = n->iattr[1], kind = n->iattr[2], window = n->iattr[3];
-  const int32_t packed = n->iattr[4], rope = n->iattr[5], pos = n->iattr[6], inverse = n->iattr[7];
+  ATTRS();
+  const int32_t H = ATTR_I(n, FUSED_ATTENTION, HEADS), Dh = ATTR_I(n, FUSED_ATTENTION, HEAD_DIM);
+  const int32_t kind = ATTR_I(n, FUSED_ATTENTION, MASK), window = ATTR_I(n, FUSED_ATTENTION, WINDOW);
+  const int32_t packed = ATTR_I(n, FUSED_ATTENTION, PACKED), rope = ATTR_I(n, FUSED_ATTENTION, ROPE);
+  const int32_t pos = ATTR_I(n, FUSED_ATTENTION, POS_OFFSET), inverse = ATTR_I(n, FUSED_ATTENTION, ROPE_INVERSE);
   if (H < 1 || Dh < 1) FAIL(RLX_ERR_INVALID_ARG, "heads (%d) and head dim (%d) must be >= 1", (int)H, (int)Dh);
   if ((packed | rope | inverse) & ~1) FAIL(RLX_ERR_INVALID_ARG, "packed, rope and inverse flags must be 0 or 1");
   if ((int64_t)H * Dh * 3 > INT32_MAX) FAIL(RLX_ERR_SHAPE, "%d heads of %d are too wide", (int)H, (int)Dh);
   if (kind < RLX_MASK_NONE || kind > RLX_MASK_BIAS) FAIL(RLX_ERR_INVALID_ARG, "unknown mask kind %d", (int)kind);
   if (kind == RLX_MASK_SLIDING && window < 1) FAIL(RLX_ERR_INVALID_ARG, "sliding window must be >= 1, got %d", (int)window);
-  if (!isfinite(n->fattr[0])) FAIL(RLX_ERR_INVALID_ARG, "scale must be finite");
+  if (!isfinite(ATTR_F(n, FUSED_ATTENTION, SCALE))) FAIL(RLX_ERR_INVALID_ARG, "scale must be finite");
   if (rope) {
     if (Dh % 2) FAIL(RLX_ERR_SHAPE, "head dim %d must be even for RoPE", (int)Dh);
-    if (!(n->fattr[1] > 0.0f) || isinf(n->fattr[1])) FAIL(RLX_ERR_INVALID_ARG, "theta must be finite and > 0");
+    if (!(ATTR_F(n, FUSED_ATTENTION, THETA) > 0.0f) || isinf(ATTR_F(n, FUSED_ATTENTION, THETA))) FAIL(RLX_ERR_INVALID_ARG, "theta must be finite and > 0");
     if (pos < 0) FAIL(RLX_ERR_INVALID_ARG, "pos_offset must be >= 0");
   }
   const int32_t n_w = packed ? 1 : 3, wants_mask = kind == RLX_MASK_PADDING || kind == RLX_MASK_BIAS;
@@ -567,7 +601,9 @@ RULE(fused_attention) { /* (x, wqkv | wq, wk, wv, wo[, mask]) -> [(B,) S, Eo] */
 /* ==== end of the fused ops' rules ==== */
 
 const rlx_op_info rlx_op_table[RLX_OP_COUNT] = {
-#define RLX_OP(ID, name, min_in, max_in, rule) [RLX_OP_##ID] = {#name, min_in, max_in, rlx_shape_##rule},
+#define RLX_OP(ID, op_name, min_in, max_in, rule, set)                                          \
+  [RLX_OP_##ID] = {.name = #op_name, .shape = rlx_shape_##rule, .min_inputs = min_in, .max_inputs = max_in, \
+                   .attrs = RLX_ATTRS_##set},
 #include "rlx_ops.def"
 #undef RLX_OP
 };

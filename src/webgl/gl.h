@@ -72,7 +72,7 @@ typedef struct {
 } rlx_gl_ctx;
 
 /* One lowering per op: rlx_gl_lower_<name> (src/webgl/lower_*.c). */
-#define RLX_OP(ID, name, min_in, max_in, rule) rlx_status rlx_gl_lower_##name(const rlx_gl_ctx *c, rlx_gl_lowering *out);
+#define RLX_OP(ID, name, min_in, max_in, rule, attrs) rlx_status rlx_gl_lower_##name(const rlx_gl_ctx *c, rlx_gl_lowering *out);
 #include "rlx_ops.def"
 #undef RLX_OP
 

@@ -47,8 +47,8 @@ static void rope_uniforms(rlx_gl_pass *p, int32_t d, int32_t seq, int32_t pos0, 
 rlx_status rlx_gl_lower_rope(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   const rlx_shape *s = &c->in_node[0]->shape;
   int32_t d = s->dims[s->rank - 1], seq = s->dims[s->rank - 2], half = d / 2, nbits = 0;
-  double theta = c->node->fattr[0];
-  float sign = c->node->n_iattr > 1 && c->node->iattr[1] ? -1.0f : 1.0f;
+  double theta = ATTR_F(c->node, ROPE, THETA);
+  float sign = c->node->n_iattr > 1 && ATTR_I(c->node, ROPE, INVERSE) ? -1.0f : 1.0f;
   while (nbits < 31 && (half - 1) >> nbits) nbits++;
   if (!(theta >= 1.0))
     return rlx_error(RLX_ERR_UNSUPPORTED, "webgl: rope needs theta >= 1 (got %g)", theta);
@@ -60,19 +60,19 @@ rlx_status rlx_gl_lower_rope(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
     rlx_gl_pass *p = rlx_gl_add(out, "rope");
     rlx_gl_define(p, "MODE", 0);
     rlx_gl_in(p, RLX_GLT_INPUT, 0);
-    rope_uniforms(p, d, seq, c->node->iattr[0], nbits, theta, sign);
+    rope_uniforms(p, d, seq, ATTR_I(c->node, ROPE, POS_OFFSET), nbits, theta, sign);
     return RLX_OK;
   }
   int32_t t = rlx_gl_temp(out, table);
   rlx_gl_pass *p = rlx_gl_add(out, "rope");
   rlx_gl_define(p, "MODE", 1);
   rlx_gl_out(p, RLX_GLT_TEMP, t);
-  rope_uniforms(p, d, seq, c->node->iattr[0], nbits, theta, sign);
+  rope_uniforms(p, d, seq, ATTR_I(c->node, ROPE, POS_OFFSET), nbits, theta, sign);
   p = rlx_gl_add(out, "rope");
   rlx_gl_define(p, "MODE", 2);
   rlx_gl_in(p, RLX_GLT_INPUT, 0);
   rlx_gl_in(p, RLX_GLT_TEMP, t);
-  rope_uniforms(p, d, seq, c->node->iattr[0], nbits, theta, sign);
+  rope_uniforms(p, d, seq, ATTR_I(c->node, ROPE, POS_OFFSET), nbits, theta, sign);
   return RLX_OK;
 }
 
@@ -84,14 +84,14 @@ static rlx_gl_pass *attention_pass(const rlx_gl_ctx *c, rlx_gl_lowering *l, int 
   const rlx_shape *q = &c->in_node[0]->shape;
   int32_t B = q->dims[0], H = q->dims[1], Sq = q->dims[2], D = q->dims[3];
   int32_t Sk = c->in_node[1]->shape.dims[2], Dv = c->in_node[2]->shape.dims[3];
-  int32_t kind = c->node->iattr[0], mask_at = grad ? 4 : 3;
+  int32_t kind = ATTR_I(c->node, ATTENTION, MASK), mask_at = grad ? 4 : 3;
   int has_mask = c->node->n_inputs > mask_at && (kind == RLX_MASK_PADDING || kind == RLX_MASK_BIAS);
   int32_t strides[RLX_MAX_RANK] = {0, 0, 0, 0};
   if (has_mask && kind == RLX_MASK_BIAS) {
     rlx_shape scores = {4, {B, H, Sq, Sk}};
     rlx_gl_broadcast_strides(&c->in_node[mask_at]->shape, &scores, strides);
   }
-  float scale = c->node->fattr[0] > 0.0f ? c->node->fattr[0] : (float)(1.0 / sqrt((double)D));
+  float scale = ATTR_F(c->node, ATTENTION, SCALE) > 0.0f ? ATTR_F(c->node, ATTENTION, SCALE) : (float)(1.0 / sqrt((double)D));
   rlx_gl_pass *p = rlx_gl_add(l, "attention");
   rlx_gl_define(p, "MODE", mode);
   rlx_gl_define(p, "GRAD", grad);
@@ -100,7 +100,7 @@ static rlx_gl_pass *attention_pass(const rlx_gl_ctx *c, rlx_gl_lowering *l, int 
   for (int32_t k = 0; k < 3 + grad; k++) rlx_gl_in(p, RLX_GLT_INPUT, k);
   if (has_mask) rlx_gl_in(p, RLX_GLT_INPUT, mask_at);
   if (mode != 0) rlx_gl_in(p, RLX_GLT_TEMP, stats);
-  int32_t ints[12] = {B, H, Sq, Sk, D, Dv, kind, c->node->iattr[1], strides[0], strides[1], strides[2], strides[3]};
+  int32_t ints[12] = {B, H, Sq, Sk, D, Dv, kind, ATTR_I(c->node, ATTENTION, WINDOW), strides[0], strides[1], strides[2], strides[3]};
   for (int k = 0; k < 12; k++) rlx_gl_int(p, ints[k]);
   rlx_gl_float(p, scale);
   return p;

@@ -38,7 +38,7 @@ rlx_status rlx_gl_lower_permute(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
 rlx_status rlx_gl_lower_narrow(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   int32_t strides[RLX_MAX_RANK];
   rlx_gl_contiguous_strides(&c->in_node[0]->shape, strides);
-  return lower_strided(c, out, strides, c->node->iattr[1] * strides[c->node->iattr[0]]);
+  return lower_strided(c, out, strides, ATTR_I(c->node, NARROW, START) * strides[ATTR_I(c->node, NARROW, AXIS)]);
 }
 
 /* x[...] -> y[node shape], numpy broadcast */
@@ -53,7 +53,7 @@ rlx_status rlx_gl_lower_expand(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
  * more plus the previous pass's result (ping-ponging between two temps). */
 rlx_status rlx_gl_lower_concat(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   const rlx_shape *y = &c->node->shape;
-  int32_t axis = c->node->iattr[0], n_in = c->node->n_inputs, start[RLX_MAX_INPUTS];
+  int32_t axis = ATTR_I(c->node, AXIS, AXIS), n_in = c->node->n_inputs, start[RLX_MAX_INPUTS];
   int32_t inner = (int32_t)dims_product(y, axis + 1, y->rank);
   for (int32_t k = 0, at = 0; k < n_in; k++) {
     start[k] = at;
@@ -100,12 +100,12 @@ rlx_status rlx_gl_lower_gather(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
  * iattr = {axis, start, full} */
 rlx_status rlx_gl_lower_narrow_grad(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   const rlx_shape *dy = &c->in_node[0]->shape;
-  int32_t axis = c->node->iattr[0];
+  int32_t axis = ATTR_I(c->node, NARROW_GRAD, AXIS);
   rlx_gl_pass *p = rlx_gl_add(out, "pad");
   rlx_gl_in(p, RLX_GLT_INPUT, 0);
   rlx_gl_int(p, (int32_t)dims_product(dy, axis + 1, dy->rank));
-  rlx_gl_int(p, c->node->iattr[2]);
-  rlx_gl_int(p, c->node->iattr[1]);
+  rlx_gl_int(p, ATTR_I(c->node, NARROW_GRAD, FULL));
+  rlx_gl_int(p, ATTR_I(c->node, NARROW_GRAD, START));
   rlx_gl_int(p, dy->dims[axis]);
   return RLX_OK;
 }
@@ -119,6 +119,6 @@ rlx_status rlx_gl_lower_scatter_add(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   rlx_gl_in(p, RLX_GLT_INPUT, 1);
   rlx_gl_int(p, d);
   rlx_gl_int(p, (int32_t)(rlx_shape_numel(dy) / (size_t)d));
-  rlx_gl_int(p, c->node->iattr[0]);
+  rlx_gl_int(p, ATTR_I(c->node, SCATTER_ADD, ROWS));
   return RLX_OK;
 }

@@ -12,7 +12,7 @@
  * strides[k] are the element strides of operand k over y's axes. */
 static int add_packed(const rlx_gl_ctx *c, rlx_gl_lowering *out, int32_t (*strides)[RLX_MAX_RANK]) {
   const rlx_shape *y = &c->node->shape;
-  const int32_t ta = c->node->iattr[0] != 0, tb = c->node->iattr[1] != 0;
+  const int32_t ta = ATTR_I(c->node, MATMUL, TRANS_A) != 0, tb = ATTR_I(c->node, MATMUL, TRANS_B) != 0;
   const int32_t r = y->rank, M = y->dims[r - 2], N = y->dims[r - 1];
   const rlx_shape *ops[2] = {&c->in_node[0]->shape, &c->in_node[1]->shape};
   const int32_t K = ta ? ops[0]->dims[ops[0]->rank - 2] : ops[0]->dims[ops[0]->rank - 1];
@@ -67,7 +67,7 @@ static int add_packed(const rlx_gl_ctx *c, rlx_gl_lowering *out, int32_t (*strid
  *   -> y[..., M, N]; batch dims broadcast.  iattr = {trans_a, trans_b} */
 rlx_status rlx_gl_lower_matmul(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   const rlx_shape *y = &c->node->shape, *sa = &c->in_node[0]->shape, *sb = &c->in_node[1]->shape;
-  const int32_t ta = c->node->iattr[0] != 0, tb = c->node->iattr[1] != 0;
+  const int32_t ta = ATTR_I(c->node, MATMUL, TRANS_A) != 0, tb = ATTR_I(c->node, MATMUL, TRANS_B) != 0;
   const int32_t r = y->rank, M = y->dims[r - 2], N = y->dims[r - 1];
   const int32_t K = ta ? sa->dims[sa->rank - 2] : sa->dims[sa->rank - 1];
   int32_t strides[2][RLX_MAX_RANK], full[RLX_MAX_RANK];

@@ -32,7 +32,7 @@ static norm_view view_of(const rlx_gl_ctx *c) {
   norm_view v;
   v.d = s->dims[s->rank - 1];
   v.rows = (int32_t)(rlx_shape_numel(s) / (size_t)v.d);
-  v.eps = c->node->fattr[0];
+  v.eps = ATTR_F(c->node, NORM, EPS);
   return v;
 }
 

@@ -153,7 +153,7 @@ rlx_status rlx_gl_add_row_sums(rlx_gl_lowering *l, size_t out_n, int32_t chunks,
 
 static rlx_status lower_reduce(const rlx_gl_ctx *c, rlx_gl_lowering *out, int max_op, int mean) {
   reduce_view v;
-  reduce_view_make(&c->in_node[0]->shape, c->node->iattr[0], &v);
+  reduce_view_make(&c->in_node[0]->shape, ATTR_I(c->node, REDUCE, AXES), &v);
   rlx_gl_tex in = {RLX_GLT_INPUT, 0}, y = {RLX_GLT_OUTPUT, 0};
   return add_reduce(out, v, max_op, mean ? (float)v.count : 1.0f, in, y);
 }
@@ -179,7 +179,7 @@ static void axis_view(const rlx_shape *s, int32_t axis, int32_t *n, int32_t *inn
 static rlx_status lower_softmax(const rlx_gl_ctx *c, rlx_gl_lowering *out, int log_out) {
   const rlx_shape *s = &c->in_node[0]->shape;
   int32_t n, inner;
-  axis_view(s, c->node->iattr[0], &n, &inner);
+  axis_view(s, ATTR_I(c->node, AXIS, AXIS), &n, &inner);
   int inline_stats = n <= RLX_GL_ROW_INLINE;
   int32_t stats = -1;
   if (!inline_stats) {
@@ -249,7 +249,7 @@ rlx_status rlx_gl_lower_softmax_cross_entropy_grad(const rlx_gl_ctx *c, rlx_gl_l
 static rlx_status lower_softmax_grad(const rlx_gl_ctx *c, rlx_gl_lowering *out, int log_out) {
   const rlx_shape *s = &c->in_node[0]->shape;
   int32_t n, inner;
-  axis_view(s, c->node->iattr[0], &n, &inner);
+  axis_view(s, ATTR_I(c->node, AXIS, AXIS), &n, &inner);
   int inline_sums = n <= RLX_GL_ROW_INLINE;
   int32_t sums = -1;
   if (!inline_sums) {

@@ -23,8 +23,8 @@
  * KH, KW, sh, sw, ph, pw, dh, dw, C/g, O/g} from x[N, C, H, W], w[O, C/g,
  * KH, KW], y[N, O, OH, OW] and conv2d's iattr. */
 static void conv_ints(rlx_gl_pass *p, const int32_t *x, const int32_t *w, const int32_t *y, const int32_t *attr) {
-  const int32_t v[17] = {x[0], x[1], x[2], x[3], w[0], y[2], y[3], w[2], w[3], attr[0], attr[1],
-                         attr[2], attr[3], attr[4], attr[5], x[1] / attr[6], w[0] / attr[6]};
+  const int32_t v[17] = {x[0], x[1], x[2], x[3], w[0], y[2], y[3], w[2], w[3], attr[RLX_IATTR_CONV_STRIDE_H], attr[RLX_IATTR_CONV_STRIDE_W],
+                         attr[RLX_IATTR_CONV_PAD_H], attr[RLX_IATTR_CONV_PAD_W], attr[RLX_IATTR_CONV_DIL_H], attr[RLX_IATTR_CONV_DIL_W], x[1] / attr[RLX_IATTR_CONV_GROUPS], w[0] / attr[RLX_IATTR_CONV_GROUPS]};
   for (int32_t k = 0; k < 17; k++) rlx_gl_int(p, v[k]);
 }
 
@@ -36,7 +36,7 @@ static void conv_ints(rlx_gl_pass *p, const int32_t *x, const int32_t *w, const 
 static int conv_packed(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   const int32_t *x = c->in_node[0]->shape.dims, *w = c->in_node[1]->shape.dims, *y = c->node->shape.dims;
   const int32_t *at = c->node->iattr;
-  if (at[2] != 0 || at[3] != 0 || at[6] != 1) return 0;
+  if (at[RLX_IATTR_CONV_PAD_H] != 0 || at[RLX_IATTR_CONV_PAD_W] != 0 || at[RLX_IATTR_CONV_GROUPS] != 1) return 0;
   const int32_t C = x[1], H = x[2], W = x[3], KH = w[2], KW = w[3];
   rlx_shape a_rows = {1, {w[0]}}, b_rows = {3, {y[0], y[2], y[3]}};
   rlx_gl_gemm g;
@@ -46,7 +46,7 @@ static int conv_packed(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   g.K = C * KH * KW;
   g.batch = (rlx_shape){1, {y[0]}};
   g.a = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 1}, 0, &a_rows, {g.K}, {g.K, 1}, {1, 0, 0}, {0}};
-  g.b = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 0}, 0, &b_rows, {C * H * W, at[0] * W, at[1]}, {KW, KH}, {at[5], at[4] * W, H * W}, {g.N}};
+  g.b = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 0}, 0, &b_rows, {C * H * W, at[RLX_IATTR_CONV_STRIDE_H] * W, at[RLX_IATTR_CONV_STRIDE_W]}, {KW, KH}, {at[RLX_IATTR_CONV_DIL_W], at[RLX_IATTR_CONV_DIL_H] * W, H * W}, {g.N}};
   g.place = &c->node->shape;
   const int32_t row[4] = {w[0], 1, 0, 0}, col[4] = {0, 0, y[3], 1};
   memcpy(g.place_row, row, sizeof row);
@@ -61,7 +61,7 @@ static int conv_packed(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
 static int conv_grad_weight_packed(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   const int32_t *x = c->in_node[0]->shape.dims, *dy = c->in_node[1]->shape.dims, *w = c->node->shape.dims;
   const int32_t *at = c->node->iattr;
-  if (at[2] != 0 || at[3] != 0 || at[6] != 1) return 0;
+  if (at[RLX_IATTR_CONV_PAD_H] != 0 || at[RLX_IATTR_CONV_PAD_W] != 0 || at[RLX_IATTR_CONV_GROUPS] != 1) return 0;
   const int32_t N = x[0], C = x[1], H = x[2], W = x[3], O = w[0], KH = w[2], KW = w[3], OH = dy[2], OW = dy[3];
   rlx_shape a_rows = {2, {N, O}}, b_rows = {4, {N, C, KH, KW}}, place = {3, {O, C * KH * KW, N}};
   rlx_gl_gemm g;
@@ -71,7 +71,7 @@ static int conv_grad_weight_packed(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   g.K = OH * OW;
   g.batch = (rlx_shape){1, {N}};
   g.a = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 1}, 0, &a_rows, {O * OH * OW, OH * OW}, {OW, OH}, {1, OW, 0}, {O}};
-  g.b = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 0}, 0, &b_rows, {C * H * W, H * W, at[4] * W, at[5]}, {OW, OH}, {at[1], at[0] * W, 0},
+  g.b = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 0}, 0, &b_rows, {C * H * W, H * W, at[RLX_IATTR_CONV_DIL_H] * W, at[RLX_IATTR_CONV_DIL_W]}, {OW, OH}, {at[RLX_IATTR_CONV_STRIDE_W], at[RLX_IATTR_CONV_STRIDE_H] * W, 0},
                               {g.N}};
   g.place = &place;
   const int32_t row[3] = {1, 0, O}, col[3] = {0, 1, 0};
@@ -111,8 +111,8 @@ static int conv_grad_input_packed(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   const int32_t *dy = c->in_node[0]->shape.dims, *w = c->in_node[1]->shape.dims, *x = c->node->shape.dims;
   const int32_t *at = c->node->iattr;
   const int32_t N = dy[0], O = dy[1], OH = dy[2], OW = dy[3], C = x[1], H = x[2], W = x[3], KH = w[2], KW = w[3];
-  const int32_t PH = (KH - 1) * at[4] - at[2], PW = (KW - 1) * at[5] - at[3];
-  if (at[0] != 1 || at[1] != 1 || at[6] != 1 || PH < 0 || PW < 0) return 0;
+  const int32_t PH = (KH - 1) * at[RLX_IATTR_CONV_DIL_H] - at[RLX_IATTR_CONV_PAD_H], PW = (KW - 1) * at[RLX_IATTR_CONV_DIL_W] - at[RLX_IATTR_CONV_PAD_W];
+  if (at[RLX_IATTR_CONV_STRIDE_H] != 1 || at[RLX_IATTR_CONV_STRIDE_W] != 1 || at[RLX_IATTR_CONV_GROUPS] != 1 || PH < 0 || PW < 0) return 0;
   const int32_t Hp = OH + 2 * PH, Wp = OW + 2 * PW, K = O * KH * KW;
   if ((K + 3) / 4 > c->max_width || (C + 3) / 4 > c->max_width) return 0;
   /* dy [N*O, OH, OW] -> [N*O, Hp, OW] -> [N*O, Hp, Wp] */
@@ -132,7 +132,7 @@ static int conv_grad_input_packed(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   g.M = N * H * W;
   g.N = C;
   g.K = K;
-  g.a = (rlx_gl_gemm_operand){{RLX_GLT_TEMP, t2}, 0, &a_rows, {O * Hp * Wp, Wp, 1}, {KW, KH}, {at[5], at[4] * Wp, Hp * Wp},
+  g.a = (rlx_gl_gemm_operand){{RLX_GLT_TEMP, t2}, 0, &a_rows, {O * Hp * Wp, Wp, 1}, {KW, KH}, {at[RLX_IATTR_CONV_DIL_W], at[RLX_IATTR_CONV_DIL_H] * Wp, Hp * Wp},
                               {0}};
   g.b = (rlx_gl_gemm_operand){{RLX_GLT_INPUT, 1}, (KH - 1) * KW + KW - 1, &b_rows, {KH * KW}, {KW, KH},
                               {-1, -KW, C * KH * KW}, {0}};
@@ -154,7 +154,7 @@ static int conv_grad_input_col2im(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   const int32_t *dy = c->in_node[0]->shape.dims, *w = c->in_node[1]->shape.dims, *x = c->node->shape.dims;
   const int32_t *at = c->node->iattr;
   const int32_t N = dy[0], O = dy[1], OH = dy[2], OW = dy[3], C = x[1], H = x[2], W = x[3], KH = w[2], KW = w[3];
-  if (at[6] != 1 || at[0] < 1 || at[1] < 1) return 0;
+  if (at[RLX_IATTR_CONV_GROUPS] != 1 || at[RLX_IATTR_CONV_STRIDE_H] < 1 || at[RLX_IATTR_CONV_STRIDE_W] < 1) return 0;
   rlx_shape a_rows = {3, {N, OH, OW}}, b_rows = {1, {C * KH * KW}};
   rlx_gl_gemm g;
   memset(&g, 0, sizeof g);
@@ -173,7 +173,7 @@ static int conv_grad_input_col2im(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   rlx_gl_packed_layout((size_t)g.M, (g.N + 3) / 4, c->max_width, &per, &width, &height);
   rlx_gl_pass *p = rlx_gl_add(out, "col2im");
   rlx_gl_in(p, RLX_GLT_TEMP, packed);
-  const int32_t v[17] = {N, C, H, W, OH, OW, KH, KW, at[0], at[1], at[2], at[3], at[4], at[5], (g.N + 3) / 4, per, width};
+  const int32_t v[17] = {N, C, H, W, OH, OW, KH, KW, at[RLX_IATTR_CONV_STRIDE_H], at[RLX_IATTR_CONV_STRIDE_W], at[RLX_IATTR_CONV_PAD_H], at[RLX_IATTR_CONV_PAD_W], at[RLX_IATTR_CONV_DIL_H], at[RLX_IATTR_CONV_DIL_W], (g.N + 3) / 4, per, width};
   for (int32_t k = 0; k < 17; k++) rlx_gl_int(p, v[k]);
   return p != NULL;
 }
@@ -185,7 +185,7 @@ rlx_status rlx_gl_lower_conv2d_grad_input(const rlx_gl_ctx *c, rlx_gl_lowering *
   const int32_t *w = c->in_node[1]->shape.dims, *at = c->node->iattr;
   if (conv_grad_input_col2im(c, out) || conv_grad_input_packed(c, out)) return RLX_OK;
   rlx_gl_pass *p = rlx_gl_add(out, "conv_grad_input");
-  rlx_gl_define(p, "K3", w[2] == 3 && w[3] == 3 && at[0] == 1 && at[1] == 1);
+  rlx_gl_define(p, "K3", w[2] == 3 && w[3] == 3 && at[RLX_IATTR_CONV_STRIDE_H] == 1 && at[RLX_IATTR_CONV_STRIDE_W] == 1);
   rlx_gl_in(p, RLX_GLT_INPUT, 0);
   rlx_gl_in(p, RLX_GLT_INPUT, 1);
   conv_ints(p, c->node->shape.dims, c->in_node[1]->shape.dims, c->in_node[0]->shape.dims, c->node->iattr);
@@ -251,7 +251,7 @@ static void pool_ints(rlx_gl_pass *p, const int32_t *x, const int32_t *y, const 
   for (int32_t k = 0; k < 6; k++) rlx_gl_int(p, attr[k]);
 }
 
-static float pool_inverse_area(const int32_t *attr) { return 1.0f / ((float)attr[0] * (float)attr[1]); }
+static float pool_inverse_area(const int32_t *attr) { return 1.0f / ((float)attr[RLX_IATTR_POOL_KERNEL_H] * (float)attr[RLX_IATTR_POOL_KERNEL_W]); }
 
 /* x[N,C,H,W] -> y[N,C,OH,OW]; iattr = {kernel_h, kernel_w, stride_h,
  * stride_w, pad_h, pad_w} */
@@ -273,7 +273,7 @@ rlx_status rlx_gl_lower_max_pool2d_grad(const rlx_gl_ctx *c, rlx_gl_lowering *ou
   const int32_t *at = c->node->iattr;
   rlx_gl_pass *p = rlx_gl_add(out, "pool_grad");
   rlx_gl_define(p, "MAX", 1);
-  rlx_gl_define(p, "P2", at[0] == 2 && at[1] == 2 && at[2] == 2 && at[3] == 2 && at[4] == 0 && at[5] == 0);
+  rlx_gl_define(p, "P2", at[RLX_IATTR_POOL_KERNEL_H] == 2 && at[RLX_IATTR_POOL_KERNEL_W] == 2 && at[RLX_IATTR_POOL_STRIDE_H] == 2 && at[RLX_IATTR_POOL_STRIDE_W] == 2 && at[RLX_IATTR_POOL_PAD_H] == 0 && at[RLX_IATTR_POOL_PAD_W] == 0);
   rlx_gl_in(p, RLX_GLT_INPUT, 0);
   rlx_gl_in(p, RLX_GLT_INPUT, 1);
   pool_ints(p, c->node->shape.dims, c->in_node[1]->shape.dims, c->node->iattr);

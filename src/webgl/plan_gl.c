@@ -19,7 +19,7 @@
 typedef rlx_status (*gl_lower_fn)(const rlx_gl_ctx *c, rlx_gl_lowering *out);
 
 static const gl_lower_fn lowerings[RLX_OP_COUNT] = {
-#define RLX_OP(ID, name, min_in, max_in, rule) [RLX_OP_##ID] = rlx_gl_lower_##name,
+#define RLX_OP(ID, name, min_in, max_in, rule, attrs) [RLX_OP_##ID] = rlx_gl_lower_##name,
 #include "rlx_ops.def"
 #undef RLX_OP
 };

@@ -192,7 +192,7 @@ void rlx_gl_choose_lines(const rlx_plan *p, const uint8_t *v4, const int32_t *fu
     if (x->op != RLX_OP_MATMUL || x->n_inputs != 2 || fused[id] >= 0) continue;
     const rlx_shape *sa = &p->graph.nodes[x->inputs[0]].shape, *sb = &p->graph.nodes[x->inputs[1]].shape;
     if (sa->rank < 2 || sb->rank < 2) continue;
-    const int32_t ta = x->iattr[0] != 0, tb = x->iattr[1] != 0;
+    const int32_t ta = ATTR_I(x, MATMUL, TRANS_A) != 0, tb = ATTR_I(x, MATMUL, TRANS_B) != 0;
     const int32_t K = ta ? sa->dims[sa->rank - 2] : sa->dims[sa->rank - 1], N = tb ? sb->dims[sb->rank - 2] : sb->dims[sb->rank - 1];
     if (K % 4 != 0) continue;
     int32_t ra = x->inputs[0], rb = x->inputs[1];

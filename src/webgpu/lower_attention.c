@@ -39,8 +39,8 @@ rlx_status rlx_wgpu_lower_rope(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   const rlx_shape *s = &c->in_node[0]->shape;
   uint32_t D = (uint32_t)s->dims[s->rank - 1], S = (uint32_t)s->dims[s->rank - 2], half = D / 2;
   size_t rows = rlx_shape_numel(s) / D, table_bytes = (size_t)S * D * sizeof(float);
-  double theta = c->node->fattr[0];
-  uint32_t inverse = c->node->n_iattr > 1 && c->node->iattr[1] ? 1u : 0u;
+  double theta = ATTR_F(c->node, ROPE, THETA);
+  uint32_t inverse = c->node->n_iattr > 1 && ATTR_I(c->node, ROPE, INVERSE) ? 1u : 0u;
   int gpu_freqs = half > ROPE_FREQS * (RLX_WGPU_MAX_DISPATCH - 1);
   uint32_t per = gpu_freqs ? half : ROPE_FREQS;
   out->scratch_bytes = rlx_wgpu_align256(table_bytes);
@@ -53,7 +53,7 @@ rlx_status rlx_wgpu_lower_rope(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
     rlx_wgpu_u32(d, S);
     rlx_wgpu_u32(d, D);
     rlx_wgpu_u32(d, half);
-    rlx_wgpu_u32(d, (uint32_t)c->node->iattr[0]);
+    rlx_wgpu_u32(d, (uint32_t)ATTR_I(c->node, ROPE, POS_OFFSET));
     rlx_wgpu_u32(d, i0);
     rlx_wgpu_u32(d, n_i);
     rlx_wgpu_u32(d, inverse);
@@ -106,9 +106,9 @@ static attn_dims attn_dims_of(const rlx_wgpu_ctx *c, int mask_at) {
   a.D = (uint32_t)q->dims[3];
   a.Sk = (uint32_t)c->in_node[1]->shape.dims[2];
   a.Dv = (uint32_t)c->in_node[2]->shape.dims[3];
-  a.kind = (uint32_t)c->node->iattr[0];
-  a.window = (uint32_t)c->node->iattr[1];
-  a.scale = c->node->fattr[0] > 0.0f ? c->node->fattr[0] : (float)(1.0 / sqrt((double)a.D));
+  a.kind = (uint32_t)ATTR_I(c->node, ATTENTION, MASK);
+  a.window = (uint32_t)ATTR_I(c->node, ATTENTION, WINDOW);
+  a.scale = ATTR_F(c->node, ATTENTION, SCALE) > 0.0f ? ATTR_F(c->node, ATTENTION, SCALE) : (float)(1.0 / sqrt((double)a.D));
   a.mask_input = c->node->n_inputs > mask_at ? mask_at : -1;
   if (a.kind == RLX_MASK_PADDING || a.kind == RLX_MASK_BIAS) {
     if (a.mask_input < 0) a.kind = RLX_MASK_NONE; /* as the CPU: nothing to apply */

@@ -112,15 +112,15 @@ rlx_status rlx_wgpu_lower_expand(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) 
 rlx_status rlx_wgpu_lower_narrow(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   uint32_t strides[RLX_MAX_RANK];
   contiguous_strides(&c->in_node[0]->shape, strides);
-  int32_t axis = c->node->iattr[0];
-  return strided_copy(c, out, (uint32_t)c->node->iattr[1] * strides[axis], strides, 0);
+  int32_t axis = ATTR_I(c->node, NARROW, AXIS);
+  return strided_copy(c, out, (uint32_t)ATTR_I(c->node, NARROW, START) * strides[axis], strides, 0);
 }
 
 /* x_k[..., len_k, ...] -> y[..., sum len_k, ...] on iattr = {axis}: one
  * dispatch per input writing its slice. */
 rlx_status rlx_wgpu_lower_concat(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   const rlx_shape *y = &c->node->shape;
-  int32_t axis = c->node->iattr[0];
+  int32_t axis = ATTR_I(c->node, AXIS, AXIS);
   uint32_t inner = dims_product(y, axis + 1, y->rank), dst_row = (uint32_t)y->dims[axis] * inner, at = 0;
   for (int32_t k = 0; k < c->node->n_inputs; k++) {
     const rlx_shape *x = &c->in_node[k]->shape;
@@ -145,15 +145,15 @@ rlx_status rlx_wgpu_lower_concat(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) 
  * on iattr = {axis, start, full} */
 rlx_status rlx_wgpu_lower_narrow_grad(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   const rlx_shape *dy = &c->in_node[0]->shape;
-  int32_t axis = c->node->iattr[0];
+  int32_t axis = ATTR_I(c->node, NARROW_GRAD, AXIS);
   uint32_t inner = dims_product(dy, axis + 1, dy->rank);
   size_t n = rlx_shape_numel(&c->node->shape);
   rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "slice");
   rlx_wgpu_override(d, "MODE", 1);
   rlx_wgpu_bind_inputs(d, 1);
   rlx_wgpu_u32(d, (uint32_t)n);
-  rlx_wgpu_u32(d, (uint32_t)c->node->iattr[2] * inner);
-  rlx_wgpu_u32(d, (uint32_t)c->node->iattr[1] * inner);
+  rlx_wgpu_u32(d, (uint32_t)ATTR_I(c->node, NARROW_GRAD, FULL) * inner);
+  rlx_wgpu_u32(d, (uint32_t)ATTR_I(c->node, NARROW_GRAD, START) * inner);
   rlx_wgpu_u32(d, (uint32_t)dy->dims[axis] * inner);
   rlx_wgpu_grid1d(d, n, THREADS);
   return RLX_OK;
@@ -178,7 +178,7 @@ rlx_status rlx_wgpu_lower_gather(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) 
  * output summing its list in row order (see scatter_add.wgsl). */
 rlx_status rlx_wgpu_lower_scatter_add(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   const rlx_shape *dy = &c->in_node[1]->shape;
-  uint32_t dcols = (uint32_t)dy->dims[dy->rank - 1], v = (uint32_t)c->node->iattr[0];
+  uint32_t dcols = (uint32_t)dy->dims[dy->rank - 1], v = (uint32_t)ATTR_I(c->node, SCATTER_ADD, ROWS);
   uint32_t rows = (uint32_t)(rlx_shape_numel(dy) / dcols);
   size_t n = rlx_shape_numel(&c->node->shape), lists = ((size_t)v + rows) * sizeof(int32_t);
   out->scratch_bytes = (lists + 255) / 256 * 256;

@@ -134,7 +134,7 @@ rlx_status rlx_wgpu_add_gemm(rlx_wgpu_lowering *l, const rlx_wgpu_gemm *g) {
  * the batch into the rows (one tall GEMM), as on the CPU. */
 rlx_status rlx_wgpu_lower_matmul(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   const rlx_shape *sa = &c->in_node[0]->shape, *sb = &c->in_node[1]->shape, *so = &c->node->shape;
-  const uint32_t ta = c->node->iattr[0] != 0, tb = c->node->iattr[1] != 0;
+  const uint32_t ta = ATTR_I(c->node, MATMUL, TRANS_A) != 0, tb = ATTR_I(c->node, MATMUL, TRANS_B) != 0;
   const int32_t batch_rank = so->rank - 2;
   const uint32_t M = (uint32_t)so->dims[so->rank - 2], N = (uint32_t)so->dims[so->rank - 1];
   const uint32_t K = (uint32_t)(ta ? sa->dims[sa->rank - 2] : sa->dims[sa->rank - 1]);

@@ -31,7 +31,7 @@ static void row_dispatch(rlx_wgpu_dispatch *d, const rlx_wgpu_ctx *c, norm_rows 
   rlx_wgpu_override(d, "TPR", tpr);
   rlx_wgpu_u32(d, (uint32_t)r.rows);
   rlx_wgpu_u32(d, (uint32_t)r.d);
-  rlx_wgpu_f32(d, c->node->fattr[0]);
+  rlx_wgpu_f32(d, ATTR_F(c->node, NORM, EPS));
   rlx_wgpu_grid1d(d, r.rows, WG / tpr);
 }
 

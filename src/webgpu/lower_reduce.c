@@ -144,7 +144,7 @@ static void reduce_view_of(const rlx_shape *s, int32_t axis_mask, rlx_wgpu_reduc
 
 static rlx_status reduce_common(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out, int max_op, int mean) {
   rlx_wgpu_reduce_view v;
-  reduce_view_of(&c->in_node[0]->shape, c->node->iattr[0], &v);
+  reduce_view_of(&c->in_node[0]->shape, ATTR_I(c->node, REDUCE, AXES), &v);
   rlx_wgpu_binding in = {RLX_WB_INPUT, 0, 0, 0, 0}, o = {RLX_WB_OUTPUT, 0, 0, 0, 1};
   return rlx_wgpu_add_reduce(out, &v, max_op, mean ? (float)v.count : 1.0f, in, o);
 }
@@ -194,7 +194,7 @@ static rlx_status softmax_common(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out, 
   uint32_t rpw;
   rlx_wgpu_override(d, "OP", log_out ? RLX_SUBOP_LOG_SOFTMAX : RLX_SUBOP_SOFTMAX);
   rlx_wgpu_bind_inputs(d, n_inputs);
-  axis_rows(&c->in_node[0]->shape, c->node->iattr[0], d, &rows, &rpw);
+  axis_rows(&c->in_node[0]->shape, ATTR_I(c->node, AXIS, AXIS), d, &rows, &rpw);
   rlx_wgpu_grid1d(d, rows, rpw);
   return RLX_OK;
 }

@@ -25,11 +25,11 @@
  * x[N,C,H,W], w[O,C/g,KH,KW], y[N,O,OH,OW] and conv2d's 7 attributes. */
 static void conv_words(rlx_wgpu_gemm *g, const int32_t *xd, const int32_t *wd, const int32_t *yd,
                        const int32_t *attr) {
-  const uint32_t groups = (uint32_t)attr[6];
+  const uint32_t groups = (uint32_t)attr[RLX_IATTR_CONV_GROUPS];
   const uint32_t w[17] = {(uint32_t)xd[0], (uint32_t)xd[1], (uint32_t)xd[2], (uint32_t)xd[3],
                           (uint32_t)wd[0], (uint32_t)wd[2], (uint32_t)wd[3], (uint32_t)yd[2],
-                          (uint32_t)yd[3], (uint32_t)attr[0], (uint32_t)attr[1], (uint32_t)attr[2],
-                          (uint32_t)attr[3], (uint32_t)attr[4], (uint32_t)attr[5], (uint32_t)xd[1] / groups,
+                          (uint32_t)yd[3], (uint32_t)attr[RLX_IATTR_CONV_STRIDE_H], (uint32_t)attr[RLX_IATTR_CONV_STRIDE_W], (uint32_t)attr[RLX_IATTR_CONV_PAD_H],
+                          (uint32_t)attr[RLX_IATTR_CONV_PAD_W], (uint32_t)attr[RLX_IATTR_CONV_DIL_H], (uint32_t)attr[RLX_IATTR_CONV_DIL_W], (uint32_t)xd[1] / groups,
                           (uint32_t)wd[0] / groups};
   for (int32_t i = 0; i < 17; i++) g->words[i] = w[i];
   g->n_words = 17;
@@ -85,7 +85,7 @@ static void pool_words(rlx_wgpu_dispatch *d, size_t count, const int32_t *xd, co
   rlx_wgpu_u32(d, (uint32_t)yd[2]);
   rlx_wgpu_u32(d, (uint32_t)yd[3]);
   for (int32_t i = 0; i < 6; i++) rlx_wgpu_u32(d, (uint32_t)at[i]);
-  rlx_wgpu_f32(d, 1.0f / ((float)at[0] * (float)at[1]));
+  rlx_wgpu_f32(d, 1.0f / ((float)at[RLX_IATTR_POOL_KERNEL_H] * (float)at[RLX_IATTR_POOL_KERNEL_W]));
   rlx_wgpu_grid1d(d, count, 256);
 }
 

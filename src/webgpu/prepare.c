@@ -9,7 +9,7 @@
 #include "webgpu_plan.h"
 
 static const rlx_wgpu_lower_fn lowerings[RLX_OP_COUNT] = {
-#define RLX_OP(ID, name, min_in, max_in, rule) rlx_wgpu_lower_##name,
+#define RLX_OP(ID, name, min_in, max_in, rule, attrs) rlx_wgpu_lower_##name,
 #include "rlx_ops.def"
 #undef RLX_OP
 };

@@ -75,7 +75,7 @@ typedef rlx_status (*rlx_wgpu_lower_fn)(const rlx_wgpu_ctx *c, rlx_wgpu_lowering
 
 /* One lowering per op, rlx_wgpu_lower_<name> (src/webgpu/lower_*.c); leaves and
  * views are never lowered (they never become steps). */
-#define RLX_OP(ID, name, min_in, max_in, rule) rlx_status rlx_wgpu_lower_##name(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out);
+#define RLX_OP(ID, name, min_in, max_in, rule, attrs) rlx_status rlx_wgpu_lower_##name(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out);
 #include "rlx_ops.def"
 #undef RLX_OP
 

@@ -55,3 +55,36 @@ test('WebGraph simple ops check the module\'s arity', { skip: !ready }, () => {
   const y = h.input('y', [2]);
   assert.equal(typeof h.add(y, y), 'number');
 });
+
+test('the module exports every op\'s named attributes, and WebGraph places them by its table', { skip: !ready }, () => {
+  const e = rt.exports;
+  const n = e.rlx_op_count();
+  for (let i = 0; i < n; i++) {
+    const count = e.rlx_op_attr_count(i);
+    assert.ok(count >= 0, `op ${i}`);
+    for (let k = 0; k < count; k++) {
+      assert.match(rt.cstring(e.rlx_op_attr_name(i, k)), /^[a-z_]+$/);
+      assert.match(rt.cstring(e.rlx_op_attr_type(i, k)), /^(int|bool|axes|enum|ints|float)$/);
+      assert.ok(e.rlx_op_attr_slot(i, k) >= 0);
+    }
+    assert.equal(e.rlx_op_attr_slot(i, count), -1);
+  }
+  assert.equal(e.rlx_op_attr_count(n), -1);
+  assert.equal(e.rlx_op_attr_name(opId('relu'), 0), 0);
+  // The same call over a runtime whose table swaps narrow's start and length slots.
+  const narrow = opId('narrow');
+  const g = new rlx.WebGraph();
+  const x = g.input('x', [2, 3]);
+  const real = g._rt;
+  try {
+    g._rt = Object.create(real, { exports: { value: { ...real.exports,
+      rlx_op_attr_slot: (op, k) => (op === narrow && k > 0 ? 3 - k : real.exports.rlx_op_attr_slot(op, k)) } } });
+    // start 0, length 1 land as start 1, length 0: the library refuses the range.
+    assert.throws(() => g.op('narrow', [x], { axis: 1, start: 0, length: 1 }), /range start 1 length 0/);
+  } finally {
+    g._rt = real;
+  }
+  const h = new rlx.WebGraph();
+  const y = h.input('y', [2, 3]);
+  assert.deepEqual(h.shape(h.op('narrow', [y], { axis: 1, start: 0, length: 1 })), [2, 1]);
+});

@@ -188,6 +188,48 @@ class TestGraphs(Case):
             graph.lib = real
             graph._arities.clear()
 
+    def test_named_attributes_come_from_the_library(self):
+        from rlx import graph
+        self.assertEqual(rlx.op_attrs("narrow"), [("axis", "int", 0), ("start", "int", 1), ("length", "int", 2)])
+        self.assertEqual(rlx.op_attrs("rms_norm"), [("eps", "float", 0)])
+        self.assertEqual(rlx.op_attrs("relu"), [])
+        g = rlx.Graph()
+        x = g.input("x", (2, 3))
+        by_name = [g.op("softmax", [x], axis=0), g.op("narrow", [x], axis=1, start=1, length=2),
+                   g.op("matmul", [x, x], trans_b=True), g.op("reduce_sum", [x], axes=0b10, keepdim=True)]
+        typed = [g.softmax(x, 0), g.narrow(x, 1, 1, 2), g.matmul(x, x, trans_b=True), g.reduce_sum(x, 1, True)]
+        s = g.compile(by_name + typed)
+        s.set_input("x", [1, -2, 3, 0.5, 5, -6])
+        s.run()
+        for k in range(4):
+            self.assertAllClose(s.output(k), s.output(4 + k))
+        with self.assertRaisesRegex(rlx.RlxError, r"has no attribute 'axes' \(its attributes: axis\)"):
+            g.op("softmax", [x], axes=1)
+        with self.assertRaisesRegex(rlx.RlxError, r"attribute length \(int\) is missing"):
+            g.op("narrow", [x], axis=1, start=0)
+        with self.assertRaisesRegex(rlx.RlxError, r"not both"):
+            g.op("softmax", [x], ints=[0], axis=0)
+        # A library whose table swaps narrow's start and length places them there.
+        real = graph.lib
+        narrow = graph.op_id("narrow")
+
+        class Library:
+            def __getattr__(self, attr):
+                return getattr(real(), attr)
+
+            def rlx_op_attr_slot(self, op, k):
+                return 3 - k if op == narrow and k > 0 else real().rlx_op_attr_slot(op, k)
+        graph._attr_tables.clear()
+        graph.lib = Library
+        try:
+            h = rlx.Graph()
+            y = h.input("y", (2, 3))
+            with self.assertRaisesRegex(rlx.RlxError, r"range start 1 length 0"):
+                h.op("narrow", [y], axis=1, start=0, length=1)
+        finally:
+            graph.lib = real
+            graph._attr_tables.clear()
+
     def test_i32_ids_through_gather(self):
         g = rlx.Graph()
         table = g.param("table", (3, 2))
