@@ -20,5 +20,9 @@ int32_t rlx_op_attr_count(rlx_op op);
 const char *rlx_op_attr_name(rlx_op op, int32_t k);
 const char *rlx_op_attr_type(rlx_op op, int32_t k);
 int32_t rlx_op_attr_slot(rlx_op op, int32_t k);
+/* 1 when op is elementwise (its output is its inputs' broadcast shape,
+ * element for element: add, relu, where, ...), else 0; -1 when not an op.
+ * The bindings give every such op a method of its own. */
+int32_t rlx_op_is_elementwise(rlx_op op);
 
 #endif

@@ -100,6 +100,7 @@ _SIGNATURES = {
     "rlx_op_attr_name": (c_char_p, [c_int, c_int32]),
     "rlx_op_attr_type": (c_char_p, [c_int, c_int32]),
     "rlx_op_attr_slot": (c_int32, [c_int, c_int32]),
+    "rlx_op_is_elementwise": (c_int32, [c_int]),
     "rlx_graph_new": (G, []),
     "rlx_graph_free": (None, [G]),
     "rlx_graph_status": (c_int, [G]),

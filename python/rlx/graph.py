@@ -168,7 +168,7 @@ class Node:
         return "<rlx.Node %d %s shape=%s dtype=%s>" % (self.id, label, list(self.shape), self.dtype)
 
     def __getattr__(self, attr):
-        if attr in _NODE_METHODS:
+        if attr in _NODE_METHODS or (not attr.startswith("_") and attr in elementwise_ops()):
             method = getattr(self.graph, attr)
 
             def bound(*args, **kwargs):
@@ -594,7 +594,10 @@ class Graph(_native.Handle):
 
 # ---- the simple ops, generated from a table -----------------------------
 _BIN = " Inputs broadcast numpy-style; numbers and lists become constants."
-# name: (input names, description); the arity check is the library's (op_arity).
+# name: (input names, description) of the documented simple ops; the arity
+# check is the library's (op_arity).  Any other op the library marks
+# elementwise (rlx_op_is_elementwise) is a method too, through
+# Graph.__getattr__, so an op added to the table needs no change here.
 _SIMPLE_OPS = {
     "add": ("a b", "a + b." + _BIN), "sub": ("a b", "a - b." + _BIN), "mul": ("a b", "a * b." + _BIN),
     "div": ("a b", "a / b." + _BIN), "max": ("a b", "Elementwise maximum." + _BIN),
@@ -635,10 +638,28 @@ def _make_simple(name, arg_names, doc):
 for _name, (_args, _doc) in _SIMPLE_OPS.items():
     setattr(Graph, _name, _make_simple(_name, _args, _doc))
 
+
+def elementwise_ops():
+    """Names of the ops the library marks elementwise (add, relu, where, ...)."""
+    L = lib()
+    return [n for i, n in enumerate(op_names()) if L.rlx_op_is_elementwise(i) == 1]
+
+
+def _graph_getattr(self, attr):
+    if not attr.startswith("_") and attr in elementwise_ops():
+        lo, hi = op_arity(attr)
+        args = "a b c".split()[:hi] if hi > 1 else ["x"]
+        method = _make_simple(attr, " ".join(args), "the library's elementwise op '%s'." % attr)
+        return method.__get__(self, Graph)
+    raise AttributeError("'Graph' object has no attribute '%s'" % attr)
+
+
+Graph.__getattr__ = _graph_getattr
+
 # Graph methods also reachable from a Node (x.relu(), x.matmul(w), ...).
 _NODE_METHODS = frozenset(list(_SIMPLE_OPS) + [
     "matmul", "reshape", "expand", "permute", "transpose", "narrow", "reduce_sum", "reduce_mean",
     "reduce_max", "softmax", "log_softmax", "rms_norm", "layer_norm", "rope", "attention", "conv2d",
     "max_pool2d", "avg_pool2d"])
 
-__all__ = ["Graph", "Node", "op_names", "op_id", "op_arity", "op_attrs"]
+__all__ = ["Graph", "Node", "op_names", "op_id", "op_arity", "op_attrs", "elementwise_ops"]

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "graph.h"
+#include "rlx_op_info.h"
 
 #define RULE(name) static rlx_status rlx_shape_##name(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap)
 #define FAIL(code, ...) return (snprintf(msg, cap, __VA_ARGS__), (code))
@@ -607,3 +608,11 @@ const rlx_op_info rlx_op_table[RLX_OP_COUNT] = {
 #include "rlx_ops.def"
 #undef RLX_OP
 };
+
+/* Elementwise: the output is the inputs' broadcast shape, element for
+ * element (include/rlx_op_info.h). */
+int32_t rlx_op_is_elementwise(rlx_op op) {
+  if ((int)op < 0 || op >= RLX_OP_COUNT) return -1;
+  rlx_shape_rule r = rlx_op_table[op].shape;
+  return r == rlx_shape_unary || r == rlx_shape_binary || r == rlx_shape_ternary;
+}

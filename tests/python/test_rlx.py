@@ -188,6 +188,37 @@ class TestGraphs(Case):
             graph.lib = real
             graph._arities.clear()
 
+    def test_every_elementwise_op_of_the_library_is_a_method(self):
+        from rlx import graph
+        names = graph.elementwise_ops()
+        self.assertIn("relu", names)
+        self.assertIn("where", names)
+        self.assertNotIn("gelu_grad", names)
+        self.assertNotIn("matmul", names)
+        g = rlx.Graph()
+        x = g.input("x", (3,))
+        for name in names:
+            lo, hi = graph.op_arity(name)
+            self.assertEqual(getattr(g, name)(*[x] * lo).op, name)
+        # An op the library marks elementwise but the binding does not document.
+        real = graph.lib
+        gelu_grad = graph.op_id("gelu_grad")
+
+        class Library:
+            def __getattr__(self, attr):
+                return getattr(real(), attr)
+
+            def rlx_op_is_elementwise(self, op):
+                return 1 if op == gelu_grad else real().rlx_op_is_elementwise(op)
+        graph.lib = Library
+        try:
+            self.assertEqual(g.gelu_grad(x, x).op, "gelu_grad")
+            self.assertEqual(x.gelu_grad(x).op, "gelu_grad")
+        finally:
+            graph.lib = real
+        with self.assertRaises(AttributeError):
+            g.gelu_grad
+
     def test_named_attributes_come_from_the_library(self):
         from rlx import graph
         self.assertEqual(rlx.op_attrs("narrow"), [("axis", "int", 0), ("start", "int", 1), ("length", "int", 2)])
