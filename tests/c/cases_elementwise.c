@@ -56,20 +56,7 @@ static rlx_node build_where(rlx_graph *g, const op_case *c) {
 
 static rlx_node build_unary(rlx_graph *g, const op_case *c) {
   rlx_node x = shaped_input(g, c, 1, "x");
-  switch ((rlx_op)c->p[0]) {
-    case RLX_OP_NEG: return rlx_neg(g, x);
-    case RLX_OP_ABS: return rlx_abs(g, x);
-    case RLX_OP_EXP: return rlx_exp(g, x);
-    case RLX_OP_LOG: return rlx_log(g, x);
-    case RLX_OP_SQRT: return rlx_sqrt(g, x);
-    case RLX_OP_RSQRT: return rlx_rsqrt(g, x);
-    case RLX_OP_TANH: return rlx_tanh(g, x);
-    case RLX_OP_SIGMOID: return rlx_sigmoid(g, x);
-    case RLX_OP_RELU: return rlx_relu(g, x);
-    case RLX_OP_GELU: return rlx_gelu(g, x);
-    case RLX_OP_SILU: return rlx_silu(g, x);
-    default: return RLX_NO_NODE;
-  }
+  return rlx_op_node(g, (rlx_op)c->p[0], &x, 1, NULL, 0, NULL, 0);
 }
 
 /* Integers in {-2, ..., 2}: comparisons see ties as well as both orders. */

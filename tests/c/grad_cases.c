@@ -28,13 +28,11 @@ B binary(grad_builder *b, const grad_case *c) {
   return binaries[op](G, x, y);
 }
 
-typedef rlx_node (*un_fn)(rlx_graph *, rlx_node);
-static const un_fn unaries[] = {rlx_neg, rlx_abs, rlx_exp, rlx_log, rlx_sqrt, rlx_rsqrt,
-                                rlx_tanh, rlx_sigmoid, rlx_relu, rlx_gelu, rlx_silu};
+/* p[0] the op (RLX_OP_<NAME>), p[1] how x is filled: its domain (log,
+ * sqrt, rsqrt: positive) or away from a kink (abs, relu at 0) */
 B unary(grad_builder *b, const grad_case *c) {
-  int op = c->p[0], positive = op >= 3 && op <= 5, kink = op == 1 || op == 8;
-  rlx_node x = grad_in(b, 2, D(3, 7), positive ? FILL_POSITIVE : kink ? FILL_AWAY : FILL_UNIFORM, 0, 0);
-  return unaries[op](G, x);
+  rlx_node x = grad_in(b, 2, D(3, 7), c->p[1], 0, 0);
+  return rlx_op_node(G, (rlx_op)c->p[0], &x, 1, NULL, 0, NULL, 0);
 }
 
 /* where(cond[3,1], a[3,4], b[4]) */
@@ -183,13 +181,13 @@ B fan_out(grad_builder *b, const grad_case *c) {
 }
 
 #define BIN(op, lay) {"grad_" #op "_" #lay, binary, {BIN_##op, lay}, 0}
-#define UN(name, i) {"grad_" #name, unary, {i}, 0}
+#define UN(NAME, fill) {"grad_unary_" #NAME, unary, {RLX_OP_##NAME, FILL_##fill}, 0}
 static const grad_case cases[] = {
     BIN(ADD, 0), BIN(ADD, 1), BIN(ADD, 2), BIN(ADD, 3), BIN(SUB, 1), BIN(SUB, 2), BIN(MUL, 0), BIN(MUL, 2),
     BIN(MUL, 3), BIN(DIV, 0), BIN(DIV, 2), BIN(MAX, 0), BIN(MAX, 1), BIN(MIN, 0), BIN(MIN, 2), BIN(POW, 0),
     BIN(POW, 1),
-    UN(neg, 0), UN(abs, 1), UN(exp, 2), UN(log, 3), UN(sqrt, 4), UN(rsqrt, 5), UN(tanh, 6), UN(sigmoid, 7),
-    UN(relu, 8), UN(gelu, 9), UN(silu, 10),
+    UN(NEG, UNIFORM), UN(ABS, AWAY), UN(EXP, UNIFORM), UN(LOG, POSITIVE), UN(SQRT, POSITIVE), UN(RSQRT, POSITIVE),
+    UN(TANH, UNIFORM), UN(SIGMOID, UNIFORM), UN(RELU, AWAY), UN(GELU, UNIFORM), UN(SILU, UNIFORM),
     {"grad_where", where, {0}, 0},
     {"grad_matmul", matmul, {0, 0, 0}, 0}, {"grad_matmul_ta", matmul, {1, 0, 0}, 0},
     {"grad_matmul_tb", matmul, {0, 1, 1}, 0}, {"grad_matmul_tab_batch", matmul, {1, 1, 1}, 0},
