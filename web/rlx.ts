@@ -134,6 +134,22 @@ function fail(message: string): Error {
   return new low.RlxError(-1, message, 'invalid argument');
 }
 
+/** v in a few words for an error message (never calls into v). */
+function shown(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return `an Array of ${v.length}`;
+  if (ArrayBuffer.isView(v)) return `a ${v.constructor.name}`;
+  if (typeof v === 'object' || typeof v === 'function' || typeof v === 'symbol') return typeof v;
+  return `${typeof v} ${String(v).slice(0, 40)}`;
+}
+
+/** An options argument: undefined gives {}; null, an Array or a non-object throws "fn: options must be an object". */
+function optionsOf<T extends object>(fn: string, v: T | undefined, what = 'options'): T {
+  if (v === undefined) return {} as T;
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw fail(`${fn}: ${what} must be an object or undefined, got ${shown(v)}`);
+  return v;
+}
+
 function disposedError(what: string): Error {
   return new low.RlxError(-7, `${what} was disposed`, 'bad state');
 }
@@ -165,25 +181,25 @@ export class VisionModel {
     this.slug = this.info.slug;
   }
 
-  private live(): low.VisionBench {
+  #live(): low.VisionBench {
     if (!this.bench_) throw disposedError(`the model ${this.slug}`);
     return this.bench_;
   }
 
   /** He-style uniform init from seed, biases zero (param_flat_len values). */
   initParams(seed: Seed = 42): Float32Array {
-    return this.live().init_params(seed);
+    return this.#live().init_params(seed);
   }
 
   /** Inputs uniform in [-1, 1) and labels (seed + i) mod 10. */
   syntheticBatch(seed: Seed = 1, batch = 1): { x: Float32Array; labels: Int32Array } {
-    return this.live().synthetic_batch(seed, batch);
+    return this.#live().synthetic_batch(seed, batch);
   }
 
-  private batchOf(x: Floats): number {
+  #batchOf(x: Floats): number {
     const n = this.info.input_len;
-    if (!x || typeof x.length !== 'number' || x.length === 0 || x.length % n !== 0) {
-      throw fail(`${this.slug}: x must hold batch * ${n} values, got ${x?.length ?? x}`);
+    if (!x || typeof x !== 'object' || typeof x.length !== 'number' || x.length === 0 || x.length % n !== 0) {
+      throw fail(`${this.slug}: x must hold batch * ${n} values, got ${typeof x?.length === 'number' ? x.length : shown(x)}`);
     }
     return x.length / n;
   }
@@ -193,8 +209,11 @@ export class VisionModel {
    * once, then cached): { backend, fallbacks }, where fallbacks says why each
    * better backend was not taken.  training: the train step (default) or forward.
    */
-  resolve(request: BackendRequest = 'auto', { training = true, batch = 1 } = {}): Resolved {
-    this.live();
+  resolve(request: BackendRequest = 'auto', options?: { training?: boolean; batch?: number }): Resolved {
+    const { training = true, batch = 1 } = optionsOf(`${this.slug}: resolve`, options);
+    this.#live();
+    if (typeof request !== 'string') throw fail(`${this.slug}: backend must be 'auto', 'cpu', 'webgpu' or 'webgl', got ${shown(request)}`);
+    if (!Number.isInteger(batch) || batch < 1) throw fail(`${this.slug}: batch must be an integer >= 1, got ${shown(batch)}`);
     const key = `${training ? 'train' : 'forward'}:${batch}:${request}`;
     let r = this.resolved.get(key);
     if (!r) {
@@ -207,34 +226,37 @@ export class VisionModel {
   }
 
   /** Runs op of VisionBench on the resolved backend: its result and the backend. */
-  private async call(op: BenchOp, training: boolean, x: Floats, request: BackendRequest,
+  async #call(op: BenchOp, training: boolean, x: Floats, request: BackendRequest,
     args: unknown[]): Promise<{ out: Float32Array; backend: BackendName }> {
-    const { backend } = this.resolve(request, { training, batch: this.batchOf(x) });
-    const bench = this.live() as unknown as Record<string, (...a: unknown[]) => Float32Array | Promise<Float32Array>>;
+    const { backend } = this.resolve(request, { training, batch: this.#batchOf(x) });
+    const bench = this.#live() as unknown as Record<string, (...a: unknown[]) => Float32Array | Promise<Float32Array>>;
     const out = await bench[`${op}_${backend === 'webgpu' ? 'webgpu' : backend === 'webgl' ? 'webgl' : 'cpu'}`]!(x, ...args);
     return { out, backend };
   }
 
   /** Logits [batch, num_classes] for x [batch, ...input_dims]. */
-  async forward(x: Floats, params: Floats, { backend = 'auto' }: RunOptions = {}): Promise<Float32Array> {
-    return (await this.call('forward', false, x, backend, [params])).out;
+  async forward(x: Floats, params: Floats, options?: RunOptions): Promise<Float32Array> {
+    const { backend = 'auto' } = optionsOf(`${this.slug}: forward`, options);
+    return (await this.#call('forward', false, x, backend, [params])).out;
   }
 
   /**
    * One SGD step on (x, labels): the loss before it and the updated params.
    * The learning rate as a number, or in the options ({ lr, backend }; default 0.01).
    */
-  async trainStep(x: Floats, labels: Labels, params: Floats, lr?: number | TrainOptions, options: RunOptions = {}): Promise<StepResult> {
-    const opts: TrainOptions = typeof lr === 'object' && lr !== null ? lr : { ...options, lr: lr ?? 0.01 };
+  async trainStep(x: Floats, labels: Labels, params: Floats, lr?: number | TrainOptions, options?: RunOptions): Promise<StepResult> {
+    const fn = `${this.slug}: trainStep`;
+    const opts: TrainOptions = typeof lr === 'object' ? optionsOf(fn, lr) : { ...optionsOf(fn, options), lr: lr ?? 0.01 };
     const rate = opts.lr ?? 0.01;
-    if (typeof rate !== 'number' || !Number.isFinite(rate)) throw fail(`${this.slug}: lr must be a finite number, got ${rate}`);
-    const { out, backend } = await this.call('train_step', true, x, opts.backend ?? 'auto', [labels, params, rate]);
+    if (typeof rate !== 'number' || !Number.isFinite(rate)) throw fail(`${fn}: lr must be a finite number, got ${shown(rate)}`);
+    const { out, backend } = await this.#call('train_step', true, x, opts.backend ?? 'auto', [labels, params, rate]);
     return { loss: out[0]!, params: out.slice(1), backend };
   }
 
   /** Gradients of the mean softmax cross-entropy at params (no update), in the flat order of the params. */
-  async grads(x: Floats, labels: Labels, params: Floats, { backend = 'auto' }: RunOptions = {}): Promise<GradsResult> {
-    const { out, backend: used } = await this.call('grads', true, x, backend, [labels, params]);
+  async grads(x: Floats, labels: Labels, params: Floats, options?: RunOptions): Promise<GradsResult> {
+    const { backend = 'auto' } = optionsOf(`${this.slug}: grads`, options);
+    const { out, backend: used } = await this.#call('grads', true, x, backend, [labels, params]);
     return { loss: out[0]!, grads: out.slice(1), backend: used };
   }
 
@@ -242,8 +264,10 @@ export class VisionModel {
    * `steps` SGD steps on one synthetic batch (params and batch from seed),
    * yielding to the event loop between steps; onProgress after each.
    */
-  async bench({ steps = 20, seed = 42, lr = 0.01, batch = 1, backend = 'auto', onProgress }: BenchOptions = {}): Promise<BenchResult> {
-    if (!Number.isInteger(steps) || steps < 1) throw fail(`bench: steps must be an integer >= 1, got ${steps}`);
+  async bench(options?: BenchOptions): Promise<BenchResult> {
+    const { steps = 20, seed = 42, lr = 0.01, batch = 1, backend = 'auto', onProgress } = optionsOf(`${this.slug}: bench`, options);
+    if (!Number.isInteger(steps) || steps < 1) throw fail(`bench: steps must be an integer >= 1, got ${shown(steps)}`);
+    if (onProgress !== undefined && typeof onProgress !== 'function') throw fail(`bench: onProgress must be a function, got ${shown(onProgress)}`);
     const resolved = this.resolve(backend, { training: true, batch });
     let params = this.initParams(seed);
     const { x, labels } = this.syntheticBatch(seed, batch);
@@ -270,18 +294,18 @@ export class VisionModel {
 
   /** @deprecated use `await forward(x, params, { backend: 'cpu' })`. Logits on the CPU, synchronously. */
   forwardCpu(x: Floats, params: Floats): Float32Array {
-    return this.live().forward_cpu(x, params);
+    return this.#live().forward_cpu(x, params);
   }
 
   /** @deprecated use `await trainStep(x, labels, params, lr, { backend: 'cpu' })`. One SGD step on the CPU, synchronously. */
   trainStepCpu(x: Floats, labels: Labels, params: Floats, lr: number): { loss: number; params: Float32Array } {
-    const out = this.live().train_step_cpu(x, labels, params, lr);
+    const out = this.#live().train_step_cpu(x, labels, params, lr);
     return { loss: out[0]!, params: out.slice(1) };
   }
 
   /** @deprecated use `await bench({ steps, seed, lr, batch, backend: 'cpu' })`. `steps` SGD steps inside wasm. */
   benchCpu(steps: number, seed: Seed, lr: number, batch = 1): { initialLoss: number; finalLoss: number; stepsPerSec: number } {
-    const [initialLoss, finalLoss, stepsPerSec] = this.live().bench_cpu(steps, seed, lr, batch);
+    const [initialLoss, finalLoss, stepsPerSec] = this.#live().bench_cpu(steps, seed, lr, batch);
     return { initialLoss: initialLoss!, finalLoss: finalLoss!, stepsPerSec: stepsPerSec! };
   }
 
@@ -300,13 +324,14 @@ export class Transformer {
 
   /** @internal use Rlx.transformer(). */
   constructor(config: TransformerConfig) {
-    if (!config || typeof config !== 'object') throw fail(`transformer: config must be an object, got ${config}`);
+    if (!config || typeof config !== 'object') throw fail(`transformer: config must be an object, got ${shown(config)}`);
     const { vocab, dim, nLayers, nHeads, ffn } = config;
-    const headDim = config.headDim ?? (Number.isInteger(dim / nHeads) ? dim / nHeads : NaN);
+    const perHead = typeof dim === 'number' && typeof nHeads === 'number' ? dim / nHeads : NaN;
+    const headDim = config.headDim ?? (Number.isInteger(perHead) ? perHead : NaN);
     this.config = { vocab, dim, nLayers, nHeads, headDim, ffn, seed: config.seed ?? 0 };
   }
 
-  private args(): [number, number, number, number, number, number, Seed] {
+  #args(): [number, number, number, number, number, number, Seed] {
     if (this.disposed) throw disposedError('the transformer');
     const c = this.config;
     return [c.vocab, c.dim, c.nLayers, c.nHeads, c.headDim, c.ffn, c.seed];
@@ -314,12 +339,12 @@ export class Transformer {
 
   /** Logits of the next token: vocab values. */
   nextLogits(tokens: Floats): Float32Array {
-    return low.transformer_next_logits(tokens, ...this.args());
+    return low.transformer_next_logits(tokens, ...this.#args());
   }
 
   /** Logits of every position: tokens.length * vocab values. */
   logits(tokens: Floats): Float32Array {
-    return low.transformer_logits(tokens, ...this.args());
+    return low.transformer_logits(tokens, ...this.#args());
   }
 
   dispose(): void {
@@ -337,7 +362,8 @@ export class Rlx {
   private constructor() {}
 
   /** Loads the wasm and, unless turned off, the GPU backends; never fails for a missing GPU. */
-  static async init(options: InitOptions = {}): Promise<Rlx> {
+  static async init(options?: InitOptions): Promise<Rlx> {
+    options = optionsOf('Rlx.init', options);
     await init(options.wasm);
     const webgpu = options.webgpu ?? true;
     if (webgpu !== false) await low.init_webgpu(webgpu === true ? undefined : webgpu);
@@ -346,11 +372,11 @@ export class Rlx {
     return new Rlx();
   }
 
-  private live(): void {
+  #live(): void {
     if (this.disposed) throw disposedError('this Rlx');
   }
 
-  private own<T extends { dispose(): void } | { free(): void }>(x: T): T {
+  #own<T extends { dispose(): void } | { free(): void }>(x: T): T {
     this.owned.add(x);
     return x;
   }
@@ -372,20 +398,20 @@ export class Rlx {
 
   /** A vision model by slug or alias (mnist-cnn, mnist-mlp, cifar-cnn, resnet). */
   vision(slug: string): VisionModel {
-    this.live();
-    return this.own(new VisionModel(slug));
+    this.#live();
+    return this.#own(new VisionModel(slug));
   }
 
   /** A new WebGraph: describe a model in code, then compile_forward / compile_backward. */
   graph(): WebGraph {
-    this.live();
-    return this.own(new low.WebGraph());
+    this.#live();
+    return this.#own(new low.WebGraph());
   }
 
   /** A decoder-only transformer (RMSNorm, RoPE, causal attention, SwiGLU). */
   transformer(config: TransformerConfig): Transformer {
-    this.live();
-    return this.own(new Transformer(config));
+    this.#live();
+    return this.#own(new Transformer(config));
   }
 
   /** Frees every model, graph and transformer made through this Rlx. */

@@ -44,10 +44,10 @@
 //
 // The low-level Graph / Session API of ../runtime/loader.js is re-exported;
 // runtime() gives the loaded module for it: `runtime().graph()`.
-import { loadRlx, Rlx, RlxError } from '../runtime/loader.js';
+import { loadRlx, Rlx, RlxError, optionsArg } from '../runtime/loader.js';
 import { WebGraph as GraphBase, CompiledGraph, selectCompiled } from '../runtime/webgraph.js';
 import * as backends from '../runtime/backends.js';
-import { initTried, SessionCache, splitFlat, concatF32, compileMlp } from '../runtime/gpu_entry.js';
+import { initTried, SessionCache, splitFlat, concatF32, compileMlp, requireBackend } from '../runtime/gpu_entry.js';
 
 export { loadRlx, Rlx, RlxError, Graph, Session } from '../runtime/loader.js';
 export { CompiledGraph } from '../runtime/webgraph.js';
@@ -285,8 +285,9 @@ export async function init_webgl(enable = true) {
  * What runs here now: { cpu, webgpu, webgl }, each { available, reason }
  * (reason says why not).  { refresh: true } probes WebGL2 again.
  */
-export function backend_environment(options = {}) {
-  return backends.environment(current && !current.dead ? current.rt : null, options);
+export function backend_environment(options = undefined) {
+  const { refresh = false } = optionsArg('backend_environment', options);
+  return backends.environment(current && !current.dead ? current.rt : null, { refresh });
 }
 
 /** A vision model (slug, info, VisionBench, SDK model) or a WebGraph, described for the backend rules. */
@@ -316,8 +317,9 @@ function requestOf(fn, request) {
  * applies the model's trainable-on flags; options.env replaces the
  * environment (a { cpu, webgpu, webgl } snapshot, as backend_environment()).
  */
-export function backend_candidates(model_or_graph, request = 'auto', options = {}) {
+export function backend_candidates(model_or_graph, request = 'auto', options = undefined) {
   const fn = 'backend_candidates';
+  options = optionsArg(fn, options);
   const r = requestOf(fn, request);
   const target = targetOf(fn, model_or_graph);
   const env = options.env ?? backend_environment();
@@ -334,8 +336,9 @@ export function backend_candidates(model_or_graph, request = 'auto', options = {
  * options.params (compile_backward).  An explicit request that cannot be met
  * throws with the reason; it never runs elsewhere.
  */
-export function select_backend(model_or_graph, request = 'auto', options = {}) {
+export function select_backend(model_or_graph, request = 'auto', options = undefined) {
   const fn = 'select_backend';
+  options = optionsArg(fn, options);
   const r = requestOf(fn, request);
   const target = targetOf(fn, model_or_graph);
   const training = options.training ?? true;
@@ -825,16 +828,22 @@ export class VisionBench {
     return this._gpu(fn, backend, 'grads', batch, async (c) => { feed(c); await c.run(); return gather(c); });
   }
 
-  /** bench_cpu on a GPU: params and batch set once, then `steps` training steps with everything on the device. */
+  /**
+   * bench_cpu on a GPU: params and batch set once, then `steps` training
+   * steps with everything on the device.  Nothing is allocated before the
+   * backend is known to run here and the graph for this batch compiled (the
+   * executor checks the device's limits): params and batch are made in feed().
+   */
   _benchGpu(fn, backend, steps, seedValue, lr, batch) {
-    this._live(fn.slice('VisionBench.'.length));
+    const rt = this._live(fn.slice('VisionBench.'.length));
     int(fn, 'steps', steps, 1, 1e9);
     seed(fn, seedValue);
     finite(fn, 'lr', lr);
     int(fn, 'batch', batch, 1, MAX_BATCH);
-    const params = this.init_params(seedValue);
-    const { x, labels } = this.synthetic_batch(seedValue, batch);
+    requireBackend(fn, rt, backend);
     const feed = (c) => {
+      const params = this.init_params(seedValue);
+      const { x, labels } = this.synthetic_batch(seedValue, batch);
       this._feedParams(c, params);
       c.set_lr(lr);
       c.feed('x', x);

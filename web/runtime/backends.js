@@ -40,7 +40,8 @@ const ALIASES = {
 export function normalizeRequest(request) {
   if (request === undefined || request === null) return 'auto';
   if (typeof request !== 'string') return null;
-  return ALIASES[request.trim().toLowerCase()] ?? null;
+  const key = request.trim().toLowerCase();
+  return Object.hasOwn(ALIASES, key) ? ALIASES[key] : null; // never 'constructor' or 'toString'
 }
 
 // ---- WebGPU: one device per environment, obtained up front ---------------------

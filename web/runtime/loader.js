@@ -13,22 +13,92 @@
 //   s.free(); g.free();                // freeing twice is harmless
 //
 // Every negative status becomes a thrown RlxError whose message is the
-// library's rlx_last_error() (or the graph's first builder error).
+// library's rlx_last_error() (or the graph's first builder error); every
+// argument is checked here first (a bad one is an RlxError naming the method
+// and the argument, never a TypeError, a RangeError or a wasm trap), and the
+// memory helpers only free blocks that alloc() handed out.
 import { WasiShim } from './wasi.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node;
 const DEVICES = { cpu: 0, webgpu: 1, webgl: 2 };
 const OPTIMIZERS = { sgd: 0, momentum: 1, adam: 2, adamw: 3 };
 const STATUS = { INVALID_ARG: -1, STATE: -7 };
+const MAX_ELEMENTS = 2 ** 28;   // 1 GiB of 32-bit values: more than one copy can take in wasm32 memory
+const MAX_ALLOC = 0x7fffffff;   // bytes of one block (size_t is 32-bit in wasm32)
+const MAX_LIST = 1 << 16;       // entries of an integer list (dims, inputs, attributes)
 
 /** An error from RLX: `status` is the rlx_status code, `statusName` its name. */
 export class RlxError extends Error {
   constructor(status, message, statusName = '') {
-    super(message || statusName || `rlx status ${status}`);
+    const text = (v) => (typeof v === 'string' && v ? v : null);
+    super(text(message) ?? text(statusName) ?? `rlx status ${typeof status === 'number' ? status : '?'}`);
     this.name = 'RlxError';
     this.status = status;
     this.statusName = statusName;
   }
+}
+
+function fail(fn, message) {
+  return new RlxError(STATUS.INVALID_ARG, `${fn}: ${message}`, 'invalid argument');
+}
+
+/** v in a few words for an error message. */
+export function describe(v) {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return `an Array of ${v.length}`;
+  if (ArrayBuffer.isView(v)) return `a ${v.constructor.name}`;
+  if (typeof v === 'object') return `a ${typeof v.constructor === 'function' ? v.constructor.name || 'object' : 'object'}`;
+  if (typeof v === 'symbol' || typeof v === 'function') return typeof v;
+  return `${typeof v} ${String(v).slice(0, 40)}`;
+}
+
+/**
+ * The one check of an options argument: undefined gives {}, an object (also
+ * one without a prototype) is returned as it is, anything else (null, an
+ * Array, a number, ...) throws an RlxError "fn: what must be an object or undefined".
+ */
+export function optionsArg(fn, v, what = 'options') {
+  if (v === undefined) return {};
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+    throw fail(fn, `${what} must be an object or undefined, got ${describe(v)}`);
+  }
+  return v;
+}
+
+/**
+ * values as a Type (Float32Array or Int32Array): that type as it is, another
+ * typed array or an Array of numbers copied.  The length is checked before
+ * anything is copied, so an array-like claiming 2^32 entries fails at once.
+ */
+export function typedArg(fn, what, v, Type) {
+  const typed = ArrayBuffer.isView(v) && !(v instanceof DataView) && typeof v.length === 'number' &&
+    !(v instanceof BigInt64Array) && !(v instanceof BigUint64Array);
+  if (!typed && !Array.isArray(v)) {
+    throw fail(fn, `${what} must be a ${Type.name}, another typed array or an Array of numbers, got ${describe(v)}`);
+  }
+  const n = v.length;
+  if (!Number.isInteger(n) || n < 0 || n > MAX_ELEMENTS) {
+    throw fail(fn, `${what} has ${n} values; at most ${MAX_ELEMENTS} fit in wasm memory`);
+  }
+  if (v instanceof Type) return v;
+  if (!typed) {
+    for (let i = 0; i < n; i++) {
+      if (typeof v[i] !== 'number') throw fail(fn, `${what}[${i}] is ${describe(v[i])}, not a number`);
+    }
+  }
+  return Type.from(v);
+}
+
+function nameArg(fn, v, what = 'name') {
+  if (typeof v !== 'string') throw fail(fn, `${what} must be a string, got ${describe(v)}`);
+  return v;
+}
+
+function indexArg(fn, what, v, count) {
+  if (!Number.isInteger(v) || v < 0 || v >= count) {
+    throw new RlxError(-5, `${fn}: ${what} ${typeof v === 'number' ? v : describe(v)} does not exist (there are ${count})`, 'not found');
+  }
+  return v;
 }
 
 async function compileModule(source) {
@@ -52,9 +122,25 @@ async function compileModule(source) {
  * or a WebAssembly.Module (default: ../pkg/rlx_web.wasm next to this file).
  * `opts.stdout` / `opts.stderr`: line callbacks for the module's printing.
  */
-export async function loadRlx(source = new URL('../pkg/rlx_web.wasm', import.meta.url), opts = {}) {
-  const module = await compileModule(source);
-  const wasi = new WasiShim(opts);
+export async function loadRlx(source = new URL('../pkg/rlx_web.wasm', import.meta.url), opts = undefined) {
+  const fn = 'loadRlx';
+  const o = optionsArg(fn, opts, 'opts');
+  for (const k of ['stdout', 'stderr']) {
+    if (o[k] !== undefined && typeof o[k] !== 'function') throw fail(fn, `opts.${k} must be a function (line) => void, got ${describe(o[k])}`);
+  }
+  const okSource = typeof source === 'string' || source instanceof URL || source instanceof ArrayBuffer ||
+    ArrayBuffer.isView(source) || source instanceof WebAssembly.Module;
+  if (!okSource) throw fail(fn, `source must be a URL, a path, bytes or a WebAssembly.Module, got ${describe(source)}`);
+  let module;
+  try {
+    module = await compileModule(source);
+  } catch (err) {
+    const where = typeof source === 'string' || source instanceof URL ? ` from ${String(source).slice(0, 200)}` : '';
+    const wrapped = new RlxError(STATUS.INVALID_ARG, `${fn}: cannot load the module${where}: ${err?.message ?? err}`, 'invalid argument');
+    wrapped.cause = err;
+    throw wrapped;
+  }
+  const wasi = new WasiShim({ stdout: o.stdout, stderr: o.stderr });
   const instance = await WebAssembly.instantiate(module, wasi.imports(module));
   wasi.attach(instance);
   instance.exports._initialize?.();
@@ -64,42 +150,77 @@ export async function loadRlx(source = new URL('../pkg/rlx_web.wasm', import.met
 /** The loaded module: raw exports, memory helpers and the Graph factory. */
 export class Rlx {
   constructor(instance) {
+    const e = instance?.exports;
+    if (!(e?.memory instanceof WebAssembly.Memory) || typeof e.rlx_op_count !== 'function') {
+      throw new RlxError(STATUS.STATE, 'Rlx: needs an instance of rlx_web.wasm (use loadRlx())', 'bad state');
+    }
     this.instance = instance;
     this.exports = instance.exports;
     this.memory = instance.exports.memory;
     this.encoder = new TextEncoder();
     this.decoder = new TextDecoder();
     this.opCount = this.exports.rlx_op_count();
+    this.allocations = new Map(); // ptr -> bytes of every live block from alloc()
+    this.sessions = new Set();    // ptrs of the live sessions compiled through this module
   }
 
   // ---- memory helpers (views are made fresh: memory.grow detaches them) ---
+  /** A new block of wasm memory (bytes: an integer in [0, 2^31)); free() it. */
   alloc(bytes) {
+    if (!Number.isInteger(bytes) || bytes < 0 || bytes > MAX_ALLOC) {
+      throw fail('Rlx.alloc', `bytes must be an integer in [0, ${MAX_ALLOC}], got ${describe(bytes)}`);
+    }
     const ptr = this.exports.rlx_wasm_alloc(bytes) >>> 0;
     if (!ptr) throw new RlxError(-4, `wasm out of memory allocating ${bytes} bytes`, 'no memory');
+    this.allocations.set(ptr, bytes);
     return ptr;
   }
-  free(ptr) { if (ptr) this.exports.rlx_wasm_free(ptr); }
-  /** Copies a Float32Array (or number array) into new wasm memory; returns the pointer. */
+  /** Frees a block from alloc() (0 / null: nothing); any other pointer, or a second free, throws. */
+  free(ptr) {
+    if (ptr === 0 || ptr === null || ptr === undefined) return;
+    if (!this.allocations.delete(ptr)) {
+      throw fail('Rlx.free', `${describe(ptr)} is not a live block from Rlx.alloc (a bad pointer, or one freed already)`);
+    }
+    this.exports.rlx_wasm_free(ptr);
+  }
+  /** A view of n elements of Type at ptr, checked against the memory (never a RangeError). */
+  _view(fn, Type, ptr, n) {
+    const size = Type.BYTES_PER_ELEMENT;
+    if (!Number.isInteger(ptr) || ptr < 0 || ptr % size !== 0) {
+      throw fail(fn, `ptr must be a ${size}-byte aligned address (an integer >= 0), got ${describe(ptr)}`);
+    }
+    if (!Number.isInteger(n) || n < 0) throw fail(fn, `n must be an integer >= 0, got ${describe(n)}`);
+    const bytes = this.memory.buffer.byteLength;
+    if (ptr + n * size > bytes) throw fail(fn, `${n} values at ${ptr} run past the end of wasm memory (${bytes} bytes)`);
+    return new Type(this.memory.buffer, ptr, n);
+  }
+  /** Copies a Float32Array (or another typed array or a number array) into new wasm memory; returns the pointer. */
   f32In(values) {
-    const src = values instanceof Float32Array ? values : Float32Array.from(values);
+    const src = typedArg('Rlx.f32In', 'values', values, Float32Array);
     const ptr = this.alloc(src.byteLength);
     new Float32Array(this.memory.buffer, ptr, src.length).set(src);
     return ptr;
   }
   i32In(values) {
-    const src = values instanceof Int32Array ? values : Int32Array.from(values);
+    const src = typedArg('Rlx.i32In', 'values', values, Int32Array);
     const ptr = this.alloc(src.byteLength);
     new Int32Array(this.memory.buffer, ptr, src.length).set(src);
     return ptr;
   }
   /** A copy of n floats at ptr. */
-  readF32(ptr, n) { return new Float32Array(this.memory.buffer, ptr, n).slice(); }
-  readI32(ptr, n) { return new Int32Array(this.memory.buffer, ptr, n).slice(); }
-  writeF32(ptr, values) { new Float32Array(this.memory.buffer, ptr, values.length).set(values); }
-  writeI32(ptr, values) { new Int32Array(this.memory.buffer, ptr, values.length).set(values); }
+  readF32(ptr, n) { return this._view('Rlx.readF32', Float32Array, ptr, n).slice(); }
+  readI32(ptr, n) { return this._view('Rlx.readI32', Int32Array, ptr, n).slice(); }
+  writeF32(ptr, values) {
+    const src = typedArg('Rlx.writeF32', 'values', values, Float32Array);
+    this._view('Rlx.writeF32', Float32Array, ptr, src.length).set(src);
+  }
+  writeI32(ptr, values) {
+    const src = typedArg('Rlx.writeI32', 'values', values, Int32Array);
+    this._view('Rlx.writeI32', Int32Array, ptr, src.length).set(src);
+  }
   /** A NUL-terminated UTF-8 string copied into new wasm memory. */
   strIn(str) {
-    const bytes = this.encoder.encode(String(str));
+    const bytes = this.encoder.encode(nameArg('Rlx.strIn', str, 'str'));
     const ptr = this.alloc(bytes.length + 1);
     const mem = new Uint8Array(this.memory.buffer, ptr, bytes.length + 1);
     mem.set(bytes);
@@ -109,6 +230,7 @@ export class Rlx {
   /** The C string at ptr ("" for NULL). */
   cstring(ptr) {
     if (!ptr) return '';
+    if (!Number.isInteger(ptr) || ptr < -0x80000000 || ptr > 0xffffffff) throw fail('Rlx.cstring', `ptr must be an address, got ${describe(ptr)}`);
     const mem = new Uint8Array(this.memory.buffer);
     let end = ptr >>> 0;
     while (end < mem.length && mem[end] !== 0) end++;
@@ -116,6 +238,7 @@ export class Rlx {
   }
   /** Runs fn(t) with t.str/t.f32/t.i32/t.bytes allocators; frees them all after. */
   scoped(fn) {
+    if (typeof fn !== 'function') throw fail('Rlx.scoped', `fn must be a function (t) => ..., got ${describe(fn)}`);
     const ptrs = [];
     const keep = (p) => (ptrs.push(p), p);
     const t = {
@@ -129,10 +252,15 @@ export class Rlx {
 
   // ---- status ------------------------------------------------------------
   lastError() { return this.cstring(this.exports.rlx_last_error()); }
-  statusName(status) { return this.cstring(this.exports.rlx_status_name(status)); }
+  statusName(status) {
+    if (!Number.isInteger(status)) throw fail('Rlx.statusName', `status must be an integer, got ${describe(status)}`);
+    return this.cstring(this.exports.rlx_status_name(status));
+  }
   /** Throws an RlxError carrying rlx_last_error() when status < 0. */
   check(status, message) {
-    if (status < 0) throw new RlxError(status, message || this.lastError(), this.statusName(status));
+    if (typeof status !== 'number') throw fail('Rlx.check', `status must be a number, got ${describe(status)}`);
+    if (message !== undefined && typeof message !== 'string') throw fail('Rlx.check', `message must be a string, got ${describe(message)}`);
+    if (status < 0) throw new RlxError(status, message || this.lastError(), Number.isInteger(status) ? this.statusName(status) : '');
     return status;
   }
   version() { return this.cstring(this.exports.rlx_version()); }
@@ -143,17 +271,45 @@ export class Rlx {
   graph() { return new Graph(this); }
 }
 
-function intList(what, values) {
-  const list = Array.from(values ?? []);
-  for (const v of list) {
-    if (!Number.isInteger(v)) throw new RlxError(STATUS.INVALID_ARG, `${what}: ${v} is not an integer`, 'invalid argument');
+/** An Array (or Int32Array) of 32-bit integers; undefined / null: []. */
+function intList(fn, what, values) {
+  if (values === undefined || values === null) return [];
+  if (!Array.isArray(values) && !(values instanceof Int32Array)) {
+    throw fail(fn, `${what} must be an Array of integers, got ${describe(values)}`);
+  }
+  if (values.length > MAX_LIST) throw fail(fn, `${what} has ${values.length} entries; at most ${MAX_LIST}`);
+  const list = [];
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (!Number.isInteger(v) || v < -0x80000000 || v > 0x7fffffff) {
+      throw fail(fn, `${what}[${i}] must be a 32-bit integer, got ${describe(v)}`);
+    }
+    list.push(v);
   }
   return list;
+}
+
+function nodeArg(fn, what, v) {
+  if (!Number.isInteger(v) || v < 0 || v > 0x7fffffff) throw fail(fn, `${what} must be a node id (an integer >= 0), got ${describe(v)}`);
+  return v;
+}
+
+function deviceArg(fn, device = 'cpu') {
+  if (typeof device === 'string' && Object.hasOwn(DEVICES, device)) return DEVICES[device];
+  if (Number.isInteger(device) && Object.values(DEVICES).includes(device)) return device;
+  throw fail(fn, `unknown device ${describe(device)} (cpu, webgpu, webgl)`);
+}
+
+function finiteArg(fn, what, v, dflt) {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw fail(fn, `${what} must be a finite number, got ${describe(v)}`);
+  return v;
 }
 
 /** A graph under construction.  Builders return node ids (numbers). */
 export class Graph {
   constructor(rlx) {
+    if (!(rlx instanceof Rlx)) throw new RlxError(STATUS.STATE, 'Graph: needs a loaded Rlx (rlx.graph())', 'bad state');
     this.rlx = rlx;
     this.ptr = rlx.exports.rlx_graph_new();
     if (!this.ptr) rlx.check(-4, `cannot create graph: ${rlx.lastError()}`);
@@ -164,34 +320,44 @@ export class Graph {
   }
   /** Node id, or throws the graph's first builder error. */
   node(id) {
-    if (id >= 0) return id;
+    if (Number.isInteger(id) && id >= 0) return id;
     const e = this.rlx.exports;
     const msg = this.rlx.cstring(e.rlx_graph_error(this.ptr)) || this.rlx.lastError();
     return this.rlx.check(e.rlx_graph_status(this.ptr) || -3, msg);
   }
   input(name, dims, dtype = 'f32') {
-    const d = intList('dims', dims);
+    nameArg('Graph.input', name);
+    const d = intList('Graph.input', 'dims', dims);
     const dt = dtype === 'i32' ? 1 : 0;
     return this.node(this.rlx.scoped((t) =>
       this.rlx.exports.rlx_input(this.live(), t.str(name), d.length, t.i32(d), dt)));
   }
   param(name, dims) {
-    const d = intList('dims', dims);
+    nameArg('Graph.param', name);
+    const d = intList('Graph.param', 'dims', dims);
     return this.node(this.rlx.scoped((t) =>
       this.rlx.exports.rlx_param(this.live(), t.str(name), d.length, t.i32(d))));
   }
   constant(dims, data) {
-    const d = intList('dims', dims);
+    const fn = 'Graph.constant';
+    const d = intList(fn, 'dims', dims);
+    const values = typedArg(fn, 'data', data, Float32Array);
+    const n = d.reduce((a, b) => a * Math.max(b, 0), 1);
+    if (n !== values.length) throw fail(fn, `${values.length} values do not fill dims [${d.join(', ')}] (${n} elements)`);
     return this.node(this.rlx.scoped((t) =>
-      this.rlx.exports.rlx_constant(this.live(), d.length, t.i32(d), t.f32(data))));
+      this.rlx.exports.rlx_constant(this.live(), d.length, t.i32(d), t.f32(values.length ? values : [0]))));
   }
-  scalar(value) { return this.node(this.rlx.exports.rlx_scalar(this.live(), value)); }
+  scalar(value) {
+    if (typeof value !== 'number') throw fail('Graph.scalar', `value must be a number, got ${describe(value)}`);
+    return this.node(this.rlx.exports.rlx_scalar(this.live(), value));
+  }
   /** Any op by name (see include/rlx_ops.def for iattr/fattr per op). */
   op(name, inputs, iattr = [], fattr = []) {
     const e = this.rlx.exports;
-    const ins = intList('inputs', inputs);
-    const ia = intList('iattr', iattr);
-    const fa = Array.from(fattr);
+    nameArg('Graph.op', name);
+    const ins = intList('Graph.op', 'inputs', inputs);
+    const ia = intList('Graph.op', 'iattr', iattr);
+    const fa = typedArg('Graph.op', 'fattr', fattr ?? [], Float32Array);
     return this.node(this.rlx.scoped((t) => {
       const op = e.rlx_op_from_name(t.str(name));
       if (op >= this.rlx.opCount) throw new RlxError(STATUS.INVALID_ARG, `unknown op "${name}"`, 'invalid argument');
@@ -200,6 +366,7 @@ export class Graph {
   }
   /** Dims of a node ([] for a scalar). */
   shape(node) {
+    nodeArg('Graph.shape', 'node', node);
     return this.rlx.scoped((t) => {
       const dims = t.bytes(4 * 8);
       const rank = this.rlx.exports.rlx_node_shape(this.live(), node, dims);
@@ -209,18 +376,20 @@ export class Graph {
   }
   get nodeCount() { return this.rlx.exports.rlx_graph_node_count(this.live()); }
   /** opts: { device: 'cpu' | 'webgpu' | 'webgl', skipFusion, debugPoison }. */
-  compile(outputs, opts = {}) {
-    const outs = intList('outputs', outputs);
-    const device = DEVICES[opts.device ?? 'cpu'] ?? opts.device;
-    if (!Number.isInteger(device)) throw new RlxError(STATUS.INVALID_ARG, `unknown device "${opts.device}"`, 'invalid argument');
+  compile(outputs, opts = undefined) {
+    const fn = 'Graph.compile';
+    const outs = intList(fn, 'outputs', outputs);
+    const o = optionsArg(fn, opts, 'opts');
+    const device = deviceArg(fn, o.device);
     const ptr = this.rlx.scoped((t) => {
       const out = t.bytes(4);
       this.rlx.writeI32(out, [0]);
       const status = this.rlx.exports.rlx_compile(this.live(), t.i32(outs), outs.length, device,
-        opts.skipFusion ? 1 : 0, opts.debugPoison ? 1 : 0, out);
+        o.skipFusion ? 1 : 0, o.debugPoison ? 1 : 0, out);
       this.rlx.check(status);
       return this.rlx.readI32(out, 1)[0] >>> 0;
     });
+    this.rlx.sessions.add(ptr);
     return new Session(this.rlx, ptr);
   }
   /**
@@ -232,21 +401,28 @@ export class Graph {
    * gradient and optimizer nodes (names "rlx.lr", "<param>.m", ...), so a
    * second training step is compiled from a new graph.
    */
-  compileTrain(loss, params, opt = {}, opts = {}) {
-    const ps = intList('params', params);
-    const kind = OPTIMIZERS[opt.kind ?? 'sgd'];
-    if (kind === undefined) throw new RlxError(STATUS.INVALID_ARG, `unknown optimizer "${opt.kind}" (sgd, momentum, adam, adamw)`, 'invalid argument');
-    const device = DEVICES[opts.device ?? 'cpu'] ?? opts.device;
-    if (!Number.isInteger(device)) throw new RlxError(STATUS.INVALID_ARG, `unknown device "${opts.device}"`, 'invalid argument');
-    const num = (v, dflt) => (v === undefined ? dflt : v);
+  compileTrain(loss, params, opt = undefined, opts = undefined) {
+    const fn = 'Graph.compileTrain';
+    nodeArg(fn, 'loss', loss);
+    const ps = intList(fn, 'params', params);
+    const op = optionsArg(fn, opt, 'opt');
+    const o = optionsArg(fn, opts, 'opts');
+    const kindName = op.kind ?? 'sgd';
+    if (typeof kindName !== 'string' || !Object.hasOwn(OPTIMIZERS, kindName)) {
+      throw fail(fn, `unknown optimizer ${describe(op.kind)} (sgd, momentum, adam, adamw)`);
+    }
+    const kind = OPTIMIZERS[kindName];
+    const device = deviceArg(fn, o.device);
+    const num = (key, dflt) => finiteArg(fn, `opt.${key}`, op[key], dflt);
+    const nums = [num('lr', 0.01), num('momentum', 0), num('beta1', 0), num('beta2', 0), num('eps', 0), num('weightDecay', 0)];
     const ptr = this.rlx.scoped((t) => {
       const out = t.bytes(4);
       this.rlx.writeI32(out, [0]);
       this.rlx.check(this.rlx.exports.rlx_compile_train(this.live(), loss, t.i32(ps), ps.length, kind,
-        num(opt.lr, 0.01), num(opt.momentum, 0), num(opt.beta1, 0), num(opt.beta2, 0), num(opt.eps, 0),
-        num(opt.weightDecay, 0), device, opts.skipFusion ? 1 : 0, out));
+        ...nums, device, o.skipFusion ? 1 : 0, out));
       return this.rlx.readI32(out, 1)[0] >>> 0;
     });
+    this.rlx.sessions.add(ptr);
     return new Session(this.rlx, ptr);
   }
   free() {
@@ -257,7 +433,11 @@ export class Graph {
 
 /** A compiled graph with its params, inputs and outputs. */
 export class Session {
+  /** Made by Graph.compile / compileTrain: a pointer that is not a live session of rlx is refused. */
   constructor(rlx, ptr) {
+    if (!(rlx instanceof Rlx) || !rlx.sessions.has(ptr)) {
+      throw new RlxError(STATUS.STATE, 'Session: not a live session (sessions come from Graph.compile / compileTrain)', 'bad state');
+    }
     this.rlx = rlx;
     this.ptr = ptr;
   }
@@ -267,10 +447,13 @@ export class Session {
   }
   setParam(name, data) {
     const e = this.rlx.exports;
-    this.rlx.scoped((t) => this.rlx.check(e.rlx_session_set_param(this.live(), t.str(name), t.f32(data), data.length)));
+    nameArg('Session.setParam', name);
+    const values = typedArg('Session.setParam', 'data', data, Float32Array);
+    this.rlx.scoped((t) => this.rlx.check(e.rlx_session_set_param(this.live(), t.str(name), t.f32(values), values.length)));
   }
   getParam(name) {
     const e = this.rlx.exports;
+    nameArg('Session.getParam', name);
     const i = this.paramNames().indexOf(name);
     const len = i < 0 ? 0 : e.rlx_session_param_len(this.ptr, i) >>> 0;
     return this.rlx.scoped((t) => {
@@ -282,15 +465,21 @@ export class Session {
   /** Int32Array data goes to an RLX_I32 input, anything else as float32. */
   setInput(name, data) {
     const e = this.rlx.exports;
-    this.rlx.scoped((t) => this.rlx.check(data instanceof Int32Array
-      ? e.rlx_session_set_input_i32(this.live(), t.str(name), t.i32(data), data.length)
-      : e.rlx_session_set_input(this.live(), t.str(name), t.f32(data), data.length)));
+    nameArg('Session.setInput', name);
+    const values = data instanceof Int32Array ? data : typedArg('Session.setInput', 'data', data, Float32Array);
+    this.rlx.scoped((t) => this.rlx.check(values instanceof Int32Array
+      ? e.rlx_session_set_input_i32(this.live(), t.str(name), t.i32(values), values.length)
+      : e.rlx_session_set_input(this.live(), t.str(name), t.f32(values), values.length)));
   }
   run() { this.rlx.check(this.rlx.exports.rlx_session_run(this.live())); }
   /** The learning rate of a session from Graph.compileTrain. */
-  setLr(lr) { this.rlx.check(this.rlx.exports.rlx_session_set_lr(this.live(), lr)); }
+  setLr(lr) {
+    if (typeof lr !== 'number' || !Number.isFinite(lr)) throw fail('Session.setLr', `lr must be a finite number, got ${describe(lr)}`);
+    this.rlx.check(this.rlx.exports.rlx_session_set_lr(this.live(), lr));
+  }
   get outputCount() { return this.rlx.exports.rlx_session_output_count(this.live()); }
   outputShape(i) {
+    indexArg('Session.outputShape', 'output', i, this.outputCount);
     return this.rlx.scoped((t) => {
       const dims = t.bytes(4 * 8);
       const rank = this.rlx.exports.rlx_session_output_shape(this.live(), i, dims);
@@ -301,6 +490,7 @@ export class Session {
   /** A copy of output i as a Float32Array. */
   output(i) {
     const e = this.rlx.exports;
+    indexArg('Session.output', 'output', i, this.outputCount);
     const len = e.rlx_session_output_len(this.live(), i) >>> 0;
     return this.rlx.scoped((t) => {
       const buf = t.bytes(4 * len);
@@ -321,7 +511,10 @@ export class Session {
     return Array.from({ length: n }, (_, i) => this.rlx.cstring(e.rlx_session_param_name(this.ptr, i)));
   }
   free() {
-    if (this.ptr) this.rlx.exports.rlx_session_free(this.ptr);
+    if (this.ptr) {
+      this.rlx.sessions.delete(this.ptr);
+      this.rlx.exports.rlx_session_free(this.ptr);
+    }
     this.ptr = 0;
   }
 }

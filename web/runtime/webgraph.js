@@ -18,7 +18,7 @@
 // Every builder checks its arguments here and the library checks shapes:
 // a bad graph throws an RlxError carrying the library's message, which names
 // the node, its op and the shapes involved.
-import { RlxError } from './loader.js';
+import { Rlx, RlxError, optionsArg, typedArg } from './loader.js';
 import * as backends from './backends.js';
 
 const INVALID = -1; // RLX_ERR_INVALID_ARG
@@ -45,10 +45,20 @@ function nodeId(fn, what, v) {
   return v;
 }
 
+const MAX_LIST = 1 << 16; // entries of a list argument (dims, attributes, node ids)
+
+/** A list argument (an Array) of at most MAX_LIST entries, checked before it is walked. */
+function listArg(fn, what, v) {
+  if (!Array.isArray(v)) throw fail(fn, `${what} must be an Array of node ids, got ${describe(v)}`);
+  if (v.length > MAX_LIST) throw fail(fn, `${what} has ${v.length} entries; at most ${MAX_LIST}`);
+  return v;
+}
+
 function intArray(fn, what, v, { min = -0x80000000, allowNumber = false } = {}) {
   if (allowNumber && typeof v === 'number') v = [v];
   if (!Array.isArray(v) && !(v instanceof Int32Array)) throw fail(fn, `${what} must be an Array of integers, got ${describe(v)}`);
-  const out = Array.from(v);
+  if (v.length > MAX_LIST) throw fail(fn, `${what} has ${v.length} entries; at most ${MAX_LIST}`);
+  const out = Array.from({ length: v.length }, (_, i) => v[i]);
   out.forEach((d, i) => {
     if (!Number.isInteger(d) || d < min || d > 0x7fffffff) throw fail(fn, `${what}[${i}] must be an integer${min > -0x80000000 ? ` >= ${min}` : ''}, got ${describe(d)}`);
   });
@@ -69,16 +79,12 @@ function pair(fn, what, v) {
   return p;
 }
 
+/** Float data: lengths and element types checked before anything is copied (./loader.js typedArg). */
 function floatData(fn, what, v) {
-  if (v instanceof Float32Array) return v;
-  if (ArrayBuffer.isView(v) && !(v instanceof DataView)) return Float32Array.from(v);
-  if (Array.isArray(v)) {
-    v.forEach((x, i) => {
-      if (typeof x !== 'number') throw fail(fn, `${what}[${i}] is ${describe(x)}, not a number`);
-    });
-    return Float32Array.from(v);
+  if (!Array.isArray(v) && !(ArrayBuffer.isView(v) && !(v instanceof DataView))) {
+    throw fail(fn, `${what} must be a Float32Array, an Int32Array or an Array of numbers, got ${describe(v)}`);
   }
-  throw fail(fn, `${what} must be a Float32Array, an Int32Array or an Array of numbers, got ${describe(v)}`);
+  return typedArg(fn, what, v, Float32Array);
 }
 
 const numel = (dims) => dims.reduce((a, b) => a * b, 1);
@@ -149,7 +155,7 @@ export class WebGraph {
     const fn = 'WebGraph.input';
     if (typeof name !== 'string' || !name) throw fail(fn, `name must be a non-empty string, got ${describe(name)}`);
     const dims = shapeArg(fn, 'shape', shape);
-    if (!(dtype in DTYPES)) throw fail(fn, `dtype of '${name}' must be 'f32' or 'i32', got ${describe(dtype)}`);
+    if (typeof dtype !== 'string' || !Object.hasOwn(DTYPES, dtype)) throw fail(fn, `dtype of '${name}' must be 'f32' or 'i32', got ${describe(dtype)}`);
     return this._build('input', (g) => this._rt.scoped((t) =>
       this._rt.exports.rlx_input(g, t.str(name), dims.length, t.i32(dims), DTYPES[dtype])));
   }
@@ -192,7 +198,7 @@ export class WebGraph {
   op(name, inputs, attrs = {}) {
     const fn = `WebGraph.op(${typeof name === 'string' ? JSON.stringify(name) : '?'})`;
     if (typeof name !== 'string') throw fail('WebGraph.op', `name must be an op name (a string), got ${describe(name)}`);
-    if (!Array.isArray(inputs)) throw fail(fn, `inputs must be an Array of node ids, got ${describe(inputs)}`);
+    listArg(fn, 'inputs', inputs); // an Array, its length checked before it is walked
     inputs.forEach((v, i) => nodeId(fn, `inputs[${i}]`, v));
     if (attrs === null || typeof attrs !== 'object' || Array.isArray(attrs)) {
       throw fail(fn, `attributes must be an object { ints, floats }, got ${describe(attrs)}`);
@@ -225,7 +231,8 @@ export class WebGraph {
 
   // ---- ops with attributes -----------------------------------------------------------
   /** a[..., M, K] x b[..., K, N] -> [..., M, N]; transA reads a as [..., K, M], transB b as [..., N, K]. */
-  matmul(a, b, { transA = false, transB = false, trans_a, trans_b } = {}) {
+  matmul(a, b, opts) {
+    const { transA = false, transB = false, trans_a, trans_b } = optionsArg('WebGraph.matmul', opts);
     return this.op('matmul', [a, b], { ints: [(trans_a ?? transA) ? 1 : 0, (trans_b ?? transB) ? 1 : 0] });
   }
 
@@ -267,7 +274,7 @@ export class WebGraph {
 
   /** xs (1 to 8 nodes) joined along axis. */
   concat(xs, axis = 0) {
-    if (!Array.isArray(xs)) throw fail('WebGraph.concat', `xs must be an Array of node ids, got ${describe(xs)}`);
+    listArg('WebGraph.concat', 'xs', xs);
     return this.op('concat', xs, { ints: intArray('WebGraph.concat', 'axis', [axis]) });
   }
 
@@ -307,7 +314,8 @@ export class WebGraph {
   layer_norm(x, weight, bias, eps = 1e-5) { return this.op('layer_norm', [x, weight, bias], { floats: [eps] }); }
 
   /** Rotary embedding (NeoX layout) of x[..., S, D], D even. */
-  rope(x, { theta = 10000, posOffset = 0, pos_offset } = {}) {
+  rope(x, opts) {
+    const { theta = 10000, posOffset = 0, pos_offset } = optionsArg('WebGraph.rope', opts);
     return this.op('rope', [x], { ints: [pos_offset ?? posOffset, 0], floats: [theta] });
   }
 
@@ -316,9 +324,10 @@ export class WebGraph {
    * mask: 'none' | 'causal' | 'sliding' (window keys) | 'padding' | 'bias'
    * (the last two take maskTensor); scale <= 0 means 1/sqrt(D).
    */
-  attention(q, k, v, { mask = 'none', window = 0, maskTensor, mask_tensor, scale = 0 } = {}) {
+  attention(q, k, v, opts) {
     const fn = 'WebGraph.attention';
-    if (!(mask in MASKS)) throw fail(fn, `mask must be one of ${Object.keys(MASKS).join(', ')}, got ${describe(mask)}`);
+    const { mask = 'none', window = 0, maskTensor, mask_tensor, scale = 0 } = optionsArg(fn, opts);
+    if (typeof mask !== 'string' || !Object.hasOwn(MASKS, mask)) throw fail(fn, `mask must be one of ${Object.keys(MASKS).join(', ')}, got ${describe(mask)}`);
     const m = maskTensor ?? mask_tensor;
     const inputs = [q, k, v];
     if (mask === 'padding' || mask === 'bias') {
@@ -329,16 +338,18 @@ export class WebGraph {
   }
 
   /** x[N, C, H, W] * w[O, C/groups, KH, KW] -> [N, O, OH, OW]; stride, padding, dilation: int or [h, w]. */
-  conv2d(x, w, { stride = 1, padding = 0, dilation = 1, groups = 1 } = {}) {
+  conv2d(x, w, opts) {
     const fn = 'WebGraph.conv2d';
+    const { stride = 1, padding = 0, dilation = 1, groups = 1 } = optionsArg(fn, opts);
     return this.op('conv2d', [x, w], {
       ints: [...pair(fn, 'stride', stride), ...pair(fn, 'padding', padding), ...pair(fn, 'dilation', dilation),
         ...intArray(fn, 'groups', [groups])],
     });
   }
 
-  _pool(name, x, { kernel, stride, padding = 0 } = {}) {
+  _pool(name, x, opts) {
     const fn = `WebGraph.${name}`;
+    const { kernel, stride, padding = 0 } = optionsArg(fn, opts);
     if (kernel === undefined) throw fail(fn, 'kernel is required (an int or [h, w])');
     const k = pair(fn, 'kernel', kernel);
     return this.op(name, [x], { ints: [...k, ...pair(fn, 'stride', stride ?? k), ...pair(fn, 'padding', padding)] });
@@ -380,7 +391,7 @@ export class WebGraph {
 
   // ---- compile ------------------------------------------------------------------------
   _outputs(fn, outputs) {
-    const list = Array.isArray(outputs) ? outputs : [outputs];
+    const list = Array.isArray(outputs) ? listArg(fn, 'outputs', outputs) : [outputs];
     if (!list.length) throw fail(fn, 'outputs is empty: give at least one node id');
     list.forEach((v, i) => nodeId(fn, `outputs[${i}]`, v));
     return list;
@@ -399,8 +410,9 @@ export class WebGraph {
    * backend_candidates).  The compiled graph keeps what it needs: the graph
    * may be extended or freed afterwards.
    */
-  compile_forward(outputs, backend = 'cpu', { skipFusion = false } = {}) {
+  compile_forward(outputs, backend = 'cpu', opts = undefined) {
     const fn = 'WebGraph.compile_forward';
+    const { skipFusion = false } = optionsArg(fn, opts);
     const outs = this._outputs(fn, outputs);
     this._ptr('compile_forward');
     return this._select(fn, backend, 'forward', outs, skipFusion);
@@ -408,7 +420,7 @@ export class WebGraph {
 
   _grad(fn, loss, params) {
     nodeId(fn, 'loss', loss);
-    const wrt = params === undefined || params === null ? this._params.slice() : (Array.isArray(params) ? params : [params]);
+    const wrt = params === undefined || params === null ? this._params.slice() : (Array.isArray(params) ? listArg(fn, 'params', params) : [params]);
     if (!wrt.length) throw fail(fn, 'no params to differentiate for: make params with param() or pass them');
     wrt.forEach((v, i) => nodeId(fn, `params[${i}]`, v));
     const rt = this._rt;
@@ -425,8 +437,9 @@ export class WebGraph {
    * param of the graph.  The input "d_output" (the seed, shaped like the
    * loss) is preset to ones: 1 for a scalar loss.
    */
-  compile_backward(loss, params, backend = 'cpu', { skipFusion = false } = {}) {
+  compile_backward(loss, params, backend = 'cpu', opts = undefined) {
     const fn = 'WebGraph.compile_backward';
+    const { skipFusion = false } = optionsArg(fn, opts);
     const outs = this._grad(fn, loss, params);
     return this._select(fn, backend, 'backward', outs, skipFusion);
   }
@@ -440,10 +453,11 @@ export class WebGraph {
    * 'adamw', lr, momentum, beta1, beta2, eps, weight_decay }; set_lr changes
    * the learning rate later.
    */
-  compile_train(loss, params, optimizer = {}, backend = 'cpu', { skipFusion = false } = {}) {
+  compile_train(loss, params, optimizer = {}, backend = 'cpu', opts = undefined) {
     const fn = 'WebGraph.compile_train';
+    const { skipFusion = false } = optionsArg(fn, opts);
     nodeId(fn, 'loss', loss);
-    const wrt = params === undefined || params === null ? this._params.slice() : (Array.isArray(params) ? params : [params]);
+    const wrt = params === undefined || params === null ? this._params.slice() : (Array.isArray(params) ? listArg(fn, 'params', params) : [params]);
     if (!wrt.length) throw fail(fn, 'no params to train: make params with param() or pass them');
     wrt.forEach((v, i) => nodeId(fn, `params[${i}]`, v));
     const opt = optimizerArgs(fn, optimizer);
@@ -467,7 +481,8 @@ const OPTIMIZERS = { sgd: 0, momentum: 1, adam: 2, adamw: 3 };
 /** The optimizer of compile_train as the numbers rlx_compile_train takes (0: the library's default). */
 function optimizerArgs(fn, o) {
   if (o === null || typeof o !== 'object' || Array.isArray(o)) throw fail(fn, `optimizer must be an object { kind, lr, ... }, got ${describe(o)}`);
-  const kind = OPTIMIZERS[o.kind ?? 'sgd'];
+  const kindName = o.kind ?? 'sgd';
+  const kind = typeof kindName === 'string' && Object.hasOwn(OPTIMIZERS, kindName) ? OPTIMIZERS[kindName] : undefined;
   if (kind === undefined) throw fail(fn, `optimizer.kind must be one of ${Object.keys(OPTIMIZERS).join(', ')}, got ${describe(o.kind)}`);
   const num = (name, dflt) => {
     const v = o[name] ?? dflt;
@@ -536,6 +551,7 @@ function compileOn(graph, backend, kind, compile) {
     rt.check(compile(out, DEVICES[backend]));
     return rt.readI32(out, 1)[0] >>> 0;
   });
+  rt.sessions.add(ptr); // a live session: CompiledGraph takes only these
   try {
     if (backend !== 'cpu' && e.rlx_session_requires_host_execution?.(ptr)) {
       const [total, host, syncs] = rt.scoped((t) => {
@@ -550,6 +566,7 @@ function compileOn(graph, backend, kind, compile) {
     if (!executor || typeof executor.then === 'function') throw new Error(`the ${backend} executor did not return an executor synchronously`);
     return new CompiledGraph(rt, ptr, backend, kind, executor);
   } catch (err) {
+    rt.sessions.delete(ptr);
     e.rlx_session_free(ptr);
     throw err;
   }
@@ -578,6 +595,9 @@ function relabel(fn, err) {
  */
 export class CompiledGraph {
   constructor(rt, ptr, backend, kind, executor) {
+    if (!(rt instanceof Rlx) || !rt.sessions.has(ptr) || executor === null || typeof executor !== 'object') {
+      throw new RlxError(STATE, 'CompiledGraph: not a live compiled session (compile_forward / compile_backward / compile_train make them)', 'bad state');
+    }
     this._rt = rt;
     this._ptr = ptr;
     this.backend = backend;
@@ -670,7 +690,10 @@ export class CompiledGraph {
   run_async(feeds) {
     try {
       this._live('run_async');
-      if (feeds) for (const [name, data] of feeds instanceof Map ? feeds : Object.entries(feeds)) this.feed(name, data);
+      if (feeds !== undefined && feeds !== null) {
+        const list = feeds instanceof Map ? feeds : Object.entries(optionsArg('CompiledGraph.run_async', feeds, 'feeds'));
+        for (const [name, data] of list) this.feed(name, data);
+      }
     } catch (err) {
       return Promise.reject(err);
     }
@@ -719,6 +742,7 @@ export class CompiledGraph {
   read_param(name) {
     const fn = 'CompiledGraph.read_param';
     this._live('read_param');
+    if (typeof name !== 'string') throw fail(fn, `name must be a string, got ${describe(name)}`);
     const p = this.params.find((q) => q.name === name);
     if (!p) throw new RlxError(-5, `${fn}: no param named '${name}' (params: ${this.param_names().join(', ') || 'none'})`, 'not found');
     const ex = this.executor;
@@ -734,18 +758,25 @@ export class CompiledGraph {
 
   /** Per-step times of one run: the executor contract's profile() rows (a Promise). */
   profile(opts) {
+    let o;
     try {
       this._live('profile');
+      o = optionsArg('CompiledGraph.profile', opts);
+      const { repeat = 1 } = o;
+      if (!Number.isInteger(repeat) || repeat < 1 || repeat > 100000) {
+        throw fail('CompiledGraph.profile', `repeat must be an integer in [1, 100000], got ${describe(repeat)}`);
+      }
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.executor.profile(opts);
+    return this.executor.profile(o);
   }
 
   /** Frees the compiled graph (and its device objects); freeing twice is harmless. */
   free() {
     if (!this._ptr) return;
     this.executor.free();
+    this._rt.sessions.delete(this._ptr);
     this._rt.exports.rlx_session_free(this._ptr);
     this._ptr = 0;
   }
