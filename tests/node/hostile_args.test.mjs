@@ -139,6 +139,15 @@ test('Rlx.free: a bad pointer or a double free is an RlxError, never a trap; the
   rejects(() => rt.readF32(2, 1), /^Rlx.readF32: ptr must be a 4-byte aligned address/);
   rejects(() => rt.readF32(rt.memory.buffer.byteLength - 4, 2), /^Rlx.readF32: 2 values at \d+ run past the end of wasm memory/);
   rejects(() => rt.writeI32(4, { length: 2 ** 32 }), /^Rlx.writeI32: values must be/);
+  // Writes go only into live blocks from alloc(): address 0 + 400 KB would overwrite the module's data.
+  rejects(() => rt.writeI32(0, new Int32Array(100000)), /^Rlx.writeI32: 100000 values at 0 are not inside a live block from Rlx.alloc/);
+  const q = rt.alloc(16);
+  rt.writeF32(q, [1, 2, 3, 4]);
+  rt.writeF32(q + 8, [5]);
+  assert.deepEqual(Array.from(rt.readF32(q, 4)), [1, 2, 5, 4]);
+  rejects(() => rt.writeF32(q + 8, [1, 2, 3]), /^Rlx.writeF32: 3 values at \d+ are not inside a live block/);
+  rt.free(q);
+  rejects(() => rt.writeF32(q, [1]), /not inside a live block/);
   rejects(() => rt.strIn(Object.create(null)), /^Rlx.strIn: str must be a string/);
   rejects(() => rt.statusName(Symbol('s')), /^Rlx.statusName: status must be an integer/);
   rejects(() => rt.scoped(null), /^Rlx.scoped: fn must be a function/);

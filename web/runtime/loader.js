@@ -210,13 +210,25 @@ export class Rlx {
   /** A copy of n floats at ptr. */
   readF32(ptr, n) { return this._view('Rlx.readF32', Float32Array, ptr, n).slice(); }
   readI32(ptr, n) { return this._view('Rlx.readI32', Int32Array, ptr, n).slice(); }
+  /** Copies values to ptr, which must lie (with all of values) inside a live block from alloc(). */
   writeF32(ptr, values) {
     const src = typedArg('Rlx.writeF32', 'values', values, Float32Array);
+    this._inBlock('Rlx.writeF32', ptr, src.length, 4);
     this._view('Rlx.writeF32', Float32Array, ptr, src.length).set(src);
   }
   writeI32(ptr, values) {
     const src = typedArg('Rlx.writeI32', 'values', values, Int32Array);
+    this._inBlock('Rlx.writeI32', ptr, src.length, 4);
     this._view('Rlx.writeI32', Int32Array, ptr, src.length).set(src);
+  }
+  /** Throws unless n values of size bytes at ptr lie inside one live block (a write never lands on the module's own data). */
+  _inBlock(fn, ptr, n, size) {
+    if (Number.isInteger(ptr)) {
+      for (const [start, bytes] of this.allocations) {
+        if (ptr >= start && ptr + n * size <= start + bytes) return;
+      }
+    }
+    throw fail(fn, `${n} values at ${typeof ptr === 'number' ? ptr : describe(ptr)} are not inside a live block from Rlx.alloc`);
   }
   /** A NUL-terminated UTF-8 string copied into new wasm memory. */
   strIn(str) {
