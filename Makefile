@@ -54,7 +54,7 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(NATIVE_DIR)/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
 WASM_OBJ := $(LIB_SRC:%.c=build/wasm/%.o)
 
-TEST_SUPPORT := $(sort $(wildcard tests/c/harness.c tests/c/ref_*.c tests/c/cases_*.c tests/c/grad_*.c))
+TEST_SUPPORT := $(sort $(wildcard tests/c/harness.c tests/c/check_alloc.c tests/c/ref_*.c tests/c/cases_*.c tests/c/grad_*.c))
 TEST_MAINS   := $(sort $(wildcard tests/c/test_*.c))
 TEST_BINS    := $(TEST_MAINS:tests/c/%.c=build/tests/%)
 ASAN_BINS    := $(TEST_MAINS:tests/c/%.c=build/tests-asan/%)

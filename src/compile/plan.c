@@ -21,7 +21,7 @@ void rlx_plan_free(rlx_plan *p) {
     rlx_strfree(nd->name);
     if (nd->data) rlx_free(nd->data, rlx_shape_numel(&nd->shape) * sizeof(float));
   }
-  rlx_free(p->graph.nodes, n * sizeof(rlx_node_t));
+  rlx_free(p->graph.nodes, (size_t)p->graph.cap_nodes * sizeof(rlx_node_t)); /* compact may stop part way */
   rlx_free(p->loc, n * sizeof(rlx_loc));
   rlx_free(p->steps, n * sizeof(int32_t));
   rlx_free(p->first_step, n * sizeof(int32_t));
@@ -268,6 +268,7 @@ static rlx_status plan_from(const rlx_graph *g, const rlx_node *outputs, int32_t
     p->last_step = rlx_calloc(n, sizeof(int32_t));
     p->inputs = rlx_calloc(n, sizeof(int32_t));
     p->params = rlx_calloc(n, sizeof(int32_t));
+    p->n_outputs = p->n_user_outputs = n_outputs; /* the size rlx_plan_free passes */
     p->outputs = rlx_calloc((size_t)n_outputs, sizeof(int32_t));
     p->assign_param = rlx_calloc((size_t)n_outputs, sizeof(int32_t));
     if (!p->loc || !p->steps || !p->first_step || !p->last_step || !p->inputs || !p->params || !p->outputs ||
@@ -275,7 +276,6 @@ static rlx_status plan_from(const rlx_graph *g, const rlx_node *outputs, int32_t
       st = RLX_ERR_NO_MEMORY;
   }
   if (st == RLX_OK) {
-    p->n_outputs = p->n_user_outputs = n_outputs;
     for (int32_t i = 0; i < n_outputs; i++) p->outputs[i] = remap[outputs[i]], p->assign_param[i] = -1;
     st = plan_memory(p);
   }

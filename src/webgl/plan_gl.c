@@ -63,7 +63,7 @@ void rlx_gl_state_free(rlx_session *s) {
     for (int32_t t = 0; t < w->n_tex; t++) rlx_free(w->data[t], w->tex[t].count * sizeof(float));
   rlx_free(w->data, (size_t)w->n_tex * sizeof(float *));
   rlx_free(w->tex, (size_t)w->cap_tex * sizeof(rlx_gl_texture));
-  rlx_free(w->node_tex, (size_t)s->plan.graph.n_nodes * sizeof(int32_t));
+  rlx_free(w->node_tex, ((size_t)s->plan.graph.n_nodes + 1) * sizeof(int32_t)); /* as allocated */
   rlx_free(w->passes, (size_t)w->cap_passes * sizeof(rlx_gl_planned_pass));
   rlx_text_free(&w->json);
   rlx_free(w, sizeof *w);

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 #include <zlib.h>
 
+#include "check_alloc.h"
 #include "rlx_models.h"
 
 static char tmp_dir[] = "/tmp/rlx_test_dataset_XXXXXX";
@@ -268,21 +269,6 @@ static void broken_gzip_gives_errors(void **state) {
   expect_error(garbage, lab, RLX_ERR_INVALID_ARG, "garbage.gz", NULL);
 }
 
-/* Peak bytes held through the library's allocator hook. */
-static size_t held, peak;
-static void *counting_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  (void)ud;
-  held -= ptr ? osize : 0;
-  if (nsize == 0) {
-    free(ptr);
-    return NULL;
-  }
-  void *p = realloc(ptr, nsize);
-  held += p ? nsize : (ptr ? osize : 0);
-  if (held > peak) peak = held;
-  return p;
-}
-
 static void huge_counts_allocate_only_what_the_file_holds(void **state) {
   (void)state;
   make_small();
@@ -294,14 +280,14 @@ static void huge_counts_allocate_only_what_the_file_holds(void **state) {
   const char *lab_huge = write_file("huge_lab2.idx", labels_huge, sizeof labels_huge);
   const char *beyond = images_with("beyond.idx", 4, 0x80000000u);
 
-  rlx_set_allocator(counting_alloc, NULL);
-  held = peak = 0;
+  if (!check_alloc_active()) skip();
+  size_t live = check_alloc_live_bytes();
+  check_alloc_reset_peak();
   expect_error(huge, lab, RLX_ERR_SHAPE, "huge.idx", NULL);         /* counts differ */
   expect_error(huge, lab_huge, RLX_ERR_INVALID_ARG, "huge.idx", "truncated");
   expect_error(beyond, lab, RLX_ERR_INVALID_ARG, "beyond.idx", NULL); /* over INT32_MAX */
-  rlx_set_allocator(NULL, NULL);
-  assert_true(peak < (16u << 20)); /* not the 6.7 TB the header asks for */
-  assert_int_equal(held, 0);
+  assert_true(check_alloc_peak_bytes() - live < (16u << 20)); /* not the 6.7 TB the header asks for */
+  assert_int_equal(check_alloc_live_bytes(), live);
 }
 
 static void bad_arguments_are_refused(void **state) {

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "../../src/compile/plan.h"
+#include "check_alloc.h"
 #include "rlx.h"
 
 #define assert_contains(hay, needle)                                              \
@@ -248,19 +249,6 @@ static void bad_index_is_an_error_not_a_crash(void **state) {
   rlx_graph_free(g);
 }
 
-/* A test allocator that fails the n-th allocation. */
-static long alloc_budget = -1;
-static void *failing_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  (void)ud, (void)osize;
-  if (nsize == 0) {
-    free(ptr);
-    return NULL;
-  }
-  if (alloc_budget == 0) return NULL;
-  if (alloc_budget > 0) alloc_budget--;
-  return realloc(ptr, nsize);
-}
-
 static rlx_status build_and_run_once(void) {
   rlx_graph *g = rlx_graph_new();
   if (!g) return RLX_ERR_NO_MEMORY;
@@ -280,17 +268,18 @@ static rlx_status build_and_run_once(void) {
 
 static void allocation_failures_are_reported(void **state) {
   (void)state;
-  rlx_set_allocator(failing_alloc, NULL);
+  if (!check_alloc_active()) skip();
   int succeeded = 0;
+  size_t live = check_alloc_live_blocks();
   for (long budget = 0; budget < 200 && !succeeded; budget++) {
-    alloc_budget = budget;
+    check_alloc_fail_at(budget, 1); /* budget allocations succeed, then none */
     rlx_status st = build_and_run_once();
+    assert_int_equal(check_alloc_live_blocks(), live); /* nothing leaked */
     if (st == RLX_OK) succeeded = 1;
     else assert_true(st == RLX_ERR_NO_MEMORY || st == RLX_ERR_SHAPE || st == RLX_ERR_GRAPH ||
                      st == RLX_ERR_INVALID_ARG);
   }
-  alloc_budget = -1;
-  rlx_set_allocator(NULL, NULL);
+  check_alloc_fail_at(-1, 0);
   assert_true(succeeded);
 }
 

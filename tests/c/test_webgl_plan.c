@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "../../src/webgl/gl_plan.h"
+#include "check_alloc.h"
 #include "webgl_cases.h"
 
 #ifndef RLX_GL_PENDING_FILES
@@ -470,19 +471,6 @@ static void training_assignments(void **state) {
   }
 }
 
-/* A test allocator that fails once a budget of allocations is spent. */
-static long alloc_budget = -1;
-static void *failing_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  (void)ud, (void)osize;
-  if (nsize == 0) {
-    free(ptr);
-    return NULL;
-  }
-  if (alloc_budget == 0) return NULL;
-  if (alloc_budget > 0) alloc_budget--;
-  return realloc(ptr, nsize);
-}
-
 static rlx_status compile_run_and_plan(void) {
   rlx_graph *g = rlx_graph_new();
   if (!g) return RLX_ERR_NO_MEMORY;
@@ -508,16 +496,17 @@ static rlx_status compile_run_and_plan(void) {
  * status, no crash, no leak (under ASan). */
 static void allocation_failures_are_reported(void **state) {
   (void)state;
-  rlx_set_allocator(failing_alloc, NULL);
+  if (!check_alloc_active()) skip();
   int succeeded = 0;
+  size_t live = check_alloc_live_blocks();
   for (long budget = 0; budget < 400 && !succeeded; budget++) {
-    alloc_budget = budget;
+    check_alloc_fail_at(budget, 1); /* budget allocations succeed, then none */
     rlx_status st = compile_run_and_plan();
+    assert_int_equal(check_alloc_live_blocks(), live); /* nothing leaked */
     if (st == RLX_OK) succeeded = 1;
     else assert_true(st == RLX_ERR_NO_MEMORY || st == RLX_ERR_SHAPE || st == RLX_ERR_GRAPH || st == RLX_ERR_INVALID_ARG);
   }
-  alloc_budget = -1;
-  rlx_set_allocator(NULL, NULL);
+  check_alloc_fail_at(-1, 0);
   assert_true(succeeded);
 }
 
