@@ -21,33 +21,44 @@ int rlx_grad_wants(const rlx_grad_ctx *c, rlx_node id, int32_t k) {
 
 rlx_node rlx_grad_scale(rlx_grad_ctx *c, rlx_node x, float s) { return rlx_mul(c->g, x, rlx_scalar(c->g, s)); }
 
-rlx_node rlx_grad_unbroadcast(rlx_grad_ctx *c, rlx_node x, const rlx_shape *target) {
+/* target is copied first: it may point into g->nodes, which the appended
+ * reduce_sum can move. */
+rlx_node rlx_grad_unbroadcast(rlx_grad_ctx *c, rlx_node x, const rlx_shape *target_in) {
   const rlx_node_t *n = rlx_graph_node(c->g, x);
   if (!n) return RLX_NO_NODE;
-  const rlx_shape *s = &n->shape;
-  int32_t axes[RLX_MAX_RANK], n_axes = 0, lead = s->rank - target->rank;
-  for (int32_t i = 0; i < s->rank; i++)
-    if (i < lead || (target->dims[i - lead] == 1 && s->dims[i] != 1)) axes[n_axes++] = i;
-  if (n_axes == 0 && s->rank == target->rank) return x;
+  rlx_shape s = n->shape, target = *target_in;
+  int32_t axes[RLX_MAX_RANK], n_axes = 0, lead = s.rank - target.rank;
+  for (int32_t i = 0; i < s.rank; i++)
+    if (i < lead || (target.dims[i - lead] == 1 && s.dims[i] != 1)) axes[n_axes++] = i;
+  if (n_axes == 0 && s.rank == target.rank) return x;
   rlx_node r = n_axes ? rlx_reduce_sum(c->g, x, axes, n_axes, 1) : x;
-  return rlx_reshape(c->g, r, target->rank, target->dims);
+  return rlx_reshape(c->g, r, target.rank, target.dims);
 }
 
 void rlx_grad_accum(rlx_grad_ctx *c, rlx_node id, int32_t k, rlx_node contribution) {
   rlx_node in = c->g->nodes[id].inputs[k];
   if (!c->depends[in] || contribution == RLX_NO_NODE) return;
-  rlx_node v = rlx_grad_unbroadcast(c, contribution, &c->g->nodes[in].shape);
+  rlx_shape target = c->g->nodes[in].shape; /* a copy: unbroadcast appends nodes */
+  rlx_node v = rlx_grad_unbroadcast(c, contribution, &target);
   c->adj[in] = c->adj[in] == RLX_NO_NODE ? v : rlx_add(c->g, c->adj[in], v);
 }
 
-/* The d_output input: reused if the graph already has one of loss's shape. */
-static rlx_node seed_input(rlx_graph *g, const rlx_shape *shape) {
+/* The d_output input: reused if the graph already has one of loss's shape,
+ * else added.  RLX_OK with *seed set, or an error (with its message). */
+static rlx_status seed_input(rlx_graph *g, const rlx_shape *shape, rlx_node *seed) {
   for (int32_t i = 0; i < g->n_nodes; i++) {
     const rlx_node_t *n = &g->nodes[i];
-    if (n->op == RLX_OP_INPUT && n->name && strcmp(n->name, "d_output") == 0)
-      return rlx_shape_equal(&n->shape, shape) ? i : RLX_NO_NODE;
+    if (n->op == RLX_OP_INPUT && n->name && strcmp(n->name, "d_output") == 0) {
+      if (!rlx_shape_equal(&n->shape, shape))
+        return rlx_error(RLX_ERR_GRAPH, "grad: the graph has a 'd_output' input whose shape differs from the loss");
+      *seed = i;
+      return RLX_OK;
+    }
   }
-  return rlx_input(g, "d_output", shape->rank, shape->dims, RLX_F32);
+  *seed = rlx_input(g, "d_output", shape->rank, shape->dims, RLX_F32);
+  if (*seed != RLX_NO_NODE) return RLX_OK;
+  rlx_status st = g->status != RLX_OK ? g->status : RLX_ERR_GRAPH;
+  return rlx_error(st, "grad: adding the 'd_output' input failed: %s", g->error ? g->error : "");
 }
 
 static void describe(const rlx_graph *g, rlx_node id, char *buf, size_t cap) {
@@ -99,9 +110,9 @@ rlx_status rlx_grad_with_loss(rlx_graph *g, rlx_node loss, const rlx_node *wrt, 
       return rlx_error(RLX_ERR_GRAPH, "grad: param %d refers to node %d, which is not part of the loss's graph", (int)i, (int)wrt[i]);
   if (g->nodes[loss].dtype != RLX_F32) return rlx_error(RLX_ERR_INVALID_ARG, "grad: the loss must be f32");
   rlx_shape loss_shape = g->nodes[loss].shape;
-  rlx_node seed = seed_input(g, &loss_shape);
-  if (seed == RLX_NO_NODE)
-    return rlx_error(RLX_ERR_GRAPH, "grad: the graph has a 'd_output' input whose shape differs from the loss");
+  rlx_node seed;
+  rlx_status seeded = seed_input(g, &loss_shape, &seed);
+  if (seeded != RLX_OK) return seeded;
   rlx_grad_ctx c = {g, NULL, NULL, loss + 1};
   c.adj = rlx_malloc((size_t)c.n_fwd * sizeof(rlx_node));
   c.depends = rlx_calloc((size_t)c.n_fwd, 1);

@@ -186,6 +186,8 @@ rlx_node rlx_graph_append(rlx_graph *g, const rlx_node_t *proto) {
       return RLX_NO_NODE;
     }
   rlx_node_t n = *proto;
+  const char *name = proto->name; /* proto may lie in g->nodes, which grow() moves */
+  const float *data = proto->data;
   n.name = NULL;
   n.data = NULL;
   msg[0] = 0;
@@ -196,16 +198,16 @@ rlx_node rlx_graph_append(rlx_graph *g, const rlx_node_t *proto) {
     return graph_fail(g, st, full);
   }
   if (grow(g) != RLX_OK) return graph_fail(g, RLX_ERR_NO_MEMORY, "out of memory adding a node");
-  if (proto->name && !(n.name = rlx_strdup(proto->name)))
+  if (name && !(n.name = rlx_strdup(name)))
     return graph_fail(g, RLX_ERR_NO_MEMORY, "out of memory adding a node");
-  if (proto->data) {
+  if (data) {
     size_t bytes = rlx_shape_numel(&n.shape) * sizeof(float);
     n.data = rlx_malloc(bytes);
     if (!n.data) {
       rlx_strfree(n.name);
       return graph_fail(g, RLX_ERR_NO_MEMORY, "out of memory copying a constant");
     }
-    memcpy(n.data, proto->data, bytes);
+    memcpy(n.data, data, bytes);
   }
   g->nodes[g->n_nodes] = n;
   return g->n_nodes++;
