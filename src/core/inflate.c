@@ -115,7 +115,7 @@ static int stored(reader *r) {
   size_t check = (size_t)r->src[2] | (size_t)r->src[3] << 8;
   r->src += 4;
   if (n != (~check & 0xffffu) || (size_t)(r->end - r->src) < n || n > r->cap - r->len) return -1;
-  memcpy(r->dst + r->len, r->src, n);
+  if (n) memcpy(r->dst + r->len, r->src, n); /* dst may be NULL (cap 0) */
   r->src += n;
   r->len += n;
   return 0;
@@ -169,8 +169,8 @@ static int dynamic(reader *r) {
 }
 
 size_t rlx_inflate(const unsigned char *src, size_t src_len, unsigned char *dst, size_t cap) {
-  reader r = {src, src + src_len, dst, 0, cap, 0, 0, 0};
   if (!src || (!dst && cap)) return (size_t)-1;
+  reader r = {src, src + src_len, dst, 0, cap, 0, 0, 0}; /* src + src_len only once src is known */
   int last;
   do {
     last = (int)get_bits(&r, 1);

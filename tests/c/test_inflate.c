@@ -167,11 +167,27 @@ static void test_refuses_bad_members(void **state) {
   free(text);
 }
 
+/* Empty output: a stored block of length 0 into a NULL buffer of capacity
+ * 0, and NULL input, are fine (no pointer arithmetic or memcpy on NULL:
+ * UBSan checks). */
+static void test_null_buffers(void **state) {
+  (void)state;
+  const unsigned char empty_stored[] = {0x01, 0x00, 0x00, 0xff, 0xff};
+  assert_true(rlx_inflate(empty_stored, sizeof empty_stored, NULL, 0) == 0);
+  const unsigned char one_byte[] = {0x01, 0x01, 0x00, 0xfe, 0xff, 'a'};
+  assert_true(rlx_inflate(one_byte, sizeof one_byte, NULL, 0) == (size_t)-1);
+  assert_true(rlx_inflate(NULL, 0, NULL, 0) == (size_t)-1);
+  assert_true(rlx_inflate(NULL, 5, NULL, 0) == (size_t)-1);
+  unsigned char out[4];
+  assert_true(rlx_inflate(empty_stored, sizeof empty_stored, out, 0) == 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_crc32),
       cmocka_unit_test(test_refuses_bad_members),
+      cmocka_unit_test(test_null_buffers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
