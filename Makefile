@@ -264,7 +264,7 @@ setup:
 
 test: setup
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory test-native test-asan test-node test-webgpu test-cli test-browser test-python test-examples test-install
+	@$(MAKE) --no-print-directory test-native test-asan test-fuzz test-node test-webgpu test-cli test-browser test-python test-examples test-install
 
 test-native: $(TEST_BINS) test-subops
 	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t; done
@@ -322,6 +322,8 @@ test-examples-js: wasm sdk
 	node examples/js/classifier.mjs
 
 -include bench/bench.mk
+# libFuzzer targets: make fuzz, make test-fuzz (tests/fuzz/fuzz.mk).
+-include tests/fuzz/fuzz.mk
 
 serve: setup
 	@$(MAKE) --no-print-directory all
