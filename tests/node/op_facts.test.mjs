@@ -88,3 +88,25 @@ test('the module exports every op\'s named attributes, and WebGraph places them 
   const y = h.input('y', [2, 3]);
   assert.deepEqual(h.shape(h.op('narrow', [y], { axis: 1, start: 0, length: 1 })), [2, 1]);
 });
+
+test('WebGraph has a method for every op the module marks elementwise, and none for the others', { skip: !ready }, () => {
+  const e = rt.exports;
+  const g = new rlx.WebGraph();
+  const x = g.input('x', [3]);
+  const names = rt.opNames();
+  let elementwise = 0;
+  names.forEach((name, op) => {
+    const flag = e.rlx_op_is_elementwise(op);
+    assert.ok(flag === 0 || flag === 1, name);
+    if (flag === 1) {
+      elementwise++;
+      assert.equal(typeof g[name], 'function', `${name} has a method`);
+      const id = g[name](...Array(e.rlx_op_min_inputs(op)).fill(x));
+      assert.deepEqual(g.shape(id), [3], name);
+    }
+  });
+  assert.ok(elementwise >= 25, `${elementwise} elementwise ops`);
+  for (const name of ['gelu_grad', 'scatter_add', 'fused_matmul']) assert.equal(g[name], undefined, name);
+  assert.equal(e.rlx_op_is_elementwise(opId('matmul')), 0);
+  assert.equal(e.rlx_op_is_elementwise(-1), -1);
+});

@@ -226,6 +226,33 @@ test('op() reaches every op of the table by name, with attributes as in rlx_ops.
   close(one((g, i) => g.op('rms_norm', [i.x, g.constant([1, 1, 1])], { floats: [1e-6] }), feeds).data,
     one((g, i) => g.rms_norm(i.x, g.constant([1, 1, 1])), feeds).data, 'rms_norm eps');
   close(one((g, i) => g.op('relu', [i.x]), feeds).data, one((g, i) => g.relu(i.x), feeds).data, 'relu');
+  // By name, from the module's attribute table (include/rlx_attrs.def).
+  close(one((g, i) => g.op('softmax', [i.x], { axis: 0 }), feeds).data, one((g, i) => g.softmax(i.x, 0), feeds).data, 'softmax by name');
+  close(one((g, i) => g.op('reduce_sum', [i.x], { axes: 0b10, keepdim: true }), feeds).data,
+    one((g, i) => g.reduce_sum(i.x, 1, true), feeds).data, 'reduce_sum by name');
+  close(one((g, i) => g.op('matmul', [i.x, i.x], { trans_b: true }), feeds).data,
+    one((g, i) => g.matmul(i.x, i.x, { transB: true }), feeds).data, 'matmul: a flag left out is false');
+  close(one((g, i) => g.op('narrow', [i.x], { axis: 1, start: 1, length: 2 }), feeds).data,
+    [x[1], x[2], x[4], x[5]], 'narrow by name');
+  close(one((g, i) => g.op('reshape', [i.x], { shape: [3, 2] }), feeds).data, x, 'reshape: an ints list');
+  close(one((g, i) => g.op('rms_norm', [i.x, g.constant([1, 1, 1])], { eps: 1e-6 }), feeds).data,
+    one((g, i) => g.rms_norm(i.x, g.constant([1, 1, 1])), feeds).data, 'rms_norm by name');
+  {
+    const g = new rlx.WebGraph();
+    assert.deepEqual(g.opAttrs('conv2d').map((a) => a.name),
+      ['stride_h', 'stride_w', 'pad_h', 'pad_w', 'dilation_h', 'dilation_w', 'groups']);
+    assert.deepEqual(g.opAttrs('conv2d_grad_input').slice(-2), [{ name: 'in_h', type: 'int', slot: 7 }, { name: 'in_w', type: 'int', slot: 8 }]);
+    assert.deepEqual(g.opAttrs('rope'), [{ name: 'pos_offset', type: 'int', slot: 0 }, { name: 'inverse', type: 'bool', slot: 1 },
+      { name: 'theta', type: 'float', slot: 0 }]);
+    assert.deepEqual(g.opAttrs('relu'), []);
+    const xi = g.input('x', [2, 3]);
+    throwsClear(() => g.op('softmax', [xi], { axes: 1 }), /has no attribute "axes" \(its attributes: axis\)/);
+    throwsClear(() => g.op('relu', [xi], { axis: 1 }), /has no attribute "axis" \(it takes none\)/);
+    throwsClear(() => g.op('narrow', [xi], { axis: 1, start: 0 }), /attribute length \(int\) is missing/);
+    throwsClear(() => g.op('matmul', [xi, xi], { trans_a: 'yes' }), /attribute trans_a must be true or false/);
+    throwsClear(() => g.op('rms_norm', [xi, xi], { eps: 'small' }), /attribute eps must be a number/);
+    g.free();
+  }
   // Every op name resolves: a wrong arity is reported by the library naming the op.
   const names = rt.opNames();
   assert.ok(names.length > 60);
@@ -238,7 +265,7 @@ test('op() reaches every op of the table by name, with attributes as in rlx_ops.
   const g = new rlx.WebGraph();
   throwsClear(() => g.op('no_such_op', []), /unknown op "no_such_op"/, /known: .*matmul/);
   throwsClear(() => g.op('relu', 'x'), /inputs must be an Array of node ids/);
-  throwsClear(() => g.op('relu', [0], [1]), /attributes must be an object \{ ints, floats \}/);
+  throwsClear(() => g.op('relu', [0], [1]), /attributes must be an object \(\{ name: value, \.\.\. \} or \{ ints, floats \}\)/);
   throwsClear(() => g.op('relu', [0], { ints: [1.5] }), /ints\[0\] must be an integer/);
   throwsClear(() => g.op('relu', [0], { floats: ['a'] }), /floats\[0\] must be a number/);
   g.free();

@@ -97,6 +97,7 @@ export class WebGraph {
     this._rt = rt;
     this._g = rt.graph();
     this._params = []; // node ids, in creation order
+    installElementwiseOps(rt);
   }
 
   // ---- state ------------------------------------------------------------------
@@ -191,9 +192,12 @@ export class WebGraph {
 
   // ---- any op ------------------------------------------------------------------------
   /**
-   * Any op of the table by name, with integer and float attributes as
-   * documented per op in include/rlx_ops.def:
-   * g.op('softmax', [x], { ints: [1] }), g.op('rms_norm', [x, w], { floats: [1e-6] }).
+   * Any op of the table by name.  Attributes by name, as the module's
+   * attribute table (include/rlx_attrs.def) lists them:
+   * g.op('softmax', [x], { axis: 1 }), g.op('rms_norm', [x, w], { eps: 1e-6 }),
+   * g.op('matmul', [a, b], { trans_b: true }); flags (bool) left out are
+   * false.  Or by position: { ints: [...], floats: [...] }.
+   * g.opAttrs(name) lists an op's attributes.
    */
   op(name, inputs, attrs = {}) {
     const fn = `WebGraph.op(${typeof name === 'string' ? JSON.stringify(name) : '?'})`;
@@ -201,20 +205,25 @@ export class WebGraph {
     listArg(fn, 'inputs', inputs); // an Array, its length checked before it is walked
     inputs.forEach((v, i) => nodeId(fn, `inputs[${i}]`, v));
     if (attrs === null || typeof attrs !== 'object' || Array.isArray(attrs)) {
-      throw fail(fn, `attributes must be an object { ints, floats }, got ${describe(attrs)}`);
+      throw fail(fn, `attributes must be an object ({ name: value, ... } or { ints, floats }), got ${describe(attrs)}`);
     }
-    const ints = intArray(fn, 'ints', attrs.ints ?? []);
-    const floats = Array.from(attrs.floats ?? []);
-    floats.forEach((f, i) => {
-      if (typeof f !== 'number') throw fail(fn, `floats[${i}] must be a number, got ${describe(f)}`);
-    });
     const e = this._rt.exports;
     const op = this._rt.scoped((t) => e.rlx_op_from_name(t.str(name)));
     if (op >= this._rt.opCount) {
       throw new RlxError(-5, `WebGraph.op: unknown op "${name}" (known: ${this._rt.opNames().join(', ')})`, 'not found');
     }
+    const positional = Object.keys(attrs).every((k) => k === 'ints' || k === 'floats');
+    const { ints, floats } = positional ? positionalAttrs(fn, attrs) : namedAttrs(fn, opAttrs(this._rt, op), attrs);
     return this._build(name, (g) => this._rt.scoped((t) => e.rlx_op_node(g, op, t.i32(inputs.length ? inputs : [0]),
       inputs.length, t.i32(ints.length ? ints : [0]), ints.length, t.f32(floats.length ? floats : [0]), floats.length)));
+  }
+
+  /** The attributes of op `name`: [{ name, type, slot }] (type: int, bool, axes, enum, ints, float). */
+  opAttrs(name) {
+    if (typeof name !== 'string') throw fail('WebGraph.opAttrs', `name must be an op name (a string), got ${describe(name)}`);
+    const op = this._rt.scoped((t) => this._rt.exports.rlx_op_from_name(t.str(name)));
+    if (op >= this._rt.opCount) throw new RlxError(-5, `WebGraph.opAttrs: unknown op "${name}"`, 'not found');
+    return opAttrs(this._rt, op).map((a) => ({ ...a }));
   }
 
   _rank(fn, x) {
@@ -233,17 +242,17 @@ export class WebGraph {
   /** a[..., M, K] x b[..., K, N] -> [..., M, N]; transA reads a as [..., K, M], transB b as [..., N, K]. */
   matmul(a, b, opts) {
     const { transA = false, transB = false, trans_a, trans_b } = optionsArg('WebGraph.matmul', opts);
-    return this.op('matmul', [a, b], { ints: [(trans_a ?? transA) ? 1 : 0, (trans_b ?? transB) ? 1 : 0] });
+    return this.op('matmul', [a, b], { trans_a: Boolean(trans_a ?? transA), trans_b: Boolean(trans_b ?? transB) });
   }
 
   /** x with a new shape of the same size (one dim may be -1). */
   reshape(x, shape) {
-    return this.op('reshape', [x], { ints: shapeArg('WebGraph.reshape', 'shape', shape) });
+    return this.op('reshape', [x], { shape: shapeArg('WebGraph.reshape', 'shape', shape) });
   }
 
   /** x broadcast to shape. */
   expand(x, shape) {
-    return this.op('expand', [x], { ints: shapeArg('WebGraph.expand', 'shape', shape) });
+    return this.op('expand', [x], { shape: shapeArg('WebGraph.expand', 'shape', shape) });
   }
 
   /** Axes reordered: output axis i is input axis perm[i]. */
@@ -252,7 +261,7 @@ export class WebGraph {
     const p = intArray(fn, 'perm', perm);
     const rank = this._rank(fn, x);
     if (p.length !== rank) throw fail(fn, `perm [${p.join(', ')}] needs ${rank} entries for a rank-${rank} tensor`);
-    return this.op('permute', [x], { ints: p.map((a) => (a < 0 ? a + rank : a)) });
+    return this.op('permute', [x], { perm: p.map((a) => (a < 0 ? a + rank : a)) });
   }
 
   /** Two axes swapped (the last two by default). */
@@ -264,18 +273,19 @@ export class WebGraph {
     const perm = Array.from({ length: rank }, (_, i) => i);
     perm[a] = b;
     perm[b] = a;
-    return this.op('permute', [x], { ints: perm });
+    return this.op('permute', [x], { perm });
   }
 
   /** The slice [start, start + length) of x along axis. */
   narrow(x, axis, start, length) {
-    return this.op('narrow', [x], { ints: intArray('WebGraph.narrow', 'axis, start, length', [axis, start, length]) });
+    const [a, s, n] = intArray('WebGraph.narrow', 'axis, start, length', [axis, start, length]);
+    return this.op('narrow', [x], { axis: a, start: s, length: n });
   }
 
   /** xs (1 to 8 nodes) joined along axis. */
   concat(xs, axis = 0) {
     listArg('WebGraph.concat', 'xs', xs);
-    return this.op('concat', xs, { ints: intArray('WebGraph.concat', 'axis', [axis]) });
+    return this.op('concat', xs, { axis: intArray('WebGraph.concat', 'axis', [axis])[0] });
   }
 
   /** Rows of table[V, D] at ids[...] (f32 or i32) -> [..., D]. */
@@ -291,7 +301,7 @@ export class WebGraph {
     if (!list.length) throw fail(fn, 'axes is empty: give at least one axis (or leave it out for all axes)');
     let mask = 0;
     for (const a of list) mask |= 1 << this._axis(fn, x, a, rank);
-    return this.op(name, [x], { ints: [mask, keepdim ? 1 : 0] });
+    return this.op(name, [x], { axes: mask, keepdim: Boolean(keepdim) });
   }
 
   /** Sum over axes (a number, an Array, or all axes when left out). */
@@ -302,21 +312,23 @@ export class WebGraph {
   reduce_max(x, axes, keepdim = false) { return this._reduce('reduce_max', x, axes, keepdim); }
 
   /** Softmax along axis (default the last). */
-  softmax(x, axis = -1) { return this.op('softmax', [x], { ints: intArray('WebGraph.softmax', 'axis', [axis]) }); }
+  softmax(x, axis = -1) { return this.op('softmax', [x], { axis: intArray('WebGraph.softmax', 'axis', [axis])[0] }); }
   /** Log of the softmax along axis (default the last). */
-  log_softmax(x, axis = -1) { return this.op('log_softmax', [x], { ints: intArray('WebGraph.log_softmax', 'axis', [axis]) }); }
+  log_softmax(x, axis = -1) { return this.op('log_softmax', [x], { axis: intArray('WebGraph.log_softmax', 'axis', [axis])[0] }); }
   /** Per-sample loss of logits[..., C] against class ids labels[...] -> [...]; reduce_mean it for a batch loss. */
   softmax_cross_entropy(logits, labels) { return this.op('softmax_cross_entropy', [logits, labels]); }
+  /** Mean over H, W of x[N, C, H, W] -> [N, C]. */
+  global_avg_pool(x) { return this.op('global_avg_pool', [x]); }
 
   /** RMSNorm over the last axis: x[..., D], weight[D]. */
-  rms_norm(x, weight, eps = 1e-6) { return this.op('rms_norm', [x, weight], { floats: [eps] }); }
+  rms_norm(x, weight, eps = 1e-6) { return this.op('rms_norm', [x, weight], { eps }); }
   /** LayerNorm over the last axis: x[..., D], weight[D], bias[D]. */
-  layer_norm(x, weight, bias, eps = 1e-5) { return this.op('layer_norm', [x, weight, bias], { floats: [eps] }); }
+  layer_norm(x, weight, bias, eps = 1e-5) { return this.op('layer_norm', [x, weight, bias], { eps }); }
 
   /** Rotary embedding (NeoX layout) of x[..., S, D], D even. */
   rope(x, opts) {
     const { theta = 10000, posOffset = 0, pos_offset } = optionsArg('WebGraph.rope', opts);
-    return this.op('rope', [x], { ints: [pos_offset ?? posOffset, 0], floats: [theta] });
+    return this.op('rope', [x], { pos_offset: pos_offset ?? posOffset, theta });
   }
 
   /**
@@ -334,16 +346,17 @@ export class WebGraph {
       if (m === undefined) throw fail(fn, `mask '${mask}' needs maskTensor`);
       inputs.push(m);
     }
-    return this.op('attention', inputs, { ints: [MASKS[mask], window], floats: [scale] });
+    return this.op('attention', inputs, { mask: MASKS[mask], window, scale });
   }
 
   /** x[N, C, H, W] * w[O, C/groups, KH, KW] -> [N, O, OH, OW]; stride, padding, dilation: int or [h, w]. */
   conv2d(x, w, opts) {
     const fn = 'WebGraph.conv2d';
     const { stride = 1, padding = 0, dilation = 1, groups = 1 } = optionsArg(fn, opts);
+    const [stride_h, stride_w] = pair(fn, 'stride', stride), [pad_h, pad_w] = pair(fn, 'padding', padding);
+    const [dilation_h, dilation_w] = pair(fn, 'dilation', dilation);
     return this.op('conv2d', [x, w], {
-      ints: [...pair(fn, 'stride', stride), ...pair(fn, 'padding', padding), ...pair(fn, 'dilation', dilation),
-        ...intArray(fn, 'groups', [groups])],
+      stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups: intArray(fn, 'groups', [groups])[0],
     });
   }
 
@@ -352,7 +365,8 @@ export class WebGraph {
     const { kernel, stride, padding = 0 } = optionsArg(fn, opts);
     if (kernel === undefined) throw fail(fn, 'kernel is required (an int or [h, w])');
     const k = pair(fn, 'kernel', kernel);
-    return this.op(name, [x], { ints: [...k, ...pair(fn, 'stride', stride ?? k), ...pair(fn, 'padding', padding)] });
+    const [stride_h, stride_w] = pair(fn, 'stride', stride ?? k), [pad_h, pad_w] = pair(fn, 'padding', padding);
+    return this.op(name, [x], { kernel_h: k[0], kernel_w: k[1], stride_h, stride_w, pad_h, pad_w });
   }
 
   /** Max pooling of x[N, C, H, W]; stride defaults to the kernel. */
@@ -493,29 +507,89 @@ function optimizerArgs(fn, o) {
     eps: num('eps', 0), weight_decay: o.weightDecay !== undefined ? num('weightDecay', 0) : num('weight_decay', 0) };
 }
 
-// The ops without attributes: one method each.  How many inputs each takes
-// is the module's op table (rlx_op_min_inputs / rlx_op_max_inputs,
-// src/web/exports_ops.c), read on the call.
-const SIMPLE_OPS = [
-  'add', 'sub', 'mul', 'div', 'max', 'min', 'pow', 'eq', 'ne', 'lt', 'le', 'gt', 'ge', 'where',
-  'neg', 'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'sigmoid', 'relu', 'gelu', 'silu',
-  'global_avg_pool',
-];
-for (const name of SIMPLE_OPS) {
-  Object.defineProperty(WebGraph.prototype, name, {
-    value: function simpleOp(...inputs) {
-      const e = this._rt.exports;
-      const op = this._rt.scoped((t) => e.rlx_op_from_name(t.str(name)));
-      const lo = e.rlx_op_min_inputs(op), hi = e.rlx_op_max_inputs(op);
-      if (inputs.length < lo || inputs.length > hi) {
-        const n = lo === hi ? `${lo} node id${lo > 1 ? 's' : ''}` : `${lo} to ${hi} node ids`;
-        throw fail(`WebGraph.${name}`, `takes ${n}, got ${inputs.length} arguments`);
-      }
-      return this.op(name, inputs);
-    },
-    writable: true,
-    configurable: true,
+// The attribute table of op (the module's rlx_op_attr_* exports), read
+// once per runtime and op.
+const attrTables = new WeakMap();
+function opAttrs(rt, op) {
+  let byOp = attrTables.get(rt);
+  if (!byOp) attrTables.set(rt, (byOp = new Map()));
+  let list = byOp.get(op);
+  if (!list) {
+    const e = rt.exports;
+    list = Array.from({ length: e.rlx_op_attr_count(op) }, (_, k) => ({
+      name: rt.cstring(e.rlx_op_attr_name(op, k)), type: rt.cstring(e.rlx_op_attr_type(op, k)),
+      slot: e.rlx_op_attr_slot(op, k),
+    }));
+    byOp.set(op, list);
+  }
+  return list;
+}
+
+function positionalAttrs(fn, attrs) {
+  const ints = intArray(fn, 'ints', attrs.ints ?? []);
+  const floats = Array.from(attrs.floats ?? []);
+  floats.forEach((f, i) => {
+    if (typeof f !== 'number') throw fail(fn, `floats[${i}] must be a number, got ${describe(f)}`);
   });
+  return { ints, floats };
+}
+
+// { name: value } -> { ints, floats } at the slots the table gives.
+function namedAttrs(fn, table, attrs) {
+  const ints = [], floats = [];
+  const names = table.map((a) => a.name);
+  for (const key of Object.keys(attrs)) {
+    if (!names.includes(key)) {
+      throw fail(fn, `has no attribute "${key}" (${names.length ? `its attributes: ${names.join(', ')}` : 'it takes none'})`);
+    }
+  }
+  for (const { name, type, slot } of table) {
+    const v = attrs[name];
+    if (v === undefined && type !== 'bool') throw fail(fn, `attribute ${name} (${type}) is missing`);
+    if (type === 'float') {
+      if (typeof v !== 'number') throw fail(fn, `attribute ${name} must be a number, got ${describe(v)}`);
+      floats[slot] = v;
+    } else if (type === 'ints') {
+      intArray(fn, name, v).forEach((x, i) => { ints[slot + i] = x; });
+    } else if (type === 'bool') {
+      if (v !== undefined && typeof v !== 'boolean' && v !== 0 && v !== 1) throw fail(fn, `attribute ${name} must be true or false, got ${describe(v)}`);
+      ints[slot] = v ? 1 : 0;
+    } else {
+      ints[slot] = intArray(fn, name, [v])[0];
+    }
+  }
+  return { ints, floats };
+}
+
+// The elementwise ops (add, relu, where, ...): one method each, for every op
+// the module's table marks elementwise (rlx_op_is_elementwise), installed
+// when the first graph of a runtime is made, so an op added to the table
+// gets its method with no change here.  How many inputs each takes is the
+// table's (rlx_op_min_inputs / rlx_op_max_inputs), read on the call.
+function simpleOp(name) {
+  return function elementwiseOp(...inputs) {
+    const e = this._rt.exports;
+    const op = this._rt.scoped((t) => e.rlx_op_from_name(t.str(name)));
+    const lo = e.rlx_op_min_inputs(op), hi = e.rlx_op_max_inputs(op);
+    if (inputs.length < lo || inputs.length > hi) {
+      const n = lo === hi ? `${lo} node id${lo > 1 ? 's' : ''}` : `${lo} to ${hi} node ids`;
+      throw fail(`WebGraph.${name}`, `takes ${n}, got ${inputs.length} arguments`);
+    }
+    return this.op(name, inputs);
+  };
+}
+
+const installed = new WeakSet();
+function installElementwiseOps(rt) {
+  if (installed.has(rt)) return;
+  installed.add(rt);
+  const e = rt.exports;
+  for (let op = 0; op < rt.opCount; op++) {
+    if (e.rlx_op_is_elementwise(op) !== 1) continue;
+    const name = rt.cstring(e.rlx_op_name(op));
+    if (Object.hasOwn(WebGraph.prototype, name)) continue;
+    Object.defineProperty(WebGraph.prototype, name, { value: simpleOp(name), writable: true, configurable: true });
+  }
 }
 
 /**
