@@ -36,8 +36,10 @@ endif
 # The WGSL kernels (src/webgpu/wgsl/*.wgsl) are embedded, minified, into a
 # generated C file (tools/embed_sources.sh) compiled into both the native and
 # wasm libraries, each with the sub-op constants it names (OP_<NAME>, from
-# include/rlx_subops.def).
+# the binary, unary and grad_pointwise rows of include/rlx_ops.def and the
+# rows of include/rlx_subops.def).
 SUBOPS_DEF := include/rlx_subops.def
+OPS_DEF := include/rlx_ops.def
 WGSL_SRC := $(sort $(wildcard src/webgpu/wgsl/*.wgsl))
 WGSL_GEN := build/gen/wgsl_sources.c
 # The GLSL shaders of the WebGL2 executor (src/webgl/glsl/*.frag, *.glsl)
@@ -82,21 +84,21 @@ build/wasm/%.o: %.c $(HDRS)
 	$(WASMCC) $(WASM_CFLAGS) -c $< -o $@
 # The texts are stored gzip-compressed (--gzip) and unpacked on first use
 # by src/core/inflate.c.
-$(WGSL_GEN): tools/embed_sources.sh $(SUBOPS_DEF) $(WGSL_SRC) $(wildcard src/webgpu/wgsl)
+$(WGSL_GEN): tools/embed_sources.sh $(SUBOPS_DEF) $(OPS_DEF) $(WGSL_SRC) $(wildcard src/webgpu/wgsl)
 	@mkdir -p $(dir $@)
-	sh tools/embed_sources.sh --gzip ../../src/core/inflate.h --consts $(SUBOPS_DEF) wgsl $@ rlx_wgsl_source $(WGSL_SRC)
-$(GLSL_GEN): tools/embed_sources.sh $(SUBOPS_DEF) $(GLSL_SRC) $(wildcard src/webgl/glsl)
+	sh tools/embed_sources.sh --gzip ../../src/core/inflate.h --consts $(SUBOPS_DEF) $(OPS_DEF) wgsl $@ rlx_wgsl_source $(WGSL_SRC)
+$(GLSL_GEN): tools/embed_sources.sh $(SUBOPS_DEF) $(OPS_DEF) $(GLSL_SRC) $(wildcard src/webgl/glsl)
 	@mkdir -p $(dir $@)
-	sh tools/embed_sources.sh --gzip ../../src/core/inflate.h --consts $(SUBOPS_DEF) glsl \
+	sh tools/embed_sources.sh --gzip ../../src/core/inflate.h --consts $(SUBOPS_DEF) $(OPS_DEF) glsl \
 	  --twins ../../src/webgl/gl.h rlx_glref_args rlx_glref_ rlx_glref_find .frag $@ rlx_glsl_source $(GLSL_SRC)
 # The browser module draws the GLSL shaders itself (web/runtime/webgl.js):
 # it has no C reference executor (src/webgl/reference.c, ref_*.c), so its
 # copy of the shader table has placeholder twins (src/web/webgl_no_reference.c
 # reports the missing executor).  The native build keeps the real twins.
 GLSL_WEB_GEN := build/gen/glsl_sources_web.c
-$(GLSL_WEB_GEN): tools/embed_sources.sh $(SUBOPS_DEF) $(GLSL_SRC) $(wildcard src/webgl/glsl)
+$(GLSL_WEB_GEN): tools/embed_sources.sh $(SUBOPS_DEF) $(OPS_DEF) $(GLSL_SRC) $(wildcard src/webgl/glsl)
 	@mkdir -p $(dir $@)
-	sh tools/embed_sources.sh --gzip ../../src/core/inflate.h --consts $(SUBOPS_DEF) glsl \
+	sh tools/embed_sources.sh --gzip ../../src/core/inflate.h --consts $(SUBOPS_DEF) $(OPS_DEF) glsl \
 	  --twins-absent ../../src/webgl/gl.h rlx_glref_args rlx_glref_find .frag $@ rlx_glsl_source $(GLSL_SRC)
 WEB_LIB_OBJ := $(filter-out build/wasm/src/webgl/reference.o build/wasm/src/webgl/ref_%.o \
                  build/wasm/$(GLSL_GEN:.c=.o),$(WASM_OBJ)) build/wasm/$(GLSL_WEB_GEN:.c=.o)
@@ -269,7 +271,7 @@ test: setup
 test-native: $(TEST_BINS) test-subops
 	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t; done
 
-# No literal sub-op number in a shader or C twin (include/rlx_subops.def).
+# No literal sub-op number in a shader or C twin (src/core/subops.h).
 .PHONY: test-subops
 test-subops:
 	tests/cli/test_subops.sh

@@ -11,13 +11,19 @@
 # is an error).  Files whose name starts with `_` are include-only: they are
 # not embedded on their own.
 #
-#   tools/embed_sources.sh [--gzip HEADER] [--consts DEF STYLE] [TWINS] OUT.c FUNC FILE...
+#   tools/embed_sources.sh [--gzip HEADER] [--consts SUBOPS OPS STYLE] [TWINS] OUT.c FUNC FILE...
 #
-# --consts DEF STYLE: DEF is the sub-op table (include/rlx_subops.def, rows
-# `RLX_SUBOP(FAMILY, NAME, name, code)`); every text naming OP_<NAME> gets
-# that code as a constant in front, in table order: STYLE wgsl
-# `const OP_<NAME>: u32 = <code>u;`, STYLE glsl `#define OP_<NAME> <code>`
-# (after a first `#version` line).  An OP_<NAME> not in DEF is an error.
+# --consts SUBOPS OPS STYLE: the sub-op codes (as src/core/subops.h makes
+# them).  OPS is the op table (include/rlx_ops.def, rows
+# `RLX_OP(ID, name, min_inputs, max_inputs, shape_rule, attrs)`): an op of
+# shape rule binary, unary or grad_pointwise has NAME = ID and the code of
+# its index among the rows with that rule, in file order.  SUBOPS is the
+# table of the other sub-ops (include/rlx_subops.def, rows
+# `RLX_SUBOP(FAMILY, NAME, name, code)`).  Every text naming OP_<NAME> gets
+# that code as a constant in front, op rows first, then SUBOPS rows, each in
+# file order: STYLE wgsl `const OP_<NAME>: u32 = <code>u;`, STYLE glsl
+# `#define OP_<NAME> <code>` (after a first `#version` line).  An OP_<NAME>
+# in neither table, or a NAME in both, is an error.
 #
 # --gzip HEADER: the texts are stored as one gzip member (gzip -9 -n), packed
 # at build time and unpacked on the first lookup into a static buffer by
@@ -37,11 +43,11 @@
 # gives one placeholder that does nothing for every EXT name, so the names
 # LOOKUP knows stay the same.
 set -eu
-gzip_header= twins= twins_absent= consts_def= consts_style=
+gzip_header= twins= twins_absent= consts_def= consts_ops= consts_style=
 while :; do
   case "${1:-}" in
     --gzip) gzip_header=$2; shift 2 ;;
-    --consts) consts_def=$2 consts_style=$3; shift 3 ;;
+    --consts) consts_def=$2 consts_ops=$3 consts_style=$4; shift 4 ;;
     --twins) twins=1; header=$2 argtype=$3 prefix=$4 lookup=$5 ext=$6; shift 6 ;;
     --twins-absent) twins_absent=1; header=$2 argtype=$3 lookup=$4 ext=$5; shift 5 ;;
     *) break ;;
@@ -104,23 +110,39 @@ expand_includes() {
 # With --consts: $tmp.src gains the sub-op constants it names (see above).
 add_consts() {
   [ -n "$consts_def" ] || return 0
-  awk -v def="$consts_def" -v style="$consts_style" -v file="$1" '
+  awk -v def="$consts_def" -v ops="$consts_ops" -v style="$consts_style" -v file="$1" '
     function fail(msg) { print "embed_sources.sh: " msg > "/dev/stderr"; failed = 1; exit 1 }
+    function add(name, c, where) {
+      if (name in code) fail(where ": OP_" name " is defined twice")
+      names[++n] = name; code[name] = c
+    }
     BEGIN {
+      # The shape rules whose ops are sub-ops (src/core/subops.h RLX_SUBOP_RULE_*).
+      next_code["binary"] = next_code["unary"] = next_code["grad_pointwise"] = 0
+      while ((getline l < ops) > 0) {
+        if (l !~ /^RLX_OP\(/) continue
+        sub(/^RLX_OP\([ \t]*/, "", l); sub(/[ \t]*\).*$/, "", l)
+        if (split(l, f, /[ \t]*,[ \t]*/) != 6) fail(ops ": bad row " l)
+        rows++
+        if (f[5] in next_code) add(f[1], next_code[f[5]]++, ops)
+      }
+      if (rows == 0) fail(ops ": no RLX_OP rows")
+      rows = 0
       while ((getline l < def) > 0) {
         if (l !~ /^RLX_SUBOP\(/) continue
         sub(/^RLX_SUBOP\([ \t]*/, "", l); sub(/[ \t]*\).*$/, "", l)
         if (split(l, f, /[ \t]*,[ \t]*/) != 4) fail(def ": bad row " l)
-        names[++n] = f[2]; code[f[2]] = f[4]
+        rows++
+        add(f[2], f[4], def)
       }
-      if (n == 0) fail(def ": no RLX_SUBOP rows")
+      if (rows == 0) fail(def ": no RLX_SUBOP rows")
     }
     {
       lines[NR] = $0; s = $0
       while (match(s, /OP_[A-Za-z0-9_]+/)) {
         nm = substr(s, RSTART + 3, RLENGTH - 3)
         if (RSTART == 1 || substr(s, RSTART - 1, 1) !~ /[A-Za-z0-9_]/) {
-          if (!(nm in code)) fail(file ": OP_" nm " is not in " def)
+          if (!(nm in code)) fail(file ": OP_" nm " is not in " ops " or " def)
           used[nm] = 1
         }
         s = substr(s, RSTART + RLENGTH)

@@ -6,7 +6,8 @@
 // A line `//!include NAME.wgsl` is replaced by NAME.wgsl from the including
 // file's directory, as tools/embed_sources.sh does when it embeds the
 // kernels; diagnostics name the original file and line.  The sub-op
-// constants a file names (OP_<NAME>, include/rlx_subops.def) are appended, as
+// constants a file names (OP_<NAME>: the binary, unary and grad_pointwise
+// rows of include/rlx_ops.def, and include/rlx_subops.def) are appended, as
 // embed_sources.sh --consts prepends them (WGSL declarations are unordered).
 // Exit status 0 when every file compiles (warnings allowed), 1 otherwise.
 // Needs npm `webgpu` (npm install) and a Vulkan driver: the environment for
@@ -66,10 +67,17 @@ function expandIncludes(file, stack = []) {
   return { lines, origin };
 }
 
-// NAME -> code of include/rlx_subops.def's RLX_SUBOP(FAMILY, NAME, name, code) rows.
+// NAME -> code, as embed_sources.sh --consts computes it: an op of
+// include/rlx_ops.def whose shape rule is binary, unary or grad_pointwise is
+// NAME = ID with its index among the rows of that rule; then the
+// RLX_SUBOP(FAMILY, NAME, name, code) rows of include/rlx_subops.def.
 const SUBOPS = new Map();
-const subopsDef = join(dirname(fileURLToPath(import.meta.url)), '..', 'include', 'rlx_subops.def');
-for (const m of readFileSync(subopsDef, 'utf8').matchAll(/^RLX_SUBOP\(\s*\w+\s*,\s*(\w+)\s*,\s*\w+\s*,\s*(\d+)\s*\)/gm)) {
+const includeDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'include');
+const ruleCount = { binary: 0, unary: 0, grad_pointwise: 0 };
+for (const m of readFileSync(join(includeDir, 'rlx_ops.def'), 'utf8').matchAll(/^RLX_OP\(\s*(\w+)\s*,(?:\s*\w+\s*,){3}\s*(\w+)\s*,/gm)) {
+  if (Object.hasOwn(ruleCount, m[2])) SUBOPS.set(m[1], ruleCount[m[2]]++);
+}
+for (const m of readFileSync(join(includeDir, 'rlx_subops.def'), 'utf8').matchAll(/^RLX_SUBOP\(\s*\w+\s*,\s*(\w+)\s*,\s*\w+\s*,\s*(\d+)\s*\)/gm)) {
   SUBOPS.set(m[1], Number(m[2]));
 }
 const subopConsts = (code) => [...SUBOPS].filter(([n]) => new RegExp(`\\bOP_${n}\\b`).test(code))

@@ -2,13 +2,14 @@
  * broadcasting binary ops and comparisons (glsl/binary.frag, also a op
  * (b * c) for the planner's fused add/sub of a product), where
  * (where.frag), the unary ops (unary.frag) and the gradients of gelu and
- * silu (pointwise_grad.frag), the last three from the rows of
- * include/rlx_subops.def.  One pass each; the op is a define, so each op
- * kind is one program. */
+ * silu (pointwise_grad.frag), the last three from the op rows of
+ * include/rlx_ops.def with those shape rules.  One pass each; the op is a
+ * define, so each op kind is one program. */
 #include "../core/subops.h"
 #include "gl_plan.h"
 
-/* plan_gl.c passes op == RLX_OP_SUB as rlx_gl_lower_mul_into's op. */
+/* plan_gl.c passes op == RLX_OP_SUB as rlx_gl_lower_mul_into's op: ADD and
+ * SUB must stay the first two binary rows of include/rlx_ops.def. */
 _Static_assert(RLX_SUBOP_ADD == 0 && RLX_SUBOP_SUB == 1, "mul_into takes 0 add, 1 sub");
 
 /* Operand k's strides broadcast over the output. */
@@ -61,27 +62,25 @@ static rlx_status lower_unary(rlx_gl_lowering *out, const char *shader, int32_t 
   return RLX_OK;
 }
 
-/* The lowerings of the BINARY (binary.frag), UNARY (unary.frag, x -> y) and
- * POINTWISE_GRAD (pointwise_grad.frag, (x, dy) -> dx = dy * f'(x)) rows of
- * include/rlx_subops.def, OP = the row's code. */
-#define LOWER_BINARY(name, NAME) \
+/* The lowerings of the ops of include/rlx_ops.def with shape rule binary
+ * (binary.frag), unary (unary.frag, x -> y) or grad_pointwise
+ * (pointwise_grad.frag, (x, dy) -> dx = dy * f'(x)), OP = RLX_SUBOP_<ID>
+ * (src/core/subops.h). */
+#define LOWER_BINARY(ID, name) \
   rlx_status rlx_gl_lower_##name(const rlx_gl_ctx *c, rlx_gl_lowering *out) { \
-    return lower_binary(c, out, RLX_SUBOP_##NAME); \
+    return lower_binary(c, out, RLX_SUBOP_##ID); \
   }
-#define LOWER_UNARY(name, NAME) \
-  rlx_status rlx_gl_lower_##name(const rlx_gl_ctx *c, rlx_gl_lowering *out) { \
-    (void)c; \
-    return lower_unary(out, "unary", RLX_SUBOP_##NAME, 1); \
-  }
-#define LOWER_POINTWISE_GRAD(name, NAME) \
+#define LOWER_UNARY(ID, name) \
   rlx_status rlx_gl_lower_##name(const rlx_gl_ctx *c, rlx_gl_lowering *out) { \
     (void)c; \
-    return lower_unary(out, "pointwise_grad", RLX_SUBOP_##NAME, 2); \
+    return lower_unary(out, "unary", RLX_SUBOP_##ID, 1); \
   }
-#define LOWER_REDUCE(name, NAME)
-#define LOWER_NORM(name, NAME)
-#define LOWER_SOFTMAX(name, NAME)
-#define LOWER_SOFTMAX_CE(name, NAME)
-#define RLX_SUBOP(family, NAME, name, code) LOWER_##family(name, NAME)
-#include "rlx_subops.def"
-#undef RLX_SUBOP
+#define LOWER_POINTWISE_GRAD(ID, name) \
+  rlx_status rlx_gl_lower_##name(const rlx_gl_ctx *c, rlx_gl_lowering *out) { \
+    (void)c; \
+    return lower_unary(out, "pointwise_grad", RLX_SUBOP_##ID, 2); \
+  }
+#define LOWER_NONE(ID, name)
+#define RLX_OP(ID, name, min_in, max_in, rule, attrs) RLX_SUBOP_ROW(rule, LOWER, ID, name)
+#include "rlx_ops.def"
+#undef RLX_OP

@@ -1,8 +1,9 @@
 /* lower_elementwise.c - WebGPU lowerings of the elementwise family: the
  * broadcasting binary ops and comparisons (binary.wgsl), where (where.wgsl),
  * the unary ops (unary.wgsl) and the pointwise activation gradients
- * (grad_pointwise.wgsl), the last three generated from the rows of
- * include/rlx_subops.def.  Each thread writes one vec4 of the output.
+ * (grad_pointwise.wgsl), the last three generated from the op rows of
+ * include/rlx_ops.def with those shape rules.  Each thread writes one vec4
+ * of the output.
  *
  * Broadcasting: an operand is "periodic" when its shape (leading size-1
  * dims dropped) equals the trailing dims of the output, so its element for
@@ -78,29 +79,26 @@ static rlx_status pointwise_dispatch(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *o
   return RLX_OK;
 }
 
-/* The lowerings of the BINARY (a[...], b[...] broadcast -> y, binary.wgsl),
- * UNARY (x[...] -> y[...], unary.wgsl) and POINTWISE_GRAD (x[...], dy[...]
- * -> dx[...], grad_pointwise.wgsl) rows of include/rlx_subops.def, OP = the
- * row's code. */
-#define LOWER_BINARY(name, NAME) \
+/* The lowerings of the ops of include/rlx_ops.def with shape rule binary
+ * (a[...], b[...] broadcast -> y, binary.wgsl), unary (x[...] -> y[...],
+ * unary.wgsl) or grad_pointwise (x[...], dy[...] -> dx[...],
+ * grad_pointwise.wgsl), OP = RLX_SUBOP_<ID> (src/core/subops.h). */
+#define LOWER_BINARY(ID, name) \
   rlx_status rlx_wgpu_lower_##name(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { \
-    return broadcast_dispatch(c, out, "binary", RLX_SUBOP_##NAME); \
+    return broadcast_dispatch(c, out, "binary", RLX_SUBOP_##ID); \
   }
-#define LOWER_UNARY(name, NAME) \
+#define LOWER_UNARY(ID, name) \
   rlx_status rlx_wgpu_lower_##name(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { \
-    return pointwise_dispatch(c, out, "unary", RLX_SUBOP_##NAME); \
+    return pointwise_dispatch(c, out, "unary", RLX_SUBOP_##ID); \
   }
-#define LOWER_POINTWISE_GRAD(name, NAME) \
+#define LOWER_POINTWISE_GRAD(ID, name) \
   rlx_status rlx_wgpu_lower_##name(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { \
-    return pointwise_dispatch(c, out, "grad_pointwise", RLX_SUBOP_##NAME); \
+    return pointwise_dispatch(c, out, "grad_pointwise", RLX_SUBOP_##ID); \
   }
-#define LOWER_REDUCE(name, NAME)
-#define LOWER_NORM(name, NAME)
-#define LOWER_SOFTMAX(name, NAME)
-#define LOWER_SOFTMAX_CE(name, NAME)
-#define RLX_SUBOP(family, NAME, name, code) LOWER_##family(name, NAME)
-#include "rlx_subops.def"
-#undef RLX_SUBOP
+#define LOWER_NONE(ID, name)
+#define RLX_OP(ID, name, min_in, max_in, rule, attrs) RLX_SUBOP_ROW(rule, LOWER, ID, name)
+#include "rlx_ops.def"
+#undef RLX_OP
 
 /* cond[...], a[...], b[...] broadcast -> y */
 rlx_status rlx_wgpu_lower_where(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {

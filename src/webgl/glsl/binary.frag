@@ -1,7 +1,7 @@
 #version 300 es
 // binary.frag - broadcasting binary ops and comparisons, OP chosen by a
-// define (src/webgl/lower_elementwise.c): OP_ADD .. OP_GE, the BINARY rows
-// of include/rlx_subops.def (the #else branch is OP_GE).
+// define (src/webgl/lower_elementwise.c): OP_ADD .. OP_GE, the binary rows
+// of include/rlx_ops.def (the #else branch is OP_GE).
 // u_in0 = a, u_in1 = b; u_i = the iteration block (operands a, b).
 // MUL3 = 1: a OP (b * c) with u_in2 = c, operand 2 of the iteration block
 // (the planner's fused add/sub of a product, src/webgl/plan_gl.c).

@@ -1,7 +1,7 @@
 #version 300 es
 // unary.frag - elementwise unary ops, OP chosen by a define
-// (src/webgl/lower_elementwise.c): OP_NEG .. OP_SILU, the UNARY rows of
-// include/rlx_subops.def (gelu is the tanh form; the #else branch is OP_SILU).
+// (src/webgl/lower_elementwise.c): OP_NEG .. OP_SILU, the unary rows of
+// include/rlx_ops.def (gelu is the tanh form; the #else branch is OP_SILU).
 // u_in0 = x, same element count as the output.  Domain edges are explicit
 // (GLSL leaves log, sqrt and inversesqrt undefined there): log(0) = -inf,
 // log(x < 0) = NaN, sqrt(x < 0) = NaN, rsqrt(+-0) = +-inf; sigmoid and tanh

@@ -1,7 +1,7 @@
 // binary.wgsl - broadcasting binary ops and comparisons:
 //   y = a OP b, numpy broadcasting; comparisons give 1.0 / 0.0.
 // Bindings: 0 a, 1 b (read), 2 y (write), 3 uniform.
-// Overrides: OP (OP_ADD .. OP_GE, the BINARY rows of include/rlx_subops.def),
+// Overrides: OP (OP_ADD .. OP_GE, the binary rows of include/rlx_ops.def),
 // VEC (1: both operands are periodic with a period of 1 or a multiple of 4,
 // so every thread reads whole vec4s).
 // Uniform words: n, period a, period b (0: not periodic), rank, dims[8],

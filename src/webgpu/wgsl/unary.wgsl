@@ -1,7 +1,7 @@
 // unary.wgsl - elementwise unary ops, y = f(x), same shape.
 // Bindings: 0 x (read), 1 y (write), 2 uniform.
-// Overrides: OP (OP_NEG .. OP_SILU, include/rlx_subops.def UNARY; gelu is
-// the tanh approximation).
+// Overrides: OP (OP_NEG .. OP_SILU, the unary rows of include/rlx_ops.def;
+// gelu is the tanh approximation).
 // Uniform words: n.  Each thread does one vec4 (bindings are padded to 16
 // bytes).  exp, tanh and sigmoid are the CPU's polynomial forms
 // (src/cpu/fast_math.h), so results match it closely and the special
