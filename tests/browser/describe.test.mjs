@@ -5,11 +5,12 @@
 // the loss falls over 100 steps, the graph has 13 nodes with output sizes
 // [1, 100352, 128, 1280, 10], and every loss equals the same snippet run in
 // Node; on 'auto' the same checks hold on whatever backend it resolved to
-// (WebGPU on SwiftShader here once its lowerings cover the graph: slow, a
-// minute), and every better backend it did not use comes with a reason; on
-// an explicit 'webgl' it trains through WebGL2 with the CPU's losses.  The page
-// shows the snippet's source.  Also the backend probes in a page and a
-// Worker (real WebGPU / WebGL2 here, and a Worker without navigator.gpu).
+// (the CPU here: WebGPU and WebGL2 run on SwiftShader, which 'auto' ranks
+// below the wasm CPU path), and every better backend it did not use comes
+// with a reason; on an explicit 'webgl' it trains through WebGL2 with the
+// CPU's losses.  The page shows the snippet's source.  Also the backend
+// probes in a page and a Worker (real WebGPU / WebGL2 here, and a Worker
+// without navigator.gpu).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -127,16 +128,18 @@ test('backend probes in Chromium: WebGPU and WebGL2 are real here; a Worker with
       const gpu = await m.init_webgpu();
       const gl = await m.init_webgl();
       return { before, gpu, gl, after: m.backend_environment(), cands: m.backend_candidates('mnist-mlp', 'auto'),
+        explicit: m.backend_candidates('mnist-mlp', 'webgpu').candidates,
         refused: m.backend_candidates('mnist-mlp', 'webgpu', { env: { ...m.backend_environment(), webgpu: { available: false, reason: 'stub' } } }) };
     });
     assert.equal(inPage.before.webgpu.available, false);
     assert.match(inPage.before.webgpu.reason, /init_webgpu/, 'before init_webgpu() the page is told to call it');
     assert.equal(inPage.gpu, true, `init_webgpu: ${inPage.after.webgpu.reason}`);
-    assert.deepEqual(inPage.after.webgpu, { available: true, reason: null });
+    assert.deepEqual(inPage.after.webgpu, { available: true, reason: null, software: 'SwiftShader' });
     assert.equal(inPage.gl, inPage.after.webgl.available);
     assert.deepEqual(inPage.before.webgl, inPage.after.webgl, 'WebGL2 needs no init_webgl(): it initialises itself');
-    assert.equal(inPage.cands.candidates[0], 'webgpu');
-    assert.equal(inPage.cands.candidates.at(-1), 'cpu');
+    assert.deepEqual(inPage.cands.candidates, ['cpu'], 'SwiftShader WebGPU and WebGL2 rank below the CPU for auto');
+    assert.deepEqual(inPage.cands.skipped.map((s) => s.backend), ['webgpu', 'webgl']);
+    assert.deepEqual(inPage.explicit, ['webgpu'], 'an explicit webgpu still gets WebGPU');
     assert.deepEqual(inPage.refused.candidates, []);
     assert.match(inPage.refused.refusal, /webgpu was requested but cannot be used: stub/);
 

@@ -1,7 +1,9 @@
 // webgraph_webgpu.test.mjs - WebGraph and select_backend on a real WebGPU
 // device in Node (Dawn, npm `webgpu`; SwiftShader on CPU machines): after
 // init_webgpu(gpu) the webgpu backend is available; a graph whose ops have
-// WebGPU kernels compiles for 'webgpu' and for 'auto' (which picks it), run()
+// WebGPU kernels compiles for 'webgpu' and for 'auto' (which picks it on a
+// hardware adapter; on SwiftShader 'auto' takes the CPU and says why, and
+// select_backend with the adapter counted as hardware picks WebGPU), run()
 // returns a Promise and the outputs, gradients and params read back equal
 // the CPU's within 1e-4 (1 + |cpu|); a graph with an op WebGPU refuses (the
 // fused ops, by design) is refused with the library's reason on an explicit
@@ -54,11 +56,23 @@ if (!ready) {
     gpu = err;
   }
   const usable = !(gpu instanceof Error) && await rlx.init_webgpu(gpu);
-  test('init_webgpu: Dawn gives a device, the webgpu backend is available', () => {
+  // On a CPU machine Dawn runs on SwiftShader: 'auto' ranks it below the CPU.
+  const software = usable ? (rlx.backend_environment().webgpu.software ?? null) : null;
+  const SOFT_REASON = `a software adapter (${software}); the wasm CPU path is faster`;
+  /** This environment with the adapter counted as hardware: how 'auto' ranks WebGPU on a real GPU. */
+  const HW_ENV = () => {
+    const env = rlx.backend_environment();
+    return { ...env, webgpu: { available: env.webgpu.available, reason: env.webgpu.reason } };
+  };
+  test('init_webgpu: Dawn gives a device, the webgpu backend is available', (t) => {
     assert.ok(!(gpu instanceof Error), gpu?.message);
     assert.equal(usable, true, rlx.backend_environment().webgpu.reason ?? '');
-    assert.deepEqual(rlx.backend_environment().webgpu, { available: true, reason: null });
-    assert.equal(rlx.backend_candidates('mnist-mlp').candidates[0], 'webgpu');
+    const env = rlx.backend_environment().webgpu;
+    t.diagnostic(`adapter: ${software ? `software (${software})` : 'hardware'}`);
+    assert.deepEqual(env, software ? { available: true, reason: null, software } : { available: true, reason: null });
+    const first = rlx.backend_candidates('mnist-mlp').candidates[0];
+    assert.equal(first, software ? 'cpu' : 'webgpu');
+    assert.equal(rlx.backend_candidates('mnist-mlp', 'auto', { env: HW_ENV() }).candidates[0], 'webgpu');
   });
 
   /** y = relu(x * p + q), loss = mean(y): elementwise ops and a reduction. */
@@ -78,8 +92,17 @@ if (!ready) {
     const onGpu = g.compile_forward([y, loss], 'webgpu');
     const auto = g.compile_forward([y, loss], 'auto');
     assert.equal(onGpu.backend, 'webgpu');
-    assert.equal(auto.backend, 'webgpu', `auto: ${JSON.stringify(auto.fallbacks)}`);
-    assert.deepEqual(auto.fallbacks, [], 'WebGPU is the best: nothing fell back');
+    if (software) {
+      assert.equal(auto.backend, 'cpu', 'a software adapter ranks below the CPU');
+      assert.deepEqual(auto.fallbacks[0], { backend: 'webgpu', reason: SOFT_REASON });
+      const hw = rlx.select_backend(g, 'auto', { env: HW_ENV(), outputs: [y, loss] });
+      assert.equal(hw.backend, 'webgpu', `auto on a hardware adapter: ${JSON.stringify(hw.fallbacks)}`);
+      assert.deepEqual(hw.fallbacks, []);
+      hw.compiled.free();
+    } else {
+      assert.equal(auto.backend, 'webgpu', `auto: ${JSON.stringify(auto.fallbacks)}`);
+      assert.deepEqual(auto.fallbacks, [], 'WebGPU is the best: nothing fell back');
+    }
     assert.throws(() => onGpu.output(0), /has not run yet/);
     for (const c of [onCpu, onGpu, auto]) {
       c.feed('x', xs);
@@ -132,11 +155,16 @@ if (!ready) {
       assert.match(err.message, /WebGraph\.compile_forward: webgpu was requested but cannot be used: .*fused_matmul/);
       return true;
     });
-    const c = g.compile_forward(y, 'auto');
+    const c = rlx.select_backend(g, 'auto', { env: HW_ENV(), outputs: y }); // counted as hardware: WebGPU is tried
     assert.equal(c.backend, 'cpu');
     assert.equal(c.fallbacks[0].backend, 'webgpu');
     assert.match(c.fallbacks[0].reason, /fused_matmul/);
-    c.free();
+    c.compiled.free();
+    const d = g.compile_forward(y, 'auto');
+    assert.equal(d.backend, 'cpu');
+    assert.equal(d.fallbacks[0].backend, 'webgpu');
+    assert.match(d.fallbacks[0].reason, software ? /software adapter/ : /fused_matmul/);
+    d.free();
     g.free();
   });
 
@@ -148,7 +176,7 @@ if (!ready) {
     const w2 = g.param('w2', [128, 10]), b2 = g.param('b2', [10]);
     const logits = g.add(g.matmul(g.relu(g.add(g.matmul(x, w1), b1)), w2), b2);
     const loss = g.reduce_mean(g.softmax_cross_entropy(logits, labels));
-    const auto = g.compile_backward(loss, [w1, b1, w2, b2], 'auto');
+    const auto = rlx.select_backend(g, 'auto', { env: HW_ENV(), loss, params: [w1, b1, w2, b2] }).compiled;
     const cpu = g.compile_backward(loss, [w1, b1, w2, b2], 'cpu');
     t.diagnostic(`classifier on auto: ${auto.backend}${auto.fallbacks.map((f) => `; not ${f.backend}: ${f.reason}`).join('')}`);
     for (const c of [auto, cpu]) {
@@ -176,7 +204,7 @@ if (!ready) {
     g.free();
 
     for (const slug of rlx.list_vision_models()) {
-      const sel = rlx.select_backend(slug, 'auto', { batch: 2 });
+      const sel = rlx.select_backend(slug, 'auto', { batch: 2, env: HW_ENV() }); // what a hardware adapter would run
       t.diagnostic(`${slug} training on auto: ${sel.backend}${sel.fallbacks.map((f) => `; not ${f.backend}: ${f.reason}`).join('')}`);
       if (sel.backend !== 'webgpu' || !RUN_ON_GPU.includes(slug)) { // the bigger ones: selection only (SwiftShader is slow)
         if (sel.backend !== 'webgpu') assert.equal(sel.fallbacks[0].backend, 'webgpu');

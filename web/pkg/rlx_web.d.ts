@@ -42,6 +42,12 @@ export interface BackendStatus {
   available: boolean;
   /** Why not (null when available). */
   reason: string | null;
+  /**
+   * Only on an available GPU backend that rasterizes in software: its name
+   * ('SwiftShader', 'llvmpipe', 'a fallback adapter', ...).  'auto' ranks such
+   * a backend below the CPU (skipped with the reason); an explicit request still gets it.
+   */
+  software?: string;
 }
 /** What runs here now. */
 export interface BackendEnvironment {

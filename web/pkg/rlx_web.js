@@ -283,7 +283,8 @@ export async function init_webgl(enable = true) {
 
 /**
  * What runs here now: { cpu, webgpu, webgl }, each { available, reason }
- * (reason says why not).  { refresh: true } probes WebGL2 again.
+ * (reason says why not; an available GPU backend on a software rasterizer
+ * also has software: its name).  { refresh: true } probes WebGL2 again.
  */
 export function backend_environment(options = undefined) {
   const { refresh = false } = optionsArg('backend_environment', options);
@@ -313,7 +314,10 @@ function requestOf(fn, request) {
  * Pure and model-aware: every backend that may run model_or_graph here,
  * best first (webgpu, webgl, cpu), with the reason for each one skipped.  An
  * explicit request gives exactly one candidate or a refusal with the
- * reason; 'auto' always ends with 'cpu'.  options.training (default true)
+ * reason; 'auto' always ends with 'cpu' and leaves out a GPU backend that
+ * rasterizes in software (backend_environment()[b].software: SwiftShader,
+ * llvmpipe, a fallback adapter, ...), the wasm CPU path being faster there;
+ * an explicit request still gets it.  options.training (default true)
  * applies the model's trainable-on flags; options.env replaces the
  * environment (a { cpu, webgpu, webgl } snapshot, as backend_environment()).
  */

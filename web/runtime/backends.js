@@ -18,7 +18,11 @@
 //  - candidates(): pure.  From an environment snapshot, a model description
 //    and a request, every viable backend best first (webgpu, webgl, cpu);
 //    an explicit request gives exactly one candidate or a refusal with the
-//    reason; 'auto' always ends with 'cpu'.
+//    reason; 'auto' always ends with 'cpu'.  A GPU backend that runs on a
+//    software rasterizer (a WebGPU fallback adapter, SwiftShader, llvmpipe,
+//    ...: `software` in its status, from softwareAdapter() /
+//    softwareWebGl()) ranks below the wasm CPU path for 'auto': it is left
+//    out with that reason; an explicit request still gets it.
 //  - select(): walks the candidates, compiling each with a callback that
 //    throws when the backend cannot take the graph (a missing lowering, a
 //    plan that needs host execution); the first that compiles wins, and
@@ -44,9 +48,95 @@ export function normalizeRequest(request) {
   return Object.hasOwn(ALIASES, key) ? ALIASES[key] : null; // never 'constructor' or 'toString'
 }
 
+// ---- software rasterizers ------------------------------------------------------------
+
+// Names of CPU implementations of WebGPU / WebGL, as adapters and renderer
+// strings spell them (Chromium: "ANGLE (Google, Vulkan 1.3.0 (SwiftShader
+// Device (Subzero) ...), SwiftShader driver)", Dawn: architecture
+// "swiftshader"; Mesa: "llvmpipe (LLVM 15.0.6, 256 bits)", "softpipe",
+// lavapipe; Windows: "Microsoft Basic Render Driver" (WARP)).
+const SOFTWARE_NAMES = [
+  [/swift\s*shader/i, 'SwiftShader'],
+  [/llvmpipe/i, 'llvmpipe'],
+  [/lavapipe/i, 'lavapipe'],
+  [/softpipe/i, 'softpipe'],
+  [/microsoft basic render/i, 'Microsoft Basic Render Driver'],
+  [/\bsoftware\b/i, 'a software renderer'],
+];
+
+/** The software rasterizer a renderer or adapter string names ('SwiftShader', 'llvmpipe', ...), or null. */
+export function softwareName(text) {
+  if (typeof text !== 'string' || text === '') return null;
+  for (const [pattern, name] of SOFTWARE_NAMES) if (pattern.test(text)) return name;
+  return null;
+}
+
+function field(o, name) {
+  try {
+    const v = o?.[name];
+    return typeof v === 'string' ? v : '';
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Whether a WebGPU adapter is a software one: adapterOrInfo is a GPUAdapter
+ * (its .info, or its deprecated isFallbackAdapter), a GPUDevice (its
+ * .adapterInfo) or a GPUAdapterInfo.  Returns the rasterizer's name
+ * ('SwiftShader', 'llvmpipe', ..., or 'a fallback adapter' when only
+ * isFallbackAdapter says so), or null for a hardware (or unknown) adapter.
+ */
+export function softwareAdapter(adapterOrInfo) {
+  const o = adapterOrInfo;
+  if (!o || typeof o !== 'object') return null;
+  let info = o;
+  try {
+    info = o.info ?? o.adapterInfo ?? o;
+  } catch {
+    info = o;
+  }
+  const text = ['vendor', 'architecture', 'device', 'description'].map((k) => field(info, k)).join(' ');
+  const named = softwareName(text);
+  if (named) return named;
+  let fallback = false;
+  try {
+    fallback = info.isFallbackAdapter === true || o.isFallbackAdapter === true;
+  } catch {
+    fallback = false;
+  }
+  return fallback ? 'a fallback adapter' : null;
+}
+
+const UNMASKED_RENDERER_WEBGL = 0x9246; // WEBGL_debug_renderer_info
+const RENDERER = 0x1F01;
+
+/**
+ * Whether a WebGL context renders in software: its UNMASKED_RENDERER_WEBGL
+ * (WEBGL_debug_renderer_info) or, without that extension, its RENDERER
+ * string names SwiftShader, llvmpipe, softpipe, "Software", ...  Returns
+ * the name, or null for a hardware (or unknown) renderer.
+ */
+export function softwareWebGl(gl) {
+  if (!gl || typeof gl.getParameter !== 'function') return null;
+  let text = '';
+  try {
+    const ext = gl.getExtension?.('WEBGL_debug_renderer_info');
+    if (ext) text = String(gl.getParameter(ext.UNMASKED_RENDERER_WEBGL ?? UNMASKED_RENDERER_WEBGL) ?? '');
+  } catch {
+    text = '';
+  }
+  try {
+    text = `${text} ${String(gl.getParameter(gl.RENDERER ?? RENDERER) ?? '')}`;
+  } catch {
+    // the unmasked string (if any) decides
+  }
+  return softwareName(text);
+}
+
 // ---- WebGPU: one device per environment, obtained up front ---------------------
 
-const webgpuState = { device: null, reason: null, source: null, executor: null };
+const webgpuState = { device: null, reason: null, source: null, executor: null, software: null };
 
 function gpuOf(source) {
   if (source && typeof source === 'object' && typeof source.requestAdapter === 'function') return source;
@@ -71,8 +161,10 @@ export async function initWebGpu(rt, source) {
   try {
     webgpuState.executor ??= await import('./webgpu.js');
     let device;
+    let software = null;
     if (source && typeof source === 'object' && typeof source.createBuffer === 'function') {
       device = source;
+      software = softwareAdapter(device);
     } else {
       const gpu = gpuOf(source);
       if (!gpu) {
@@ -84,6 +176,10 @@ export async function initWebGpu(rt, source) {
         webgpuState.reason = 'WebGPU: no GPU adapter is available';
         return false;
       }
+      software = softwareAdapter(adapter);
+      if (!software && !adapter.info && typeof adapter.requestAdapterInfo === 'function') {
+        software = softwareAdapter(await adapter.requestAdapterInfo().catch(() => null)); // before GPUAdapter.info
+      }
       // The largest buffers the adapter allows: plans of big models need them.
       const want = ['maxBufferSize', 'maxStorageBufferBindingSize', 'maxStorageBuffersPerShaderStage'];
       const requiredLimits = {};
@@ -92,6 +188,7 @@ export async function initWebGpu(rt, source) {
     }
     webgpuState.device = device;
     webgpuState.reason = null;
+    webgpuState.software = software;
     device.lost?.then((info) => {
       if (webgpuState.device !== device) return;
       webgpuState.device = null;
@@ -111,7 +208,9 @@ export function webgpuRuntime() {
 }
 
 function webgpuStatus(rt) {
-  if (webgpuState.device) return { available: true, reason: null };
+  if (webgpuState.device) {
+    return webgpuState.software ? { available: true, reason: null, software: webgpuState.software } : { available: true, reason: null };
+  }
   if (rt && typeof rt.exports?.rlx_webgpu_plan !== 'function') {
     return { available: false, reason: 'this rlx_web.wasm has no WebGPU plan exports' };
   }
@@ -124,6 +223,7 @@ function webgpuStatus(rt) {
 
 const webglState = { reason: null, off: false, canvas: null };
 let webgl2Float = null;
+let webglSoftware = null; // the software rasterizer of the probed context, or null
 
 function newCanvas() {
   if (typeof OffscreenCanvas === 'function') return new OffscreenCanvas(1, 1);
@@ -131,14 +231,19 @@ function newCanvas() {
   return null;
 }
 
-/** Whether a WebGL2 context with EXT_color_buffer_float can be made here (probed once). */
+/**
+ * Whether a WebGL2 context with EXT_color_buffer_float can be made here
+ * (probed once; the same probe reads its renderer, see softwareWebGl()).
+ */
 export function hasWebGL2Float(refresh = false) {
   if (webgl2Float !== null && !refresh) return webgl2Float;
   webgl2Float = false;
+  webglSoftware = null;
   try {
     const gl = newCanvas()?.getContext('webgl2');
     if (gl) {
       webgl2Float = !!gl.getExtension('EXT_color_buffer_float');
+      webglSoftware = softwareWebGl(gl);
       gl.getExtension('WEBGL_lose_context')?.loseContext();
     }
   } catch {
@@ -196,7 +301,7 @@ function webglStatus(rt, refresh) {
   if (rt && typeof rt.exports?.rlx_webgl_plan !== 'function') return { available: false, reason: WEBGL_MISSING };
   if (webglState.off) return { available: false, reason: webglState.reason };
   if (!hasWebGL2Float(refresh)) return { available: false, reason: NO_WEBGL2 };
-  return { available: true, reason: null };
+  return webglSoftware ? { available: true, reason: null, software: webglSoftware } : { available: true, reason: null };
 }
 
 // ---- the executor of each backend ----------------------------------------------------
@@ -224,7 +329,11 @@ export function executorFor(rt, backend) {
   throw new Error(`no executor for backend ${backend}`);
 }
 
-/** A snapshot of what runs here: { cpu, webgpu, webgl }, each { available, reason }. */
+/**
+ * A snapshot of what runs here: { cpu, webgpu, webgl }, each { available,
+ * reason }; an available GPU backend that rasterizes in software also has
+ * `software`: the rasterizer's name ('SwiftShader', 'llvmpipe', ...).
+ */
 export function environment(rt, { refresh = false } = {}) {
   const cpu = typeof WebAssembly === 'object'
     ? { available: true, reason: null }
@@ -234,9 +343,19 @@ export function environment(rt, { refresh = false } = {}) {
 
 // ---- candidates and selection ------------------------------------------------------
 
+/** Why 'auto' leaves a GPU backend on a software rasterizer for the CPU. */
+export function softwareReason(backend, name) {
+  const what = backend === 'webgpu' ? 'adapter' : 'renderer';
+  return /^an? /.test(name)
+    ? `${LABEL[backend]} runs on ${name}; the wasm CPU path is faster`
+    : `a software ${what} (${name}); the wasm CPU path is faster`;
+}
+
 /**
  * Pure: the backends that may run `model` here, best first.
- *   env: { cpu, webgpu, webgl } as environment() returns (a stub in tests).
+ *   env: { cpu, webgpu, webgl } as environment() returns (a stub in tests);
+ *     a GPU backend whose status has `software` (a rasterizer's name) ranks
+ *     below the CPU for 'auto': it is skipped with softwareReason().
  *   model: { label, trainable?: { cpu, webgpu, webgl } } - trainable flags
  *     (from the model's info) count when `training` is true.
  *   request: 'auto' | 'cpu' | 'webgpu' | 'webgl' (already normalized).
@@ -251,6 +370,8 @@ export function candidates(env, model, request, training) {
     if (!status.available) reason = status.reason || `${LABEL[b]} is not available here`;
     else if (training && model?.trainable && model.trainable[b] === false) {
       reason = `${model.label} cannot train on ${LABEL[b]} in this build`;
+    } else if (request === 'auto' && b !== 'cpu' && status.software) {
+      reason = softwareReason(b, String(status.software));
     }
     if (reason) skipped.push({ backend: b, reason });
     else viable.push(b);
