@@ -61,6 +61,27 @@ rlx_status cli_get_params(const rlx_session *s, const rlx_vision_info *info, flo
 
 double cli_now(void); /* monotonic seconds */
 
+/* Progress on stderr while a command runs (results stay on stdout): on a
+ * terminal one line rewritten in place ("\r" + clear), otherwise plain
+ * lines.  Lines are kept short (at most 159 characters). */
+typedef struct {
+  int tty;     /* stderr is a terminal (-1: not looked at yet) */
+  int open;    /* an in-place line is showing */
+  double last; /* cli_now() of the last line */
+} cli_progress_state;
+/* The tool's one progress state (stderr is one stream). */
+cli_progress_state *cli_progress_get(void);
+/* Prints one progress line; keep: on a terminal, end it with a newline
+ * (it stays) instead of leaving it to be rewritten.  Flushes stdout first. */
+void cli_progress(int keep, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Removes an in-place line (a terminal only) before stdout prints a result;
+ * cli_usage_error and cli_lib_error call it. */
+void cli_progress_clear(void);
+
 /* splitmix64: the tool's own deterministic RNG for shuffling. */
 uint64_t cli_rand(uint64_t *state);
 

@@ -1,6 +1,8 @@
 /* cli_bench.c - `rlx info [M]` (a model's input, params and sizes) and
  * `rlx bench` (training-step throughput of each model, SGD on synthetic
- * data, after warm-up steps). */
+ * data, after warm-up steps).  bench prints its table on stdout and, on
+ * stderr while it runs, which model (k/n) is in which phase: compiling,
+ * warm-up, timing (with the steps done when timing takes a while). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,8 @@
 #include "cli.h"
 
 #define BENCH_WARMUP 2
+#define PROGRESS_PLAIN_S 2.0 /* seconds between "timing k/N" lines when stderr is not a terminal */
+#define PROGRESS_TTY_S 0.1   /* ... and between in-place updates on a terminal */
 
 /* "[d0, d1, ...]" into buf. */
 static const char *format_dims(char *buf, size_t cap, const int32_t *dims, int32_t rank) {
@@ -50,8 +54,11 @@ int cli_info(int argc, char **argv) {
   return CLI_OK;
 }
 
-/* samples/s of one model's training step; < 0 on failure (printed). */
-static double bench_model(const rlx_vision_info *info, int32_t batch, long steps, double *ms_per_step) {
+/* samples/s of one model's training step; < 0 on failure (printed).  k/n:
+ * which model of how many, for the progress lines. */
+static double bench_model(const rlx_vision_info *info, int32_t batch, long steps, double *ms_per_step, int k,
+                          int n) {
+  cli_progress_state *pr = cli_progress_get();
   double result = -1;
   rlx_graph *g = rlx_graph_new();
   rlx_session *s = NULL;
@@ -64,6 +71,7 @@ static double bench_model(const rlx_vision_info *info, int32_t batch, long steps
     fprintf(stderr, "rlx bench: out of memory\n");
     goto done;
   }
+  cli_progress(0, "bench %d/%d %s: compiling", k, n, info->slug);
   if (!cli_build_model("bench", g, info, batch, &logits, &loss, params)) goto done;
   rlx_optimizer sgd = {RLX_OPT_SGD, 0.001f, 0, 0, 0, 0, 0};
   if (rlx_compile_train(g, loss, params, info->n_params, &sgd, NULL, &s) != RLX_OK ||
@@ -75,18 +83,26 @@ static double bench_model(const rlx_vision_info *info, int32_t batch, long steps
     cli_lib_error("bench", CLI_FAILED, info->slug);
     goto done;
   }
+  cli_progress(0, "bench %d/%d %s: warm-up, %d steps", k, n, info->slug, BENCH_WARMUP);
   double t0 = 0;
   for (long i = 0; i < BENCH_WARMUP + steps; i++) {
-    if (i == BENCH_WARMUP) t0 = cli_now();
+    if (i == BENCH_WARMUP) {
+      cli_progress(0, "bench %d/%d %s: timing %ld steps", k, n, info->slug, steps);
+      t0 = cli_now();
+    } else if (i > BENCH_WARMUP && cli_now() - pr->last >= (pr->tty ? PROGRESS_TTY_S : PROGRESS_PLAIN_S)) {
+      cli_progress(0, "bench %d/%d %s: timing, %ld/%ld steps done", k, n, info->slug, i - BENCH_WARMUP, steps);
+    }
     if (rlx_session_run(s) != RLX_OK) {
       cli_lib_error("bench", CLI_FAILED, info->slug);
       goto done;
     }
   }
   double dt = cli_now() - t0;
+  if (!pr->tty) cli_progress(0, "bench %d/%d %s: done, %ld steps in %.1f s", k, n, info->slug, steps, dt);
   *ms_per_step = 1e3 * dt / (double)steps;
   result = (double)steps * batch / dt;
 done:
+  cli_progress_clear(); /* an in-place line goes before the row (or the error) */
   rlx_session_free(s);
   rlx_graph_free(g);
   free(x);
@@ -114,13 +130,13 @@ int cli_bench(int argc, char **argv) {
   printf("training step (forward, backward, SGD update), synthetic data, batch %ld, %ld steps after %d warm-up\n",
          batch, steps, BENCH_WARMUP);
   printf("%-10s %10s %12s\n", "model", "ms/step", "samples/s");
-  for (int32_t i = 0; i < rlx_vision_count(); i++) {
-    if (model) {
-      if (i > 0) break;
-    } else if (rlx_vision_info_get(rlx_vision_slug(i), &info) != RLX_OK) {
+  fflush(stdout);
+  int n = model ? 1 : rlx_vision_count();
+  for (int32_t i = 0; i < n; i++) {
+    if (!model && rlx_vision_info_get(rlx_vision_slug(i), &info) != RLX_OK) {
       return cli_lib_error("bench", CLI_FAILED, "model table");
     }
-    double ms, rate = bench_model(&info, (int32_t)batch, steps, &ms);
+    double ms, rate = bench_model(&info, (int32_t)batch, steps, &ms, i + 1, n);
     if (rate < 0) return CLI_FAILED;
     printf("%-10s %10.2f %12.0f\n", info.slug, ms, rate);
     fflush(stdout);

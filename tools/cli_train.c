@@ -1,7 +1,10 @@
 /* cli_train.c - `rlx train`: trains a vision model with a training step
  * compiled by rlx_compile_train (SGD, momentum or Adam), shuffling each
- * epoch from the seed, shows progress (one line updated in place on a
- * terminal, plain lines otherwise) and prints the test accuracy.
+ * epoch from the seed, shows progress on stderr (loading, compiling, every
+ * --log-every steps of each epoch: step, elapsed time, samples/s and the
+ * running loss; evaluating; one line updated in place on a terminal, plain
+ * lines otherwise) and prints the settings, each epoch's summary and the
+ * test accuracy on stdout.
  * mnist-cnn ([1,28,28]) and mnist-mlp ([784]) train on Fashion-MNIST (the
  * 28x28 images are laid out the same for both); cifar-cnn and resnet take
  * [3,32,32] inputs, for which there is no data here, so they train on a
@@ -21,10 +24,12 @@
 #define SYNTH_MAX 65536 /* synthetic training samples at most (--limit) */
 #define EVAL_BATCH 500
 #define LOSS_EMA 0.05 /* weight of the newest step in the running loss */
+#define PROGRESS_TTY_S 0.1 /* seconds between in-place updates on a terminal */
 
 typedef struct {
   const char *model, *data_dir;
   long epochs, batch, limit;
+  long log_every; /* a progress line every this many steps (0: a tenth of an epoch) */
   double lr; /* 0: the optimizer's default */
   rlx_optimizer_kind optimizer;
   int cosine; /* lr follows half a cosine from lr to 0 over all steps */
@@ -84,6 +89,8 @@ static int parse_train(int argc, char **argv, train_opts *o) {
       ok = cli_opt_float(&a, 0.0, 10.0, &o->lr);
     } else if (strcmp(n, "--seed") == 0) {
       ok = cli_opt_u64(&a, &o->seed);
+    } else if (strcmp(n, "--log-every") == 0) {
+      ok = cli_opt_long(&a, 1, INT32_MAX, &o->log_every);
     } else if (strcmp(n, "--data") == 0) {
       ok = cli_opt_string(&a, &o->data_dir);
     } else if (strcmp(n, "--schedule") == 0) {
@@ -217,28 +224,27 @@ done:
 
 /* ---- training ------------------------------------------------------------------ */
 
-static void progress(int tty, long epoch, long epochs, long step, long steps, double samples_per_s, double loss) {
-  if (tty) {
-    printf("\r\033[Kepoch %ld/%ld  step %ld/%ld  %.0f samples/s  loss %.4f", epoch, epochs, step, steps,
-           samples_per_s, loss);
-  } else {
-    printf("epoch %ld/%ld  step %ld/%ld  %.0f samples/s  loss %.4f\n", epoch, epochs, step, steps, samples_per_s,
-           loss);
-  }
-  fflush(stdout);
+/* "epoch 1/2  step 375/3750  elapsed 4.1 s  9036 samples/s  loss 0.8123" on
+ * stderr: elapsed since training began, samples/s of this epoch so far, the
+ * running loss last.  keep: the line stays on a terminal. */
+static void progress(int keep, long epoch, long epochs, long step, long steps, double elapsed, double samples_per_s,
+                     double loss) {
+  cli_progress(keep, "epoch %ld/%ld  step %ld/%ld  elapsed %.1f s  %.0f samples/s  loss %.4f", epoch, epochs, step,
+               steps, elapsed, samples_per_s, loss);
 }
 
 /* Runs the epochs on the compiled step; 0 on failure (message printed). */
 static int run_epochs(const train_opts *o, rlx_session *s, const sample_set *train, int32_t steps) {
   int32_t b = (int32_t)o->batch;
   size_t len = train->sample_len;
-  int tty = isatty(STDOUT_FILENO);
+  int tty = cli_progress_get()->tty;
   float *x = malloc((size_t)b * len * sizeof(float));
   int32_t *labels = malloc((size_t)b * sizeof(int32_t));
   int32_t *order = malloc((size_t)train->count * sizeof(int32_t));
   int ok = x && labels && order;
   if (!ok) fprintf(stderr, "rlx train: out of memory\n");
-  long every = steps / 10 > 0 ? steps / 10 : 1;
+  long every = o->log_every ? o->log_every : steps / 10 > 0 ? steps / 10 : 1;
+  double t_train = cli_now();
   for (long e = 1; ok && e <= o->epochs; e++) {
     uint64_t rng = o->seed ^ (0x5851f42d4c957f2dull * (uint64_t)e);
     for (int32_t i = 0; i < train->count; i++) order[i] = i;
@@ -266,7 +272,7 @@ static int run_epochs(const train_opts *o, rlx_session *s, const sample_set *tra
       }
       double loss = rlx_session_output(s, 0)[0];
       if (!isfinite(loss)) {
-        if (tty) printf("\n");
+        cli_progress_clear();
         fprintf(stderr, "rlx train: the loss became %g at epoch %ld step %d; try a lower --lr (now %g)\n", loss, e,
                 (int)step + 1, o->lr);
         ok = 0;
@@ -277,15 +283,16 @@ static int run_epochs(const train_opts *o, rlx_session *s, const sample_set *tra
       weight = (1 - LOSS_EMA) * weight + LOSS_EMA; /* bias correction of the EMA */
       double now = cli_now();
       int last = step + 1 == steps;
-      if (tty ? (now - last_print >= 0.1 || last) : ((step + 1) % every == 0 || last)) {
-        progress(tty, e, o->epochs, step + 1, steps, (double)(step + 1) * b / (now - t0 + 1e-9), ema / weight);
+      if (tty ? (now - last_print >= PROGRESS_TTY_S || last) : ((step + 1) % every == 0 || last)) {
+        progress(last, e, o->epochs, step + 1, steps, now - t_train, (double)(step + 1) * b / (now - t0 + 1e-9),
+                 ema / weight);
         last_print = now;
       }
     }
     if (!ok) break;
     double dt = cli_now() - t0;
-    printf("%sepoch %ld/%ld done: mean loss %.4f, %.1f s, %.0f samples/s\n", tty ? "\n" : "", e, o->epochs,
-           sum / steps, dt, (double)steps * b / (dt + 1e-9));
+    printf("epoch %ld/%ld done: mean loss %.4f, %.1f s, %.0f samples/s\n", e, o->epochs, sum / steps, dt,
+           (double)steps * b / (dt + 1e-9));
     fflush(stdout);
   }
   free(x);
@@ -314,6 +321,7 @@ static int train_model(const train_opts *o, const rlx_vision_info *info, const s
     fprintf(stderr, "rlx train: out of memory\n");
     goto done;
   }
+  cli_progress(0, "compiling the training step (forward, backward, %s update)", optimizer_name(o->optimizer));
   if (!cli_build_model("train", g, info, (int32_t)o->batch, &logits, &loss, params)) goto done;
   rlx_optimizer opt = {o->optimizer, (float)o->lr, 0.9f, 0, 0, 0, 0};
   if (rlx_compile_train(g, loss, params, info->n_params, &opt, NULL, &s) != RLX_OK) {
@@ -332,9 +340,11 @@ static int train_model(const train_opts *o, const rlx_vision_info *info, const s
     goto done;
   }
   double t_eval = cli_now();
+  cli_progress(0, "evaluating on %d test samples", (int)test->count);
   long correct = evaluate(info, flat, test);
   if (correct < 0) goto done;
   t_eval = cli_now() - t_eval;
+  cli_progress_clear();
   printf("test accuracy: %.2f%% (%ld/%d)\n", 100.0 * (double)correct / test->count, correct, (int)test->count);
   printf("time: training %.1f s, evaluation %.1f s\n", t_train, t_eval);
   rc = CLI_OK;
@@ -354,6 +364,7 @@ int cli_train(int argc, char **argv) {
   sample_set train, test;
   int fashion = info.input_len == 784;
   if (fashion) {
+    cli_progress(0, "loading Fashion-MNIST from %.100s", o.data_dir);
     if (!load_fashion(o.data_dir, "train", &train)) return CLI_USAGE;
     if (!load_fashion(o.data_dir, "t10k", &test)) {
       set_free(&train);
@@ -377,6 +388,7 @@ int cli_train(int argc, char **argv) {
     set_free(&test);
     return cli_usage_error("train", "--batch %ld is larger than the %d training samples", o.batch, (int)n);
   }
+  cli_progress_clear();
   printf("model %s (%s), %zu params\n", info.slug, info.title, info.param_flat_len);
   if (fashion)
     printf("data: Fashion-MNIST from %s: %d training samples%s, %d test samples\n", o.data_dir, (int)train.count,

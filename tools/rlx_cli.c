@@ -3,10 +3,12 @@
  * messages, model building on the public API, timing).
  *
  *   rlx train --model M [--epochs E] [--batch B] [--lr LR] [--optimizer sgd|momentum|adam]
- *             [--schedule cosine|constant] [--seed S] [--limit N] [--data DIR]
+ *             [--schedule cosine|constant] [--seed S] [--limit N] [--data DIR] [--log-every N]
  *   rlx info [M]
  *   rlx bench [--model M] [--batch B] [--steps N]
  *
+ * Results go to stdout, progress while train and bench run to stderr (one
+ * line updated in place on a terminal, plain lines otherwise).
  * Exit codes: 0 ok, 1 failure while running, 2 bad usage or unreadable data. */
 #include <errno.h>
 #include <math.h>
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -23,19 +26,24 @@ static const char usage_text[] =
     "\n"
     "commands:\n"
     "  train --model M [--epochs E] [--batch B] [--lr LR] [--optimizer sgd|momentum|adam]\n"
-    "        [--schedule cosine|constant] [--seed S] [--limit N] [--data DIR]\n"
+    "        [--schedule cosine|constant] [--seed S] [--limit N] [--data DIR] [--log-every N]\n"
     "        train a vision model and print its test accuracy; mnist-cnn and mnist-mlp\n"
     "        train on Fashion-MNIST (DIR, default $RLX_DATA_DIR or\n"
-    "        /usr/share/datasets/fashion-mnist), cifar-cnn and resnet on synthetic data\n"
+    "        /usr/share/datasets/fashion-mnist), cifar-cnn and resnet on synthetic data;\n"
+    "        a progress line every N steps (default: a tenth of an epoch)\n"
     "  info [M]     a model's input, params and sizes (all models without M)\n"
     "  bench [--model M] [--batch B] [--steps N]\n"
     "               training-step throughput (samples/s) on synthetic data\n"
     "  help         this text\n"
     "\n"
+    "Results go to stdout; progress of train and bench to stderr (updated in place\n"
+    "on a terminal, plain lines otherwise; 2>/dev/null hides it).\n"
+    "\n"
     "models: mnist-cnn, mnist-mlp, cifar-cnn, resnet\n";
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
+  cli_progress_clear();
   fprintf(stderr, "rlx %s: ", cmd);
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
@@ -45,6 +53,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
 }
 
 int cli_lib_error(const char *cmd, int code, const char *what) {
+  cli_progress_clear();
   fprintf(stderr, "rlx %s: %s: %s\n", cmd, what, rlx_last_error());
   return code;
 }
@@ -183,6 +192,42 @@ double cli_now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---- progress ------------------------------------------------------------------ */
+
+static cli_progress_state progress_state = {-1, 0, 0};
+
+cli_progress_state *cli_progress_get(void) {
+  if (progress_state.tty < 0) progress_state.tty = isatty(STDERR_FILENO);
+  return &progress_state;
+}
+
+void cli_progress(int keep, const char *fmt, ...) {
+  cli_progress_state *p = cli_progress_get();
+  char line[160];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fflush(stdout); /* what stdout printed so far comes first when both go to one file */
+  if (p->tty > 0) {
+    fprintf(stderr, "\r\033[K%s%s", line, keep ? "\n" : "");
+    p->open = !keep;
+  } else {
+    fprintf(stderr, "%s\n", line);
+  }
+  fflush(stderr);
+  p->last = cli_now();
+}
+
+void cli_progress_clear(void) {
+  cli_progress_state *p = &progress_state;
+  if (p->tty > 0 && p->open) {
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+  }
+  p->open = 0;
 }
 
 uint64_t cli_rand(uint64_t *state) {

@@ -2,7 +2,10 @@
 # test_cli.sh - the rlx command-line tool (build/rlx, made by `make`): every
 # bad argument exits 2 with a message on stderr (never a crash), `info`
 # describes the models, a short training run prints a falling loss and a
-# test accuracy, synthetic training and `bench` run.  About 10 s.
+# test accuracy, synthetic training and `bench` run; train and bench print
+# their progress on stderr (plain lines when stderr is not a terminal,
+# lines rewritten in place on one) and keep their results on stdout.
+# About 15 s.
 #   tests/cli/test_cli.sh [path/to/rlx]
 set -u
 cd "$(dirname "$0")/../.."
@@ -96,7 +99,20 @@ grep -q "101770" "$tmp/out" || fail "rlx info mnist-mlp does not show 101770 par
 [ "$("$RLX" info | grep -c "total:")" -eq 4 ] || fail "rlx info does not list the four models"
 
 # ---- a short training run ----------------------------------------------------------
-if "$RLX" train --model mnist-cnn --limit 2000 --epochs 1 >"$tmp/train" 2>&1; then
+if "$RLX" train --model mnist-cnn --limit 2000 --epochs 1 >"$tmp/train.out" 2>"$tmp/train.err"; then
+  cat "$tmp/train.out" "$tmp/train.err" >"$tmp/train"
+  # progress on stderr: the phases, and every tenth of the epoch: step, elapsed, samples/s, loss
+  for pattern in "^loading Fashion-MNIST from " "^compiling the training step" "^evaluating on 10000 test samples" \
+    "^epoch 1/1  step 12/125  elapsed [0-9.]+ s  [0-9]+ samples/s  loss [0-9.]+$" "^epoch 1/1  step 125/125 "; do
+    grep -qE "$pattern" "$tmp/train.err" || fail "train: stderr lacks /$pattern/: $(head -c 600 "$tmp/train.err")"
+  done
+  [ "$(grep -c "  step " "$tmp/train.err")" -eq 11 ] || fail "train: not 11 progress lines (every 12 of 125 steps, and the last)"
+  grep -q $'\r' "$tmp/train.err" && fail "train: carriage returns on stderr that is not a terminal"
+  # results on stdout, no progress there
+  for pattern in "^model mnist-cnn " "^optimizer adam" "^epoch 1/1 done: mean loss" "^test accuracy: " "^time: training"; do
+    grep -qE "$pattern" "$tmp/train.out" || fail "train: stdout lacks /$pattern/: $(head -c 600 "$tmp/train.out")"
+  done
+  grep -qE "  step |^compiling|^evaluating" "$tmp/train.out" && fail "train: progress lines on stdout: $(head -c 600 "$tmp/train.out")"
   losses=$(grep -oE "step [0-9]+/[0-9]+ .* loss [0-9.]+" "$tmp/train" | awk '{print $NF}')
   n=$(echo "$losses" | grep -c .)
   first=$(echo "$losses" | head -1)
@@ -114,8 +130,18 @@ if "$RLX" train --model mnist-cnn --limit 2000 --epochs 1 >"$tmp/train" 2>&1; th
   fi
   grep -q "(10000)\|/10000)" "$tmp/train" || fail "the accuracy is not over the 10000 test images"
 else
-  fail "short training failed: $(cat "$tmp/train")"
+  fail "short training failed: $(cat "$tmp/train.out" "$tmp/train.err")"
 fi
+
+# --log-every N; two epochs; stdout and stderr into one file keep their order
+if "$RLX" train --model mnist-mlp --limit 400 --epochs 2 --log-every 10 >"$tmp/every" 2>&1; then
+  [ "$(grep -c "^epoch 2/2  step " "$tmp/every")" -eq 3 ] || fail "--log-every 10 over 25 steps: not 3 lines in epoch 2: $(cat "$tmp/every")"
+  order=$(grep -E "^(optimizer|compiling|epoch 1/2  step 10/|epoch 1/2 done|epoch 2/2  step 10/|evaluating|test accuracy)" "$tmp/every" | cut -c1-10 | tr '\n' '|')
+  [ "$order" = "optimizer |compiling |epoch 1/2 |epoch 1/2 |epoch 2/2 |evaluating|test accur|" ] || fail "train 2>&1: lines out of order: $order"
+else
+  fail "train --log-every failed: $(cat "$tmp/every")"
+fi
+expect_message "log-every zero" "--log-every must be" train --model mnist-mlp --log-every 0
 
 # synthetic data for the [3,32,32] models
 if "$RLX" train --model cifar-cnn --limit 32 --batch 16 --epochs 1 >"$tmp/synth" 2>&1; then
@@ -129,6 +155,27 @@ if "$RLX" bench --model mnist-mlp --steps 3 >"$tmp/bench" 2>&1; then
   grep -qE "^mnist-mlp +[0-9.]+ +[0-9]+" "$tmp/bench" || fail "bench prints no samples/s row: $(cat "$tmp/bench")"
 else
   fail "rlx bench failed: $(cat "$tmp/bench")"
+fi
+
+# every model: the table alone on stdout; on stderr each model (k/4) and phase, in order
+if "$RLX" bench --steps 2 --batch 4 >"$tmp/bench.out" 2>"$tmp/bench.err"; then
+  [ "$(grep -cE "^(mnist-cnn|mnist-mlp|cifar-cnn|resnet) +[0-9.]+ +[0-9]+$" "$tmp/bench.out")" -eq 4 ] ||
+    fail "bench: not 4 rows on stdout: $(cat "$tmp/bench.out")"
+  [ "$(wc -l <"$tmp/bench.out")" -eq 6 ] || fail "bench: stdout is not the title, the header and 4 rows: $(cat "$tmp/bench.out")"
+  want="bench 1/4 mnist-cnn: compiling|bench 1/4 mnist-cnn: warm-up, 2 steps|bench 1/4 mnist-cnn: timing 2 steps|"
+  want+="bench 1/4 mnist-cnn: done, 2 steps in |bench 2/4 mnist-mlp: compiling|"
+  got=$(grep -E "^bench [12]/4" "$tmp/bench.err" | sed -E 's/ in [0-9.]+ s$/ in /' | head -5 | tr '\n' '|')
+  [ "$got" = "$want" ] || fail "bench: progress lines on stderr: $got"
+  grep -qE "^bench 4/4 resnet: done, 2 steps in [0-9.]+ s$" "$tmp/bench.err" || fail "bench: no line for the last model: $(cat "$tmp/bench.err")"
+  grep -q $'\r' "$tmp/bench.err" && fail "bench: carriage returns on stderr that is not a terminal"
+else
+  fail "rlx bench (every model) failed: $(cat "$tmp/bench.out" "$tmp/bench.err")"
+fi
+# stderr a terminal (util-linux script): one line rewritten in place, cleared before the row
+if command -v script >/dev/null && script -qec true /dev/null >/dev/null 2>&1; then
+  script -qec "$RLX bench --model mnist-mlp --steps 2" /dev/null >"$tmp/tty" 2>&1 || fail "bench on a terminal failed: $(cat "$tmp/tty")"
+  grep -q $'\r\033\\[Kbench 1/1 mnist-mlp: timing 2 steps' "$tmp/tty" || fail "bench on a terminal: no in-place progress: $(od -c "$tmp/tty" | head)"
+  grep -qE $'\r\033\\[Kmnist-mlp +[0-9.]+ +[0-9]+' "$tmp/tty" || fail "bench on a terminal: the row does not replace the progress line"
 fi
 
 if [ $failures -ne 0 ]; then
