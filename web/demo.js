@@ -1,17 +1,23 @@
 // demo.js - the MLP demo page (index.html): trains the task of demo-task.js
 // with mlp_train_step from pkg/rlx_web.js, a few steps per animation frame
 // so the page stays responsive, and draws the loss curve and the current
-// fit.  The numbers shown carry their full value in data-value (the browser
-// tests compare them with the same computation in Node).
+// fit.  Training pauses every `steps` steps (URL ?steps=, default 3000) and
+// Train goes on from there; a new seed starts over at once (the seed fixes
+// the task and the initial weights).  The numbers shown carry their full
+// value in data-value (the browser tests compare them with the same
+// computation in Node).
 import init, * as rlx from './pkg/rlx_web.js';
 import { makeTask, splitParams } from './demo-task.js';
 import { drawChart } from './chart.js';
+import { readFields, applyQuery, intRule, choiceRule } from './fields.js';
 
 const STEPS_PER_FRAME = 20;
-const DEFAULT_MAX_STEPS = 3000;
 const $ = (id) => document.getElementById(id);
 const query = new URLSearchParams(location.search);
-const maxSteps = Math.max(1, Number.parseInt(query.get('steps') ?? '', 10) || DEFAULT_MAX_STEPS);
+const RULES = { seed: intRule(0, 2147483647), lr: choiceRule() };
+const QUERY_RULES = { ...RULES, steps: intRule(1, 10000000) };
+let pauseEvery = 3000;
+let pauseAt = pauseEvery;
 
 let state = null;
 let running = false;
@@ -35,9 +41,12 @@ function lossOf(s) {
   return rlx.mlp_loss(s.task.x, s.task.t, i, h, o, s.p.w1, s.p.b1, s.p.w2, s.p.b2);
 }
 
+/** Starts over with the seed in the box; false (and a message by the box) when it is not a valid seed. */
 function reset() {
-  const seed = Math.max(0, Number.parseInt($('seed').value, 10) || 0);
-  const task = makeTask(seed);
+  const f = readFields({ seed: RULES.seed });
+  if (!f.ok) return false;
+  const task = makeTask(f.values.seed);
+  pauseAt = pauseEvery;
   state = { task, p: { w1: task.w1, b1: task.b1, w2: task.w2, b2: task.b2 }, step: 0, history: [], computeMs: 0,
     startedAt: 0, startedStep: 0 };
   const l0 = lossOf(state);
@@ -49,6 +58,7 @@ function reset() {
   show('per-step', '-');
   show('status', 'ready');
   render();
+  return true;
 }
 
 function render() {
@@ -70,7 +80,7 @@ function frame() {
     const [i, h, o] = s.task.dims;
     const lr = Number($('lr').value);
     const t0 = performance.now();
-    for (let k = 0; k < STEPS_PER_FRAME && s.step < maxSteps; k++) {
+    for (let k = 0; k < STEPS_PER_FRAME && s.step < pauseAt; k++) {
       const flat = rlx.mlp_train_step(s.task.x, s.task.t, i, h, o, s.p.w1, s.p.b1, s.p.w2, s.p.b2, lr);
       s.p = splitParams(flat);
       s.step++;
@@ -85,10 +95,10 @@ function frame() {
     const us = (1000 * s.computeMs) / Math.max(1, s.step);
     show('per-step', us, `${us.toFixed(1)} \u00b5s`);
     render();
-    if (s.step >= maxSteps) {
+    if (s.step >= pauseAt) { // a pause, not an end: Train goes on
       running = false;
-      $('train').textContent = 'Train';
-      $('train').disabled = true;
+      pauseAt += pauseEvery;
+      $('train').textContent = 'Train on';
       show('status', 'done');
       return;
     }
@@ -99,6 +109,7 @@ function frame() {
 }
 
 function toggle() {
+  if (!running && !readFields(RULES).ok) return;
   running = !running;
   $('train').textContent = running ? 'Pause' : 'Train';
   show('status', running ? 'training' : 'paused');
@@ -115,23 +126,27 @@ async function main() {
   show('version', rt.version());
   show('gemm', rt.gemmPath());
   show('preferred', rlx.preferred_backend());
-  reset();
+  const good = applyQuery(query, QUERY_RULES, (m) => { $('error').textContent += `${$('error').textContent ? '\n' : ''}${m}`; },
+    ['autostart']);
+  if (good && query.get('steps')) pauseEvery = Number(query.get('steps'));
+  if (!reset()) $('error').textContent += '\nThe seed is not valid: fix it to start.';
   $('train').disabled = false;
   $('reset').disabled = false;
   $('train').addEventListener('click', () => {
     try { toggle(); } catch (err) { showError(err); }
   });
-  $('reset').addEventListener('click', () => {
+  const startOver = () => {
     try {
       running = false;
       $('train').textContent = 'Train';
-      $('train').disabled = false;
       $('error').textContent = '';
       reset();
     } catch (err) { showError(err); }
-  });
+  };
+  $('reset').addEventListener('click', startOver);
+  $('seed').addEventListener('change', startOver); // the seed fixes the task and the initial weights
   addEventListener('resize', () => state && render());
-  if (query.get('autostart') !== '0') toggle();
+  if (query.get('autostart') !== '0' && good && state) toggle();
 }
 
 main().catch(showError);

@@ -1,39 +1,30 @@
 // vision-bench.js - the UI of vision-bench.html: talks to vision-worker.js
-// (where every RLX call runs), shows progress, the loss chart, the forward
-// check and a table row per run.  Values shown carry their full value in
-// data-value for the browser tests.
+// (where every RLX call runs), checks every setting and URL value
+// (fields.js), says what the run is doing (compiling, step n, finished,
+// stopped, diverged at step n), draws the loss as it goes (train-view.js),
+// the forward check and a table row per run.  Values shown carry their full
+// value in data-value for the browser tests.
 import { preferred_backend } from './pkg/rlx_web.js';
-import { drawChart } from './chart.js';
+import { readFields, applyQuery, intRule, numberRule, choiceRule } from './fields.js';
+import { LossPlot } from './train-view.js';
+import { connect } from './worker-rpc.js';
 
 const $ = (id) => document.getElementById(id);
 const query = new URLSearchParams(location.search);
 const worker = new Worker(new URL('./vision-worker.js', import.meta.url), { type: 'module' });
-const pending = new Map(); // id -> { resolve, reject, onProgress }
-let nextId = 1;
 let busy = false;
 let stopAll = false; // set by Stop: also ends a 'Run all models' sequence
-
-worker.onmessage = (event) => {
-  const msg = event.data;
-  const entry = pending.get(msg.id);
-  if (!entry) return;
-  if (msg.progress) {
-    entry.onProgress?.(msg.progress);
-    return;
-  }
-  pending.delete(msg.id);
-  if (msg.ok) entry.resolve(msg.result);
-  else entry.reject(new Error(msg.error));
+const lossPlot = new LossPlot(document.getElementById('loss-chart'), { smoothing: 0.8 });
+const RULES = {
+  model: choiceRule(),
+  backend: choiceRule(),
+  batch: intRule(1, 256),
+  steps: intRule(1, 10000),
+  lr: numberRule({ gt: 0, max: 1e9 }),
+  seed: intRule(0, 2147483647),
 };
-worker.onerror = (event) => showError(new Error(`worker failed: ${event.message ?? 'could not start'}`));
 
-function call(cmd, args = {}, onProgress) {
-  const id = nextId++;
-  return new Promise((resolve, reject) => {
-    pending.set(id, { resolve, reject, onProgress });
-    worker.postMessage({ id, cmd, ...args });
-  });
-}
+const call = connect(worker, (err) => showError(err));
 
 function show(id, value, text = String(value)) {
   const el = $(id);
@@ -44,6 +35,11 @@ function show(id, value, text = String(value)) {
 function showError(err) {
   $('error').textContent = `Error: ${err?.message ?? err}`;
   console.error(err);
+}
+
+function status(state, text) {
+  $('progress-text').dataset.state = state;
+  show('progress-text', state, text);
 }
 
 function cell(row, text) {
@@ -61,35 +57,45 @@ function setBusy(on) {
   $('stop').disabled = !on;
 }
 
+/** The settings of a run, or null (each bad field then carries its message). */
 function settings(slug) {
-  const steps = Number.parseInt($('steps').value, 10);
-  const lr = Number($('lr').value);
-  const seed = Number.parseInt($('seed').value, 10);
-  if (!(steps >= 1 && steps <= 10000)) throw new Error('steps must be between 1 and 10000');
-  const batch = Number($('batch').value);
-  if (!(Number.isInteger(batch) && batch >= 1)) throw new Error('pick a batch size');
-  if (!Number.isFinite(lr)) throw new Error('the learning rate must be a number');
-  if (!(seed >= 0)) throw new Error('the seed must be an integer >= 0');
-  return { slug, backend: $('backend').value, batch, steps, lr, seed };
+  const f = readFields(RULES);
+  if (!f.ok) {
+    status('error', `Not started: fix ${Object.keys(f.errors).join(', ')} (marked above).`);
+    return null;
+  }
+  const { backend, batch, steps, lr, seed } = f.values;
+  return { slug, backend, batch, steps, lr, seed };
+}
+
+function clearResult() {
+  for (const id of ['r-model', 'r-forward', 'r-step', 'r-steps', 'r-samples', 'r-loss', 'logits', 'logits-sum']) show(id, '', '-');
+  lossPlot.clear();
 }
 
 async function runOne(slug, label) {
   const s = settings(slug);
-  $('progress').value = 0;
-  show('progress-text', 'compiling', `${label}${slug} on ${s.backend}: compiling and timing the forward pass...`);
-  const losses = [];
+  if (!s) return null;
+  clearResult();
+  show('r-model', slug);
+  $('progress').removeAttribute('value'); // indeterminate while it compiles
+  status('compiling', `${label}${slug} on ${s.backend}: compiling and timing the forward pass...`);
   const result = await call('run', s, (p) => {
+    if (p.phase) {
+      status(p.phase, `${label}${slug} on ${s.backend}: ${p.text}...`);
+      return;
+    }
     $('progress').value = p.step / p.steps;
-    losses.push(p.loss);
-    show('progress-text', p.step, `${label}${slug}: step ${p.step} / ${p.steps}, loss ${p.loss.toFixed(4)}, ` +
+    lossPlot.add(p.losses);
+    status('training', `${label}${slug}: step ${p.step} / ${p.steps}, loss ${p.loss.toFixed(4)}, ` +
       `${(p.elapsedMs / 1000).toFixed(1)} s`);
   });
-  showResult(result);
+  showResult(result, label);
   addTableRow(result);
   return result;
 }
 
-function showResult(r) {
+function showResult(r, label = '') {
   show('r-model', r.slug);
   show('r-forward', r.forwardMs, `${fixed(r.forwardMs)} ms`);
   show('r-step', r.stepMs, `${fixed(r.stepMs)} ms`);
@@ -101,11 +107,16 @@ function showResult(r) {
   $('r-loss').dataset.first = String(first);
   show('logits', r.logitsHead.join(','), r.logitsHead.map((v) => v.toFixed(6)).join('  '));
   show('logits-sum', r.logitsSum, r.logitsSum.toFixed(6));
-  drawChart($('loss-chart'), [{ points: r.losses.map((l, i) => [i + 1, l]), label: `${r.slug}, batch ${r.batch}` }],
-    { xLabel: 'steps' });
-  const stopped = r.stopped ? ' (stopped early)' : '';
-  show('progress-text', 'done', `${r.slug}: ${r.steps} steps done${stopped}.`);
-  $('progress').value = 1;
+  lossPlot.redraw.flush();
+  if (r.diverged) {
+    status('diverged', `${label}${r.slug}: diverged at step ${r.steps}: the loss became ${r.losses[r.losses.length - 1]}. ` +
+      'Try a smaller learning rate.');
+  } else if (r.stopped) {
+    status('stopped', `${label}${r.slug}: stopped after ${r.steps} of ${r.requested} steps.`);
+  } else {
+    status('finished', `${label}${r.slug}: finished, ${r.steps} steps.`);
+  }
+  $('progress').value = r.requested ? r.steps / r.requested : 1;
 }
 
 function addTableRow(r) {
@@ -132,7 +143,8 @@ async function guarded(fn) {
     await fn();
   } catch (err) {
     showError(err);
-    show('progress-text', 'error', 'Stopped by an error.');
+    status('error', 'Stopped by an error (see above).');
+    $('progress').value = 0;
   } finally {
     setBusy(false);
   }
@@ -154,8 +166,6 @@ function fillModels(models) {
     cell(tr, where.join(', '));
     $('models').tBodies[0].append(tr);
   }
-  const wanted = query.get('model');
-  if (wanted && models.some((m) => m.slug === wanted)) select.value = wanted;
 }
 
 /** Enables the backends the Worker can run; the others say why not. */
@@ -172,38 +182,34 @@ function fillBackends(available) {
   const why = Object.entries(available).filter(([, st]) => !st.available).map(([b, st]) => `${b}: ${st.reason}`);
   $('backend-note').textContent = `This browser offers ${preferred_backend()}; the Worker can run ${usable.join(', ')}` +
     `${why.length ? ` (not ${why.join('; ')})` : ''}. Forward, backward and the SGD update all run on the backend picked.`;
-  const wanted = query.get('backend');
-  if (wanted && usable.includes(wanted)) $('backend').value = wanted;
 }
 
 async function main() {
   const hello = await call('hello');
   fillModels(hello.models);
   fillBackends(hello.backends);
-  const batch = Number.parseInt(query.get('batch') ?? '', 10);
-  if (batch >= 1 && batch <= 1024) {
-    if (![...$('batch').options].some((o) => Number(o.value) === batch)) $('batch').append(new Option(String(batch)));
-    $('batch').value = String(batch);
-  }
-  if (query.get('steps')) $('steps').value = query.get('steps');
+  const good = applyQuery(query, RULES, (m) => { $('error').textContent += `${$('error').textContent ? '\n' : ''}${m}`; },
+    ['autorun']);
   setBusy(false);
-  show('progress-text', 'ready', `Ready: RLX ${hello.version}.`);
+  status('ready', `Ready: RLX ${hello.version}.${good ? '' : ' Some URL settings were refused (see above); nothing ran.'}`);
   $('run').addEventListener('click', () => guarded(() => runOne($('model').value, '')));
   $('run-all').addEventListener('click', () => guarded(async () => {
     const slugs = [...$('model').options].map((o) => o.value);
     for (const [i, slug] of slugs.entries()) {
       if (stopAll) break;
-      await runOne(slug, `(${i + 1}/${slugs.length}) `);
+      const r = await runOne(slug, `(${i + 1}/${slugs.length}) `);
+      if (!r) break;
     }
   }));
   $('stop').addEventListener('click', () => {
     stopAll = true;
     worker.postMessage({ cmd: 'stop' });
+    status('stopping', 'Stopping after the current step...');
   });
-  if (query.get('autorun') === '1') $('run').click();
+  if (query.get('autorun') === '1' && good) $('run').click();
 }
 
 main().catch((err) => {
   showError(err);
-  show('progress-text', 'error', 'Could not start.');
+  status('error', 'Could not start.');
 });

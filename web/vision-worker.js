@@ -6,21 +6,14 @@
 // Messages in:  { id, cmd: 'hello' }
 //               { id, cmd: 'run', slug, backend, batch, steps, lr, seed }
 //               { cmd: 'stop' }            (ends the current run early)
-// Messages out: { id, progress: { step, steps, loss, elapsedMs } }
+// Messages out: { id, progress: { phase, text } }    (a long phase begins)
+//               { id, progress: { step, steps, loss, losses: [[step, loss], ...], elapsedMs } }
 //               { id, ok: true, result }  |  { id, ok: false, error }
 import init, * as rlx from './pkg/rlx_web.js';
+import { serve, yieldToEvents } from './worker-rpc.js';
 
 const YIELD_MS = 40; // longest stretch of work between two looks at the message queue
 let stopRequested = false;
-
-/** Lets queued messages (e.g. 'stop') in, without setTimeout's 4 ms clamp. */
-function yieldToEvents() {
-  return new Promise((resolve) => {
-    const ch = new MessageChannel();
-    ch.port1.onmessage = () => resolve();
-    ch.port2.postMessage(0);
-  });
-}
 
 async function hello() {
   await init();
@@ -39,7 +32,7 @@ async function hello() {
  * Forward timing, then `steps` SGD steps on one synthetic batch (after one
  * untimed warm-up step that also compiles the training plan).
  */
-async function run(id, { slug, backend, batch, steps, lr, seed }) {
+async function run({ slug, backend, batch, steps, lr, seed }, post) {
   await init();
   const where = rlx.parse_backend(backend);
   if (where === 'auto') throw new Error(`unknown backend "${backend}" (pick cpu, webgpu or webgl)`);
@@ -53,34 +46,47 @@ async function run(id, { slug, backend, batch, steps, lr, seed }) {
     let params = bench.init_params(seed);
     const { x, labels } = bench.synthetic_batch(seed, batch);
 
+    const phase = async (text) => {
+      post({ phase: text.startsWith('compiling') ? 'compiling' : 'timing', text });
+      await yieldToEvents();
+    };
     // Forward: the first call compiles; then as many calls as fit in ~150 ms (at least 3).
+    await phase(`compiling the forward pass for ${where}`);
     const logits = await forward(x, params);
-    await yieldToEvents();
+    await phase('timing the forward pass');
     let forwards = 0;
     const f0 = performance.now();
-    while (forwards < 3 || (performance.now() - f0 < 150 && forwards < 1000)) {
+    while (!stopRequested && (forwards < 3 || (performance.now() - f0 < 150 && forwards < 1000))) {
       await forward(x, params);
       forwards++;
     }
-    const forwardMs = (performance.now() - f0) / forwards;
-    await yieldToEvents();
+    const forwardMs = (performance.now() - f0) / Math.max(forwards, 1);
 
     const losses = [];
-    const warm = await trainStep(x, labels, params, lr); // compiles the training plan
-    const compileStep = warm[0];
+    let pending = [];
+    let compileStep = NaN;
+    if (!stopRequested) {
+      await phase(`compiling the training step for ${where}`);
+      compileStep = (await trainStep(x, labels, params, lr))[0]; // compiles the training plan
+    }
     let done = 0;
+    let diverged = false;
     let last = performance.now();
     const t0 = last;
     let workMs = 0;
-    for (let step = 0; step < steps && !stopRequested; step++) {
+    for (let step = 0; step < steps && !stopRequested && !diverged; step++) {
       const s0 = performance.now();
       const out = await trainStep(x, labels, params, lr);
       workMs += performance.now() - s0;
-      losses.push(out[0]);
-      params = out.subarray(1);
+      const loss = out[0];
+      losses.push(loss);
+      pending.push([step + 1, loss]);
+      diverged = !Number.isFinite(loss);
+      if (!diverged) params = out.subarray(1); // a non-finite step is not taken
       done++;
-      if (performance.now() - last > YIELD_MS || step === steps - 1) {
-        postMessage({ id, progress: { step: done, steps, loss: out[0], elapsedMs: performance.now() - t0 } });
+      if (performance.now() - last > YIELD_MS || step === steps - 1 || diverged) {
+        post({ step: done, steps, loss, losses: pending, elapsedMs: performance.now() - t0 });
+        pending = [];
         await yieldToEvents();
         last = performance.now();
       }
@@ -95,7 +101,9 @@ async function run(id, { slug, backend, batch, steps, lr, seed }) {
       backend: where,
       batch,
       steps: done,
-      stopped: done < steps,
+      requested: steps,
+      stopped: done < steps && !diverged,
+      diverged,
       forwardMs,
       stepMs,
       stepsPerSec: 1000 / stepMs,
@@ -110,19 +118,4 @@ async function run(id, { slug, backend, batch, steps, lr, seed }) {
   }
 }
 
-self.onmessage = async (event) => {
-  const msg = event.data ?? {};
-  if (msg.cmd === 'stop') {
-    stopRequested = true;
-    return;
-  }
-  try {
-    let result;
-    if (msg.cmd === 'hello') result = await hello();
-    else if (msg.cmd === 'run') result = await run(msg.id, msg);
-    else throw new Error(`unknown command ${msg.cmd}`);
-    postMessage({ id: msg.id, ok: true, result });
-  } catch (err) {
-    postMessage({ id: msg.id, ok: false, error: String(err?.message ?? err) });
-  }
-};
+serve({ hello, run }, () => { stopRequested = true; });

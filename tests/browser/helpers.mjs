@@ -43,3 +43,11 @@ export async function newPage(browser) {
 export function valueOf(page, selector) {
   return page.$eval(selector, (el) => el.dataset.value);
 }
+
+/** Saves a full-page screenshot as build/screens/<name>.png for a person to look at. */
+export async function screenshot(page, name) {
+  const { mkdirSync } = await import('node:fs');
+  const dir = new URL('../../build/screens/', import.meta.url);
+  mkdirSync(dir, { recursive: true });
+  await page.screenshot({ path: new URL(`${name}.png`, dir).pathname, fullPage: true });
+}

@@ -9,7 +9,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, existsSync } from 'node:fs';
-import { startServer, launch, newPage, valueOf, missing, REPO } from './helpers.mjs';
+import { startServer, launch, newPage, valueOf, missing, REPO, screenshot } from './helpers.mjs';
 import init, * as rlx from '../../web/pkg/rlx_web.js';
 import { makeTask, splitParams } from '../../web/demo-task.js';
 
@@ -42,7 +42,7 @@ function drawn(page, selector) {
 }
 
 test('pages: ASCII before <head>, local references exist', () => {
-  for (const page of ['index.html', 'vision-bench.html']) {
+  for (const page of ['index.html', 'train.html', 'vision-bench.html', 'cluster.html']) {
     const bytes = readFileSync(`${REPO}web/${page}`);
     const head = bytes.indexOf('<head');
     assert.ok(head > 0, `${page}: no <head>`);
@@ -55,7 +55,7 @@ test('pages: ASCII before <head>, local references exist', () => {
   }
 });
 
-test('index.html trains the MLP: the loss falls and matches Node', { skip: why ?? false, timeout: 30000 }, async () => {
+test('index.html trains the MLP: the loss falls and matches Node', { skip: why ?? false, timeout: 60000 }, async () => {
   const { page, problems } = await newPage(browser);
   const steps = 300;
   await page.goto(`${server.url}index.html?steps=${steps}`);
@@ -82,6 +82,39 @@ test('index.html trains the MLP: the loss falls and matches Node', { skip: why ?
   assert.equal(await page.textContent('#backend'), 'cpu');
   assert.match(await page.textContent('#preferred'), /^(webgpu|webgl|cpu)$/);
   assert.doesNotMatch(await page.textContent('body'), /not in this build/);
+  // A pause, not an end: Train goes on for another `steps`.
+  assert.equal(await page.textContent('#train'), 'Train on');
+  await page.click('#train');
+  await page.waitForFunction((n) => document.getElementById('status').textContent === 'done' &&
+    Number(document.getElementById('step').dataset.value) === n, 2 * steps, { timeout: 20000 });
+  // A new seed starts over at once: the initial loss is the new task's.
+  await page.fill('#seed', '7');
+  await page.dispatchEvent('#seed', 'change');
+  assert.equal(await valueOf(page, '#step'), '0');
+  const t7 = makeTask(7);
+  closeTo(Number(await valueOf(page, '#loss0')), rlx.mlp_loss(t7.x, t7.t, ...t7.dims, t7.w1, t7.b1, t7.w2, t7.b2), 'initial loss, seed 7');
+  await screenshot(page, 'index');
+  await page.close();
+});
+
+test('index.html: bad seeds and URL values are refused with a message, never changed', { skip: why ?? false, timeout: 20000 }, async () => {
+  const { page, problems } = await newPage(browser);
+  await page.goto(`${server.url}index.html?seed=1e30&steps=abc`);
+  await page.waitForFunction(() => document.getElementById('status').textContent === 'ready', null, { timeout: 10000 });
+  const error = await page.textContent('#error');
+  assert.match(error, /URL parameter seed=1e30: 1e\+30 is outside 0 to 2147483647/);
+  assert.match(error, /URL parameter steps=abc: "abc" is not an integer/);
+  await page.waitForTimeout(300);
+  assert.equal(await valueOf(page, '#step'), '0', 'nothing ran with values the user did not give');
+  for (const [bad, want] of [['-5', /-5 is outside 0 to 2147483647/], ['1.5', /"1.5" is not an integer/]]) {
+    await page.fill('#seed', bad);
+    await page.dispatchEvent('#seed', 'change');
+    assert.match(await page.textContent('#seed-error'), want);
+    assert.equal(await page.$eval('#seed', (el) => el.value), bad, 'the box keeps what the user typed');
+    await page.click('#train');
+    assert.equal(await page.textContent('#status'), 'ready', 'Train does not start with a bad seed');
+  }
+  assert.deepEqual(problems, []);
   await page.close();
 });
 
@@ -105,9 +138,11 @@ test('vision-bench.html: forward logits match Node, the loss falls, the table fi
   const { page, problems } = await newPage(browser);
   const batch = 2;
   await page.goto(`${server.url}vision-bench.html?model=mnist-cnn&batch=${batch}&steps=6&autorun=1`);
-  await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('progress-text').dataset.value),
+  await page.waitForFunction(() => ['finished', 'error'].includes(document.getElementById('progress-text').dataset.state),
     null, { timeout: 25000 });
   assert.equal(await page.textContent('#error'), '');
+  assert.equal(await page.textContent('#progress-text'), 'mnist-cnn: finished, 6 steps.');
+  assert.equal(await page.$eval('#loss-chart', (el) => Number(el.dataset.points)), 6);
   assert.deepEqual(problems, []);
 
   const bench = new rlx.VisionBench('mnist-cnn');
@@ -130,6 +165,39 @@ test('vision-bench.html: forward logits match Node, the loss falls, the table fi
   assert.deepEqual(await page.$$eval('#backend option', (os) => os.map((o) => `${o.value}:${o.disabled}`)),
     ['cpu:false', 'webgpu:false', 'webgl:false']);
   assert.equal(await page.$eval('#table tbody tr', (tr) => tr.children[2].textContent), 'cpu');
+  await page.setViewportSize({ width: 1280, height: 900 });
+  const [right, edge] = await page.$eval('#table', (t) => [t.getBoundingClientRect().right, t.parentElement.getBoundingClientRect().right]);
+  assert.ok(right <= edge + 1, `the table's last column is cut off at 1280 px (${right} > ${edge})`);
+  await screenshot(page, 'vision-bench');
+  await page.close();
+});
+
+test('vision-bench.html: bad settings and URL values are refused; a diverging run says where', { skip: why ?? false, timeout: 40000 }, async () => {
+  const { page, problems } = await newPage(browser);
+  await page.goto(`${server.url}vision-bench.html?batch=100000&model=nonsense&backend=bogus&autorun=1`);
+  await page.waitForFunction(() => document.getElementById('progress-text').dataset.state === 'ready', null, { timeout: 20000 });
+  const error = await page.textContent('#error');
+  assert.match(error, /batch=100000: 100000 is outside 1 to 256/);
+  assert.match(error, /model=nonsense: "nonsense" is not one of/);
+  assert.match(error, /backend=bogus: "bogus" is not one of/);
+  assert.match(await page.textContent('#progress-text'), /refused .* nothing ran/);
+  assert.equal(await page.$$eval('#table tbody tr', (rows) => rows.length), 0);
+  for (const [value, want] of [['', /enter a number/], ['-1', /greater than 0/], ['x', /"x" is not a number/]]) {
+    await page.fill('#lr', value);
+    await page.click('#run');
+    assert.match(await page.textContent('#lr-error'), want);
+    assert.match(await page.textContent('#progress-text'), /Not started: fix lr/);
+  }
+  assert.equal(await page.$$eval('#table tbody tr', (rows) => rows.length), 0, 'nothing ran');
+  await page.fill('#lr', '1e9');
+  await page.fill('#batch', '4');
+  await page.fill('#steps', '50');
+  await page.selectOption('#model', 'mnist-cnn');
+  await page.click('#run');
+  await page.waitForFunction(() => ['finished', 'diverged', 'error'].includes(document.getElementById('progress-text').dataset.state),
+    null, { timeout: 30000 });
+  assert.match(await page.textContent('#progress-text'), /^mnist-cnn: diverged at step \d+: the loss became (NaN|Infinity)\. Try a smaller learning rate\.$/);
+  assert.deepEqual(problems, []);
   await page.close();
 });
 
@@ -149,16 +217,19 @@ test('vision-bench.html stays responsive during a long run and stops on request'
   });
   assert.ok(worst < 500, `the main thread stalled for ${worst.toFixed(0)} ms during a run`);
   assert.equal(await page.isEnabled('#stop'), true);
+  await page.waitForFunction(() => Number(document.getElementById('loss-chart').dataset.points) > 0, null, { timeout: 10000 });
   await page.click('#stop');
-  await page.waitForFunction(() => document.getElementById('progress-text').dataset.value === 'done', null, { timeout: 15000 });
-  assert.match(await page.textContent('#progress-text'), /stopped early/);
+  const t0 = Date.now();
+  await page.waitForFunction(() => document.getElementById('progress-text').dataset.state === 'stopped', null, { timeout: 15000 });
+  assert.ok(Date.now() - t0 < 3000, `Stop took ${Date.now() - t0} ms`);
+  assert.match(await page.textContent('#progress-text'), /stopped after \d+ of 2000 steps/);
   assert.equal(await page.isEnabled('#run'), true);
   assert.deepEqual(problems, []);
   await page.close();
 });
 
-test('both pages fit a phone screen', { skip: why ?? false, timeout: 20000 }, async () => {
-  for (const path of ['index.html?autostart=0', 'vision-bench.html']) {
+test('the pages fit a phone screen', { skip: why ?? false, timeout: 20000 }, async () => {
+  for (const path of ['index.html?autostart=0', 'vision-bench.html', 'train.html']) {
     const { page, problems } = await newPage(browser);
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(server.url + path);

@@ -49,7 +49,7 @@ test('site: the card, and MIME types the loader and module scripts accept', { sk
   await js.text();
 });
 
-test('site: index.html shows its first loss, trains, and checks the GPU backends', { skip: why ?? false, timeout: 30000 }, async () => {
+test('site: index.html shows its first loss, trains, and checks the GPU backends', { skip: why ?? false, timeout: 60000 }, async () => {
   const { page, problems } = await newPage(browser);
   await page.goto(`${server.url}index.html?steps=40`);
   await page.waitForFunction(() => Number.isFinite(parseFloat(document.getElementById('loss0').dataset.value)),
@@ -57,7 +57,7 @@ test('site: index.html shows its first loss, trains, and checks the GPU backends
   await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('status').textContent),
     null, { timeout: 10000 });
   assert.equal(await page.textContent('#status'), 'done', await page.textContent('#error'));
-  await page.waitForSelector('#gpu-check[data-done="1"]', { state: 'attached', timeout: 20000 });
+  await page.waitForSelector('#gpu-check[data-done="1"]', { state: 'attached', timeout: 45000 });
   for (const b of ['webgpu', 'webgl']) {
     const [state, text] = await page.$eval(`#check-${b}`, (el) => [el.dataset.state, el.textContent]);
     assert.ok(['match', 'unavailable'].includes(state), `${b}: ${state}: ${text}`);
@@ -73,6 +73,17 @@ test('site: vision-bench.html loads the wasm in its Worker', { skip: why ?? fals
   await page.waitForFunction(() => ['ready', 'error'].includes(document.getElementById('progress-text').dataset.value),
     null, { timeout: 15000 });
   assert.equal(await page.$eval('#progress-text', (el) => el.dataset.value), 'ready', await page.textContent('#error'));
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('site: train.html loads the data and trains on it', { skip: why ?? false, timeout: 30000 }, async () => {
+  const { page, problems } = await newPage(browser);
+  await page.goto(`${server.url}train.html?model=mnist-mlp&backend=cpu&steps=20&evalEvery=20&autostart=1`);
+  await page.waitForFunction(() => ['finished', 'error'].includes(document.getElementById('status').dataset.state),
+    null, { timeout: 25000 });
+  assert.equal(await page.$eval('#status', (el) => el.dataset.state), 'finished', await page.textContent('#error'));
+  assert.match(await page.textContent('#status'), /3,000 training|Finished: 20 steps/);
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -1,0 +1,174 @@
+// train.js - the UI of train.html: settings checked (fields.js), the run in
+// train-worker.js, a status that says what is happening (loading,
+// compiling, step n, evaluating, finished / stopped / diverged at step n),
+// live loss and accuracy plots, the confusion matrix and the test-image
+// grid (train-view.js).
+import { readFields, applyQuery, intRule, numberRule, choiceRule } from './fields.js';
+import { LossPlot, AccuracyPlot, renderConfusion, renderGrid } from './train-view.js';
+import { OPTIMIZERS } from './optim.js';
+import { connect } from './worker-rpc.js';
+
+const $ = (id) => document.getElementById(id);
+const query = new URLSearchParams(location.search);
+const worker = new Worker(new URL('./train-worker.js', import.meta.url), { type: 'module' });
+let hello = null;
+let running = false;
+const lossPlot = new LossPlot($('loss-chart'));
+const accPlot = new AccuracyPlot($('acc-chart'));
+
+const RULES = {
+  model: choiceRule(),
+  backend: choiceRule(),
+  optimizer: choiceRule(Object.keys(OPTIMIZERS)),
+  lr: numberRule({ gt: 0, max: 1e9 }),
+  batch: intRule(1, 256),
+  steps: intRule(1, 20000),
+  evalEvery: intRule(1, 20000),
+  seed: intRule(0, 2147483647),
+};
+
+const call = connect(worker, (err) => fail(err));
+
+function show(id, value, text = String(value)) {
+  $(id).textContent = text;
+  $(id).dataset.value = String(value);
+}
+
+function status(state, text) {
+  $('status').dataset.state = state;
+  $('status').textContent = text;
+}
+
+function fail(err) {
+  $('error').textContent = `Error: ${err?.message ?? err}`;
+  status('error', 'Stopped by an error (see above).');
+  console.error(err);
+}
+
+function setRunning(on) {
+  running = on;
+  for (const id of Object.keys(RULES)) $(id).disabled = on;
+  $('train').disabled = on || !hello;
+  $('stop').disabled = !on;
+}
+
+/** What auto picks for the model shown, and why not the others. */
+function noteBackends() {
+  if (!hello) return;
+  const auto = hello.auto[$('model').value];
+  const skipped = auto?.skipped?.map((s) => `${s.backend}: ${s.reason}`) ?? [];
+  $('backend-note').textContent = `auto runs ${$('model').value} on ${auto?.backend ?? 'cpu'}` +
+    `${skipped.length ? ` (not ${skipped.join('; ')})` : ''}.`;
+}
+
+function fillControls(h) {
+  for (const m of h.models) $('model').append(new Option(`${m.slug} (${m.param_flat_len.toLocaleString('en-US')} params)`, m.slug));
+  for (const opt of $('backend').options) {
+    if (opt.value === 'auto' || opt.value === 'cpu') continue;
+    const st = h.backends[opt.value];
+    opt.disabled = !st?.available;
+    opt.textContent = st?.available ? opt.value : `${opt.value} (not available: ${st?.reason ?? 'unknown'})`;
+  }
+  renderGrid($('grid'), h.grid, null);
+}
+
+let lastOptimizer = $('optimizer').value;
+$('optimizer').addEventListener('change', () => {
+  // The rate follows the optimizer only while it is still the previous one's default.
+  if (Number($('lr').value) === OPTIMIZERS[lastOptimizer].lr) $('lr').value = String(OPTIMIZERS[$('optimizer').value].lr);
+  lastOptimizer = $('optimizer').value;
+});
+$('model').addEventListener('change', noteBackends);
+$('plots').addEventListener('change', () => {
+  lossPlot.enabled = accPlot.enabled = $('plots').checked;
+  if ($('plots').checked) {
+    lossPlot.draw();
+    accPlot.draw();
+  }
+});
+
+async function train() {
+  $('error').textContent = '';
+  const f = readFields(RULES);
+  if (!f.ok) {
+    status('error', `Not started: fix ${Object.keys(f.errors).join(', ')} (marked above).`);
+    return;
+  }
+  const v = f.values;
+  setRunning(true);
+  lossPlot.clear();
+  accPlot.clear();
+  $('confusion').replaceChildren();
+  $('confusion-note').textContent = '';
+  renderGrid($('grid'), hello.grid, null);
+  for (const id of ['r-step', 'r-loss', 'r-acc', 'r-rate', 'r-time']) show(id, '', '-');
+  const backend = v.backend === 'auto' ? hello.auto[v.model].backend : v.backend;
+  show('r-backend', backend, v.backend === 'auto' ? `${backend} (auto)` : backend);
+  $('progress').removeAttribute('value'); // indeterminate until the first step is done
+  const t0 = performance.now();
+  try {
+    const result = await call('train', {
+      slug: v.model, backend, optimizer: { kind: v.optimizer, lr: v.lr }, batch: v.batch, steps: v.steps,
+      evalEvery: v.evalEvery, seed: v.seed,
+    }, (p) => onProgress(p, t0));
+    lossPlot.redraw.flush();
+    accPlot.redraw.flush();
+    const rate = Number.isFinite(result.samplesPerSec) ? `, ${Math.round(result.samplesPerSec)} samples/s` : '';
+    if (result.status === 'diverged') {
+      status('diverged', `Diverged at step ${result.step}: the loss became ${result.loss}. Try a smaller learning rate.`);
+    } else if (result.status === 'stopped') {
+      status('stopped', `Stopped at step ${result.step} of ${v.steps}${rate}.`);
+    } else {
+      const acc = $('r-acc').dataset.value;
+      status('finished', `Finished: ${result.step} steps${rate}, test accuracy ${(100 * Number(acc)).toFixed(1)}%.`);
+    }
+    $('progress').value = result.step / v.steps;
+  } catch (err) {
+    fail(err);
+    $('progress').value = 0;
+  } finally {
+    setRunning(false);
+  }
+}
+
+function onProgress(p, t0) {
+  show('r-time', performance.now() - t0, `${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  if (p.phase === 'eval') {
+    accPlot.add(p.step, p.accuracy);
+    show('r-acc', p.accuracy, `${(100 * p.accuracy).toFixed(1)}%`);
+    renderConfusion($('confusion'), p.confusion);
+    $('confusion-note').textContent = `(${p.evaluated} test images, after step ${p.step})`;
+    renderGrid($('grid'), hello.grid, p.predictions);
+    return;
+  }
+  if (p.losses.length) {
+    lossPlot.add(p.losses);
+    show('r-loss', lossPlot.ema, Number.isFinite(lossPlot.ema) ? lossPlot.ema.toFixed(4) : String(lossPlot.ema));
+  }
+  if (p.step > 0) {
+    $('progress').value = p.step / p.steps;
+    show('r-step', p.step, `${p.step} / ${p.steps}`);
+  }
+  if (Number.isFinite(p.samplesPerSec)) show('r-rate', p.samplesPerSec, Math.round(p.samplesPerSec).toLocaleString('en-US'));
+  if (p.text) status(p.phase, `${p.text[0].toUpperCase()}${p.text.slice(1)}...`);
+}
+
+async function main() {
+  hello = await call('hello');
+  fillControls(hello);
+  const good = applyQuery(query, RULES, (m) => { $('error').textContent += `${$('error').textContent ? '\n' : ''}${m}`; },
+    ['autostart']);
+  lastOptimizer = $('optimizer').value;
+  noteBackends();
+  setRunning(false);
+  status('ready', `Ready: RLX ${hello.version}, ${hello.train.toLocaleString('en-US')} training and ` +
+    `${hello.test.toLocaleString('en-US')} test images.${good ? '' : ' Some URL settings were refused (see above).'}`);
+  $('train').addEventListener('click', () => { if (!running) train(); });
+  $('stop').addEventListener('click', () => {
+    worker.postMessage({ cmd: 'stop' });
+    status('stopping', 'Stopping after the current step...');
+  });
+  if (query.get('autostart') === '1' && good) train();
+}
+
+main().catch(fail);
