@@ -64,7 +64,7 @@ SAN_FLAGS    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-saniti
 
 # Objects made through pattern chains are kept (never deleted as intermediates).
 .PRECIOUS: %.o build/gen/%.c
-.PHONY: gl-pending-count test-webgl
+.PHONY: test-webgl
 .PHONY: all native wasm sdk test-examples-js test test-native test-asan test-node test-webgpu test-cli test-browser test-python test-examples bench serve site setup clean
 all: native wasm sdk build/rlx web/data/fashion-mnist-train.bin web/data/fashion-mnist-test.bin web/vendor/trystero.js
 native: build/librlx.a build/librlx.so
@@ -214,22 +214,13 @@ build/tests-asan/%: tests/c/%.c $(TEST_SUPPORT) $(ASAN_OBJ) tests/c/op_case.h te
 
 # The WebGL2 planner and lowerings through the C reference executor: every
 # op case against the CPU (tests/c/test_webgl_plan.c with webgl_cases.c).
-# build/gen/gl_pending.h counts src/webgl/lower_pending_*.c (rewritten only
-# when the count changes); with none left, a skipped op case fails.
-GL_TEST_DEPS := tests/c/test_webgl_plan.c tests/c/webgl_cases.c tests/c/webgl_cases.h build/gen/gl_pending.h \
-                $(TEST_SUPPORT) tests/c/op_case.h
-build/gen/gl_pending.h: gl-pending-count
-	@mkdir -p $(dir $@)
-	@echo '#define RLX_GL_PENDING_FILES $(words $(wildcard src/webgl/lower_pending_*.c))' > $@.tmp; \
-	  if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+GL_TEST_DEPS := tests/c/test_webgl_plan.c tests/c/webgl_cases.c tests/c/webgl_cases.h $(TEST_SUPPORT) tests/c/op_case.h
 build/tests/test_webgl_plan: $(GL_TEST_DEPS) build/librlx.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -include build/gen/gl_pending.h -Itests/c -o $@ $< tests/c/webgl_cases.c $(TEST_SUPPORT) \
-	  build/librlx.a -lcmocka $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests/c -o $@ $< tests/c/webgl_cases.c $(TEST_SUPPORT) build/librlx.a -lcmocka $(LDLIBS)
 build/tests-asan/test_webgl_plan: $(GL_TEST_DEPS) $(ASAN_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -O1 $(SAN_FLAGS) -include build/gen/gl_pending.h -Itests/c -o $@ $< tests/c/webgl_cases.c \
-	  $(TEST_SUPPORT) $(ASAN_OBJ) -lcmocka $(LDLIBS)
+	$(CC) $(CFLAGS) -O1 $(SAN_FLAGS) -Itests/c -o $@ $< tests/c/webgl_cases.c $(TEST_SUPPORT) $(ASAN_OBJ) -lcmocka $(LDLIBS)
 test-webgl: build/tests/test_webgl_plan
 	build/tests/test_webgl_plan
 

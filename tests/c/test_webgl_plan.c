@@ -2,12 +2,10 @@
  * case (tests/c/cases_*.c) compiled for RLX_DEVICE_WEBGL and run through
  * the C reference executor (the shaders' C twins, with poisoned pass
  * outputs), twice, against the CPU executor on the same inputs (1e-5
- * relative, or the case's larger tolerance).  Cases whose op has no WebGL2
- * lowering yet are not run but counted and their ops printed; once
- * src/webgl/lower_pending_*.c are gone (RLX_GL_PENDING_FILES = 0, from
- * build/gen/gl_pending.h made by the Makefile) they run, and fail.
- * Fused ops, built by hand in cases_fused.c, are never lowered (WebGL plans
- * compile without fusion) and are only counted.
+ * relative, or the case's larger tolerance).  Every op has a WebGL2
+ * lowering: a case refused for a missing one runs, and fails.  Fused ops,
+ * built by hand in cases_fused.c, are never lowered (WebGL plans compile
+ * without fusion) and are only counted.
  * Planner tests: texture layout within max_width, textures reused once
  * their values are dead, views sharing textures, the plan document,
  * training steps with assignments, allocation failures, packed matmuls
@@ -29,10 +27,6 @@
 #include "../../src/webgl/gl_plan.h"
 #include "check_alloc.h"
 #include "webgl_cases.h"
-
-#ifndef RLX_GL_PENDING_FILES
-#define RLX_GL_PENDING_FILES 1
-#endif
 
 static int n_pending, n_fused;
 static char pending_ops[2048];
@@ -526,12 +520,10 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n; i++) {
     const op_case *c = opcase_get(i);
     if (filter && !strstr(c->name, filter)) continue;
-    /* Cases refused for a missing lowering are counted here rather than
-     * listed one by one as skipped; with no pending files left they run
-     * (and fail). */
+    /* Fused cases are counted, not run; any other refused case runs and fails. */
     webgl_case w;
     webgl_case_prepare(&w, c);
-    int refused = w.pending && (w.fused || RLX_GL_PENDING_FILES > 0);
+    int refused = w.pending && w.fused;
     if (refused) note_skip(&w);
     webgl_case_free(&w);
     if (refused) continue;
@@ -543,9 +535,8 @@ int main(int argc, char **argv) {
   clock_t t0 = clock();
   if (m > 0) failed += _cmocka_run_group_tests("webgl op cases (reference executor vs CPU)", tests, (size_t)m, NULL, NULL);
   double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
-  printf("webgl: %d op cases ran in %.3f s; not run: %d whose op has no lowering yet (%s), %d with a fused op "
-         "(never lowered)%s\n", m, secs, n_pending, n_pending ? pending_ops + 1 : "none", n_fused,
-         RLX_GL_PENDING_FILES ? "" : "; no src/webgl/lower_pending_*.c remains");
+  printf("webgl: %d op cases ran in %.3f s; not run: %d with a fused op (never lowered)%s%s\n", m, secs, n_fused,
+         n_pending ? "; refused for a missing lowering: " : "", n_pending ? pending_ops + 1 : "");
   free(tests);
   return failed;
 }
