@@ -124,6 +124,22 @@ async function cohortTest(n) {
     const last = mean(curve.slice(-5).map((p) => p[1]));
     assert.ok(first > 2 && last < first - 0.1, `the loss did not fall: ${first.toFixed(3)} -> ${last.toFixed(3)}`);
 
+    // test accuracy of the leader's params at the step limit, the same on every tab, shown and plotted
+    if (DATA === 'fashion-mnist') {
+      await Promise.all(tabs.map(({ page }) => page.waitForFunction((s) => window.rlxCluster.accuracy.some((p) => p[0] === s),
+        STEPS, { timeout: 10000 })));
+      const accs = await Promise.all(tabs.map(({ page }) => page.evaluate(() => window.rlxCluster.accuracy)));
+      for (const a of accs) assert.deepEqual(a, accs[0], 'tabs show different test accuracies');
+      const [step, acc] = accs[0][accs[0].length - 1];
+      assert.equal(step, STEPS);
+      assert.ok(acc > 0.3 && acc <= 1, `test accuracy ${acc} after ${STEPS} steps of ${n * BATCH} samples`);
+      console.log(`# ${n} tab${n > 1 ? 's' : ''}: test accuracy ${(100 * acc).toFixed(1)}% after ${STEPS} steps (${STEPS * n * BATCH} samples)`);
+      for (const { page } of tabs) {
+        assert.equal(Number(await page.$eval('#acc', (el) => el.dataset.value)), acc);
+        assert.ok(Number(await page.$eval('#acc-chart', (el) => el.dataset.points)) >= 1);
+      }
+    }
+
     // free training: the cohort's samples/s
     await leaderTab.page.evaluate(() => window.rlxCluster.setMaxSteps(0)); // only the leader's tab sets it
     await leaderTab.page.waitForFunction((s) => window.rlxCluster.state.step >= s, STEPS + 10, { timeout: 10000 });

@@ -3,16 +3,16 @@
 // joins one, a WebRTC room: room_ui.js; relayed untouched into the Worker's
 // ProxyBus by proxyRelay) and renders what worker.js reports: the status
 // (what the run is doing, or how it ended), the roster, the cohort's loss
-// curve, samples/s, step, parameter version and hash, the settings the
+// curve and test accuracy (train-view.js), samples/s, step, parameter version and hash, the settings the
 // leader put in force, refused peers and the policy in force. Every input is
 // checked by settings.js before a rank starts. No training happens here.
 //
 // Shown values carry their full value in data-value for the browser tests;
-// window.rlxCluster is a debug hook: { state, info, points, start(),
+// window.rlxCluster is a debug hook: { state, info, points, accuracy, start(),
 // stop(), setMaxSteps(n), params() -> Promise<Uint32Array bits as Array> }.
 import { BroadcastChannelBus, proxyRelay } from './bus.js';
 import { encodeMessage } from './wire.js';
-import { drawChart } from '../chart.js';
+import { LossPlot, AccuracyPlot } from '../train-view.js';
 import { checkSettings } from './settings.js';
 import { Fabric } from './fabric.js';
 import { RoomPanel } from './room_ui.js';
@@ -29,7 +29,9 @@ let run = null; // { id, slug, relay, port } while a rank runs
 let state = null; // latest status from the Worker
 let info = null; // the started rank's info
 let points = []; // cohort [step, loss]
-let chartDue = false;
+let accuracy = []; // [step, test accuracy] of the leader's params
+const lossPlot = new LossPlot(document.getElementById('loss-chart'), { label: 'cohort loss', smoothing: 0.8 });
+const accPlot = new AccuracyPlot(document.getElementById('acc-chart'));
 let nextReq = 1;
 let hello = null;
 const fabric = new Fabric(null);
@@ -174,18 +176,25 @@ function renderRoster(rows) {
   }
 }
 
-function drawLoss() {
-  chartDue = false;
-  drawChart($('loss-chart'), [{ points, label: 'cohort loss' }], { xLabel: 'step', yLabel: 'loss' });
-}
-
 function renderStatus(s) {
   state = s;
+  const fresh = [];
   for (const p of s.points) {
     const last = points[points.length - 1];
-    if (!last || p[0] > last[0]) points.push(p);
+    if (!last || p[0] > last[0]) {
+      points.push(p);
+      fresh.push(p);
+    }
   }
   if (points.length > 2000) points = points.slice(-2000);
+  if (fresh.length) lossPlot.add(fresh);
+  for (const [step, acc] of s.accPoints ?? []) {
+    const last = accuracy[accuracy.length - 1];
+    if (last && step <= last[0]) continue;
+    accuracy.push([step, acc]);
+    accPlot.add(step, acc);
+    show('acc', acc, `${(100 * acc).toFixed(1)}% (step ${step})`);
+  }
   const leaderRow = s.roster.find((r) => r.id === s.leader);
   show('role', s.role, s.role);
   if (run) setStatus(s.phase, s.phase === 'finished' ? `finished at step ${s.step}` : undefined);
@@ -212,10 +221,6 @@ function renderStatus(s) {
   renderRoster(s.roster);
   renderSettings(s);
   renderRefused(s.refused ?? []);
-  if (!chartDue) {
-    chartDue = true;
-    setTimeout(drawLoss, 50);
-  }
 }
 
 function renderInfo(i) {
@@ -251,6 +256,10 @@ function start() {
   const relay = proxyRelay(port2, fabric);
   run = { id, slug, relay, port: port2 };
   points = [];
+  accuracy = [];
+  lossPlot.clear();
+  accPlot.clear();
+  show('acc', '', '-');
   state = null;
   info = null;
   setStatus('starting');
@@ -367,7 +376,10 @@ $('steps').addEventListener('change', () => {
   else worker.postMessage({ cmd: 'maxSteps', value: settings.steps });
 });
 addEventListener('pagehide', goodbye);
-addEventListener('resize', () => points.length && drawLoss());
+addEventListener('resize', () => {
+  lossPlot.draw();
+  accPlot.draw();
+});
 
 for (const [key, id] of [['backend', 'backend'], ['batch', 'batch'], ['lr', 'lr'], ['steps', 'steps']]) {
   const v = query.get(key);
@@ -376,13 +388,15 @@ for (const [key, id] of [['backend', 'backend'], ['batch', 'batch'], ['lr', 'lr'
   if (el.tagName === 'SELECT' && ![...el.options].some((o) => o.value === v)) el.append(new Option(v, v));
   el.value = v;
 }
-drawLoss();
+lossPlot.draw();
+accPlot.draw();
 worker.postMessage({ cmd: 'hello' });
 
 window.rlxCluster = {
   get state() { return state; },
   get info() { return info; },
   get points() { return points.slice(); },
+  get accuracy() { return accuracy.slice(); },
   get rankId() { return run?.id ?? null; },
   get room() { return room.snapshot(); },
   get fabric() { return { ...fabric.stats, links: [...fabric.links.keys()] }; },

@@ -24,19 +24,24 @@
 // cohort reached its step limit), 'diverged' / 'halted' (the run ended, see
 // halted), as the page's status shows it.
 //
-// The leader's `params` broadcasts carry two extra header fields, added by
-// the bus tap below: `loss` (the cohort's mean loss of the step just
-// resolved) and `cohortSps`, so every tab can plot the cohort's loss curve;
-// the Rank itself ignores them.
+// The leader's `params` broadcasts carry extra header fields, added by the
+// bus tap below: `loss` (the cohort's mean loss of the step just resolved)
+// and `cohortSps`, so every tab can plot the cohort's loss curve, and `acc`
+// / `accStep`: the leader's test accuracy of the params after step accStep
+// on the held-out Fashion-MNIST images (every EVAL_EVERY steps and at the
+// step limit; models that do not take them have none); the Rank itself
+// ignores them.
 import init, * as rlx from '../pkg/rlx_web.js';
 import { ProxyBus } from './bus.js';
 import { Rank, PROTOCOL_VERSION } from './protocol.js';
 import { Buckets, resolveBackend } from './compute.js';
-import { loadTrainingSet, Shards } from './data.js';
+import { loadTrainingSet, Shards, subsetUrl, subsetFits, parseSubset } from './data.js';
 import { checkSettings } from './settings.js';
 
 const STATUS_MS = 100;
 const MAX_POINTS = 2000; // loss points kept per run
+const EVAL_EVERY = 50; // steps between two test-accuracy measurements of the leader
+const EVAL_BATCH = 100;
 
 let session = null;
 
@@ -82,6 +87,11 @@ class LossTap {
     const s = this.session;
     if (msg.type === 'params' && s.rank?.role === 'leader' && s.lastStep) {
       msg = { ...msg, loss: s.lastStep.loss, lossStep: s.lastStep.step, cohortSps: s.rank.status().cohortSamplesPerSec ?? 0 };
+      if (s.accPoints.length) {
+        const [accStep, acc] = s.accPoints[s.accPoints.length - 1];
+        msg.acc = acc;
+        msg.accStep = accStep;
+      }
     }
     return this.inner.send(to, msg);
   }
@@ -91,6 +101,9 @@ class LossTap {
       if (msg.type === 'params' && typeof msg.loss === 'number' && Number.isSafeInteger(msg.lossStep)) {
         this.session.cohortPoint(msg.lossStep, msg.loss, typeof msg.cohortSps === 'number' ? msg.cohortSps : null);
       }
+      if (msg.type === 'params' && typeof msg.acc === 'number' && msg.acc >= 0 && msg.acc <= 1 && Number.isSafeInteger(msg.accStep)) {
+        this.session.accPoint(msg.accStep, msg.acc);
+      }
       fn(msg);
     });
   }
@@ -98,6 +111,37 @@ class LossTap {
   close() {
     this.inner.close();
   }
+}
+
+/** The held-out Fashion-MNIST images when they fit the model (else null: no accuracy). */
+async function loadTestSet(model) {
+  if (!subsetFits(model)) return null;
+  try {
+    const res = await fetch(subsetUrl('test'));
+    return res.ok ? parseSubset(await res.arrayBuffer(), 'web/data/fashion-mnist-test.bin') : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Test accuracy of params on the held-out images (CPU forward: params are host arrays). */
+function evaluate(s, params) {
+  const { test } = s;
+  const classes = s.evalBench.info().num_classes;
+  const x = new Float32Array(EVAL_BATCH * test.inputLen);
+  const labels = new Int32Array(EVAL_BATCH);
+  let correct = 0, seen = 0;
+  for (let start = 0; start + EVAL_BATCH <= test.count; start += EVAL_BATCH) {
+    for (let k = 0; k < EVAL_BATCH; k++) labels[k] = test.sample(start + k, x, k * test.inputLen);
+    const logits = s.evalBench.forward_cpu(x, params);
+    for (let k = 0; k < EVAL_BATCH; k++) {
+      let best = 0;
+      for (let c = 1; c < classes; c++) if (logits[k * classes + c] > logits[k * classes + best]) best = c;
+      correct += best === labels[k];
+      seen++;
+    }
+  }
+  return seen ? correct / seen : NaN;
 }
 
 async function start(opts) {
@@ -118,6 +162,10 @@ async function start(opts) {
     info: null,
     points: [], // [step, loss] of the cohort, newest last
     newPoints: [],
+    accPoints: [], // [step, test accuracy] of the leader's params, newest last
+    newAccPoints: [],
+    test: null, // the held-out images, when they fit the model
+    evalBench: null,
     lastStep: null,
     cohortSps: 0,
     samplesTotal: 0, // samples of every step this rank resolved as leader
@@ -135,6 +183,12 @@ async function start(opts) {
       if (this.points.length > MAX_POINTS) this.points.shift();
       if (sps !== null) this.cohortSps = sps;
     },
+    accPoint(step, acc) {
+      const last = this.accPoints[this.accPoints.length - 1];
+      if (last && last[0] >= step) return;
+      this.accPoints.push([step, acc]);
+      this.newAccPoints.push([step, acc]);
+    },
   };
   session = s;
   try {
@@ -144,6 +198,8 @@ async function start(opts) {
     const params = bench.init_params(seed);
     const { set, why } = await loadTrainingSet(model, bench, { seed });
     bench.free();
+    s.test = await loadTestSet(model);
+    if (s.test) s.evalBench = new rlx.VisionBench(model.slug);
     s.grads = new Buckets(rlx, model.slug, resolved.backend, {
       onFallback: (reason) => {
         s.info.backend = 'cpu';
@@ -197,6 +253,8 @@ async function start(opts) {
           s.lastStep = data;
           s.samplesTotal += data.samples;
           s.cohortPoint(data.step, data.loss, null);
+          const done = data.step + 1; // steps taken by the params the leader now holds
+          if (s.test && (done % EVAL_EVERY === 0 || done === s.rank.maxSteps)) s.accPoint(done, evaluate(s, s.rank.params));
         } else if (type === 'error') {
           // a sentence for the page; the stack (if any) for the console
           const text = String(data.error);
@@ -254,6 +312,7 @@ function sendStatus(s) {
     samplesTotal: s.samplesTotal,
     shard: s.lastCompute,
     points: s.newPoints.splice(0),
+    accPoints: s.newAccPoints.splice(0),
     roster: s.rank.roster(),
     stats: { ...st.stats, dropped: { ...st.stats.dropped } },
     transport: st.transport ? { ...st.transport } : null,
@@ -271,6 +330,8 @@ function stop(s = session, { silent = false } = {}) {
   s.bus?.close();
   s.grads?.free();
   s.grads = null;
+  s.evalBench?.free();
+  s.evalBench = null;
   if (session === s) session = null;
 }
 
