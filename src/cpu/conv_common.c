@@ -15,13 +15,15 @@ conv_geom rlx_conv_geom(const int32_t *xd, const int32_t *wd, const int32_t *yd,
 }
 
 void rlx_conv_valid_range(int32_t off, int32_t stride, int32_t size, int32_t n_out, int32_t *o0, int32_t *o1) {
-  int32_t lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
-  int32_t hi = (size - 1 - off) < 0 ? 0 : (size - 1 - off) / stride + 1;
+  /* 64 bits: -off + stride - 1 and size - 1 - off can pass int32 for huge strides and paddings */
+  const int64_t before = -(int64_t)off + stride - 1, after = (int64_t)size - 1 - off;
+  int64_t lo = off >= 0 ? 0 : before / stride;
+  int64_t hi = after < 0 ? 0 : after / stride + 1;
   if (lo > n_out) lo = n_out;
   if (hi > n_out) hi = n_out;
   if (hi < lo) hi = lo;
-  *o0 = lo;
-  *o1 = hi;
+  *o0 = (int32_t)lo;
+  *o1 = (int32_t)hi;
 }
 
 int rlx_conv_is_pointwise(const conv_geom *g) {

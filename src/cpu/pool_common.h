@@ -24,9 +24,9 @@ static inline pool_geom pool_geom_make(const int32_t *xd, const int32_t *yd, con
 /* Window [lo, hi) of output position o along an axis, clipped to [0, size). */
 static inline void pool_window(int32_t o, int32_t stride, int32_t pad, int32_t k, int32_t size,
                                int32_t *lo, int32_t *hi) {
-  int32_t start = o * stride - pad, end = start + k;
-  *lo = start < 0 ? 0 : start;
-  *hi = end > size ? size : end;
+  const int64_t start = (int64_t)o * stride - pad, end = start + k; /* 64 bits: huge strides */
+  *lo = start < 0 ? 0 : start > size ? size : (int32_t)start;
+  *hi = end > size ? size : end < 0 ? 0 : (int32_t)end;
 }
 
 /* The 2x2 stride-2 unpadded pooling (the common downsampling), which both

@@ -106,8 +106,9 @@ void rlx_glref_conv_grad_input(const rlx_glref_args *a) {
 
 /* conv_grad_weight.frag cv_valid (src/cpu/conv_common.c rlx_conv_valid_range). */
 static void valid(int32_t off, int32_t stride, int32_t size, int32_t n_out, int32_t *lo, int32_t *hi) {
-  int32_t l = off >= 0 ? 0 : (stride - 1 - off) / stride;
-  int32_t h = size - 1 - off < 0 ? 0 : (size - 1 - off) / stride + 1;
+  const int64_t before = (int64_t)stride - 1 - off, after = (int64_t)size - 1 - off; /* 64 bits: no overflow */
+  int32_t l = off >= 0 ? 0 : (int32_t)(before / stride < n_out ? before / stride : n_out);
+  int32_t h = after < 0 ? 0 : (int32_t)(after / stride + 1 < n_out ? after / stride + 1 : n_out);
   l = imin(l, n_out);
   *lo = l;
   *hi = imax(l, imin(h, n_out));
@@ -176,11 +177,13 @@ void rlx_glref_pool(const rlx_glref_args *a) {
   }
 }
 
-/* pool_grad.frag pool_windows: the windows [lo, hi] of an axis holding cell c. */
+/* pool_grad.frag pool_windows: the windows [lo, hi] of an axis holding cell
+ * c (in 64 bits: c + pad and the rounding up can pass int32 for huge
+ * strides and paddings; the results fit, being window indices). */
 static void windows(int32_t c, int32_t k, int32_t stride, int32_t pad, int32_t n_out, int32_t *lo, int32_t *hi) {
-  const int32_t top = c + pad - k + 1;
-  *lo = top <= 0 ? 0 : (top + stride - 1) / stride;
-  *hi = imin((c + pad) / stride, n_out - 1);
+  const int64_t top = (int64_t)c + pad - k + 1;
+  *lo = top <= 0 ? 0 : (int32_t)((top + stride - 1) / stride);
+  *hi = (int32_t)((((int64_t)c + pad) / stride) < n_out - 1 ? ((int64_t)c + pad) / stride : n_out - 1);
 }
 
 /* The source cell of a max-pooling window: the first NaN, else the first maximum. */
