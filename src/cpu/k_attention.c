@@ -151,7 +151,7 @@ static void attn_block(int nq, const attn_head *p, int32_t i0, const float *q, f
 }
 
 /* q[B,H,Sq,D], k[B,H,Sk,D], v[B,H,Sk,Dv] (, mask) -> y[B,H,Sq,Dv];
- * iattr = {mask kind, window}, fattr[0] = scale (<= 0: 1/sqrt(D));
+ * attributes mask, window, scale (<= 0: 1/sqrt(D));
  * mask: PADDING [B,Sk] nonzero = keep, BIAS additive, broadcast to [B,H,Sq,Sk] */
 rlx_status rlx_cpu_attention(const rlx_kargs *a) {
   const rlx_shape *qshape = &a->in_node[0]->shape;

@@ -181,7 +181,7 @@ static rlx_status head_grad(const attn_grad_head *p, const float *q, const float
 
 /* q[B,H,Sq,D], k[B,H,Sk,D], v[B,H,Sk,Dv], dy[B,H,Sq,Dv] (, mask) ->
  * [numel(q) + numel(k) + numel(v)] = dq, dk, dv flat;
- * iattr = {mask kind, window}, fattr[0] = scale (<= 0: 1/sqrt(D));
+ * attributes mask, window, scale (<= 0: 1/sqrt(D));
  * mask: PADDING [B,Sk] nonzero = keep, BIAS additive, broadcast to [B,H,Sq,Sk] */
 rlx_status rlx_cpu_attention_grad(const rlx_kargs *a) {
   const rlx_shape *qshape = &a->in_node[0]->shape;

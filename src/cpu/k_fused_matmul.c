@@ -48,7 +48,7 @@ static void row_act(float *restrict y, int32_t act, size_t n) {
  *   -> y[..., M, N]; bias and mul broadcast to y.
  * iattr = {trans_a, trans_b, act, has_bias, has_mul} */
 rlx_status rlx_cpu_fused_matmul(const rlx_kargs *a) {
-  rlx_status st = rlx_cpu_matmul(a); /* reads inputs 0, 1 and iattr[0..1] only */
+  rlx_status st = rlx_cpu_matmul(a); /* reads inputs 0, 1 and trans_a, trans_b only */
   if (st != RLX_OK) return st;
   const rlx_shape *so = &a->node->shape;
   const int32_t act = ATTR_I(a->node, FUSED_MATMUL, ACT), has_bias = ATTR_I(a->node, FUSED_MATMUL, HAS_BIAS) != 0, has_mul = ATTR_I(a->node, FUSED_MATMUL, HAS_MUL) != 0;

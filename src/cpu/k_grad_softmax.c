@@ -112,10 +112,10 @@ static rlx_status axis_grad_common(const rlx_kargs *a, int log_out) {
   return RLX_OK;
 }
 
-/* y[...], dy[...] -> dx[...], y = softmax(x) over iattr[0] = axis */
+/* y[...], dy[...] -> dx[...], y = softmax(x) over the attribute axis */
 rlx_status rlx_cpu_softmax_grad(const rlx_kargs *a) { return axis_grad_common(a, 0); }
 
-/* y[...], dy[...] -> dx[...], y = log_softmax(x) over iattr[0] = axis */
+/* y[...], dy[...] -> dx[...], y = log_softmax(x) over the attribute axis */
 rlx_status rlx_cpu_log_softmax_grad(const rlx_kargs *a) { return axis_grad_common(a, 1); }
 
 /* logits[..., C], labels[...] (f32 or i32 class ids), dy[...] -> dx[..., C]

@@ -53,7 +53,7 @@ static void layer_apply(const float *restrict x, double mean, double inv, const 
   for (; i < n; i++) y[i] = (float)(((double)x[i] - mean) * inv) * w[i] + b[i];
 }
 
-/* x[..., D], w[D] -> y[..., D]; y = x / sqrt(mean(x^2) + eps) * w, fattr[0] = eps */
+/* x[..., D], w[D] -> y[..., D]; y = x / sqrt(mean(x^2) + eps) * w, attribute eps */
 rlx_status rlx_cpu_rms_norm(const rlx_kargs *a) {
   const rlx_shape *s = &a->in_node[0]->shape;
   size_t d = (size_t)s->dims[s->rank - 1];
@@ -69,7 +69,7 @@ rlx_status rlx_cpu_rms_norm(const rlx_kargs *a) {
 }
 
 /* x[..., D], w[D], b[D] -> y[..., D]; y = (x - mean) / sqrt(var + eps) * w + b,
- * biased variance, fattr[0] = eps */
+ * biased variance, attribute eps */
 rlx_status rlx_cpu_layer_norm(const rlx_kargs *a) {
   const rlx_shape *s = &a->in_node[0]->shape;
   size_t d = (size_t)s->dims[s->rank - 1];

@@ -142,16 +142,16 @@ static rlx_status norm_grad_weight(const rlx_kargs *a, int centred, const char *
   return RLX_OK;
 }
 
-/* x[..., D], w[D], dy[..., D] -> dx[..., D]; fattr[0] = eps */
+/* x[..., D], w[D], dy[..., D] -> dx[..., D]; attribute eps */
 rlx_status rlx_cpu_rms_norm_grad(const rlx_kargs *a) { return norm_grad(a, 0); }
 
-/* x[..., D], dy[..., D] -> dw[D]; fattr[0] = eps */
+/* x[..., D], dy[..., D] -> dw[D]; attribute eps */
 rlx_status rlx_cpu_rms_norm_grad_weight(const rlx_kargs *a) { return norm_grad_weight(a, 0, "rms_norm_grad_weight"); }
 
-/* x[..., D], w[D], dy[..., D] -> dx[..., D]; fattr[0] = eps */
+/* x[..., D], w[D], dy[..., D] -> dx[..., D]; attribute eps */
 rlx_status rlx_cpu_layer_norm_grad(const rlx_kargs *a) { return norm_grad(a, 1); }
 
-/* x[..., D], dy[..., D] -> dw[D]; fattr[0] = eps */
+/* x[..., D], dy[..., D] -> dw[D]; attribute eps */
 rlx_status rlx_cpu_layer_norm_grad_weight(const rlx_kargs *a) {
   return norm_grad_weight(a, 1, "layer_norm_grad_weight");
 }

@@ -31,8 +31,8 @@ static void rope_row(const float *restrict x, const float *restrict cs, float *r
   }
 }
 
-/* x[..., S, D] -> y[..., S, D], D even; fattr[0] = theta,
- * iattr = {pos_offset, inverse}.  For i < D/2: freq_i = theta^(-2i/D),
+/* x[..., S, D] -> y[..., S, D], D even; attributes theta,
+ * pos_offset, inverse.  For i < D/2: freq_i = theta^(-2i/D),
  * angle = +-(pos_offset + s) * freq_i (negative when inverse),
  * y[i] = x[i] cos - x[i + D/2] sin, y[i + D/2] = x[i + D/2] cos + x[i] sin. */
 rlx_status rlx_cpu_rope(const rlx_kargs *a) {

@@ -156,10 +156,10 @@ static rlx_status softmax_common(const rlx_kargs *a, int log_out) {
   return RLX_OK;
 }
 
-/* x[...] -> y[...], softmax over iattr[0] = axis */
+/* x[...] -> y[...], softmax over the attribute axis */
 rlx_status rlx_cpu_softmax(const rlx_kargs *a) { return softmax_common(a, 0); }
 
-/* x[...] -> y[...], x - logsumexp(x) over iattr[0] = axis */
+/* x[...] -> y[...], x - logsumexp(x) over the attribute axis */
 rlx_status rlx_cpu_log_softmax(const rlx_kargs *a) { return softmax_common(a, 1); }
 
 /* logits[..., C], labels[...] (f32 or i32 class ids) -> loss[...]

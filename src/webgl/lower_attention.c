@@ -43,7 +43,7 @@ static void rope_uniforms(rlx_gl_pass *p, int32_t d, int32_t seq, int32_t pos0, 
   rlx_gl_float(p, sign);
 }
 
-/* x[..., S, D] -> y[..., S, D], D even; fattr[0] = theta, iattr = {pos_offset, inverse} */
+/* x[..., S, D] -> y[..., S, D], D even; attributes theta, pos_offset, inverse */
 rlx_status rlx_gl_lower_rope(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   const rlx_shape *s = &c->in_node[0]->shape;
   int32_t d = s->dims[s->rank - 1], seq = s->dims[s->rank - 2], half = d / 2, nbits = 0;
@@ -116,7 +116,7 @@ static rlx_status lower_attention(const rlx_gl_ctx *c, rlx_gl_lowering *out, int
 }
 
 /* q[B,H,Sq,D], k[B,H,Sk,D], v[B,H,Sk,Dv] (, mask) -> y[B,H,Sq,Dv];
- * iattr = {mask kind, window}, fattr[0] = scale (<= 0: 1/sqrt(D));
+ * attributes mask, window, scale (<= 0: 1/sqrt(D));
  * mask: PADDING [B,Sk] nonzero = keep, BIAS additive, broadcast to [B,H,Sq,Sk] */
 rlx_status rlx_gl_lower_attention(const rlx_gl_ctx *c, rlx_gl_lowering *out) { return lower_attention(c, out, 0); }
 

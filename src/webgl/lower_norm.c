@@ -100,26 +100,26 @@ static rlx_status lower_grad_weight(const rlx_gl_ctx *c, rlx_gl_lowering *out, i
   return rlx_gl_add_row_sums(out, (size_t)v.d, chunks, in, dw);
 }
 
-/* x[..., D], w[D] -> y[..., D]; y = x / sqrt(mean(x^2) + eps) * w, fattr[0] = eps */
+/* x[..., D], w[D] -> y[..., D]; y = x / sqrt(mean(x^2) + eps) * w, attribute eps */
 rlx_status rlx_gl_lower_rms_norm(const rlx_gl_ctx *c, rlx_gl_lowering *out) { return lower_apply(c, out, 0, 0); }
 
 /* x[..., D], w[D], b[D] -> y[..., D]; y = (x - mean) / sqrt(var + eps) * w + b */
 rlx_status rlx_gl_lower_layer_norm(const rlx_gl_ctx *c, rlx_gl_lowering *out) { return lower_apply(c, out, 1, 0); }
 
-/* x[..., D], w[D], dy[..., D] -> dx[..., D]; fattr[0] = eps */
+/* x[..., D], w[D], dy[..., D] -> dx[..., D]; attribute eps */
 rlx_status rlx_gl_lower_rms_norm_grad(const rlx_gl_ctx *c, rlx_gl_lowering *out) { return lower_apply(c, out, 0, 1); }
 
-/* x[..., D], w[D], dy[..., D] -> dx[..., D]; fattr[0] = eps */
+/* x[..., D], w[D], dy[..., D] -> dx[..., D]; attribute eps */
 rlx_status rlx_gl_lower_layer_norm_grad(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   return lower_apply(c, out, 1, 1);
 }
 
-/* x[..., D], dy[..., D] -> dw[D]; fattr[0] = eps */
+/* x[..., D], dy[..., D] -> dw[D]; attribute eps */
 rlx_status rlx_gl_lower_rms_norm_grad_weight(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   return lower_grad_weight(c, out, 0);
 }
 
-/* x[..., D], dy[..., D] -> dw[D]; fattr[0] = eps */
+/* x[..., D], dy[..., D] -> dw[D]; attribute eps */
 rlx_status rlx_gl_lower_layer_norm_grad_weight(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   return lower_grad_weight(c, out, 1);
 }

@@ -202,10 +202,10 @@ static rlx_status lower_softmax(const rlx_gl_ctx *c, rlx_gl_lowering *out, int l
   return RLX_OK;
 }
 
-/* x[...] -> y[...], softmax over iattr[0] = axis */
+/* x[...] -> y[...], softmax over the attribute axis */
 rlx_status rlx_gl_lower_softmax(const rlx_gl_ctx *c, rlx_gl_lowering *out) { return lower_softmax(c, out, 0); }
 
-/* x[...] -> y[...], x - logsumexp(x) over iattr[0] = axis */
+/* x[...] -> y[...], x - logsumexp(x) over the attribute axis */
 rlx_status rlx_gl_lower_log_softmax(const rlx_gl_ctx *c, rlx_gl_lowering *out) { return lower_softmax(c, out, 1); }
 
 /* Cross-entropy and its gradient: logits, labels (, dy). */
@@ -274,12 +274,12 @@ static rlx_status lower_softmax_grad(const rlx_gl_ctx *c, rlx_gl_lowering *out, 
   return RLX_OK;
 }
 
-/* y[...], dy[...] -> dx[...], y = softmax(x) over iattr[0] = axis */
+/* y[...], dy[...] -> dx[...], y = softmax(x) over the attribute axis */
 rlx_status rlx_gl_lower_softmax_grad(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   return lower_softmax_grad(c, out, 0);
 }
 
-/* y[...], dy[...] -> dx[...], y = log_softmax(x) over iattr[0] = axis */
+/* y[...], dy[...] -> dx[...], y = log_softmax(x) over the attribute axis */
 rlx_status rlx_gl_lower_log_softmax_grad(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   return lower_softmax_grad(c, out, 1);
 }

@@ -32,7 +32,7 @@ static float top12(float v) {
   return v;
 }
 
-/* x[..., S, D] -> y[..., S, D], D even; fattr[0] = theta, iattr = {pos_offset, inverse}:
+/* x[..., S, D] -> y[..., S, D], D even; attributes theta, pos_offset, inverse:
  * the cos/sin table [S, D] into scratch (rope.wgsl, one dispatch per 29
  * frequencies), then the rotation of every slice (rope_apply.wgsl). */
 rlx_status rlx_wgpu_lower_rope(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
@@ -214,7 +214,7 @@ static void attn_forward_dispatch(rlx_wgpu_lowering *l, const attn_dims *a, int 
 }
 
 /* q[B,H,Sq,D], k[B,H,Sk,D], v[B,H,Sk,Dv] (, mask) -> y[B,H,Sq,Dv];
- * iattr = {mask kind, window}, fattr[0] = scale (<= 0: 1/sqrt(D)) */
+ * attributes mask, window, scale (<= 0: 1/sqrt(D)) */
 rlx_status rlx_wgpu_lower_attention(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   attn_dims a = attn_dims_of(c, 3);
   if (a.Dv > 512)

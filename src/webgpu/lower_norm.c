@@ -47,7 +47,7 @@ static rlx_status norm_forward(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out, in
   return RLX_OK;
 }
 
-/* x[..., D], w[D] -> y = x / sqrt(mean(x^2) + eps) * w; fattr[0] = eps */
+/* x[..., D], w[D] -> y = x / sqrt(mean(x^2) + eps) * w; attribute eps */
 rlx_status rlx_wgpu_lower_rms_norm(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { return norm_forward(c, out, 0); }
 
 /* x[..., D], w[D], b[D] -> y = (x - mean) / sqrt(var + eps) * w + b */

@@ -199,22 +199,22 @@ static rlx_status softmax_common(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out, 
   return RLX_OK;
 }
 
-/* x[...] -> y[...], softmax over iattr[0] = axis */
+/* x[...] -> y[...], softmax over the attribute axis */
 rlx_status rlx_wgpu_lower_softmax(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   return softmax_common(c, out, "softmax", 0, 1);
 }
 
-/* x[...] -> y[...], x - logsumexp(x) over iattr[0] = axis */
+/* x[...] -> y[...], x - logsumexp(x) over the attribute axis */
 rlx_status rlx_wgpu_lower_log_softmax(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   return softmax_common(c, out, "softmax", 1, 1);
 }
 
-/* y[...], dy[...] -> dx = y (dy - sum(dy y)) over iattr[0] = axis */
+/* y[...], dy[...] -> dx = y (dy - sum(dy y)) over the attribute axis */
 rlx_status rlx_wgpu_lower_softmax_grad(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   return softmax_common(c, out, "softmax_grad", 0, 2);
 }
 
-/* y[...], dy[...] -> dx = dy - exp(y) sum(dy) over iattr[0] = axis */
+/* y[...], dy[...] -> dx = dy - exp(y) sum(dy) over the attribute axis */
 rlx_status rlx_wgpu_lower_log_softmax_grad(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   return softmax_common(c, out, "softmax_grad", 1, 2);
 }
