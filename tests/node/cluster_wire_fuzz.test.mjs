@@ -4,7 +4,9 @@
 // decodeMessage, then validate.  Valid messages of every type are mutated
 // (truncations, bit flips, byte runs, huge / zero / unaligned header lengths,
 // header values swapped for hostile JSON such as {"toString": 1}, extra and
-// "__proto__" keys, deep nesting, long strings); every buffer must end as a
+// "__proto__" keys, deep nesting, long strings; packed f16 / int8 payloads
+// with their enc, n, chunk, base and hash fields, NaN words in their scales);
+// every buffer must end as a
 // decoded message, a WireError or an Invalid, within a time bound, and never
 // as any other exception.  RLX_FUZZ_SEED and RLX_FUZZ_ITERS override the seed
 // and the count; a failure prints the seed and the iteration.
@@ -12,6 +14,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { encode, encodeMessage, decodeMessage, WireError } from '../../web/cluster/wire.js';
 import { validate, Invalid } from '../../web/cluster/messages.js';
+import { pack } from '../../web/cluster/compress.js';
 
 const SEED = Number(process.env.RLX_FUZZ_SEED ?? 0x5eed) >>> 0;
 const ITERS = Number(process.env.RLX_FUZZ_ITERS ?? 12000);
@@ -42,6 +45,13 @@ const VALID = [
   { type: 'halt', from: 'a', term: 2, step: 9, reason: 'diverged' },
   { type: 'bye', from: 'c', term: 0 },
 ];
+// packed payloads (compress.js): buckets, and params deltas with base / hash / excluded
+for (const [enc, chunk] of [['f16', undefined], ['int8', 16]]) {
+  const { payload: bytes, ...fields } = pack(payload(), enc, { chunk });
+  VALID.push({ type: 'grad', from: 'b', term: 2, version: 1, step: 1, loss: 2.3, samples: 8, ...fields, payload: bytes });
+  VALID.push({ type: 'params', from: 'a', term: 2, version: 2, step: 2, go: true, members: ['a', 'b'], base: 1, hash: '0badf00d',
+    excluded: [{ id: 'c', reason: 'sent NaN' }], ...fields, payload: bytes });
+}
 
 const HOSTILE = [
   null, true, 0, -1, 1e308, -0, 2 ** 53, 2 ** 64, '', 'x'.repeat(5000), '\u0000', '\ud800', [], [1, 2], {},
@@ -66,7 +76,7 @@ function mutateHeader(r, msg) {
     switch (r.int(5)) {
       case 0: out[r.pick(keys)] = r.pick(HOSTILE); break;
       case 1: delete out[r.pick(keys)]; break;
-      case 2: out[r.pick(['payload', '__proto__', 'constructor', 'settings', 'members', 'x'])] = r.pick(HOSTILE); break;
+      case 2: out[r.pick(['payload', '__proto__', 'constructor', 'settings', 'members', 'x', 'enc', 'n', 'chunk', 'base', 'hash', 'excluded'])] = r.pick([...HOSTILE, 'f16', 'int8', 'f32', 16, 7, PARAMS + 1]); break;
       case 3: out[r.pick(keys)] = deep(1 + r.int(2000)); break;
       default: if (out.settings) out.settings = { ...out.settings, [r.pick(['lr', 'maxSteps', 'k'.repeat(40), 'toString'])]: r.pick(HOSTILE) };
     }
@@ -84,7 +94,13 @@ function mutateHeader(r, msg) {
 function mutateBytes(r, buf) {
   const bytes = new Uint8Array(buf.slice(0));
   const view = new DataView(bytes.buffer);
-  switch (r.int(6)) {
+  switch (r.int(7)) {
+    case 6: { // a NaN / Infinity / negative word in the payload (an int8 scale, two halves, an f32)
+      const head = view.getUint32(0, true);
+      const words = (bytes.length - 4 - head) >> 2;
+      if (words > 0) view.setFloat32(4 + head + 4 * r.int(words), r.pick([NaN, Infinity, -Infinity, -1]), true);
+      return bytes.buffer;
+    }
     case 0: return bytes.buffer.slice(0, r.int(bytes.length + 1)); // truncation
     case 1: { // bit flips
       const flips = 1 + r.int(8);

@@ -13,7 +13,13 @@
 // built with a model key add model and pv (protocol.js checks those first).
 // settings: {lr > 0, maxSteps >= 0 (0: none), and optional short strings or
 // integers such as slug, batch, optimizer}.
+// A params or grad payload may be packed (compress.js): enc 'f16' | 'int8',
+// n, chunk and the bytes; non-finite scales or halves are 'nonFinite'. A
+// params broadcast whose payload is a delta names the version it applies to
+// (base) and the hash of the result; params may list the ranks the leader
+// excluded ({id, reason}).
 import { allFinite } from './reduce.js';
+import { packedProblem } from './compress.js';
 
 const TYPES = new Set(['hb', 'need', 'params', 'grad', 'halt', 'bye']);
 const ROLES = new Set(['joining', 'follower', 'leader']);
@@ -49,7 +55,8 @@ function str(msg, key, max, { nullable = false } = {}) {
   if (typeof v !== 'string' || v.length > max) throw new Invalid('malformed', `${key} is not a string of <= ${max} chars`);
 }
 
-const MAX_SETTINGS = 16;
+const MAX_SETTINGS = 32;
+const MAX_EXCLUDED = 256;
 
 function settingsOf(msg) {
   const s = msg.settings;
@@ -68,6 +75,11 @@ function settingsOf(msg) {
 }
 
 function vector(msg, paramCount) {
+  if (msg.enc !== undefined && msg.enc !== 'f32') {
+    const bad = packedProblem(msg, paramCount);
+    if (bad) throw new Invalid(bad.kind, bad.why);
+    return;
+  }
   const p = msg.payload;
   if (!(p instanceof Float32Array)) throw new Invalid('malformed', 'payload is not a Float32Array');
   if (p.length > paramCount) throw new Invalid('oversized', `payload of ${p.length} floats, model has ${paramCount}`);
@@ -114,6 +126,19 @@ export function validate(msg, paramCount) {
         for (const m of msg.members) if (typeof m !== 'string' || m.length > MAX_ID) throw new Invalid('malformed', 'bad member id');
       }
       settingsOf(msg);
+      if (msg.base !== undefined) {
+        num(msg, 'base', { int: true, min: 0 });
+        if (msg.base >= msg.version) throw new Invalid('malformed', 'base is not below version');
+        str(msg, 'hash', 16);
+      }
+      if (msg.excluded !== undefined) {
+        if (!Array.isArray(msg.excluded) || msg.excluded.length > MAX_EXCLUDED) throw new Invalid('malformed', 'bad excluded');
+        for (const e of msg.excluded) {
+          if (e === null || typeof e !== 'object') throw new Invalid('malformed', 'bad excluded entry');
+          str(e, 'id', MAX_ID);
+          str(e, 'reason', MAX_TEXT);
+        }
+      }
       vector(msg, paramCount);
       break;
     case 'grad':

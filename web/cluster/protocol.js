@@ -57,10 +57,22 @@
 //   the params non-finite, the leader halts and broadcasts `halt` {step,
 //   reason}; every rank that hears it (or a heartbeat carrying it) halts
 //   too. The params stay the last good ones.
+//
+// At scale and under attack (settings enc, agg, clip, clipMax, strikes):
+// - enc 'auto' | 'f16' | 'int8' packs buckets (with error feedback) and the
+//   leader's updates as deltas that every rank, the leader included, adds to
+//   the params it holds (compress.js); a rank missing the base asks for the
+//   full params. No enc setting: f32, as before.
+// - agg 'trimmed' | 'median' and clip / clipMax aggregate robustly
+//   (robust.js); a peer whose buckets are rejected or outliers `strikes`
+//   times in a row is left out of the steps, and the params broadcasts list
+//   it with the reason (roster rows say `excluded`).
 import { realClock } from './clock.js';
 import { DEFAULT_POLICY, policyFor, claimBeats } from './policy.js';
 import { paramsHash, copyF32, allFinite, weightedMean, sgd } from './reduce.js';
 import { validate, Invalid, MAX_ID } from './messages.js';
+import { Traffic, adoptDelta, unpack } from './compress.js';
+import { aggregate, robustOn, PeerGuard, DEFAULT_ROBUST } from './robust.js';
 
 export { DEFAULT_POLICY, policyFor, claimBeats } from './policy.js';
 export { paramsHash, weightedMean, sgd } from './reduce.js';
@@ -184,10 +196,15 @@ export class Rank {
     this._lastStepAt = -Infinity;
     this._off = null;
 
+    this.traffic = new Traffic();
+    this.guard = new PeerGuard();
+
     this.stats = {
       sent: 0,
       received: 0,
-      dropped: { malformed: 0, oversized: 0, nonFinite: 0, stale: 0, duplicate: 0, notLeader: 0, refused: 0 },
+      dropped: { malformed: 0, oversized: 0, nonFinite: 0, stale: 0, duplicate: 0, notLeader: 0, refused: 0, excluded: 0 },
+      resyncs: 0,
+      excluded: 0,
       computeErrors: 0,
       abandoned: 0,
       handlerErrors: 0,
@@ -264,6 +281,7 @@ export class Rank {
         samplesPerSec: this.samplesPerSec(),
         hash: this.hash,
         lastSeenMs: 0,
+        excluded: this.guard.reasonFor(this.id),
       },
     ];
     for (const p of this.peers.values()) {
@@ -280,6 +298,7 @@ export class Rank {
         samplesPerSec: p.sps,
         hash: p.hash,
         lastSeenMs: now - p.lastSeen,
+        excluded: this.guard.reasonFor(p.id),
       });
     }
     return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -455,6 +474,7 @@ export class Rank {
       if (kind === 'nonFinite' && msg?.type === 'grad' && c && msg.version === c.version && c.members.has(msg.from)) {
         c.nonFinite.add(msg.from);
       }
+      if (msg?.type === 'grad' && this.role === 'leader' && typeof msg.from === 'string') this._strike(msg.from.slice(0, MAX_ID), `rejected: ${err.message}`);
       this._emit('dropped', { kind, why: err.message, from: typeof msg?.from === 'string' ? msg.from : null });
       return;
     }
@@ -694,6 +714,21 @@ export class Rank {
   // ---- follower side ----------------------------------------------------------
 
   _onParams(msg) {
+    if (msg.base !== undefined) {
+      // a compressed delta against the params of version msg.base
+      const d = adoptDelta({ params: this.params, version: this.version, term: this.paramsTerm, hash: this.hash, needSync: this.needSync }, msg);
+      if (d.stale) {
+        this.stats.dropped.stale++;
+        return;
+      }
+      if (d.resync) {
+        this.stats.resyncs++;
+        this.needSync = true;
+        this._askForParams();
+        return;
+      }
+      msg = { ...msg, payload: d.params ?? this.params };
+    }
     const newer = this.needSync || msg.term > this.paramsTerm || msg.version > this.version;
     if (newer) {
       this.params = copyF32(msg.payload);
@@ -705,6 +740,7 @@ export class Rank {
       this.stats.adopted++;
       if (Array.isArray(msg.members)) this.members = msg.members;
       if (msg.settings) this._adoptSettings(msg.from, msg.settings);
+      this.guard.adopt(msg.excluded ?? []);
       if (this.role === 'joining') {
         this._setRole('follower');
         this._beat(); // lets the leader count us in from the next step
@@ -713,7 +749,7 @@ export class Rank {
       this.stats.dropped.stale++;
       return;
     }
-    if (msg.go && msg.version === this.version) this._requestCompute();
+    if (msg.go && msg.version === this.version && !this.guard.isExcluded(this.id)) this._requestCompute();
   }
 
   _adoptSettings(from, settings) {
@@ -733,7 +769,7 @@ export class Rank {
     this.stats.syncsSent++;
     // A member of the step in progress may still contribute to it.
     const go = !!this.collect && this.collect.members.has(peer.id) && this.collect.version === this.version;
-    this._send(peer.id, { type: 'params', version: this.version, step: this.step, go, members: this.members, settings: this.cohortSettings(), payload: this.params });
+    this._send(peer.id, { type: 'params', version: this.version, step: this.step, go, members: this.members, settings: this.cohortSettings(), ...this._paramsPayload(null) });
   }
 
   // ---- computing ----------------------------------------------------------------
@@ -786,7 +822,7 @@ export class Rank {
     } else if (this.role === 'leader') {
       this._submit({ from: this.id, version, step, loss: r.loss, samples: r.samples, grads: r.grads });
     } else if (this.leaderId) {
-      this._send(this.leaderId, { type: 'grad', version, step, loss: r.loss, samples: r.samples, payload: r.grads });
+      this._send(this.leaderId, { type: 'grad', version, step, loss: r.loss, samples: r.samples, ...this.traffic.bucketFields(r.grads, this.settings.enc, this.members.length) });
     }
     this._computeDone();
   }
@@ -804,7 +840,7 @@ export class Rank {
   _stepMembers() {
     const ids = [this.id];
     for (const p of this.peers.values()) {
-      if (p.leader === this.id && p.role === 'follower' && !this.suspects.has(p.id)) ids.push(p.id);
+      if (p.leader === this.id && p.role === 'follower' && !this.suspects.has(p.id) && !this.guard.isExcluded(p.id)) ids.push(p.id);
     }
     return ids.sort();
   }
@@ -838,7 +874,7 @@ export class Rank {
       }, wait);
     } else {
       this.members = this._stepMembers();
-      this._send(null, { type: 'params', version: this.version, step: this.step, go: false, members: this.members, settings: this.cohortSettings(), payload: this.params });
+      this._send(null, { type: 'params', version: this.version, step: this.step, go: false, members: this.members, settings: this.cohortSettings(), ...this._paramsPayload(null) });
     }
   }
 
@@ -857,7 +893,7 @@ export class Rank {
     this.collect = c;
     this._lastStepAt = c.t0;
     c.timer = this.clock.setTimeout(() => this._collectDeadline(c), this.policy.collectMs);
-    this._send(null, { type: 'params', version: c.version, step: c.step, go: true, members, settings: this.cohortSettings(), payload: this.params });
+    this._send(null, { type: 'params', version: c.version, step: c.step, go: true, members, settings: this.cohortSettings(), ...this._paramsPayload(c.version) });
     this._requestCompute();
   }
 
@@ -872,7 +908,37 @@ export class Rank {
       this.stats.dropped.stale++;
       return;
     }
-    this._submit({ from: msg.from, version: msg.version, step: msg.step, loss: msg.loss, samples: msg.samples, grads: msg.payload });
+    if (this.guard.isExcluded(msg.from)) {
+      this.stats.dropped.excluded++;
+      return;
+    }
+    this._submit({ from: msg.from, version: msg.version, step: msg.step, loss: msg.loss, samples: msg.samples, grads: unpack(msg) });
+  }
+
+  /** The payload of a params broadcast: the delta of `version` when one is pending (null: whole), and the exclusions. */
+  _paramsPayload(version) {
+    const fields = (version !== null && this.traffic.paramsFields(version)) || { payload: this.params };
+    return this.guard.excluded.size ? { ...fields, excluded: this.guard.list() } : fields;
+  }
+
+  /** One bucket of `from` judged: reason null (good) or why it was bad; strikes lead to exclusion. */
+  _strike(from, reason, step = this.step) {
+    if (from === this.id || !robustOn(this.settings)) return;
+    this.guard.strikes = this.settings.strikes ?? DEFAULT_ROBUST.strikes;
+    const why = this.guard.judge(from, reason, step);
+    if (!why) return;
+    this.stats.excluded++;
+    this._emit('excluded', { id: from, reason: why });
+    this._emit('roster', { size: this._liveCount() });
+  }
+
+  /** The step's aggregate: the sample-weighted mean, or robust.js's when the settings ask for it. */
+  _aggregate(buckets, step) {
+    const s = this.settings;
+    if (!robustOn(s)) return weightedMean(buckets, this.paramCount);
+    const out = aggregate(buckets, this.paramCount, { rule: s.agg ?? 'mean', clip: s.clip ?? 0, clipMax: s.clipMax ?? 0 });
+    for (const v of out.verdicts) this._strike(v.from, this.guard.verdict(v), step);
+    return out;
   }
 
   _submit(b) {
@@ -889,6 +955,7 @@ export class Rank {
       this.stats.dropped.nonFinite++;
       this._emit('dropped', { kind: 'nonFinite', from: b.from, why: 'bucket holds NaN or Infinity' });
       c.nonFinite.add(b.from);
+      this._strike(b.from, 'rejected: the bucket holds NaN or Infinity', c.step);
       if (b.from === this.id) this._halt(divergedAt(c.step, b.loss, this.lr), { step: c.step });
       return;
     }
@@ -923,7 +990,7 @@ export class Rank {
     this.clock.clearTimeout(c.timer);
     this.collect = null;
     const buckets = [...c.buckets.values()];
-    const { grad, loss, samples } = weightedMean(buckets, this.paramCount);
+    const { grad, loss, samples } = this._aggregate(buckets, c.step);
     let next;
     try {
       next = this.update
@@ -942,7 +1009,9 @@ export class Rank {
         'the last good parameters are kept', { step: c.step });
       return;
     }
-    // The leader holds exactly the array it is about to broadcast.
+    // The leader holds exactly the array it is about to broadcast (or, for a
+    // compressed delta, exactly what every rank computes from it).
+    next = this.traffic.leaderStep(this.params, next, { setting: this.settings.enc, ranks: c.members.size, version: this.version, term: this.term });
     this.params = next === this.params ? copyF32(next) : next;
     this.hash = paramsHash(this.params);
     this.version += 1;

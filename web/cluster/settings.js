@@ -1,8 +1,11 @@
 // settings.js - what a user may ask of cluster.html, checked in one place for
 // the page (form and URL) and the Worker (whatever reaches it): model,
-// backend, batch per rank, learning rate, step limit, first-step cohort size
-// and the room fields. Every refusal is a plain sentence naming the setting
-// and the accepted range; nothing here throws a stack at the user.
+// backend, batch per rank, learning rate, step limit, first-step cohort size,
+// the room fields, and how the cohort syncs (checkScale: payload encoding,
+// lockstep or periodic averaging, aggregation rule and clipping; they
+// travel in the leader's settings, see protocol.js). Every refusal is a
+// plain sentence naming the setting and the accepted range; nothing here
+// throws a stack at the user.
 //
 //   const { settings, errors } = checkSettings(raw, { models: ['mnist-cnn', ...] });
 //   errors: [] or ['learning rate: ...', ...]; settings: the parsed values.
@@ -15,6 +18,62 @@ export const LIMITS = Object.freeze({
   min: [1, 64], // ranks the first step waits for
 });
 const ROOM = /^[A-Za-z0-9_-]{4,64}$/;
+
+// How the cohort syncs: defaults and ranges (compress.js, periodic.js, robust.js).
+export const SCALE_DEFAULTS = Object.freeze({
+  enc: 'auto', // auto: f32 up to 3 ranks, int8 from 4
+  sync: 'lockstep',
+  H: 8, // local steps per round in periodic mode
+  outerLr: 0.7,
+  outerMomentum: 0.9,
+  agg: 'mean',
+  clip: 0, // a multiple of the step's median bucket norm; 0: off
+  clipMax: 0, // a fixed largest bucket norm; 0: off
+  strikes: 5, // bad buckets in a row that exclude a peer (with agg or clip on)
+});
+export const SCALE_CHOICES = Object.freeze({
+  enc: ['auto', 'f32', 'f16', 'int8'],
+  sync: ['lockstep', 'periodic'],
+  agg: ['mean', 'trimmed', 'median'],
+});
+export const SCALE_LIMITS = Object.freeze({
+  H: [1, 1000],
+  outerLr: [0, 10], // exclusive of 0
+  outerMomentum: [0, 0.999],
+  clip: [0, 1e6],
+  clipMax: [0, 1e12],
+  strikes: [1, 1000],
+});
+const SCALE_LABELS = {
+  enc: 'encoding', sync: 'sync', H: 'local steps H', outerLr: 'outer learning rate', outerMomentum: 'outer momentum',
+  agg: 'aggregation', clip: 'clip (x median norm)', clipMax: 'clip (largest norm)', strikes: 'strikes',
+};
+
+/** The sync settings of raw (missing ones take SCALE_DEFAULTS): { scale, errors }. */
+export function checkScale(raw = {}) {
+  const errors = [];
+  const scale = {};
+  for (const [key, def] of Object.entries(SCALE_DEFAULTS)) {
+    const given = raw[key];
+    const label = SCALE_LABELS[key];
+    if (given === undefined || given === null || given === '') {
+      scale[key] = def;
+    } else if (SCALE_CHOICES[key]) {
+      const v = typeof given === 'string' || typeof given === 'number' ? String(given) : `(${typeof given})`;
+      if (SCALE_CHOICES[key].includes(v)) scale[key] = v;
+      else errors.push(`${label}: ${JSON.stringify(v.slice(0, 32))} is not one of ${SCALE_CHOICES[key].join(', ')}`);
+    } else if (key === 'H' || key === 'strikes') {
+      scale[key] = integer(key, label, given, SCALE_LIMITS[key], errors);
+    } else {
+      const v = number(given);
+      const [lo, hi] = SCALE_LIMITS[key];
+      const ok = Number.isFinite(v) && v <= hi && (key === 'outerLr' ? v > lo : v >= lo);
+      if (ok) scale[key] = v;
+      else errors.push(`${label}: ${JSON.stringify(typeof given === 'string' ? given.slice(0, 32) : typeof given)} is not a number ${key === 'outerLr' ? 'above' : 'from'} ${lo} ${key === 'outerLr' ? 'and at most' : 'to'} ${hi}`);
+    }
+  }
+  return { scale, errors };
+}
 
 function number(text) {
   if (typeof text === 'number') return text;
@@ -32,9 +91,10 @@ function integer(name, label, raw, [lo, hi], errors) {
 }
 
 /**
- * raw: { model, backend, batch, lr, steps, min, room?, password? } as strings
- * (form or URL) or numbers; models: the known slugs. Returns
- * { settings: { model, backend, batch, lr, steps, min, room, password }, errors }.
+ * raw: { model, backend, batch, lr, steps, min, room?, password?, and the
+ * keys of SCALE_DEFAULTS? } as strings (form or URL) or numbers; models: the
+ * known slugs. Returns
+ * { settings: { model, backend, batch, lr, steps, min, room, password, scale }, errors }.
  */
 export function checkSettings(raw, { models = [] } = {}) {
   const errors = [];
@@ -58,7 +118,9 @@ export function checkSettings(raw, { models = [] } = {}) {
   if (room && !ROOM.test(room)) errors.push('room: a room id is 4 to 64 letters, digits, - or _');
   const password = raw.password ? String(raw.password) : '';
   if (password.length > 256) errors.push('room password: at most 256 characters');
-  return { settings: { model, backend, batch, lr, steps, min, room, password }, errors };
+  const { scale, errors: scaleErrors } = checkScale(raw);
+  errors.push(...scaleErrors);
+  return { settings: { model, backend, batch, lr, steps, min, room, password, scale }, errors };
 }
 
 /** A fresh random room id and password (URL-safe). */

@@ -11,6 +11,11 @@
 // UTF-8, bad JSON, a header that is not an object) throws a WireError whose
 // `code` is 'truncated', 'oversized' or 'malformed', so a receiver can drop
 // and count it by kind.
+// A header with an `enc` of 'f16' or 'int8' (compress.js) carries a packed
+// payload instead: its bytes (padded to 4) come back as a Uint8Array view,
+// after compress.js packedLayout() checked the encoding, value count, chunk
+// and byte length (a mismatch is 'malformed'); the values themselves (NaN
+// scales) are checked by messages.js, which can name the sender.
 //
 //   const buf = encode({ type: 'grad', loss: NaN }, grads);   // ArrayBuffer
 //   const { header, payload } = decode(buf);                   // payload: Float32Array view | null
@@ -19,6 +24,8 @@
 
 /** Default ceilings; pass { maxHeaderBytes, maxBytes } to override per call. */
 export const WIRE_LIMITS = Object.freeze({ maxHeaderBytes: 1 << 16, maxBytes: 1 << 28 });
+
+import { packedLayout } from './compress.js';
 
 const NF_KEY = '$nf';
 const NF_VALUES = { NaN: NaN, Infinity: Infinity, '-Infinity': -Infinity };
@@ -59,6 +66,11 @@ function reviveNonFinite(_key, value) {
   return value;
 }
 
+/** A header naming a payload encoding other than plain f32. */
+function isPacked(header) {
+  return Object.hasOwn(header, 'enc') && header.enc !== 'f32';
+}
+
 function isPlainObject(v) {
   return v !== null && typeof v === 'object' && !Array.isArray(v) && !ArrayBuffer.isView(v);
 }
@@ -71,8 +83,9 @@ function isPlainObject(v) {
 export function encode(header, payload = null, opts) {
   if (!LITTLE_ENDIAN) throw new WireError('malformed', 'big-endian hosts are not supported');
   if (!isPlainObject(header)) throw new WireError('malformed', 'header must be a plain object');
-  if (payload != null && !(payload instanceof Float32Array)) {
-    throw new WireError('malformed', 'payload must be a Float32Array or null');
+  const packed = isPacked(header);
+  if (payload != null && !(packed ? payload instanceof Uint8Array && payload.byteLength % 4 === 0 : payload instanceof Float32Array)) {
+    throw new WireError('malformed', packed ? 'a packed payload must be a Uint8Array of whole words' : 'payload must be a Float32Array or null');
   }
   const { maxHeaderBytes, maxBytes } = limitsOf(opts);
   let json;
@@ -153,6 +166,14 @@ export function decode(data, opts) {
     throw new WireError('malformed', `header is not UTF-8 JSON: ${err.message}`);
   }
   if (!isPlainObject(header)) throw new WireError('malformed', 'header is not a JSON object');
+  if (isPacked(header)) {
+    try {
+      packedLayout(header, payloadBytes);
+    } catch (err) {
+      throw new WireError('malformed', err.message);
+    }
+    return { header, payload: new Uint8Array(buffer, offset + 4 + headerBytes, payloadBytes) };
+  }
   const payload = payloadBytes
     ? new Float32Array(buffer, offset + 4 + headerBytes, payloadBytes / 4)
     : null;
