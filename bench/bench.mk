@@ -1,5 +1,7 @@
 # bench.mk - `make bench`: GEMM GFLOP/s natively (ours and OpenBLAS, one
-# thread) and in wasm under Node (ours next to TensorFlow.js's wasm backend).
+# thread) and in wasm under Node (ours next to TensorFlow.js's wasm backend);
+# the cluster over tabs and browsers (bench_cluster.mjs) and, simulated, at
+# 10 / 100 / 1,000 ranks as a star and a tree (cluster_scale.mjs).
 # Included by the Makefile; results go to build/bench/gemm.json.
 
 BENCH_DIR := build/bench
@@ -19,6 +21,7 @@ bench: $(BENCH_DIR)/gemm_native $(BENCH_DIR)/gemm_bench.wasm
 	node bench/bench_gemm.mjs --native=$(BENCH_DIR)/gemm_native --wasm=$(BENCH_DIR)/gemm_bench.wasm \
 	  --out=$(BENCH_DIR)/gemm.json
 	node bench/bench_cluster.mjs --tabs=1,2,3 --webrtc --out=$(BENCH_DIR)/cluster.json
+	node bench/cluster_scale.mjs --sizes=10,100,1000 --out=$(BENCH_DIR)/cluster_scale.json
 
 # Model speed (bench/bench_models.mjs): training steps of the four vision
 # models at batch 1 and 64 and the W4 transformer forward, natively (the

@@ -83,8 +83,9 @@ async function measureRate(leaderPage, ms) {
   return ((b.samplesTotal - a.samplesTotal) * 1000) / (b.t - a.t);
 }
 
-async function cohortTest(n) {
-  const { context, tabs } = await openCohort(n, '&backend=cpu');
+/** tree: the aggregation tree forced (?tree=1, fan-out 1: a chain leader -> inner -> leaf), else the policy's star. */
+async function cohortTest(n, { tree = false } = {}) {
+  const { context, tabs } = await openCohort(n, `&backend=cpu${tree ? '&tree=1&fanout=1&cohort=tree' : ''}`);
   try {
     await waitSynced(tabs, STEPS, n);
     const states = await Promise.all(tabs.map(({ page }) => state(page)));
@@ -104,6 +105,18 @@ async function cohortTest(n) {
       }
     }
     const leaderTab = tabs[states.indexOf(leader)];
+
+    // the data path: a star below the policy's threshold, or the forced tree (params relayed by the inner rank)
+    for (const [k, s] of states.entries()) {
+      assert.equal(s.tree.topology, tree ? 'tree' : 'star');
+      assert.equal(await valueOf(tabs[k].page, '#topology'), tree ? 'tree' : 'star');
+      if (tree) assert.equal(s.tree.role, s.role === 'leader' ? 'root' : s.tree.children ? 'inner' : 'leaf');
+    }
+    if (tree) {
+      assert.deepEqual(states.map((s) => s.tree.role).sort(), ['inner', 'leaf', 'root']);
+      assert.equal(leader.tree.children, 1, 'the leader sends the params to one rank');
+      assert.match(await tabs[0].page.textContent('#tree-above'), /always a tree \(fan-out 1\)/);
+    }
 
     // bit-identical parameters: the Worker's bytes of every tab
     const params = await Promise.all(tabs.map(({ page }) => page.evaluate(() => window.rlxCluster.params())));
@@ -143,8 +156,9 @@ async function cohortTest(n) {
     // free training: the cohort's samples/s
     await leaderTab.page.evaluate(() => window.rlxCluster.setMaxSteps(0)); // only the leader's tab sets it
     await leaderTab.page.waitForFunction((s) => window.rlxCluster.state.step >= s, STEPS + 10, { timeout: 10000 });
-    rates[n] = await measureRate(leaderTab.page, 2000);
-    console.log(`# ${n} tab${n > 1 ? 's' : ''}: ${rates[n].toFixed(0)} samples/s (cohort batch ${n * BATCH})`);
+    const rate = await measureRate(leaderTab.page, 2000);
+    if (!tree) rates[n] = rate;
+    console.log(`# ${n} tab${n > 1 ? 's' : ''}${tree ? ' as a tree' : ''}: ${rate.toFixed(0)} samples/s (cohort batch ${n * BATCH})`);
 
     if (n > 1) {
       // the leader's tab closes without a goodbye: another tab takes over
@@ -197,6 +211,9 @@ for (const n of [1, 2, 3]) {
   test(`cluster.html with ${n} tab${n > 1 ? 's' : ''}: one leader, identical parameters, falling loss${n > 1 ? ', takeover' : ''}`,
     { skip: why ?? false, timeout: 40000 }, () => cohortTest(n));
 }
+
+test('cluster.html with 3 tabs and the tree forced (?tree=1&fanout=1): the same run, params relayed, takeover',
+  { skip: why ?? false, timeout: 40000 }, () => cohortTest(3, { tree: true }));
 
 test('cluster.html: models labelled with their backends, a WebGL2 rank in its Worker, ' +
   'synthetic data when the subset is missing, fits a phone', { skip: why ?? false, timeout: 40000 }, async () => {

@@ -378,8 +378,11 @@ test('one slow rank does not throttle a larger cohort (quorum), but does a small
 
 test('a 100-rank cohort runs on the stretched beat and resolves each step at the 60% quorum', async () => {
   const name = (i) => `r${String(i).padStart(3, '0')}`;
-  // uneven links, so a different 60 are first each step
-  const sim = new SimCohort({ dim: 16, hub: { delayMs: (f, t) => 1 + ((f.charCodeAt(3) * 31 + t.charCodeAt(3) * 17 + f.charCodeAt(2) * 7 + t.charCodeAt(2)) % 9) }, rank: { minMembers: 100, maxSteps: 8 } });
+  // uneven links, so a different 60 are first each step; the star forced
+  // (policy treeAbove), as 100 ranks would otherwise step as a tree
+  // (cluster_tree_live.test.mjs)
+  const sim = new SimCohort({ dim: 16, hub: { delayMs: (f, t) => 1 + ((f.charCodeAt(3) * 31 + t.charCodeAt(3) * 17 + f.charCodeAt(2) * 7 + t.charCodeAt(2)) % 9) },
+    rank: { minMembers: 100, maxSteps: 8, policy: { treeAbove: Infinity } } });
   for (let i = 0; i < 100; i++) sim.add(name(i), { mode: 'timer', delayMs: 3 });
   await sim.until(() => sim.leader()?.step === 8 && sim.synced(), 30_000, 50);
   const leader = sim.leader();

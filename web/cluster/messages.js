@@ -13,6 +13,11 @@
 // built with a model key add model and pv (protocol.js checks those first).
 // settings: {lr > 0, maxSteps >= 0 (0: none), and optional short strings or
 // integers such as slug, batch, optimizer}.
+// In a tree step (tree.js) params carry tree {root, k, n, at, ids, depth, ms}
+// (the leader, the fan-out, the step's size, the receiver's place in the
+// order, its subtree, the tree's depth, the step deadline) and are relayed
+// by inner ranks; a grad going up the tree is a partial: ids (the ranks it
+// covers) and missing (ranks its sender gave up on).
 // A params or grad payload may be packed (compress.js): enc 'f16' | 'int8',
 // n, chunk and the bytes; non-finite scales or halves are 'nonFinite'. A
 // params broadcast whose payload is a delta names the version it applies to
@@ -26,6 +31,27 @@ const ROLES = new Set(['joining', 'follower', 'leader']);
 export const MAX_ID = 128;
 const MAX_TEXT = 512;
 const MAX_MEMBERS = 100_000;
+
+function idList(msg, key, { min = 0 } = {}) {
+  const v = msg[key];
+  if (!Array.isArray(v) || v.length < min || v.length > MAX_MEMBERS) throw new Invalid('malformed', `bad ${key}`);
+  for (const id of v) if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ID) throw new Invalid('malformed', `bad id in ${key}`);
+}
+
+/** params.tree of a tree step (see above). */
+function treeOf(msg) {
+  const t = msg.tree;
+  if (t === undefined) return;
+  if (t === null || typeof t !== 'object' || Array.isArray(t)) throw new Invalid('malformed', 'tree is not an object');
+  str(t, 'root', MAX_ID);
+  num(t, 'k', { int: true, min: 1 });
+  num(t, 'n', { int: true, min: 1 });
+  num(t, 'at', { int: true, min: 0 });
+  num(t, 'depth', { int: true, min: 0 });
+  num(t, 'ms', { min: 1 });
+  idList(t, 'ids', { min: 1 });
+  if (t.k > 1024 || t.n > MAX_MEMBERS || t.depth > 64 || t.ms > 3_600_000 || t.at + t.ids.length > t.n) throw new Invalid('malformed', 'tree out of range');
+}
 
 export class Invalid extends Error {
   constructor(kind, why) {
@@ -126,6 +152,7 @@ export function validate(msg, paramCount) {
         for (const m of msg.members) if (typeof m !== 'string' || m.length > MAX_ID) throw new Invalid('malformed', 'bad member id');
       }
       settingsOf(msg);
+      treeOf(msg);
       if (msg.base !== undefined) {
         num(msg, 'base', { int: true, min: 0 });
         if (msg.base >= msg.version) throw new Invalid('malformed', 'base is not below version');
@@ -146,6 +173,8 @@ export function validate(msg, paramCount) {
       num(msg, 'step', { int: true, min: 0 });
       num(msg, 'loss');
       num(msg, 'samples', { min: Number.MIN_VALUE });
+      if (msg.ids !== undefined) idList(msg, 'ids', { min: 1 });
+      if (msg.missing !== undefined) idList(msg, 'missing');
       vector(msg, paramCount);
       break;
     default:

@@ -1,6 +1,7 @@
 // policy.js - how the cluster's timing and quorum adapt to the number of live
-// ranks, and which of two leadership claims wins. Pure functions, shared by
-// protocol.js and the UI (which shows the policy in effect).
+// ranks, which topology a step's data path takes (topologyFor), and which of
+// two leadership claims wins. Pure functions, shared by protocol.js and the UI
+// (which shows the policy in effect).
 
 export const DEFAULT_POLICY = Object.freeze({
   heartbeatMs: 250, // period for a cohort of up to heartbeatRefPeers
@@ -11,6 +12,11 @@ export const DEFAULT_POLICY = Object.freeze({
   collectMs: 1500, // longest a step waits for its quorum
   quorumFraction: 0.6,
   unanimousUpTo: 3,
+  // The step's data path: a star (the leader sends the params to every rank
+  // and gets every bucket) up to treeAbove ranks, a fanout-ary aggregation
+  // tree above (tree.js). treeAbove 0 forces the tree, Infinity the star.
+  treeAbove: 16,
+  fanout: 4,
 });
 
 /**
@@ -37,6 +43,48 @@ export function policyFor(n, overrides = {}) {
     takeoverMs: p.takeoverBeats * heartbeatMs,
     collectMs: Math.max(p.collectMs, 2 * heartbeatMs),
   };
+}
+
+/**
+ * The data path of a step among n ranks: { topology: 'star' | 'tree', fanout,
+ * treeAbove }. The star costs the leader n - 1 params messages a step and
+ * nothing else; the tree costs every rank at most fanout + 1 messages, but
+ * a step crosses 2 * depth links instead of 2. bench/cluster_scale.mjs
+ * measures both; on the simulated 100 Mbit/s links the tree is ahead from a
+ * few tens of ranks on, and on one browser's BroadcastChannel (one post
+ * reaches every tab) the star always is, hence the default of 16.
+ */
+export function topologyFor(n, overrides = {}) {
+  const p = { ...DEFAULT_POLICY, ...overrides };
+  const peers = Math.max(1, Math.floor(Number(n)) || 1);
+  const fanout = Math.max(1, Math.floor(Number(p.fanout)) || DEFAULT_POLICY.fanout);
+  const treeAbove = Number.isNaN(Number(p.treeAbove)) ? DEFAULT_POLICY.treeAbove : Math.max(0, Number(p.treeAbove));
+  return { topology: peers > 1 && peers > treeAbove ? 'tree' : 'star', fanout, treeAbove };
+}
+
+export const FANOUT_LIMITS = Object.freeze([1, 64]);
+
+/**
+ * cluster.html's ?tree= and ?fanout= as policy overrides: tree '1' forces
+ * the tree (treeAbove 0), '0' the star (treeAbove Infinity), '' or 'auto'
+ * keeps the threshold; fanout a whole number from 1 to 64. Returns
+ * { overrides, errors } (errors: plain sentences, as settings.js words them).
+ */
+export function topologyOverrides({ tree = '', fanout = '' } = {}) {
+  const overrides = {};
+  const errors = [];
+  const t = tree === null || tree === undefined ? '' : String(tree);
+  if (t === '1') overrides.treeAbove = 0;
+  else if (t === '0') overrides.treeAbove = Infinity;
+  else if (t !== '' && t !== 'auto') errors.push(`tree: ${JSON.stringify(t.slice(0, 32))} is not 1 (always a tree), 0 (always a star) or auto`);
+  const f = fanout === null || fanout === undefined ? '' : String(fanout);
+  if (f !== '') {
+    const v = Number(f);
+    const [lo, hi] = FANOUT_LIMITS;
+    if (!Number.isInteger(v) || v < lo || v > hi || f.trim() === '') errors.push(`fanout: ${JSON.stringify(f.slice(0, 32))} is not a whole number from ${lo} to ${hi}`);
+    else overrides.fanout = v;
+  }
+  return { overrides, errors };
 }
 
 /** a beats b when its term is higher, or equal with the lower id. */

@@ -71,6 +71,7 @@ import { realClock } from './clock.js';
 import { DEFAULT_POLICY, policyFor, claimBeats } from './policy.js';
 import { paramsHash, copyF32, allFinite, weightedMean, sgd } from './reduce.js';
 import { validate, Invalid, MAX_ID } from './messages.js';
+import { LiveTree } from './tree.js';
 import { Traffic, adoptDelta, unpack } from './compress.js';
 import { aggregate, robustOn, PeerGuard, DEFAULT_ROBUST } from './robust.js';
 
@@ -195,6 +196,7 @@ export class Rank {
     this._stepTimer = null;
     this._lastStepAt = -Infinity;
     this._off = null;
+    this._tree = new LiveTree(this); // the data path of tree steps (tree.js)
 
     this.traffic = new Traffic();
     this.guard = new PeerGuard();
@@ -335,6 +337,7 @@ export class Rank {
       samplesPerSec: this.samplesPerSec(),
       cohortSamplesPerSec: this.role === 'leader' ? rateOf(this._cohortRate) : null,
       stats: this.stats,
+      tree: this._tree.status(), // topology of the last step seen from here, this rank's place in it
       transport: this.bus.stats ?? null, // wire-level drops (malformed buffers) live here
     };
   }
@@ -428,7 +431,7 @@ export class Rank {
         if (now - this.leaderSeen > this._peerLimit(lp, 'takeover')) this._leaderLost(true);
       }
       if (this.role !== 'leader' && !this.leaderId && now >= this._electAfter) this._elect();
-      if (this.role !== 'leader' && this.leaderId && (this.needSync || this.version < (this.peers.get(this.leaderId)?.version ?? -1))) {
+      if (this.role !== 'leader' && this.leaderId && (this.needSync || this._tree.behind(this.peers.get(this.leaderId)?.version ?? -1))) {
         this._askForParams();
       }
       this._beat();
@@ -532,7 +535,7 @@ export class Rank {
         fallback: msg.fallback ?? null,
         hash: msg.hash ?? null,
       });
-    } else if (msg.type === 'grad') {
+    } else if (msg.type === 'grad' && this.role === 'leader') {
       p.leader = this.id;
       if (p.role === 'joining') p.role = 'follower';
     }
@@ -563,15 +566,19 @@ export class Rank {
         if (this.role === 'leader') this._sendSync(peer);
         else this.stats.dropped.notLeader++;
         break;
-      case 'params':
-        // params only ever come from a leader: treat them as its claim too
-        this._onLeaderClaim(msg.from, msg.term);
-        if (msg.from === this.leaderId && this.role !== 'leader') this._onParams(msg);
-        else this.stats.dropped.notLeader++;
+      case 'params': {
+        // params only ever come from a leader (down a tree, relayed: tree.root names it): treat them as its claim too
+        const origin = msg.tree?.root ?? msg.from;
+        this._onLeaderClaim(origin, msg.term);
+        if (origin === this.leaderId && this.role !== 'leader') {
+          this._tree.onParams(msg); // a tree step: forward to this rank's children first
+          this._onParams(msg);
+        } else this.stats.dropped.notLeader++;
         break;
+      }
       case 'grad':
         if (this.role === 'leader') this._onGrad(msg);
-        else this.stats.dropped.notLeader++;
+        else if (!this._tree.onPartial(msg)) this.stats.dropped.notLeader++; // a child's partial in a tree step
         break;
       case 'bye':
         this.peers.delete(msg.from);
@@ -739,7 +746,7 @@ export class Rank {
       this.needSync = false;
       this.stats.adopted++;
       if (Array.isArray(msg.members)) this.members = msg.members;
-      if (msg.settings) this._adoptSettings(msg.from, msg.settings);
+      if (msg.settings) this._adoptSettings(msg.tree?.root ?? msg.from, msg.settings);
       this.guard.adopt(msg.excluded ?? []);
       if (this.role === 'joining') {
         this._setRole('follower');
@@ -787,8 +794,9 @@ export class Rank {
     const version = this.version;
     const step = this.step;
     const params = this.params;
-    const index = Math.max(0, this.members.indexOf(this.id));
-    const ctx = { step, index, count: Math.max(1, this.members.length) };
+    const shard = this._tree.shard(version); // in a tree step: this rank's place in the step's order
+    const index = shard ? shard.index : Math.max(0, this.members.indexOf(this.id));
+    const ctx = { step, index, count: shard ? shard.count : Math.max(1, this.members.length) };
     const t0 = this.clock.now();
     this._computedVersion = version;
     Promise.resolve()
@@ -821,6 +829,8 @@ export class Rank {
       this.stats.abandoned++; // newer params arrived meanwhile; this bucket is stale
     } else if (this.role === 'leader') {
       this._submit({ from: this.id, version, step, loss: r.loss, samples: r.samples, grads: r.grads });
+    } else if (this._tree.takeOwn({ version, loss: r.loss, samples: r.samples, grads: r.grads })) {
+      // a tree step: the bucket goes up inside this rank's partial (tree.js)
     } else if (this.leaderId) {
       this._send(this.leaderId, { type: 'grad', version, step, loss: r.loss, samples: r.samples, ...this.traffic.bucketFields(r.grads, this.settings.enc, this.members.length) });
     }
@@ -870,7 +880,7 @@ export class Rank {
         this._stepTimer = null;
         if (this.stopped) return;
         if (this._readyToStep()) this._startStep();
-        else if (this.role === 'leader') this._publish();
+        else if (this.role === 'leader' && !this.collect) this._publish(); // a step that started meanwhile sent the params
       }, wait);
     } else {
       this.members = this._stepMembers();
@@ -893,7 +903,8 @@ export class Rank {
     this.collect = c;
     this._lastStepAt = c.t0;
     c.timer = this.clock.setTimeout(() => this._collectDeadline(c), this.policy.collectMs);
-    this._send(null, { type: 'params', version: c.version, step: c.step, go: true, members, settings: this.cohortSettings(), ...this._paramsPayload(c.version) });
+    const params = { type: 'params', version: c.version, step: c.step, go: true, members, settings: this.cohortSettings(), ...this._paramsPayload(c.version) };
+    if (!this._tree.startStep(c, params)) this._send(null, params); // a tree step goes down the tree (tree.js)
     this._requestCompute();
   }
 
@@ -908,6 +919,7 @@ export class Rank {
       this.stats.dropped.stale++;
       return;
     }
+    if (c.tree && !this._tree.accept(c, msg)) return; // a partial overlapping what the step holds
     if (this.guard.isExcluded(msg.from)) {
       this.stats.dropped.excluded++;
       return;
@@ -972,7 +984,7 @@ export class Rank {
 
   _tryResolve() {
     const c = this.collect;
-    if (c && c.buckets.size >= this._needed(c)) this._resolve(c, false);
+    if (c && (c.tree ? this._tree.ready(c) : c.buckets.size >= this._needed(c))) this._resolve(c, false);
   }
 
   _collectDeadline(c) {
@@ -1031,6 +1043,7 @@ export class Rank {
       members: c.members.size,
       ms: now - c.t0,
       short,
+      ...this._tree.resolved(c), // a tree step: every rank its partials covered, the missing ones
     };
     this.history.push(record);
     if (this.history.length > 1000) this.history.shift();

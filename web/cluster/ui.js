@@ -14,6 +14,7 @@ import { BroadcastChannelBus, proxyRelay } from './bus.js';
 import { encodeMessage } from './wire.js';
 import { LossPlot, AccuracyPlot } from '../train-view.js';
 import { checkSettings } from './settings.js';
+import { topologyOverrides } from './policy.js';
 import { Fabric } from './fabric.js';
 import { RoomPanel } from './room_ui.js';
 
@@ -22,6 +23,7 @@ const query = new URLSearchParams(location.search);
 const cohortName = query.get('cohort') ?? '';
 const sayGoodbye = query.get('bye') !== '0';
 const minText = query.get('min') ?? '1';
+const topoQuery = { tree: query.get('tree') ?? '', fanout: query.get('fanout') ?? '' }; // ?tree=1|0, ?fanout=N
 
 const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
 let models = [];
@@ -213,6 +215,14 @@ function renderStatus(s) {
   show('takeover', p.takeoverMs, ms(p.takeoverMs));
   show('drop', p.dropMs, ms(p.dropMs));
   show('collect', p.collectMs, ms(p.collectMs));
+  const t = s.tree;
+  if (t) {
+    // the data path of the last step (the leader's policy decides it), and this tab's threshold and fan-out
+    show('topology', t.topology, t.topology === 'tree' ? `tree, fan-out ${t.fanout}, depth ${t.depth}${t.role ? ` (this tab: ${t.role})` : ''}` : 'star');
+    const above = t.policy.treeAbove;
+    show('tree-above', above, above === 0 ? `always a tree (fan-out ${t.policy.fanout})` : Number.isFinite(above)
+      ? `star up to ${above} ranks, then a tree of fan-out ${t.policy.fanout}` : 'always a star');
+  }
   if (s.shard) {
     $('shard').textContent = `last bucket: shard ${s.shard.index + 1} of ${s.shard.count} at step ${s.shard.step}, ` +
       `loss ${fixed(s.shard.loss, 4)} on it`;
@@ -244,6 +254,7 @@ function start() {
   if (run) return;
   showError(null);
   const { settings, errors } = formSettings();
+  errors.push(...topologyOverrides(topoQuery).errors);
   if (errors.length) {
     showError(`Cannot start: ${errors.join('; ')}.`);
     setStatus('ready', 'ready (fix the settings)');
@@ -274,6 +285,7 @@ function start() {
     lr: settings.lr,
     maxSteps: settings.steps,
     minMembers: settings.min,
+    ...topoQuery,
   }, [port1]);
 }
 

@@ -9,9 +9,10 @@
 //
 // Messages in (from the page, on `self`):
 //   { cmd: 'hello' }                            -> { type: 'hello', models, version, protocol }
-//   { cmd: 'start', port, id, slug, backend, batch, lr, maxSteps, minMembers, seed }
+//   { cmd: 'start', port, id, slug, backend, batch, lr, maxSteps, minMembers, seed, tree, fanout }
 //                                               port: the MessagePort of the bus hop (transferred);
-//                                               minMembers: ranks the cohort's first step waits for
+//                                               minMembers: ranks the cohort's first step waits for;
+//                                               tree, fanout: the page's ?tree= / ?fanout= (policy.js topologyOverrides)
 //   { cmd: 'stop' }                             leave the cohort (goodbye), -> { type: 'stopped' }
 //   { cmd: 'maxSteps', value }                  the step limit, when this rank leads (0: none)
 //   { cmd: 'params', reqId }                    -> { type: 'params', reqId, params } (a copy, for tests)
@@ -37,6 +38,7 @@ import { Rank, PROTOCOL_VERSION } from './protocol.js';
 import { Buckets, resolveBackend } from './compute.js';
 import { loadTrainingSet, Shards, subsetUrl, subsetFits, parseSubset } from './data.js';
 import { checkSettings } from './settings.js';
+import { topologyOverrides } from './policy.js';
 
 const STATUS_MS = 100;
 const MAX_POINTS = 2000; // loss points kept per run
@@ -147,6 +149,8 @@ function evaluate(s, params) {
 async function start(opts) {
   if (session) throw new Error('already running: stop first');
   const { port, id, seed = 1 } = opts;
+  const topo = topologyOverrides({ tree: opts.tree, fanout: opts.fanout });
+  if (topo.errors.length) throw new Error(topo.errors.join('; '));
   if (!port) throw new Error('start needs the bus port');
   await init();
   const checked = checkSettings({ model: opts.slug, backend: opts.backend, batch: opts.batch, lr: opts.lr, steps: opts.maxSteps, min: opts.minMembers },
@@ -234,6 +238,7 @@ async function start(opts) {
       lr,
       maxSteps: maxSteps > 0 ? maxSteps : Infinity,
       minMembers,
+      policy: topo.overrides, // star or tree, fan-out (policy.js)
       model: `${model.slug}/${model.param_flat_len}`,
       settings: { model: model.slug, batch, optimizer: 'sgd' },
       info: { backend: resolved.backend, fallback: resolved.fallback },
@@ -307,6 +312,7 @@ function sendStatus(s) {
     refused: st.refused,
     minMembers: s.rank.minMembers,
     policy: st.policy,
+    tree: st.tree, // the step's topology as seen from here (tree.js LiveTree.status)
     samplesPerSec: st.samplesPerSec,
     cohortSamplesPerSec: s.cohortSps,
     samplesTotal: s.samplesTotal,
