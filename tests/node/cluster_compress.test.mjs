@@ -9,7 +9,8 @@
 // stub cohorts (web/cluster/sim.js) whose buckets and parameter updates
 // travel as f16 / int8: every rank, the leader included, holds the same
 // parameter bytes after every step, a rank that misses a delta resyncs, and
-// the messages shrink by 2x / ~4x.
+// the messages shrink by 2x / ~4x; in a tree step the deltas are relayed
+// down as they are.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
@@ -325,7 +326,7 @@ test('stub cohort of 5: f16 and int8 buckets and deltas, every rank the same byt
     sim.stopAll();
   }
   const f32 = results.none;
-  console.log(`# stub cohort (1024 values): bytes per step, follower / leader: ${Object.entries(results)
+  console.log(`stub cohort (1024 values): bytes per step, follower / leader: ${Object.entries(results)
     .map(([k, v]) => `${k} ${v.follower.toFixed(0)} / ${v.leader.toFixed(0)}`).join(', ')}`);
   for (const [k, v] of Object.entries(results)) {
     assert.ok(v.loss < v.first / 3, `${k}: the loss fell from ${v.first} to only ${v.loss}`);
@@ -372,5 +373,19 @@ test('a follower that misses a compressed delta asks for the full params and end
   const r3 = sim.get('r3');
   assert.ok(r3.stats.resyncs >= 1, 'r3 asked for the full params');
   assertSameBytes(sim);
+  sim.stopAll();
+});
+
+test('in a tree step (forced: treeAbove 0, fanout 2) int8 deltas are relayed down as they are: 9 ranks, the same bytes', async () => {
+  const sim = new SimCohort({ dim: 300, hub: { delayMs: 2, wire: true }, rank: { lr: 0.05, settings: { enc: 'int8' }, policy: { treeAbove: 0, fanout: 2 } } });
+  for (let i = 0; i < 9; i++) sim.add(`r${i}`, { batch: 16 });
+  await sim.until(() => sim.converged() && sim.leader().step >= 30, 120_000);
+  const l = sim.leader();
+  l.maxSteps = l.step;
+  await sim.until(() => sim.synced(), 10_000);
+  assert.equal(l.history[l.history.length - 1].topology, 'tree');
+  assert.ok(l.history[l.history.length - 1].loss < l.history[0].loss / 2);
+  assertSameBytes(sim);
+  for (const r of sim.live()) assert.equal(r.stats.handlerErrors, 0);
   sim.stopAll();
 });

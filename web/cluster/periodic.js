@@ -19,6 +19,13 @@
 // 0.999, 1e-8, bias-corrected); their state lives on the rank's own copy and
 // carries over from one round to the next. The outer momentum lives on the
 // leader and starts from zero on a rank that takes over.
+//
+// syncModes() gives a Rank the compute and update of whichever mode the
+// cohort's settings (sync, H, outerLr, outerMomentum, optimizer) say, read at
+// every step, so a follower runs the leader's mode; collectMs() stretches the
+// step deadline by H (a round computes H buckets).
+import { sgd } from './reduce.js';
+import { DEFAULT_POLICY } from './policy.js';
 
 export const SYNC_MODES = Object.freeze(['lockstep', 'periodic']);
 export const INNER_OPTIMIZERS = Object.freeze(['sgd', 'momentum', 'adam']);
@@ -125,4 +132,36 @@ export function outerStep({ lr = DEFAULT_PERIODIC.outerLr, momentum = DEFAULT_PE
     v = null;
   };
   return fn;
+}
+
+/**
+ * compute / update for a protocol.js Rank in lockstep or periodic mode:
+ *   settings()                the cohort's settings in force (rank.settings)
+ *   lr()                      the cohort's learning rate (rank.lr): SGD's, or the inner one
+ *   bucketAt(p, dataStep, ctx) one bucket {grads, loss, samples} (or a Promise) on this
+ *                             rank's shard for data step dataStep (lockstep: the step;
+ *                             periodic: step * H + h, so the local steps see new data)
+ */
+export function syncModes({ settings, lr, bucketAt }) {
+  const local = new LocalSteps();
+  const d = DEFAULT_PERIODIC;
+  const outer = outerStep({ lr: () => settings().outerLr ?? d.outerLr, momentum: () => settings().outerMomentum ?? d.outerMomentum, nesterov: true });
+  const periodic = () => settings().sync === 'periodic';
+  return {
+    compute(params, _version, ctx) {
+      if (!periodic()) return bucketAt(params, ctx.step, ctx);
+      const s = settings();
+      const H = Number.isInteger(s.H) && s.H > 0 ? s.H : d.H;
+      const optimizer = INNER_OPTIMIZERS.includes(s.optimizer) ? s.optimizer : 'sgd';
+      return local.run(params, { H, lr: lr(), optimizer, grads: (p, h) => bucketAt(p, ctx.step * H + h, ctx) });
+    },
+    update: (params, grad, info) => (periodic() ? outer(params, grad) : sgd(params, grad, info.lr)),
+    local,
+    outer,
+  };
+}
+
+/** The step deadline for the cohort's settings: H local steps take about H times one. */
+export function collectMs(settings, base = DEFAULT_POLICY.collectMs) {
+  return settings?.sync === 'periodic' && Number.isInteger(settings.H) ? base * Math.max(1, settings.H) : base;
 }

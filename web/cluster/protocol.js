@@ -66,7 +66,9 @@
 // - agg 'trimmed' | 'median' and clip / clipMax aggregate robustly
 //   (robust.js); a peer whose buckets are rejected or outliers `strikes`
 //   times in a row is left out of the steps, and the params broadcasts list
-//   it with the reason (roster rows say `excluded`).
+//   it with the reason (roster rows say `excluded`). In a tree step buckets
+//   travel up as f32 partial means and take the plain mean (the params
+//   still come down as compressed deltas, relayed as they are).
 import { realClock } from './clock.js';
 import { DEFAULT_POLICY, policyFor, claimBeats } from './policy.js';
 import { paramsHash, copyF32, allFinite, weightedMean, sgd } from './reduce.js';
@@ -944,10 +946,15 @@ export class Rank {
     this._emit('roster', { size: this._liveCount() });
   }
 
-  /** The step's aggregate: the sample-weighted mean, or robust.js's when the settings ask for it. */
-  _aggregate(buckets, step) {
+  /**
+   * The step's aggregate: the sample-weighted mean, or robust.js's when the
+   * settings ask for it. A tree step's buckets are partial means of whole
+   * subtrees, not one rank's bucket each: their weighted mean, as before.
+   */
+  _aggregate(buckets, c) {
     const s = this.settings;
-    if (!robustOn(s)) return weightedMean(buckets, this.paramCount);
+    const step = c.step;
+    if (!robustOn(s) || c.tree) return weightedMean(buckets, this.paramCount);
     const out = aggregate(buckets, this.paramCount, { rule: s.agg ?? 'mean', clip: s.clip ?? 0, clipMax: s.clipMax ?? 0 });
     for (const v of out.verdicts) this._strike(v.from, this.guard.verdict(v), step);
     return out;
@@ -1002,7 +1009,7 @@ export class Rank {
     this.clock.clearTimeout(c.timer);
     this.collect = null;
     const buckets = [...c.buckets.values()];
-    const { grad, loss, samples } = this._aggregate(buckets, c.step);
+    const { grad, loss, samples } = this._aggregate(buckets, c);
     let next;
     try {
       next = this.update

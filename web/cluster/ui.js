@@ -17,6 +17,7 @@ import { checkSettings } from './settings.js';
 import { topologyOverrides } from './policy.js';
 import { Fabric } from './fabric.js';
 import { RoomPanel } from './room_ui.js';
+import { scaleRaw, applyScaleQuery, setScaleDisabled, renderScale } from './sync_ui.js';
 
 const $ = (id) => document.getElementById(id);
 const query = new URLSearchParams(location.search);
@@ -76,6 +77,7 @@ function showError(err) {
 /** The form's values as settings.js checks them. */
 function formSettings() {
   return checkSettings({
+    ...scaleRaw($, query), // encoding, lockstep / periodic, aggregation (sync_ui.js)
     model: $('model').value,
     backend: $('backend').value,
     batch: $('batch').value,
@@ -93,6 +95,7 @@ function setRunning(on) {
   $('start').disabled = on || models.length === 0;
   $('stop').disabled = !on;
   for (const id of ['model', 'backend', 'batch', 'lr']) $(id).disabled = on || models.length === 0;
+  setScaleDisabled($, on || models.length === 0);
   if (room?.joined) $('model').disabled = true; // the room's handshake named this model
   $('steps').disabled = false;
   $('steps').title = '0: never';
@@ -107,6 +110,7 @@ function renderSettings(s) {
   show('cohort-batch', c.batch ?? '', c.batch ? `${c.batch} per rank` : '-');
   show('cohort-optimizer', c.optimizer ?? '', (c.optimizer ?? '-').toUpperCase());
   show('cohort-steps', c.maxSteps, c.maxSteps > 0 ? `stop at step ${c.maxSteps}` : 'no step limit');
+  renderScale(show, c, s.roster?.length ?? 1);
   show('cohort-from', from ?? s.id, from ? `set by the leader ${short(from)}` : 'set by this tab (it leads or has not synced yet)');
   const asked = info ? { lr: info.lr, batch: info.batch, maxSteps: info.maxSteps } : null;
   const differ = [];
@@ -164,13 +168,14 @@ function renderRoster(rows) {
       tr.append(td);
     });
     body.append(tr);
-    if (r.fallback) {
+    tr.dataset.excluded = r.excluded ?? ''; // left out of the steps by the leader (robust.js), and why
+    if (r.fallback || r.excluded) {
       const why = document.createElement('tr');
       why.className = 'reason';
       const td = document.createElement('td');
       td.colSpan = cells.length;
       const text = document.createElement('div'); // as wide as the screen, not the table
-      text.textContent = `fallback to ${r.backend ?? '?'}: ${r.fallback}`;
+      text.textContent = [r.fallback && `fallback to ${r.backend ?? '?'}: ${r.fallback}`, r.excluded].filter(Boolean).join('; ');
       td.append(text);
       why.append(td);
       body.append(why);
@@ -285,6 +290,7 @@ function start() {
     lr: settings.lr,
     maxSteps: settings.steps,
     minMembers: settings.min,
+    scale: settings.scale,
     ...topoQuery,
   }, [port1]);
 }
@@ -400,6 +406,7 @@ for (const [key, id] of [['backend', 'backend'], ['batch', 'batch'], ['lr', 'lr'
   if (el.tagName === 'SELECT' && ![...el.options].some((o) => o.value === v)) el.append(new Option(v, v));
   el.value = v;
 }
+applyScaleQuery($, query);
 lossPlot.draw();
 accPlot.draw();
 worker.postMessage({ cmd: 'hello' });

@@ -13,6 +13,8 @@
 //                                               port: the MessagePort of the bus hop (transferred);
 //                                               minMembers: ranks the cohort's first step waits for;
 //                                               tree, fanout: the page's ?tree= / ?fanout= (policy.js topologyOverrides)
+//                                               scale: { enc, sync, H, outerLr, outerMomentum, agg, clip, clipMax,
+//                                               strikes } (settings.js checkScale; missing keys: the defaults)
 //   { cmd: 'stop' }                             leave the cohort (goodbye), -> { type: 'stopped' }
 //   { cmd: 'maxSteps', value }                  the step limit, when this rank leads (0: none)
 //   { cmd: 'params', reqId }                    -> { type: 'params', reqId, params } (a copy, for tests)
@@ -39,6 +41,7 @@ import { Buckets, resolveBackend } from './compute.js';
 import { loadTrainingSet, Shards, subsetUrl, subsetFits, parseSubset } from './data.js';
 import { checkSettings } from './settings.js';
 import { topologyOverrides } from './policy.js';
+import { syncModes, collectMs } from './periodic.js';
 
 const STATUS_MS = 100;
 const MAX_POINTS = 2000; // loss points kept per run
@@ -153,10 +156,10 @@ async function start(opts) {
   if (topo.errors.length) throw new Error(topo.errors.join('; '));
   if (!port) throw new Error('start needs the bus port');
   await init();
-  const checked = checkSettings({ model: opts.slug, backend: opts.backend, batch: opts.batch, lr: opts.lr, steps: opts.maxSteps, min: opts.minMembers },
+  const checked = checkSettings({ ...opts.scale, model: opts.slug, backend: opts.backend, batch: opts.batch, lr: opts.lr, steps: opts.maxSteps, min: opts.minMembers },
     { models: rlx.list_vision_models() });
   if (checked.errors.length) throw new Error(checked.errors.join('; '));
-  const { model: slug, backend, batch, lr, steps: maxSteps, min: minMembers } = checked.settings;
+  const { model: slug, backend, batch, lr, steps: maxSteps, min: minMembers, scale } = checked.settings;
   const s = {
     id,
     rank: null,
@@ -221,6 +224,7 @@ async function start(opts) {
       batch,
       lr,
       maxSteps,
+      scale,
       requested: resolved.requested,
       backend: resolved.backend,
       fallback: resolved.fallback,
@@ -231,21 +235,13 @@ async function start(opts) {
       return;
     }
     s.bus = new LossTap(new ProxyBus(id, port), s);
-    s.rank = new Rank({
-      id,
-      bus: s.bus,
-      params,
-      lr,
-      maxSteps: maxSteps > 0 ? maxSteps : Infinity,
-      minMembers,
-      policy: topo.overrides, // star or tree, fan-out (policy.js)
-      model: `${model.slug}/${model.param_flat_len}`,
-      settings: { model: model.slug, batch, optimizer: 'sgd' },
-      info: { backend: resolved.backend, fallback: resolved.fallback },
-      compute: (p, version, ctx) => {
+    const modes = syncModes({
+      settings: () => s.rank.settings,
+      lr: () => s.rank.lr,
+      bucketAt: (p, dataStep, ctx) => {
         // the cohort's batch per rank (the leader's setting), not necessarily ours
         const n = s.rank.settings.batch ?? batch;
-        const { x, labels } = s.shards.batch(ctx.step, ctx.index, ctx.count, n);
+        const { x, labels } = s.shards.batch(dataStep, ctx.index, ctx.count, n);
         const done = (r) => {
           s.lastCompute = { step: ctx.step, index: ctx.index, count: ctx.count, loss: r.loss, backend: r.backend };
           return r;
@@ -253,6 +249,21 @@ async function start(opts) {
         const r = s.grads.run(x, labels, p);
         return r instanceof Promise ? r.then(done) : done(r);
       },
+    });
+    s.rank = new Rank({
+      id,
+      bus: s.bus,
+      params,
+      lr,
+      maxSteps: maxSteps > 0 ? maxSteps : Infinity,
+      minMembers,
+      policy: { ...topo.overrides, collectMs: collectMs(scale) }, // star or tree, fan-out (policy.js); periodic: H x the deadline
+      model: `${model.slug}/${model.param_flat_len}`,
+      // encoding, lockstep / periodic, aggregation: the leader's are in force (protocol.js, periodic.js)
+      settings: { model: model.slug, batch, optimizer: 'sgd', ...scale },
+      info: { backend: resolved.backend, fallback: resolved.fallback },
+      compute: modes.compute,
+      update: modes.update,
       onEvent: (type, data) => {
         if (type === 'step') {
           s.lastStep = data;
@@ -266,7 +277,8 @@ async function start(opts) {
           s.lastEvent = text.split('\n')[0];
           if (text.includes('\n')) console.warn(text);
         }
-        if (type === 'role' || type === 'halted' || type === 'settings' || type === 'refused') sendStatus(s);
+        if (type === 'settings') s.rank.policyOverrides.collectMs = collectMs(s.rank.settings);
+        if (type === 'role' || type === 'halted' || type === 'settings' || type === 'refused' || type === 'excluded') sendStatus(s);
       },
     });
     post({ type: 'started', info: s.info });
