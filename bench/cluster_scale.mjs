@@ -45,11 +45,12 @@ for (const n of sizes) {
 const L = DEFAULT_LINK;
 console.log(`\nCluster at scale (simulated: ${L.upMbps} Mbit/s up/down, ${L.accessMs[0]}-${L.accessMs[1]} ms access latency each way, ` +
   `${L.packetLoss * 100}% packet loss; ${rows[0]?.dim} params; tree fan-out ${fanout})\n`);
-console.log('| ranks | topology | leader egress per step (data path) | data links per rank: leader / others (heartbeats) | steps/s | leader crash: new leader / next step | live ranks bit-identical |');
-console.log('|---|---|---|---|---|---|---|');
+console.log('| ranks | topology | leader egress per step (data path) | data links per rank: leader / others (heartbeats) | steps/s | buckets per step | leader crash: new leader / next step | live ranks bit-identical |');
+console.log('|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   console.log(`| ${r.n.toLocaleString('en')} | ${r.topology}${r.topology === 'tree' ? ` (depth ${r.depth})` : ''} | ${kb(r.leaderBytesPerStep)} (${kb(r.leaderDataBytesPerStep)}) | ` +
-    `${r.maxDataLinks} / ${r.maxDataLinksFollower} (${r.heartbeatLinks}) | ${r.stepsPerSec.toFixed(2)} | ${s1(r.takeoverMs)} / ${s1(r.recoveryMs)} | ` +
+    `${r.maxDataLinks} / ${r.maxDataLinksFollower} (${r.heartbeatLinks}) | ${r.stepsPerSec.toFixed(2)} | ${Math.round(r.contributorsPerStep).toLocaleString('en')} of ${r.n.toLocaleString('en')} | ` +
+    `${s1(r.takeoverMs)} / ${s1(r.recoveryMs)} | ` +
     `${r.bitIdentical ? 'yes' : 'NO'} (${r.live}) |`);
 }
 console.log('\nchurn (joins / silent / goodbyes, the step with the crash: contributors of members, missing):');

@@ -18,6 +18,9 @@
 //      relay at both ends.
 //   4. A process with another model joins a room of mnist-cnn ranks: it is
 //      refused, and both sides say why.
+//   5. Three processes with the aggregation tree forced (?tree=1&fanout=1, a
+//      chain): identical params; the leader's data path uses one peer while
+//      every peer holds a connection to both others (Trystero's full mesh).
 // Figures go to stderr as "mesh timing:" lines (the outer run prints them).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -197,6 +200,39 @@ function inside() {
     const final = await Promise.all(followers.map((p) => state(p.page)));
     assert.ok(final.every((s) => s.leader === after[nl].id && s.roster.length === 2));
     await noProblems(followers);
+  });
+
+  test('three processes, the tree forced (fan-out 1): params relayed, the leader sends to one peer, each peer holds 2 connections', { timeout: 120000 }, async () => {
+    const room = newRoomId();
+    const peers = await Promise.all([0, 1, 2].map(() => launchPeerBrowser()));
+    await Promise.all(peers.map((p) => p.page.goto(pageUrl({ room, min: 3, extra: { tree: '1', fanout: '1' } }))));
+    const pages = peers.map((p) => p.page);
+    await waitSynced(pages, STEPS, 3);
+    await assertIdentical(pages);
+    const states = await Promise.all(pages.map(state));
+    assert.deepEqual(states.map((s) => s.tree.role).sort(), ['inner', 'leaf', 'root'], 'a chain: leader -> inner -> leaf');
+    const li = states.findIndex((s) => s.role === 'leader');
+    const leader = peers[li];
+    // free training for a while, then what each peer's room link held and used
+    await leader.page.evaluate(() => window.rlxCluster.setMaxSteps(0));
+    await leader.page.waitForFunction((s) => window.rlxCluster.state.step >= s, STEPS + 5, { timeout: 20000 });
+    const [s0, r0] = await Promise.all([state(leader.page), roomOf(leader.page)]);
+    await leader.page.waitForTimeout(2000);
+    const [s1, r1] = await Promise.all([state(leader.page), roomOf(leader.page)]);
+    const rooms = await Promise.all(pages.map(roomOf));
+    for (const r of rooms) {
+      assert.equal(r.connections.held, 2, 'Trystero holds a connection to every other peer');
+      assert.equal(r.connections.accepted, 2);
+    }
+    // in the window, the leader's unicasts (params down the tree) went to one peer only
+    const grew = Object.keys(r1.connections.unicast).filter((id) => r1.connections.unicast[id] > (r0.connections.unicast[id] ?? 0));
+    assert.equal(grew.length, 1, `the leader's data path used ${grew.length} peers`);
+    const steps = s1.step - s0.step;
+    assert.ok(steps > 0);
+    timing(`3 processes as a tree (fan-out 1): leader bytes per step ${Math.round((r1.stats.bytesOut - r0.stats.bytesOut) / steps)}; ` +
+      `connections held ${rooms.map((r) => r.connections.held).join('/')}, the leader's data path used ${grew.length}`);
+    await noProblems(peers);
+    await Promise.all(peers.map((p) => p.close()));
   });
 
   test('relay only, through the local coturn: the preflight finds relay candidates and the selected pair is relay', { timeout: 90000 }, async () => {

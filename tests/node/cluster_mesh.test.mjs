@@ -401,6 +401,8 @@ for (const [form, events] of [['object', 'property'], ['tuple', 'function']]) {
     assert.deepEqual(after.map((e) => e.to), [c.id], 'unicast: one copy, to the peer that sent from rank-c');
     await sleep(20);
     assert.equal(a.got.length, 1, 'a did not get the unicast');
+    // b holds a connection to every peer of the room; its data path (unicast) used one
+    assert.deepEqual(b.l.connections(), { held: 2, accepted: 2, unicastPeers: 1, unicast: { [c.id]: 1 } });
     // An unknown addressee falls back to a broadcast (receivers filter by `to`).
     b.l.sendRaw(wireBuf('rank-b', 'rank-unknown'));
     await until(() => a.got.length === 2 && c.got.length === 3, 3000, 'fallback broadcast');

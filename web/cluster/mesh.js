@@ -52,6 +52,41 @@
 // { t: 'refuse', reason }. A peer is accepted once its hello matched AND it
 // accepted ours; only then do buffers flow (action 'rlx-wire'), both ways.
 // Hellos are re-sent every helloRetryMs until then; all three messages are idempotent.
+//
+// Connections per peer. Trystero 0.25.4 connects every peer of a room to
+// every other: each peer announces itself on the relays every ~5.3 s and a
+// peer not connected to it answers with an offer, so a room of n peers holds
+// n - 1 RTCPeerConnections per peer. It has no hook to decline a peer, and a
+// connection closed by hand is offered again at the next announcement:
+// pruning connections is not possible without patching its signalling.
+// (Chromium also caps a page at 500 RTCPeerConnections, which bounds a room.)
+// What this file does instead is route: a buffer whose header names one
+// rank (`to`) goes to that rank's peer only, so in a tree step (tree.js) a
+// peer sends params and partials to its parent and its <= k children, and
+// the leader's egress is k params instead of n - 1; heartbeats (a few
+// hundred bytes) still go to every peer. connections() measures it:
+// { held: the RTCPeerConnections Trystero holds for the room, accepted,
+// unicastPeers: the peers that got a buffer addressed to one rank }.
+// The options weighed for a partial mesh (README, "The cluster"):
+//  - js-libp2p with WebRTC and gossipsub: a bounded-degree mesh (D = 6,
+//    peer exchange), but browser-to-browser WebRTC signals through a libp2p
+//    circuit-relay node (a server to run; Nostr relays do not do it), the
+//    stack (libp2p 3.3, webrtc, websockets, circuit relay, noise, yamux,
+//    identify, gossipsub 14.1) bundles to 1.08 MB minified, 301 KB gzipped
+//    (esbuild; Trystero's bundle: 62 KB, 23 KB), and gossipsub floods: the
+//    tree's unicast needs direct streams, i.e. connections, anyway.
+//  - one Trystero room per subtree (a rank in its parent's room and in its
+//    own): about 2k connections per peer, but every change of the layout
+//    (a rank joining, leaving, dying) moves ranks between rooms, each new
+//    connection takes seconds of signalling and ICE, and election and
+//    joining still need a room that everyone is in.
+//  - unicast over the one room, chosen: no dependency, no server, nothing
+//    to signal again when the tree is laid out anew (every peer is already
+//    connected, so re-attaching a subtree is instant), and the bytes follow
+//    the tree; the price is n - 1 mostly idle connections per peer (each
+//    with its ICE consent checks) and the page's connection cap: rooms of a
+//    few hundred devices. Tabs of one browser share a BroadcastChannel,
+//    where every post reaches every tab whatever the topology.
 import { peekHeader } from './wire.js';
 import { PROTOCOL_VERSION as RANK_PROTOCOL } from './protocol.js';
 import { assertNotWorker, classifyIce, icePreflight, peerIceStats, trackPeerConnections } from './ice.js';
@@ -280,7 +315,7 @@ export function failureMessage({ peerId, connected = 0, why = '', diagnosis = nu
 const duration = (ms) => (ms < 1000 ? `${Math.round(ms)} ms` : `${Math.round(ms / 100) / 10} s`);
 
 function emptyCounters() {
-  return { sent: 0, received: 0, bytesOut: 0, bytesIn: 0 };
+  return { sent: 0, received: 0, bytesOut: 0, bytesIn: 0, unicast: 0 };
 }
 
 // ---- the transport --------------------------------------------------------------------
@@ -367,6 +402,19 @@ export class MeshLink extends EventTarget {
     return () => this._raw.delete(fn);
   }
 
+  /**
+   * Connections of this peer (see the top of the file): held = the
+   * RTCPeerConnections Trystero holds for the room (every other peer),
+   * accepted = those past the handshake, unicastPeers = those that got a
+   * buffer addressed to one rank (a tree step's params and partials, a
+   * newcomer's sync), unicast = how many each.
+   */
+  connections() {
+    const unicast = {};
+    for (const [id, c] of Object.entries(this.stats.peers)) if (c.unicast > 0 && this._peers.get(id)?.state === 'accepted') unicast[id] = c.unicast;
+    return { held: this._room.peers().size, accepted: this.acceptedCount, unicastPeers: Object.keys(unicast).length, unicast };
+  }
+
   sendRaw(buf) {
     if (this.closed) return false;
     if (!(buf instanceof ArrayBuffer) && !ArrayBuffer.isView(buf)) {
@@ -380,14 +428,19 @@ export class MeshLink extends EventTarget {
       return false;
     }
     let targets = accepted;
+    let unicast = false;
     const to = peekHeader(buf)?.to;
     if (typeof to === 'string') {
       const peerId = this._rankToPeer.get(to);
-      if (peerId && this._peers.get(peerId)?.state === 'accepted') targets = [peerId];
+      if (peerId && this._peers.get(peerId)?.state === 'accepted') {
+        targets = [peerId];
+        unicast = true;
+      }
     }
     const n = buf.byteLength;
     for (const id of targets) {
       const c = this._counters(id);
+      if (unicast) c.unicast++;
       c.sent++;
       c.bytesOut += n;
       this.stats.sent++;

@@ -183,6 +183,7 @@ export class RoomPanel {
       failures: this.failures.slice(),
       refusals: this.refusals.slice(),
       stats: this.link ? { sent: this.link.stats.sent, received: this.link.stats.received, bytesOut: this.link.stats.bytesOut, bytesIn: this.link.stats.bytesIn } : null,
+      connections: this.link?.connections() ?? null, // held / accepted / used by the data path (mesh.js)
       url: this.joined ? this.joinUrl() : null,
     };
   }

@@ -9,7 +9,12 @@
 // mesh.js sends it), a one-way latency of (sender's access + receiver's
 // access + jitter), and packet loss, which on a reliable data channel shows
 // as a retransmission (the message arrives an RTO later), not as a lost
-// message. A message's size is its wire.js size: 4 + the JSON header
+// message. Messages without a payload (heartbeats, need, bye, halt: a few
+// hundred bytes) do not queue behind payloads: on a real data channel they
+// would (one ordered channel per peer), so a leader whose uplink is
+// backlogged with params (the star at 1,000 ranks) would also look silent and
+// be taken over; the simulation leaves that out and so flatters the star.
+// A message's size is its wire.js size: 4 + the JSON header
 // (padded to 4) + 4 bytes a payload value. Deliveries due in one millisecond
 // run together (one VirtualClock timer a millisecond), which keeps a
 // 1,000-rank run, a million heartbeat deliveries a simulated second, within
@@ -81,8 +86,15 @@ export class SimNet {
     const pLost = 1 - (1 - L.packetLoss) ** packets;
     const now = this.clock.now();
     const data = DATA_TYPES.has(msg.type);
+    const control = !msg.payload; // heartbeats and the like: see the top of the file
     for (const ep of targets) {
-      from.upFree = Math.max(now, from.upFree) + bytes / up;
+      let sentAt;
+      if (control) {
+        sentAt = now + bytes / up;
+      } else {
+        from.upFree = Math.max(now, from.upFree) + bytes / up;
+        sentAt = from.upFree;
+      }
       const s = from.stats;
       s.sent++;
       s.bytesOut += bytes;
@@ -94,13 +106,16 @@ export class SimNet {
         s.dataPeers.add(ep.id);
         ep.stats.dataPeers.add(from.id);
       }
-      let arrival = from.upFree + from.accessMs + ep.accessMs + this.rand() * L.jitterMs;
+      let arrival = sentAt + from.accessMs + ep.accessMs + this.rand() * L.jitterMs;
       if (pLost > 0 && this.rand() < pLost) {
         this.stats.retransmitted++;
         arrival += Math.max(L.rtoMs, 2 * (from.accessMs + ep.accessMs));
       }
-      const at = Math.max(arrival, ep.downFree + bytes / down);
-      ep.downFree = at;
+      let at = arrival;
+      if (!control) {
+        at = Math.max(arrival, ep.downFree + bytes / down);
+        ep.downFree = at;
+      }
       this.stats.copies++;
       this._schedule(Math.ceil(at), ep, env, bytes);
     }

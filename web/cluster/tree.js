@@ -36,11 +36,17 @@
 //   earlier step): it sends them to that child's children instead, which
 //   then answer it (a rank answers whoever sent it the step's params last).
 //   A child whose partial is overdue at the node's first deadline (4x the
-//   usual time its subtree takes, at most its share of the step deadline) is
+//   usual time its subtree takes, at least 250 ms a level below the node, at
+//   most its share of the step deadline) is
 //   re-attached the same way within the step: its children get the params
 //   again from the node, and resend the partial they may have sent to the
-//   dead one. Partials carry the ids they cover, and every aggregator drops
-//   one that overlaps what it already holds, so nothing is counted twice.
+//   dead one. A partial is the sample-weighted mean of its subtree's buckets
+//   in f32 with their sample count (a leaf's is its bucket, bit for bit;
+//   parents add samples * mean in f64), the ids it covers and the ranks its
+//   sender gave up on; every aggregator drops a partial that overlaps what
+//   it already holds, so nothing is counted twice. Partials travel in f32:
+//   compress.js's encodings apply to the star's buckets, and robust.js's
+//   rules, in a tree, see the root's few partials, not every bucket.
 //   The leader marks a rank missing in two steps in a row (or silent) as a
 //   suspect until it is heard again, so the next layout leaves it out.
 import { realClock, VirtualClock } from './clock.js';
