@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """make_seeds.py - writes the seed corpora of the fuzzers into
 tests/fuzz/corpus/<fuzzer>/ (small hand-made inputs that reach deep:
-well-formed graphs, streams, IDX files).  Op ids come from the op table of
+well-formed graphs, streams, IDX files, GGUF files).  Op ids come from the op table of
 build/librlx.so (rlx_op_from_name), so the graph seeds follow the table.
 Usage: python3 tests/fuzz/make_seeds.py  (after make native)."""
 import ctypes
 import os
+import random
+import struct
 import zlib
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -69,6 +71,95 @@ GRAPHS = {
 }
 
 
+# GGUF files (the format of include/rlx_gguf.h), written here with struct so
+# the seeds do not come from the library under test.
+GGUF_VALUES = {"u8": (0, "<B"), "i8": (1, "<b"), "u16": (2, "<H"), "i16": (3, "<h"), "u32": (4, "<I"),
+               "i32": (5, "<i"), "f32": (6, "<f"), "bool": (7, "<?"), "u64": (10, "<Q"), "i64": (11, "<q"),
+               "f64": (12, "<d")}
+# type: (code, values per block, bytes per block, offsets of f16 scales in a block)
+GGUF_TYPES = {"f32": (0, 1, 4, ()), "f16": (1, 1, 2, ()), "q4_0": (2, 32, 18, (0,)), "q4_1": (3, 32, 20, (0, 2)),
+              "q5_0": (6, 32, 22, (0,)), "q5_1": (7, 32, 24, (0, 2)), "q8_0": (8, 32, 34, (0,)),
+              "q4_K": (12, 256, 144, (0, 2)), "q5_K": (13, 256, 176, (0, 2)), "q6_K": (14, 256, 210, (208,)),
+              "bf16": (30, 1, 2, ())}
+
+
+def gguf_str(s):
+    b = s.encode() if isinstance(s, str) else bytes(s)
+    return struct.pack("<Q", len(b)) + b
+
+
+def gguf_kv(key, kind, value):
+    out = gguf_str(key)
+    if kind == "str":
+        return out + struct.pack("<I", 8) + gguf_str(value)
+    if kind.startswith("arr:"):
+        elem = kind[4:]
+        if elem == "str":
+            return out + struct.pack("<IIQ", 9, 8, len(value)) + b"".join(gguf_str(v) for v in value)
+        code, fmt = GGUF_VALUES[elem]
+        return out + struct.pack("<IIQ", 9, code, len(value)) + b"".join(struct.pack(fmt, v) for v in value)
+    code, fmt = GGUF_VALUES[kind]
+    return out + struct.pack("<I", code) + struct.pack(fmt, value)
+
+
+def gguf_tensor_data(rng, type_name, n):
+    code, block, size, scales = GGUF_TYPES[type_name]
+    if type_name == "f32":
+        return b"".join(struct.pack("<f", rng.uniform(-1, 1)) for _ in range(n))
+    if type_name == "f16":
+        return b"".join(struct.pack("<e", rng.uniform(-1, 1)) for _ in range(n))
+    if type_name == "bf16":
+        return b"".join(struct.pack("<f", rng.uniform(-1, 1))[2:] for _ in range(n))
+    out = b""
+    for _ in range(n // block):
+        b = bytearray(rng.getrandbits(8) for _ in range(size))
+        for at in scales:
+            b[at:at + 2] = struct.pack("<e", rng.uniform(0.001, 0.1))
+        out += bytes(b)
+    return out
+
+
+def gguf_file(kvs, tensors, version=3, alignment=32):
+    """tensors: (name, type name, dims (row first), data)."""
+    out = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs)) + b"".join(kvs)
+    blobs, off = b"", 0
+    for name, type_name, dims, data in tensors:
+        out += gguf_str(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
+        out += struct.pack("<IQ", GGUF_TYPES[type_name][0], off)
+        pad = (-len(data)) % alignment
+        blobs += data + b"\0" * pad
+        off += len(data) + pad
+    return out + b"\0" * ((-len(out)) % alignment) + blobs
+
+
+def gguf_seeds():
+    rng = random.Random(7)
+    scalars = [gguf_kv("general.architecture", "str", "llama"), gguf_kv("t.u8", "u8", 200),
+               gguf_kv("t.i8", "i8", -5), gguf_kv("t.u16", "u16", 65535), gguf_kv("t.i16", "i16", -300),
+               gguf_kv("t.u32", "u32", 4000000000), gguf_kv("t.i32", "i32", -70000), gguf_kv("t.f32", "f32", 0.5),
+               gguf_kv("t.bool", "bool", True), gguf_kv("t.u64", "u64", 2 ** 63), gguf_kv("t.i64", "i64", -2 ** 40),
+               gguf_kv("t.f64", "f64", 1e-300)]
+    arrays = [gguf_kv("a." + k, "arr:" + k, [1, 0, 1] if k in ("bool", "u8", "u16", "u32", "u64") else [-1, 0, 2])
+              for k in GGUF_VALUES]
+    every = [(("w." + t), t, [GGUF_TYPES[t][1] if GGUF_TYPES[t][1] > 1 else 4, 2 if GGUF_TYPES[t][1] == 1 else 1],
+              None) for t in GGUF_TYPES]
+    every = [(n, t, d, gguf_tensor_data(rng, t, d[0] * d[1])) for n, t, d, _ in every]
+    yield "every_type", gguf_file(scalars + arrays, every)
+    tokens = ["<s>", "</s>", "hello", " world", "\u00e9t\u00e9", ""]
+    meta = [gguf_kv("general.alignment", "u32", 64), gguf_kv("tokenizer.ggml.tokens", "arr:str", tokens),
+            gguf_kv("tokenizer.ggml.scores", "arr:f32", [0.0, -1.5, -2.0, -3.25, -4.0, -9.0]),
+            gguf_kv("llama.context_length", "u32", 128)]
+    two = [("tok_embd", "f16", [8, 6], gguf_tensor_data(rng, "f16", 48)),
+           ("output", "q8_0", [32, 2], gguf_tensor_data(rng, "q8_0", 64))]
+    yield "v2_alignment64", gguf_file(meta, two, version=2, alignment=64)
+    yield "v3_alignment64", gguf_file(meta, two, alignment=64)
+    yield "metadata_only", gguf_file(meta[1:] + [gguf_kv("empty", "arr:i32", [])], [])
+    shapes = [("scalar", "f32", [], gguf_tensor_data(rng, "f32", 1)),
+              ("four", "bf16", [2, 1, 2, 2], gguf_tensor_data(rng, "bf16", 8)),
+              ("empty", "q4_K", [256, 0], b""), ("row", "q6_K", [256], gguf_tensor_data(rng, "q6_K", 256))]
+    yield "shapes", gguf_file([gguf_kv("general.name", "str", "shapes")], shapes)
+
+
 def write(fuzzer, name, data):
     d = os.path.join(ROOT, "tests", "fuzz", "corpus", fuzzer)
     os.makedirs(d, exist_ok=True)
@@ -96,6 +187,9 @@ def main():
     hdr = [0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 2, 10, 20, 30, 40]
     lab = [0, 0, 8, 1, 0, 0, 0, 1, 7]
     write("idx", "raw_split", [0, 0, len(hdr)] + hdr + lab)
+    for name, data in gguf_seeds():
+        assert len(data) <= 4096, (name, len(data))  # libFuzzer's -max_len (tests/fuzz/fuzz.mk)
+        write("gguf", name, data)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 The dynamic symbol table (nm -D --defined-only) must list the functions
 declared in the public headers (include/rlx.h, include/rlx_models.h,
-include/rlx_op_info.h, as extracted by tools/export_list.sh, which also
+include/rlx_op_info.h, include/rlx_gguf.h, as extracted by tools/export_list.sh, which also
 writes the linker version script) and nothing else: no internal helper
 (fuse_replace, rlx_cpu_*, ...) and no missing public name.  Every function the Python binding declares
 (python/rlx/_native.py) or the tests and examples call through it must be
@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 from rlx import _native  # noqa: E402
 
-PUBLIC_HEADERS = [os.path.join(ROOT, "include", h) for h in ("rlx.h", "rlx_models.h", "rlx_op_info.h")]
+PUBLIC_HEADERS = [os.path.join(ROOT, "include", h) for h in ("rlx.h", "rlx_models.h", "rlx_op_info.h", "rlx_gguf.h")]
 LIBRARY = os.path.join(ROOT, "build", "librlx.so")
 
 
