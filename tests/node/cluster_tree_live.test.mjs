@@ -13,7 +13,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SimCohort, shardGradient } from '../../web/cluster/sim.js';
 import { weightedMean } from '../../web/cluster/protocol.js';
-import { topologyFor, DEFAULT_POLICY } from '../../web/cluster/policy.js';
+import { topologyFor, topologyOverrides, DEFAULT_POLICY } from '../../web/cluster/policy.js';
 import { splitSubtree, subtreeHeight } from '../../web/cluster/tree.js';
 import { validate } from '../../web/cluster/messages.js';
 
@@ -101,6 +101,16 @@ test('the policy: a star up to treeAbove ranks, a tree above; 0 forces the tree,
   assert.equal(topologyFor(2, { treeAbove: 0 }).topology, 'tree');
   assert.equal(topologyFor(1000, { treeAbove: Infinity }).topology, 'star');
   assert.equal(topologyFor(50, { fanout: 3 }).fanout, 3);
+  // cluster.html's ?tree= / ?fanout=
+  assert.deepEqual(topologyOverrides({}), { overrides: {}, errors: [] });
+  assert.deepEqual(topologyOverrides({ tree: '1', fanout: '2' }), { overrides: { treeAbove: 0, fanout: 2 }, errors: [] });
+  assert.deepEqual(topologyOverrides({ tree: '0' }).overrides, { treeAbove: Infinity });
+  assert.deepEqual(topologyOverrides({ tree: 'auto' }).overrides, {});
+  assert.deepEqual(topologyOverrides({ tree: 'yes', fanout: '0' }).errors, [
+    'tree: "yes" is not 1 (always a tree), 0 (always a star) or auto',
+    'fanout: "0" is not a whole number from 1 to 64',
+  ]);
+  assert.equal(topologyOverrides({ fanout: '2.5' }).errors.length, 1);
 });
 
 test('15 ranks in a binary tree: fanout params a step from the leader, the flat weighted mean, shards, bit-identical', async () => {
