@@ -249,7 +249,8 @@ test('cluster.html: models labelled with their backends, a WebGL2 rank in its Wo
 test('cluster.html: a mixed cohort (CPU, WebGPU, WebGL2 tabs) trains with bit-identical parameters',
   { skip: why ?? false, timeout: 120000 }, async () => {
   const backends = ['cpu', 'webgpu', 'webgl'];
-  const steps = 12;
+  // Enough steps for the WebGPU rank (SwiftShader here: its first step compiles for seconds) to take part.
+  const steps = 30;
   const context = await browser.newContext();
   try {
     const tabs = [];

@@ -37,7 +37,7 @@ function close(got, want, what, tol = TOL) {
   }
 }
 
-test('index.html: the GPU cross-check shows a match on WebGPU and WebGL2; the entry points on the page equal Node\'s CPU', { skip: why ?? false, timeout: 60000 }, async () => {
+test('index.html: the GPU cross-check shows a match on WebGPU and WebGL2; the entry points on the page equal Node\'s CPU', { skip: why ?? false, timeout: 150000 }, async () => {
   const { page, problems } = await newPage(browser);
   await page.goto(`${server.url}index.html?autostart=0`);
   await page.waitForFunction(() => document.getElementById('gpu-check').dataset.done === '1', null, { timeout: 40000 });
@@ -137,7 +137,7 @@ for (const backend of ['webgl', 'webgpu']) {
     const { page, problems } = await newPage(browser);
     const batch = 2;
     await page.goto(`${server.url}vision-bench.html?model=mnist-mlp&backend=${backend}&batch=${batch}&steps=3&autorun=1`);
-    await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('progress-text').dataset.value),
+    await page.waitForFunction(() => ['finished', 'error'].includes(document.getElementById('progress-text').dataset.state),
       null, { timeout: 50000 });
     assert.equal(await page.textContent('#error'), '');
     assert.deepEqual(problems, []);
