@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(clang lld binaryen wasi-libc libclang-rt-14-dev-wasm32 libcmocka-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist make gcc nodejs python3 openssl chromium python3-numpy coturn)
+debs=(clang lld binaryen wasi-libc libclang-rt-14-dev libclang-rt-14-dev-wasm32 libcmocka-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist make gcc nodejs python3 openssl chromium python3-numpy coturn)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
