@@ -13,7 +13,7 @@
 //               { id, ok: true, result: { status: 'finished' | 'stopped' | 'diverged', step, ... } }
 //               { id, ok: false, error }
 import init, * as rlx from './pkg/rlx_web.js';
-import { parseSubset, subsetUrl, subsetFits, Shards } from './cluster/data.js';
+import { loadSubset, scoreBatch, subsetFits, Shards } from './cluster/data.js';
 import { makeOptimizer } from './optim.js';
 import { serve, yieldToEvents } from './worker-rpc.js';
 
@@ -23,17 +23,10 @@ const POST_MS = 100; // at most this long between two progress messages
 let stopRequested = false;
 let data = null; // { train, test, grid: { pixels, labels } }
 
-async function loadSplit(split) {
-  const url = subsetUrl(split);
-  const res = await fetch(url);
-  if (!res.ok) throw new Error(`the Fashion-MNIST ${split} subset (${url.pathname}) answered ${res.status}: run make`);
-  return parseSubset(await res.arrayBuffer(), `fashion-mnist-${split}.bin`);
-}
-
 async function hello() {
   await init();
   await Promise.all([rlx.init_webgpu(), rlx.init_webgl()]);
-  const [train, test] = await Promise.all([loadSplit('train'), loadSplit('test')]);
+  const [train, test] = await Promise.all([loadSubset('train'), loadSubset('test')]);
   const grid = { pixels: new Float32Array(GRID * test.inputLen), labels: new Int32Array(GRID) };
   for (let i = 0; i < GRID; i++) grid.labels[i] = test.sample(i, grid.pixels, i * test.inputLen);
   data = { train, test, grid };
@@ -64,14 +57,9 @@ async function evaluate(forward, params, classes) {
   let correct = 0;
   for (let start = 0; start + EVAL_BATCH <= test.count; start += EVAL_BATCH) {
     for (let k = 0; k < EVAL_BATCH; k++) labels[k] = test.sample(start + k, x, k * test.inputLen);
-    const logits = await forward(x, params);
-    for (let k = 0; k < EVAL_BATCH; k++) {
-      let best = 0;
-      for (let c = 1; c < classes; c++) if (logits[k * classes + c] > logits[k * classes + best]) best = c;
-      confusion[labels[k]][best]++;
-      if (best === labels[k]) correct++;
-      if (start + k < GRID) predictions[start + k] = best;
-    }
+    const scored = scoreBatch(await forward(x, params), labels, classes, confusion);
+    correct += scored.correct;
+    if (start < GRID) predictions.set(scored.predicted.subarray(0, GRID - start), start);
     if (stopRequested) break;
   }
   const seen = confusion.reduce((s, row) => s + row.reduce((a, b) => a + b, 0), 0);

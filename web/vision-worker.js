@@ -46,14 +46,14 @@ async function run({ slug, backend, batch, steps, lr, seed }, post) {
     let params = bench.init_params(seed);
     const { x, labels } = bench.synthetic_batch(seed, batch);
 
-    const phase = async (text) => {
-      post({ phase: text.startsWith('compiling') ? 'compiling' : 'timing', text });
+    const phase = async (kind, text) => {
+      post({ phase: kind, text });
       await yieldToEvents();
     };
     // Forward: the first call compiles; then as many calls as fit in ~150 ms (at least 3).
-    await phase(`compiling the forward pass for ${where}`);
+    await phase('compiling', `compiling the forward pass for ${where}`);
     const logits = await forward(x, params);
-    await phase('timing the forward pass');
+    await phase('timing', 'timing the forward pass');
     let forwards = 0;
     const f0 = performance.now();
     while (!stopRequested && (forwards < 3 || (performance.now() - f0 < 150 && forwards < 1000))) {
@@ -66,7 +66,7 @@ async function run({ slug, backend, batch, steps, lr, seed }, post) {
     let pending = [];
     let compileStep = NaN;
     if (!stopRequested) {
-      await phase(`compiling the training step for ${where}`);
+      await phase('compiling', `compiling the training step for ${where}`);
       compileStep = (await trainStep(x, labels, params, lr))[0]; // compiles the training plan
     }
     let done = 0;

@@ -15,13 +15,7 @@
 #include "check_alloc.h"
 #include "rlx.h"
 
-#define assert_contains(hay, needle)                                              \
-  do {                                                                            \
-    if (!strstr((hay), (needle))) {                                               \
-      print_error("expected \"%s\" in message: %s\n", (needle), (hay));          \
-      fail();                                                                     \
-    }                                                                             \
-  } while (0)
+#include "assert_text.h"
 
 static void free_null_is_harmless(void **state) {
   (void)state;

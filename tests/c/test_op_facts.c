@@ -14,13 +14,7 @@
 #include "rlx.h"
 #include "rlx_op_info.h"
 
-#define assert_contains(hay, needle)                                              \
-  do {                                                                            \
-    if (!strstr((hay), (needle))) {                                               \
-      print_error("expected \"%s\" in message: %s\n", (needle), (hay));          \
-      fail();                                                                     \
-    }                                                                             \
-  } while (0)
+#include "assert_text.h"
 
 static void attribute_slots_are_dense(void **state) {
   (void)state;

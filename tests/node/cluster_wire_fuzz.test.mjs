@@ -15,24 +15,13 @@ import assert from 'node:assert/strict';
 import { encode, encodeMessage, decodeMessage, WireError } from '../../web/cluster/wire.js';
 import { validate, Invalid } from '../../web/cluster/messages.js';
 import { pack } from '../../web/cluster/compress.js';
+import { prng } from '../common/prng.mjs';
 
 const SEED = Number(process.env.RLX_FUZZ_SEED ?? 0x5eed) >>> 0;
 const ITERS = Number(process.env.RLX_FUZZ_ITERS ?? 12000);
 const PARAMS = 8;
 const CALL_MS = 250; // one decode + validate, far above its real cost
 
-/** mulberry32: a small seeded PRNG. */
-function prng(seed) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return { next, int: (n) => Math.floor(next() * n), pick: (xs) => xs[Math.floor(next() * xs.length)] };
-}
 
 const payload = () => Float32Array.from({ length: PARAMS }, (_, i) => i / 8);
 const VALID = [

@@ -12,23 +12,12 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import init, * as rlx from '../../web/pkg/rlx_web.js';
 import Sdk from '../../web/rlx.js';
+import { prng } from '../common/prng.mjs';
 
 const { seed, iters, callMs } = workerData;
 const REFRESH = 150;   // calls between fresh targets
 const MAX_FAILURES = 40;
 
-/** mulberry32: a small seeded PRNG. */
-function prng(s) {
-  let a = s >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return { next, int: (n) => Math.floor(next() * n), pick: (xs) => xs[Math.floor(next() * xs.length)] };
-}
 
 /** Thrown by the hostile proxies: the caller's own exception, which may pass through as it is. */
 class CallerError extends Error {}

@@ -67,6 +67,32 @@ export function parseSubset(data, source = 'Fashion-MNIST subset') {
   };
 }
 
+/** A split of the subset, fetched and parsed; throws an Error saying what is wrong (missing file: run make). */
+export async function loadSubset(split, fetchImpl = globalThis.fetch) {
+  const url = subsetUrl(split);
+  const res = await fetchImpl(url);
+  if (!res.ok) throw new Error(`the Fashion-MNIST ${split} subset (web/data/fashion-mnist-${split}.bin) answered ${res.status}: run make`);
+  return parseSubset(await res.arrayBuffer(), `web/data/fashion-mnist-${split}.bin`);
+}
+
+/**
+ * Scores one batch of logits[rows * classes] against labels: adds each row
+ * to confusion[label][predicted] (when given) and returns { correct,
+ * predicted: Int32Array of the argmax classes }.
+ */
+export function scoreBatch(logits, labels, classes, confusion = null) {
+  const predicted = new Int32Array(labels.length);
+  let correct = 0;
+  for (let k = 0; k < labels.length; k++) {
+    let best = 0;
+    for (let c = 1; c < classes; c++) if (logits[k * classes + c] > logits[k * classes + best]) best = c;
+    predicted[k] = best;
+    if (confusion) confusion[labels[k]][best]++;
+    if (best === labels[k]) correct++;
+  }
+  return { correct, predicted };
+}
+
 /**
  * `count` synthetic samples of a model, from a VisionBench's seeded
  * synthetic_batch: each class c has a random pattern P_c (inputs uniform in

@@ -38,7 +38,7 @@ import init, * as rlx from '../pkg/rlx_web.js';
 import { ProxyBus } from './bus.js';
 import { Rank, PROTOCOL_VERSION } from './protocol.js';
 import { Buckets, resolveBackend } from './compute.js';
-import { loadTrainingSet, Shards, subsetUrl, subsetFits, parseSubset } from './data.js';
+import { loadTrainingSet, Shards, subsetFits, loadSubset, scoreBatch } from './data.js';
 import { checkSettings } from './settings.js';
 import { topologyOverrides } from './policy.js';
 import { syncModes, collectMs } from './periodic.js';
@@ -122,8 +122,7 @@ class LossTap {
 async function loadTestSet(model) {
   if (!subsetFits(model)) return null;
   try {
-    const res = await fetch(subsetUrl('test'));
-    return res.ok ? parseSubset(await res.arrayBuffer(), 'web/data/fashion-mnist-test.bin') : null;
+    return await loadSubset('test');
   } catch {
     return null;
   }
@@ -138,13 +137,8 @@ function evaluate(s, params) {
   let correct = 0, seen = 0;
   for (let start = 0; start + EVAL_BATCH <= test.count; start += EVAL_BATCH) {
     for (let k = 0; k < EVAL_BATCH; k++) labels[k] = test.sample(start + k, x, k * test.inputLen);
-    const logits = s.evalBench.forward_cpu(x, params);
-    for (let k = 0; k < EVAL_BATCH; k++) {
-      let best = 0;
-      for (let c = 1; c < classes; c++) if (logits[k * classes + c] > logits[k * classes + best]) best = c;
-      correct += best === labels[k];
-      seen++;
-    }
+    correct += scoreBatch(s.evalBench.forward_cpu(x, params), labels, classes).correct;
+    seen += EVAL_BATCH;
   }
   return seen ? correct / seen : NaN;
 }
