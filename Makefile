@@ -257,7 +257,11 @@ setup:
 
 test: setup
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory test-native test-asan test-fuzz test-node test-webgpu test-cli test-browser test-python test-examples test-install
+	@set -e; for t in $(TEST_PARTS); do s=$$(date +%s); $(MAKE) --no-print-directory $$t; \
+	  echo "== $$t passed in $$(( $$(date +%s) - s )) s"; done
+
+# Every part of make test, in order; each prints how long it took.
+TEST_PARTS := test-native test-asan test-fuzz test-node test-webgpu test-cli test-browser test-python test-examples test-install
 
 test-native: $(TEST_BINS) test-subops
 	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t; done

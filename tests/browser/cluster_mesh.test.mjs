@@ -273,6 +273,8 @@ function inside() {
     assert.match(await a.page.textContent('#room-refused'), /model mismatch/);
     assert.match(await c.page.textContent('#room-refused'), /model mismatch/);
     assert.equal(ra.accepted, 0);
+    // the refusal can arrive before the Worker's first status: wait for one
+    await a.page.waitForFunction(() => window.rlxCluster.state?.roster, null, { timeout: 30000, polling: 50 });
     assert.equal((await state(a.page)).roster.length, 1, 'the refused peer is not in the cohort');
     await Promise.all([a.close(), c.close()]);
   });
