@@ -87,6 +87,10 @@ rlx_node rlx_graph_find(const rlx_graph *g, const char *name);
 /* Leaves.  Names must be unique among inputs and params. */
 rlx_node rlx_input(rlx_graph *g, const char *name, int32_t rank, const int32_t *dims, rlx_dtype dt);
 rlx_node rlx_param(rlx_graph *g, const char *name, int32_t rank, const int32_t *dims);
+/* A param of dtype dt (RLX_F32 or RLX_I32).  An i32 param holds raw bytes
+ * (e.g. GGUF weights for matmul_q / gather_q, 4 bytes per element); give it
+ * memory with rlx_session_bind_param. */
+rlx_node rlx_param_dtype(rlx_graph *g, const char *name, int32_t rank, const int32_t *dims, rlx_dtype dt);
 rlx_node rlx_constant(rlx_graph *g, int32_t rank, const int32_t *dims, const float *data);
 rlx_node rlx_scalar(rlx_graph *g, float value); /* a rank-0 constant */
 
@@ -168,6 +172,12 @@ rlx_node rlx_rope(rlx_graph *g, rlx_node x, float theta, int32_t pos_offset);
  * sees key j when j <= i + (Sk - Sq) (and, for sliding, j > that - window).
  * PADDING takes mask[B, Sk] (nonzero = keep); BIAS takes an additive tensor
  * broadcastable to [B, H, Sq, Sk]. */
+/* rlx_rope with an optional offset node (RLX_NO_NODE: none; else an i32
+ * tensor of one element added to every position: row s is at pos_offset +
+ * offset[0] + s) and a mode: 0 NeoX (rotate halves), 1 adjacent pairs
+ * (x[2i], x[2i+1], as GGUF llama models' "normal" RoPE). */
+rlx_node rlx_rope_ext(rlx_graph *g, rlx_node x, rlx_node offset, float theta, int32_t pos_offset, int32_t mode);
+
 typedef enum {
   RLX_MASK_NONE = 0,
   RLX_MASK_CAUSAL = 1,
@@ -177,6 +187,30 @@ typedef enum {
 } rlx_mask_kind;
 rlx_node rlx_attention(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_mask_kind kind,
                        int32_t window, rlx_node mask, float scale);
+
+/* ---- quantized language models (CPU backend only) -----------------------
+ * A quantized weight is an i32 node (usually an rlx_param_dtype bound with
+ * rlx_session_bind_param) holding `rows` rows of `cols` values of GGUF type
+ * qtype (rlx_gguf_type), row after row with no padding: the layout of a
+ * GGUF tensor of dims [cols, rows].  cols is a multiple of the type's block.
+ *
+ * matmul_q: trans 0: x[..., cols] -> [..., rows], y[m, n] = sum_k W[n, k]
+ * x[m, k]; trans 1: x[..., rows] -> [..., cols], y[m, k] = sum_n x[m, n]
+ * W[n, k].  Differentiable in x only. */
+rlx_node rlx_matmul_q(rlx_graph *g, rlx_node x, rlx_node w, int32_t qtype, int32_t rows, int32_t cols, int trans);
+/* table (as matmul_q's w), ids[...] (i32 or f32) -> [..., cols]: the
+ * dequantized rows.  Bad ids give a zero row and fail the run as gather. */
+rlx_node rlx_gather_q(rlx_graph *g, rlx_node table, rlx_node ids, int32_t qtype, int32_t rows, int32_t cols);
+/* Causal attention over a KV cache: q[Hq, S, D], k[Hkv, S, D], v[Hkv, S,
+ * Dv], k_cache[Hkv, C, D], v_cache[Hkv, C, Dv] (inputs or params, usually
+ * bound), pos (i32, one element) -> out[S, Hq, Dv] (token-major: reshape
+ * to [S, Hq Dv] is free).  Each run first writes k[:, s] and v[:, s] into
+ * the caches at position pos + s, then query s attends to cache positions
+ * 0 .. pos + s; q head h uses kv head h / (Hq / Hkv).  Positions >= C are
+ * not written and give zero rows; pos < 0 fails the run.  scale <= 0 means
+ * 1/sqrt(D).  Forward only. */
+rlx_node rlx_attention_kv(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_node k_cache, rlx_node v_cache,
+                          rlx_node pos, float scale);
 
 /* x[N, C, H, W], w[O, C/groups, KH, KW] -> [N, O, OH, OW]. */
 typedef struct {
@@ -224,6 +258,12 @@ void rlx_session_free(rlx_session *s);
  * and must equal the tensor's element count. */
 rlx_status rlx_session_set_param(rlx_session *s, const char *name, const float *data, size_t len);
 rlx_status rlx_session_get_param(const rlx_session *s, const char *name, float *data, size_t len);
+/* The session reads and writes param `name` in the caller's memory from now
+ * on (no copy; CPU sessions only): data must stay valid, 4-byte aligned,
+ * and hold at least the param's bytes (numel * 4); the session never frees
+ * it.  Several sessions may bind the same memory (weights, a KV cache).
+ * set_param/get_param refuse i32 params: bind them. */
+rlx_status rlx_session_bind_param(rlx_session *s, const char *name, void *data, size_t bytes);
 rlx_status rlx_session_set_input(rlx_session *s, const char *name, const float *data, size_t len);
 rlx_status rlx_session_set_input_i32(rlx_session *s, const char *name, const int32_t *data, size_t len);
 rlx_status rlx_session_run(rlx_session *s);

@@ -73,6 +73,13 @@ static rlx_status walk(rlx_grad_ctx *c, rlx_node loss, const rlx_node *wrt, int3
   for (int32_t i = 0; i < n_wrt; i++) {
     if (g->nodes[wrt[i]].dtype == RLX_I32) {
       describe(g, wrt[i], what, sizeof what);
+      for (int32_t id = wrt[i] + 1; id <= loss; id++) { /* quantized weights say so */
+        const rlx_node_t *n = &g->nodes[id];
+        int32_t k = n->op == RLX_OP_MATMUL_Q ? 1 : n->op == RLX_OP_GATHER_Q ? 0 : -1;
+        if (k >= 0 && n->inputs[k] == wrt[i])
+          return rlx_error(RLX_ERR_GRAPH, "grad: cannot differentiate with respect to %s: %s: quantized weights have "
+                           "no gradient", what, rlx_op_name(n->op));
+      }
       return rlx_error(RLX_ERR_INVALID_ARG, "grad: cannot differentiate with respect to %s: it is an i32 tensor", what);
     }
     c->depends[wrt[i]] = 1;

@@ -53,11 +53,15 @@ rlx_status rlx_grad_layer_norm(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
   return RLX_OK;
 }
 
-/* RoPE is a rotation: its gradient rotates back. */
+/* RoPE is a rotation: its gradient rotates back (same positions, offset
+ * input and mode); the offset gets none. */
 rlx_status rlx_grad_rope(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
   NODE;
-  int32_t at[] = {[RLX_IATTR_ROPE_POS_OFFSET] = ATTR_I(&n, ROPE, POS_OFFSET), [RLX_IATTR_ROPE_INVERSE] = !ATTR_I(&n, ROPE, INVERSE)};
-  rlx_grad_accum(c, id, 0, rlx_op_node(G, RLX_OP_ROPE, &dy, 1, at, RLX_LEN(at), n.fattr, n.n_fattr));
+  int32_t at[] = {[RLX_IATTR_ROPE_POS_OFFSET] = ATTR_I(&n, ROPE, POS_OFFSET), [RLX_IATTR_ROPE_INVERSE] = !ATTR_I(&n, ROPE, INVERSE),
+                  [RLX_IATTR_ROPE_MODE] = ATTR_I(&n, ROPE, MODE)};
+  rlx_node in[2] = {dy, n.n_inputs > 1 ? n.inputs[1] : RLX_NO_NODE};
+  if (rlx_grad_wants(c, id, 0))
+    rlx_grad_accum(c, id, 0, rlx_op_node(G, RLX_OP_ROPE, in, n.n_inputs, at, RLX_LEN(at), n.fattr, n.n_fattr));
   return RLX_OK;
 }
 

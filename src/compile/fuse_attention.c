@@ -139,7 +139,9 @@ static int match_operand(const rlx_graph *g, int32_t id, int allow_rope, const b
                          operand *op) {
   int32_t chain[RLX_MAX_RANK * 2], n_chain;
   op->rope = -1;
-  if (allow_rope && g->nodes[id].op == RLX_OP_ROPE) {
+  /* the fused kernel does NeoX RoPE at fixed positions: no offset input, mode 0 */
+  if (allow_rope && g->nodes[id].op == RLX_OP_ROPE && g->nodes[id].n_inputs == 1 &&
+      ATTR_I(&g->nodes[id], ROPE, MODE) == 0) {
     if (!fuse_set_add(set, id)) return 0;
     op->rope = id;
     id = g->nodes[id].inputs[0];

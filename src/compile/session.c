@@ -27,7 +27,9 @@ void rlx_session_free(rlx_session *s) {
   for (int32_t i = 0; i < p->n_inputs; i++)
     if (s->input_data) rlx_free(s->input_data[i], node_numel(s, p->inputs[i]) * sizeof(float));
   for (int32_t i = 0; i < p->n_params; i++)
-    if (s->param_data) rlx_free(s->param_data[i], node_numel(s, p->params[i]) * sizeof(float));
+    if (s->param_data && !(s->param_bound && s->param_bound[i]))
+      rlx_free(s->param_data[i], node_numel(s, p->params[i]) * sizeof(float));
+  rlx_free(s->param_bound, (size_t)p->n_params);
   rlx_free(s->input_data, (size_t)p->n_inputs * sizeof(float *));
   rlx_free(s->param_data, (size_t)p->n_params * sizeof(float *));
   rlx_free(s->input_set, (size_t)p->n_inputs);
@@ -44,6 +46,7 @@ static rlx_status alloc_buffers(rlx_session *s) {
   if (p->n_inputs && !(s->input_data = rlx_calloc((size_t)p->n_inputs, sizeof(float *)))) return RLX_ERR_NO_MEMORY;
   if (p->n_inputs && !(s->input_set = rlx_calloc((size_t)p->n_inputs, 1))) return RLX_ERR_NO_MEMORY;
   if (p->n_params && !(s->param_data = rlx_calloc((size_t)p->n_params, sizeof(float *)))) return RLX_ERR_NO_MEMORY;
+  if (p->n_params && !(s->param_bound = rlx_calloc((size_t)p->n_params, 1))) return RLX_ERR_NO_MEMORY;
   for (int32_t i = 0; i < p->n_inputs; i++)
     if (!(s->input_data[i] = rlx_calloc(node_numel(s, p->inputs[i]), sizeof(float)))) return RLX_ERR_NO_MEMORY;
   for (int32_t i = 0; i < p->n_params; i++)
@@ -113,10 +116,17 @@ static rlx_status lookup(const rlx_session *s, const char *name, size_t len, int
   return RLX_OK;
 }
 
+/* set_param and get_param move floats: an i32 param (raw bytes) is bound instead. */
+static rlx_status refuse_i32_param(const rlx_session *s, int32_t i, const char *what) {
+  if (s->plan.graph.nodes[s->plan.params[i]].dtype != RLX_I32) return RLX_OK;
+  return rlx_error(RLX_ERR_INVALID_ARG, "%s: '%s' is an i32 param (raw bytes, not floats): give it memory with "
+                   "rlx_session_bind_param", what, s->plan.graph.nodes[s->plan.params[i]].name);
+}
+
 rlx_status rlx_session_set_param(rlx_session *s, const char *name, const float *data, size_t len) {
   int32_t i;
   rlx_status st = lookup(s, name, len, 1, &i, "set_param");
-  if (st != RLX_OK) return st;
+  if (st != RLX_OK || (st = refuse_i32_param(s, i, "set_param")) != RLX_OK) return st;
   if (!data) return rlx_error(RLX_ERR_INVALID_ARG, "set_param: data is NULL");
   memcpy(s->param_data[i], data, len * sizeof(float));
   return RLX_OK;
@@ -125,9 +135,29 @@ rlx_status rlx_session_set_param(rlx_session *s, const char *name, const float *
 rlx_status rlx_session_get_param(const rlx_session *s, const char *name, float *data, size_t len) {
   int32_t i;
   rlx_status st = lookup(s, name, len, 1, &i, "get_param");
-  if (st != RLX_OK) return st;
+  if (st != RLX_OK || (st = refuse_i32_param(s, i, "get_param")) != RLX_OK) return st;
   if (!data) return rlx_error(RLX_ERR_INVALID_ARG, "get_param: data is NULL");
   memcpy(data, s->param_data[i], len * sizeof(float));
+  return RLX_OK;
+}
+
+rlx_status rlx_session_bind_param(rlx_session *s, const char *name, void *data, size_t bytes) {
+  if (!s) return rlx_error(RLX_ERR_INVALID_ARG, "bind_param: session is NULL");
+  if (!name) return rlx_error(RLX_ERR_INVALID_ARG, "bind_param: name is NULL");
+  if (s->device != RLX_DEVICE_CPU)
+    return rlx_error(RLX_ERR_UNSUPPORTED, "bind_param: %s sessions keep params in their own buffers (bind works on CPU "
+                     "sessions only)", s->backend->name);
+  int32_t i = find_named(s, s->plan.params, s->plan.n_params, name);
+  if (i < 0) return rlx_error(RLX_ERR_NOT_FOUND, "bind_param: no param named '%s'", name);
+  size_t need = node_numel(s, s->plan.params[i]) * sizeof(float);
+  if (!data) return rlx_error(RLX_ERR_INVALID_ARG, "bind_param: data for '%s' is NULL", name);
+  if ((uintptr_t)data % sizeof(float))
+    return rlx_error(RLX_ERR_INVALID_ARG, "bind_param: memory for '%s' must be 4-byte aligned", name);
+  if (bytes < need)
+    return rlx_error(RLX_ERR_INVALID_ARG, "bind_param: '%s' needs %zu bytes, got %zu", name, need, bytes);
+  if (!s->param_bound[i]) rlx_free(s->param_data[i], need);
+  s->param_data[i] = data;
+  s->param_bound[i] = 1;
   return RLX_OK;
 }
 

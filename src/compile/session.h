@@ -18,7 +18,8 @@ struct rlx_session {
   float *arena;         /* plan.arena_floats when backend->host_arena */
   float **input_data;   /* per input; i32 inputs hold int32 bits */
   uint8_t *input_set;   /* per input: set since compile */
-  float **param_data;   /* per param */
+  float **param_data;   /* per param (i32 params hold int32 bits) */
+  uint8_t *param_bound; /* per param: param_data is the caller's memory (rlx_session_bind_param) */
   int ran;              /* outputs are valid */
 };
 

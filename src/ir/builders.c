@@ -93,6 +93,9 @@ rlx_node rlx_input(rlx_graph *g, const char *name, int32_t rank, const int32_t *
 rlx_node rlx_param(rlx_graph *g, const char *name, int32_t rank, const int32_t *dims) {
   return leaf(g, RLX_OP_PARAM, name, rank, dims, RLX_F32, NULL);
 }
+rlx_node rlx_param_dtype(rlx_graph *g, const char *name, int32_t rank, const int32_t *dims, rlx_dtype dt) {
+  return leaf(g, RLX_OP_PARAM, name, rank, dims, dt, NULL);
+}
 rlx_node rlx_constant(rlx_graph *g, int32_t rank, const int32_t *dims, const float *data) {
   return leaf(g, RLX_OP_CONSTANT, NULL, rank, dims, RLX_F32, data);
 }
@@ -214,6 +217,27 @@ rlx_node rlx_layer_norm(rlx_graph *g, rlx_node x, rlx_node w, rlx_node b, float 
 rlx_node rlx_rope(rlx_graph *g, rlx_node x, float theta, int32_t pos_offset) {
   int32_t at[] = {[RLX_IATTR_ROPE_POS_OFFSET] = pos_offset, [RLX_IATTR_ROPE_INVERSE] = 0};
   return rlx_op_node(g, RLX_OP_ROPE, &x, 1, at, RLX_LEN(at), &theta, 1);
+}
+rlx_node rlx_rope_ext(rlx_graph *g, rlx_node x, rlx_node offset, float theta, int32_t pos_offset, int32_t mode) {
+  rlx_node in[2] = {x, offset};
+  int32_t at[] = {[RLX_IATTR_ROPE_POS_OFFSET] = pos_offset, [RLX_IATTR_ROPE_INVERSE] = 0, [RLX_IATTR_ROPE_MODE] = mode};
+  return rlx_op_node(g, RLX_OP_ROPE, in, offset == RLX_NO_NODE ? 1 : 2, at, RLX_LEN(at), &theta, 1);
+}
+rlx_node rlx_matmul_q(rlx_graph *g, rlx_node x, rlx_node w, int32_t qtype, int32_t rows, int32_t cols, int trans) {
+  rlx_node in[2] = {x, w};
+  int32_t at[] = {[RLX_IATTR_QTABLE_QTYPE] = qtype, [RLX_IATTR_QTABLE_ROWS] = rows, [RLX_IATTR_QTABLE_COLS] = cols,
+                  [RLX_IATTR_QMATMUL_TRANS] = trans != 0};
+  return rlx_op_node(g, RLX_OP_MATMUL_Q, in, 2, at, RLX_LEN(at), NULL, 0);
+}
+rlx_node rlx_gather_q(rlx_graph *g, rlx_node table, rlx_node ids, int32_t qtype, int32_t rows, int32_t cols) {
+  rlx_node in[2] = {table, ids};
+  int32_t at[] = {[RLX_IATTR_QTABLE_QTYPE] = qtype, [RLX_IATTR_QTABLE_ROWS] = rows, [RLX_IATTR_QTABLE_COLS] = cols};
+  return rlx_op_node(g, RLX_OP_GATHER_Q, in, 2, at, RLX_LEN(at), NULL, 0);
+}
+rlx_node rlx_attention_kv(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_node k_cache, rlx_node v_cache,
+                          rlx_node pos, float scale) {
+  rlx_node in[6] = {q, k, v, k_cache, v_cache, pos};
+  return rlx_op_node(g, RLX_OP_ATTENTION_KV, in, 6, NULL, 0, &scale, 1);
 }
 rlx_node rlx_attention(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_mask_kind kind, int32_t window,
                        rlx_node mask, float scale) {

@@ -245,15 +245,22 @@ RULE(norm) {
   return RLX_OK;
 }
 
-RULE(rope) {
+RULE(rope) { /* (x[, offset i32 [1]]) -> x's shape */
   const rlx_shape *x = IN(0);
-  if (n->n_iattr == RLX_IATTR_ROPE_INVERSE) ATTR_I(n, ROPE, INVERSE) = 0, n->n_iattr++; /* inverse defaults to off */
+  /* inverse and mode are optional (default 0): graphs made before them stay valid */
+  if (n->n_iattr == RLX_IATTR_ROPE_INVERSE) ATTR_I(n, ROPE, INVERSE) = 0, n->n_iattr++;
+  if (n->n_iattr == RLX_IATTR_ROPE_MODE) ATTR_I(n, ROPE, MODE) = 0, n->n_iattr++;
   ATTRS();
   if (ATTR_I(n, ROPE, INVERSE) != 0 && ATTR_I(n, ROPE, INVERSE) != 1) FAIL(RLX_ERR_INVALID_ARG, "inverse must be 0 or 1");
+  if (ATTR_I(n, ROPE, MODE) != 0 && ATTR_I(n, ROPE, MODE) != 1)
+    FAIL(RLX_ERR_INVALID_ARG, "mode must be 0 (NeoX halves) or 1 (adjacent pairs), got %d", (int)ATTR_I(n, ROPE, MODE));
   if (x->rank < 2) FAIL(RLX_ERR_SHAPE, "input needs rank >= 2 ([..., S, D])");
   if (x->dims[x->rank - 1] % 2) FAIL(RLX_ERR_SHAPE, "the last dim must be even");
   if (!(ATTR_F(n, ROPE, THETA) > 0.0f) || isinf(ATTR_F(n, ROPE, THETA))) FAIL(RLX_ERR_INVALID_ARG, "theta must be finite and > 0");
   if (ATTR_I(n, ROPE, POS_OFFSET) < 0) FAIL(RLX_ERR_INVALID_ARG, "pos_offset must be >= 0");
+  if (n->n_inputs == 2 && (g->nodes[n->inputs[1]].dtype != RLX_I32 || rlx_shape_numel(IN(1)) != 1))
+    FAIL(RLX_ERR_INVALID_ARG, "the offset (input 1) must be an i32 tensor of one element");
+  if (g->nodes[n->inputs[0]].dtype != RLX_F32) FAIL(RLX_ERR_INVALID_ARG, "x must be f32");
   n->shape = *x;
   return RLX_OK;
 }
@@ -600,6 +607,11 @@ RULE(fused_attention) { /* (x, wqkv | wq, wk, wv, wo[, mask]) -> [(B,) S, Eo] */
   return RLX_OK;
 }
 /* ==== end of the fused ops' rules ==== */
+
+/* The quantized language-model ops' rules (shape_rules_llm.c). */
+rlx_status rlx_shape_matmul_q(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap);
+rlx_status rlx_shape_gather_q(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap);
+rlx_status rlx_shape_attention_kv(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap);
 
 const rlx_op_info rlx_op_table[RLX_OP_COUNT] = {
 #define RLX_OP(ID, op_name, min_in, max_in, rule, set)                                          \

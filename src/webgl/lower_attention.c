@@ -45,6 +45,9 @@ static void rope_uniforms(rlx_gl_pass *p, int32_t d, int32_t seq, int32_t pos0, 
 
 /* x[..., S, D] -> y[..., S, D], D even; attributes theta, pos_offset, inverse */
 rlx_status rlx_gl_lower_rope(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
+  if (c->node->n_inputs > 1 || ATTR_I(c->node, ROPE, MODE) != 0)
+    return rlx_error(RLX_ERR_UNSUPPORTED, "webgl: op rope with an offset input or mode 1 (adjacent pairs) has no WebGL2 "
+                     "lowering (a CPU-only op for now: run it on the CPU backend)");
   const rlx_shape *s = &c->in_node[0]->shape;
   int32_t d = s->dims[s->rank - 1], seq = s->dims[s->rank - 2], half = d / 2, nbits = 0;
   double theta = ATTR_F(c->node, ROPE, THETA);

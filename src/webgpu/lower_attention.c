@@ -36,6 +36,9 @@ static float top12(float v) {
  * the cos/sin table [S, D] into scratch (rope.wgsl, one dispatch per 29
  * frequencies), then the rotation of every slice (rope_apply.wgsl). */
 rlx_status rlx_wgpu_lower_rope(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
+  if (c->node->n_inputs > 1 || ATTR_I(c->node, ROPE, MODE) != 0)
+    return rlx_error(RLX_ERR_UNSUPPORTED, "webgpu: rope with an offset input or mode 1 (adjacent pairs) has no WebGPU "
+                     "kernel (a CPU-only op for now: run it on the CPU backend)");
   const rlx_shape *s = &c->in_node[0]->shape;
   uint32_t D = (uint32_t)s->dims[s->rank - 1], S = (uint32_t)s->dims[s->rank - 2], half = D / 2;
   size_t rows = rlx_shape_numel(s) / D, table_bytes = (size_t)S * D * sizeof(float);

@@ -18,7 +18,7 @@ typedef struct {
   extern const op_case rlx_cases_##g[] __attribute__((weak)); \
   extern const int rlx_n_cases_##g __attribute__((weak));
 GROUP(elementwise) GROUP(layout) GROUP(reduce) GROUP(seq) GROUP(matmul) GROUP(vision)
-GROUP(grad_pointwise) GROUP(grad_norm_attention) GROUP(grad_vision) GROUP(fused)
+GROUP(grad_pointwise) GROUP(grad_norm_attention) GROUP(grad_vision) GROUP(fused) GROUP(llm)
 #undef GROUP
 
 static case_group groups(int i) {
@@ -33,10 +33,11 @@ static case_group groups(int i) {
     case 7: return (case_group){rlx_cases_grad_norm_attention, &rlx_n_cases_grad_norm_attention};
     case 8: return (case_group){rlx_cases_grad_vision, &rlx_n_cases_grad_vision};
     case 9: return (case_group){rlx_cases_fused, &rlx_n_cases_fused};
+    case 10: return (case_group){rlx_cases_llm, &rlx_n_cases_llm};
   }
   return (case_group){NULL, NULL};
 }
-#define N_GROUPS 10
+#define N_GROUPS 11
 
 int opcase_count(void) {
   int n = 0;

@@ -52,6 +52,8 @@ extern const op_case rlx_cases_grad_norm_attention[];  /* norm and attention bac
 extern const int rlx_n_cases_grad_norm_attention;
 extern const op_case rlx_cases_grad_vision[];          /* conv and pool backward ops */
 extern const int rlx_n_cases_grad_vision;
+extern const op_case rlx_cases_llm[];                  /* matmul_q, gather_q, rope offset/mode, attention_kv */
+extern const int rlx_n_cases_llm;
 
 /* All cases in one list (harness.c). */
 int opcase_count(void);

@@ -1,0 +1,33 @@
+/* rules_llm.c - gradient rules of the quantized language-model ops:
+ * matmul_q is linear in x (its gradient is matmul_q with trans flipped);
+ * quantized weights and tables get no gradient, and attention_kv (which
+ * writes its caches) is forward only. */
+#include "grad.h"
+
+/* y = x W^T (trans 0) or x W (trans 1): dx = dy W or dy W^T. */
+rlx_status rlx_grad_matmul_q(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
+  rlx_node_t n = *rlx_grad_node(c, id);
+  if (!rlx_grad_wants(c, id, 0)) return RLX_OK;
+  int32_t at[RLX_MAX_IATTR];
+  for (int32_t k = 0; k < n.n_iattr; k++) at[k] = n.iattr[k];
+  at[RLX_IATTR_QMATMUL_TRANS] = !ATTR_I(&n, QMATMUL, TRANS);
+  rlx_node in[2] = {dy, n.inputs[1]};
+  rlx_grad_accum(c, id, 0, rlx_op_node(c->g, RLX_OP_MATMUL_Q, in, 2, at, n.n_iattr, NULL, 0));
+  return RLX_OK;
+}
+
+/* The table is i32 bytes and the ids are indices: nothing flows back. */
+rlx_status rlx_grad_gather_q(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
+  (void)c, (void)id, (void)dy;
+  return RLX_OK;
+}
+
+rlx_status rlx_grad_attention_kv(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
+  (void)dy;
+  int wanted = 0;
+  for (int32_t k = 0; k < 5; k++) wanted |= rlx_grad_wants(c, id, k);
+  if (!wanted) return RLX_OK; /* on the loss's path, but no requested gradient flows through it */
+  return rlx_error(RLX_ERR_GRAPH,
+                   "grad: node %d (attention_kv) has no gradient: it is an inference op that writes its KV cache "
+                   "(use attention for training)", (int)id);
+}

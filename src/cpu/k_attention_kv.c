@@ -1,0 +1,68 @@
+/* k_attention_kv.c - causal attention over a KV cache (attention_kv), the
+ * decoding step of a language model.  The kernel writes this call's keys
+ * and values into the caches (its inputs 3 and 4, the caller's memory)
+ * before reading them, so a prompt run and the token runs after it share
+ * one cache.  Scores are f32, softmax with the row max subtracted. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels.h"
+
+/* (q[Hq, S, D], k[Hkv, S, D], v[Hkv, S, Dv], k_cache[Hkv, C, D],
+ * v_cache[Hkv, C, Dv], pos[1] i32) -> out[S, Hq, Dv].  For s < S with
+ * p = pos + s < C: k_cache[h, p] = k[h, s], v_cache[h, p] = v[h, s]; then
+ * out[s, h] = sum_j softmax_j(scale q[h, s] . k_cache[h', j]) v_cache[h', j]
+ * over j = 0 .. p, h' = h / (Hq / Hkv).  Rows with p >= C are zero. */
+rlx_status rlx_cpu_attention_kv(const rlx_kargs *a) {
+  const rlx_shape *qs = &a->in_node[0]->shape, *vs = &a->in_node[2]->shape, *cs = &a->in_node[3]->shape;
+  const size_t hq = (size_t)qs->dims[0], S = (size_t)qs->dims[1], D = (size_t)qs->dims[2];
+  const size_t hkv = (size_t)vs->dims[0], Dv = (size_t)vs->dims[2], C = (size_t)cs->dims[1], group = hq / hkv;
+  const int64_t pos = ((const int32_t *)a->in[5])[0];
+  if (pos < 0) return rlx_error(RLX_ERR_INVALID_ARG, "attention_kv: pos is %lld; it must be >= 0", (long long)pos);
+  const float *q = a->in[0], *k = a->in[1], *v = a->in[2];
+  float *kc = (float *)a->in[3], *vc = (float *)a->in[4], *out = a->out;
+  float scale = ATTR_F(a->node, ATTENTION_KV, SCALE);
+  if (!(scale > 0.0f)) scale = 1.0f / sqrtf((float)D);
+  /* rows s < live land in the cache; the others are past its end */
+  size_t live = (uint64_t)pos >= C ? 0 : (C - (size_t)pos < S ? C - (size_t)pos : S);
+
+  for (size_t h = 0; h < hkv; h++)
+    for (size_t s = 0; s < live; s++) {
+      size_t p = (size_t)pos + s;
+      memmove(kc + (h * C + p) * D, k + (h * S + s) * D, D * sizeof(float));
+      memmove(vc + (h * C + p) * Dv, v + (h * S + s) * Dv, Dv * sizeof(float));
+    }
+
+  float *scores = rlx_scratch_get(a->scratch, (C + Dv) * sizeof(float));
+  if (!scores) return rlx_error(RLX_ERR_NO_MEMORY, "attention_kv: no memory for a row of %zu scores", C);
+  float *acc = scores + C;
+  for (size_t s = 0; s < S; s++)
+    for (size_t h = 0; h < hq; h++) {
+      float *o = out + (s * hq + h) * Dv;
+      if (s >= live) {
+        memset(o, 0, Dv * sizeof(float));
+        continue;
+      }
+      size_t n_keys = (size_t)pos + s + 1, g = h / group;
+      const float *qr = q + (h * S + s) * D, *kh = kc + g * C * D, *vh = vc + g * C * Dv;
+      float mx = -INFINITY;
+      for (size_t j = 0; j < n_keys; j++) {
+        const float *kr = kh + j * D;
+        float dot = 0.0f;
+        for (size_t i = 0; i < D; i++) dot += qr[i] * kr[i];
+        scores[j] = dot * scale;
+        if (scores[j] > mx) mx = scores[j];
+      }
+      float sum = 0.0f;
+      for (size_t i = 0; i < Dv; i++) acc[i] = 0.0f;
+      for (size_t j = 0; j < n_keys; j++) {
+        float e = expf(scores[j] - mx);
+        const float *vr = vh + j * Dv;
+        sum += e;
+        for (size_t i = 0; i < Dv; i++) acc[i] += e * vr[i];
+      }
+      float inv = 1.0f / sum;
+      for (size_t i = 0; i < Dv; i++) o[i] = acc[i] * inv;
+    }
+  return RLX_OK;
+}

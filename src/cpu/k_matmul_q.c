@@ -1,0 +1,116 @@
+/* k_matmul_q.c - products with quantized weights (matmul_q) and row
+ * lookups in a quantized table (gather_q).  W is N rows of K values of a
+ * GGUF type, row after row (stride = the type's row bytes), read in place:
+ * it is never expanded whole.
+ *  - one x row, trans 0 (decoding a token): each weight row is dequantized
+ *    into a K-float buffer that stays in L1 and dotted with x;
+ *  - otherwise (a prompt, or trans 1): weight rows are dequantized a tile
+ *    at a time (about 256 KiB) and the tile is multiplied with every x row
+ *    by the GEMM, so each weight byte is decoded once per call. */
+#include <string.h>
+
+#include "../models/gguf_quants.h"
+#include "kernels.h"
+
+#define LANES 16
+#define TILE_FLOATS 65536 /* dequantized weights per GEMM tile (256 KiB) */
+
+/* sum_i a[i] b[i] with LANES independent partial sums, so the compiler
+ * vectorizes it without reassociating a single sum. */
+static float dot_f32(const float *restrict a, const float *restrict b, size_t n) {
+  float acc[LANES] = {0};
+  size_t i = 0;
+  for (; i + LANES <= n; i += LANES)
+    for (int l = 0; l < LANES; l++) acc[l] += a[i + l] * b[i + l];
+  float s = 0.0f;
+  for (; i < n; i++) s += a[i] * b[i];
+  for (int l = 0; l < LANES; l++) s += acc[l];
+  return s;
+}
+
+typedef struct {
+  const rlx_wtype *wt;
+  size_t nblocks, stride; /* blocks and bytes per row */
+  int32_t rows, cols;
+} qtable;
+
+static qtable table_of(const rlx_node_t *n) {
+  qtable t;
+  t.wt = rlx_wtype_get((uint32_t)ATTR_I(n, QTABLE, QTYPE)); /* checked by the shape rule */
+  t.rows = ATTR_I(n, QTABLE, ROWS);
+  t.cols = ATTR_I(n, QTABLE, COLS);
+  t.nblocks = (size_t)t.cols / (size_t)t.wt->block_elems;
+  t.stride = t.nblocks * (size_t)t.wt->block_bytes;
+  return t;
+}
+
+/* x[M, K] (trans 0) or x[M, N] (trans 1), w: N rows of K quantized values
+ * -> y[M, N] = x W^T (trans 0) or y[M, K] = x W (trans 1). */
+rlx_status rlx_cpu_matmul_q(const rlx_kargs *a) {
+  const qtable t = table_of(a->node);
+  const int trans = ATTR_I(a->node, QMATMUL, TRANS) != 0;
+  const size_t N = (size_t)t.rows, K = (size_t)t.cols, in_dim = trans ? N : K;
+  const size_t M = rlx_shape_numel(&a->in_node[0]->shape) / in_dim;
+  const uint8_t *w = (const uint8_t *)a->in[1];
+  const float *x = a->in[0];
+  float *y = a->out;
+
+  if (!trans && M == 1) {
+    float *row = rlx_scratch_get(a->scratch, K * sizeof(float));
+    if (!row) return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for a row of %zu values", K);
+    for (size_t n = 0; n < N; n++) {
+      t.wt->dequant(w + n * t.stride, row, (int64_t)t.nblocks);
+      y[n] = dot_f32(row, x, K);
+    }
+    return RLX_OK;
+  }
+
+  size_t tile = TILE_FLOATS / K;
+  if (tile < 8) tile = 8;
+  if (tile > N) tile = N;
+  /* The GEMM's scratch for the largest tile, after the tile itself. */
+  rlx_gemm_args full = {(int32_t)M, trans ? (int32_t)K : (int32_t)tile, trans ? (int32_t)tile : (int32_t)K,
+                        x, trans ? (int32_t)N : (int32_t)K, 0, NULL, (int32_t)K, !trans, y,
+                        trans ? (int32_t)K : (int32_t)N, 0};
+  size_t own = (tile * K * sizeof(float) + 63) & ~(size_t)63, gemm_bytes = rlx_gemm_scratch_bytes(&full);
+  unsigned char *mem = rlx_scratch_get(a->scratch, own + gemm_bytes);
+  if (!mem) return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for a %zu x %zu weight tile", tile, K);
+  float *wtile = (float *)mem;
+  rlx_scratch gemm_scratch = {mem + own, gemm_bytes};
+  for (size_t n0 = 0; n0 < N; n0 += tile) {
+    size_t rows = N - n0 < tile ? N - n0 : tile;
+    for (size_t r = 0; r < rows; r++) t.wt->dequant(w + (n0 + r) * t.stride, wtile + r * K, (int64_t)t.nblocks);
+    rlx_gemm_args g = full;
+    g.B = wtile;
+    if (!trans) { /* y[:, n0 .. n0 + rows) = x . tile^T */
+      g.N = (int32_t)rows;
+      g.C = y + n0;
+    } else {      /* y += x[:, n0 .. n0 + rows) . tile */
+      g.K = (int32_t)rows;
+      g.A = x + n0;
+      g.accumulate = n0 > 0;
+    }
+    rlx_status st = rlx_gemm(&g, &gemm_scratch);
+    if (st != RLX_OK) return st;
+  }
+  return RLX_OK;
+}
+
+/* table: V rows of K quantized values, ids[...] -> y[..., K]; a bad id
+ * gives a zero row and sets RLX_KFLAG_BAD_INDEX. */
+rlx_status rlx_cpu_gather_q(const rlx_kargs *a) {
+  const qtable t = table_of(a->node);
+  const uint8_t *table = (const uint8_t *)a->in[0];
+  size_t n_ids = rlx_shape_numel(&a->in_node[1]->shape), K = (size_t)t.cols;
+  for (size_t i = 0; i < n_ids; i++) {
+    int64_t id = rlx_kindex(a, 1, i);
+    float *dst = a->out + i * K;
+    if (id < 0 || id >= t.rows) {
+      memset(dst, 0, K * sizeof(float));
+      *a->flags |= RLX_KFLAG_BAD_INDEX;
+    } else {
+      t.wt->dequant(table + (size_t)id * t.stride, dst, (int64_t)t.nblocks);
+    }
+  }
+  return RLX_OK;
+}

@@ -1,0 +1,170 @@
+/* cases_llm.c - op cases for the quantized language-model ops: matmul_q
+ * and gather_q for every GGUF weight type, rope's offset input and
+ * adjacent-pairs mode, and attention_kv (references in ref_llm.c).
+ * Parameter layouts (c->p):
+ *   matmul_q      {qtype, N, K, trans, extra words of w, x rank, x dims...}
+ *   gather_q      {qtype, V, K, ids dtype (1 = i32), ids rank, ids dims...}
+ *   rope_ext      {theta, pos_offset, mode, offset (< 0: no offset input),
+ *                  inverse, x rank, x dims...}
+ *   attention_kv  {Hq, Hkv, S, D, Dv, C, pos, scale * 1000}
+ * Quantized weights are uniform values in [-1, 1) quantized with
+ * rlx_gguf_quantize; caches are filled with random values (a prefilled
+ * cache: positions before pos act as earlier tokens). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "op_case.h"
+#include "rlx_gguf.h"
+
+void ref_matmul_q_case(const op_case *c, const op_inputs *in, double *expect);
+void ref_gather_q_case(const op_case *c, const op_inputs *in, double *expect);
+void ref_rope_ext_case(const op_case *c, const op_inputs *in, double *expect);
+void ref_attention_kv_case(const op_case *c, const op_inputs *in, double *expect);
+
+/* i32 words holding rows of cols values of qtype (rounded up). */
+static int32_t table_words(int32_t qtype, int32_t rows, int32_t cols) {
+  uint64_t row = 0;
+  rlx_gguf_row_bytes((rlx_gguf_type)qtype, cols, &row);
+  return (int32_t)((row * (uint64_t)rows + 3) / 4);
+}
+
+/* rows x cols uniform values quantized into data (n words; the rest zero). */
+static void fill_table(int32_t qtype, int32_t rows, int32_t cols, float *data, size_t n, unsigned seed) {
+  size_t count = (size_t)rows * (size_t)cols;
+  float *v = (float *)calloc(count, sizeof(float));
+  memset(data, 0, n * sizeof(float));
+  if (!v) return;
+  for (size_t i = 0; i < count; i++) v[i] = opcase_uniform(seed, i, -1.0f, 1.0f);
+  rlx_gguf_quantize((rlx_gguf_type)qtype, v, (int64_t)count, data, n * sizeof(float));
+  free(v);
+}
+
+static rlx_node build_matmul_q(rlx_graph *g, const op_case *c) {
+  int32_t words = table_words(c->p[0], c->p[1], c->p[2]) + c->p[4];
+  rlx_node x = rlx_input(g, "x", c->p[5], &c->p[6], RLX_F32);
+  rlx_node w = rlx_input(g, "w", 1, &words, RLX_I32);
+  return rlx_matmul_q(g, x, w, c->p[0], c->p[1], c->p[2], c->p[3]);
+}
+
+static void fill_matmul_q(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
+  if (k == 1) {
+    fill_table(c->p[0], c->p[1], c->p[2], data, n, seed);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) data[i] = opcase_uniform(seed, i, -1.0f, 1.0f);
+}
+
+static rlx_node build_gather_q(rlx_graph *g, const op_case *c) {
+  int32_t words = table_words(c->p[0], c->p[1], c->p[2]);
+  rlx_node t = rlx_input(g, "table", 1, &words, RLX_I32);
+  rlx_node ids = rlx_input(g, "ids", c->p[4], &c->p[5], c->p[3] ? RLX_I32 : RLX_F32);
+  return rlx_gather_q(g, t, ids, c->p[0], c->p[1], c->p[2]);
+}
+
+static void fill_gather_q(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
+  if (k == 0) {
+    fill_table(c->p[0], c->p[1], c->p[2], data, n, seed);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    int32_t id = (int32_t)opcase_uniform(seed, i, 0.0f, (float)c->p[1]);
+    if (id >= c->p[1]) id = c->p[1] - 1;
+    if (c->p[3])
+      memcpy(&data[i], &id, sizeof id);
+    else
+      data[i] = (float)id;
+  }
+}
+
+static rlx_node build_rope_ext(rlx_graph *g, const op_case *c) {
+  rlx_node x = rlx_input(g, "x", c->p[5], &c->p[6], RLX_F32);
+  rlx_node in[2] = {x, RLX_NO_NODE};
+  if (c->p[3] >= 0) in[1] = rlx_input(g, "offset", 1, (int32_t[]){1}, RLX_I32);
+  if (!c->p[4]) return rlx_rope_ext(g, x, in[1], (float)c->p[0], c->p[1], c->p[2]);
+  float theta = (float)c->p[0];
+  int32_t at[3] = {c->p[1], 1, c->p[2]};
+  return rlx_op_node(g, RLX_OP_ROPE, in, c->p[3] >= 0 ? 2 : 1, at, 3, &theta, 1);
+}
+
+static void fill_rope_ext(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
+  if (k == 1) {
+    memcpy(data, &c->p[3], sizeof(int32_t));
+    return;
+  }
+  for (size_t i = 0; i < n; i++) data[i] = opcase_uniform(seed, i, -1.0f, 1.0f);
+}
+
+static rlx_node build_attention_kv(rlx_graph *g, const op_case *c) {
+  int32_t hq = c->p[0], hkv = c->p[1], S = c->p[2], D = c->p[3], Dv = c->p[4], C = c->p[5];
+  rlx_node q = rlx_input(g, "q", 3, (int32_t[]){hq, S, D}, RLX_F32);
+  rlx_node k = rlx_input(g, "k", 3, (int32_t[]){hkv, S, D}, RLX_F32);
+  rlx_node v = rlx_input(g, "v", 3, (int32_t[]){hkv, S, Dv}, RLX_F32);
+  rlx_node kc = rlx_input(g, "k_cache", 3, (int32_t[]){hkv, C, D}, RLX_F32);
+  rlx_node vc = rlx_input(g, "v_cache", 3, (int32_t[]){hkv, C, Dv}, RLX_F32);
+  rlx_node pos = rlx_input(g, "pos", 1, (int32_t[]){1}, RLX_I32);
+  return rlx_attention_kv(g, q, k, v, kc, vc, pos, (float)(c->p[7] / 1000.0));
+}
+
+static void fill_attention_kv(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
+  if (k == 5) {
+    memcpy(data, &c->p[6], sizeof(int32_t));
+    return;
+  }
+  for (size_t i = 0; i < n; i++) data[i] = opcase_uniform(seed, i, -1.0f, 1.0f);
+}
+
+#define MMQ(name, qt, N, K, trans, extra, rank, ...) \
+  {name, build_matmul_q, ref_matmul_q_case, fill_matmul_q, {qt, N, K, trans, extra, rank, __VA_ARGS__}, 0, 0, 1e-4}
+/* one type: a decoded token (the fused row path), a batch (the tiled GEMM
+ * path) and the transposed product */
+#define MMQ_TYPE(tname, qt, K)                                               \
+  MMQ("matmul_q_" tname "_decode_1x" #K, qt, 24, K, 0, 0, 2, 1, K),           \
+  MMQ("matmul_q_" tname "_batch_2x3x" #K, qt, 20, K, 0, 1, 3, 2, 3, K),       \
+  MMQ("matmul_q_" tname "_trans_3x12_to_" #K, qt, 12, K, 1, 0, 2, 3, 12),     \
+  MMQ("matmul_q_" tname "_trans_decode_1x9_to_" #K, qt, 9, K, 1, 0, 1, 9)
+#define GQ(name, qt, V, K, i32, rank, ...) \
+  {name, build_gather_q, ref_gather_q_case, fill_gather_q, {qt, V, K, i32, rank, __VA_ARGS__}, 0, 0, 0}
+#define ROPE_EXT(name, theta, pos, mode, offset, inverse, rank, ...)                                    \
+  {name, build_rope_ext, ref_rope_ext_case, fill_rope_ext, {theta, pos, mode, offset, inverse, rank, __VA_ARGS__}, \
+   0, 0, 0}
+#define AKV(name, hq, hkv, S, D, Dv, C, pos, scale) \
+  {name, build_attention_kv, ref_attention_kv_case, fill_attention_kv, {hq, hkv, S, D, Dv, C, pos, scale}, 0, 0, 0}
+
+const op_case rlx_cases_llm[] = {
+    MMQ_TYPE("f32", RLX_GGUF_TYPE_F32, 40),
+    MMQ_TYPE("f16", RLX_GGUF_TYPE_F16, 40),
+    MMQ_TYPE("bf16", RLX_GGUF_TYPE_BF16, 40),
+    MMQ_TYPE("q8_0", RLX_GGUF_TYPE_Q8_0, 96),
+    MMQ_TYPE("q4_0", RLX_GGUF_TYPE_Q4_0, 96),
+    MMQ_TYPE("q4_1", RLX_GGUF_TYPE_Q4_1, 64),
+    MMQ_TYPE("q5_0", RLX_GGUF_TYPE_Q5_0, 64),
+    MMQ_TYPE("q5_1", RLX_GGUF_TYPE_Q5_1, 96),
+    MMQ_TYPE("q4_K", RLX_GGUF_TYPE_Q4_K, 256),
+    MMQ_TYPE("q5_K", RLX_GGUF_TYPE_Q5_K, 256),
+    MMQ_TYPE("q6_K", RLX_GGUF_TYPE_Q6_K, 512),
+    /* more weight rows than one dequantized tile (65536 / K rows) */
+    MMQ("matmul_q_q4_K_batch_tiles_3x300x256", RLX_GGUF_TYPE_Q4_K, 300, 256, 0, 0, 2, 3, 256),
+    MMQ("matmul_q_q8_0_trans_tiles_2x2100_to_32", RLX_GGUF_TYPE_Q8_0, 2100, 32, 1, 0, 2, 2, 2100),
+
+    GQ("gather_q_q4_0_i32_ids_2x3", RLX_GGUF_TYPE_Q4_0, 11, 64, 1, 2, 2, 3),
+    GQ("gather_q_q6_K_f32_ids_5", RLX_GGUF_TYPE_Q6_K, 7, 256, 0, 1, 5),
+    GQ("gather_q_f16_i32_ids_4", RLX_GGUF_TYPE_F16, 9, 6, 1, 1, 4),
+    GQ("gather_q_q5_K_i32_ids_scalar", RLX_GGUF_TYPE_Q5_K, 3, 256, 1, 0, 0),
+
+    ROPE_EXT("rope_pairs_theta10000_pos0_2x5x8", 10000, 0, 1, -1, 0, 3, 2, 5, 8),
+    ROPE_EXT("rope_pairs_theta500_pos3_odd_half_2x3x7x10", 500, 3, 1, -1, 0, 4, 2, 3, 7, 10),
+    ROPE_EXT("rope_offset7_neox_theta10000_2x4x6", 10000, 0, 0, 7, 0, 3, 2, 4, 6),
+    ROPE_EXT("rope_offset5_pos2_pairs_theta10000_3x6x8", 10000, 2, 1, 5, 0, 3, 3, 6, 8),
+    ROPE_EXT("rope_offset4099_pairs_long_s_1x70x16", 10000, 0, 1, 4099, 0, 3, 1, 70, 16),
+    ROPE_EXT("rope_inverse_offset3_pairs_theta500_2x4x6", 500, 1, 1, 3, 1, 3, 2, 4, 6),
+    ROPE_EXT("rope_inverse_offset9_neox_theta10000_2x3x8", 10000, 0, 0, 9, 1, 3, 2, 3, 8),
+
+    AKV("attention_kv_h2_s4_pos0_c8", 2, 2, 4, 8, 8, 8, 0, 0),
+    AKV("attention_kv_gqa_h4_kv2_s3_pos0_c6", 4, 2, 3, 6, 6, 6, 0, 0),
+    AKV("attention_kv_gqa_h6_kv2_prefilled_pos3_s4_c10", 6, 2, 4, 8, 5, 10, 3, 0),
+    AKV("attention_kv_decode_s1_pos5_c9_scale0.4", 4, 1, 1, 7, 7, 9, 5, 400),
+    AKV("attention_kv_rows_past_c_pos6_s4_c8", 2, 1, 4, 4, 6, 8, 6, 0),
+    AKV("attention_kv_all_past_c_pos9_s2_c8", 2, 2, 2, 4, 4, 8, 9, 0),
+    AKV("attention_kv_long_gqa_h8_kv2_pos40_s5_c64_d32", 8, 2, 5, 32, 32, 64, 40, 0),
+};
+const int rlx_n_cases_llm = sizeof rlx_cases_llm / sizeof rlx_cases_llm[0];
