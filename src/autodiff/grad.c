@@ -67,19 +67,32 @@ static void describe(const rlx_graph *g, rlx_node id, char *buf, size_t cap) {
   else snprintf(buf, cap, "node %d (%s)", (int)id, rlx_op_name(n->op));
 }
 
+/* The op (matmul_q or gather_q) that reads w as its quantized weights on
+ * the loss's path, else RLX_OP_COUNT.  c->depends serves as scratch. */
+static rlx_op quantized_consumer(rlx_grad_ctx *c, rlx_node loss, rlx_node w) {
+  const rlx_graph *g = c->g;
+  rlx_op found = RLX_OP_COUNT;
+  c->depends[loss] = 1;
+  for (int32_t id = loss; id > w; id--) {
+    const rlx_node_t *n = &g->nodes[id];
+    if (!c->depends[id]) continue;
+    for (int32_t k = 0; k < n->n_inputs; k++) c->depends[n->inputs[k]] = 1;
+    if ((n->op == RLX_OP_MATMUL_Q && n->inputs[1] == w) || (n->op == RLX_OP_GATHER_Q && n->inputs[0] == w)) found = n->op;
+  }
+  memset(c->depends, 0, (size_t)c->n_fwd);
+  return found;
+}
+
 static rlx_status walk(rlx_grad_ctx *c, rlx_node loss, const rlx_node *wrt, int32_t n_wrt, rlx_node seed) {
   rlx_graph *g = c->g;
   char what[160];
   for (int32_t i = 0; i < n_wrt; i++) {
     if (g->nodes[wrt[i]].dtype == RLX_I32) {
       describe(g, wrt[i], what, sizeof what);
-      for (int32_t id = wrt[i] + 1; id <= loss; id++) { /* quantized weights say so */
-        const rlx_node_t *n = &g->nodes[id];
-        int32_t k = n->op == RLX_OP_MATMUL_Q ? 1 : n->op == RLX_OP_GATHER_Q ? 0 : -1;
-        if (k >= 0 && n->inputs[k] == wrt[i])
-          return rlx_error(RLX_ERR_GRAPH, "grad: cannot differentiate with respect to %s: %s: quantized weights have "
-                           "no gradient", what, rlx_op_name(n->op));
-      }
+      rlx_op q = quantized_consumer(c, loss, wrt[i]);
+      if (q != RLX_OP_COUNT)
+        return rlx_error(RLX_ERR_GRAPH, "grad: cannot differentiate with respect to %s: %s: quantized weights have no "
+                         "gradient", what, rlx_op_name(q));
       return rlx_error(RLX_ERR_INVALID_ARG, "grad: cannot differentiate with respect to %s: it is an i32 tensor", what);
     }
     c->depends[wrt[i]] = 1;

@@ -15,7 +15,10 @@ enum {
   FILL_POSITIVE,    /* uniform in [0.5, 2) */
   FILL_LABELS,      /* integers in [0, classes) as f32, classes = last p != 0 ... see grad_in */
   FILL_BINARY,      /* 0 or 1 (masks, conditions), never all zero per row */
-  FILL_AWAY         /* uniform magnitude in [0.1, 1) with a random sign (away from kinks at 0) */
+  FILL_AWAY,        /* uniform magnitude in [0.1, 1) with a random sign (away from kinks at 0) */
+  FILL_INDEX,       /* an i32 input of integers in [0, classes) (offsets, positions); no gradient */
+  FILL_GGUF         /* an i32 input of GGUF weight bytes: uniform values quantized to the type
+                       `classes` (a GGUF type code), whole blocks, the rest zero; no gradient */
 };
 
 typedef struct grad_builder grad_builder;

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "grad_case.h"
+#include "rlx_gguf.h"
 
 #define D(...) ((const int32_t[]){__VA_ARGS__})
 #define B static rlx_node
@@ -117,6 +118,23 @@ B rope(grad_builder *b, const grad_case *c) {
   return rlx_rope(G, x, 10000.0f, c->p[0]);
 }
 
+/* rope_ext: p[0] pos_offset, p[1] mode, p[2] 1: an offset input (in [0, 50)) */
+B rope_ext(grad_builder *b, const grad_case *c) {
+  rlx_node x = grad_in(b, 3, D(3, 4, 8), FILL_UNIFORM, 0, 0);
+  rlx_node offset = c->p[2] ? grad_in(b, 1, D(1), FILL_INDEX, 1, 50) : RLX_NO_NODE;
+  return rlx_rope_ext(G, x, offset, 500.0f, c->p[0], c->p[1]);
+}
+
+/* matmul_q: p[0] GGUF type, p[1] N, p[2] K, p[3] trans, p[4] x rows; only x
+ * is differentiable */
+B matmul_q(grad_builder *b, const grad_case *c) {
+  int32_t N = c->p[1], K = c->p[2], trans = c->p[3];
+  int32_t words = rlx_gguf_type_block_bytes((rlx_gguf_type)c->p[0]) * (N * K / rlx_gguf_type_block_elems((rlx_gguf_type)c->p[0]));
+  rlx_node x = grad_in(b, 2, D(c->p[4], trans ? N : K), FILL_UNIFORM, 0, 0);
+  rlx_node w = grad_in(b, 1, D((words + 3) / 4), FILL_GGUF, 1, c->p[0]);
+  return rlx_matmul_q(G, x, w, c->p[0], N, K, trans);
+}
+
 /* p[0] mask kind, p[1] Sq, p[2] Sk */
 B attention(grad_builder *b, const grad_case *c) {
   int32_t Bn = 2, H = 2, Sq = c->p[1], Sk = c->p[2], Dh = 4, Dv = 3;
@@ -202,6 +220,12 @@ static const grad_case cases[] = {
     {"grad_softmax_cross_entropy", softmaxes, {2}, 0},
     {"grad_rms_norm", norms, {0}, 0}, {"grad_layer_norm", norms, {1}, 0},
     {"grad_rope", rope, {0}, 0}, {"grad_rope_offset", rope, {3}, 0},
+    {"grad_rope_pairs", rope_ext, {2, 1, 0}, 0}, {"grad_rope_offset_input_neox", rope_ext, {0, 0, 1}, 0},
+    {"grad_rope_offset_input_pairs", rope_ext, {1, 1, 1}, 0},
+    {"grad_matmul_q_q4_0", matmul_q, {RLX_GGUF_TYPE_Q4_0, 5, 64, 0, 3}, 0},
+    {"grad_matmul_q_q4_K_trans", matmul_q, {RLX_GGUF_TYPE_Q4_K, 4, 256, 1, 2}, 0},
+    {"grad_matmul_q_q8_0_decode", matmul_q, {RLX_GGUF_TYPE_Q8_0, 6, 32, 0, 1}, 0},
+    {"grad_matmul_q_f16_trans", matmul_q, {RLX_GGUF_TYPE_F16, 7, 5, 1, 3}, 0},
     {"grad_attention_none", attention, {RLX_MASK_NONE, 4, 4}, 0},
     {"grad_attention_causal", attention, {RLX_MASK_CAUSAL, 4, 4}, 0},
     {"grad_attention_causal_decode", attention, {RLX_MASK_CAUSAL, 2, 5}, 0},

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "grad_case.h"
+#include "rlx_gguf.h"
 
 #define MAX_IN 8
 #define MAX_CHECKS_PER_INPUT 40
@@ -25,9 +26,9 @@ rlx_node grad_in(grad_builder *b, int32_t rank, const int32_t *dims, int kind, i
   if (b->n >= MAX_IN) return RLX_NO_NODE;
   int32_t k = b->n++;
   snprintf(b->name[k], sizeof b->name[k], "in%d", (int)k);
-  b->node[k] = rlx_input(b->g, b->name[k], rank, dims, RLX_F32);
+  b->node[k] = rlx_input(b->g, b->name[k], rank, dims, kind >= FILL_INDEX ? RLX_I32 : RLX_F32);
   b->kind[k] = kind;
-  b->diff[k] = !no_grad && kind != FILL_LABELS && kind != FILL_BINARY;
+  b->diff[k] = !no_grad && kind != FILL_LABELS && kind != FILL_BINARY && kind < FILL_INDEX;
   b->classes[k] = classes;
   b->numel[k] = 1;
   for (int32_t i = 0; i < rank; i++) b->numel[k] *= (size_t)dims[i];
@@ -41,8 +42,31 @@ static uint64_t mix(uint64_t z) {
 }
 static double unit(uint64_t seed, uint64_t i) { return (double)(mix(seed * 0x9E3779B97F4A7C15ull + i + 1) >> 11) / 9007199254740992.0; }
 
+/* FILL_GGUF: as many whole blocks of the type as the n words hold. */
+static void fill_gguf(const grad_builder *b, int32_t k, float *x, uint64_t seed) {
+  size_t n = b->numel[k];
+  rlx_gguf_type t = (rlx_gguf_type)b->classes[k];
+  int32_t be = rlx_gguf_type_block_elems(t), bb = rlx_gguf_type_block_bytes(t);
+  memset(x, 0, n * sizeof(float));
+  if (be <= 0 || bb <= 0) return;
+  size_t count = n * 4 / (size_t)bb * (size_t)be;
+  float *v = malloc((count ? count : 1) * sizeof(float));
+  if (!v) return;
+  for (size_t i = 0; i < count; i++) v[i] = (float)(2.0 * unit(seed, i) - 1.0);
+  rlx_gguf_quantize(t, v, (int64_t)count, x, n * sizeof(float));
+  free(v);
+}
+
 static void fill(const grad_builder *b, int32_t k, float *x, uint64_t seed) {
   size_t n = b->numel[k];
+  if (b->kind[k] == FILL_GGUF) {
+    fill_gguf(b, k, x, seed);
+    return;
+  }
+  if (b->kind[k] == FILL_INDEX) { /* int32 bits */
+    for (size_t i = 0; i < n; i++) ((int32_t *)x)[i] = (int32_t)(unit(seed, i) * b->classes[k]);
+    return;
+  }
   for (size_t i = 0; i < n; i++) {
     double u = unit(seed, i);
     switch (b->kind[k]) {
@@ -122,6 +146,11 @@ void gradcase_run(const grad_case *c, double scale_analytic, gradcase_result *re
   for (int32_t k = 0; k < b.n; k++) {
     x[k] = malloc(b.numel[k] * sizeof(float));
     fill(&b, k, x[k], 1234 + (uint64_t)k);
+    if (b.kind[k] >= FILL_INDEX) { /* int32 bits */
+      rlx_session_set_input_i32(bwd, b.name[k], (const int32_t *)x[k], b.numel[k]);
+      rlx_session_set_input_i32(fwd, b.name[k], (const int32_t *)x[k], b.numel[k]);
+      continue;
+    }
     rlx_session_set_input(bwd, b.name[k], x[k], b.numel[k]);
     rlx_session_set_input(fwd, b.name[k], x[k], b.numel[k]);
   }

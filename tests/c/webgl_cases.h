@@ -15,7 +15,7 @@ typedef struct {
   rlx_session *cpu, *gl;
   rlx_status status;   /* RLX_OK when both sessions are ready and the CPU ran */
   int pending;         /* the WebGL compile refused an op that has no lowering yet */
-  int fused;           /* ... a fused op (never lowered: WebGL plans skip fusion) */
+  int fused;           /* ... a fused op (never lowered: WebGL plans skip fusion) or a CPU-only op */
   char message[512];
   int32_t n_inputs;
   float *inputs[RLX_MAX_INPUTS]; /* as filled; i32 inputs hold int32 bits */
