@@ -252,6 +252,27 @@ web/data/fashion-mnist-%.bin: build/make_subset
 	@mkdir -p $(dir $@)
 	build/make_subset $* $@
 
+# Small GGUF language models for the tests (tools/make_test_lm.c): every
+# arch x weight type in build/lm/, plus a llama with tied output; llama-ref
+# rewrites tests/llama_ref/expected/ with llama.cpp (node-llama-cpp, an npm
+# package of its own, installed on demand by tests/llama_ref/regenerate.sh).
+LM_ARCHS := llama qwen2 qwen3
+LM_TYPES := f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k
+LM_FIXTURES := $(foreach a,$(LM_ARCHS),$(foreach t,$(LM_TYPES),build/lm/$(a)-$(t).gguf)) build/lm/llama-tied-q8_0.gguf
+.PHONY: lm-fixtures llama-ref
+build/make_test_lm: tools/make_test_lm.c tools/make_test_lm_vocab.c tools/make_test_lm.h build/librlx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ tools/make_test_lm.c tools/make_test_lm_vocab.c build/librlx.a $(LDLIBS)
+build/lm/llama-tied-%.gguf: build/make_test_lm tests/llm/corpus.txt
+	@mkdir -p $(dir $@)
+	build/make_test_lm --arch llama --type $* --tied --out $@
+build/lm/%.gguf: build/make_test_lm tests/llm/corpus.txt
+	@mkdir -p $(dir $@)
+	build/make_test_lm --arch $(firstword $(subst -, ,$*)) --type $(lastword $(subst -, ,$*)) --out $@
+lm-fixtures: $(LM_FIXTURES)
+llama-ref:
+	tests/llama_ref/regenerate.sh
+
 setup:
 	@tools/setup.sh
 
