@@ -123,10 +123,10 @@ static const struct {
 enum { SP = 259, T_A = 264, T_AA = 271, T_HELLO = 268, T_SPHELLO = 269, T_IMSTART = 272, T_TOOL = 273,
        T_SPWORLD = 279, T_IMEND = 282, N_SPM = 259 + N_PIECES };
 
-static char spm_text[N_SPM][16];
+static char spm_text[N_SPM][24];
 static const char *spm_tokens[N_SPM];
-static float spm_scores[N_SPM];
-static int32_t spm_types[N_SPM];
+static float spm_scores[N_SPM + 1];
+static int32_t spm_types[N_SPM + 1]; /* one spare: a test writes one too many */
 
 static spec spm_spec(int with_bytes) {
   size_t n = 0;
@@ -137,8 +137,8 @@ static spec spm_spec(int with_bytes) {
     spm_scores[n] = 0;
   }
   for (int b = 0; b < 256; b++, n++) {
-    if (with_bytes) snprintf(spm_text[n], 16, "<0x%02X>", b);
-    else snprintf(spm_text[n], 16, "[nobyte%d]", b);
+    if (with_bytes) snprintf(spm_text[n], 24, "<0x%02X>", b);
+    else snprintf(spm_text[n], 24, "[nobyte%d]", b);
     spm_types[n] = with_bytes ? 6 : 5;
     spm_scores[n] = 0;
   }
