@@ -201,6 +201,10 @@ static int add_weights(model *m, const options *o, long n_vocab) {
   const float s3 = 1.7320508f, logit_std = 16.0f;
   /* sqrtf is correctly rounded (IEEE 754), so these are the same everywhere */
   float r_e = 1.0f / sqrtf((float)e), r_q = 1.0f / sqrtf((float)q), r_ff = 1.0f / sqrtf((float)ff);
+  /* With a tied output the logits are token_embd . norm(h): the layers'
+   * outputs are scaled up so that h is not mostly the current token's
+   * embedding (else the model only repeats its input). */
+  float g = o->tied ? 8.0f : 1.0f;
   int ok = add_tensor(m, "token_embd.weight", t, e, n_vocab, s3, 0.0f);
   ok = ok && add_tensor(m, "output_norm.weight", f32, e, 1, 0.1f, 1.0f);
   if (!o->tied) ok = ok && add_tensor(m, "output.weight", t, e, n_vocab, s3 * logit_std * r_e, 0.0f);
@@ -211,7 +215,7 @@ static int add_weights(model *m, const options *o, long n_vocab) {
     ok = ok && add_tensor(m, NAME("attn_q.weight"), t, e, q, s3 * 1.5f * r_e, 0.0f);
     ok = ok && add_tensor(m, NAME("attn_k.weight"), t, e, kv, s3 * 1.5f * r_e, 0.0f);
     ok = ok && add_tensor(m, NAME("attn_v.weight"), t, e, kv, s3 * r_e, 0.0f);
-    ok = ok && add_tensor(m, NAME("attn_output.weight"), t, q, e, s3 * r_q, 0.0f);
+    ok = ok && add_tensor(m, NAME("attn_output.weight"), t, q, e, s3 * g * r_q, 0.0f);
     if (qwen2) {
       ok = ok && add_tensor(m, NAME("attn_q.bias"), f32, q, 1, s3 * 0.5f, 0.0f);
       ok = ok && add_tensor(m, NAME("attn_k.bias"), f32, kv, 1, s3 * 0.5f, 0.0f);
@@ -224,7 +228,7 @@ static int add_weights(model *m, const options *o, long n_vocab) {
     ok = ok && add_tensor(m, NAME("ffn_norm.weight"), f32, e, 1, 0.1f, 1.0f);
     ok = ok && add_tensor(m, NAME("ffn_gate.weight"), t, e, ff, s3 * 1.5f * r_e, 0.0f);
     ok = ok && add_tensor(m, NAME("ffn_up.weight"), t, e, ff, s3 * 1.5f * r_e, 0.0f);
-    ok = ok && add_tensor(m, NAME("ffn_down.weight"), t, ff, e, s3 * r_ff, 0.0f);
+    ok = ok && add_tensor(m, NAME("ffn_down.weight"), t, ff, e, s3 * g * r_ff, 0.0f);
 #undef NAME
   }
   return ok;
