@@ -1,12 +1,13 @@
 // vision-bench.js - the UI of vision-bench.html: talks to vision-worker.js
 // (where every RLX call runs), checks every setting and URL value
-// (fields.js), says what the run is doing (compiling, step n, finished,
-// stopped, diverged at step n), draws the loss as it goes (train-view.js),
-// the forward check and a table row per run.  Values shown carry their full
-// value in data-value for the browser tests.
+// (fields.js), says what the run is doing (compiling, step n, evaluating,
+// finished, stopped, diverged at step n), draws the loss and, on
+// Fashion-MNIST, the test accuracy as it goes and the confusion matrix
+// (train-view.js), the forward check and a table row per run.  Values shown
+// carry their full value in data-value for the browser tests.
 import { preferred_backend } from './pkg/rlx_web.js';
 import { readFields, applyQuery, intRule, numberRule, choiceRule } from './fields.js';
-import { LossPlot } from './train-view.js';
+import { LossPlot, AccuracyPlot, renderConfusion } from './train-view.js';
 import { connect } from './worker-rpc.js';
 
 const $ = (id) => document.getElementById(id);
@@ -15,9 +16,14 @@ const worker = new Worker(new URL('./vision-worker.js', import.meta.url), { type
 let busy = false;
 let stopAll = false; // set by Stop: also ends a 'Run all models' sequence
 const lossPlot = new LossPlot(document.getElementById('loss-chart'), { smoothing: 0.8 });
+const accPlot = new AccuracyPlot(document.getElementById('acc-chart'));
+const models = new Map(); // slug -> vision_model_info, plus fashion: why it cannot train on Fashion-MNIST (or null)
+let evals = 0; // test evaluations per Fashion-MNIST run (the Worker's EVALS)
+
 const RULES = {
   model: choiceRule(),
   backend: choiceRule(),
+  data: choiceRule(), // and fashion only for a model that takes 28x28 images (settings)
   batch: intRule(1, 256),
   steps: intRule(1, 10000),
   lr: numberRule({ gt: 0, max: 1e9 }),
@@ -53,8 +59,23 @@ const fixed = (v, d = 2) => (Number.isFinite(v) ? v.toFixed(d) : '-');
 
 function setBusy(on) {
   busy = on;
-  for (const id of ['run', 'run-all', 'model', 'batch', 'steps', 'lr', 'seed', 'backend']) $(id).disabled = on;
+  for (const id of ['run', 'run-all', 'model', 'data', 'batch', 'steps', 'lr', 'seed', 'backend']) $(id).disabled = on;
   $('stop').disabled = !on;
+}
+
+/** A message next to a field (readFields clears it at the next check). */
+function markField(id, message) {
+  $(`${id}-error`).textContent = message;
+  $(id).setAttribute('aria-invalid', 'true');
+}
+
+/** The rules for URL values: one refused is also marked next to its field (applyQuery reports it in #error). */
+function urlRules(rules) {
+  return Object.fromEntries(Object.entries(rules).map(([id, rule]) => [id, (text, el) => {
+    const r = rule(text, el);
+    if (r.error) markField(id, `URL value refused: ${r.error}`);
+    return r;
+  }]));
 }
 
 /** The settings of a run, or null (each bad field then carries its message). */
@@ -64,23 +85,63 @@ function settings(slug) {
     status('error', `Not started: fix ${Object.keys(f.errors).join(', ')} (marked above).`);
     return null;
   }
-  const { backend, batch, steps, lr, seed } = f.values;
-  return { slug, backend, batch, steps, lr, seed };
+  const { backend, data, batch, steps, lr, seed } = f.values;
+  const why = data === 'fashion' && models.get(slug)?.fashion;
+  if (why) {
+    markField('data', `${why}: pick synthetic, or mnist-mlp or mnist-cnn`);
+    status('error', 'Not started: fix data (marked above).');
+    return null;
+  }
+  return { slug, backend, data, batch, steps, lr, seed };
 }
 
-function clearResult() {
-  for (const id of ['r-model', 'r-forward', 'r-step', 'r-steps', 'r-samples', 'r-loss', 'logits', 'logits-sum']) show(id, '', '-');
+function clearResult(data) {
+  for (const id of ['r-model', 'r-forward', 'r-step', 'r-steps', 'r-samples', 'r-loss', 'r-acc', 'logits', 'logits-sum']) {
+    show(id, '', '-');
+  }
   lossPlot.clear();
+  accPlot.clear();
+  $('confusion').replaceChildren();
+  $('confusion-note').textContent = '';
+  $('acc-box').hidden = $('confusion-box').hidden = data !== 'fashion';
+}
+
+/** One test evaluation: the accuracy plot, the stat and the confusion matrix. */
+function showEval(ev) {
+  accPlot.add(ev.step, ev.accuracy);
+  show('r-acc', ev.accuracy, `${(100 * ev.accuracy).toFixed(1)}%`);
+  renderConfusion($('confusion'), ev.confusion);
+  $('confusion-note').textContent = `(${ev.evaluated} test images, after step ${ev.step})`;
+}
+
+/** What the data picked means for the model picked. */
+function noteData() {
+  const m = models.get($('model').value);
+  if (!m) return;
+  let text;
+  if (m.fashion) {
+    text = `${m.fashion}: it trains on the synthetic batch only.`;
+  } else if ($('data').value === 'fashion') {
+    text = `Fashion-MNIST: each step trains on the next batch of the training subset; the test subset is scored ${evals} ` +
+      'times per run (samples/s leaves that out).';
+  } else {
+    text = 'Synthetic: one seeded batch trained on at every step, the benchmark (no test accuracy).';
+  }
+  $('data-note').textContent = text;
 }
 
 async function runOne(slug, label) {
   const s = settings(slug);
   if (!s) return null;
-  clearResult();
+  clearResult(s.data);
   show('r-model', slug);
   $('progress').removeAttribute('value'); // indeterminate while it compiles
   status('compiling', `${label}${slug} on ${s.backend}: compiling and timing the forward pass...`);
   const result = await call('run', s, (p) => {
+    if (p.eval) {
+      showEval(p.eval);
+      return;
+    }
     if (p.phase) {
       status(p.phase, `${label}${slug} on ${s.backend}: ${p.text}...`);
       return;
@@ -108,13 +169,15 @@ function showResult(r, label = '') {
   show('logits', r.logitsHead.join(','), r.logitsHead.map((v) => v.toFixed(6)).join('  '));
   show('logits-sum', r.logitsSum, r.logitsSum.toFixed(6));
   lossPlot.redraw.flush();
+  accPlot.redraw.flush();
+  const acc = r.test ? `, test accuracy ${(100 * r.test.accuracy).toFixed(1)}% after step ${r.test.step}` : '';
   if (r.diverged) {
     status('diverged', `${label}${r.slug}: diverged at step ${r.steps}: the loss became ${r.losses[r.losses.length - 1]}. ` +
       'Try a smaller learning rate.');
   } else if (r.stopped) {
-    status('stopped', `${label}${r.slug}: stopped after ${r.steps} of ${r.requested} steps.`);
+    status('stopped', `${label}${r.slug}: stopped after ${r.steps} of ${r.requested} steps${acc}.`);
   } else {
-    status('finished', `${label}${r.slug}: finished, ${r.steps} steps.`);
+    status('finished', `${label}${r.slug}: finished, ${r.steps} steps${acc}.`);
   }
   $('progress').value = r.requested ? r.steps / r.requested : 1;
 }
@@ -125,12 +188,14 @@ function addTableRow(r) {
   cell(tr, r.slug);
   cell(tr, r.params.toLocaleString('en-US'));
   cell(tr, r.backend);
+  cell(tr, r.data);
   cell(tr, String(r.batch));
   cell(tr, fixed(r.forwardMs));
   cell(tr, fixed(r.stepMs));
   cell(tr, fixed(r.stepsPerSec, 1));
   cell(tr, fixed(r.samplesPerSec, 0));
   cell(tr, `${fixed(r.losses[0], 3)} \u2192 ${fixed(r.losses[r.losses.length - 1], 3)}`);
+  cell(tr, r.test ? `${(100 * r.test.accuracy).toFixed(1)}%` : '-');
   $('table').tBodies[0].append(tr);
 }
 
@@ -150,9 +215,10 @@ async function guarded(fn) {
   }
 }
 
-function fillModels(models) {
+function fillModels(list) {
   const select = $('model');
-  for (const m of models) {
+  for (const m of list) {
+    models.set(m.slug, m);
     const opt = document.createElement('option');
     opt.value = m.slug;
     opt.textContent = `${m.slug} (${m.param_flat_len.toLocaleString('en-US')} params)`;
@@ -164,6 +230,7 @@ function fillModels(models) {
     cell(tr, m.param_flat_len.toLocaleString('en-US'));
     const where = ['cpu_train', 'webgpu_train', 'webgl_train'].filter((k) => m[k]).map((k) => k.split('_')[0]);
     cell(tr, where.join(', '));
+    cell(tr, m.fashion ? 'synthetic' : 'synthetic, Fashion-MNIST').title = m.fashion ?? '';
     $('models').tBodies[0].append(tr);
   }
 }
@@ -186,19 +253,31 @@ function fillBackends(available) {
 
 async function main() {
   const hello = await call('hello');
+  evals = hello.evals;
   fillModels(hello.models);
   fillBackends(hello.backends);
-  const good = applyQuery(query, RULES, (m) => { $('error').textContent += `${$('error').textContent ? '\n' : ''}${m}`; },
+  const good = applyQuery(query, urlRules(RULES), (m) => { $('error').textContent += `${$('error').textContent ? '\n' : ''}${m}`; },
     ['autorun']);
+  for (const id of ['model', 'data']) $(id).addEventListener('change', noteData);
+  noteData();
   setBusy(false);
   status('ready', `Ready: RLX ${hello.version}.${good ? '' : ' Some URL settings were refused (see above); nothing ran.'}`);
   $('run').addEventListener('click', () => guarded(() => runOne($('model').value, '')));
   $('run-all').addEventListener('click', () => guarded(async () => {
-    const slugs = [...$('model').options].map((o) => o.value);
+    // On Fashion-MNIST only the models that take its images run; the others are named at the end.
+    const all = [...$('model').options].map((o) => o.value);
+    const fashion = $('data').value === 'fashion';
+    const slugs = all.filter((slug) => !fashion || !models.get(slug).fashion);
+    let r = null;
     for (const [i, slug] of slugs.entries()) {
       if (stopAll) break;
-      const r = await runOne(slug, `(${i + 1}/${slugs.length}) `);
+      r = await runOne(slug, `(${i + 1}/${slugs.length}) `);
       if (!r) break;
+    }
+    const skipped = all.filter((slug) => !slugs.includes(slug));
+    if (r && skipped.length) {
+      status($('progress-text').dataset.state, `${$('progress-text').textContent} Not run: ${skipped.join(', ')} ` +
+        '(synthetic data only).');
     }
   }));
   $('stop').addEventListener('click', () => {

@@ -1,19 +1,38 @@
 // vision-worker.js - the compute side of vision-bench.html, in a module
 // Worker so the page never blocks: loads pkg/rlx_web.js and runs VisionBench
 // forward / training runs on the CPU, WebGPU or WebGL2 (whichever the page
-// picks among those available here), posting progress as it goes.
+// picks among those available here), posting progress as it goes.  The
+// training batches are one synthetic batch (the benchmark) or, for the 28x28
+// models, the Fashion-MNIST subset (cluster/data.js), then with the test
+// accuracy measured EVALS times per run.
 //
 // Messages in:  { id, cmd: 'hello' }
-//               { id, cmd: 'run', slug, backend, batch, steps, lr, seed }
+//               { id, cmd: 'run', slug, backend, data: 'synthetic' | 'fashion', batch, steps, lr, seed }
 //               { cmd: 'stop' }            (ends the current run early)
 // Messages out: { id, progress: { phase, text } }    (a long phase begins)
 //               { id, progress: { step, steps, loss, losses: [[step, loss], ...], elapsedMs } }
+//               { id, progress: { eval: { step, accuracy, evaluated, confusion } } }   (fashion only)
 //               { id, ok: true, result }  |  { id, ok: false, error }
 import init, * as rlx from './pkg/rlx_web.js';
+import { loadSubset, scoreSet, subsetFits, Shards } from './cluster/data.js';
 import { serve, yieldToEvents } from './worker-rpc.js';
 
 const YIELD_MS = 40; // longest stretch of work between two looks at the message queue
+const EVALS = 10; // test evaluations per Fashion-MNIST run: every ceil(steps / EVALS) steps and at the last
 let stopRequested = false;
+let subset = null; // Promise of { train, test }, fetched by the first Fashion-MNIST run
+
+function fashionSubset() {
+  subset ??= Promise.all([loadSubset('train'), loadSubset('test')]).then(([train, test]) => ({ train, test }));
+  subset.catch(() => { subset = null; }); // a failed fetch is tried again by the next run
+  return subset;
+}
+
+/** Why a model cannot train on the Fashion-MNIST subset, or null when it can. */
+function whyNotFashion(info) {
+  return subsetFits(info) ? null
+    : `${info.slug} takes [${info.input_dims.join(', ')}] inputs and the Fashion-MNIST subset is 28x28 grayscale`;
+}
 
 async function hello() {
   await init();
@@ -21,21 +40,28 @@ async function hello() {
   const env = rlx.backend_environment();
   return {
     backends: { cpu: env.cpu, webgpu: env.webgpu, webgl: env.webgl },
-    models: rlx.list_vision_models().map((slug) => rlx.vision_model_info(slug)),
+    models: rlx.list_vision_models().map((slug) => {
+      const info = rlx.vision_model_info(slug);
+      return { ...info, fashion: whyNotFashion(info) };
+    }),
     backend: rlx.backend(),
     preferred: rlx.preferred_backend(),
     version: rlx.runtime().version(),
+    evals: EVALS,
   };
 }
 
 /**
- * Forward timing, then `steps` SGD steps on one synthetic batch (after one
- * untimed warm-up step that also compiles the training plan).
+ * Forward timing, then `steps` SGD steps on one synthetic batch or on
+ * Fashion-MNIST batches (after one untimed warm-up step that also compiles
+ * the training plan).  samplesPerSec counts the training steps only; the
+ * test evaluations are in evalMs.
  */
-async function run({ slug, backend, batch, steps, lr, seed }, post) {
+async function run({ slug, backend, data = 'synthetic', batch, steps, lr, seed }, post) {
   await init();
   const where = rlx.parse_backend(backend);
   if (where === 'auto') throw new Error(`unknown backend "${backend}" (pick cpu, webgpu or webgl)`);
+  if (data !== 'synthetic' && data !== 'fashion') throw new Error(`unknown data "${data}" (pick synthetic or fashion)`);
   stopRequested = false;
   const bench = new rlx.VisionBench(slug);
   // VisionBench.forward_cpu / _webgpu / _webgl and train_step_*: awaited (Promises on WebGPU).
@@ -48,6 +74,31 @@ async function run({ slug, backend, batch, steps, lr, seed }, post) {
 
     const phase = async (kind, text) => {
       post({ phase: kind, text });
+      await yieldToEvents();
+    };
+    const fashion = data === 'fashion';
+    let shards = null, test = null;
+    if (fashion) {
+      const why = whyNotFashion(info);
+      if (why) throw new Error(`${why}: it trains on synthetic data only`);
+      await phase('loading', 'loading the Fashion-MNIST subset');
+      const set = await fashionSubset();
+      shards = new Shards(set.train, { seed });
+      test = set.test;
+    }
+    // The batch of a step: the synthetic one every time, or the next one of the shuffled training subset.
+    const batchAt = (step) => (fashion ? shards.batch(step, 0, 1, batch) : { x, labels });
+    const evalEvery = Math.ceil(steps / EVALS);
+    let evalMs = 0, evals = 0, lastEval = null;
+    const evaluate = async (step) => {
+      await phase('evaluating', `step ${step}: test accuracy on ${test.count} test images`);
+      const e0 = performance.now();
+      const ev = await scoreSet(test, (tx) => forward(tx, params), { stop: () => stopRequested });
+      evalMs += performance.now() - e0;
+      if (stopRequested) return;
+      evals++;
+      lastEval = { step, accuracy: ev.accuracy, evaluated: ev.evaluated, confusion: ev.confusion };
+      post({ eval: lastEval });
       await yieldToEvents();
     };
     // Forward: the first call compiles; then as many calls as fit in ~150 ms (at least 3).
@@ -67,7 +118,8 @@ async function run({ slug, backend, batch, steps, lr, seed }, post) {
     let compileStep = NaN;
     if (!stopRequested) {
       await phase('compiling', `compiling the training step for ${where}`);
-      compileStep = (await trainStep(x, labels, params, lr))[0]; // compiles the training plan
+      const b = batchAt(0);
+      compileStep = (await trainStep(b.x, b.labels, params, lr))[0]; // compiles the training plan
     }
     let done = 0;
     let diverged = false;
@@ -75,8 +127,9 @@ async function run({ slug, backend, batch, steps, lr, seed }, post) {
     const t0 = last;
     let workMs = 0;
     for (let step = 0; step < steps && !stopRequested && !diverged; step++) {
+      const b = batchAt(step);
       const s0 = performance.now();
-      const out = await trainStep(x, labels, params, lr);
+      const out = await trainStep(b.x, b.labels, params, lr);
       workMs += performance.now() - s0;
       const loss = out[0];
       losses.push(loss);
@@ -84,13 +137,16 @@ async function run({ slug, backend, batch, steps, lr, seed }, post) {
       diverged = !Number.isFinite(loss);
       if (!diverged) params = out.subarray(1); // a non-finite step is not taken
       done++;
-      if (performance.now() - last > YIELD_MS || step === steps - 1 || diverged) {
+      const evalNow = fashion && !diverged && (done % evalEvery === 0 || done === steps);
+      if (performance.now() - last > YIELD_MS || step === steps - 1 || diverged || evalNow) {
         post({ step: done, steps, loss, losses: pending, elapsedMs: performance.now() - t0 });
         pending = [];
         await yieldToEvents();
+        if (evalNow && !stopRequested) await evaluate(done);
         last = performance.now();
       }
     }
+    const wallMs = performance.now() - t0;
     const stepMs = done ? workMs / done : NaN;
     let sum = 0;
     for (const v of logits) sum += v;
@@ -99,6 +155,7 @@ async function run({ slug, backend, batch, steps, lr, seed }, post) {
       title: info.title,
       params: info.param_flat_len,
       backend: where,
+      data,
       batch,
       steps: done,
       requested: steps,
@@ -108,6 +165,10 @@ async function run({ slug, backend, batch, steps, lr, seed }, post) {
       stepMs,
       stepsPerSec: 1000 / stepMs,
       samplesPerSec: (1000 * batch) / stepMs,
+      wallMs,
+      evals,
+      evalMs,
+      test: lastEval, // the last test evaluation (fashion), or null
       warmupLoss: compileStep,
       losses,
       logitsHead: Array.from(logits.subarray(0, info.num_classes)),

@@ -7,6 +7,7 @@
 //   const set = syntheticSet(bench, 512, seed);                       // a VisionBench
 //   const shards = new Shards(set, { seed: 1 });
 //   const { x, labels } = shards.batch(step, index, count, batch);
+//   const { accuracy, confusion } = await scoreSet(testSet, (x) => bench.forward_cpu(x, params));
 //
 // A set is { kind, source, count, inputLen, classes, sample(i, dst, at) ->
 // label } (sample writes input i at dst[at..] and returns its label).  Shards shuffles the sample order once (seeded, so every rank
@@ -91,6 +92,34 @@ export function scoreBatch(logits, labels, classes, confusion = null) {
     if (best === labels[k]) correct++;
   }
   return { correct, predicted };
+}
+
+/**
+ * Scores a whole set with forward(x) -> logits (or a Promise of them), in
+ * batches of `batch` samples (a last partial batch is left out); stops
+ * early once stop() is true.  Returns { accuracy, evaluated, confusion
+ * (rows: true class), perClass, predicted: the classes of the first `keep`
+ * samples }.
+ */
+export async function scoreSet(set, forward, { batch = 100, keep = 0, stop = () => false } = {}) {
+  const { classes, inputLen } = set;
+  const confusion = Array.from({ length: classes }, () => new Array(classes).fill(0));
+  const x = new Float32Array(batch * inputLen);
+  const labels = new Int32Array(batch);
+  const predicted = new Int32Array(Math.min(keep, set.count));
+  let correct = 0, evaluated = 0;
+  for (let start = 0; start + batch <= set.count && !stop(); start += batch) {
+    for (let k = 0; k < batch; k++) labels[k] = set.sample(start + k, x, k * inputLen);
+    const scored = scoreBatch(await forward(x), labels, classes, confusion);
+    correct += scored.correct;
+    evaluated += batch;
+    if (start < predicted.length) predicted.set(scored.predicted.subarray(0, predicted.length - start), start);
+  }
+  const perClass = confusion.map((row, c) => {
+    const n = row.reduce((a, b) => a + b, 0);
+    return n ? row[c] / n : NaN;
+  });
+  return { accuracy: evaluated ? correct / evaluated : NaN, evaluated, confusion, perClass, predicted };
 }
 
 /**
