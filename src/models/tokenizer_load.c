@@ -35,9 +35,12 @@ static rlx_status get_kv(const rlx_gguf *g, const char *key, rlx_gguf_vtype want
   if (ok && want == RLX_GGUF_VAL_ARRAY && elem != RLX_GGUF_VAL_ARRAY) ok = v->elem_type == elem;
   if (!ok) {
     const char *ty = rlx_gguf_vtype_name(v->type), *el = rlx_gguf_vtype_name(v->elem_type);
-    return rlx_error(RLX_ERR_INVALID_ARG, "%s has type %s%s%s%s, not the one expected", key, ty ? ty : "?",
-                     v->type == RLX_GGUF_VAL_ARRAY ? " of " : "",
-                     v->type == RLX_GGUF_VAL_ARRAY ? (el ? el : "?") : "", "");
+    const char *want_s = want == RLX_GGUF_VAL_I64 ? "an integer or bool" : want == RLX_GGUF_VAL_STRING ? "a string"
+                         : elem == RLX_GGUF_VAL_STRING ? "an array of strings"
+                         : elem == RLX_GGUF_VAL_I32 ? "an array of i32" : "an array";
+    return rlx_error(RLX_ERR_INVALID_ARG, "%s is %s%s%s, not %s", key, ty ? ty : "?",
+                     v->type == RLX_GGUF_VAL_ARRAY ? " of " : "", v->type == RLX_GGUF_VAL_ARRAY ? (el ? el : "?") : "",
+                     want_s);
   }
   if (idx) *idx = i;
   *found = 1;
