@@ -31,21 +31,22 @@ static rlx_status want_attrs(const rlx_node_t *n, char *msg, size_t cap) {
  * the i32 storage big enough for rows * row bytes. */
 static rlx_status check_table(const rlx_graph *g, const rlx_node_t *n, int32_t k, char *msg, size_t cap) {
   int32_t qtype = ATTR_I(n, QTABLE, QTYPE), rows = ATTR_I(n, QTABLE, ROWS), cols = ATTR_I(n, QTABLE, COLS);
-  const rlx_wtype *w = qtype >= 0 ? rlx_wtype_get((uint32_t)qtype) : NULL;
-  if (!w) {
+  const char *name = qtype >= 0 ? rlx_gguf_type_name((rlx_gguf_type)qtype) : NULL;
+  if (!name) {
     const char *known = qtype >= 0 ? rlx_wtype_known_name((uint32_t)qtype) : NULL;
     FAIL(RLX_ERR_INVALID_ARG, "qtype %d%s%s%s is not a supported GGUF weight type", (int)qtype, known ? " (" : "",
          known ? known : "", known ? ")" : "");
   }
   if (rows < 1 || cols < 1) FAIL(RLX_ERR_INVALID_ARG, "rows (%d) and cols (%d) must be >= 1", (int)rows, (int)cols);
-  if (cols % w->block_elems)
-    FAIL(RLX_ERR_SHAPE, "cols %d is not a multiple of the %s block (%d values)", (int)cols, w->name,
-         (int)w->block_elems);
-  if (DTYPE(k) != RLX_I32) FAIL(RLX_ERR_INVALID_ARG, "input %d (the %s weights) must be an i32 tensor", (int)k, w->name);
-  uint64_t need = (uint64_t)rows * (uint64_t)(cols / w->block_elems) * (uint64_t)w->block_bytes;
+  const int32_t block_elems = rlx_gguf_type_block_elems((rlx_gguf_type)qtype);
+  const int32_t block_bytes = rlx_gguf_type_block_bytes((rlx_gguf_type)qtype);
+  if (cols % block_elems)
+    FAIL(RLX_ERR_SHAPE, "cols %d is not a multiple of the %s block (%d values)", (int)cols, name, (int)block_elems);
+  if (DTYPE(k) != RLX_I32) FAIL(RLX_ERR_INVALID_ARG, "input %d (the %s weights) must be an i32 tensor", (int)k, name);
+  uint64_t need = (uint64_t)rows * (uint64_t)(cols / block_elems) * (uint64_t)block_bytes;
   uint64_t have = (uint64_t)rlx_shape_numel(IN(k)) * 4u;
   if (have < need)
-    FAIL(RLX_ERR_SHAPE, "%d rows of %d %s values take %llu bytes; input %d holds %llu", (int)rows, (int)cols, w->name,
+    FAIL(RLX_ERR_SHAPE, "%d rows of %d %s values take %llu bytes; input %d holds %llu", (int)rows, (int)cols, name,
          (unsigned long long)need, (int)k, (unsigned long long)have);
   return RLX_OK;
 }

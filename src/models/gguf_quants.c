@@ -603,8 +603,7 @@ float rlx_wt_dot_Q6_K(const uint8_t *row, const float *x, int64_t nb) {
 }
 
 /* ---- the table ------------------------------------------------------------------ */
-#define WT_CODES 64
-static const rlx_wtype WTYPES[WT_CODES] = {
+static const rlx_wtype WTYPES[RLX_WT_CODES] = {
 #define RLX_GGUF_TYPE(ID, nm, cd, be, bb) \
   [cd] = {nm, cd, be, bb, rlx_wt_dequant_##ID, rlx_wt_quant_##ID, rlx_wt_dot_##ID},
 #include "rlx_gguf_types.def"
@@ -612,43 +611,10 @@ static const rlx_wtype WTYPES[WT_CODES] = {
 };
 
 const rlx_wtype *rlx_wtype_get(uint32_t code) {
-  return code < WT_CODES && WTYPES[code].name ? &WTYPES[code] : NULL;
-}
-
-const char *rlx_wtype_known_name(uint32_t code) {
-  static const char *const names[WT_CODES] = {
-#define RLX_GGUF_TYPE(ID, nm, cd, be, bb) [cd] = nm,
-#define RLX_GGUF_TYPE_KNOWN(ID, nm, cd) [cd] = nm,
-#include "rlx_gguf_types.def"
-#undef RLX_GGUF_TYPE
-#undef RLX_GGUF_TYPE_KNOWN
-  };
-  return code < WT_CODES ? names[code] : NULL;
+  return code < RLX_WT_CODES && WTYPES[code].name ? &WTYPES[code] : NULL;
 }
 
 /* ---- the public calls ------------------------------------------------------------- */
-const char *rlx_gguf_type_name(rlx_gguf_type t) {
-  const rlx_wtype *w = rlx_wtype_get((uint32_t)t);
-  return w ? w->name : NULL;
-}
-
-int32_t rlx_gguf_type_from_name(const char *name) {
-  if (!name) return -1;
-  for (uint32_t c = 0; c < WT_CODES; c++)
-    if (WTYPES[c].name && strcmp(WTYPES[c].name, name) == 0) return (int32_t)c;
-  return -1;
-}
-
-int32_t rlx_gguf_type_block_elems(rlx_gguf_type t) {
-  const rlx_wtype *w = rlx_wtype_get((uint32_t)t);
-  return w ? w->block_elems : 0;
-}
-
-int32_t rlx_gguf_type_block_bytes(rlx_gguf_type t) {
-  const rlx_wtype *w = rlx_wtype_get((uint32_t)t);
-  return w ? w->block_bytes : 0;
-}
-
 /* The type's entry and n's block count, or an error naming the call. */
 static rlx_status row_check(const char *fn, rlx_gguf_type t, int64_t n, const rlx_wtype **w, int64_t *nblocks,
                             uint64_t *bytes) {

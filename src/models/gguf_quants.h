@@ -38,6 +38,9 @@ typedef struct {
 #include "rlx_gguf_types.def"
 #undef RLX_GGUF_TYPE
 
+/* GGUF type codes are below this (the tables' size). */
+#define RLX_WT_CODES 64
+
 /* The entry of a supported code, else NULL. */
 const rlx_wtype *rlx_wtype_get(uint32_t code);
 /* Name of any GGUF type code the format defines ("q2_K", ...), else NULL. */

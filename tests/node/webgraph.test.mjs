@@ -188,6 +188,13 @@ test('norms, rope, attention, conv and pooling builders', { skip }, () => {
   const q = values(1 * 2 * 3 * 4, 10);
   close(one((g, i) => g.narrow(g.rope(i.q), 2, 0, 1), { q: [[1, 2, 3, 4], q] }).data,
     [...q.subarray(0, 4), ...q.subarray(12, 16)], 'rope leaves position 0 unchanged');
+  // Position 1, D = 4: NeoX rotates (x0, x2) by 1 rad and (x1, x3) by 0.01; pairs (x0, x1) by 1 and (x2, x3) by 0.01.
+  const rot = (a, b, t) => [a * Math.cos(t) - b * Math.sin(t), a * Math.sin(t) + b * Math.cos(t)];
+  const r1 = { q: [[1, 1, 2, 4], q.subarray(0, 8)] }, [a, b, c, d] = q.subarray(4, 8);
+  const [n0, n2] = rot(a, c, 1), [n1, n3] = rot(b, d, 0.01), [p0, p1] = rot(a, b, 1), [p2, p3] = rot(c, d, 0.01);
+  close(one((g, i) => g.narrow(g.rope(i.q), 2, 1, 1), r1).data, [n0, n1, n2, n3], "rope layout 'neox' (the default)");
+  close(one((g, i) => g.narrow(g.rope(i.q, { layout: 'pairs' }), 2, 1, 1), r1).data, [p0, p1, p2, p3], "rope layout 'pairs'");
+  throwsClear(() => one((g, i) => g.rope(i.q, { layout: 'gptj' }), r1), /WebGraph.rope.*layout must be 'neox' or 'pairs', got/);
   const att = evaluate((g, i) => [g.attention(i.q, i.q, i.q, { mask: 'causal' }), g.attention(i.q, i.q, i.q)], { q: [[1, 2, 3, 4], q] });
   assert.deepEqual(att[0].shape, [1, 2, 3, 4]);
   close(att[0].data.subarray(0, 4), q.subarray(0, 4), 'causal: the first query sees only itself');
@@ -243,7 +250,7 @@ test('op() reaches every op of the table by name, with attributes as in rlx_ops.
       ['stride_h', 'stride_w', 'pad_h', 'pad_w', 'dilation_h', 'dilation_w', 'groups']);
     assert.deepEqual(g.opAttrs('conv2d_grad_input').slice(-2), [{ name: 'in_h', type: 'int', slot: 7 }, { name: 'in_w', type: 'int', slot: 8 }]);
     assert.deepEqual(g.opAttrs('rope'), [{ name: 'pos_offset', type: 'int', slot: 0 }, { name: 'inverse', type: 'bool', slot: 1 },
-      { name: 'theta', type: 'float', slot: 0 }]);
+      { name: 'mode', type: 'enum', slot: 2 }, { name: 'theta', type: 'float', slot: 0 }]);
     assert.deepEqual(g.opAttrs('relu'), []);
     const xi = g.input('x', [2, 3]);
     throwsClear(() => g.op('softmax', [xi], { axes: 1 }), /has no attribute "axes" \(its attributes: axis\)/);

@@ -90,6 +90,9 @@ function floatData(fn, what, v) {
 const numel = (dims) => dims.reduce((a, b) => a * b, 1);
 
 /** A graph under construction; builders return node ids. */
+// rope's mode attribute by its value: 0 NeoX halves, 1 adjacent pairs.
+const ROPE_LAYOUTS = ['neox', 'pairs'];
+
 export class WebGraph {
   /** rt: the loaded runtime (../pkg/rlx_web.js passes the live one). */
   constructor(rt) {
@@ -325,10 +328,17 @@ export class WebGraph {
   /** LayerNorm over the last axis: x[..., D], weight[D], bias[D]. */
   layer_norm(x, weight, bias, eps = 1e-5) { return this.op('layer_norm', [x, weight, bias], { eps }); }
 
-  /** Rotary embedding (NeoX layout) of x[..., S, D], D even. */
+  /**
+   * Rotary embedding of x[..., S, D], D even; row s is at position
+   * posOffset + s.  layout 'neox' rotates the two halves (x[i], x[i + D/2]),
+   * 'pairs' adjacent pairs (x[2i], x[2i + 1]).
+   */
   rope(x, opts) {
-    const { theta = 10000, posOffset = 0, pos_offset } = optionsArg('WebGraph.rope', opts);
-    return this.op('rope', [x], { pos_offset: pos_offset ?? posOffset, theta });
+    const fn = 'WebGraph.rope';
+    const { theta = 10000, posOffset = 0, pos_offset, layout = 'neox' } = optionsArg(fn, opts);
+    const mode = ROPE_LAYOUTS.indexOf(layout);
+    if (mode < 0) throw fail(fn, `layout must be ${ROPE_LAYOUTS.map((l) => `'${l}'`).join(' or ')}, got ${describe(layout)}`);
+    return this.op('rope', [x], { pos_offset: pos_offset ?? posOffset, theta, mode });
   }
 
   /**
