@@ -7,6 +7,7 @@
 #define RLX_MODELS_H
 
 #include "rlx.h"
+#include "rlx_llm.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -88,5 +88,9 @@ uint64_t cli_rand(uint64_t *state);
 int cli_train(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+int cli_generate(int argc, char **argv);
+int cli_tokenize(int argc, char **argv);
+int cli_next_tokens(int argc, char **argv);
+int cli_llm_info(int argc, char **argv);
 
 #endif

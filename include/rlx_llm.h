@@ -1,0 +1,132 @@
+/* rlx_llm.h - language models from GGUF files: load, tokenize, evaluate
+ * and generate text token by token (included by rlx_models.h).
+ *
+ * Architectures: llama (GQA, tied or separate output; RoPE on adjacent
+ * pairs), qwen2 (q/k/v biases; RoPE on NeoX halves), qwen3 (per-head q/k
+ * RMSNorm, head_dim from the metadata).  Weight types: every type of
+ * include/rlx_gguf_types.def; 2-D weights stay in their file type in memory
+ * and the matmul_q / gather_q ops read them as they are.  The model holds
+ * the file's tensor data once (read into one buffer, or the caller's buffer
+ * when opened from memory), a KV cache of n_ctx positions (f32), and
+ * compiled sessions for steps of 1, 4, 16 and 64 tokens that share the
+ * weights and the cache, so decoding never recompiles.  Same conventions as
+ * rlx.h: rlx_status plus rlx_last_error(). */
+#ifndef RLX_LLM_H
+#define RLX_LLM_H
+
+#include "rlx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rlx_llm rlx_llm;
+
+typedef struct {
+  int32_t n_ctx;   /* positions of the KV cache; 0: the model's context
+                      length, at most RLX_LLM_DEFAULT_CTX */
+  uint64_t budget; /* bytes of tensor data allowed (0: no limit natively,
+                      RLX_GGUF_WASM32_DATA_BUDGET in wasm) */
+} rlx_llm_options;
+
+#define RLX_LLM_DEFAULT_CTX 4096
+
+typedef struct {
+  const char *arch;          /* "llama", "qwen2", "qwen3" */
+  const char *name;          /* general.name, or "" */
+  const char *tokenizer;     /* "llama" (SentencePiece) or "gpt2" (byte-level BPE) */
+  int32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
+  int32_t n_ctx_train;       /* the model's context length */
+  int32_t n_ctx;             /* this instance's KV cache positions */
+  float rope_theta, rms_eps;
+  int32_t rope_neox;         /* 1: NeoX halves, 0: adjacent pairs */
+  int32_t tied_output;       /* the output projection is token_embd */
+  int32_t bos, eos;          /* -1 when the file has none */
+  int32_t add_bos;           /* the file asks for BOS before a prompt */
+  uint64_t n_params;         /* weights (elements of every tensor) */
+  uint64_t weight_bytes;     /* tensor data as held in memory */
+  uint64_t kv_bytes;         /* the KV cache */
+  const char *weight_types;  /* e.g. "q8_0 x 15, f32 x 5" */
+} rlx_llm_info;
+
+/* Reads the file's tensor data into one buffer (refusing, before that
+ * allocation, a file whose data exceeds opt->budget). */
+rlx_status rlx_llm_open_file(const char *path, const rlx_llm_options *opt, rlx_llm **out);
+/* Uses data[0, size) in place (no copy of the weights): it must stay valid
+ * and unchanged until rlx_llm_free. */
+rlx_status rlx_llm_open_memory(const void *data, size_t size, const rlx_llm_options *opt, rlx_llm **out);
+void rlx_llm_free(rlx_llm *m);
+rlx_status rlx_llm_get_info(const rlx_llm *m, rlx_llm_info *info);
+
+/* Text -> ids.  add_bos: 1 / 0, or -1 as the file says; special: 1 turns
+ * special-token text ("<|im_start|>") into those tokens.  *n is the count
+ * needed (set even when cap is too small, which is RLX_ERR_INVALID_ARG). */
+rlx_status rlx_llm_tokenize(const rlx_llm *m, const char *text, size_t len, int add_bos, int special, int32_t *ids,
+                            size_t cap, size_t *n);
+/* ids -> text (control tokens skipped); *len as *n above, plus a NUL. */
+rlx_status rlx_llm_detokenize(const rlx_llm *m, const int32_t *ids, size_t n_ids, char *text, size_t cap, size_t *len);
+
+/* The context: tokens evaluated so far, kept in the KV cache. */
+int32_t rlx_llm_position(const rlx_llm *m);
+/* Forgets the context (position 0). */
+void rlx_llm_reset(rlx_llm *m);
+/* Appends n ids at the current position and writes the logits after the
+ * last one (n_vocab floats; logits may be NULL).  Past n_ctx is refused
+ * before anything runs, leaving the context as it was. */
+rlx_status rlx_llm_eval(rlx_llm *m, const int32_t *ids, size_t n, float *logits);
+
+/* ---- generation ----------------------------------------------------------- */
+typedef struct {
+  float temperature;     /* 0: greedy (argmax, lowest id on ties) */
+  int32_t top_k;         /* 0: off */
+  float top_p;           /* 1: off */
+  float min_p;           /* 0: off */
+  float repeat_penalty;  /* 1: off */
+  int32_t repeat_last_n; /* tokens the penalty looks back over */
+  uint64_t seed;
+  int32_t max_tokens;    /* tokens to generate at most */
+  const char *const *stop; /* stop strings (the text before one is kept) */
+  int32_t n_stop;
+} rlx_llm_sampling;
+
+/* Greedy, 64 tokens, no stop strings. */
+rlx_llm_sampling rlx_llm_sampling_default(void);
+
+typedef struct {
+  int32_t prompt_tokens, generated_tokens;
+  double prompt_seconds, generate_seconds;
+  int32_t stopped_by; /* 0 max_tokens, 1 end-of-generation token, 2 stop string, 3 callback,
+                         4 the context is full */
+} rlx_llm_stats;
+
+/* Step by step: the generator resets the context and evaluates the prompt;
+ * each next() samples one token (evaluating the previous one first) and
+ * gives its id and the text it completes: valid UTF-8, possibly empty while
+ * a character spans tokens or while the text could be the start of a stop
+ * string.  When generation ends *done is set (stats.stopped_by says why);
+ * *id is then the last token, or -1 when none was made by this call (an
+ * end-of-generation token is not passed on).  text stays valid until the
+ * next call. */
+typedef struct rlx_llm_generator rlx_llm_generator;
+rlx_status rlx_llm_generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt, const rlx_llm_sampling *s,
+                                 rlx_llm_generator **out);
+rlx_status rlx_llm_generator_next(rlx_llm_generator *gen, int32_t *id, const char **text, size_t *len, int *done);
+void rlx_llm_generator_stats(const rlx_llm_generator *gen, rlx_llm_stats *stats);
+void rlx_llm_generator_free(rlx_llm_generator *gen);
+
+/* Called for each generated token with the text it completes (valid UTF-8,
+ * possibly empty while a character spans tokens); return nonzero to stop. */
+typedef int (*rlx_llm_on_token)(void *user, int32_t id, const char *text, size_t len);
+
+/* Resets the context, evaluates prompt_ids and samples up to max_tokens
+ * tokens, stopping at an end-of-generation token or a stop string. */
+rlx_status rlx_llm_generate_ids(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt, const rlx_llm_sampling *s,
+                                rlx_llm_on_token on_token, void *user, rlx_llm_stats *stats);
+/* The same from text (tokenized with the file's BOS rule, specials parsed). */
+rlx_status rlx_llm_generate(rlx_llm *m, const char *prompt, const rlx_llm_sampling *s, rlx_llm_on_token on_token,
+                            void *user, rlx_llm_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

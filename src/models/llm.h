@@ -1,0 +1,65 @@
+/* llm.h - the language model's internals (include/rlx_llm.h is the public
+ * side): hyperparameters read from the GGUF metadata, the weights as views
+ * into the file's buffer, the KV cache, and one compiled session per step
+ * size.  llm_load.c fills it, llm_graph.c builds a step's graph, llm_run.c
+ * compiles and runs steps, llm_generate.c samples. */
+#ifndef RLX_LLM_INTERNAL_H
+#define RLX_LLM_INTERNAL_H
+
+#include <stdint.h>
+
+#include "../core/core.h"
+#include "rlx_gguf.h"
+#include "rlx_llm.h"
+#include "tokenizer.h"
+
+enum { LLM_LLAMA = 0, LLM_QWEN2 = 1, LLM_QWEN3 = 2 };
+
+/* Steps are compiled for these token counts; a longer prompt runs as a
+ * sequence of them (largest first). */
+#define LLM_N_STEP_SIZES 4
+extern const int32_t rlx_llm_step_sizes[LLM_N_STEP_SIZES];
+
+/* One weight as the graph sees it: a param named `name` bound to `data`.
+ * 2-D weights keep their file type (qtype, rows x cols, bound as i32
+ * words); 1-D ones are f32 (copied when the file has another type or an
+ * unaligned offset). */
+typedef struct {
+  char name[64];
+  int32_t qtype;      /* rlx_gguf_type; -1 for a missing optional tensor */
+  int32_t rows, cols; /* 1-D: rows 1 */
+  void *data;
+  size_t bytes;       /* bound bytes (a multiple of 4) */
+} llm_weight;
+
+typedef struct {
+  llm_weight attn_norm, wq, wk, wv, wo, bq, bk, bv, q_norm, k_norm, ffn_norm, gate, up, down;
+  float *k_cache, *v_cache; /* [n_head_kv, n_ctx, head_dim] each */
+} llm_layer;
+
+struct rlx_llm {
+  rlx_gguf *gguf;
+  unsigned char *owned;   /* the file's bytes when opened from a path */
+  const unsigned char *buf; /* the file's bytes (owned or the caller's) */
+  size_t buf_size;
+  rlx_tokenizer *tok;
+  int arch;
+  char arch_name[16], name[96], weight_types[160];
+  rlx_llm_info info;      /* as rlx_llm_get_info returns it */
+  llm_weight token_embd, output_norm, output;
+  llm_layer *layers;
+  struct llm_copy { void *p; size_t bytes; } *copies; /* f32 or padded copies made at load */
+  int32_t n_copies;
+  float *kv;              /* every layer's caches, one allocation */
+  rlx_session *steps[LLM_N_STEP_SIZES];
+  int32_t pos;            /* tokens in the cache */
+  float *logits;          /* n_vocab */
+};
+
+/* llm_graph.c: the graph of one step of n tokens: inputs "ids" (i32 [n])
+ * and "pos" (i32 [1]), output the logits after the last token [1, n_vocab]. */
+rlx_status rlx_llm_build_step(const rlx_llm *m, int32_t n, rlx_graph **out, rlx_node *logits);
+/* llm_run.c: the step session for n tokens (compiled on first use). */
+rlx_status rlx_llm_step_session(rlx_llm *m, int32_t k, rlx_session **out);
+
+#endif

@@ -1,0 +1,114 @@
+/* llm_graph.c - the graph of one decoding step of n tokens for the llama,
+ * qwen2 and qwen3 architectures, as llama.cpp computes them:
+ *
+ *   x = embed(ids)                                     [n, E]
+ *   per layer: h = rms_norm(x) * attn_norm
+ *     q = h Wq^T (+ bq), k = h Wk^T (+ bk), v = h Wv^T (+ bv)
+ *     qwen3: q, k per head rms_norm * q_norm / k_norm
+ *     q, k rotated (RoPE at positions pos .. pos + n - 1: adjacent pairs
+ *     for llama, NeoX halves for qwen2/qwen3)
+ *     a = causal attention of q over the KV cache after appending k, v
+ *     x = x + a Wo^T
+ *     h = rms_norm(x) * ffn_norm
+ *     x = x + (silu(h Wgate^T) * (h Wup^T)) Wdown^T
+ *   logits = rms_norm(x[n - 1]) * output_norm . Wout^T   [1, V]
+ *
+ * Every 2-D weight is an i32 param in its file type (matmul_q, gather_q);
+ * 1-D ones are f32 params; the caches are f32 params "cache.k.<l>",
+ * "cache.v.<l>" [Hkv, C, D]; llm_run.c binds them all. */
+#include <math.h>
+#include <stdio.h>
+
+#include "llm.h"
+
+typedef struct {
+  rlx_graph *g;
+  const rlx_llm *m;
+  int32_t n;
+  rlx_node pos;
+} step_builder;
+
+/* The param node of a weight: i32 words for a 2-D one, f32 for 1-D. */
+static rlx_node param_of(step_builder *b, const llm_weight *w) {
+  rlx_node found = rlx_graph_find(b->g, w->name);
+  if (found != RLX_NO_NODE) return found; /* the tied output reuses token_embd */
+  if (w->rows == 1) {
+    int32_t d[1] = {w->cols};
+    return rlx_param(b->g, w->name, 1, d);
+  }
+  int32_t d[1] = {(int32_t)(w->bytes / 4)};
+  return rlx_param_dtype(b->g, w->name, 1, d, RLX_I32);
+}
+
+/* x[..., cols] -> [..., rows] = x W^T. */
+static rlx_node linear(step_builder *b, rlx_node x, const llm_weight *w) {
+  return rlx_matmul_q(b->g, x, param_of(b, w), w->qtype, w->rows, w->cols, 0);
+}
+
+static rlx_node linear_bias(step_builder *b, rlx_node x, const llm_weight *w, const llm_weight *bias) {
+  rlx_node y = linear(b, x, w);
+  return bias->qtype < 0 ? y : rlx_add(b->g, y, param_of(b, bias));
+}
+
+static rlx_node norm(step_builder *b, rlx_node x, const llm_weight *w) {
+  return rlx_rms_norm(b->g, x, param_of(b, w), b->m->info.rms_eps);
+}
+
+/* x[n, H * D] -> [H, n, D], normed per head when qk_norm is present, rotated. */
+static rlx_node heads(step_builder *b, rlx_node x, int32_t h, const llm_weight *qk_norm) {
+  const rlx_llm_info *in = &b->m->info;
+  int32_t d3[3] = {b->n, h, in->head_dim}, perm[3] = {1, 0, 2};
+  rlx_node y = rlx_reshape(b->g, x, 3, d3);
+  if (qk_norm && qk_norm->qtype >= 0) y = norm(b, y, qk_norm);
+  y = rlx_permute(b->g, y, perm);
+  return rlx_rope_ext(b->g, y, b->pos, in->rope_theta, 0, in->rope_neox ? 0 : 1);
+}
+
+static rlx_node cache_param(step_builder *b, const char *kind, int32_t l) {
+  const rlx_llm_info *in = &b->m->info;
+  char name[32];
+  snprintf(name, sizeof name, "cache.%s.%d", kind, (int)l);
+  int32_t d[3] = {in->n_head_kv, in->n_ctx, in->head_dim};
+  return rlx_param(b->g, name, 3, d);
+}
+
+static rlx_node layer(step_builder *b, rlx_node x, int32_t l) {
+  const rlx_llm_info *in = &b->m->info;
+  const llm_layer *L = &b->m->layers[l];
+  rlx_graph *g = b->g;
+  rlx_node h = norm(b, x, &L->attn_norm);
+  rlx_node q = heads(b, linear_bias(b, h, &L->wq, &L->bq), in->n_head, &L->q_norm);
+  rlx_node k = heads(b, linear_bias(b, h, &L->wk, &L->bk), in->n_head_kv, &L->k_norm);
+  int32_t d3[3] = {b->n, in->n_head_kv, in->head_dim}, perm[3] = {1, 0, 2};
+  rlx_node v = rlx_permute(g, rlx_reshape(g, linear_bias(b, h, &L->wv, &L->bv), 3, d3), perm);
+  rlx_node a = rlx_attention_kv(g, q, k, v, cache_param(b, "k", l), cache_param(b, "v", l), b->pos,
+                                1.0f / sqrtf((float)in->head_dim));
+  int32_t d2[2] = {b->n, in->n_head * in->head_dim};
+  x = rlx_add(g, x, linear(b, rlx_reshape(g, a, 2, d2), &L->wo));
+  h = norm(b, x, &L->ffn_norm);
+  rlx_node ff = rlx_mul(g, rlx_silu(g, linear(b, h, &L->gate)), linear(b, h, &L->up));
+  return rlx_add(g, x, linear(b, ff, &L->down));
+}
+
+rlx_status rlx_llm_build_step(const rlx_llm *m, int32_t n, rlx_graph **out, rlx_node *logits) {
+  const rlx_llm_info *in = &m->info;
+  step_builder b = {rlx_graph_new(), m, n, RLX_NO_NODE};
+  *out = NULL;
+  if (!b.g) return rlx_error(RLX_ERR_NO_MEMORY, "rlx_llm: out of memory building a step");
+  int32_t dn[1] = {n}, d1[1] = {1};
+  rlx_node ids = rlx_input(b.g, "ids", 1, dn, RLX_I32);
+  b.pos = rlx_input(b.g, "pos", 1, d1, RLX_I32);
+  const llm_weight *e = &m->token_embd;
+  rlx_node x = rlx_gather_q(b.g, param_of(&b, e), ids, e->qtype, e->rows, e->cols);
+  for (int32_t l = 0; l < in->n_layer; l++) x = layer(&b, x, l);
+  x = norm(&b, rlx_narrow(b.g, x, 0, n - 1, 1), &m->output_norm);
+  *logits = linear(&b, x, in->tied_output ? &m->token_embd : &m->output);
+  rlx_status st = rlx_graph_status(b.g);
+  if (st != RLX_OK) {
+    rlx_error(st, "rlx_llm: building a step of %d tokens: %s", (int)n, rlx_graph_error(b.g));
+    rlx_graph_free(b.g);
+    return st;
+  }
+  *out = b.g;
+  return RLX_OK;
+}

@@ -1,0 +1,369 @@
+/* llm_load.c - opens a GGUF language model: architecture and
+ * hyperparameters from the metadata, every tensor checked against the
+ * shape the architecture needs, the tokenizer, the KV cache.  Weights stay
+ * where the file's bytes are (2-D ones in their own type); only 1-D
+ * tensors that are not aligned f32 are copied. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llm.h"
+
+#define FAIL(code, ...) (rlx_error((code), __VA_ARGS__))
+
+static const char *const ARCH_NAMES[] = {"llama", "qwen2", "qwen3"};
+
+/* ---- metadata -------------------------------------------------------------- */
+static rlx_status meta_int(const rlx_gguf *g, const char *arch, const char *key, int required, int64_t min,
+                           int64_t max, int64_t *out) {
+  char k[128];
+  snprintf(k, sizeof k, "%s.%s", arch, key);
+  if (rlx_gguf_find_kv(g, k) < 0) {
+    if (required) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open: the file has no '%s'", k);
+    return RLX_OK;
+  }
+  int64_t v;
+  if (rlx_gguf_get_int(g, k, &v) != RLX_OK)
+    return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open: '%s' is not an integer", k);
+  if (v < min || v > max)
+    return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open: '%s' is %lld; expected %lld to %lld", k, (long long)v,
+                (long long)min, (long long)max);
+  *out = v;
+  return RLX_OK;
+}
+
+static rlx_status meta_float(const rlx_gguf *g, const char *arch, const char *key, double min, double max,
+                             float *out) {
+  char k[128];
+  snprintf(k, sizeof k, "%s.%s", arch, key);
+  if (rlx_gguf_find_kv(g, k) < 0) return RLX_OK;
+  double v;
+  if (rlx_gguf_get_float(g, k, &v) != RLX_OK)
+    return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open: '%s' is not a number", k);
+  if (!(v > min && v <= max)) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open: '%s' is %g; out of range", k, v);
+  *out = (float)v;
+  return RLX_OK;
+}
+
+static rlx_status read_hparams(rlx_llm *m, const rlx_llm_options *opt) {
+  const rlx_gguf *g = m->gguf;
+  const char *s;
+  uint64_t len;
+  if (rlx_gguf_get_string(g, "general.architecture", &s, &len) != RLX_OK)
+    return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open: the file has no 'general.architecture' string");
+  m->arch = -1;
+  for (int a = 0; a < 3; a++)
+    if (strlen(ARCH_NAMES[a]) == len && memcmp(ARCH_NAMES[a], s, len) == 0) m->arch = a;
+  if (m->arch < 0)
+    return FAIL(RLX_ERR_UNSUPPORTED, "rlx_llm_open: architecture '%.40s' is not supported (supported: llama, "
+                "qwen2, qwen3)", s);
+  snprintf(m->arch_name, sizeof m->arch_name, "%s", ARCH_NAMES[m->arch]);
+  if (rlx_gguf_get_string(g, "general.name", &s, &len) == RLX_OK)
+    snprintf(m->name, sizeof m->name, "%.*s", (int)(len < 95 ? len : 95), s);
+  const char *a = m->arch_name;
+  rlx_llm_info *in = &m->info;
+  int64_t n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = -1, n_ff = 0, ctx = 0, key_len = -1, val_len = -1,
+          n_rot = -1;
+  rlx_status st;
+  if ((st = meta_int(g, a, "embedding_length", 1, 1, 1 << 16, &n_embd)) ||
+      (st = meta_int(g, a, "block_count", 1, 1, 1024, &n_layer)) ||
+      (st = meta_int(g, a, "attention.head_count", 1, 1, 1024, &n_head)) ||
+      (st = meta_int(g, a, "attention.head_count_kv", 0, 1, 1024, &n_head_kv)) ||
+      (st = meta_int(g, a, "feed_forward_length", 1, 1, 1 << 20, &n_ff)) ||
+      (st = meta_int(g, a, "context_length", 1, 1, 1 << 24, &ctx)) ||
+      (st = meta_int(g, a, "attention.key_length", 0, 2, 1024, &key_len)) ||
+      (st = meta_int(g, a, "attention.value_length", 0, 2, 1024, &val_len)) ||
+      (st = meta_int(g, a, "rope.dimension_count", 0, 0, 1024, &n_rot)))
+    return st;
+  if (n_head_kv < 0) n_head_kv = n_head;
+  if (n_head % n_head_kv)
+    return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open: %lld heads are not a multiple of %lld KV heads",
+                (long long)n_head, (long long)n_head_kv);
+  if (key_len < 0) {
+    if (n_embd % n_head)
+      return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open: embedding_length %lld is not a multiple of %lld heads",
+                  (long long)n_embd, (long long)n_head);
+    key_len = n_embd / n_head;
+  }
+  if (val_len >= 0 && val_len != key_len)
+    return FAIL(RLX_ERR_UNSUPPORTED, "rlx_llm_open: key_length %lld and value_length %lld differ",
+                (long long)key_len, (long long)val_len);
+  if (key_len % 2) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open: head size %lld is odd", (long long)key_len);
+  if (n_rot >= 0 && n_rot != key_len)
+    return FAIL(RLX_ERR_UNSUPPORTED, "rlx_llm_open: RoPE over %lld of %lld head dimensions is not supported",
+                (long long)n_rot, (long long)key_len);
+  in->rope_theta = 10000.0f;
+  in->rms_eps = 1e-5f;
+  if ((st = meta_float(g, a, "rope.freq_base", 0.0, 1e12, &in->rope_theta)) ||
+      (st = meta_float(g, a, "attention.layer_norm_rms_epsilon", 0.0, 1.0, &in->rms_eps)))
+    return st;
+  in->n_embd = (int32_t)n_embd;
+  in->n_layer = (int32_t)n_layer;
+  in->n_head = (int32_t)n_head;
+  in->n_head_kv = (int32_t)n_head_kv;
+  in->head_dim = (int32_t)key_len;
+  in->n_ff = (int32_t)n_ff;
+  in->n_ctx_train = (int32_t)ctx;
+  int32_t want = opt && opt->n_ctx ? opt->n_ctx : (ctx < RLX_LLM_DEFAULT_CTX ? (int32_t)ctx : RLX_LLM_DEFAULT_CTX);
+  if (opt && (opt->n_ctx < 0 || opt->n_ctx > ctx))
+    return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open: n_ctx %d is outside 1 .. the model's context length %lld",
+                (int)opt->n_ctx, (long long)ctx);
+  in->n_ctx = want;
+  in->rope_neox = m->arch != LLM_LLAMA;
+  return RLX_OK;
+}
+
+/* ---- tensors --------------------------------------------------------------- */
+static void *keep_copy(rlx_llm *m, size_t bytes) {
+  struct llm_copy *grown = rlx_realloc(m->copies, (size_t)m->n_copies * sizeof *grown,
+                                       (size_t)(m->n_copies + 1) * sizeof *grown);
+  if (!grown) return NULL;
+  m->copies = grown;
+  void *p = rlx_calloc(1, bytes);
+  if (p) m->copies[m->n_copies++] = (struct llm_copy){p, bytes};
+  return p;
+}
+
+/* Finds `name` with dims [cols] (rows 0) or [cols, rows]; optional tensors
+ * that are absent get qtype -1. */
+static rlx_status weight(rlx_llm *m, const char *name, int64_t cols, int64_t rows, int optional, llm_weight *w) {
+  memset(w, 0, sizeof *w);
+  snprintf(w->name, sizeof w->name, "%s", name);
+  w->qtype = -1;
+  int64_t i = rlx_gguf_find_tensor(m->gguf, name);
+  if (i < 0) return optional ? RLX_OK : FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open: the file has no tensor '%s'", name);
+  rlx_gguf_tensor_info t;
+  rlx_status st = rlx_gguf_tensor(m->gguf, i, &t);
+  if (st != RLX_OK) return st;
+  int want_dims = rows ? 2 : 1;
+  if (t.n_dims != want_dims || t.dims[0] != cols || (rows && t.dims[1] != rows)) {
+    char got[64] = "", need[48];
+    for (int d = 0; d < t.n_dims; d++)
+      snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", d ? ", " : "", (long long)t.dims[d]);
+    if (rows) snprintf(need, sizeof need, "[%lld, %lld]", (long long)cols, (long long)rows);
+    else snprintf(need, sizeof need, "[%lld]", (long long)cols);
+    return FAIL(RLX_ERR_SHAPE, "rlx_llm_open: tensor '%s' has dims [%s]; the model's hyperparameters need %s", name,
+                got, need);
+  }
+  w->rows = rows ? (int32_t)rows : 1;
+  w->cols = (int32_t)cols;
+  if (!rows) { /* 1-D: f32, aligned */
+    w->qtype = RLX_GGUF_TYPE_F32;
+    w->bytes = (size_t)cols * 4;
+    if (t.type == RLX_GGUF_TYPE_F32 && ((uintptr_t)t.data & 3) == 0) {
+      w->data = (void *)t.data;
+      return RLX_OK;
+    }
+    if (!(w->data = keep_copy(m, w->bytes))) return FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open: out of memory");
+    return rlx_gguf_read_tensor_f32(m->gguf, i, w->data, (size_t)cols);
+  }
+  w->qtype = (int32_t)t.type;
+  int32_t block = rlx_gguf_type_block_elems(t.type);
+  if (block <= 0 || cols % block)
+    return FAIL(RLX_ERR_UNSUPPORTED, "rlx_llm_open: tensor '%s' (type %d) cannot be used as a weight matrix", name,
+                (int)t.type);
+  w->bytes = (size_t)((t.bytes + 3) & ~(uint64_t)3);
+  /* The session reads whole 4-byte words: a tensor not 4-aligned, or
+   * ending within 3 bytes of the buffer's end, gets a padded copy. */
+  const unsigned char *p = t.data;
+  if (((uintptr_t)p & 3) == 0 && (size_t)(p - m->buf) + w->bytes <= m->buf_size) {
+    w->data = (void *)p;
+    return RLX_OK;
+  }
+  if (!(w->data = keep_copy(m, w->bytes))) return FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open: out of memory");
+  memcpy(w->data, p, (size_t)t.bytes);
+  return RLX_OK;
+}
+
+static rlx_status layer_weights(rlx_llm *m, int32_t l, llm_layer *L) {
+  const rlx_llm_info *in = &m->info;
+  const int64_t e = in->n_embd, q = (int64_t)in->n_head * in->head_dim, kv = (int64_t)in->n_head_kv * in->head_dim;
+  const int qwen2 = m->arch == LLM_QWEN2, qwen3 = m->arch == LLM_QWEN3;
+  char n[64];
+  rlx_status st;
+#define W(field, suffix, cols, rows, optional)                         \
+  snprintf(n, sizeof n, "blk.%d.%s", (int)l, suffix);                  \
+  if ((st = weight(m, n, cols, rows, optional, &L->field)) != RLX_OK) return st;
+  W(attn_norm, "attn_norm.weight", e, 0, 0)
+  W(wq, "attn_q.weight", e, q, 0)
+  W(wk, "attn_k.weight", e, kv, 0)
+  W(wv, "attn_v.weight", e, kv, 0)
+  W(wo, "attn_output.weight", q, e, 0)
+  W(bq, "attn_q.bias", q, 0, !qwen2)
+  W(bk, "attn_k.bias", kv, 0, !qwen2)
+  W(bv, "attn_v.bias", kv, 0, !qwen2)
+  W(q_norm, "attn_q_norm.weight", in->head_dim, 0, !qwen3)
+  W(k_norm, "attn_k_norm.weight", in->head_dim, 0, !qwen3)
+  W(ffn_norm, "ffn_norm.weight", e, 0, 0)
+  W(gate, "ffn_gate.weight", e, in->n_ff, 0)
+  W(up, "ffn_up.weight", e, in->n_ff, 0)
+  W(down, "ffn_down.weight", in->n_ff, e, 0)
+#undef W
+  return RLX_OK;
+}
+
+static rlx_status load_weights(rlx_llm *m) {
+  rlx_llm_info *in = &m->info;
+  int64_t i = rlx_gguf_find_tensor(m->gguf, "token_embd.weight");
+  rlx_gguf_tensor_info t;
+  if (i < 0 || rlx_gguf_tensor(m->gguf, i, &t) != RLX_OK || t.n_dims != 2)
+    return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open: the file has no 2-D tensor 'token_embd.weight'");
+  if (t.dims[1] < 1 || t.dims[1] > INT32_MAX)
+    return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open: a vocabulary of %lld tokens", (long long)t.dims[1]);
+  in->n_vocab = (int32_t)t.dims[1];
+  if (rlx_tokenizer_n_vocab(m->tok) != in->n_vocab)
+    return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open: the tokenizer has %d tokens; token_embd.weight has %d rows",
+                (int)rlx_tokenizer_n_vocab(m->tok), (int)in->n_vocab);
+  rlx_status st;
+  if ((st = weight(m, "token_embd.weight", in->n_embd, in->n_vocab, 0, &m->token_embd)) ||
+      (st = weight(m, "output_norm.weight", in->n_embd, 0, 0, &m->output_norm)) ||
+      (st = weight(m, "output.weight", in->n_embd, in->n_vocab, 1, &m->output)))
+    return st;
+  in->tied_output = m->output.qtype < 0;
+  if (!(m->layers = rlx_calloc((size_t)in->n_layer, sizeof *m->layers)))
+    return FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open: out of memory");
+  for (int32_t l = 0; l < in->n_layer; l++)
+    if ((st = layer_weights(m, l, &m->layers[l])) != RLX_OK) return st;
+  return RLX_OK;
+}
+
+/* "q8_0 x 15, f32 x 5": the tensors' types with their counts. */
+static void describe_types(rlx_llm *m) {
+  int64_t count[64] = {0};
+  uint64_t params = 0;
+  for (int64_t i = 0; i < rlx_gguf_tensor_count(m->gguf); i++) {
+    rlx_gguf_tensor_info t;
+    if (rlx_gguf_tensor(m->gguf, i, &t) != RLX_OK) continue;
+    params += (uint64_t)t.n_elements;
+    if ((uint32_t)t.type < 64) count[t.type]++;
+  }
+  m->info.n_params = params;
+  size_t at = 0;
+  for (int c = 0; c < 64; c++)
+    if (count[c] && at < sizeof m->weight_types)
+      at += (size_t)snprintf(m->weight_types + at, sizeof m->weight_types - at, "%s%s x %lld", at ? ", " : "",
+                             rlx_gguf_type_name((rlx_gguf_type)c), (long long)count[c]);
+}
+
+static rlx_status alloc_cache(rlx_llm *m) {
+  rlx_llm_info *in = &m->info;
+  const uint64_t per = (uint64_t)in->n_head_kv * (uint64_t)in->n_ctx * (uint64_t)in->head_dim;
+  const uint64_t floats = per * 2u * (uint64_t)in->n_layer;
+  if (floats > SIZE_MAX / 4 / 2)
+    return FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open: a KV cache of %d positions does not fit in memory", (int)in->n_ctx);
+  in->kv_bytes = floats * 4u;
+  if (!(m->kv = rlx_calloc((size_t)floats, 4)))
+    return FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open: out of memory for the KV cache (%llu bytes for %d positions; "
+                "ask for a smaller n_ctx)", (unsigned long long)in->kv_bytes, (int)in->n_ctx);
+  for (int32_t l = 0; l < in->n_layer; l++) {
+    m->layers[l].k_cache = m->kv + (size_t)per * (size_t)(2 * l);
+    m->layers[l].v_cache = m->kv + (size_t)per * (size_t)(2 * l + 1);
+  }
+  if (!(m->logits = rlx_calloc((size_t)in->n_vocab, sizeof(float))))
+    return FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open: out of memory");
+  return RLX_OK;
+}
+
+static rlx_status open_parsed(rlx_llm *m, const rlx_llm_options *opt) {
+  rlx_status st;
+  if ((st = read_hparams(m, opt)) != RLX_OK) return st;
+  if ((st = rlx_tokenizer_from_gguf(m->gguf, &m->tok)) != RLX_OK) return st;
+  m->info.weight_bytes = rlx_gguf_data_bytes(m->gguf);
+  if ((st = load_weights(m)) != RLX_OK || (st = alloc_cache(m)) != RLX_OK) return st;
+  describe_types(m);
+  rlx_llm_info *in = &m->info;
+  in->arch = m->arch_name;
+  in->name = m->name;
+  in->tokenizer = rlx_tokenizer_model(m->tok);
+  in->weight_types = m->weight_types;
+  in->bos = rlx_tokenizer_bos(m->tok);
+  in->eos = rlx_tokenizer_eos(m->tok);
+  in->add_bos = rlx_tokenizer_add_bos(m->tok);
+  /* Every step compiled now: load reports a graph the model cannot make,
+   * and the first prompt's speed is not the compiler's. */
+  for (int k = 0; k < LLM_N_STEP_SIZES; k++) {
+    rlx_session *s;
+    if (rlx_llm_step_sizes[k] <= in->n_ctx && (st = rlx_llm_step_session(m, k, &s)) != RLX_OK) return st;
+  }
+  return RLX_OK;
+}
+
+static uint64_t budget_of(const rlx_llm_options *opt) {
+  if (opt && opt->budget) return opt->budget;
+#if defined(__wasm__)
+  return RLX_GGUF_WASM32_DATA_BUDGET;
+#else
+  return RLX_GGUF_NO_BUDGET;
+#endif
+}
+
+rlx_status rlx_llm_open_memory(const void *data, size_t size, const rlx_llm_options *opt, rlx_llm **out) {
+  if (!out) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_memory: out is NULL");
+  *out = NULL;
+  if (!data) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_memory: data is NULL");
+  rlx_llm *m = rlx_calloc(1, sizeof *m);
+  if (!m) return FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open_memory: out of memory");
+  m->buf = data;
+  m->buf_size = size;
+  rlx_status st = rlx_gguf_open_memory(data, size, budget_of(opt), &m->gguf);
+  if (st == RLX_OK) st = open_parsed(m, opt);
+  if (st != RLX_OK) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", rlx_last_error());
+    rlx_llm_free(m);
+    return rlx_error(st, "%s", msg);
+  }
+  *out = m;
+  return RLX_OK;
+}
+
+rlx_status rlx_llm_open_file(const char *path, const rlx_llm_options *opt, rlx_llm **out) {
+  if (!out) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_file: out is NULL");
+  *out = NULL;
+  if (!path) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_file: path is NULL");
+  /* The header first: a file that is not GGUF, or whose data is past the
+   * budget, is refused before its bytes are read. */
+  rlx_gguf *head;
+  rlx_status st = rlx_gguf_open_file(path, budget_of(opt), &head);
+  if (st != RLX_OK) return st;
+  rlx_gguf_free(head);
+  FILE *f = fopen(path, "rb");
+  if (!f) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_file: cannot open '%s'", path);
+  long size = -1;
+  if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+  unsigned char *buf = size > 0 && fseek(f, 0, SEEK_SET) == 0 ? rlx_malloc((size_t)size) : NULL;
+  if (!buf || fread(buf, 1, (size_t)size, f) != (size_t)size) {
+    fclose(f);
+    if (buf) rlx_free(buf, (size_t)size);
+    return size > 0 ? FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open_file: cannot read the %ld bytes of '%s'", size, path)
+                    : FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_file: cannot read '%s'", path);
+  }
+  fclose(f);
+  st = rlx_llm_open_memory(buf, (size_t)size, opt, out);
+  if (st != RLX_OK) {
+    rlx_free(buf, (size_t)size);
+    return st;
+  }
+  (*out)->owned = buf;
+  return RLX_OK;
+}
+
+void rlx_llm_free(rlx_llm *m) {
+  if (!m) return;
+  for (int k = 0; k < LLM_N_STEP_SIZES; k++) rlx_session_free(m->steps[k]);
+  for (int32_t i = 0; i < m->n_copies; i++) rlx_free(m->copies[i].p, m->copies[i].bytes);
+  rlx_free(m->copies, (size_t)m->n_copies * sizeof *m->copies);
+  rlx_free(m->layers, (size_t)m->info.n_layer * sizeof *m->layers);
+  rlx_free(m->kv, (size_t)m->info.kv_bytes);
+  rlx_free(m->logits, (size_t)m->info.n_vocab * sizeof(float));
+  rlx_tokenizer_free(m->tok);
+  rlx_gguf_free(m->gguf);
+  if (m->owned) rlx_free(m->owned, m->buf_size);
+  rlx_free(m, sizeof *m);
+}
+
+rlx_status rlx_llm_get_info(const rlx_llm *m, rlx_llm_info *info) {
+  if (!m || !info) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_get_info: %s is NULL", m ? "info" : "model");
+  *info = m->info;
+  return RLX_OK;
+}
