@@ -291,7 +291,7 @@ test: setup
 # Every part of make test, in order; each prints how long it took.
 TEST_PARTS := test-native test-asan test-fuzz test-node test-webgpu test-cli test-browser test-python test-examples test-install
 
-test-native: $(TEST_BINS) test-subops
+test-native: $(TEST_BINS) test-subops $(LM_FIXTURES)
 	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t; done
 
 # No literal sub-op number in a shader or C twin (src/core/subops.h).
@@ -299,7 +299,7 @@ test-native: $(TEST_BINS) test-subops
 test-subops:
 	tests/cli/test_subops.sh
 
-test-asan: $(ASAN_BINS)
+test-asan: $(ASAN_BINS) $(LM_FIXTURES)
 	@set -e; for t in $(ASAN_BINS); do echo "== $$t (ASan+UBSan)"; \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 $$t; done
 
@@ -323,8 +323,9 @@ test-webgpu: wasm sdk
 test-browser: wasm sdk build/wasm-tests/webgl_cases.wasm
 	node --test tests/browser/
 
-# The CLI: argument handling, a short run, and the Fashion-MNIST accuracy targets.
-test-cli: build/rlx
+# The CLI: argument handling, a short run, the Fashion-MNIST accuracy
+# targets, and the language models against llama.cpp's answers.
+test-cli: build/rlx $(LM_FIXTURES)
 	tests/cli/test_cli.sh
 	tests/cli/accuracy.sh
 
@@ -361,3 +362,4 @@ site: all
 
 clean:
 	rm -rf build web/pkg/*.wasm web/data
+	node tests/cli/llm_ref.mjs
