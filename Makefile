@@ -328,6 +328,7 @@ test-browser: wasm sdk build/wasm-tests/webgl_cases.wasm
 test-cli: build/rlx $(LM_FIXTURES)
 	tests/cli/test_cli.sh
 	tests/cli/accuracy.sh
+	node tests/cli/llm_ref.mjs
 
 # The Python bindings (python/rlx) over build/librlx.so.
 test-python: build/librlx.so
@@ -362,4 +363,3 @@ site: all
 
 clean:
 	rm -rf build web/pkg/*.wasm web/data
-	node tests/cli/llm_ref.mjs
