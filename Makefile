@@ -212,31 +212,41 @@ build/wasm-tests/webgl_cases.wasm: $(WASM_OBJ) $(WEBGL_TEST_OBJ)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_LDFLAGS) -o $@ $(WEBGL_TEST_OBJ) $(WASM_OBJ)
 
-build/tests/%: tests/c/%.c $(TEST_SUPPORT) build/librlx.a tests/c/op_case.h tests/c/grad_case.h
+# The test support (harness, references, op and grad cases) is compiled once
+# per build kind and linked into every test binary.
+TEST_SUPPORT_OBJ := $(TEST_SUPPORT:tests/c/%.c=build/tests-obj/%.o)
+ASAN_SUPPORT_OBJ := $(TEST_SUPPORT:tests/c/%.c=build/tests-asan-obj/%.o)
+build/tests-obj/%.o: tests/c/%.c $(wildcard tests/c/*.h) $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/c -o $@ $< $(TEST_SUPPORT) build/librlx.a -lcmocka $(LDLIBS)
-build/tests-asan/%: tests/c/%.c $(TEST_SUPPORT) $(ASAN_OBJ) tests/c/op_case.h tests/c/grad_case.h
+	$(CC) $(CFLAGS) -Itests/c -c $< -o $@
+build/tests-asan-obj/%.o: tests/c/%.c $(wildcard tests/c/*.h) $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -O1 $(SAN_FLAGS) -Itests/c -o $@ $< $(TEST_SUPPORT) $(ASAN_OBJ) -lcmocka $(LDLIBS)
+	$(CC) $(CFLAGS) -O1 $(SAN_FLAGS) -Itests/c -c $< -o $@
+build/tests/%: tests/c/%.c $(TEST_SUPPORT_OBJ) build/librlx.a tests/c/op_case.h tests/c/grad_case.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/c -o $@ $< $(TEST_SUPPORT_OBJ) build/librlx.a -lcmocka $(LDLIBS)
+build/tests-asan/%: tests/c/%.c $(ASAN_SUPPORT_OBJ) $(ASAN_OBJ) tests/c/op_case.h tests/c/grad_case.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -O1 $(SAN_FLAGS) -Itests/c -o $@ $< $(ASAN_SUPPORT_OBJ) $(ASAN_OBJ) -lcmocka $(LDLIBS)
 
 # The WebGL2 planner and lowerings through the C reference executor: every
 # op case against the CPU (tests/c/test_webgl_plan.c with webgl_cases.c).
-GL_TEST_DEPS := tests/c/test_webgl_plan.c tests/c/webgl_cases.c tests/c/webgl_cases.h $(TEST_SUPPORT) tests/c/op_case.h
-build/tests/test_webgl_plan: $(GL_TEST_DEPS) build/librlx.a
+GL_TEST_DEPS := tests/c/test_webgl_plan.c tests/c/webgl_cases.c tests/c/webgl_cases.h tests/c/op_case.h
+build/tests/test_webgl_plan: $(GL_TEST_DEPS) $(TEST_SUPPORT_OBJ) build/librlx.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/c -o $@ $< tests/c/webgl_cases.c $(TEST_SUPPORT) build/librlx.a -lcmocka $(LDLIBS)
-build/tests-asan/test_webgl_plan: $(GL_TEST_DEPS) $(ASAN_OBJ)
+	$(CC) $(CFLAGS) -Itests/c -o $@ $< tests/c/webgl_cases.c $(TEST_SUPPORT_OBJ) build/librlx.a -lcmocka $(LDLIBS)
+build/tests-asan/test_webgl_plan: $(GL_TEST_DEPS) $(ASAN_SUPPORT_OBJ) $(ASAN_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -O1 $(SAN_FLAGS) -Itests/c -o $@ $< tests/c/webgl_cases.c $(TEST_SUPPORT) $(ASAN_OBJ) -lcmocka $(LDLIBS)
+	$(CC) $(CFLAGS) -O1 $(SAN_FLAGS) -Itests/c -o $@ $< tests/c/webgl_cases.c $(ASAN_SUPPORT_OBJ) $(ASAN_OBJ) -lcmocka $(LDLIBS)
 test-webgl: build/tests/test_webgl_plan
 	build/tests/test_webgl_plan
 
 # Native reference outputs of every op case, compared against wasm in Node.
 build/tests/opcases_native.bin: build/tests/dump_opcases
 	build/tests/dump_opcases $@
-build/tests/dump_opcases: tests/c/dump_opcases.c $(TEST_SUPPORT) build/librlx.a
+build/tests/dump_opcases: tests/c/dump_opcases.c $(TEST_SUPPORT_OBJ) build/librlx.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/c -o $@ $< $(TEST_SUPPORT) build/librlx.a $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests/c -o $@ $< $(TEST_SUPPORT_OBJ) build/librlx.a $(LDLIBS)
 # Native reference outputs of the model entry points (MLP, transformer,
 # vision), compared against web/pkg/rlx_web.js in Node.
 build/tests/models_native.json: build/tests/dump_models
