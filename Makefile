@@ -136,6 +136,9 @@ build/librlx.a: $(LIB_OBJ)
 # declaration moved out of them stops being exported.  Soname librlx.so.0
 # (make install adds the links); tests/python/test_symbols.py checks nm -D.
 PUBLIC_HDRS := include/rlx.h include/rlx_models.h include/rlx_op_info.h include/rlx_gguf.h include/rlx_llm.h
+.PHONY: print-public-hdrs
+print-public-hdrs:
+	@echo $(PUBLIC_HDRS)
 RLX_VERSION := $(or $(shell sed -n 's/.*rlx_version(void) *{ *return "\([0-9.]*\)".*/\1/p' src/core/core.c),0.1.0)
 RLX_SOMAJOR := $(firstword $(subst ., ,$(RLX_VERSION)))
 EXPORT_MAP  := build/gen/librlx.map

@@ -1,8 +1,7 @@
 """test_symbols.py - build/librlx.so exports exactly the public API.
 
 The dynamic symbol table (nm -D --defined-only) must list the functions
-declared in the public headers (include/rlx.h, include/rlx_models.h,
-include/rlx_op_info.h, include/rlx_gguf.h, as extracted by tools/export_list.sh, which also
+declared in the public headers (the Makefile's PUBLIC_HDRS, as extracted by tools/export_list.sh, which also
 writes the linker version script) and nothing else: no internal helper
 (fuse_replace, rlx_cpu_*, ...) and no missing public name.  Every function the Python binding declares
 (python/rlx/_native.py) or the tests and examples call through it must be
@@ -24,12 +23,18 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 from rlx import _native  # noqa: E402
 
-PUBLIC_HEADERS = [os.path.join(ROOT, "include", h) for h in ("rlx.h", "rlx_models.h", "rlx_op_info.h", "rlx_gguf.h")]
+def public_headers():
+    """The Makefile's PUBLIC_HDRS (the one list of public headers)."""
+    out = subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT, "print-public-hdrs"],
+                         capture_output=True, text=True, check=True, timeout=60)
+    return [os.path.join(ROOT, h) for h in out.stdout.split()]
+
+
 LIBRARY = os.path.join(ROOT, "build", "librlx.so")
 
 
 def public_names():
-    out = subprocess.run(["sh", os.path.join(ROOT, "tools", "export_list.sh"), "--names"] + PUBLIC_HEADERS,
+    out = subprocess.run(["sh", os.path.join(ROOT, "tools", "export_list.sh"), "--names"] + public_headers(),
                          capture_output=True, text=True, check=True, timeout=60)
     return set(out.stdout.split())
 
