@@ -91,6 +91,6 @@ int cli_bench(int argc, char **argv);
 int cli_generate(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
 int cli_next_tokens(int argc, char **argv);
-int cli_llm_info(int argc, char **argv);
+int cli_gguf_info(int argc, char **argv);
 
 #endif

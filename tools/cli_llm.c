@@ -1,18 +1,21 @@
-/* cli_llm.c - the language-model commands of the rlx tool:
- *   rlx generate --model FILE (--prompt TEXT | --ids I,J,..) [sampling] :
- *       streams the generated text to stdout, the speed to stderr;
+/* cli_llm.c - the GGUF and language-model commands of the rlx tool:
+ *   rlx generate --model FILE (--prompt TEXT | --prompt-ids I,J,..)
+ *       [sampling] [--ids] : streams the generated text to stdout, the speed
+ *       to stderr; --ids ends with a JSON line {"prompt_ids": [..], "ids": [..]};
  *   rlx tokenize --model FILE --text TEXT [--text TEXT ...] [--no-bos]
- *       [--no-special] : one line of ids per text;
+ *       [--no-special] : a JSON array of ids per text, one line each;
  *   rlx next-tokens --model FILE --ids PROMPT [--follow I,J,..] : the greedy
  *       next token (and the margin over the runner-up) after the prompt and
  *       after each forced token: a teacher-forced greedy trace;
- *   rlx llm-info FILE : what the model is and what it takes in memory. */
+ *   rlx gguf-info FILE : the file's header, and what the model is and takes
+ *       in memory when it is a language model we run. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "rlx_gguf.h"
 
 #define MAX_STOP 8
 
@@ -75,12 +78,30 @@ static int on_token(void *user, int32_t id, const char *text, size_t len) {
   return 0;
 }
 
-static int print_id(void *user, int32_t id, const char *text, size_t len) {
-  (void)text;
-  (void)len;
-  int *first = user;
-  if (id >= 0) printf("%s%d", *first ? "" : " ", (int)id), *first = 0;
+/* The ids generated so far (for --ids). */
+typedef struct {
+  int32_t *ids;
+  size_t n, cap;
+} id_list;
+
+static int on_token_ids(void *user, int32_t id, const char *text, size_t len) {
+  id_list *l = user;
+  on_token(NULL, id, text, len);
+  if (id < 0) return 0;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 64;
+    int32_t *grown = realloc(l->ids, cap * sizeof *grown);
+    if (!grown) return 1;
+    l->ids = grown, l->cap = cap;
+  }
+  l->ids[l->n++] = id;
   return 0;
+}
+
+static void print_json_ids(const int32_t *ids, size_t n) {
+  printf("[");
+  for (size_t i = 0; i < n; i++) printf("%s%d", i ? ", " : "", (int)ids[i]);
+  printf("]");
 }
 
 int cli_generate(int argc, char **argv) {
@@ -94,7 +115,7 @@ int cli_generate(int argc, char **argv) {
     const char *o = a.name;
     if (!strcmp(o, "--model")) { if (!cli_opt_string(&a, &model)) return CLI_USAGE; }
     else if (!strcmp(o, "--prompt")) { if (!cli_opt_string(&a, &prompt)) return CLI_USAGE; }
-    else if (!strcmp(o, "--ids")) { if (!cli_opt_string(&a, &ids_text)) return CLI_USAGE; }
+    else if (!strcmp(o, "--prompt-ids")) { if (!cli_opt_string(&a, &ids_text)) return CLI_USAGE; }
     else if (!strcmp(o, "--max-tokens")) { if (!cli_opt_long(&a, 0, 1 << 24, &lv)) return CLI_USAGE; s.max_tokens = (int32_t)lv; }
     else if (!strcmp(o, "--temperature")) { if (!opt_range(&a, 0, 100, &s.temperature)) return CLI_USAGE; }
     else if (!strcmp(o, "--top-k")) { if (!cli_opt_long(&a, 0, INT32_MAX, &lv)) return CLI_USAGE; s.top_k = (int32_t)lv; }
@@ -104,7 +125,7 @@ int cli_generate(int argc, char **argv) {
     else if (!strcmp(o, "--repeat-last-n")) { if (!cli_opt_long(&a, -1, INT32_MAX, &lv)) return CLI_USAGE; s.repeat_last_n = (int32_t)lv; }
     else if (!strcmp(o, "--seed")) { if (!cli_opt_u64(&a, &s.seed)) return CLI_USAGE; }
     else if (!strcmp(o, "--ctx")) { if (!cli_opt_long(&a, 1, 1 << 24, &ctx)) return CLI_USAGE; }
-    else if (!strcmp(o, "--print-ids")) print_ids = 1;
+    else if (!strcmp(o, "--ids")) print_ids = 1;
     else if (!strcmp(o, "--stop")) {
       if (s.n_stop == MAX_STOP) return cli_usage_error(cmd, "at most %d --stop strings", MAX_STOP);
       if (!cli_opt_string(&a, &stop[s.n_stop])) return CLI_USAGE;
@@ -112,20 +133,35 @@ int cli_generate(int argc, char **argv) {
     } else return cli_usage_error(cmd, "unknown option '%s'", o);
   }
   s.stop = stop;
-  if (!prompt == !ids_text) return cli_usage_error(cmd, "give one of --prompt TEXT or --ids I,J,..");
+  if (!prompt == !ids_text) return cli_usage_error(cmd, "give one of --prompt TEXT or --prompt-ids I,J,..");
   int32_t *ids = NULL;
   size_t n_ids = 0;
-  if (ids_text && !parse_ids(cmd, "--ids", ids_text, &ids, &n_ids)) return CLI_USAGE;
+  if (ids_text && !parse_ids(cmd, "--prompt-ids", ids_text, &ids, &n_ids)) return CLI_USAGE;
   rlx_llm *m;
   if (!open_model(cmd, model, ctx, &m)) return free(ids), CLI_USAGE;
+  if (!ids) { /* the prompt's ids as generate feeds them (BOS as the file says, specials parsed) */
+    size_t len = strlen(prompt);
+    rlx_llm_tokenize(m, prompt, len, -1, 1, NULL, 0, &n_ids);
+    ids = malloc((n_ids ? n_ids : 1) * sizeof *ids);
+    if (!ids || rlx_llm_tokenize(m, prompt, len, -1, 1, ids, n_ids, &n_ids) != RLX_OK) {
+      free(ids);
+      rlx_llm_free(m);
+      return ids ? cli_lib_error(cmd, CLI_FAILED, "tokenizing the prompt") : cli_usage_error(cmd, "out of memory");
+    }
+  }
   rlx_llm_stats st;
-  int first = 1;
-  rlx_llm_on_token cb = print_ids ? print_id : on_token;
-  void *user = print_ids ? (void *)&first : NULL;
-  rlx_status r = ids ? rlx_llm_generate_ids(m, ids, n_ids, &s, cb, user, &st)
-                     : rlx_llm_generate(m, prompt, &s, cb, user, &st);
-  free(ids);
+  id_list out = {NULL, 0, 0};
+  rlx_status r = rlx_llm_generate_ids(m, ids, n_ids, &s, print_ids ? on_token_ids : on_token, &out, &st);
   printf("\n");
+  if (print_ids && r == RLX_OK) {
+    printf("{\"prompt_ids\": ");
+    print_json_ids(ids, n_ids);
+    printf(", \"ids\": ");
+    print_json_ids(out.ids, out.n);
+    printf("}\n");
+  }
+  free(ids);
+  free(out.ids);
   fflush(stdout);
   int code = CLI_OK;
   if (r != RLX_OK) code = cli_lib_error(cmd, r == RLX_ERR_INVALID_ARG ? CLI_USAGE : CLI_FAILED, "generating");
@@ -170,7 +206,7 @@ int cli_tokenize(int argc, char **argv) {
     if (!ids || rlx_llm_tokenize(m, text, len, add_bos, special, ids, n, &n) != RLX_OK) {
       code = ids ? cli_lib_error(cmd, CLI_FAILED, "tokenizing") : cli_usage_error(cmd, "out of memory");
     } else {
-      for (size_t i = 0; i < n; i++) printf("%s%d", i ? " " : "", (int)ids[i]);
+      print_json_ids(ids, n);
       printf("\n");
     }
     free(ids);
@@ -229,14 +265,23 @@ int cli_next_tokens(int argc, char **argv) {
   return code;
 }
 
-int cli_llm_info(int argc, char **argv) {
-  const char *cmd = "llm-info";
-  if (argc != 3 || argv[2][0] == '-') return cli_usage_error(cmd, "usage: rlx llm-info FILE.gguf");
+int cli_gguf_info(int argc, char **argv) {
+  const char *cmd = "gguf-info";
+  if (argc != 3 || argv[2][0] == '-') return cli_usage_error(cmd, "usage: rlx gguf-info FILE.gguf");
+  rlx_gguf *g;
+  if (rlx_gguf_open_file(argv[2], RLX_GGUF_NO_BUDGET, &g) != RLX_OK) return cli_lib_error(cmd, CLI_USAGE, "reading");
+  printf("%s: GGUF v%u, %lld metadata entries, %lld tensors, %.1f MiB of tensor data (alignment %u)\n", argv[2],
+         (unsigned)rlx_gguf_version(g), (long long)rlx_gguf_kv_count(g), (long long)rlx_gguf_tensor_count(g),
+         (double)rlx_gguf_data_bytes(g) / 1048576.0, (unsigned)rlx_gguf_alignment(g));
+  rlx_gguf_free(g);
   rlx_llm *m;
-  if (!open_model(cmd, argv[2], 0, &m)) return CLI_USAGE;
+  if (rlx_llm_open_file(argv[2], NULL, &m) != RLX_OK) {
+    printf("  not a language model rlx runs: %s\n", rlx_last_error());
+    return CLI_OK;
+  }
   rlx_llm_info i;
   rlx_llm_get_info(m, &i);
-  printf("%s%s%s (%s)\n", i.name, i.name[0] ? ": " : "", i.arch, argv[2]);
+  printf("%s%s%s\n", i.name, i.name[0] ? ": " : "", i.arch);
   printf("  %d layers, embedding %d, %d heads (%d KV) of %d, feed-forward %d, vocabulary %d (%s tokenizer)\n",
          (int)i.n_layer, (int)i.n_embd, (int)i.n_head, (int)i.n_head_kv, (int)i.head_dim, (int)i.n_ff,
          (int)i.n_vocab, i.tokenizer);

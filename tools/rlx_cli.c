@@ -34,17 +34,20 @@ static const char usage_text[] =
     "  info [M]     a model's input, params and sizes (all models without M)\n"
     "  bench [--model M] [--batch B] [--steps N]\n"
     "               training-step throughput (samples/s) on synthetic data\n"
-    "  generate --model FILE.gguf (--prompt TEXT | --ids I,J,..) [--max-tokens N]\n"
+    "  generate --model FILE.gguf (--prompt TEXT | --prompt-ids I,J,..) [--max-tokens N]\n"
     "        [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
-    "        [--repeat-last-n N] [--seed S] [--stop TEXT]... [--ctx N] [--print-ids]\n"
+    "        [--repeat-last-n N] [--seed S] [--stop TEXT]... [--ctx N] [--ids]\n"
     "        generate text with a GGUF language model (llama, qwen2, qwen3), streamed to\n"
-    "        stdout; greedy unless --temperature > 0; speed to stderr\n"
+    "        stdout; greedy unless --temperature > 0; speed to stderr; --ids ends with\n"
+    "        a JSON line {\"prompt_ids\": [...], \"ids\": [...]}\n"
     "  tokenize --model FILE.gguf --text TEXT [--text TEXT]... [--no-bos] [--no-special]\n"
-    "               the token ids of each text, one line each\n"
+    "               the token ids of each text as a JSON array, one line each (BOS\n"
+    "               as the file asks: the ids generate feeds the model)\n"
     "  next-tokens --model FILE.gguf --ids I,J,.. [--follow K,L,..]\n"
     "               the greedy next token, its runner-up and their logit margin after\n"
     "               the prompt and after each forced token\n"
-    "  llm-info FILE.gguf  a language model's shape, weight types and memory\n"
+    "  gguf-info FILE.gguf  the file's header; a language model's shape, weight types\n"
+    "               and memory\n"
     "  help         this text\n"
     "\n"
     "Results go to stdout; progress of train and bench to stderr (updated in place\n"
@@ -270,7 +273,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "generate") == 0) return cli_generate(argc, argv);
   if (strcmp(cmd, "tokenize") == 0) return cli_tokenize(argc, argv);
   if (strcmp(cmd, "next-tokens") == 0) return cli_next_tokens(argc, argv);
-  if (strcmp(cmd, "llm-info") == 0) return cli_llm_info(argc, argv);
+  if (strcmp(cmd, "gguf-info") == 0) return cli_gguf_info(argc, argv);
   fprintf(stderr, "rlx: unknown command '%s'\n\n%s", cmd, usage_text);
   return CLI_USAGE;
 }

@@ -3,6 +3,8 @@
 // written by tests/llama_ref/reference.mjs over the build/lm fixtures):
 //   * tokenization: every text of the corpus, with special-token text parsed
 //     and as plain text, must give llama.cpp's ids exactly;
+//   * the CLI: generate --ids's JSON line agrees with tokenize and with the
+//     greedy trace; bad arguments are usage errors naming what is wrong;
 //   * generation, teacher-forced: after the prompt and after each of
 //     llama.cpp's 32 greedy tokens, our greedy token must be llama.cpp's
 //     wherever llama.cpp's top-2 margin exceeds what rounding can flip, and
@@ -28,7 +30,7 @@ const expectedDir = path.join(here, '../llama_ref/expected');
 const BOUNDS = { f32: [0.1, 0.03], f16: [0.1, 0.05], bf16: [0.5, 0.15], quantized: [2.0, 0.6] };
 const MIN_COMPARED = 0.6; // of the steps, at least this share must be decided by the margin
 
-const run = (args) => execFileSync(rlx, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
+const run = (args) => execFileSync(rlx, args, { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'pipe'] });
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 let failures = 0;
@@ -49,7 +51,9 @@ for (const file of files) {
   const plain = run(['tokenize', '--model', model, '--no-special', ...texts]).split('\n');
   let tokOk = 0;
   ref.tokenize.forEach((t, i) => {
-    const want = t.ids.join(' '), wantPlain = (t.ids_text ?? t.ids).join(' ');
+    const want = JSON.stringify(t.ids), wantPlain = JSON.stringify(t.ids_text ?? t.ids);
+    special[i] = JSON.stringify(JSON.parse(special[i] || 'null'));
+    plain[i] = JSON.stringify(JSON.parse(plain[i] || 'null'));
     if (special[i] !== want) fail(file, `tokenize ${JSON.stringify(t.text)}: ${special[i]} != llama.cpp ${want}`);
     else if (plain[i] !== wantPlain) fail(file, `tokenize as text ${JSON.stringify(t.text)}: ${plain[i]} != llama.cpp ${wantPlain}`);
     else tokOk++;
@@ -77,6 +81,36 @@ for (const file of files) {
   if (!(med <= medianMax)) fail(file, `median margin difference ${med.toFixed(4)} > ${medianMax}`);
   console.log(`${file.padEnd(24)}${String(tokOk).padStart(3)}/${ref.tokenize.length}  ${String(steps).padStart(5)} ${String(compared).padStart(8)} ` +
     `${`${flips.length} ${JSON.stringify(flips)}`.padEnd(24).slice(0, 24)} ${med.toFixed(4)} (bound ${medianMax})`);
+}
+// generate --ids: the streamed text, then the JSON line; its prompt_ids are tokenize's ids.
+{
+  const model = path.join(fixtures, 'qwen3-q8_0.gguf');
+  const out = run(['generate', '--model', model, '--prompt', 'Hello world', '--max-tokens', '6', '--ids']).trimEnd().split('\n');
+  const last = JSON.parse(out[out.length - 1]);
+  const tok = JSON.parse(run(['tokenize', '--model', model, '--text', 'Hello world']));
+  if (JSON.stringify(last.prompt_ids) !== JSON.stringify(tok)) fail('generate --ids', `prompt_ids ${last.prompt_ids} != tokenize ${tok}`);
+  if (last.ids.length !== 6) fail('generate --ids', `${last.ids.length} ids for --max-tokens 6`);
+  const trace = run(['next-tokens', '--model', model, '--ids', tok.join(','), '--follow', last.ids.slice(0, -1).join(',')])
+    .trim().split('\n').map((l) => Number(l.split(' ')[0]));
+  if (trace.join() !== last.ids.join()) fail('generate --ids', `greedy ids ${last.ids} != next-tokens trace ${trace}`);
+}
+// Refusals: a usage error (exit 2) with a message naming what is wrong.
+for (const [args, pattern] of [
+  [['generate', '--model', 'build/lm/none.gguf', '--prompt', 'x'], /none\.gguf/],
+  [['generate', '--model', path.join(fixtures, 'qwen3-q8_0.gguf')], /--prompt TEXT or --prompt-ids/],
+  [['generate', '--model', path.join(fixtures, 'qwen3-q8_0.gguf'), '--prompt', 'x', '--temperature', '-1'], /--temperature must be a number from 0/],
+  [['generate', '--model', path.join(fixtures, 'qwen3-q8_0.gguf'), '--prompt-ids', '1,x'], /token ids separated by commas/],
+  [['generate', '--model', path.join(fixtures, 'qwen3-q8_0.gguf'), '--prompt-ids', '99999'], /outside the vocabulary/],
+  [['generate', '--model', path.join(fixtures, 'qwen3-q8_0.gguf'), '--prompt', 'x', '--ctx', '100000'], /n_ctx/],
+  [['tokenize', '--model', path.join(fixtures, 'qwen3-q8_0.gguf')], /at least one --text/],
+  [['gguf-info', 'Makefile'], /gguf-info/],
+]) {
+  try {
+    run(args);
+    fail(args.join(' '), 'was accepted');
+  } catch (e) {
+    if (e.status !== 2 || !pattern.test(e.stderr)) fail(args.join(' '), `exit ${e.status}, stderr ${JSON.stringify(e.stderr)}`);
+  }
 }
 if (failures) {
   console.log(`${failures} failure(s)`);
