@@ -2,11 +2,15 @@
 #   make fuzz        every fuzzer for FUZZ_SECONDS each (default 600), corpora
 #                    growing in build/fuzz/corpus/<fuzzer> from the seeds in
 #                    tests/fuzz/corpus/<fuzzer>
-#   make test-fuzz   replays the seed corpora, then FUZZ_SHORT_SECONDS (30) each
+#   make test-fuzz   replays the seed corpora, then FUZZ_SHORT_SECONDS (30) each,
+#                    FUZZ_JOBS (the number of cores) fuzzers at a time, each
+#                    fuzzer's output in build/fuzz/short/<fuzzer>.log (printed
+#                    in full when it fails)
 # A crash leaves its input in build/fuzz/ (crash-*, leak-*, timeout-*).
 FUZZ_CC            ?= clang
 FUZZ_SECONDS       ?= 600
 FUZZ_SHORT_SECONDS ?= 30
+FUZZ_JOBS          ?= $(shell nproc 2>/dev/null || echo 1)
 FUZZERS      := graph idx inflate plan_json gguf tokenizer
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -g -O1 $(FUZZ_SAN) -std=c11 -fno-trapping-math -fno-math-errno -Iinclude \
@@ -29,8 +33,14 @@ fuzz: $(FUZZ_BINS)
 	  (cd build/fuzz && $(FUZZ_ENV) ./fuzz_$$f $(FUZZ_OPTS) -max_total_time=$(FUZZ_SECONDS) \
 	    corpus/$$f ../../tests/fuzz/corpus/$$f); done
 test-fuzz: $(FUZZ_BINS)
-	@set -e; for f in $(FUZZERS); do echo "== fuzz_$$f: seed corpus, then $(FUZZ_SHORT_SECONDS) s"; \
-	  $(FUZZ_ENV) build/fuzz/fuzz_$$f $(FUZZ_OPTS) tests/fuzz/corpus/$$f/*; \
-	  rm -rf build/fuzz/short/$$f; mkdir -p build/fuzz/short/$$f; \
-	  (cd build/fuzz && $(FUZZ_ENV) ./fuzz_$$f $(FUZZ_OPTS) -max_total_time=$(FUZZ_SHORT_SECONDS) \
-	    short/$$f ../../tests/fuzz/corpus/$$f); done
+	@set -e; for f in $(FUZZERS); do echo "== fuzz_$$f: seed corpus"; \
+	  $(FUZZ_ENV) build/fuzz/fuzz_$$f $(FUZZ_OPTS) tests/fuzz/corpus/$$f/*; done
+	@$(MAKE) --no-print-directory -j$(FUZZ_JOBS) $(FUZZERS:%=fuzz-short-%)
+# One fuzzer for FUZZ_SHORT_SECONDS from its seeds (test-fuzz runs these in parallel).
+fuzz-short-%: build/fuzz/fuzz_%
+	@rm -rf build/fuzz/short/$*; mkdir -p build/fuzz/short/$*
+	@echo "== fuzz_$*: $(FUZZ_SHORT_SECONDS) s"
+	@if (cd build/fuzz && $(FUZZ_ENV) ./fuzz_$* $(FUZZ_OPTS) -max_total_time=$(FUZZ_SHORT_SECONDS) \
+	    short/$* ../../tests/fuzz/corpus/$*) > build/fuzz/short/$*.log 2>&1; \
+	  then echo "== fuzz_$*: $$(grep -E '^(Done|stat::number_of_executed_units)' build/fuzz/short/$*.log | tr '\n' ' ')"; \
+	  else cat build/fuzz/short/$*.log; echo "== fuzz_$* FAILED (build/fuzz/short/$*.log)"; exit 1; fi
