@@ -180,6 +180,43 @@ web/pkg/rlx_web.wasm: $(WEB_LIB_OBJ) $(WEB_OBJ)
 	$(WASMCC) $(WASM_LDFLAGS) -o build/wasm/rlx_web.linked.wasm $(WEB_OBJ) $(WEB_LIB_OBJ)
 	$(if $(WASM_OPT),$(WASM_OPT) $(WASM_OPT_FLAGS) build/wasm/rlx_web.linked.wasm -o $@,cp build/wasm/rlx_web.linked.wasm $@)
 
+# The language-model module (web/runtime/llm.js loads it): src/web_llm/*.c
+# with the graph, compiler, CPU executor and kernels, GGUF, tokenizer,
+# sampler and src/models/llm_*.c; no WebGPU / WebGL2 backend
+# (src/core/backends.c built again without them), no autodiff, and
+# src/web_llm/training_ops_absent.c in place of the backward, convolution
+# and pooling kernels (LLM_ABSENT_KERNELS).  wasm-ld drops what the exports
+# do not reach.  Its quantized matmul (most of a token's time) gets -O3,
+# the weight types' row kernels (gguf_quants.c: the fused dots and
+# dequantizers of the K and Q4_1/Q5 types) -O2 (-Oz in the training module;
+# -O3 measured no clearly faster here, 15 KB larger).
+# Memory may grow to 4 GiB: the file's bytes stay in one buffer that the
+# model reads in place (RLX_GGUF_WASM32_DATA_BUDGET).
+LLM_WEB_SRC := $(sort $(wildcard src/web_llm/*.c))
+LLM_WEB_OBJ := $(LLM_WEB_SRC:%.c=build/wasm/%.o)
+LLM_O3_OBJ  := build/wasm-llm/src/cpu/k_matmul_q.o
+LLM_O2_OBJ  := build/wasm-llm/src/models/gguf_quants.o
+LLM_ABSENT_KERNELS := k_conv k_conv_grad conv_common k_pool k_pool_grad k_attention_grad k_norm_grad k_grad_layout \
+                      k_grad_softmax k_grad_pointwise
+LLM_LIB_OBJ := $(filter-out build/wasm/src/core/backends.o $(patsubst build/wasm-llm/%,build/wasm/%,$(LLM_O3_OBJ) $(LLM_O2_OBJ)) \
+                 $(LLM_ABSENT_KERNELS:%=build/wasm/src/cpu/%.o),\
+                 $(filter $(foreach d,core ir compile cpu models,build/wasm/src/$(d)/%),$(WASM_OBJ))) \
+               build/wasm-llm/src/core/backends.o $(LLM_O3_OBJ) $(LLM_O2_OBJ)
+$(LLM_WEB_OBJ): WASM_CFLAGS += -Oz
+build/wasm-llm/src/core/backends.o: src/core/backends.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_CFLAGS) -Oz -DRLX_WITHOUT_WEBGPU -DRLX_WITHOUT_WEBGL -c $< -o $@
+$(LLM_O3_OBJ): LLM_OPT := -O3
+$(LLM_O2_OBJ): LLM_OPT := -O2
+$(LLM_O3_OBJ) $(LLM_O2_OBJ): build/wasm-llm/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_CFLAGS) $(LLM_OPT) -c $< -o $@
+web/pkg/rlx_llm.wasm: $(LLM_LIB_OBJ) $(LLM_WEB_OBJ)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_LDFLAGS) -Wl,--max-memory=4294967296 -o build/wasm/rlx_llm.linked.wasm $(LLM_WEB_OBJ) $(LLM_LIB_OBJ)
+	$(if $(WASM_OPT),$(WASM_OPT) $(WASM_OPT_FLAGS) build/wasm/rlx_llm.linked.wasm -o $@,cp build/wasm/rlx_llm.linked.wasm $@)
+wasm: web/pkg/rlx_llm.wasm
+
 TSC := node_modules/typescript/bin/tsc
 web/rlx.js web/rlx.d.ts &: web/rlx.ts web/pkg/rlx_web.d.ts
 	@test -f $(TSC) || { echo "$(TSC) is missing: run make setup (npm ci)"; exit 1; }
@@ -290,6 +327,17 @@ build/lm/%.gguf: build/make_test_lm tests/llm/corpus.txt
 	@mkdir -p $(dir $@)
 	build/make_test_lm --arch $(firstword $(subst -, ,$*)) --type $(lastword $(subst -, ,$*)) --out $@
 lm-fixtures: $(LM_FIXTURES)
+# The test models generate.html offers, on the served web/ (web/data/ is
+# gitignored); make web/data/lm/NAME.gguf puts any other of build/lm/ there.
+LM_WEB_FIXTURES := $(foreach n,llama-q4_0 qwen2-q8_0 qwen3-q4_k,web/data/lm/$(n).gguf)
+.PHONY: lm-web-fixtures
+lm-web-fixtures: $(LM_WEB_FIXTURES)
+web/data/lm/%.gguf: build/lm/%.gguf
+	@mkdir -p $(dir $@)
+	cp $< $@
+all: $(LM_WEB_FIXTURES)
+test-node: lm-fixtures build/rlx
+test-browser: $(LM_WEB_FIXTURES)
 llama-ref:
 	tests/llama_ref/regenerate.sh
 

@@ -33,6 +33,10 @@ import type {
 
 export type { BackendEnvironment, BackendFallback, BackendName, BackendRequest, VisionModelInfo, WebGraph, CompiledGraph };
 export { RlxError } from './pkg/rlx_web.js';
+// GGUF language models: ./runtime/llm.js over pkg/rlx_llm.wasm (plain JS; its types are
+// the interfaces below, so rlx.d.ts stands alone).
+// @ts-ignore: a JavaScript module without a declaration file
+import * as llm from './runtime/llm.js';
 
 /** Float data. */
 export type Floats = Float32Array | number[];
@@ -423,6 +427,91 @@ export class Rlx {
     this.owned.clear();
     this.disposed = true;
   }
+}
+
+// ---- GGUF language models -------------------------------------------------------
+
+/** A GGUF file: a URL (fetched; in Node also a path), a File or Blob, a Response, or its bytes. */
+export type GgufSource = string | URL | Blob | Response | ArrayBuffer | ArrayBufferView;
+
+export interface LoadGgufOptions {
+  /** KV cache positions; 0 or undefined: the model's context length, at most 4096. */
+  nCtx?: number;
+  /** Called as the file's bytes arrive (total null when the size is not known in advance). */
+  onProgress?: (p: { loaded: number; total: number | null }) => void;
+  /** Where rlx_llm.wasm is (default: pkg/rlx_llm.wasm next to runtime/llm.js). */
+  wasm?: string | URL | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
+}
+
+/** What a model is (rlx_llm_info, camelCase) and the size of its file. */
+export interface GgufInfo {
+  arch: string; name: string; tokenizer: string; weightTypes: string;
+  nVocab: number; nEmbd: number; nLayer: number; nHead: number; nHeadKv: number; headDim: number; nFf: number;
+  nCtxTrain: number; nCtx: number; ropeTheta: number; rmsEps: number;
+  ropeNeox: boolean; tiedOutput: boolean; addBos: boolean;
+  /** -1 when the file has none. */
+  bos: number; eos: number;
+  nParams: number; weightBytes: number; kvBytes: number; fileBytes: number;
+}
+
+export interface TokenizeOptions {
+  /** Default: as the file says. */
+  addBos?: boolean;
+  /** Special-token text ("<|im_start|>") becomes those tokens (default true). */
+  special?: boolean;
+}
+
+export interface GenerateOptions {
+  /** Default 64. */
+  maxTokens?: number;
+  /** 0 (default): greedy. */
+  temperature?: number;
+  topK?: number; topP?: number; minP?: number; repeatPenalty?: number; repeatLastN?: number;
+  seed?: number | bigint;
+  /** The text before the first of these is kept. */
+  stop?: string[];
+  /** Each token with the text it completes (possibly ''); return false to stop. */
+  onToken?: (text: string, id: number) => boolean | void;
+  signal?: AbortSignal;
+}
+
+export interface GenerateResult {
+  text: string;
+  ids: number[];
+  promptIds: number[];
+  stoppedBy: 'maxTokens' | 'eog' | 'stop' | 'context' | 'callback' | 'abort';
+  stats: {
+    promptTokens: number; generatedTokens: number; promptSeconds: number; generateSeconds: number;
+    promptTokensPerSecond: number | null; generateTokensPerSecond: number | null;
+  };
+}
+
+/** A loaded GGUF model (free() gives its memory back). */
+export interface GgufModel {
+  readonly info: GgufInfo;
+  /** Tokens in the context. */
+  readonly position: number;
+  tokenize(text: string, options?: TokenizeOptions): number[];
+  detokenize(ids: ArrayLike<number>): string;
+  /** Appends ids to the context; the logits after the last one. */
+  eval(ids: ArrayLike<number>): Float32Array;
+  /** The context starts from the prompt (text, or ids). */
+  generate(prompt: string | ArrayLike<number>, options?: GenerateOptions): Promise<GenerateResult>;
+  reset(): void;
+  free(): void;
+}
+
+/**
+ * Loads a GGUF language model (llama, qwen2, qwen3; every GGUF weight type
+ * this library reads) into its own instance of pkg/rlx_llm.wasm: the bytes
+ * are streamed into one buffer that the model reads in place.  A file past
+ * the wasm32 budget (3.5 GiB) is refused before it is read.
+ *
+ *   const model = await loadGguf(file, { onProgress: ({ loaded, total }) => ... });
+ *   const { text, stats } = await model.generate('Once upon a time', { maxTokens: 32, onToken: (t) => ... });
+ */
+export function loadGguf(source: GgufSource, options?: LoadGgufOptions): Promise<GgufModel> {
+  return (llm as { loadGguf(s: GgufSource, o?: LoadGgufOptions): Promise<GgufModel> }).loadGguf(source, options);
 }
 
 export default Rlx;

@@ -1,0 +1,39 @@
+// llm_check.ts - compile-time test of the SDK's language-model types
+// (loadGguf and its interfaces in web/rlx.d.ts): every call as documented
+// type-checks under --strict, the @ts-expect-error lines must be rejected.
+// Run by tests/node/llm_wasm.test.mjs; never executed.
+import { loadGguf, RlxError } from '../../web/rlx.js';
+import type { GgufModel, GgufInfo, GenerateResult, GenerateOptions } from '../../web/rlx.js';
+
+export async function main(file: File): Promise<void> {
+  const model: GgufModel = await loadGguf(file, { nCtx: 512, onProgress: ({ loaded, total }) => console.log(loaded, total ?? '?') });
+  await loadGguf('model.gguf');
+  await loadGguf(new URL('https://example.com/m.gguf'));
+  await loadGguf(new Uint8Array(8), { wasm: new URL('./pkg/rlx_llm.wasm', import.meta.url) });
+  const info: GgufInfo = model.info;
+  const arch: string = info.arch;
+  const params: number = info.nParams;
+  const tied: boolean = info.tiedOutput;
+  const ids: number[] = model.tokenize('Hello', { addBos: false, special: true });
+  const text: string = model.detokenize(ids);
+  const logits: Float32Array = model.eval(ids);
+  const opts: GenerateOptions = { maxTokens: 8, temperature: 0.7, topK: 40, topP: 0.9, minP: 0.05, repeatPenalty: 1.1,
+    repeatLastN: 64, seed: 1n, stop: ['\n'], onToken: (piece: string, id: number) => { console.log(piece, id); },
+    signal: new AbortController().signal };
+  const r: GenerateResult = await model.generate('Once upon a time', opts);
+  const r2: GenerateResult = await model.generate(new Int32Array([1, 2, 3]), { onToken: () => false });
+  const why: 'maxTokens' | 'eog' | 'stop' | 'context' | 'callback' | 'abort' = r.stoppedBy;
+  const rate: number | null = r2.stats.generateTokensPerSecond;
+  const pos: number = model.position;
+  model.reset();
+  model.free();
+  console.log(arch, params, tied, text, logits, why, rate, pos, RlxError);
+  // @ts-expect-error a number is no source
+  await loadGguf(42);
+  // @ts-expect-error nCtx is a number
+  await loadGguf(file, { nCtx: '512' });
+  // @ts-expect-error stop strings are an array
+  await model.generate('x', { stop: '\n' });
+  // @ts-expect-error the info is read-only
+  model.info = info;
+}

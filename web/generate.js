@@ -1,0 +1,225 @@
+// generate.js - the UI of generate.html: a model from a test model on this
+// server, a picked .gguf file or a URL on this server, loaded in a Worker
+// (GgufWorker, runtime/llm.js) with progress; its info; sampling settings
+// checked next to their fields (fields.js); the text streamed in as it is
+// generated, Stop, and tokens per second for the prompt and generation.
+import { readFields, applyQuery, intRule } from './fields.js';
+import { GgufWorker } from './runtime/llm.js';
+
+const $ = (id) => document.getElementById(id);
+const query = new URLSearchParams(location.search);
+// Tiny seeded test models (make lm-fixtures; copied to data/lm by make).
+const TEST_MODELS = ['llama-q4_0', 'qwen2-q8_0', 'qwen3-q4_k'];
+const testModelUrl = (name) => new URL(`./data/lm/${name}.gguf`, import.meta.url);
+
+const lm = new GgufWorker();
+let info = null;
+let busy = false;
+let source = 'model'; // the model control used last: 'model' | 'file' | 'url'
+
+/** A number from min to max (both included). */
+function rangeRule(min, max) {
+  return (text) => {
+    if (text.trim() === '') return { error: 'enter a number' };
+    const v = Number(text);
+    if (!Number.isFinite(v)) return { error: `${JSON.stringify(text)} is not a number` };
+    if (v < min || v > max) return { error: `must be from ${min} to ${max}` };
+    return { value: v };
+  };
+}
+
+/** Stop strings: one a line, "\n" and "\t" written as escapes; empty lines ignored. */
+function stopRule(text) {
+  const list = text.split('\n').filter((s) => s !== '').map((s) => s.replace(/\\(n|t|\\)/g, (_, c) => ({ n: '\n', t: '\t', '\\': '\\' })[c]));
+  if (list.length > 16) return { error: `${list.length} stop strings; at most 16` };
+  return { value: list };
+}
+
+const SAMPLING = {
+  maxTokens: intRule(1, 100000),
+  temperature: rangeRule(0, 100),
+  topK: intRule(0, 2147483647),
+  topP: rangeRule(0, 1),
+  minP: rangeRule(0, 1),
+  repeatPenalty: (text) => {
+    const r = rangeRule(0, 100)(text);
+    return r.error || r.value > 0 ? r : { error: 'must be greater than 0 (1: off)' };
+  },
+  repeatLastN: intRule(-1, 2147483647),
+  seed: intRule(0, 2147483647),
+  stop: stopRule,
+  prompt: (text) => (text === '' ? { error: 'write a prompt' } : { value: text }),
+};
+const LOAD = { nCtx: intRule(0, 131072) };
+const { stop: _stop, ...QUERY_SAMPLING } = SAMPLING; // stop strings are typed on the page
+const QUERY_RULES = {
+  ...QUERY_SAMPLING, ...LOAD,
+  model: (text) => (TEST_MODELS.includes(text) ? { value: text } : { error: `not one of ${TEST_MODELS.join(', ')}` }),
+  url: (text) => ({ value: text }),
+};
+
+function show(id, value, text = String(value)) {
+  $(id).textContent = text;
+  $(id).dataset.value = String(value);
+}
+
+function status(state, text) {
+  $('status').dataset.state = state;
+  $('status').textContent = text;
+}
+
+function fail(err) {
+  $('error').textContent = `Error: ${err?.message ?? err}`;
+  status('error', 'Stopped by an error (see above).');
+}
+
+function setBusy(on, generating = false) {
+  busy = on;
+  $('load').disabled = on;
+  $('generate').disabled = on || !info;
+  $('stop-run').disabled = !generating;
+}
+
+const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(bytes < 2 ** 24 ? 2 : 0)} MiB`;
+function count(n) {
+  if (n >= 1e9) return `${(n / 1e9).toFixed(2)} B`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(2)} M`;
+  return n.toLocaleString('en-US');
+}
+
+function showInfo(i) {
+  show('i-arch', i.arch, `${i.arch} (RoPE ${i.ropeNeox ? 'NeoX' : 'pairs'}${i.tiedOutput ? ', tied output' : ''})`);
+  show('i-name', i.name, i.name || '-');
+  show('i-params', i.nParams, count(i.nParams));
+  show('i-types', i.weightTypes);
+  show('i-ctx', i.nCtx, `${i.nCtx.toLocaleString('en-US')} (${i.nCtxTrain.toLocaleString('en-US')})`);
+  show('i-mem', i.weightBytes + i.kvBytes, `${mib(i.weightBytes)} + ${mib(i.kvBytes)}`);
+  show('i-shape', i.nLayer, `${i.nLayer}, ${i.nHead} (${i.nHeadKv}), ${i.nEmbd}`);
+  show('i-vocab', i.nVocab, `${i.nVocab.toLocaleString('en-US')} (${i.tokenizer})`);
+}
+
+/** The source picked (marked next to its control when there is none or it is bad). */
+function pickSource() {
+  for (const id of ['model', 'file', 'url']) $(`${id}-error`).textContent = '';
+  if (source === 'file') {
+    const file = $('file').files?.[0];
+    if (file) return { src: file, name: file.name };
+    $('file-error').textContent = 'choose a .gguf file';
+    return null;
+  }
+  if (source === 'url') {
+    const text = $('url').value.trim();
+    if (!text) { $('url-error').textContent = 'enter a URL'; return null; }
+    let url;
+    try { url = new URL(text, location.href); } catch { url = null; }
+    if (!url || url.origin !== location.origin) {
+      $('url-error').textContent = `only this server's URLs (${location.origin}/...)`;
+      return null;
+    }
+    return { src: url.href, name: url.pathname.split('/').pop() };
+  }
+  const name = $('model').value;
+  if (!name) { $('model-error').textContent = 'pick a test model, a file or a URL'; return null; }
+  return { src: testModelUrl(name).href, name: `${name}.gguf` };
+}
+
+async function load() {
+  $('error').textContent = '';
+  const f = readFields(LOAD);
+  const picked = pickSource();
+  if (!f.ok || !picked) {
+    status('error', 'Not loaded: fix the marked field.');
+    return;
+  }
+  setBusy(true);
+  info = null;
+  $('load-progress').value = 0;
+  status('loading', `Loading ${picked.name}...`);
+  const t0 = performance.now();
+  try {
+    info = await lm.load(picked.src, {
+      nCtx: f.values.nCtx,
+      onProgress: ({ loaded, total }) => {
+        if (total) $('load-progress').value = loaded / total;
+        status('loading', `Loading ${picked.name}: ${mib(loaded)}${total ? ` of ${mib(total)}` : ''}...`);
+      },
+    });
+    $('load-progress').value = 1;
+    showInfo(info);
+    const s = ((performance.now() - t0) / 1000).toFixed(2);
+    status('ready', `Loaded ${picked.name} (${mib(info.fileBytes)}) in ${s} s.`);
+  } catch (err) {
+    fail(err);
+    if (source === 'model' && err?.statusName === 'not found') {
+      $('error').textContent += '\n(make lm-web-fixtures puts the test models on this server)';
+    }
+  } finally {
+    setBusy(false);
+  }
+}
+
+async function generate() {
+  $('error').textContent = '';
+  const f = readFields(SAMPLING);
+  if (!f.ok) {
+    status('error', `Not started: fix ${Object.keys(f.errors).join(', ')} (marked above).`);
+    return;
+  }
+  const { prompt, ...options } = f.values;
+  setBusy(true, true);
+  const out = $('output');
+  out.textContent = '';
+  delete out.dataset.ids;
+  for (const id of ['r-prompt', 'r-prompt-rate', 'r-gen', 'r-gen-rate', 'r-stopped']) show(id, '', '-');
+  status('running', 'Reading the prompt...');
+  let n = 0;
+  let first = 0;
+  try {
+    const result = await lm.generate(prompt, {
+      ...options,
+      onToken: (text) => {
+        if (n++ === 0) first = performance.now();
+        out.append(text);
+        show('r-gen', n);
+        const s = (performance.now() - first) / 1000;
+        if (n > 1 && s > 0) show('r-gen-rate', (n - 1) / s, ((n - 1) / s).toFixed(1));
+        status('running', `Generating: ${n} tokens...`);
+      },
+    });
+    const st = result.stats;
+    out.textContent = result.text;
+    out.dataset.ids = JSON.stringify(result.ids);
+    show('r-prompt', st.promptTokens);
+    if (st.promptTokensPerSecond) show('r-prompt-rate', st.promptTokensPerSecond, st.promptTokensPerSecond.toFixed(1));
+    show('r-gen', st.generatedTokens);
+    if (st.generateTokensPerSecond) show('r-gen-rate', st.generateTokensPerSecond, st.generateTokensPerSecond.toFixed(1));
+    show('r-stopped', result.stoppedBy);
+    const why = { maxTokens: 'max tokens', eog: 'end-of-generation token', stop: 'a stop string', abort: 'Stop', context: 'a full context' };
+    status(result.stoppedBy === 'abort' ? 'stopped' : 'finished',
+      `${result.stoppedBy === 'abort' ? 'Stopped' : 'Finished'}: ${st.generatedTokens} tokens (ended by ${why[result.stoppedBy] ?? result.stoppedBy}).`);
+  } catch (err) {
+    fail(err);
+  } finally {
+    setBusy(false);
+  }
+}
+
+async function main() {
+  for (const name of TEST_MODELS) $('model').append(new Option(name, name));
+  const good = applyQuery(query, QUERY_RULES, (m) => { $('error').textContent += `${$('error').textContent ? '\n' : ''}${m}`; }, ['autoload']);
+  if (query.has('url')) source = 'url';
+  $('model').addEventListener('change', () => { source = 'model'; });
+  $('file').addEventListener('change', () => { source = 'file'; });
+  $('url').addEventListener('input', () => { source = 'url'; });
+  $('load').addEventListener('click', () => { if (!busy) load(); });
+  $('generate').addEventListener('click', () => { if (!busy) generate(); });
+  $('stop-run').addEventListener('click', () => {
+    lm.stop();
+    status('stopping', 'Stopping...');
+  });
+  setBusy(false);
+  if (!good) status('error', 'Some URL settings were refused (see above).');
+  if (query.get('autoload') === '1' && good) await load();
+}
+
+main().catch(fail);

@@ -1,0 +1,79 @@
+// llm_worker.js - a module Worker holding one GGUF model for GgufWorker
+// (llm.js): requests { id, op, ... } are answered { id, ok, value } or
+// { id, ok: false, error: { message, status, statusName } }; on the way,
+// { id, event: 'progress', loaded, total } while loading and { id, event:
+// 'token', text, tokenId } per generated token.  { op: 'stop' } ends the
+// running generation at once (generate() lets messages in while it runs).
+import { loadGguf, RlxError } from './llm.js';
+
+let model = null;
+let loading = null; // the load in progress (a second load waits for it)
+let abort = null;   // the running generation's AbortController
+
+function errorOf(err) {
+  if (err instanceof RlxError) return { message: err.message, status: err.status, statusName: err.statusName };
+  return { message: String(err?.message ?? err), status: -8, statusName: 'fatal' };
+}
+
+function needModel(op) {
+  if (!model) throw new RlxError(-7, `GgufWorker.${op}: no model loaded (call load() first)`, 'bad state');
+  return model;
+}
+
+const OPS = {
+  async load(msg, post) {
+    abort?.abort();
+    while (loading) await loading.catch(() => {});
+    model?.free();
+    model = null;
+    const opts = { ...(msg.options ?? {}), onProgress: ({ loaded, total }) => post({ event: 'progress', loaded, total }) };
+    loading = loadGguf(msg.source, opts);
+    try {
+      model = await loading;
+    } finally {
+      loading = null;
+    }
+    return model.info;
+  },
+  tokenize: (msg) => needModel('tokenize').tokenize(msg.text, msg.options),
+  detokenize: (msg) => needModel('detokenize').detokenize(msg.ids),
+  reset: () => needModel('reset').reset(),
+  free() {
+    abort?.abort();
+    model?.free();
+    model = null;
+  },
+  async generate(msg, post) {
+    const m = needModel('generate');
+    abort = new AbortController();
+    const options = msg.options === undefined ? {} : msg.options;
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+      return m.generate(msg.prompt, options); // the model's own message for a bad options argument
+    }
+    try {
+      return await m.generate(msg.prompt, {
+        ...options,
+        signal: abort.signal,
+        onToken: (text, tokenId) => post({ event: 'token', text, tokenId }),
+      });
+    } finally {
+      abort = null;
+    }
+  },
+};
+
+self.onmessage = async (event) => {
+  const msg = event.data ?? {};
+  if (msg.op === 'stop') {
+    abort?.abort();
+    return;
+  }
+  const post = (data) => self.postMessage({ id: msg.id, ...data });
+  try {
+    if (!Object.hasOwn(OPS, msg.op)) throw new RlxError(-1, `GgufWorker: unknown request ${String(msg.op)}`, 'invalid argument');
+    const value = await OPS[msg.op](msg, post);
+    post({ ok: true, value });
+  } catch (err) {
+    post({ ok: false, error: errorOf(err) });
+  }
+};
