@@ -344,9 +344,12 @@ llama-ref:
 setup:
 	@tools/setup.sh
 
+# What make test builds is built on every core (TEST_JOBS, unless make was
+# given -j); the parts, and the tests in each, still run one after another.
+TEST_JOBS ?= $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 1))
 test: setup
-	@$(MAKE) --no-print-directory all
-	@set -e; for t in $(TEST_PARTS); do s=$$(date +%s); $(MAKE) --no-print-directory $$t; \
+	@$(MAKE) $(TEST_JOBS) --no-print-directory all
+	@set -e; for t in $(TEST_PARTS); do s=$$(date +%s); $(MAKE) $(TEST_JOBS) --no-print-directory $$t; \
 	  echo "== $$t passed in $$(( $$(date +%s) - s )) s"; done
 
 # Every part of make test, in order; each prints how long it took.

@@ -3,9 +3,9 @@
 #                    growing in build/fuzz/corpus/<fuzzer> from the seeds in
 #                    tests/fuzz/corpus/<fuzzer>
 #   make test-fuzz   replays the seed corpora, then FUZZ_SHORT_SECONDS (30) each,
-#                    FUZZ_JOBS (the number of cores) fuzzers at a time, each
-#                    fuzzer's output in build/fuzz/short/<fuzzer>.log (printed
-#                    in full when it fails)
+#                    FUZZ_JOBS (the number of cores; make's -j when given)
+#                    fuzzers at a time, each fuzzer's output in
+#                    build/fuzz/short/<fuzzer>.log (printed in full when it fails)
 # A crash leaves its input in build/fuzz/ (crash-*, leak-*, timeout-*).
 FUZZ_CC            ?= clang
 FUZZ_SECONDS       ?= 600
@@ -35,7 +35,7 @@ fuzz: $(FUZZ_BINS)
 test-fuzz: $(FUZZ_BINS)
 	@set -e; for f in $(FUZZERS); do echo "== fuzz_$$f: seed corpus"; \
 	  $(FUZZ_ENV) build/fuzz/fuzz_$$f $(FUZZ_OPTS) tests/fuzz/corpus/$$f/*; done
-	@$(MAKE) --no-print-directory -j$(FUZZ_JOBS) $(FUZZERS:%=fuzz-short-%)
+	@$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(FUZZ_JOBS)) $(FUZZERS:%=fuzz-short-%)
 # One fuzzer for FUZZ_SHORT_SECONDS from its seeds (test-fuzz runs these in parallel).
 fuzz-short-%: build/fuzz/fuzz_%
 	@rm -rf build/fuzz/short/$*; mkdir -p build/fuzz/short/$*
