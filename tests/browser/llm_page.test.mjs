@@ -2,8 +2,10 @@
 // playwright-core) against tools/serve.py: a test model (web/data/lm/, made
 // by make) loads through the Worker with its info shown, greedy generation
 // streams the same tokens as web/runtime/llm.js gives in Node for the same
-// file, bad sampling fields are refused next to them with nothing run, and
-// a URL off this server is refused.  Screenshot: build/screens/generate.png.
+// file, bad sampling fields are refused next to them with nothing run, a
+// URL off this server is refused, Stop ends a running generation in the
+// Worker, and GgufWorker hands the model's RlxErrors back with their
+// messages.  Screenshot: build/screens/generate.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -91,6 +93,42 @@ test('generate.html: bad sampling fields and a URL off this server are refused n
   await page.click('#load');
   assert.match(await page.textContent('#url-error'), /only this server's URLs/);
   assert.equal(await valueOf(page, '#i-arch'), 'llama', 'the loaded model stays');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('generate.html: Stop ends a running generation in the Worker; GgufWorker passes RlxErrors back', { skip: why ?? false, timeout: 30000 }, async () => {
+  const { page, problems } = await newPage(browser);
+  await page.goto(`${server.url}generate.html?model=${FIXTURE}&autoload=1`);
+  await settled(page, ['ready', 'error']);
+  assert.equal(await state(page), 'ready', await page.textContent('#error'));
+  // Sampled, as many tokens as the context holds (512): Stop comes long before the end.
+  await page.fill('#maxTokens', '100000');
+  await page.fill('#temperature', '0.8');
+  await page.click('#generate');
+  await page.waitForFunction(() => Number(document.getElementById('r-gen').dataset.value) >= 2, null, { timeout: 10000 });
+  await page.click('#stop-run');
+  await settled(page, ['finished', 'stopped', 'error']);
+  assert.equal(await state(page), 'stopped', await page.textContent('#error'));
+  assert.equal(await valueOf(page, '#r-stopped'), 'abort');
+  const made = Number(await valueOf(page, '#r-gen'));
+  assert.ok(made >= 2 && made < 500, `${made} tokens before Stop took effect`);
+  assert.equal(JSON.parse(await page.$eval('#output', (el) => el.dataset.ids)).length, made);
+  // The Worker client: the model's own RlxErrors come back with their messages.
+  const errors = await page.evaluate(async (name) => {
+    const { GgufWorker, RlxError } = await import('./runtime/llm.js');
+    const lm = new GgufWorker();
+    const caught = async (p) => p.then(() => 'resolved', (e) => `${e instanceof RlxError} ${e.message}`);
+    const before = await caught(lm.generate('x'));
+    await lm.load(`./data/lm/${name}.gguf`);
+    const out = [before, await caught(lm.generate('x', { topP: 2 })), await caught(lm.tokenize(5)), await caught(lm.load(42))];
+    lm.terminate();
+    return out;
+  }, FIXTURE);
+  assert.match(errors[0], /^true GgufWorker\.generate: no model loaded/);
+  assert.match(errors[1], /^true GgufModel\.generate: options\.topP must be a number from 0 to 1/);
+  assert.match(errors[2], /^true GgufModel\.tokenize: text must be a string/);
+  assert.match(errors[3], /^true GgufWorker\.load: source must be a URL, a File or Blob/);
   assert.deepEqual(problems, []);
   await page.close();
 });
