@@ -315,7 +315,9 @@ web/data/fashion-mnist-%.bin: build/make_subset
 # package of its own, installed on demand by tests/llama_ref/regenerate.sh).
 LM_ARCHS := llama qwen2 qwen3
 LM_TYPES := f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k
-LM_FIXTURES := $(foreach a,$(LM_ARCHS),$(foreach t,$(LM_TYPES),build/lm/$(a)-$(t).gguf)) build/lm/llama-tied-q8_0.gguf
+# transformer-<type>: the transformer of rlx_models.h exported by rlx export-gguf.
+LM_FIXTURES := $(foreach a,$(LM_ARCHS),$(foreach t,$(LM_TYPES),build/lm/$(a)-$(t).gguf)) build/lm/llama-tied-q8_0.gguf \
+               build/lm/transformer-f32.gguf build/lm/transformer-q8_0.gguf
 .PHONY: lm-fixtures llama-ref
 build/make_test_lm: tools/make_test_lm.c tools/make_test_lm_vocab.c tools/make_test_lm.h build/librlx.a
 	@mkdir -p $(dir $@)
@@ -323,6 +325,9 @@ build/make_test_lm: tools/make_test_lm.c tools/make_test_lm_vocab.c tools/make_t
 build/lm/llama-tied-%.gguf: build/make_test_lm tests/llm/corpus.txt
 	@mkdir -p $(dir $@)
 	build/make_test_lm --arch llama --type $* --tied --out $@
+build/lm/transformer-%.gguf: build/rlx
+	@mkdir -p $(dir $@)
+	build/rlx export-gguf --type $* --out $@
 build/lm/%.gguf: build/make_test_lm tests/llm/corpus.txt
 	@mkdir -p $(dir $@)
 	build/make_test_lm --arch $(firstword $(subst -, ,$*)) --type $(lastword $(subst -, ,$*)) --out $@

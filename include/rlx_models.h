@@ -7,6 +7,7 @@
 #define RLX_MODELS_H
 
 #include "rlx.h"
+#include "rlx_gguf.h"
 #include "rlx_llm.h"
 
 #ifdef __cplusplus
@@ -94,6 +95,13 @@ rlx_status rlx_transformer_logits(const rlx_transformer_config *cfg, const float
                                   float *logits);
 /* Number of fused nodes in the cached session for (cfg, n_tokens); -1 if none. */
 int32_t rlx_transformer_fused_count(const rlx_transformer_config *cfg, int32_t n_tokens);
+/* Writes the model as a GGUF file of the llama architecture, which llama.cpp
+ * and rlx_llm_open_file load and run to the same logits: 2-D weights in
+ * `type` (dim and ffn must be multiples of its block), norms in f32, q/k
+ * rows reordered for llama's adjacent-pair RoPE, a placeholder
+ * SentencePiece vocabulary of cfg->vocab pieces (BOS 1, EOS 2, not added
+ * to prompts).  Causal models only (window 0). */
+rlx_status rlx_transformer_export_gguf(const rlx_transformer_config *cfg, rlx_gguf_type type, const char *path);
 
 /* ---- Fashion-MNIST (IDX files) -------------------------------------------- */
 typedef struct {

@@ -92,5 +92,6 @@ int cli_generate(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
 int cli_next_tokens(int argc, char **argv);
 int cli_gguf_info(int argc, char **argv);
+int cli_export_gguf(int argc, char **argv);
 
 #endif

@@ -8,7 +8,8 @@
  *       next token (and the margin over the runner-up) after the prompt and
  *       after each forced token: a teacher-forced greedy trace;
  *   rlx gguf-info FILE : the file's header, and what the model is and takes
- *       in memory when it is a language model we run. */
+ *       in memory when it is a language model we run;
+ *   rlx export-gguf --out FILE ... : the transformer as a llama GGUF file. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,5 +294,38 @@ int cli_gguf_info(int argc, char **argv) {
          (double)i.kv_bytes / 1048576.0);
   printf("  BOS %d%s, EOS %d\n", (int)i.bos, i.add_bos ? " (added to prompts)" : "", (int)i.eos);
   rlx_llm_free(m);
+  return CLI_OK;
+}
+
+/* rlx export-gguf --out FILE [--type T] [--vocab V --dim D --layers L
+ * --heads H --ffn F --seed S]: the transformer of rlx_models.h (its
+ * synthesized weights) as a llama GGUF file. */
+int cli_export_gguf(int argc, char **argv) {
+  const char *cmd = "export-gguf", *out = NULL, *type_name = "f32";
+  rlx_transformer_config c = {320, 128, 2, 4, 32, 256, 1, 0, 0};
+  long v;
+  cli_args a;
+  cli_args_init(&a, cmd, argc, argv, 2);
+  while (cli_args_next(&a)) {
+    const char *o = a.name;
+    if (!strcmp(o, "--out")) { if (!cli_opt_string(&a, &out)) return CLI_USAGE; }
+    else if (!strcmp(o, "--type")) { if (!cli_opt_string(&a, &type_name)) return CLI_USAGE; }
+    else if (!strcmp(o, "--vocab")) { if (!cli_opt_long(&a, 1, 1 << 20, &v)) return CLI_USAGE; c.vocab = (int32_t)v; }
+    else if (!strcmp(o, "--dim")) { if (!cli_opt_long(&a, 2, 1 << 14, &v)) return CLI_USAGE; c.dim = (int32_t)v; }
+    else if (!strcmp(o, "--layers")) { if (!cli_opt_long(&a, 0, 256, &v)) return CLI_USAGE; c.n_layers = (int32_t)v; }
+    else if (!strcmp(o, "--heads")) { if (!cli_opt_long(&a, 1, 1024, &v)) return CLI_USAGE; c.n_heads = (int32_t)v; }
+    else if (!strcmp(o, "--ffn")) { if (!cli_opt_long(&a, 1, 1 << 16, &v)) return CLI_USAGE; c.ffn = (int32_t)v; }
+    else if (!strcmp(o, "--seed")) { if (!cli_opt_u64(&a, &c.seed)) return CLI_USAGE; }
+    else return cli_usage_error(cmd, "unknown option '%s'", o);
+  }
+  if (!out) return cli_usage_error(cmd, "--out FILE is required");
+  int32_t type = rlx_gguf_type_from_name(type_name);
+  if (type < 0) return cli_usage_error(cmd, "unknown --type '%s' (f32, f16, bf16, q8_0, q4_0, q4_K, ...)", type_name);
+  if (c.dim % c.n_heads) return cli_usage_error(cmd, "--dim %d is not a multiple of --heads %d", (int)c.dim, (int)c.n_heads);
+  c.head_dim = c.dim / c.n_heads;
+  if (rlx_transformer_export_gguf(&c, (rlx_gguf_type)type, out) != RLX_OK)
+    return cli_lib_error(cmd, CLI_USAGE, "exporting");
+  printf("%s: llama, %s, vocab %d, dim %d, %d layers, %d heads, ffn %d, seed %llu\n", out, type_name, (int)c.vocab,
+         (int)c.dim, (int)c.n_layers, (int)c.n_heads, (int)c.ffn, (unsigned long long)c.seed);
   return CLI_OK;
 }

@@ -48,6 +48,9 @@ static const char usage_text[] =
     "               the prompt and after each forced token\n"
     "  gguf-info FILE.gguf  the file's header; a language model's shape, weight types\n"
     "               and memory\n"
+    "  export-gguf --out FILE.gguf [--type f32|f16|q8_0|q4_0|...] [--vocab V] [--dim D]\n"
+    "        [--layers L] [--heads H] [--ffn F] [--seed S]\n"
+    "               the transformer (seeded weights) as a llama GGUF file\n"
     "  help         this text\n"
     "\n"
     "Results go to stdout; progress of train and bench to stderr (updated in place\n"
@@ -274,6 +277,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "tokenize") == 0) return cli_tokenize(argc, argv);
   if (strcmp(cmd, "next-tokens") == 0) return cli_next_tokens(argc, argv);
   if (strcmp(cmd, "gguf-info") == 0) return cli_gguf_info(argc, argv);
+  if (strcmp(cmd, "export-gguf") == 0) return cli_export_gguf(argc, argv);
   fprintf(stderr, "rlx: unknown command '%s'\n\n%s", cmd, usage_text);
   return CLI_USAGE;
 }
