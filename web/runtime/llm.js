@@ -38,6 +38,7 @@ const MAX_TEXT = 1 << 26;      // bytes of text to tokenize at once
 const MAX_IDS = 1 << 24;       // ids in one call
 const YIELD_MS = 16;           // a generation lets events in at least this often
 const BLOB_SLICE = 8 << 20;    // bytes per slice() of a Blob without stream()
+const PROGRESS_MS = 50;        // onProgress at most this often while loading
 const now = () => (typeof performance === 'object' ? performance.now() : Date.now());
 
 function fail(fn, message) {
@@ -305,7 +306,13 @@ export async function loadGguf(source, options = undefined) {
   const tooBig = (bytes) => new RlxError(STATUS.NO_MEMORY, `${fn}: ${src.name.slice(0, 200)} is ${bytes} bytes (${gib(bytes)}), ` +
     `more than the ${gib(budget)} a wasm32 module can hold for a model's weights (RLX_GGUF_WASM32_DATA_BUDGET); ` +
     'take a smaller or more quantized file (e.g. Q4_K of a model up to about 6 billion parameters)', 'no memory');
-  const progress = (loaded) => onProgress?.({ loaded, total: src.size });
+  // Progress at most every PROGRESS_MS (a Blob's stream gives 64 KiB chunks), and always at 0 and at the end.
+  let lastProgress = -Infinity;
+  const progress = (loaded, force = false) => {
+    if (!onProgress || (!force && now() - lastProgress < PROGRESS_MS && loaded !== src.size)) return;
+    lastProgress = now();
+    onProgress({ loaded, total: src.size });
+  };
   if (src.size !== null && src.size > budget) {
     await src.chunks.return?.();
     throw tooBig(src.size);
@@ -315,7 +322,7 @@ export async function loadGguf(source, options = undefined) {
   let ptr = 0;
   let loaded = 0;
   try {
-    progress(0);
+    progress(0, true);
     if (src.size !== null) {
       ptr = mod.call('rlx_llm_buffer_new', src.size) >>> 0;
       if (!ptr) mod.check(STATUS.NO_MEMORY, `${fn}: `);
@@ -336,6 +343,7 @@ export async function loadGguf(source, options = undefined) {
         chunks.push(chunk);
         progress(loaded);
       }
+      progress(loaded, true);
       if (loaded === 0) throw fail(fn, `${src.name.slice(0, 200)} is empty (0 bytes), not a GGUF file`);
       ptr = mod.call('rlx_llm_buffer_new', loaded) >>> 0;
       if (!ptr) mod.check(STATUS.NO_MEMORY, `${fn}: `);
