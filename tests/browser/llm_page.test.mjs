@@ -3,7 +3,7 @@
 // by make) loads through the Worker with its info shown, greedy generation
 // streams the same tokens as web/runtime/llm.js gives in Node for the same
 // file, bad sampling fields are refused next to them with nothing run, a
-// URL off this server is refused, Stop ends a running generation in the
+// URL off this server is refused, a picked .gguf file loads, Stop ends a running generation in the
 // Worker, and GgufWorker hands the model's RlxErrors back with their
 // messages.  Screenshot: build/screens/generate.png.
 import { test, before, after } from 'node:test';
@@ -93,6 +93,15 @@ test('generate.html: bad sampling fields and a URL off this server are refused n
   await page.click('#load');
   assert.match(await page.textContent('#url-error'), /only this server's URLs/);
   assert.equal(await valueOf(page, '#i-arch'), 'llama', 'the loaded model stays');
+  // A file picked from disk: a File, read by the Worker with stream().
+  const qwen = fileURLToPath(new URL('../../web/data/lm/qwen3-q4_k.gguf', import.meta.url));
+  await page.setInputFiles('#file', qwen);
+  await page.click('#load');
+  await settled(page, ['ready', 'error']);
+  assert.equal(await state(page), 'ready', await page.textContent('#error'));
+  assert.match(await page.textContent('#status'), /^Loaded qwen3-q4_k\.gguf \(1\.02 MiB\)/);
+  assert.equal(await valueOf(page, '#i-arch'), 'qwen3');
+  assert.match(await page.textContent('#i-types'), /q4_K/);
   assert.deepEqual(problems, []);
   await page.close();
 });
