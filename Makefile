@@ -186,15 +186,15 @@ web/pkg/rlx_web.wasm: $(WEB_LIB_OBJ) $(WEB_OBJ)
 # (src/core/backends.c built again without them), no autodiff, and
 # src/web_llm/training_ops_absent.c in place of the backward, convolution
 # and pooling kernels (LLM_ABSENT_KERNELS).  wasm-ld drops what the exports
-# do not reach.  Its quantized matmul (most of a token's time) gets -O3,
-# the weight types' row kernels (gguf_quants.c: the fused dots and
-# dequantizers of the K and Q4_1/Q5 types) -O2 (-Oz in the training module;
-# -O3 measured no clearly faster here, 15 KB larger).
+# do not reach.  Its quantized matmul (k_matmul_q*.c: most of a token's
+# time) gets -O3, the weight types' row kernels (gguf_quants.c: the fused
+# dots and dequantizers of the K and Q4_1/Q5 types) -O2 (-Oz in the
+# training module; -O3 measured no clearly faster here, 15 KB larger).
 # Memory may grow to 4 GiB: the file's bytes stay in one buffer that the
 # model reads in place (RLX_GGUF_WASM32_DATA_BUDGET).
 LLM_WEB_SRC := $(sort $(wildcard src/web_llm/*.c))
 LLM_WEB_OBJ := $(LLM_WEB_SRC:%.c=build/wasm/%.o)
-LLM_O3_OBJ  := build/wasm-llm/src/cpu/k_matmul_q.o
+LLM_O3_OBJ  := $(patsubst %.c,build/wasm-llm/%.o,$(wildcard src/cpu/k_matmul_q*.c))
 LLM_O2_OBJ  := build/wasm-llm/src/models/gguf_quants.o
 LLM_ABSENT_KERNELS := k_conv k_conv_grad conv_common k_pool k_pool_grad k_attention_grad k_norm_grad k_grad_layout \
                       k_grad_softmax k_grad_pointwise
