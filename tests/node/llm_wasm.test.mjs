@@ -159,7 +159,7 @@ test('sampling: a seed repeats its tokens, stop strings end the text, onToken fa
   }
 });
 
-test('sources: path, file: URL, bytes, ArrayBuffer, Blob, Response (with and without a length) load, with progress', async () => {
+test('sources: path, file: URL, bytes, ArrayBuffer, Blob (stream() or slice()), Response (with and without a length) load, with progress', async () => {
   const file = fixture('qwen3-q4_k');
   const bytes = readFileSync(file);
   const blob = await openAsBlob(file);
@@ -169,6 +169,7 @@ test('sources: path, file: URL, bytes, ArrayBuffer, Blob, Response (with and wit
     uint8: new Uint8Array(bytes),
     arrayBuffer: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength),
     blob,
+    blobNoStream: Object.defineProperty(blob.slice(0), 'stream', { value: undefined }), // read with slice()
     response: new Response(blob.stream(), { headers: { 'content-length': String(bytes.length) } }),
     responseNoLength: new Response(blob.stream()),
   };
