@@ -110,8 +110,11 @@ rlx_status rlx_llm_generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n
     }
     if (st == RLX_ERR_NO_MEMORY) rlx_error(st, "rlx_llm_generator_new: out of memory");
   }
-  if (st == RLX_OK && !grow((void **)&gen->history, &gen->cap_history, n_prompt + (size_t)s->max_tokens + 1,
-                            sizeof(int32_t)))
+  /* The history ends within the context: after the prompt, one token per
+   * free position plus the last one sampled (never max_tokens ids). */
+  const size_t room = n_prompt <= (size_t)m->info.n_ctx ? (size_t)m->info.n_ctx - n_prompt + 1 : 0;
+  const size_t most = (size_t)s->max_tokens < room ? (size_t)s->max_tokens : room;
+  if (st == RLX_OK && !grow((void **)&gen->history, &gen->cap_history, n_prompt + most + 1, sizeof(int32_t)))
     st = rlx_error(RLX_ERR_NO_MEMORY, "rlx_llm_generator_new: out of memory");
   if (st == RLX_OK) {
     memcpy(gen->history, prompt_ids, n_prompt * sizeof(int32_t));

@@ -262,6 +262,15 @@ static void generation(void **state) {
   st = generate(m, "The miller counted the sacks", &s, &b);
   assert_int_equal(st.stopped_by, 4);
   assert_int_equal(st.prompt_tokens + st.generated_tokens, 64 + 1); /* the last token is sampled, not evaluated */
+  /* No practical max_tokens: the context, not max_tokens, sizes what the
+   * generator holds (INT32_MAX ids would be 8 GiB). */
+  s.max_tokens = INT32_MAX;
+  check_alloc_reset_peak();
+  const size_t live = check_alloc_live_bytes();
+  st = generate(m, "The miller counted the sacks", &s, &b);
+  assert_int_equal(st.stopped_by, 4);
+  assert_int_equal(st.prompt_tokens + st.generated_tokens, 64 + 1);
+  if (check_alloc_active()) assert_true(check_alloc_peak_bytes() < live + (1u << 20));
 
   /* Seeded sampling repeats; another seed differs. */
   s.max_tokens = 24;
