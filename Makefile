@@ -400,7 +400,7 @@ test-cli: build/rlx $(LM_FIXTURES)
 	node tests/cli/llm_ref.mjs
 
 # The Python bindings (python/rlx) over build/librlx.so.
-test-python: build/librlx.so
+test-python: build/librlx.so $(LM_FIXTURES)
 	PYTHONPATH=python $(PYTHON) -m unittest discover -s tests/python -v
 
 # The worked examples (the same classifier in C and Python); each checks

@@ -23,6 +23,7 @@ Contents:
   Session, TrainSession  compiled graphs (session.py)
   RlxError and subclasses, carrying .status and the library's message
   vision_models, VisionModel, mlp_*, transformer_*, Dataset (models.py)
+  load_gguf, LanguageModel, LlmInfo  GGUF language models (llm.py)
 """
 
 from ._native import library_path
@@ -32,6 +33,7 @@ from .graph import Graph, Node, op_names, op_attrs
 from .session import Session, TrainSession
 from .models import (VisionInfo, VisionModel, vision_models, mlp_forward, mlp_loss, mlp_grads, mlp_train_step,
                      transformer_next_logits, transformer_logits, Dataset, load_dataset, clear_cache)
+from .llm import LanguageModel, LlmInfo, load_gguf
 from . import errors
 
 
@@ -47,4 +49,5 @@ __all__ = [
     "RlxUnsupported", "RlxStateError", "RlxNumericError", "RlxLibraryError", "errors",
     "VisionInfo", "VisionModel", "vision_models", "mlp_forward", "mlp_loss", "mlp_grads", "mlp_train_step",
     "transformer_next_logits", "transformer_logits", "Dataset", "load_dataset", "clear_cache",
+    "LanguageModel", "LlmInfo", "load_gguf",
 ]

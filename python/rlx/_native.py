@@ -1,5 +1,6 @@
 """_native.py - loads librlx.so with ctypes and declares the C signatures of
-include/rlx.h and include/rlx_models.h that the package uses.
+include/rlx.h, include/rlx_models.h and include/rlx_llm.h that the package
+uses.
 
 The library is found through the RLX_LIBRARY environment variable, else at
 ../../build/librlx.so relative to this package (the repository layout), else
@@ -76,6 +77,31 @@ class TransformerConfig(ctypes.Structure):
     _fields_ = [("vocab", c_int32), ("dim", c_int32), ("n_layers", c_int32), ("n_heads", c_int32),
                 ("head_dim", c_int32), ("ffn", c_int32), ("seed", ctypes.c_uint64),
                 ("window", c_int32), ("skip_fusion", c_int)]
+
+
+class LlmOptions(ctypes.Structure):
+    _fields_ = [("n_ctx", c_int32), ("budget", ctypes.c_uint64)]
+
+
+class LlmInfo(ctypes.Structure):
+    _fields_ = [("arch", c_char_p), ("name", c_char_p), ("tokenizer", c_char_p)] + [
+        (n, c_int32) for n in ("n_vocab", "n_embd", "n_layer", "n_head", "n_head_kv", "head_dim", "n_ff",
+                               "n_ctx_train", "n_ctx")] + [
+        ("rope_theta", c_float), ("rms_eps", c_float)] + [
+        (n, c_int32) for n in ("rope_neox", "tied_output", "bos", "eos", "add_bos")] + [
+        ("n_params", ctypes.c_uint64), ("weight_bytes", ctypes.c_uint64), ("kv_bytes", ctypes.c_uint64),
+        ("weight_types", c_char_p)]
+
+
+class LlmSampling(ctypes.Structure):
+    _fields_ = [("temperature", c_float), ("top_k", c_int32), ("top_p", c_float), ("min_p", c_float),
+                ("repeat_penalty", c_float), ("repeat_last_n", c_int32), ("seed", ctypes.c_uint64),
+                ("max_tokens", c_int32), ("stop", ctypes.POINTER(c_char_p)), ("n_stop", c_int32)]
+
+
+class LlmStats(ctypes.Structure):
+    _fields_ = [("prompt_tokens", c_int32), ("generated_tokens", c_int32), ("prompt_seconds", ctypes.c_double),
+                ("generate_seconds", ctypes.c_double), ("stopped_by", c_int32)]
 
 
 class Dataset(ctypes.Structure):
@@ -180,6 +206,22 @@ _SIGNATURES = {
     "rlx_dataset_load": (c_int, [c_char_p, c_char_p, ctypes.POINTER(Dataset)]),
     "rlx_dataset_free": (None, [ctypes.POINTER(Dataset)]),
     "rlx_models_clear_cache": (None, []),
+    # rlx_llm.h
+    "rlx_llm_open_file": (c_int, [c_char_p, ctypes.POINTER(LlmOptions), ctypes.POINTER(c_void_p)]),
+    "rlx_llm_free": (None, [c_void_p]),
+    "rlx_llm_get_info": (c_int, [c_void_p, ctypes.POINTER(LlmInfo)]),
+    "rlx_llm_tokenize": (c_int, [c_void_p, c_char_p, c_size_t, c_int, c_int, P_int32, c_size_t,
+                                 ctypes.POINTER(c_size_t)]),
+    "rlx_llm_detokenize": (c_int, [c_void_p, P_int32, c_size_t, c_void_p, c_size_t, ctypes.POINTER(c_size_t)]),
+    "rlx_llm_position": (c_int32, [c_void_p]),
+    "rlx_llm_reset": (None, [c_void_p]),
+    "rlx_llm_eval": (c_int, [c_void_p, P_int32, c_size_t, P_float]),
+    "rlx_llm_generator_new": (c_int, [c_void_p, P_int32, c_size_t, ctypes.POINTER(LlmSampling),
+                                      ctypes.POINTER(c_void_p)]),
+    "rlx_llm_generator_next": (c_int, [c_void_p, P_int32, ctypes.POINTER(c_void_p), ctypes.POINTER(c_size_t),
+                                       ctypes.POINTER(c_int)]),
+    "rlx_llm_generator_stats": (None, [c_void_p, ctypes.POINTER(LlmStats)]),
+    "rlx_llm_generator_free": (None, [c_void_p]),
 }
 
 _lib = None

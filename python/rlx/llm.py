@@ -1,0 +1,367 @@
+"""llm.py - GGUF language models (include/rlx_llm.h): llama, qwen2 and qwen3
+files in any weight type of include/rlx_gguf_types.def, tokenized,
+evaluated and sampled on the CPU.
+
+    import rlx
+    with rlx.load_gguf("build/lm/qwen3-q8_0.gguf", n_ctx=256) as lm:
+        print(lm.info.arch, lm.info.n_vocab)
+        ids = lm.tokenize("The small river")
+        text, new_ids, stats = lm.generate(ids, max_tokens=32,
+                                           on_token=lambda id, piece: print(piece, end=""))
+
+Arguments are checked here first; a bad one raises RlxInvalidArgument (a
+ValueError) naming the method and the argument.  Errors of the library
+carry its message (rlx_last_error()).
+"""
+
+import codecs
+import ctypes
+import dataclasses
+import math
+import os
+import weakref
+
+from . import _buffers, _native
+from ._native import lib, check, fail, decode
+
+_INT32_MAX = 2 ** 31 - 1
+
+
+
+def _bytewise(exc):
+    """UTF-8 decoding errors as the library's streaming detokenizer hands
+    them out: each byte that does not start a well-formed character becomes
+    U+FFFD, and so does a character cut short by the end (one for all of
+    it)."""
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    if exc.end == len(exc.object) and exc.reason == "unexpected end of data":
+        return "\ufffd", exc.end
+    return "\ufffd", exc.start + 1
+
+
+codecs.register_error("rlx_bytewise", _bytewise)
+
+
+def _decode(b):
+    return b.decode("utf-8", "rlx_bytewise")
+
+
+# rlx_llm_stats.stopped_by
+STOPPED_BY = {0: "max_tokens", 1: "end_of_generation", 2: "stop_string", 3: "callback", 4: "context_full"}
+
+
+@dataclasses.dataclass(frozen=True)
+class LlmInfo:
+    """What rlx_llm_get_info says of an open model (see include/rlx_llm.h):
+    arch ("llama", "qwen2", "qwen3"), name, tokenizer ("llama" SentencePiece
+    or "gpt2" byte-level BPE), the hyperparameters, n_ctx_train (the model's
+    context) and n_ctx (this instance's KV cache positions), bos / eos (-1
+    when none), add_bos, n_params, weight_bytes, kv_bytes and weight_types
+    ("q8_0 x 15, f32 x 5")."""
+
+    arch: str
+    name: str
+    tokenizer: str
+    n_vocab: int
+    n_embd: int
+    n_layer: int
+    n_head: int
+    n_head_kv: int
+    head_dim: int
+    n_ff: int
+    n_ctx_train: int
+    n_ctx: int
+    rope_theta: float
+    rms_eps: float
+    rope_neox: bool
+    tied_output: bool
+    bos: int
+    eos: int
+    add_bos: bool
+    n_params: int
+    weight_bytes: int
+    kv_bytes: int
+    weight_types: str
+
+    def as_dict(self):
+        return dataclasses.asdict(self)
+
+
+def _info(c):
+    values = {}
+    for f in dataclasses.fields(LlmInfo):
+        v = getattr(c, f.name)
+        if f.type in ("str", str):
+            v = decode(v)
+        elif f.type in ("bool", bool):
+            v = bool(v)
+        elif f.type in ("float", float):
+            v = float(v)
+        else:
+            v = int(v)
+        values[f.name] = v
+    return LlmInfo(**values)
+
+
+def _int(value, what, lo=None, hi=None):
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            iv = int(value)
+            ok = iv == value and not isinstance(value, (bool, str, bytes))
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            fail("%s must be an integer (got %r)" % (what, value))
+        value = iv
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        fail("%s must be in [%s, %s] (got %d)" % (what, lo if lo is not None else "-inf",
+                                                   hi if hi is not None else "inf", value))
+    return value
+
+
+def _float(value, what):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        fail("%s must be a number (got %r)" % (what, value))
+    if isinstance(value, (bool, str, bytes)):
+        fail("%s must be a number (got %r)" % (what, value))
+    if math.isnan(v) or math.isinf(v):
+        fail("%s must be finite (got %r)" % (what, value))
+    return v
+
+
+def _text_bytes(text, what):
+    if isinstance(text, str):
+        return text.encode("utf-8", "surrogatepass")
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        return bytes(text)
+    fail("%s must be a str or bytes (got %s)" % (what, type(text).__name__))
+
+
+class LanguageModel(_native.Handle):
+    """A GGUF language model (an rlx_llm), made by rlx.load_gguf().
+
+    The model keeps a context (the tokens evaluated so far, in its KV cache
+    of info.n_ctx positions): eval() appends to it, reset() forgets it and
+    generate() starts from an empty one.  Freed by close(), at the end of a
+    `with` block, or on garbage collection; using a closed model raises
+    RlxStateError.  Not for use from several threads at once."""
+
+    _what = "the language model"
+
+    def __init__(self, path, n_ctx=0, budget=0):
+        self._h = None
+        self._finalizer = weakref.finalize(self, lambda: None)
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            fail("rlx.load_gguf: path must be a str, bytes or os.PathLike (got %s)" % type(path).__name__)
+        n_ctx = _int(n_ctx, "rlx.load_gguf: n_ctx", 0, _INT32_MAX)
+        budget = _int(budget, "rlx.load_gguf: budget", 0, 2 ** 64 - 1)
+        L = lib()
+        opt = _native.LlmOptions(n_ctx, budget)
+        h = ctypes.c_void_p()
+        check(L.rlx_llm_open_file(os.fsencode(path), ctypes.byref(opt), ctypes.byref(h)))
+        self._h = h.value
+        self._finalizer = weakref.finalize(self, L.rlx_llm_free, h.value)
+        c = _native.LlmInfo()
+        check(L.rlx_llm_get_info(self._h, ctypes.byref(c)))
+        self.info = _info(c)
+        self.path = os.fsdecode(path)
+
+    def __repr__(self):
+        if self._h is None:
+            return "<rlx.LanguageModel (closed)>"
+        i = self.info
+        return "<rlx.LanguageModel %s %s: %d layers, %d embd, vocab %d, n_ctx %d, %s>" % (
+            i.arch, i.name or os.path.basename(self.path), i.n_layer, i.n_embd, i.n_vocab, i.n_ctx, i.weight_types)
+
+    # ---- tokens ------------------------------------------------------------
+    def tokenize(self, text, add_bos=None, special=True):
+        """The token ids of text (str, or bytes of UTF-8) as a list.  add_bos:
+        None as the file says (info.add_bos), True / False to force it;
+        special: special-token text ("<|im_start|>") becomes those tokens."""
+        h = self._handle()
+        data = _text_bytes(text, "LanguageModel.tokenize: text")
+        if add_bos is None:
+            bos = -1
+        elif isinstance(add_bos, (bool, int)) and add_bos in (0, 1):
+            bos = int(add_bos)
+        else:
+            fail("LanguageModel.tokenize: add_bos must be None, True or False (got %r)" % (add_bos,))
+        L = lib()
+        n = ctypes.c_size_t()
+        st = L.rlx_llm_tokenize(h, data, len(data), bos, 1 if special else 0, None, 0, ctypes.byref(n))
+        if st < 0 and n.value == 0:
+            check(st)
+        if n.value == 0:
+            return []
+        ids = (ctypes.c_int32 * n.value)()
+        check(L.rlx_llm_tokenize(h, data, len(data), bos, 1 if special else 0, ids, n.value, ctypes.byref(n)))
+        return list(ids[:n.value])
+
+    def _ids(self, ids, what, allow_empty=False):
+        if isinstance(ids, (str, bytes)):
+            fail("%s must be token ids, not %s (tokenize() the text)" % (what, type(ids).__name__))
+        if isinstance(ids, int) and not isinstance(ids, bool):
+            ids = [ids]
+        try:
+            buf = _buffers.i32(ids, what)
+        except TypeError as e:
+            fail(str(e))
+        if buf.n == 0 and not allow_empty:
+            fail("%s holds no token ids" % what)
+        n_vocab = self.info.n_vocab
+        values = ctypes.cast(buf.ptr, ctypes.POINTER(ctypes.c_int32))
+        for i in range(buf.n):
+            if not 0 <= values[i] < n_vocab:
+                fail("%s[%d] = %d is outside the vocabulary (0 .. %d)" % (what, i, values[i], n_vocab - 1))
+        return buf
+
+    def detokenize(self, ids):
+        """The text of token ids (control tokens such as BOS skipped); bytes
+        that are not well-formed UTF-8 become U+FFFD as generate() streams
+        them (one per byte; one for a character cut short at the end), so
+        that detokenize(ids) equals the text generate() gave for ids."""
+        h = self._handle()
+        buf = self._ids(ids, "LanguageModel.detokenize: ids", allow_empty=True)
+        if buf.n == 0:
+            return ""
+        L = lib()
+        n = ctypes.c_size_t()
+        st = L.rlx_llm_detokenize(h, buf.ptr, buf.n, None, 0, ctypes.byref(n))
+        if st < 0 and n.value == 0:
+            check(st)
+        out = ctypes.create_string_buffer(n.value + 1)
+        check(L.rlx_llm_detokenize(h, buf.ptr, buf.n, out, n.value + 1, ctypes.byref(n)))
+        return _decode(out.raw[:n.value])
+
+    # ---- the context ---------------------------------------------------------
+    @property
+    def position(self):
+        """Tokens in the context (evaluated since the last reset)."""
+        return int(lib().rlx_llm_position(self._handle()))
+
+    def reset(self):
+        """Forgets the context (position 0)."""
+        lib().rlx_llm_reset(self._handle())
+
+    def eval(self, ids, as_numpy=False):
+        """Appends ids (one int or a sequence) to the context and returns the
+        logits after the last one: array('f') of info.n_vocab values (a numpy
+        array with as_numpy=True).  Past info.n_ctx is refused before
+        anything runs, leaving the context as it was."""
+        h = self._handle()
+        buf = self._ids(ids, "LanguageModel.eval: ids")
+        room = self.info.n_ctx - self.position
+        if buf.n > room:
+            fail("LanguageModel.eval: ids: %d tokens at position %d do not fit the context of %d tokens "
+                 "(reset() or load with a larger n_ctx)" % (buf.n, self.position, self.info.n_ctx))
+        logits, out = _buffers.new_f32(self.info.n_vocab)
+        check(lib().rlx_llm_eval(h, buf.ptr, buf.n, out.ptr))
+        return _buffers.to_numpy(logits, (self.info.n_vocab,)) if as_numpy else logits
+
+    # ---- generation ------------------------------------------------------------
+    def generate(self, prompt_or_ids, max_tokens=64, temperature=0, top_k=0, top_p=1, min_p=0, repeat_penalty=1,
+                 repeat_last_n=64, seed=0, stop=(), on_token=None):
+        """Generates up to max_tokens tokens after the prompt (text, tokenized
+        as tokenize() does with the file's BOS rule, or token ids), starting
+        from an empty context.  Greedy when temperature is 0 (argmax, lowest
+        id on ties); else llama.cpp's chain: repeat_penalty over the last
+        repeat_last_n tokens (-1: all), top_k (0: off), top_p (1: off), min_p
+        (0: off), temperature, a draw seeded by seed.  Stops at an
+        end-of-generation token, a stop string (a str or a sequence of str;
+        the text before it is kept), a full context, or when on_token returns
+        a true value.
+
+        on_token(id, text) is called for each generated token with the text
+        it completes (whole UTF-8 characters, possibly '' while a character
+        spans tokens or while the text could begin a stop string; the last
+        call may have id -1 when it only hands out held text).
+
+        Returns (text, ids, stats): the generated text (the streamed pieces
+        joined), the generated ids, and a dict with prompt_tokens,
+        generated_tokens, prompt_seconds, generate_seconds and stopped_by
+        ("max_tokens", "end_of_generation", "stop_string", "callback",
+        "context_full")."""
+        h = self._handle()
+        what = "LanguageModel.generate"
+        if isinstance(prompt_or_ids, (str, bytes, bytearray)):
+            ids = self.tokenize(prompt_or_ids)
+            if not ids:
+                fail("%s: prompt_or_ids: the prompt has no tokens" % what)
+            prompt = self._ids(ids, "%s: prompt_or_ids" % what)
+        else:
+            prompt = self._ids(prompt_or_ids, "%s: prompt_or_ids" % what)
+        if prompt.n > self.info.n_ctx:
+            fail("%s: prompt_or_ids: %d prompt tokens do not fit the context of %d tokens"
+                 % (what, prompt.n, self.info.n_ctx))
+        s = _native.LlmSampling()
+        s.max_tokens = _int(max_tokens, "%s: max_tokens" % what, 0, _INT32_MAX)
+        s.temperature = _float(temperature, "%s: temperature" % what)
+        if s.temperature < 0:
+            fail("%s: temperature must be >= 0 (got %r)" % (what, temperature))
+        s.top_k = _int(top_k, "%s: top_k" % what, 0, _INT32_MAX)
+        s.top_p = _float(top_p, "%s: top_p" % what)
+        if not 0 <= s.top_p <= 1:
+            fail("%s: top_p must be in [0, 1] (got %r)" % (what, top_p))
+        s.min_p = _float(min_p, "%s: min_p" % what)
+        if not 0 <= s.min_p <= 1:
+            fail("%s: min_p must be in [0, 1] (got %r)" % (what, min_p))
+        s.repeat_penalty = _float(repeat_penalty, "%s: repeat_penalty" % what)
+        if not s.repeat_penalty > 0:
+            fail("%s: repeat_penalty must be > 0 (got %r)" % (what, repeat_penalty))
+        s.repeat_last_n = _int(repeat_last_n, "%s: repeat_last_n" % what, -1, _INT32_MAX)
+        s.seed = _int(seed, "%s: seed" % what, 0, 2 ** 64 - 1)
+        if isinstance(stop, (str, bytes)):
+            stop = (stop,)
+        try:
+            stop = list(stop)
+        except TypeError:
+            fail("%s: stop must be a str or a sequence of str (got %s)" % (what, type(stop).__name__))
+        stops = []
+        for i, t in enumerate(stop):
+            b = _text_bytes(t, "%s: stop[%d]" % (what, i))
+            if not b or b"\0" in b:
+                fail("%s: stop[%d] must be a non-empty string without NUL (got %r)" % (what, i, t))
+            stops.append(b)
+        stop_arr = (ctypes.c_char_p * max(1, len(stops)))(*stops)
+        s.stop = stop_arr
+        s.n_stop = len(stops)
+        if on_token is not None and not callable(on_token):
+            fail("%s: on_token must be callable or None (got %s)" % (what, type(on_token).__name__))
+
+        L = lib()
+        gen = ctypes.c_void_p()
+        check(L.rlx_llm_generator_new(h, prompt.ptr, prompt.n, ctypes.byref(s), ctypes.byref(gen)))
+        pieces, out_ids = [], []
+        by_callback = False
+        try:
+            tok, text, n, done = ctypes.c_int32(), ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_int()
+            while not done.value:
+                check(L.rlx_llm_generator_next(gen, ctypes.byref(tok), ctypes.byref(text), ctypes.byref(n),
+                                               ctypes.byref(done)))
+                piece = _decode(ctypes.string_at(text.value, n.value)) if n.value else ""
+                if tok.value >= 0:
+                    out_ids.append(tok.value)
+                if tok.value < 0 and not piece:
+                    continue
+                pieces.append(piece)
+                if on_token is not None and on_token(tok.value, piece):
+                    by_callback = True
+                    break
+            st = _native.LlmStats()
+            L.rlx_llm_generator_stats(gen, ctypes.byref(st))
+        finally:
+            L.rlx_llm_generator_free(gen)
+        stats = {"prompt_tokens": st.prompt_tokens, "generated_tokens": st.generated_tokens,
+                 "prompt_seconds": st.prompt_seconds, "generate_seconds": st.generate_seconds,
+                 "stopped_by": "callback" if by_callback else STOPPED_BY.get(st.stopped_by, str(st.stopped_by))}
+        return "".join(pieces), out_ids, stats
+
+
+def load_gguf(path, n_ctx=0, budget=0):
+    """Opens a GGUF language model (llama, qwen2, qwen3).  n_ctx: positions
+    of the KV cache (0: the model's context length, at most 4096); budget:
+    bytes of tensor data allowed (0: no limit).  Returns a LanguageModel."""
+    return LanguageModel(path, n_ctx, budget)
