@@ -214,7 +214,8 @@ $(LLM_O3_OBJ) $(LLM_O2_OBJ): build/wasm-llm/%.o: %.c $(HDRS)
 web/pkg/rlx_llm.wasm: $(LLM_LIB_OBJ) $(LLM_WEB_OBJ)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_LDFLAGS) -Wl,--max-memory=4294967296 -o build/wasm/rlx_llm.linked.wasm $(LLM_WEB_OBJ) $(LLM_LIB_OBJ)
-	$(if $(WASM_OPT),$(WASM_OPT) $(WASM_OPT_FLAGS) build/wasm/rlx_llm.linked.wasm -o $@,cp build/wasm/rlx_llm.linked.wasm $@)
+	$(if $(WASM_OPT),$(WASM_OPT) $(WASM_OPT_FLAGS) build/wasm/rlx_llm.linked.wasm -o $@.tmp,cp build/wasm/rlx_llm.linked.wasm $@.tmp)
+	mv -f $@.tmp $@
 wasm: web/pkg/rlx_llm.wasm
 
 TSC := node_modules/typescript/bin/tsc
