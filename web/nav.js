@@ -5,6 +5,7 @@ export const PAGES = [
   ['train.html', 'Train on Fashion-MNIST'],
   ['vision-bench.html', 'Vision benchmark'],
   ['cluster.html', 'Tab cluster'],
+  ['generate.html', 'Generate text'],
 ];
 
 for (const nav of document.querySelectorAll('nav[data-pages]')) {
