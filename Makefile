@@ -102,7 +102,7 @@ $(GLSL_WEB_GEN): tools/embed_sources.sh $(SUBOPS_DEF) $(OPS_DEF) $(GLSL_SRC) $(w
 	  --twins-absent ../../src/webgl/gl.h rlx_glref_args rlx_glref_find .frag $@ rlx_glsl_source $(GLSL_SRC)
 # The language-model ops (shape rules, kernels) stay out of the
 # training module: src/web/llm_ops_absent.c stands in for them there.
-LLM_KERNEL_OBJ := build/wasm/src/cpu/k_matmul_q.o build/wasm/src/cpu/k_attention_kv.o build/wasm/src/ir/shape_rules_llm.o
+LLM_KERNEL_OBJ := build/wasm/src/cpu/k_matmul_q.o build/wasm/src/cpu/k_matmul_q_wasm.o build/wasm/src/cpu/k_attention_kv.o build/wasm/src/ir/shape_rules_llm.o
 WEB_LIB_OBJ := $(filter-out build/wasm/src/webgl/reference.o build/wasm/src/webgl/ref_%.o $(LLM_KERNEL_OBJ) \
                  build/wasm/$(GLSL_GEN:.c=.o),$(WASM_OBJ)) build/wasm/$(GLSL_WEB_GEN:.c=.o)
 # Size: the kernels (src/cpu) are built for speed, everything else in the
@@ -116,7 +116,7 @@ WEB_LIB_OBJ := $(filter-out build/wasm/src/webgl/reference.o build/wasm/src/webg
 # here, smaller).  The unary ops get -Oz (less than half the size of -Os;
 # a training step spends little time in them).
 WASM_O3_KERNELS := gemm gemm_direct gemm_pack gemm_portable gemm_wasm gemm_x86 conv_common k_conv \
-                   k_conv_grad k_matmul k_fused_matmul
+                   k_conv_grad k_matmul k_fused_matmul k_matmul_q_wasm
 WASM_OS_KERNELS := k_attention k_attention_grad k_norm_grad k_layout k_grad_layout k_softmax k_grad_softmax k_reduce \
                    k_grad_pointwise k_rope k_pool_grad k_norm k_pool k_elementwise k_fused_attention
 $(filter-out build/wasm/src/cpu/%,$(WASM_OBJ) $(WEB_OBJ) $(WEB_LIB_OBJ)): WASM_CFLAGS += -Oz

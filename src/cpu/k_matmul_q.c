@@ -2,9 +2,13 @@
  * lookups in a quantized table (gather_q).  W is N rows of K values of a
  * GGUF type, row after row (stride = the type's row bytes), read in place:
  * it is never expanded whole.
- *  - one x row, trans 0 (decoding a token): each weight row is decoded
- *    into a K-float buffer that stays in L1 and dotted with x (the float
- *    types, Q8_0, Q4_0), or goes through the type's fused dot (the others);
+ *  - one x row, trans 0 (decoding a token): the block types go through
+ *    fused SIMD rows (k_matmul_q_x86.c with AVX2 + FMA at run time,
+ *    k_matmul_q_wasm.c with SIMD128) that dot each weight row with x
+ *    straight from its blocks; without them (other CPUs) and for the float
+ *    types each weight row is decoded into a K-float buffer that stays in
+ *    L1 and dotted with x (the float types, Q8_0, Q4_0), or goes through
+ *    the type's portable fused dot (the others);
  *  - otherwise (a prompt, or trans 1): weight rows are dequantized a tile
  *    at a time (about 256 KiB) and the tile is multiplied with every x row
  *    by the GEMM, so each weight byte is decoded once per call. */
@@ -15,6 +19,7 @@
 
 #define LANES 8
 #define TILE_FLOATS 65536 /* dequantized weights per GEMM tile (256 KiB) */
+#define FUSED_MAX_M 1     /* x rows up to which the fused SIMD rows beat tile + GEMM */
 
 /* sum_i a[i] b[i] with LANES independent partial sums, so the compiler
  * vectorizes it without reassociating a single sum. */
@@ -30,21 +35,7 @@ static float dot_f32(const float *restrict a, const float *restrict b, size_t n)
   return s;
 }
 
-/* IEEE half -> float without branches (so loops of it vectorize): the
- * exponent and mantissa shifted into place and scaled by 2^112 give every
- * finite half exactly (subnormals included); inf and NaN keep the top
- * exponent. */
-static inline float half(uint16_t h) {
-  uint32_t em = h & 0x7fffu, bits = em << 13, sign = (uint32_t)(h & 0x8000u) << 16;
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  f *= 0x1p112f;
-  memcpy(&bits, &f, sizeof f);
-  bits = em >= 0x7c00u ? (em << 13) | 0x7f800000u : bits;
-  bits |= sign;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
+static inline float half(uint16_t h) { return rlx_f16_fast(h); }
 
 static void decode_f16(const uint8_t *restrict src, float *restrict dst, size_t n) {
   for (size_t i = 0; i < n; i++) dst[i] = half((uint16_t)(src[2 * i] | (src[2 * i + 1] << 8)));
@@ -109,6 +100,24 @@ static qtable table_of(const rlx_node_t *n) {
   return t;
 }
 
+/* The fused SIMD rows of a type on this CPU or build, else NULL. */
+static rlx_wt_rows_fn simd_rows(uint32_t code) {
+  const rlx_wt_rows_set *s = rlx_wt_rows_avx2();
+  if (!s) s = rlx_wt_rows_simd128();
+  if (!s) return NULL;
+  switch (code) {
+    case RLX_GGUF_TYPE_Q8_0: return s->q8_0;
+    case RLX_GGUF_TYPE_Q4_0: return s->q4_0;
+    case RLX_GGUF_TYPE_Q4_1: return s->q4_1;
+    case RLX_GGUF_TYPE_Q5_0: return s->q5_0;
+    case RLX_GGUF_TYPE_Q5_1: return s->q5_1;
+    case RLX_GGUF_TYPE_Q4_K: return s->q4_k;
+    case RLX_GGUF_TYPE_Q5_K: return s->q5_k;
+    case RLX_GGUF_TYPE_Q6_K: return s->q6_k;
+    default: return NULL;
+  }
+}
+
 /* x[M, K] (trans 0) or x[M, N] (trans 1), w: N rows of K quantized values
  * -> y[M, N] = x W^T (trans 0) or y[M, K] = x W (trans 1). */
 rlx_status rlx_cpu_matmul_q(const rlx_kargs *a) {
@@ -119,6 +128,22 @@ rlx_status rlx_cpu_matmul_q(const rlx_kargs *a) {
   const uint8_t *w = (const uint8_t *)a->in[1];
   const float *x = a->in[0];
   float *y = a->out;
+
+  rlx_wt_rows_fn rows_fn = trans ? NULL : simd_rows(t.wt->code);
+  if (rows_fn && M <= FUSED_MAX_M) {
+    float *xsum = rlx_scratch_get(a->scratch, (K / 32) * sizeof(float));
+    if (!xsum) return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for %zu sums", K / 32);
+    for (size_t m = 0; m < M; m++) {
+      const float *xm = x + m * K;
+      for (size_t i = 0; i < K / 32; i++) {
+        float s = 0.0f;
+        for (int j = 0; j < 32; j++) s += xm[32 * i + j];
+        xsum[i] = s;
+      }
+      rows_fn(w, t.stride, xm, xsum, (int64_t)t.nblocks, y + m * N, N);
+    }
+    return RLX_OK;
+  }
 
   if (!trans && M == 1) {
     float *row = rlx_scratch_get(a->scratch, K * sizeof(float));

@@ -15,6 +15,7 @@
 #ifndef RLX_GGUF_QUANTS_H
 #define RLX_GGUF_QUANTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "rlx_gguf.h"
 
@@ -38,6 +39,32 @@ typedef struct {
 #include "rlx_gguf_types.def"
 #undef RLX_GGUF_TYPE
 
+/* A fused matrix-vector product over whole rows: y[r] = dot(row r, x) for
+ * r < nrows, row r at w + r * stride, each of nblocks blocks; xsum[i] is
+ * the sum of x[32 i .. 32 i + 32) (the affine and K types fold their
+ * minimums through it).  rlx_wt_rows_avx2 (x86-64 with AVX2, FMA and F16C
+ * at run time: src/cpu/k_matmul_q_x86.c) and rlx_wt_rows_simd128 (wasm
+ * built with -msimd128: src/cpu/k_matmul_q_wasm.c) give one kernel per
+ * type, or NULL where the build or the CPU has none. */
+/* The 8 six-bit scales (bytes 0..7) and mins (bytes 8..15) of a Q4_K /
+ * Q5_K block from its 12 packed scale bytes at s (layout in gguf_quants.c). */
+static inline void rlx_k4_scales_unpack(const uint8_t *s, uint32_t u[4]) {
+  __builtin_memcpy(u, s, 12);
+  const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u, mins_lo = u[1] & m6;
+  u[3] = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);
+  u[1] = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);
+  u[2] = mins_lo;
+  u[0] &= m6;
+}
+
+typedef void (*rlx_wt_rows_fn)(const uint8_t *w, size_t stride, const float *x, const float *xsum, int64_t nblocks,
+                               float *y, size_t nrows);
+typedef struct {
+  rlx_wt_rows_fn q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k;
+} rlx_wt_rows_set;
+const rlx_wt_rows_set *rlx_wt_rows_avx2(void);
+const rlx_wt_rows_set *rlx_wt_rows_simd128(void);
+
 /* GGUF type codes are below this (the tables' size). */
 #define RLX_WT_CODES 64
 
@@ -51,5 +78,21 @@ float rlx_f16_to_f32(uint16_t h);
 uint16_t rlx_f32_to_f16(float f);
 float rlx_bf16_to_f32(uint16_t h);
 uint16_t rlx_f32_to_bf16(float f);
+
+/* IEEE half -> float without branches (so loops of it vectorize): the
+ * exponent and mantissa shifted into place and scaled by 2^112 give every
+ * finite half exactly (subnormals included); inf and NaN keep the top
+ * exponent. */
+static inline float rlx_f16_fast(uint16_t h) {
+  uint32_t em = h & 0x7fffu, bits = em << 13, sign = (uint32_t)(h & 0x8000u) << 16;
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  f *= 0x1p112f;
+  __builtin_memcpy(&bits, &f, sizeof f);
+  bits = em >= 0x7c00u ? (em << 13) | 0x7f800000u : bits;
+  bits |= sign;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+}
 
 #endif
