@@ -441,6 +441,8 @@ export interface LoadGgufOptions {
   onProgress?: (p: { loaded: number; total: number | null }) => void;
   /** Where rlx_llm.wasm is (default: pkg/rlx_llm.wasm next to runtime/llm.js). */
   wasm?: string | URL | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
+  /** 'auto' (the default) or 'cpu': language models run on the CPU (wasm); 'webgpu' and 'webgl' are refused for now. */
+  backend?: 'auto' | 'cpu' | 'webgpu' | 'webgl';
 }
 
 /** What a model is (rlx_llm_info, camelCase) and the size of its file. */
@@ -486,6 +488,17 @@ export interface GenerateResult {
   };
 }
 
+/** One generated token and the text it completes (possibly ''). */
+export interface GeneratedPiece { text: string; id: number; }
+
+/** What generate() returns: the result's Promise and an async iterable of the pieces. */
+export interface Generation extends AsyncIterable<GeneratedPiece> {
+  then<A = GenerateResult, B = never>(onFulfilled?: ((r: GenerateResult) => A | PromiseLike<A>) | null,
+    onRejected?: ((e: unknown) => B | PromiseLike<B>) | null): Promise<A | B>;
+  catch<B = never>(onRejected?: ((e: unknown) => B | PromiseLike<B>) | null): Promise<GenerateResult | B>;
+  finally(onFinally?: (() => void) | null): Promise<GenerateResult>;
+}
+
 /** A loaded GGUF model (free() gives its memory back). */
 export interface GgufModel {
   readonly info: GgufInfo;
@@ -495,8 +508,13 @@ export interface GgufModel {
   detokenize(ids: ArrayLike<number>): string;
   /** Appends ids to the context; the logits after the last one. */
   eval(ids: ArrayLike<number>): Float32Array;
-  /** The context starts from the prompt (text, or ids). */
-  generate(prompt: string | ArrayLike<number>, options?: GenerateOptions): Promise<GenerateResult>;
+  /** The logits after ids from an empty context (reset() then eval(ids)). */
+  logits(ids: ArrayLike<number>): Float32Array;
+  /**
+   * The context starts from the prompt (text, or ids).  Await the result,
+   * or iterate the pieces as they come (leaving the loop stops it).
+   */
+  generate(prompt: string | ArrayLike<number>, options?: GenerateOptions): Generation;
   reset(): void;
   free(): void;
 }

@@ -94,7 +94,9 @@ static rlx_status read_hparams(rlx_llm *m, const rlx_llm_options *opt) {
                 (long long)n_rot, (long long)key_len);
   in->rope_theta = 10000.0f;
   in->rms_eps = 1e-5f;
-  if ((st = meta_float(g, a, "rope.freq_base", 0.0, 1e12, &in->rope_theta)) ||
+  /* A RoPE base at or below 1 is no model's (and makes the angles too
+   * large for float rotations to agree across step splits). */
+  if ((st = meta_float(g, a, "rope.freq_base", 1.0, 1e12, &in->rope_theta)) ||
       (st = meta_float(g, a, "attention.layer_norm_rms_epsilon", 0.0, 1.0, &in->rms_eps)))
     return st;
   in->n_embd = (int32_t)n_embd;

@@ -26,7 +26,7 @@
  * written; a string from the input is tokenized (sized exactly, ids in the
  * vocab) and detokenized; ids (valid and invalid) are evaluated, a refusal
  * leaving the position as it was, the context limit enforced, and one run
- * equal to the same ids evaluated in pieces (rope_theta >= 1); a
+ * equal to the same ids evaluated in pieces; a
  * generator runs with sampling parameters and stop strings from the input
  * (every chunk valid UTF-8, it ends by max_tokens or a full context at the
  * latest); rlx_llm_generate
@@ -566,10 +566,10 @@ static void use(rlx_llm *m, reader *r, const tensors *ts, int raw) {
   const int finite = !raw;
   eval_some(m, &in, r, a, finite);
   eval_some(m, &in, r, a, finite);
-  /* In pieces as in one call; not for rope_theta < 1 (freq_base 1e-30 is
-   * accepted): frequencies far above 1 rad per position make RoPE's double
-   * angle tables depend on the position a step starts at. */
-  if (!raw && !(how & 0x20) && in.rope_theta >= 1.0f) eval_split(m, &in, r, a, b);
+  /* In pieces as in one call (the loader refuses a RoPE base at or below 1,
+   * whose angles would be too large for the splits to agree). */
+  CHECK(in.rope_theta > 1.0f);
+  if (!raw && !(how & 0x20)) eval_split(m, &in, r, a, b);
   /* Fill the context, then one more is refused. */
   if (how & 0x40) {
     rlx_llm_reset(m);

@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, openAsBlob, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, openAsBlob, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -119,6 +119,59 @@ for (const name of [...FIXTURES, ...FLOAT_FIXTURES]) {
     }
   });
 }
+
+// Every other fixture (each arch in every weight type, the tied output, the exported
+// transformer): it loads, tokenizes as llama.cpp does, and its greedy tokens are the native CLI's.
+const ALL_FIXTURES = readdirSync(`${ROOT}tests/llama_ref/expected`).map((f) => f.replace(/\.json$/, '')).sort();
+test(`every fixture (${ALL_FIXTURES.length}) loads in wasm, tokenizes as llama.cpp and decodes greedily as the native CLI`, async () => {
+  assert.ok(ALL_FIXTURES.length >= 36, `${ALL_FIXTURES.length} reference files`);
+  for (const name of ALL_FIXTURES.filter((n) => !FIXTURES.includes(n) && !FLOAT_FIXTURES.includes(n))) {
+    const ref = expected(name);
+    const model = await loadGguf(fixture(name));
+    try {
+      for (const c of ref.tokenize) assert.deepEqual(model.tokenize(c.text), c.ids, `${name}: tokenize ${JSON.stringify(c.text)}`);
+      const g = ref.generate[0];
+      const r = await model.generate(g.prompt_ids, { maxTokens: 6, temperature: 0 });
+      assert.deepEqual(r.ids, nativeIds(fixture(name), g.prompt_ids, 6), `${name}: wasm vs native`);
+    } finally {
+      model.free();
+    }
+  }
+});
+
+test('generate is also an async iterable of { text, id }: the pieces join to the result, break stops it; logits(); backend', async () => {
+  const model = await loadGguf(fixture('llama-q4_0'), { backend: 'cpu' });
+  try {
+    const whole = await model.generate('The miller', { maxTokens: 10, temperature: 0 });
+    assert.equal(whole.ids.length, 10);
+    const pieces = [];
+    const run = model.generate('The miller', { maxTokens: 10, temperature: 0 });
+    for await (const piece of run) pieces.push(piece);
+    assert.deepEqual(pieces.map((p) => p.id), whole.ids);
+    assert.equal(pieces.map((p) => p.text).join(''), whole.text);
+    assert.deepEqual((await run).ids, whole.ids, 'the same object is the Promise of the result');
+    const early = model.generate('The miller', { maxTokens: 10, temperature: 0 });
+    let seen = 0;
+    for await (const _ of early) if (++seen === 3) break;
+    const stopped = await early;
+    assert.equal(stopped.stoppedBy, 'abort');
+    assert.ok(stopped.ids.length >= 3 && stopped.ids.length < 10, `${stopped.ids.length} ids after a break at 3`);
+    // A failing generation rejects the Promise and throws from the loop.
+    await assert.rejects(model.generate('x', { topP: 2 }), rlxError(/GgufModel.generate: options.topP/));
+    await assert.rejects(async () => { for await (const _ of model.generate('x', { topP: 2 })); }, rlxError(/options.topP/));
+    // logits(ids): a fresh context holding ids, the logits after the last.
+    const ids = model.tokenize('The miller');
+    const a = model.logits(ids);
+    assert.equal(model.position, ids.length);
+    model.eval([5]);
+    assert.deepEqual(model.logits(ids), a);
+    assert.throws(() => model.logits([]), rlxError(/GgufModel.logits: ids is empty/));
+  } finally {
+    model.free();
+  }
+  await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'webgpu' }), rlxError(/options.backend 'webgpu': language models run on the CPU/));
+  await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'tpu' }), rlxError(/options.backend must be 'auto', 'cpu', 'webgpu', 'webgl'/));
+});
 
 test('sampling: a seed repeats its tokens, stop strings end the text, onToken false and a signal stop', async () => {
   const model = await loadGguf(fixture('llama-q4_0'));

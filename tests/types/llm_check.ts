@@ -3,7 +3,7 @@
 // type-checks under --strict, the @ts-expect-error lines must be rejected.
 // Run by tests/node/llm_wasm.test.mjs; never executed.
 import { loadGguf, RlxError } from '../../web/rlx.js';
-import type { GgufModel, GgufInfo, GenerateResult, GenerateOptions } from '../../web/rlx.js';
+import type { GgufModel, GgufInfo, GenerateResult, GenerateOptions, GeneratedPiece } from '../../web/rlx.js';
 
 export async function main(file: File): Promise<void> {
   const model: GgufModel = await loadGguf(file, { nCtx: 512, onProgress: ({ loaded, total }) => console.log(loaded, total ?? '?') });
@@ -23,6 +23,13 @@ export async function main(file: File): Promise<void> {
   const r: GenerateResult = await model.generate('Once upon a time', opts);
   const r2: GenerateResult = await model.generate(new Int32Array([1, 2, 3]), { onToken: () => false });
   const why: 'maxTokens' | 'eog' | 'stop' | 'context' | 'callback' | 'abort' = r.stoppedBy;
+  for await (const piece of model.generate('Once', { maxTokens: 4 })) {
+    const p: GeneratedPiece = piece;
+    console.log(p.text, p.id);
+  }
+  const first: Float32Array = model.logits([1, 2]);
+  await loadGguf(file, { backend: 'cpu' });
+  console.log(first);
   const rate: number | null = r2.stats.generateTokensPerSecond;
   const pos: number = model.position;
   model.reset();
@@ -34,6 +41,8 @@ export async function main(file: File): Promise<void> {
   await loadGguf(file, { nCtx: '512' });
   // @ts-expect-error stop strings are an array
   await model.generate('x', { stop: '\n' });
+  // @ts-expect-error no such backend
+  await loadGguf(file, { backend: 'cuda' });
   // @ts-expect-error the info is read-only
   model.info = info;
 }

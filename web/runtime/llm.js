@@ -11,6 +11,8 @@
 //   const r = await model.generate('Once upon a time', { maxTokens: 32, temperature: 0.8, seed: 1,
 //     stop: ['\n\n'], onToken: (text, id) => out.append(text), signal });
 //   r.text; r.ids; r.stoppedBy; r.stats.generateTokensPerSecond;
+//   for await (const { text, id } of model.generate(prompt)) out.append(text);  // or stream it
+//   model.logits(ids);                            // the logits after ids (a fresh context)
 //   model.reset(); model.free();
 //
 // Sources: a File or Blob (read with stream(), or slice() where there is
@@ -26,13 +28,15 @@
 // generates without blocking its UI; tokens arrive as messages.
 import { WasiShim } from './wasi.js';
 import { RlxError, describe, optionsArg } from './loader.js';
+import { Generation } from './llm_stream.js';
 
 export { RlxError };
 
 const isNode = typeof process === 'object' && !!process.versions?.node;
 const DEFAULT_WASM = new URL('../pkg/rlx_llm.wasm', import.meta.url);
-const STATUS = { INVALID_ARG: -1, NO_MEMORY: -4, STATE: -7 };
+const STATUS = { INVALID_ARG: -1, NO_MEMORY: -4, UNSUPPORTED: -6, STATE: -7 };
 const STOPPED_BY = ['maxTokens', 'eog', 'stop', 'callback', 'context'];
+const BACKENDS = ['auto', 'cpu', 'webgpu', 'webgl']; // auto and cpu run; the GPU ones are refused
 const MAX_STOP = 16;           // stop strings per generation
 const MAX_TEXT = 1 << 26;      // bytes of text to tokenize at once
 const MAX_IDS = 1 << 24;       // ids in one call
@@ -283,13 +287,21 @@ function functionOption(fn, what, v) {
  * Loads a GGUF language model.  options: { nCtx (KV cache positions; 0 or
  * undefined: the model's context length, at most 4096), onProgress({ loaded,
  * total }) (total null when the size is not known in advance), wasm (where
- * rlx_llm.wasm is: URL, path, bytes or a WebAssembly.Module) }.
+ * rlx_llm.wasm is: URL, path, bytes or a WebAssembly.Module), backend
+ * ('auto' or 'cpu'; 'webgpu' and 'webgl' are refused: not yet for language
+ * models) }.
  */
 export async function loadGguf(source, options = undefined) {
   const fn = 'loadGguf';
   const o = optionsArg(fn, options);
   const nCtx = intOption(fn, 'options.nCtx', o.nCtx, 0, 0x7fffffff, 0);
   const onProgress = functionOption(fn, 'options.onProgress', o.onProgress);
+  const backend = o.backend ?? 'auto';
+  if (!BACKENDS.includes(backend)) throw fail(fn, `options.backend must be ${BACKENDS.map((b) => `'${b}'`).join(', ')}, got ${describe(backend)}`);
+  if (backend === 'webgpu' || backend === 'webgl') {
+    throw new RlxError(STATUS.UNSUPPORTED, `${fn}: options.backend '${backend}': language models run on the CPU (wasm) for now; ` +
+      "use 'cpu' or 'auto'", 'unsupported');
+  }
   const wasm = o.wasm ?? DEFAULT_WASM;
   if (!(typeof wasm === 'string' || wasm instanceof URL || wasm instanceof ArrayBuffer || ArrayBuffer.isView(wasm) ||
         wasm instanceof WebAssembly.Module)) {
@@ -484,6 +496,13 @@ export class GgufModel {
     });
   }
 
+  /** The logits after ids from an empty context (which then holds ids): reset() and eval(ids). */
+  logits(ids) {
+    this.idsArg('GgufModel.logits', 'ids', ids, false);
+    this.reset();
+    return this.eval(ids);
+  }
+
   /** Forgets the context. */
   reset() {
     const fn = 'GgufModel.reset';
@@ -513,12 +532,18 @@ export class GgufModel {
    * a BigInt below 2^64), stop (strings; the text before one is kept),
    * onToken(text, id) (each generated token with the text it completes,
    * possibly ''; return false to stop), signal (an AbortSignal).
-   * Resolves to { text, ids, promptIds, stoppedBy ('maxTokens' | 'eog' |
+   * Returns a Generation (llm_stream.js): an async iterable of the pieces
+   * ({ text, id }; leaving the loop early stops it) and a Promise that
+   * resolves to { text, ids, promptIds, stoppedBy ('maxTokens' | 'eog' |
    * 'stop' | 'context' (the KV cache is full) | 'callback' | 'abort'), stats: { promptTokens, generatedTokens,
    * promptSeconds, generateSeconds, promptTokensPerSecond,
    * generateTokensPerSecond } }.  The context starts from the prompt.
    */
-  async generate(prompt, options = undefined) {
+  generate(prompt, options = undefined) {
+    return new Generation((push, stopRequested) => this.run(prompt, options, push, stopRequested));
+  }
+
+  async run(prompt, options, push, stopRequested) {
     const fn = 'GgufModel.generate';
     const h = this.live(fn);
     if (this.running) throw new RlxError(STATUS.STATE, `${fn}: a generation is already running on this model (await it, or stop it through its signal)`, 'bad state');
@@ -595,7 +620,7 @@ export class GgufModel {
       let generateMs = 0;
       let lastYield = now();
       while (stoppedBy === null) {
-        if (signal?.aborted || this.freeLater) { stoppedBy = 'abort'; break; }
+        if (signal?.aborted || this.freeLater || stopRequested()) { stoppedBy = 'abort'; break; }
         const t = now();
         m.check(m.call('rlx_llm_generator_next', gen, scratch + 4, scratch + 8, scratch + 12, scratch + 16), `${fn}: `);
         generateMs += now() - t;
@@ -603,6 +628,10 @@ export class GgufModel {
         const piece = len ? m.decoder.decode(m.u8(textPtr >>> 0, len >>> 0)) : '';
         if (id >= 0) ids.push(id);
         text += piece;
+        if ((id >= 0 || piece) && push({ text: piece, id }) && !done) {
+          await yieldToEvents(); // a for-await loop reads the piece (and may leave) before the next token
+          lastYield = now();
+        }
         const more = (id >= 0 || piece) && onToken ? onToken(piece, id) !== false : true;
         if (done) {
           m.call('rlx_llm_generator_stats', gen, statsPtr);
