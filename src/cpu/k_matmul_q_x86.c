@@ -11,6 +11,7 @@
 #include "../models/gguf_quants.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #include <string.h>
 
@@ -209,7 +210,9 @@ static const rlx_wt_rows_set avx2_rows = {rows_q8_0, rows_q4_0, rows_q4_1, rows_
 
 const rlx_wt_rows_set *rlx_wt_rows_avx2(void) {
   __builtin_cpu_init();
-  int ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  unsigned a, b, c, d; /* F16C by cpuid: clang 14's __builtin_cpu_supports does not know "f16c" */
+  int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+  int ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   return ok ? &avx2_rows : NULL;
 }
 
