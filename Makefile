@@ -344,7 +344,7 @@ web/data/lm/%.gguf: build/lm/%.gguf
 	cp $< $@
 all: $(LM_WEB_FIXTURES)
 test-node: lm-fixtures build/rlx
-test-browser: $(LM_WEB_FIXTURES)
+test-browser: $(LM_WEB_FIXTURES) $(LM_FIXTURES) build/rlx
 llama-ref:
 	tests/llama_ref/regenerate.sh
 
