@@ -1,10 +1,15 @@
 // generate.js - the UI of generate.html: a model from a test model on this
-// server, a picked .gguf file or a URL on this server, loaded in a Worker
-// (GgufWorker, runtime/llm.js) with progress; its info; sampling settings
-// checked next to their fields (fields.js); the text streamed in as it is
-// generated, Stop, and tokens per second for the prompt and generation.
-import { readFields, applyQuery, intRule } from './fields.js';
+// server, a picked or dropped .gguf file (gguf-drop.js), the file kept in
+// this browser (gguf-kept.js over gguf-store.js) or a URL on this server,
+// loaded in a Worker (GgufWorker, runtime/llm.js) with progress; its info;
+// the backend (the CPU; WebGPU listed as not available); sampling settings
+// checked next to their fields (fields.js); the prompt's tokens and the
+// context used and left, live; the text streamed in as it is generated,
+// Stop, and tokens per second for the prompt and generation.
+import { readFields, applyQuery, intRule, choiceRule } from './fields.js';
 import { GgufWorker } from './runtime/llm.js';
+import { acceptDrops } from './gguf-drop.js';
+import { KeptFile } from './gguf-kept.js';
 
 const $ = (id) => document.getElementById(id);
 const query = new URLSearchParams(location.search);
@@ -15,7 +20,15 @@ const testModelUrl = (name) => new URL(`./data/lm/${name}.gguf`, import.meta.url
 const lm = new GgufWorker();
 let info = null;
 let busy = false;
-let source = 'model'; // the model control used last: 'model' | 'file' | 'url'
+let source = 'model'; // the model control used last: 'model' | 'file' | 'url' | 'kept'
+let chosen = null;    // the file picked or dropped last
+const kept = new KeptFile(() => { // the file kept in this browser (OPFS), offered after a reload
+  if (busy) return;
+  source = 'kept';
+  load();
+});
+let countTimer = 0;
+let countSeq = 0;     // the latest prompt count asked for (older answers are dropped)
 
 /** A number from min to max (both included). */
 function rangeRule(min, max) {
@@ -50,7 +63,12 @@ const SAMPLING = {
   stop: stopRule,
   prompt: (text) => (text === '' ? { error: 'write a prompt' } : { value: text }),
 };
-const LOAD = { nCtx: intRule(0, 131072) };
+/** A backend of the selector; a listed but disabled one is refused with its reason. */
+function backendRule(text, el) {
+  const off = [...el.options].find((o) => o.value === text && o.disabled);
+  return off ? { error: `${off.value} is ${off.dataset.reason}` } : choiceRule()(text, el);
+}
+const LOAD = { nCtx: intRule(0, 131072), backend: backendRule };
 const { stop: _stop, ...QUERY_SAMPLING } = SAMPLING; // stop strings are typed on the page
 const QUERY_RULES = {
   ...QUERY_SAMPLING, ...LOAD,
@@ -75,7 +93,7 @@ function fail(err) {
 
 function setBusy(on, generating = false) {
   busy = on;
-  $('load').disabled = on;
+  for (const id of ['load', 'kept-load', 'kept-forget']) $(id).disabled = on;
   $('generate').disabled = on || !info;
   $('stop-run').disabled = !generating;
 }
@@ -102,9 +120,13 @@ function showInfo(i) {
 function pickSource() {
   for (const id of ['model', 'file', 'url']) $(`${id}-error`).textContent = '';
   if (source === 'file') {
-    const file = $('file').files?.[0];
-    if (file) return { src: file, name: file.name };
+    if (chosen) return { src: chosen, name: chosen.name, keep: true };
     $('file-error').textContent = 'choose a .gguf file';
+    return null;
+  }
+  if (source === 'kept') {
+    if (kept.file) return { src: kept.file, name: kept.file.name, from: ' from this browser\'s storage' };
+    $('file-error').textContent = 'no file is kept in this browser now: choose a .gguf file';
     return null;
   }
   if (source === 'url') {
@@ -133,12 +155,14 @@ async function load() {
   }
   setBusy(true);
   info = null;
+  for (const id of ['c-prompt', 'c-used', 'c-size', 'c-left']) show(id, '', '-');
   $('load-progress').value = 0;
   status('loading', `Loading ${picked.name}...`);
   const t0 = performance.now();
   try {
     info = await lm.load(picked.src, {
       nCtx: f.values.nCtx,
+      backend: f.values.backend, // 'cpu': loadGguf refuses the GPU ones by name
       onProgress: ({ loaded, total }) => {
         if (total) $('load-progress').value = loaded / total;
         status('loading', `Loading ${picked.name}: ${mib(loaded)}${total ? ` of ${mib(total)}` : ''}...`);
@@ -147,7 +171,8 @@ async function load() {
     $('load-progress').value = 1;
     showInfo(info);
     const s = ((performance.now() - t0) / 1000).toFixed(2);
-    status('ready', `Loaded ${picked.name} (${mib(info.fileBytes)}) in ${s} s.`);
+    status('ready', `Loaded ${picked.name} (${mib(info.fileBytes)})${picked.from ?? ''} in ${s} s.`);
+    if (picked.keep) kept.keep(picked.src).catch(fail);
   } catch (err) {
     fail(err);
     if (source === 'model' && err?.statusName === 'not found') {
@@ -155,6 +180,36 @@ async function load() {
     }
   } finally {
     setBusy(false);
+    countPrompt();
+  }
+}
+
+/** The context line: prompt tokens, then used and left of the model's context; a prompt that does not fit is marked. */
+function showContext(promptTokens, generated) {
+  const n = info.nCtx;
+  const used = Math.min(n, promptTokens + generated);
+  show('c-prompt', promptTokens, promptTokens.toLocaleString('en-US'));
+  show('c-used', used, used.toLocaleString('en-US'));
+  show('c-size', n, n.toLocaleString('en-US'));
+  show('c-left', n - used, (n - used).toLocaleString('en-US'));
+  const tooLong = promptTokens > n;
+  $('prompt-error').textContent = tooLong
+    ? `the prompt is ${promptTokens.toLocaleString('en-US')} tokens, longer than the context (${n.toLocaleString('en-US')}): shorten it or load with a larger context`
+    : '';
+  if (tooLong) $('prompt').setAttribute('aria-invalid', 'true');
+  else $('prompt').removeAttribute('aria-invalid');
+  return !tooLong;
+}
+
+/** Counts the prompt's tokens in the Worker (not while it loads or generates). */
+async function countPrompt() {
+  const seq = ++countSeq;
+  if (!info || busy) return;
+  try {
+    const ids = await lm.tokenize($('prompt').value);
+    if (seq === countSeq && !busy) showContext(ids.length, 0);
+  } catch (err) {
+    if (seq === countSeq) $('prompt-error').textContent = err?.message ?? String(err);
   }
 }
 
@@ -166,6 +221,22 @@ async function generate() {
     return;
   }
   const { prompt, ...options } = f.values;
+  setBusy(true);
+  clearTimeout(countTimer); // this run counts the prompt itself
+  countSeq++;
+  let promptTokens;
+  try {
+    promptTokens = (await lm.tokenize(prompt)).length;
+  } catch (err) {
+    setBusy(false);
+    fail(err);
+    return;
+  }
+  if (!showContext(promptTokens, 0)) {
+    setBusy(false);
+    status('error', `Not started: the prompt is ${promptTokens} tokens; the context holds ${info.nCtx} (see the prompt).`);
+    return;
+  }
   setBusy(true, true);
   const out = $('output');
   out.textContent = '';
@@ -181,6 +252,7 @@ async function generate() {
         if (n++ === 0) first = performance.now();
         out.append(text);
         show('r-gen', n);
+        showContext(promptTokens, n);
         const s = (performance.now() - first) / 1000;
         if (n > 1 && s > 0) show('r-gen-rate', (n - 1) / s, ((n - 1) / s).toFixed(1));
         status('running', `Generating: ${n} tokens...`);
@@ -194,6 +266,7 @@ async function generate() {
     show('r-gen', st.generatedTokens);
     if (st.generateTokensPerSecond) show('r-gen-rate', st.generateTokensPerSecond, st.generateTokensPerSecond.toFixed(1));
     show('r-stopped', result.stoppedBy);
+    showContext(st.promptTokens, st.generatedTokens);
     const why = { maxTokens: 'max tokens', eog: 'end-of-generation token', stop: 'a stop string', abort: 'Stop', context: 'a full context' };
     status(result.stoppedBy === 'abort' ? 'stopped' : 'finished',
       `${result.stoppedBy === 'abort' ? 'Stopped' : 'Finished'}: ${st.generatedTokens} tokens (ended by ${why[result.stoppedBy] ?? result.stoppedBy}).`);
@@ -201,6 +274,7 @@ async function generate() {
     fail(err);
   } finally {
     setBusy(false);
+    if ($('prompt').value !== prompt) countPrompt(); // edited during the run
   }
 }
 
@@ -209,7 +283,31 @@ async function main() {
   const good = applyQuery(query, QUERY_RULES, (m) => { $('error').textContent += `${$('error').textContent ? '\n' : ''}${m}`; }, ['autoload']);
   if (query.has('url')) source = 'url';
   $('model').addEventListener('change', () => { source = 'model'; });
-  $('file').addEventListener('change', () => { source = 'file'; });
+  $('file').addEventListener('change', () => {
+    source = 'file';
+    chosen = $('file').files?.[0] ?? null;
+  });
+  acceptDrops($('drop-zone'), {
+    onFile: (file) => {
+      if (busy) {
+        $('file-error').textContent = `${file.name}: wait until the model has loaded or the generation has ended, then drop it again`;
+        return;
+      }
+      source = 'file';
+      chosen = file;
+      try { // the picker shows the dropped file where the browser allows it
+        const dt = new DataTransfer();
+        dt.items.add(file);
+        $('file').files = dt.files;
+      } catch { /* the picker keeps its own text */ }
+      load();
+    },
+    onRefuse: (message) => { $('file-error').textContent = message; },
+  });
+  $('prompt').addEventListener('input', () => {
+    clearTimeout(countTimer);
+    countTimer = setTimeout(countPrompt, 150);
+  });
   $('url').addEventListener('input', () => { source = 'url'; });
   $('load').addEventListener('click', () => { if (!busy) load(); });
   $('generate').addEventListener('click', () => { if (!busy) generate(); });
@@ -218,6 +316,7 @@ async function main() {
     status('stopping', 'Stopping...');
   });
   setBusy(false);
+  kept.refresh().catch(fail);
   if (!good) status('error', 'Some URL settings were refused (see above).');
   if (query.get('autoload') === '1' && good) await load();
 }

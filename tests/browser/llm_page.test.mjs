@@ -3,9 +3,16 @@
 // by make) loads through the Worker with its info shown, greedy generation
 // streams the same tokens as web/runtime/llm.js gives in Node for the same
 // file, bad sampling fields are refused next to them with nothing run, a
-// URL off this server is refused, a picked .gguf file loads, Stop ends a running generation in the
-// Worker, and GgufWorker hands the model's RlxErrors back with their
-// messages.  Screenshot: build/screens/generate.png.
+// URL off this server is refused, a picked .gguf file loads, Stop ends a
+// running generation in the Worker, and GgufWorker hands the model's
+// RlxErrors back with their messages.  The prompt's tokens and the context
+// used and left are shown (a prompt longer than the context is refused
+// before running); the backend selector offers the CPU only; a .gguf file
+// dropped on the page loads (anything else is refused next to the picker),
+// is kept in the Origin Private File System and offered again after a
+// reload, where it loads to the same greedy tokens, until Forget; a full
+// quota or no OPFS is said and the model loads all the same.  Screenshots:
+// build/screens/generate.png, generate-kept.png (the offer after a reload).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -22,9 +29,15 @@ const why = missing() ?? (!existsSync(LLM_WASM) ? 'missing web/pkg/rlx_llm.wasm:
   (!existsSync(FILE) ? `missing ${FILE}: run make lm-web-fixtures` : null);
 let server;
 let browser;
+let expected; // Node's greedy run of PROMPT on FIXTURE
+let info;     // and the model's info there
 
 before(async () => {
   if (why) return;
+  const model = await loadGguf(FILE);
+  expected = await model.generate(PROMPT, { maxTokens: TOKENS, temperature: 0 });
+  info = model.info;
+  model.free();
   [server, browser] = await Promise.all([startServer(), launch()]);
 });
 
@@ -36,13 +49,40 @@ after(async () => {
 const state = (page) => page.$eval('#status', (el) => el.dataset.state);
 const settled = (page, states, timeout = 20000) => page.waitForFunction((s) => s.includes(document.getElementById('status').dataset.state),
   states, { timeout });
+const storeSays = (page, states) => page.waitForFunction((s) => s.includes(document.getElementById('store-note').dataset.state),
+  states, { timeout: 20000 });
+const contextIs = (page, id, n) => page.waitForFunction(([i, v]) => document.getElementById(i).dataset.value === String(v),
+  [id, n], { timeout: 10000 });
+
+/** Greedy generation of PROMPT on the page: { ids, text } once finished. */
+async function greedy(page) {
+  await page.fill('#prompt', PROMPT);
+  await page.fill('#maxTokens', String(TOKENS));
+  await page.fill('#temperature', '0');
+  await page.click('#generate');
+  await settled(page, ['finished', 'stopped', 'error']);
+  assert.equal(await state(page), 'finished', await page.textContent('#error'));
+  return { ids: JSON.parse(await page.$eval('#output', (el) => el.dataset.ids)), text: await page.textContent('#output') };
+}
+
+/**
+ * Drags files over the page and drops them, as a user's drop does: each a File built in the page from
+ * a URL's bytes ({ name, url }) or a text ({ name, text }).  Resolves to whether the drop zone showed.
+ */
+function drop(page, files) {
+  return page.evaluate(async (list) => {
+    const dt = new DataTransfer();
+    for (const f of list) dt.items.add(new File([f.url ? await (await fetch(f.url)).arrayBuffer() : f.text], f.name));
+    const fire = (type) => document.body.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+    fire('dragenter');
+    fire('dragover');
+    const shown = getComputedStyle(document.getElementById('drop-zone')).display !== 'none';
+    fire('drop');
+    return shown;
+  }, files);
+}
 
 test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node's`, { skip: why ?? false, timeout: 60000 }, async (t) => {
-  const model = await loadGguf(FILE);
-  const expected = await model.generate(PROMPT, { maxTokens: TOKENS, temperature: 0 });
-  const info = model.info;
-  model.free();
-
   const { page, problems } = await newPage(browser);
   await page.setViewportSize({ width: 1280, height: 1000 });
   await page.goto(`${server.url}generate.html?model=${FIXTURE}&autoload=1`);
@@ -53,16 +93,23 @@ test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node
   assert.equal(Number(await valueOf(page, '#i-params')), info.nParams);
   assert.match(await page.textContent('#i-types'), /q4_0/);
   assert.equal(await page.$eval('#load-progress', (el) => el.value), 1);
+  // The backend: the CPU, and WebGPU listed as not available, with the reason.
+  assert.deepEqual(await page.$$eval('#backend option', (os) => os.map((o) => [o.value, o.disabled, o.textContent])),
+    [['cpu', false, 'CPU (wasm)'], ['webgpu', true, 'WebGPU: not yet available for language models']]);
+  assert.equal(await page.$eval('#backend', (el) => el.value), 'cpu');
+  assert.match(await page.textContent('#backend-note'), /WebGPU is not yet available for language models/);
 
+  // The prompt's tokens and the context left, as typed; then what the run used.
+  const P = expected.promptIds.length;
   await page.fill('#prompt', PROMPT);
-  await page.fill('#maxTokens', String(TOKENS));
-  await page.fill('#temperature', '0');
-  await page.click('#generate');
-  await settled(page, ['finished', 'stopped', 'error']);
-  assert.equal(await state(page), 'finished', await page.textContent('#error'));
-  const ids = JSON.parse(await page.$eval('#output', (el) => el.dataset.ids));
+  await contextIs(page, 'c-prompt', P);
+  assert.equal(Number(await valueOf(page, '#c-size')), info.nCtx);
+  assert.equal(Number(await valueOf(page, '#c-left')), info.nCtx - P);
+  const { ids, text } = await greedy(page);
   assert.deepEqual(ids, expected.ids, 'the page generates the tokens Node does');
-  assert.equal(await page.textContent('#output'), expected.text);
+  assert.equal(text, expected.text);
+  assert.equal(Number(await valueOf(page, '#c-used')), P + expected.ids.length);
+  assert.equal(Number(await valueOf(page, '#c-left')), info.nCtx - P - expected.ids.length);
   assert.equal(Number(await valueOf(page, '#r-prompt')), expected.promptIds.length);
   assert.equal(Number(await valueOf(page, '#r-gen')), expected.ids.length);
   const promptRate = Number(await valueOf(page, '#r-prompt-rate'));
@@ -71,6 +118,10 @@ test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node
   t.diagnostic(`Chromium (Worker), ${FIXTURE}: prompt ${promptRate.toFixed(0)} tokens/s, generation ${genRate.toFixed(0)} tokens/s; ` +
     `Node: prompt ${expected.stats.promptTokensPerSecond.toFixed(0)}, generation ${expected.stats.generateTokensPerSecond.toFixed(0)}`);
   await screenshot(page, 'generate');
+  // WebGPU asked for in the URL: refused with the reason, nothing loads.
+  await page.goto(`${server.url}generate.html?model=${FIXTURE}&backend=webgpu&autoload=1`);
+  assert.match(await page.textContent('#error'), /^URL parameter backend=webgpu: webgpu is not yet available for language models/);
+  assert.equal(await state(page), 'error');
   assert.deepEqual(problems, []);
   await page.close();
 });
@@ -93,8 +144,15 @@ test('generate.html: bad sampling fields and a URL off this server are refused n
   await page.click('#load');
   assert.match(await page.textContent('#url-error'), /only this server's URLs/);
   assert.equal(await valueOf(page, '#i-arch'), 'llama', 'the loaded model stays');
-  // A file picked from disk: a File, read by the Worker with stream().
+  // A file picked from disk: a File, read by the Worker with stream(); with 8 positions of context,
+  // and a browser whose storage quota is full (writes into OPFS fail): the model loads all the same.
+  await page.evaluate(() => {
+    FileSystemFileHandle.prototype.createWritable = async () => new WritableStream({
+      write() { throw new DOMException('The quota has been exceeded.', 'QuotaExceededError'); },
+    });
+  });
   const qwen = fileURLToPath(new URL('../../web/data/lm/qwen3-q4_k.gguf', import.meta.url));
+  await page.fill('#nCtx', '8');
   await page.setInputFiles('#file', qwen);
   await page.click('#load');
   await settled(page, ['ready', 'error']);
@@ -102,6 +160,31 @@ test('generate.html: bad sampling fields and a URL off this server are refused n
   assert.match(await page.textContent('#status'), /^Loaded qwen3-q4_k\.gguf \(1\.02 MiB\)/);
   assert.equal(await valueOf(page, '#i-arch'), 'qwen3');
   assert.match(await page.textContent('#i-types'), /q4_K/);
+  await storeSays(page, ['not-kept']);
+  assert.match(await page.textContent('#store-note'), /^Not kept in this browser: the storage quota .* is exceeded; the model is loaded all the same/);
+  assert.equal(await page.isVisible('#kept'), false);
+
+  // A prompt longer than the context (8): marked as it is typed, refused before running.
+  await page.fill('#temperature', '0');
+  await page.fill('#topP', '1');
+  await page.fill('#maxTokens', '4');
+  await page.fill('#prompt', 'The miller counted the sacks twice, then the sacks counted the miller.');
+  await page.waitForFunction(() => Number(document.getElementById('c-prompt').dataset.value) > 8, null, { timeout: 10000 });
+  assert.equal(Number(await valueOf(page, '#c-left')), 0);
+  assert.match(await page.textContent('#prompt-error'), /^the prompt is \d+ tokens, longer than the context \(8\)/);
+  await page.click('#generate');
+  await settled(page, ['error', 'finished', 'stopped']);
+  assert.match(await page.textContent('#status'), /^Not started: the prompt is \d+ tokens; the context holds 8/);
+  assert.equal(await page.textContent('#output'), '', 'nothing ran');
+  assert.equal(await page.textContent('#r-stopped'), '-');
+
+  // No OPFS at all: said, and the file loads from the disk.
+  await page.evaluate(() => { delete StorageManager.prototype.getDirectory; });
+  await page.click('#load');
+  await settled(page, ['ready', 'error']);
+  assert.equal(await state(page), 'ready', await page.textContent('#error'));
+  await storeSays(page, ['unavailable']);
+  assert.match(await page.textContent('#store-note'), /^Files are not kept in this browser: this browser has no Origin Private File System/);
   assert.deepEqual(problems, []);
   await page.close();
 });
@@ -115,14 +198,29 @@ test('generate.html: Stop ends a running generation in the Worker; GgufWorker pa
   await page.fill('#maxTokens', '100000');
   await page.fill('#temperature', '0.8');
   await page.click('#generate');
-  await page.waitForFunction(() => Number(document.getElementById('r-gen').dataset.value) >= 2, null, { timeout: 10000 });
-  await page.click('#stop-run');
+  // Stop is clicked in the page as the second token shows (this tiny model makes the 512 in a fraction of
+  // a second), with the context line read at that moment.
+  const [promptTokens, usedWhileRunning] = await page.evaluate(() => new Promise((resolve, reject) => {
+    const gen = document.getElementById('r-gen');
+    const timer = setTimeout(() => reject(new Error(`no second token in 10 s (r-gen ${gen.dataset.value})`)), 10000);
+    const seen = new MutationObserver(() => {
+      if (!(Number(gen.dataset.value) >= 2)) return;
+      seen.disconnect();
+      clearTimeout(timer);
+      const line = ['c-prompt', 'c-used'].map((id) => Number(document.getElementById(id).dataset.value));
+      document.getElementById('stop-run').click();
+      resolve(line);
+    });
+    seen.observe(gen, { attributes: true, childList: true, subtree: true, characterData: true });
+  }));
+  assert.ok(usedWhileRunning >= promptTokens + 2, `context used while running: ${usedWhileRunning} (prompt ${promptTokens})`);
   await settled(page, ['finished', 'stopped', 'error']);
   assert.equal(await state(page), 'stopped', await page.textContent('#error'));
   assert.equal(await valueOf(page, '#r-stopped'), 'abort');
   const made = Number(await valueOf(page, '#r-gen'));
   assert.ok(made >= 2 && made < 500, `${made} tokens before Stop took effect`);
   assert.equal(JSON.parse(await page.$eval('#output', (el) => el.dataset.ids)).length, made);
+  assert.equal(Number(await valueOf(page, '#c-used')), promptTokens + made);
   // The Worker client: the model's own RlxErrors come back with their messages.
   const errors = await page.evaluate(async (name) => {
     const { GgufWorker, RlxError } = await import('./runtime/llm.js');
@@ -141,3 +239,53 @@ test('generate.html: Stop ends a running generation in the Worker; GgufWorker pa
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test(`generate.html: a dropped ${FIXTURE} loads, is kept in OPFS across a reload, loads from there to the same tokens, and Forget removes it`,
+  { skip: why ?? false, timeout: 90000 }, async () => {
+    const { page, problems } = await newPage(browser);
+    await page.goto(`${server.url}generate.html`);
+    await storeSays(page, ['none']);
+    assert.equal(await page.isVisible('#kept'), false);
+    // Refused next to the picker, nothing loads: a file that is not .gguf, two files, a .gguf that is not GGUF.
+    for (const [files, message] of [
+      [[{ name: 'notes.txt', text: 'hello' }], /^notes\.txt is not a \.gguf file$/],
+      [[{ name: 'a.gguf', text: 'GGUF' }, { name: 'b.gguf', text: 'GGUF' }], /^2 files were dropped; drop one \.gguf file$/],
+      [[{ name: 'fake.gguf', text: 'hello' }], /^fake\.gguf is not a GGUF file/],
+    ]) {
+      assert.equal(await drop(page, files), true, 'the drop zone shows while dragging');
+      await page.waitForFunction((re) => new RegExp(re).test(document.getElementById('file-error').textContent), message.source,
+        { timeout: 10000 }).catch(() => {}); // the message next to the picker (checked below)
+      assert.match(await page.textContent('#file-error'), message);
+      assert.equal(await state(page), 'idle', 'nothing loads');
+    }
+    assert.equal(await drop(page, [{ name: `${FIXTURE}.gguf`, url: `./data/lm/${FIXTURE}.gguf` }]), true);
+    assert.equal(await page.isVisible('#drop-zone'), false, 'the drop zone hides after the drop');
+    await settled(page, ['ready', 'error']);
+    assert.equal(await state(page), 'ready', await page.textContent('#error'));
+    assert.match(await page.textContent('#status'), new RegExp(`^Loaded ${FIXTURE}\\.gguf \\(0\\.80 MiB\\) in`));
+    assert.equal(await page.textContent('#file-error'), '');
+    await storeSays(page, ['kept', 'not-kept']);
+    assert.match(await page.textContent('#store-note'), new RegExp(`^Kept ${FIXTURE}\\.gguf in this browser.* This site stores [\\d.]+ MiB in this browser \\(quota `));
+
+    // After a reload: offered, loaded from OPFS (no disk), the same greedy tokens as Node.
+    await page.reload();
+    await storeSays(page, ['kept', 'unavailable']);
+    assert.equal(await page.isVisible('#kept-load'), true);
+    assert.equal(await page.textContent('#kept-load'), `load ${FIXTURE}.gguf (0.80 MiB) kept in this browser`);
+    await screenshot(page, 'generate-kept');
+    await page.click('#kept-load');
+    await settled(page, ['ready', 'error']);
+    assert.equal(await state(page), 'ready', await page.textContent('#error'));
+    assert.match(await page.textContent('#status'), new RegExp(`^Loaded ${FIXTURE}\\.gguf \\(0\\.80 MiB\\) from this browser's storage in`));
+    assert.deepEqual((await greedy(page)).ids, expected.ids, 'the kept file generates the tokens Node does');
+
+    await page.click('#kept-forget');
+    await storeSays(page, ['none', 'error']);
+    assert.match(await page.textContent('#store-note'), new RegExp(`^Forgot ${FIXTURE}\\.gguf\\.`));
+    assert.equal(await page.isVisible('#kept'), false);
+    await page.reload();
+    await storeSays(page, ['none', 'kept']);
+    assert.equal(await page.isVisible('#kept'), false, 'nothing offered after Forget and a reload');
+    assert.deepEqual(problems, []);
+    await page.close();
+  });

@@ -1,0 +1,117 @@
+// gguf-store.js - one GGUF file kept in this browser's Origin Private File
+// System (navigator.storage.getDirectory(), folder rlx-gguf), so that a page
+// can offer it again after a reload without the file being picked again.
+// keep(file) streams the file into OPFS through createWritable (chunk by
+// chunk, no second copy in memory; the new file appears only when complete)
+// in place of the one kept before; kept() hands it back as a File that
+// loadGguf reads like a picked one; forget() deletes it; usage() is what
+// this site stores and may store.  Failures (no OPFS, the quota exceeded,
+// storage refused) come back as { ok: false, reason } with a plain reason.
+//
+//   const r = await keep(file, (written) => ...);  // { ok: true } | { ok: false, reason }
+//   const { file, reason } = await kept();         // file: File | null
+
+const FOLDER = 'rlx-gguf';
+let queue = Promise.resolve(); // one store operation at a time
+
+function serial(fn) {
+  const run = queue.then(fn);
+  queue = run.catch(() => {});
+  return run;
+}
+
+/** A plain reason for a storage failure. */
+function reasonOf(err) {
+  if (err?.name === 'QuotaExceededError') return 'the storage quota this browser gives this site is exceeded';
+  if (err?.name === 'SecurityError') return 'this browser does not allow storage here (a private window?)';
+  return `storage failed: ${err?.message ?? err}`;
+}
+
+async function folder(create) {
+  if (typeof globalThis.navigator?.storage?.getDirectory !== 'function') {
+    throw Object.assign(new Error('this browser has no Origin Private File System (navigator.storage.getDirectory)'), { plain: true });
+  }
+  const root = await navigator.storage.getDirectory();
+  return root.getDirectoryHandle(FOLDER, { create });
+}
+
+const failed = (err) => ({ ok: false, reason: err?.plain ? err.message : reasonOf(err) });
+
+async function removeAll(dir) {
+  const names = [];
+  for await (const name of dir.keys()) names.push(name);
+  for (const name of names) await dir.removeEntry(name, { recursive: true });
+}
+
+/** { usage, quota } in bytes (the whole site's), or null where the browser does not say. */
+export async function usage() {
+  try {
+    const e = await navigator.storage?.estimate?.();
+    return e && Number.isFinite(e.usage) && Number.isFinite(e.quota) ? { usage: e.usage, quota: e.quota } : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The kept file ({ file: File }), none ({ file: null }), or why there can be none ({ file: null, reason }). */
+export function kept() {
+  return serial(async () => {
+    try {
+      const dir = await folder(false);
+      for await (const handle of dir.values()) {
+        if (handle.kind === 'file') return { file: await handle.getFile() };
+      }
+      return { file: null };
+    } catch (err) {
+      return err?.name === 'NotFoundError' ? { file: null } : { file: null, reason: failed(err).reason };
+    }
+  });
+}
+
+/** Streams file into OPFS in place of the file kept before; onWritten(bytes) as it goes. */
+export function keep(file, onWritten = undefined) {
+  return serial(async () => {
+    let dir;
+    try {
+      dir = await folder(true);
+      await removeAll(dir);
+    } catch (err) {
+      return failed(err);
+    }
+    const room = await usage();
+    if (room && file.size > room.quota - room.usage) {
+      return { ok: false, reason: `the storage quota this browser gives this site is exceeded (${file.size} bytes to keep, ${room.quota - room.usage} free)` };
+    }
+    try {
+      const handle = await dir.getFileHandle(file.name, { create: true });
+      if (typeof handle.createWritable !== 'function') {
+        throw Object.assign(new Error('this browser cannot write files into its Origin Private File System from a page (no createWritable)'), { plain: true });
+      }
+      let written = 0;
+      const count = new TransformStream({
+        transform(chunk, controller) {
+          written += chunk.byteLength;
+          onWritten?.(written);
+          controller.enqueue(chunk);
+        },
+      });
+      await file.stream().pipeThrough(count).pipeTo(await handle.createWritable());
+      return { ok: true };
+    } catch (err) {
+      await dir.removeEntry(file.name).catch(() => {});
+      return failed(err);
+    }
+  });
+}
+
+/** Deletes the kept file: { ok: true } or { ok: false, reason }. */
+export function forget() {
+  return serial(async () => {
+    try {
+      await removeAll(await folder(false));
+      return { ok: true };
+    } catch (err) {
+      return err?.name === 'NotFoundError' ? { ok: true } : failed(err);
+    }
+  });
+}
