@@ -8,7 +8,9 @@
 // run (tests/node/webgpu_ops.test.mjs).  Fused ops must refuse (GPU plans
 // are compiled without fusion); an op still listed in
 // src/webgpu/lower_pending_*.c may refuse and is counted as skipped, and
-// once no such file remains any skip fails.  Counts are printed.
+// once no such file remains any skip fails.  Counts are printed.  The cases
+// run in two browsers at once (two GPU processes, so SwiftShader computes
+// on two cores), in chunks of CHUNK cases dealt out in turn.
 // Build first: make build/wasm-tests/opcases.wasm web/pkg/rlx_web.wasm.
 // RLX_CASES=substring runs only the cases whose name contains it.
 import { test, before, after } from 'node:test';
@@ -22,30 +24,47 @@ const FILTER = process.env.RLX_CASES ?? '';
 const why = !existsSync(CHROMIUM) ? `no chromium at ${CHROMIUM}`
   : !existsSync(WASM) ? 'missing build/wasm-tests/opcases.wasm: run `make build/wasm-tests/opcases.wasm`' : null;
 
+const CHUNK = 50;
 let server;
-let browser;
-let page;
-let problems;
+let browsers = [];
+let tabs = []; // { page, problems } per browser
 
 before(async () => {
   if (why) return;
-  [server, browser] = await Promise.all([startServer(['--root', REPO]), launch()]);
-  ({ page, problems } = await newPage(browser));
-  await page.goto(`${server.url}tests/browser/gpu_parity_page.html`);
-  await page.waitForFunction(() => window.rlxParityReady === true, null, { timeout: 15000 });
+  [server, ...browsers] = await Promise.all([startServer(['--root', REPO]), launch(), launch()]);
+  tabs = await Promise.all(browsers.map(async (browser) => {
+    const tab = await newPage(browser);
+    await tab.page.goto(`${server.url}tests/browser/gpu_parity_page.html`);
+    await tab.page.waitForFunction(() => window.rlxParityReady === true, null, { timeout: 15000 });
+    return tab;
+  }));
 });
 
 after(async () => {
-  await browser?.close();
+  await Promise.all(browsers.map((b) => b.close()));
   await server?.stop();
 });
 
+/** Every case (or those matching FILTER), CHUNK at a time, the chunks dealt out to the tabs in turn; results in case order. */
+async function runAllCases(pending) {
+  const run = (page, from, to) => page.evaluate((opts) => window.rlxParity.runOpCases(opts), { filter: FILTER, pending, from, to });
+  const { count } = await run(tabs[0].page, 0, 0);
+  const chunks = [];
+  for (let from = 0; from < count; from += CHUNK) chunks.push(from);
+  const done = new Map();
+  await Promise.all(tabs.map(async ({ page }, k) => {
+    for (let c = k; c < chunks.length; c += tabs.length) done.set(chunks[c], (await run(page, chunks[c], chunks[c] + CHUNK)).results);
+  }));
+  return { count, results: chunks.flatMap((from) => done.get(from)) };
+}
+
 test('every op case on Chromium WebGPU matches the CPU', { skip: why ?? false, timeout: 600000 }, async (t) => {
   const t0 = Date.now();
-  const gpu = await page.evaluate(() => window.rlxParity.describeGpu());
-  assert.ok(gpu.webgpu, 'navigator.gpu gave no adapter');
+  const gpus = await Promise.all(tabs.map(({ page }) => page.evaluate(() => window.rlxParity.describeGpu())));
+  for (const gpu of gpus) assert.ok(gpu.webgpu, 'navigator.gpu gave no adapter');
+  const gpu = gpus[0];
   const pending = [...pendingOps()];
-  const { count, results } = await page.evaluate((opts) => window.rlxParity.runOpCases(opts), { filter: FILTER, pending });
+  const { count, results } = await runAllCases(pending);
   assert.ok(results.length > 0, `no case ran${FILTER ? ` (RLX_CASES=${FILTER})` : ''}`);
   if (!FILTER) assert.equal(results.length, count, 'every case of opcases.wasm ran');
   const tally = { pass: 0, fused: 0, pending: 0, fail: 0 };
@@ -67,5 +86,5 @@ test('every op case on Chromium WebGPU matches the CPU', { skip: why ?? false, t
   t.diagnostic(`slowest cases: ${slowest.map((r) => `${r.name} ${r.ms.toFixed(0)} ms`).join(', ')}`);
   assert.deepEqual(failures, [], `${failures.length} case(s) failed:\n${failures.join('\n')}`);
   if (pendingFiles().length === 0) assert.equal(tally.pending, 0, 'no pending lowering files remain, yet cases were skipped');
-  assert.deepEqual(problems, []);
+  for (const { problems } of tabs) assert.deepEqual(problems, []);
 });
