@@ -2,13 +2,14 @@
  * lookups in a quantized table (gather_q).  W is N rows of K values of a
  * GGUF type, row after row (stride = the type's row bytes), read in place:
  * it is never expanded whole.
- *  - one x row, trans 0 (decoding a token): the block types go through
- *    fused SIMD rows (k_matmul_q_x86.c with AVX2 + FMA at run time,
- *    k_matmul_q_wasm.c with SIMD128) that dot each weight row with x
- *    straight from its blocks; without them (other CPUs) and for the float
- *    types each weight row is decoded into a K-float buffer that stays in
- *    L1 and dotted with x (the float types, Q8_0, Q4_0), or goes through
- *    the type's portable fused dot (the others);
+ *  - up to FUSED_MAX_M x rows, trans 0 (decoding a token, a short prompt
+ *    step), a block type with fused SIMD rows on this CPU or build
+ *    (k_matmul_q_x86.c: AVX2 + FMA, chosen at run time; k_matmul_q_wasm.c:
+ *    SIMD128): each weight row is dotted with x straight from its blocks,
+ *    16 KiB of weight rows at a time against every x row;
+ *  - else one x row, trans 0: each weight row is decoded into a K-float
+ *    buffer that stays in L1 and dotted with x (the float types, Q8_0,
+ *    Q4_0), or goes through the type's portable fused dot (the others);
  *  - otherwise (a prompt, or trans 1): weight rows are dequantized a tile
  *    at a time (about 256 KiB) and the tile is multiplied with every x row
  *    by the GEMM, so each weight byte is decoded once per call. */
@@ -19,7 +20,8 @@
 
 #define LANES 8
 #define TILE_FLOATS 65536 /* dequantized weights per GEMM tile (256 KiB) */
-#define FUSED_MAX_M 1     /* x rows up to which the fused SIMD rows beat tile + GEMM */
+#define FUSED_MAX_M 4           /* x rows up to which the fused rows beat tile + GEMM (measured) */
+#define FUSED_CHUNK_BYTES 16384 /* weight rows fused against every x row at a time */
 
 /* sum_i a[i] b[i] with LANES independent partial sums, so the compiler
  * vectorizes it without reassociating a single sum. */
@@ -131,16 +133,20 @@ rlx_status rlx_cpu_matmul_q(const rlx_kargs *a) {
 
   rlx_wt_rows_fn rows_fn = trans ? NULL : simd_rows(t.wt->code);
   if (rows_fn && M <= FUSED_MAX_M) {
-    float *xsum = rlx_scratch_get(a->scratch, (K / 32) * sizeof(float));
-    if (!xsum) return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for %zu sums", K / 32);
-    for (size_t m = 0; m < M; m++) {
-      const float *xm = x + m * K;
-      for (size_t i = 0; i < K / 32; i++) {
-        float s = 0.0f;
-        for (int j = 0; j < 32; j++) s += xm[32 * i + j];
-        xsum[i] = s;
-      }
-      rows_fn(w, t.stride, xm, xsum, (int64_t)t.nblocks, y + m * N, N);
+    /* per x row, its sums over each 32 values; then weight rows a chunk
+     * (about 16 KiB, so it stays in L1) at a time against every x row */
+    const size_t ns = K / 32, chunk = t.stride >= FUSED_CHUNK_BYTES ? 1 : FUSED_CHUNK_BYTES / t.stride;
+    float *xsum = rlx_scratch_get(a->scratch, M * ns * sizeof(float));
+    if (!xsum) return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for %zu sums", M * ns);
+    for (size_t i = 0; i < M * ns; i++) {
+      float s = 0.0f;
+      for (int j = 0; j < 32; j++) s += x[32 * i + j];
+      xsum[i] = s;
+    }
+    for (size_t n0 = 0; n0 < N; n0 += chunk) {
+      size_t rows = N - n0 < chunk ? N - n0 : chunk;
+      for (size_t m = 0; m < M; m++)
+        rows_fn(w + n0 * t.stride, t.stride, x + m * K, xsum + m * ns, (int64_t)t.nblocks, y + m * N + n0, rows);
     }
     return RLX_OK;
   }

@@ -208,12 +208,19 @@ AVX2 static void rows_q6_k(const uint8_t *w, size_t stride, const float *x, cons
 static const rlx_wt_rows_set avx2_rows = {rows_q8_0, rows_q4_0, rows_q4_1, rows_q5_0,
                                             rows_q5_1, rows_q4_k, rows_q5_k, rows_q6_k};
 
+/* The CPU is asked once: CPUID traps to the hypervisor in a VM (asked on
+ * every call it took 12% of a token's time here). */
 const rlx_wt_rows_set *rlx_wt_rows_avx2(void) {
-  __builtin_cpu_init();
-  unsigned a, b, c, d; /* F16C by cpuid: clang 14's __builtin_cpu_supports does not know "f16c" */
-  int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
-  int ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
-  return ok ? &avx2_rows : NULL;
+  static int known; /* 0: not asked yet, 1: no, 2: yes */
+  int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+  if (!k) {
+    __builtin_cpu_init();
+    unsigned a, b, c, d; /* F16C by cpuid: clang 14's __builtin_cpu_supports does not know "f16c" */
+    int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+    k = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c ? 2 : 1;
+    __atomic_store_n(&known, k, __ATOMIC_RELAXED);
+  }
+  return k == 2 ? &avx2_rows : NULL;
 }
 
 #else /* not x86-64 */

@@ -145,6 +145,11 @@ const op_case rlx_cases_llm[] = {
     /* more weight rows than one dequantized tile (65536 / K rows) */
     MMQ("matmul_q_q4_K_batch_tiles_3x300x256", RLX_GGUF_TYPE_Q4_K, 300, 256, 0, 0, 2, 3, 256),
     MMQ("matmul_q_q8_0_trans_tiles_2x2100_to_32", RLX_GGUF_TYPE_Q8_0, 2100, 32, 1, 0, 2, 2, 2100),
+    /* a few x rows (a short prompt step) through the fused rows: more
+     * weight rows than one 16 KiB chunk, odd row counts */
+    MMQ("matmul_q_q4_0_prompt_chunks_3x1000x32", RLX_GGUF_TYPE_Q4_0, 1000, 32, 0, 0, 2, 3, 32),
+    MMQ("matmul_q_q6_K_prompt_4x7x256", RLX_GGUF_TYPE_Q6_K, 7, 256, 0, 0, 2, 4, 256),
+    MMQ("matmul_q_q5_1_prompt_2x5x96", RLX_GGUF_TYPE_Q5_1, 5, 96, 0, 0, 3, 1, 2, 96),
 
     GQ("gather_q_q4_0_i32_ids_2x3", RLX_GGUF_TYPE_Q4_0, 11, 64, 1, 2, 2, 3),
     GQ("gather_q_q6_K_f32_ids_5", RLX_GGUF_TYPE_Q6_K, 7, 256, 0, 1, 5),
