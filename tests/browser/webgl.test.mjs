@@ -9,7 +9,10 @@
 // no lowering yet are counted as skipped.  Also: a 100003-value tensor,
 // MAX_TEXTURE_SIZE, a lost context, missing EXT_color_buffer_float and bad
 // calls give clear errors; a graph compiled for 'webgl' through
-// web/runtime/loader.js runs as on the CPU.
+// web/runtime/loader.js runs as on the CPU.  The page's op cases and the
+// Worker's run at the same time in two browsers (two GPU processes, so
+// SwiftShader draws on two cores), started in before(); each test awaits
+// and checks its own run (their time limits allow for sharing the cores).
 // Build first: make wasm build/wasm-tests/webgl_cases.wasm.  RLX_CASES=substring
 // runs only the cases whose name contains it.
 import { test, before, after } from 'node:test';
@@ -26,21 +29,43 @@ let server;
 let browser;
 let page;
 let problems;
+let workerBrowser; // the second browser: its page starts the Worker
+let workerPage;
+let workerProblems;
+let pageRun; // { r, ms } or { error }: the op cases on the page's <canvas>
+let workerRun; // the same in the Worker
 
 before(async () => {
   if (why) return;
-  [server, browser] = await Promise.all([startServer(['--root', REPO]), launch()]);
+  [server, browser, workerBrowser] = await Promise.all([startServer(['--root', REPO]), launch(), launch()]);
   ({ page, problems } = await newPage(browser));
-  await page.goto(`${server.url}tests/browser/webgl_page.html`);
-  await page.waitForFunction(() => window.rlxWebglReady === true, null, { timeout: 15000 });
+  ({ page: workerPage, problems: workerProblems } = await newPage(workerBrowser));
+  await Promise.all([page, workerPage].map(async (p) => {
+    await p.goto(`${server.url}tests/browser/webgl_page.html`);
+    await p.waitForFunction(() => window.rlxWebglReady === true, null, { timeout: 15000 });
+  }));
+  const timed = (run) => {
+    const t0 = Date.now();
+    return run.then((r) => ({ r, ms: Date.now() - t0 }), (error) => ({ error }));
+  };
+  pageRun = timed(page.evaluate((filter) => window.rlxWebgl.runCases({ filter }), FILTER));
+  workerRun = timed(workerPage.evaluate((filter) => window.rlxWebgl.inWorker({ filter, maxWidth: 7 }), FILTER));
 });
 
 after(async () => {
   await browser?.close();
+  await workerBrowser?.close();
   await server?.stop();
 });
 
 /** Asserts every case ran within tolerance; returns counts for the log. */
+/** The value and milliseconds of a run started in before(), or its error thrown. */
+async function outcome(run) {
+  const { r, ms, error } = await run;
+  if (error) throw error;
+  return { r, ms };
+}
+
 function check(results, where) {
   assert.ok(results.length > 0, `${where}: no case ran${FILTER ? ` (RLX_CASES=${FILTER})` : ''}`);
   const failures = [];
@@ -61,21 +86,19 @@ function check(results, where) {
   return { ran, pending, fused, worst: `${worst.maxErr.toExponential(2)} (${worst.name})` };
 }
 
-test('op cases on the main thread (<canvas>) match the CPU', { skip: why ?? false, timeout: 300000 }, async (t) => {
-  const t0 = Date.now();
-  const results = await page.evaluate((filter) => window.rlxWebgl.runCases({ filter }), FILTER);
+test('op cases on the main thread (<canvas>) match the CPU', { skip: why ?? false, timeout: 600000 }, async (t) => {
+  const { r: results, ms } = await outcome(pageRun);
   const c = check(results, 'page');
-  t.diagnostic(`page: ${c.ran} cases passed, ${c.pending} skipped (no lowering yet), ${c.fused} fused (never lowered), worst error ${c.worst}, ${Date.now() - t0} ms`);
+  t.diagnostic(`page: ${c.ran} cases passed, ${c.pending} skipped (no lowering yet), ${c.fused} fused (never lowered), worst error ${c.worst}, ${ms} ms`);
   assert.deepEqual(problems, []);
 });
 
-test('op cases in a Worker (OffscreenCanvas, 7-texel-wide textures) match the CPU', { skip: why ?? false, timeout: 300000 }, async (t) => {
-  const t0 = Date.now();
-  const reply = await page.evaluate((filter) => window.rlxWebgl.inWorker({ filter, maxWidth: 7 }), FILTER);
+test('op cases in a Worker (OffscreenCanvas, 7-texel-wide textures) match the CPU', { skip: why ?? false, timeout: 600000 }, async (t) => {
+  const { r: reply, ms } = await outcome(workerRun);
   assert.equal(reply.isWorker, true);
   const c = check(reply.results, 'worker');
-  t.diagnostic(`worker: ${c.ran} cases passed, ${c.pending} skipped, ${c.fused} fused, worst error ${c.worst}, ${Date.now() - t0} ms`);
-  assert.deepEqual(problems, []);
+  t.diagnostic(`worker: ${c.ran} cases passed, ${c.pending} skipped, ${c.fused} fused, worst error ${c.worst}, ${ms} ms`);
+  assert.deepEqual(workerProblems, []);
 });
 
 test('large tensors, limits, lost contexts and bad calls give clear results', { skip: why ?? false, timeout: 60000 }, async (t) => {
