@@ -176,10 +176,13 @@ AVX2 static void rows_q6_k(const uint8_t *w, size_t stride, const float *x, cons
   (void)xsum;
   for (size_t r = 0; r < nrows; r++, w += stride) {
     const uint8_t *p = w;
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc = _mm256_setzero_ps(), acc1 = acc; /* two chains: the FMA latency */
     for (int64_t b = 0; b < nb; b++, p += 210) {
-      const int8_t *sc = (const int8_t *)(p + 192);
-      const float d = f16(p + 208);
+      float sc[16]; /* d scale_j */
+      const __m256 d = _mm256_set1_ps(f16(p + 208));
+      const __m128i s8 = _mm_loadu_si128((const __m128i *)(p + 192));
+      _mm256_storeu_ps(sc, _mm256_mul_ps(d, cvt8(s8)));
+      _mm256_storeu_ps(sc + 8, _mm256_mul_ps(d, cvt8(_mm_unpackhi_epi64(s8, s8))));
       for (int h = 0; h < 2; h++) {
         const float *xh = x + 256 * b + 128 * h;
         __m256i l0 = _mm256_loadu_si256((const __m256i *)(p + 64 * h));
@@ -195,13 +198,13 @@ AVX2 static void rows_q6_k(const uint8_t *w, size_t stride, const float *x, cons
         for (int k = 0; k < 4; k++) {
           __m256i v = _mm256_sub_epi8(c[k], i8x32(32));
           const int s = 8 * h + 2 * k;
-          acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[s]), dot16(_mm256_castsi256_si128(v), xh + 32 * k), acc);
-          acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[s + 1]),
-                                dot16(_mm256_extracti128_si256(v, 1), xh + 32 * k + 16), acc);
+          acc = _mm256_fmadd_ps(_mm256_broadcast_ss(sc + s), dot16(_mm256_castsi256_si128(v), xh + 32 * k), acc);
+          acc1 = _mm256_fmadd_ps(_mm256_broadcast_ss(sc + s + 1),
+                                 dot16(_mm256_extracti128_si256(v, 1), xh + 32 * k + 16), acc1);
         }
       }
     }
-    y[r] = hsum(acc);
+    y[r] = hsum(_mm256_add_ps(acc, acc1));
   }
 }
 
