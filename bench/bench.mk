@@ -80,3 +80,16 @@ bench: bench-webgl
 bench-gpu-chromium: web/pkg/rlx_web.wasm
 	node bench/webgpu_chromium.mjs --out=$(BENCH_DIR)/webgpu_chromium.json
 bench: bench-gpu-chromium
+
+# Language-model speed (bench/llm.mjs): a SmolLM-135M-shaped llama written
+# by build/make_test_lm (q8_0, q4_0; a 512-wide variant for q4_k) into
+# build/bench/, a 64-token prompt and 64 greedy tokens: ours in wasm next to
+# wllama in one headless Chromium page, ours native (build/rlx) next to
+# llama.cpp (node-llama-cpp, installed on demand into tests/llama_ref/),
+# one thread each, rounds interleaved; fails when the greedy tokens disagree
+# beyond rounding; results go to build/bench/llm.json.  RLX_BENCH_QUICK=1:
+# a small model, two rounds (under a minute).
+.PHONY: bench-llm
+bench-llm: build/rlx build/make_test_lm web/pkg/rlx_llm.wasm
+	node bench/llm.mjs --out=$(BENCH_DIR)/llm.json
+bench: bench-llm

@@ -1,0 +1,362 @@
+// llm.mjs - `make bench-llm` (part of `make bench`): GGUF language-model
+// speed, ours next to llama.cpp, in the browser and natively, from the same
+// files.  A SmolLM-135M-shaped llama (576 wide, 12 layers, 9 heads of 64
+// with 3 KV heads, feed-forward 1536, context 2048, output tied to the
+// embedding; vocabulary 8192 instead of 49152) is written by our writer
+// (build/make_test_lm, seeded random weights) in q8_0 and q4_0 into
+// build/bench/; q4_k needs rows that are multiples of 256, so its variant is
+// 512 wide with 8 heads of 64 (2 KV heads).  The tokenizer is trained on a
+// seeded synthetic corpus (syllable words, written next to the models) large
+// enough to give the 8192 tokens.  For each file, four sides run the same
+// 64-token prompt and generate 64 tokens greedily:
+//   ours wasm   web/runtime/llm.js over web/pkg/rlx_llm.wasm in headless Chromium
+//   wllama      @wllama/wllama 3.13.0 (llama.cpp in wasm), one thread, same page
+//   ours native build/rlx generate --prompt-ids ... --ids (one process per run)
+//   llama.cpp   node-llama-cpp 3.21.1 (tests/llama_ref's pinned package), CPU,
+//               one thread (bench/llm_llamacpp.mjs, one process per run)
+// Rounds interleave the four (the order rotating), and the medians of prompt
+// tokens/s and generation tokens/s are printed with the peak memory (the
+// wasm memory's size in the browser; the process's peak RSS natively) and
+// the ratios ours / wllama and ours / llama.cpp.  Generation tokens/s is
+// 64 over the time from the end of the prompt to the 64th token (63
+// single-token steps and the sampling), as llama.cpp's server timings count.
+//
+// Correctness: every side's greedy ids are printed.  The check is
+// teacher-forced, since on these random 12-layer models 8-bit rounding alone
+// moves logits by several units (rounding only the weights from f32 to q8_0,
+// ours against ours, changes 9 of 64 greedy steps, by up to 7 logits) and
+// free-running sequences part early: ours is run along the peer's 64 greedy
+// tokens (ours native along llama.cpp's, ours wasm along wllama's) and must
+// pick the peer's token at no fewer than MIN_AGREE of the steps, and where
+// it picks another, the logits must differ by at most MAX_SHIFT there:
+// ours' top-2 margin (how far ours' logits must move at least for the
+// peer's token to win) plus llama.cpp's top-2 gap along the same tokens
+// (native llama.cpp's standing in for wllama's, whose logits the bench
+// cannot read).  Otherwise the bench exits 1 without ratios.  Seen on the
+// full-size files: correct sides agree at 49-59 of 64 steps, shifts up to
+// 8.3; ours given a wrong prompt (its last token changed, or BOS dropped)
+// agrees at 9-25 steps with shifts of 15-50.
+// wllama's completion takes text, not ids: it gets a text of syllable words
+// that our tokenizer and llama.cpp's both turn into the prompt's ids, and
+// its prompt token count is checked.  It also turns its result into JSON,
+// which throws on invalid UTF-8, as a lone byte token >= 0x80 (which these
+// random models emit) makes: those 128 tokens are banned from its sampling
+// by a logit bias (and from ours' greedy choice where ours follows it).
+//
+//   node bench/llm.mjs [--types=q8_0,q4_0,q4_k] [--rounds=5] [--out=build/bench/llm.json]
+//   RLX_BENCH_QUICK=1 node bench/llm.mjs     small settings (about a minute): a
+//                      256-wide 4-layer model (vocabulary 2048, context 512),
+//                      q8_0 and q4_k, 2 rounds
+// Needs: make build/rlx build/make_test_lm web/pkg/rlx_llm.wasm, Debian's
+// chromium, npm ci (playwright-core, @wllama/wllama); node-llama-cpp is
+// installed into tests/llama_ref/node_modules on first use, as
+// tests/llama_ref/regenerate.sh does.  Nothing is fetched at run time: the
+// page is served from 127.0.0.1 and every other request is aborted.
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const REPO = fileURLToPath(new URL('../', import.meta.url));
+const args = Object.fromEntries(process.argv.slice(2).map((a) => {
+  const [k, v = ''] = a.replace(/^--/, '').split('=');
+  return [k, v];
+}));
+const QUICK = process.env.RLX_BENCH_QUICK === '1';
+const TYPES = (args.types ?? (QUICK ? 'q8_0,q4_k' : 'q8_0,q4_0,q4_k')).split(',');
+const ROUNDS = Number(args.rounds ?? (QUICK ? 2 : 5));
+const N_PROMPT = 64, N_GEN = 64;
+const OUT = args.out ?? 'build/bench/llm.json';
+const DIR = path.join(REPO, 'build/bench');
+const WRITER = path.join(REPO, 'build/make_test_lm');
+// Our CLI and wasm module are copied here first, so that a rebuild during
+// the run (make in another shell) cannot mix two builds in one table.
+const RLX = path.join(DIR, 'llm-rlx'), LLM_WASM = path.join(DIR, 'llm-rlx_llm.wasm');
+const CHROMIUM = process.env.RLX_CHROMIUM ?? '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update',
+  '--disable-sync', '--no-first-run'];
+const TIME = '/usr/bin/time'; // GNU time: our CLI's peak RSS (null without it)
+const MAX_SHIFT = 12;         // logits; see the header
+const MIN_AGREE = 0.6;        // of the forced steps
+const LLAMA_REF = path.join(REPO, 'tests/llama_ref');
+// The byte tokens <0x80>..<0xFF>: make_test_lm's llama vocabulary starts
+// <unk>, <s>, </s>, <0x00>, ... (checked below by tokenizing an 'é').
+const BAN = Array.from({ length: 128 }, (_, i) => 3 + 0x80 + i);
+
+// The model shapes (make_test_lm options) and the synthetic corpus's size in words.
+const SMOL = { 'n-embd': 576, 'n-layer': 12, 'n-head': 9, 'n-head-kv': 3, 'n-ff': 1536, 'n-vocab': 8192, 'n-ctx': 2048 };
+const SHAPES = QUICK
+  ? { default: { 'n-embd': 256, 'n-layer': 4, 'n-head': 4, 'n-head-kv': 2, 'n-ff': 768, 'n-vocab': 2048, 'n-ctx': 512 } }
+  : { default: SMOL, q4_k: { ...SMOL, 'n-embd': 512, 'n-head': 8, 'n-head-kv': 2, 'head-dim': 64 } };
+const CORPUS_WORDS = QUICK ? 2500 : 9000;
+if (!(ROUNDS >= 1)) throw new Error('--rounds must be >= 1');
+for (const t of TYPES) if (!/^(f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k)$/.test(t)) throw new Error(`unknown type ${t}`);
+for (const need of [path.join(REPO, 'build/rlx'), WRITER, path.join(REPO, 'web/pkg/rlx_llm.wasm'), CHROMIUM,
+  path.join(REPO, 'node_modules/@wllama/wllama/esm/wasm/wllama.wasm')]) {
+  if (!fs.existsSync(need)) throw new Error(`llm bench: missing ${need} (make build/rlx build/make_test_lm web/pkg/rlx_llm.wasm; npm ci)`);
+}
+
+// ---- setup: llama.cpp's package, the corpus, the models, the prompt -------------------
+// node-llama-cpp as tests/llama_ref/regenerate.sh installs it: its lock, the
+// linux-x64 CPU build only, no install scripts (nothing downloaded later).
+if (!fs.existsSync(path.join(LLAMA_REF, 'node_modules/node-llama-cpp/package.json')) ||
+    !fs.existsSync(path.join(LLAMA_REF, 'node_modules/@node-llama-cpp/linux-x64/package.json'))) {
+  console.log('llm bench: installing node-llama-cpp 3.21.1 (CPU build) into tests/llama_ref/node_modules');
+  execFileSync('npm', ['ci', '--omit=optional', '--ignore-scripts', '--no-audit', '--no-fund'],
+    { cwd: LLAMA_REF, stdio: 'inherit', env: { ...process.env, NODE_LLAMA_CPP_SKIP_DOWNLOAD: 'true' } });
+}
+
+// Seeded syllable words (an LCG, so the same on every machine).
+function words(seed, n) {
+  let s = seed >>> 0;
+  const rnd = () => (s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 2 ** 32;
+  const syl = [];
+  for (const c of 'bcdfghjklmnprstvwz') for (const v of 'aeiou') syl.push(c + v);
+  return Array.from({ length: n }, () => {
+    let w = '';
+    for (let j = 1 + Math.floor(rnd() * 4); j > 0; j--) w += syl[Math.floor(rnd() * syl.length)];
+    return w;
+  });
+}
+
+fs.mkdirSync(DIR, { recursive: true });
+fs.copyFileSync(path.join(REPO, 'build/rlx'), RLX);
+fs.chmodSync(RLX, 0o755);
+fs.copyFileSync(path.join(REPO, 'web/pkg/rlx_llm.wasm'), LLM_WASM);
+const corpus = path.join(DIR, `llm_corpus_${CORPUS_WORDS}.txt`);
+if (!fs.existsSync(corpus)) {
+  const w = words(12345, CORPUS_WORDS), lines = [];
+  for (let r = 0; r < 3; r++) for (let i = 0; i < w.length; i += 12) lines.push(w.slice(i, i + 12).join(' ') + '.');
+  fs.writeFileSync(corpus, lines.join('\n') + '\n');
+}
+
+const fresh = (file, ...deps) => fs.existsSync(file) && deps.every((d) => fs.statSync(d).mtimeMs <= fs.statSync(file).mtimeMs);
+function writeModel(type) {
+  const shape = SHAPES[type] ?? SHAPES.default;
+  const tag = Object.values(shape).join('-');
+  const file = path.join(DIR, `llm-${tag}-${type}.gguf`);
+  if (!fresh(file, WRITER, corpus)) {
+    const t = Date.now();
+    const opts = Object.entries(shape).flatMap(([k, v]) => [`--${k}`, String(v)]);
+    execFileSync(WRITER, ['--arch', 'llama', '--type', type, '--tied', '--corpus', corpus, ...opts, '--out', file],
+      { stdio: ['ignore', 'ignore', 'pipe'] });
+    console.log(`llm bench: wrote ${path.relative(REPO, file)} (${(fs.statSync(file).size / 2 ** 20).toFixed(1)} MiB) in ${((Date.now() - t) / 1000).toFixed(0)} s`);
+  }
+  return { type, file, shape };
+}
+
+// A text of words whose tokens (with BOS) are exactly N_PROMPT ids.
+function promptFor(file) {
+  const pool = words(777, 4000);
+  for (let start = 0; start < pool.length - 80; start += 7) {
+    const texts = [];
+    for (let n = 10; n <= 64; n++) texts.push(pool.slice(start, start + n).join(' '));
+    const out = execFileSync(RLX, ['tokenize', '--model', file, ...texts.flatMap((t) => ['--text', t])], { encoding: 'utf8' });
+    const ids = out.trim().split('\n').map((l) => JSON.parse(l));
+    const i = ids.findIndex((x) => x.length === N_PROMPT);
+    if (i < 0) continue;
+    const e = JSON.parse(execFileSync(RLX, ['tokenize', '--model', file, '--no-bos', '--text', '\u00e9'], { encoding: 'utf8' }));
+    if (e.at(-2) !== 3 + 0xc3 || e.at(-1) !== 3 + 0xa9) throw new Error(`llm bench: byte tokens not at 3 + byte: 'é' gives ${e}`);
+    return { text: texts[i], ids: ids[i] };
+  }
+  throw new Error(`llm bench: no text of ${N_PROMPT} tokens found for ${file}`);
+}
+
+// ---- the native sides ---------------------------------------------------------------
+function run(cmd, argv) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(cmd, argv, { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '', err = '';
+    p.stdout.on('data', (d) => { out += d; });
+    p.stderr.on('data', (d) => { err += d; });
+    p.on('error', reject);
+    p.on('close', (code) => (code === 0 ? resolve({ out, err }) : reject(new Error(`${cmd} ${argv.slice(0, 3).join(' ')} ...: exit ${code}\n${err.slice(-2000)}`))));
+  });
+}
+
+async function oursNative(m, prompt) {
+  const gen = [RLX, 'generate', '--model', m.file, '--prompt-ids', prompt.ids.join(','), '--max-tokens', String(N_GEN),
+    '--ctx', String(m.shape['n-ctx']), '--ids'];
+  const timed = fs.existsSync(TIME);
+  const { out, err } = await run(timed ? TIME : gen[0], timed ? ['-f', 'rlx-maxrss-kb %M', ...gen] : gen.slice(1));
+  const speed = err.match(/prompt: (\d+) tokens, ([\d.]+) tokens\/s; generated: (\d+) tokens, ([\d.]+) tokens\/s/);
+  if (!speed) throw new Error(`rlx generate: no speed line in ${err}`);
+  const rss = err.match(/rlx-maxrss-kb (\d+)/);
+  const ids = JSON.parse(out.trim().split('\n').at(-1)).ids;
+  return { ids, promptTps: Number(speed[2]), genTps: Number(speed[4]), memoryBytes: rss ? Number(rss[1]) * 1024 : null };
+}
+
+async function llamaCpp(m, prompt, extra = []) {
+  const { out } = await run(process.execPath, [path.join(REPO, 'bench/llm_llamacpp.mjs'), m.file, '--ids', prompt.ids.join(','),
+    '--tokens', String(N_GEN), '--ctx', String(m.shape['n-ctx']), ...extra]);
+  const r = JSON.parse(out.trim().split('\n').at(-1));
+  return { ...r, memoryBytes: r.maxRssBytes };
+}
+
+async function oursNativeForced(m, prompt, follow) {
+  const { out } = await run(RLX, ['next-tokens', '--model', m.file, '--ids', prompt.ids.join(','), '--follow', follow.slice(0, -1).join(',')]);
+  return out.trim().split('\n').map((l) => l.split(' ').map(Number));
+}
+
+// Ours teacher-forced along the peer's greedy ids, llama.cpp's gaps along them: see the header.
+function judge(forced, peerIds, refGap) {
+  let agree = 0;
+  const shifts = [];
+  peerIds.forEach((id, i) => {
+    const [best, , margin] = forced[i];
+    if (best === id) agree++;
+    else shifts.push({ step: i, ours: best, peer: id, shift: margin + (refGap[i] ?? 0) });
+  });
+  const worst = shifts.reduce((a, s) => Math.max(a, s.shift), 0);
+  const ok = agree >= MIN_AGREE * peerIds.length && worst <= MAX_SHIFT;
+  return { ok, agree, steps: peerIds.length, worstShift: worst, disagree: shifts };
+}
+const prefix = (a, b) => { let i = 0; while (i < a.length && i < b.length && a[i] === b[i]) i++; return i; };
+
+// ---- the browser side ---------------------------------------------------------------
+const MIME = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm' };
+const server = http.createServer((req, res) => {
+  const rel = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+  const file = rel === '/bench.html' ? path.join(REPO, 'bench/llm_page.html') : path.join(REPO, rel);
+  const allowed = ['web/', 'node_modules/@wllama/wllama/esm/', 'build/bench/'].some((d) => file.startsWith(path.join(REPO, d)));
+  if (!allowed && rel !== '/bench.html') return res.writeHead(403).end();
+  fs.stat(file, (err, st) => {
+    if (err || !st.isFile()) return res.writeHead(404).end();
+    // COOP/COEP: wllama's page must be cross-origin isolated.
+    res.writeHead(200, { 'Content-Type': MIME[path.extname(file)] ?? 'application/octet-stream', 'Content-Length': st.size,
+      'Cache-Control': 'no-store', 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' });
+    fs.createReadStream(file).pipe(res);
+  });
+});
+
+const median = (v) => {
+  const s = v.filter((x) => x != null).sort((a, b) => a - b), n = s.length;
+  return !n ? null : n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+};
+const mib = (b) => (b == null ? 'n/a' : `${(b / 2 ** 20).toFixed(0)} MiB`);
+
+const t0 = Date.now();
+const git = (...a) => { try { return execFileSync('git', a, { cwd: REPO, encoding: 'utf8' }).trim(); } catch { return null; } };
+const build = `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--', 'src', 'include', 'web/runtime') ? ' + uncommitted changes in src/include/web' : ''}`;
+const models = TYPES.map(writeModel);
+for (const m of models) m.prompt = promptFor(m.file);
+await new Promise((r) => server.listen(0, '127.0.0.1', r));
+const origin = `http://127.0.0.1:${server.address().port}`;
+const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+const results = [];
+let failed = false;
+try {
+  const context = await browser.newContext();
+  await context.route('**/*', (route) => (route.request().url().startsWith(origin) ? route.continue() : route.abort()));
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
+  await page.goto(`${origin}/bench.html`);
+  await page.waitForFunction(() => window.ready === true, null, { timeout: 60000 }).catch(() => {
+    throw new Error(`llm bench: the page did not load: ${problems.join('; ')}`);
+  });
+  console.log(`llm bench: ${TYPES.join(', ')}; prompt ${N_PROMPT} tokens, ${N_GEN} generated (greedy), ${ROUNDS} rounds ` +
+    `interleaved; chromium ${browser.version()}; ${os.cpus().length} cores (${os.cpus()[0]?.model}); load ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}; ` +
+    `tree ${build}`);
+
+  for (const m of models) {
+    const url = `/${path.relative(REPO, m.file)}`;
+    const setup = await page.evaluate(([u, n, w]) => window.setup(u, n, w), [url, m.shape['n-ctx'], `/${path.relative(REPO, LLM_WASM)}`]);
+    if (setup.wllama.threads !== 1) throw new Error(`wllama runs ${setup.wllama.threads} threads`);
+    const s = setup.ours.info;
+    console.log(`\n${m.type}: ${path.relative(REPO, m.file)}: ${s.nEmbd} wide, ${s.nLayer} layers, ${s.nHead}/${s.nHeadKv} heads of ${s.headDim}, ` +
+      `ff ${s.nFf}, vocabulary ${s.nVocab}, context ${s.nCtx}, ${(s.nParams / 1e6).toFixed(1)}M weights (${s.weightTypes}); ` +
+      `wllama's llama.cpp ${setup.wllama.libllama}`);
+
+    // Correctness (untimed; also the warm-up of every side).
+    const ref = await llamaCpp(m, m.prompt, ['--check', '--text', m.prompt.text]);
+    if (ref.textIds.join() !== m.prompt.ids.join()) throw new Error(`llama.cpp tokenizes the prompt text to other ids: ${ref.textIds}`);
+    const wl = await page.evaluate(([p, n, b]) => window.run('wllama', p, n, b, true), [m.prompt, N_GEN, BAN]);
+    if (wl.promptN !== N_PROMPT || wl.ids.length !== N_GEN) throw new Error(`wllama: prompt ${wl.promptN} tokens, ${wl.ids.length} generated`);
+    const nativeCheck = judge(await oursNativeForced(m, m.prompt, ref.ids), ref.ids, ref.gap);
+    const refAlongWllama = await llamaCpp(m, m.prompt, ['--follow', wl.ids.join(','), '--ban', BAN.join(',')]);
+    const wasmCheck = judge(await page.evaluate(([p, f, b]) => window.forced(p, f.slice(0, -1), b), [m.prompt.ids, wl.ids, BAN]),
+      wl.ids, refAlongWllama.gap);
+
+    // Timed rounds, the four sides in a rotating order.
+    const sides = {
+      'ours wasm': () => page.evaluate(([p, n]) => window.run('ours', p, n), [m.prompt, N_GEN]),
+      wllama: () => page.evaluate(([p, n, b]) => window.run('wllama', p, n, b), [m.prompt, N_GEN, BAN]),
+      'ours native': () => oursNative(m, m.prompt),
+      'llama.cpp': () => llamaCpp(m, m.prompt),
+    };
+    const names = Object.keys(sides), runs = Object.fromEntries(names.map((n) => [n, []]));
+    await sides['ours wasm'](); // its warm-up (the others had theirs above)
+    for (let r = 0; r < ROUNDS; r++) {
+      for (let k = 0; k < names.length; k++) {
+        const name = names[(k + r) % names.length];
+        runs[name].push(await sides[name]());
+      }
+    }
+    const mem = await page.evaluate(() => window.memory());
+    const ids = { 'ours wasm': runs['ours wasm'][0].ids, wllama: wl.ids, 'ours native': runs['ours native'][0].ids, 'llama.cpp': ref.ids };
+    for (const n of ['ours wasm', 'ours native', 'llama.cpp']) {
+      if (runs[n].some((x) => x.ids.join() !== ids[n].join())) throw new Error(`${n}: greedy ids differ between runs`);
+      if (ids[n].length !== N_GEN) throw new Error(`${n}: ${ids[n].length} tokens generated, not ${N_GEN} (an end-of-generation token?)`);
+    }
+    if (runs.wllama.some((x) => x.promptN !== N_PROMPT || x.predictedN !== N_GEN || x.cacheN)) throw new Error('wllama: a run did not take the whole prompt or make all the tokens');
+
+    const row = { type: m.type, file: path.relative(REPO, m.file), shape: m.shape, prompt: m.prompt, info: s, wllama: setup.wllama,
+      llamaCpp: ref.llamaCpp, sides: {}, ids,
+      checks: { 'ours native / llama.cpp': nativeCheck, 'ours wasm / wllama': wasmCheck } };
+    for (const n of names) {
+      row.sides[n] = { promptTps: median(runs[n].map((x) => x.promptTps)), genTps: median(runs[n].map((x) => x.genTps)),
+        promptTpsAll: runs[n].map((x) => x.promptTps), genTpsAll: runs[n].map((x) => x.genTps),
+        memoryBytes: n === 'ours wasm' ? mem.ours : n === 'wllama' ? mem.wllama : Math.max(...runs[n].map((x) => x.memoryBytes ?? 0)) || null };
+    }
+    row.sides['llama.cpp'].baseRssBytes = median(runs['llama.cpp'].map((x) => x.baseRssBytes));
+    results.push(row);
+
+    console.log(`${'side'.padEnd(12)} ${'prompt tok/s'.padStart(13)} ${'gen tok/s'.padStart(10)} ${'peak memory'.padStart(12)}`);
+    for (const n of names) {
+      const x = row.sides[n];
+      console.log(`${n.padEnd(12)} ${x.promptTps.toFixed(1).padStart(13)} ${x.genTps.toFixed(1).padStart(10)} ${mib(x.memoryBytes).padStart(12)}` +
+        `${n === 'llama.cpp' ? `  (node process; ${mib(x.baseRssBytes)} before the model)` : n.startsWith('ours n') ? '  (process RSS)' : '  (wasm memory)'}`);
+    }
+    for (const n of names) console.log(`  ids ${n.padEnd(12)} ${JSON.stringify(ids[n])}`);
+    console.log(`  free-running agreement: ours native / llama.cpp first ${prefix(ids['ours native'], ids['llama.cpp'])} tokens, ` +
+      `ours wasm / wllama ${prefix(ids['ours wasm'], ids.wllama)}, ours wasm / ours native ${prefix(ids['ours wasm'], ids['ours native'])}, ` +
+      `wllama / llama.cpp ${prefix(ids.wllama, ids['llama.cpp'])}`);
+    for (const [pair, c] of Object.entries(row.checks)) {
+      console.log(`  ${c.ok ? 'ok  ' : 'FAIL'} ${pair}: teacher-forced along the peer's tokens, ours picks the peer's token at ${c.agree}/${c.steps} steps ` +
+        `(needs ${Math.ceil(MIN_AGREE * c.steps)}); largest logit shift where they differ ${c.worstShift.toFixed(2)} (at most ${MAX_SHIFT})`);
+      if (!c.ok) failed = true;
+    }
+  }
+  await page.evaluate(() => window.teardown());
+  if (problems.length) console.log(`page problems: ${problems.join('; ')}`);
+
+  if (failed) {
+    console.error('\nllm bench: FAILED: ours and the peer disagree beyond rounding (above): no ratios reported');
+    process.exitCode = 1;
+  } else {
+    console.log(`\n${'type'.padEnd(6)} ${'ours/wllama prompt'.padStart(19)} ${'gen'.padStart(6)} ${'ours/llama.cpp prompt'.padStart(22)} ${'gen'.padStart(6)}`);
+    for (const row of results) {
+      const s = row.sides, r = (a, b) => a / b;
+      row.ratios = {
+        wasm: { prompt: r(s['ours wasm'].promptTps, s.wllama.promptTps), gen: r(s['ours wasm'].genTps, s.wllama.genTps) },
+        native: { prompt: r(s['ours native'].promptTps, s['llama.cpp'].promptTps), gen: r(s['ours native'].genTps, s['llama.cpp'].genTps) },
+      };
+      console.log(`${row.type.padEnd(6)} ${`${row.ratios.wasm.prompt.toFixed(2)}x`.padStart(19)} ${`${row.ratios.wasm.gen.toFixed(2)}x`.padStart(6)} ` +
+        `${`${row.ratios.native.prompt.toFixed(2)}x`.padStart(22)} ${`${row.ratios.native.gen.toFixed(2)}x`.padStart(6)}`);
+    }
+  }
+  fs.mkdirSync(path.dirname(path.resolve(REPO, OUT)), { recursive: true });
+  fs.writeFileSync(path.resolve(REPO, OUT), JSON.stringify({ date: new Date().toISOString(), tree: build, quick: QUICK, rounds: ROUNDS,
+    loadavg: os.loadavg(),
+    chromium: browser.version(), cpu: os.cpus()[0]?.model, cores: os.cpus().length, rule: { MAX_SHIFT, MIN_AGREE },
+    failed, results }, null, 1));
+  console.log(`wrote ${OUT} in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+} finally {
+  await browser.close();
+  server.close();
+}
