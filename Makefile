@@ -410,14 +410,17 @@ test-python: build/librlx.so $(LM_FIXTURES)
 build/examples/%: examples/c/%.c build/librlx.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< build/librlx.a $(LDLIBS)
-test-examples: build/examples/classifier build/librlx.so
+test-examples: build/examples/classifier build/examples/generate build/librlx.so $(LM_FIXTURES)
 	build/examples/classifier
 	PYTHONPATH=python $(PYTHON) examples/python/classifier.py
+	build/examples/generate
+	PYTHONPATH=python $(PYTHON) examples/python/generate.py
 	@$(MAKE) --no-print-directory test-examples-js
 
 # The same classifier described with the JS SDK (web/rlx.js) in Node.
-test-examples-js: wasm sdk
+test-examples-js: wasm sdk $(LM_FIXTURES)
 	node examples/js/classifier.mjs
+	node examples/js/generate.mjs
 
 -include bench/bench.mk
 # libFuzzer targets: make fuzz, make test-fuzz (tests/fuzz/fuzz.mk).

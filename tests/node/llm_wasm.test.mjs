@@ -98,13 +98,12 @@ for (const name of [...FIXTURES, ...FLOAT_FIXTURES]) {
         }
         assert.deepEqual(pieces.map(([, id]) => id), r.ids, 'onToken saw every id');
         assert.equal(pieces.map(([text]) => text).join(''), r.text);
-        // The streamed text is detokenize(ids); where the (random) model makes bytes that are not
-        // UTF-8, the stream has one U+FFFD per bad byte and TextDecoder one per maximal bad
-        // subsequence, so runs of U+FFFD are compared as one.
-        const oneFffd = (text) => text.replace(/\uFFFD+/g, '\uFFFD');
+        // The streamed text is detokenize(ids), bytes that are not UTF-8 (the random models make
+        // some) decoded alike: one U+FFFD per bad byte.  SentencePiece's detokenize drops the
+        // first piece's leading space, as llama.cpp's does.
         const detok = model.detokenize(r.ids);
-        if (detok.includes('\uFFFD')) assert.equal(oneFffd(r.text), oneFffd(detok), 'the streamed text is detokenize(ids)');
-        else assert.equal(r.text, detok, 'the streamed text is detokenize(ids)');
+        assert.ok(r.text === detok || (r.text.startsWith(' ') && r.text.slice(1) === detok),
+          `the streamed text is detokenize(ids): ${JSON.stringify(r.text)} vs ${JSON.stringify(detok)}`);
         assert.equal(r.stats.promptTokens, g.prompt_ids.length);
         assert.equal(r.stats.generatedTokens, r.ids.length);
         // The same prompt as text gives the same tokens.
