@@ -63,7 +63,9 @@ rlx_status rlx_llm_get_info(const rlx_llm *m, rlx_llm_info *info);
  * needed (set even when cap is too small, which is RLX_ERR_INVALID_ARG). */
 rlx_status rlx_llm_tokenize(const rlx_llm *m, const char *text, size_t len, int add_bos, int special, int32_t *ids,
                             size_t cap, size_t *n);
-/* ids -> text (control tokens skipped); *len as *n above, plus a NUL. */
+/* ids -> text (control tokens skipped), as llama.cpp detokenizes, in whole
+ * UTF-8: a byte that cannot begin a well-formed character is U+FFFD, as in
+ * generated text.  *len as *n above, plus a NUL. */
 rlx_status rlx_llm_detokenize(const rlx_llm *m, const int32_t *ids, size_t n_ids, char *text, size_t cap, size_t *len);
 
 /* The context: tokens evaluated so far, kept in the KV cache. */

@@ -6,6 +6,7 @@
 // checked next to their fields (fields.js); the prompt's tokens and the
 // context used and left, live; the text streamed in as it is generated,
 // Stop, and tokens per second for the prompt and generation.
+import { show, status, showError } from './page-status.js';
 import { readFields, applyQuery, intRule, choiceRule } from './fields.js';
 import { GgufWorker } from './runtime/llm.js';
 import { acceptDrops } from './gguf-drop.js';
@@ -75,21 +76,6 @@ const QUERY_RULES = {
   model: (text) => (TEST_MODELS.includes(text) ? { value: text } : { error: `not one of ${TEST_MODELS.join(', ')}` }),
   url: (text) => ({ value: text }),
 };
-
-function show(id, value, text = String(value)) {
-  $(id).textContent = text;
-  $(id).dataset.value = String(value);
-}
-
-function status(state, text) {
-  $('status').dataset.state = state;
-  $('status').textContent = text;
-}
-
-function fail(err) {
-  $('error').textContent = `Error: ${err?.message ?? err}`;
-  status('error', 'Stopped by an error (see above).');
-}
 
 function setBusy(on, generating = false) {
   busy = on;
@@ -172,9 +158,9 @@ async function load() {
     showInfo(info);
     const s = ((performance.now() - t0) / 1000).toFixed(2);
     status('ready', `Loaded ${picked.name} (${mib(info.fileBytes)})${picked.from ?? ''} in ${s} s.`);
-    if (picked.keep) kept.keep(picked.src).catch(fail);
+    if (picked.keep) kept.keep(picked.src).catch(showError);
   } catch (err) {
-    fail(err);
+    showError(err);
     if (source === 'model' && err?.statusName === 'not found') {
       $('error').textContent += '\n(make lm-web-fixtures puts the test models on this server)';
     }
@@ -229,7 +215,7 @@ async function generate() {
     promptTokens = (await lm.tokenize(prompt)).length;
   } catch (err) {
     setBusy(false);
-    fail(err);
+    showError(err);
     return;
   }
   if (!showContext(promptTokens, 0)) {
@@ -271,7 +257,7 @@ async function generate() {
     status(result.stoppedBy === 'abort' ? 'stopped' : 'finished',
       `${result.stoppedBy === 'abort' ? 'Stopped' : 'Finished'}: ${st.generatedTokens} tokens (ended by ${why[result.stoppedBy] ?? result.stoppedBy}).`);
   } catch (err) {
-    fail(err);
+    showError(err);
   } finally {
     setBusy(false);
     if ($('prompt').value !== prompt) countPrompt(); // edited during the run
@@ -316,9 +302,9 @@ async function main() {
     status('stopping', 'Stopping...');
   });
   setBusy(false);
-  kept.refresh().catch(fail);
+  kept.refresh().catch(showError);
   if (!good) status('error', 'Some URL settings were refused (see above).');
   if (query.get('autoload') === '1' && good) await load();
 }
 
-main().catch(fail);
+main().catch(showError);

@@ -3,6 +3,7 @@
 // compiling, step n, evaluating, finished / stopped / diverged at step n),
 // live loss and accuracy plots, the confusion matrix and the test-image
 // grid (train-view.js).
+import { show, status, showError } from './page-status.js';
 import { readFields, applyQuery, intRule, numberRule, choiceRule } from './fields.js';
 import { LossPlot, AccuracyPlot, renderConfusion, renderGrid } from './train-view.js';
 import { OPTIMIZERS } from './optim.js';
@@ -29,19 +30,8 @@ const RULES = {
 
 const call = connect(worker, (err) => fail(err));
 
-function show(id, value, text = String(value)) {
-  $(id).textContent = text;
-  $(id).dataset.value = String(value);
-}
-
-function status(state, text) {
-  $('status').dataset.state = state;
-  $('status').textContent = text;
-}
-
 function fail(err) {
-  $('error').textContent = `Error: ${err?.message ?? err}`;
-  status('error', 'Stopped by an error (see above).');
+  showError(err);
   console.error(err);
 }
 

@@ -14,7 +14,6 @@ ValueError) naming the method and the argument.  Errors of the library
 carry its message (rlx_last_error()).
 """
 
-import codecs
 import ctypes
 import dataclasses
 import math
@@ -27,24 +26,9 @@ from ._native import lib, check, fail, decode
 _INT32_MAX = 2 ** 31 - 1
 
 
-
-def _bytewise(exc):
-    """UTF-8 decoding errors as the library's streaming detokenizer hands
-    them out: each byte that does not start a well-formed character becomes
-    U+FFFD, and so does a character cut short by the end (one for all of
-    it)."""
-    if not isinstance(exc, UnicodeDecodeError):
-        raise exc
-    if exc.end == len(exc.object) and exc.reason == "unexpected end of data":
-        return "\ufffd", exc.end
-    return "\ufffd", exc.start + 1
-
-
-codecs.register_error("rlx_bytewise", _bytewise)
-
-
 def _decode(b):
-    return b.decode("utf-8", "rlx_bytewise")
+    """The library's text (whole UTF-8: bytes that are not are U+FFFD already)."""
+    return b.decode("utf-8")
 
 
 # rlx_llm_stats.stopped_by

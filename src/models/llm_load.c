@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gguf_quants.h"
 #include "llm.h"
 
 #define FAIL(code, ...) (rlx_error((code), __VA_ARGS__))
@@ -231,17 +232,17 @@ static rlx_status load_weights(rlx_llm *m) {
 
 /* "q8_0 x 15, f32 x 5": the tensors' types with their counts. */
 static void describe_types(rlx_llm *m) {
-  int64_t count[64] = {0};
+  int64_t count[RLX_WT_CODES] = {0};
   uint64_t params = 0;
   for (int64_t i = 0; i < rlx_gguf_tensor_count(m->gguf); i++) {
     rlx_gguf_tensor_info t;
     if (rlx_gguf_tensor(m->gguf, i, &t) != RLX_OK) continue;
     params += (uint64_t)t.n_elements;
-    if ((uint32_t)t.type < 64) count[t.type]++;
+    if ((uint32_t)t.type < RLX_WT_CODES) count[t.type]++;
   }
   m->info.n_params = params;
   size_t at = 0;
-  for (int c = 0; c < 64; c++)
+  for (int c = 0; c < RLX_WT_CODES; c++)
     if (count[c] && at < sizeof m->weight_types)
       at += (size_t)snprintf(m->weight_types + at, sizeof m->weight_types - at, "%s%s x %lld", at ? ", " : "",
                              rlx_gguf_type_name((rlx_gguf_type)c), (long long)count[c]);

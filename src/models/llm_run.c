@@ -12,8 +12,7 @@ const int32_t rlx_llm_step_sizes[LLM_N_STEP_SIZES] = {64, 16, 4, 1};
 static rlx_status bind(rlx_session *s, const llm_weight *w) {
   if (w->qtype < 0) return RLX_OK;
   rlx_status st = rlx_session_bind_param(s, w->name, w->data, w->bytes);
-  /* A weight the step does not use (token_embd when the output is tied
-   * uses it twice; never absent) is dropped by the compiler. */
+  /* A param no output depends on is dropped by the compiler: nothing to bind. */
   return st == RLX_ERR_NOT_FOUND ? RLX_OK : st;
 }
 
@@ -111,5 +110,16 @@ rlx_status rlx_llm_detokenize(const rlx_llm *m, const int32_t *ids, size_t n_ids
                               size_t *len) {
   if (!m || !len) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_detokenize: %s is NULL", m ? "len" : "model");
   if (!ids && n_ids) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_detokenize: ids is NULL");
-  return rlx_tokenizer_decode(m->tok, ids, n_ids, text, cap, len, 1);
+  /* The tokenizer's bytes, then whole UTF-8 as generation hands text out. */
+  size_t raw_len = 0;
+  rlx_status st = rlx_tokenizer_decode(m->tok, ids, n_ids, NULL, 0, &raw_len, 1);
+  if (st != RLX_OK && raw_len == 0) return st;
+  char *raw = rlx_malloc(raw_len + 1);
+  if (!raw) return rlx_error(RLX_ERR_NO_MEMORY, "rlx_llm_detokenize: out of memory");
+  st = rlx_tokenizer_decode(m->tok, ids, n_ids, raw, raw_len + 1, &raw_len, 1);
+  if (st == RLX_OK) st = rlx_text_as_streamed(raw, raw_len, text, cap, len);
+  rlx_free(raw, raw_len + 1);
+  if (st == RLX_ERR_INVALID_ARG && *len > 0 && *len + 1 > cap)
+    return rlx_error(st, "rlx_llm_detokenize: %zu bytes of text do not fit in %zu", *len, cap);
+  return st;
 }

@@ -102,5 +102,9 @@ typedef struct {
 void rlx_detok_init(rlx_detok *d, int special);
 rlx_status rlx_detok_push(rlx_detok *d, const rlx_tokenizer *t, int32_t id, char *out, size_t cap, size_t *len);
 rlx_status rlx_detok_flush(rlx_detok *d, char *out, size_t cap, size_t *len);
+/* in[0, n) as the streaming detokenizer would hand it out, whole: each byte
+ * that cannot begin a well-formed sequence becomes U+FFFD, and so does a
+ * character cut short by the end (one for all of it).  Sizing as above. */
+rlx_status rlx_text_as_streamed(const char *in, size_t n, char *out, size_t cap, size_t *len);
 
 #endif

@@ -263,6 +263,20 @@ rlx_status rlx_detok_push(rlx_detok *d, const rlx_tokenizer *t, int32_t id, char
   return finish("rlx_detok_push", out, cap, need);
 }
 
+rlx_status rlx_text_as_streamed(const char *in, size_t n, char *out, size_t cap, size_t *len) {
+  if (len) *len = 0;
+  if (!len || (!in && n) || (!out && cap)) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_text_as_streamed: null argument");
+  rlx_detok d;
+  rlx_detok_init(&d, 0);
+  size_t keep;
+  const size_t body = detok_run(&d, in ? in : "", n, NULL, 0, &keep), need = body + (keep ? 3 : 0);
+  *len = need;
+  if (need > cap) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_text_as_streamed: %zu bytes do not fit in %zu", need, cap);
+  detok_run(&d, in ? in : "", n, out, 1, &keep);
+  if (keep) memcpy(out + body, "\xEF\xBF\xBD", 3); /* a character cut by the end, as flush gives it */
+  return finish("rlx_text_as_streamed", out, cap, need);
+}
+
 rlx_status rlx_detok_flush(rlx_detok *d, char *out, size_t cap, size_t *len) {
   if (len) *len = 0;
   if (!d || !len || (!out && cap)) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_detok_flush: null argument");

@@ -24,7 +24,7 @@ FUZZ_ENV     := ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OP
 build/fuzz/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
-build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SUPPORT) tests/fuzz/graph_decode.h $(FUZZ_OBJ)
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SUPPORT) tests/fuzz/graph_decode.h tests/fuzz/fuzz_check.h $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Itests/fuzz -o $@ $< $(FUZZ_SUPPORT) $(FUZZ_OBJ) -lm -lz
 fuzz-build: $(FUZZ_BINS)

@@ -15,15 +15,8 @@
 #include <string.h>
 
 #include "rlx_gguf.h"
+#include "fuzz_check.h"
 
-#define CHECK(c)                                                                  \
-  do {                                                                            \
-    if (!(c)) {                                                                   \
-      fprintf(stderr, "%s:%d: check failed: %s (%s)\n", __FILE__, __LINE__, #c, \
-              rlx_last_error());                                                  \
-      abort();                                                                    \
-    }                                                                             \
-  } while (0)
 
 #define MAX_ELEMS (1 << 16)
 static float f1[MAX_ELEMS], f2[MAX_ELEMS], xs[MAX_ELEMS];

@@ -42,17 +42,10 @@
 
 #include "rlx_gguf.h"
 #include "rlx_llm.h"
+#include "fuzz_check.h"
 
 void rlx_clear_error(void); /* src/core/core.h */
 
-#define CHECK(c)                                                                  \
-  do {                                                                            \
-    if (!(c)) {                                                                   \
-      fprintf(stderr, "%s:%d: check failed: %s (%s)\n", __FILE__, __LINE__, #c, \
-              rlx_last_error());                                                  \
-      abort();                                                                    \
-    }                                                                             \
-  } while (0)
 
 /* A refusal carries a message. */
 #define REFUSED(st) CHECK((st) != RLX_OK && rlx_last_error()[0])
@@ -363,19 +356,6 @@ static void add_tensor(rlx_gguf_writer *w, reader *r, tensors *ts, const char *n
 }
 
 /* ---- after opening ---------------------------------------------------------- */
-static int valid_utf8(const uint8_t *s, size_t n) {
-  for (size_t i = 0; i < n;) {
-    uint8_t c = s[i];
-    size_t L = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-    if (!L || i + L > n) return 0;
-    uint8_t lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80, hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
-    for (size_t k = 1; k < L; k++)
-      if (s[i + k] < (k == 1 ? lo : 0x80) || s[i + k] > (k == 1 ? hi : 0xBF)) return 0;
-    i += L;
-  }
-  return 1;
-}
-
 typedef struct {
   int calls, stop_after;
 } on_token_state;

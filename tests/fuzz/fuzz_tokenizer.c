@@ -14,15 +14,8 @@
 
 #include "rlx_gguf.h"
 #include "../../src/models/tokenizer.h"
+#include "fuzz_check.h"
 
-#define CHECK(c)                                                                  \
-  do {                                                                            \
-    if (!(c)) {                                                                   \
-      fprintf(stderr, "%s:%d: check failed: %s (%s)\n", __FILE__, __LINE__, #c, \
-              rlx_last_error());                                                  \
-      abort();                                                                    \
-    }                                                                             \
-  } while (0)
 
 #define N_TOK 4096
 static int32_t ids[N_TOK + 8];
@@ -110,20 +103,6 @@ static rlx_tokenizer *make_bpe(const char *pre) {
   CHECK(rlx_gguf_writer_add(w, "tokenizer.ggml.bos_token_id", RLX_GGUF_VAL_U32, &bos) == RLX_OK);
   CHECK(rlx_gguf_writer_add(w, "tokenizer.ggml.eos_token_id", RLX_GGUF_VAL_U32, &bos) == RLX_OK);
   return load(w);
-}
-
-/* Strictly well-formed UTF-8 (no overlongs, surrogates or values past U+10FFFF)? */
-static int valid_utf8(const uint8_t *s, size_t n) {
-  for (size_t i = 0; i < n;) {
-    uint8_t c = s[i];
-    size_t L = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-    if (!L || i + L > n) return 0;
-    uint8_t lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80, hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
-    for (size_t k = 1; k < L; k++)
-      if (s[i + k] < (k == 1 ? lo : 0x80) || s[i + k] > (k == 1 ? hi : 0xBF)) return 0;
-    i += L;
-  }
-  return 1;
 }
 
 static void run(const rlx_tokenizer *t, const uint8_t *data, size_t size, int parse, int exact) {

@@ -375,36 +375,6 @@ export async function loadGguf(source, options = undefined) {
   }
 }
 
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
-
-/**
- * bytes as text the way generate streams it (the library's streaming
- * detokenizer): each byte that does not begin a well-formed UTF-8 character
- * becomes U+FFFD, and a character cut short by the end becomes one U+FFFD.
- * (TextDecoder would make one U+FFFD of a whole bad run.)
- */
-function decodeAsStreamed(bytes) {
-  let out = '';
-  for (let i = 0; i < bytes.length;) {
-    const b = bytes[i];
-    const k = b < 0x80 ? 1 : (b & 0xe0) === 0xc0 ? 2 : (b & 0xf0) === 0xe0 ? 3 : (b & 0xf8) === 0xf0 ? 4 : 0;
-    let start = i;
-    while (i < bytes.length && bytes[i] < 0x80) i++; // an ASCII run at once
-    if (i > start) { out += String.fromCharCode(...bytes.subarray(start, i)); continue; }
-    start = i;
-    if (k > 1 && i + k > bytes.length && bytes.subarray(i + 1).every((c) => (c & 0xc0) === 0x80)) return `${out}\ufffd`;
-    try {
-      if (k < 2) throw new Error('not a lead byte');
-      out += strictUtf8.decode(bytes.subarray(i, i + k));
-      i += k;
-    } catch {
-      out += '\ufffd';
-      i = start + 1;
-    }
-  }
-  return out;
-}
-
 /** A model loaded by loadGguf. */
 export class GgufModel {
   constructor(mod, handle, buffer, fileBytes) {
@@ -506,7 +476,7 @@ export class GgufModel {
         const len = m.i32(lenPtr, 1)[0] >>> 0;
         if (st < 0 && len + 1 > cap && attempt === 0) { cap = len + 1; continue; }
         m.check(st, `${fn}: `);
-        return decodeAsStreamed(m.u8(buf, len));
+        return m.decoder.decode(m.u8(buf, len)); // whole UTF-8: the library made bad bytes U+FFFD
       }
       throw new RlxError(STATUS.STATE, `${fn}: the text length changed between two calls`, 'bad state');
     });
