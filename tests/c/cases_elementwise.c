@@ -4,18 +4,24 @@
  * rank-0 scalars on either side, a bias row ([N, D] + [D]), a column
  * ([N, D] + [N, 1]), both sides broadcasting ([3,1,5] + [4,1] -> [3,4,5]),
  * size-1 dims and rank 4.  Domain-restricted ops get fill ranges inside their
- * domain; comparisons draw small integers so that ties occur.
+ * domain; comparisons draw small integers so that ties occur.  Every unary
+ * row of include/rlx_ops.def gets <name>_7x33 and <name>_ieee_specials
+ * from the op table, with the ranges of its row in ref_elementwise.c; the
+ * other unary cases are written out.
  *
  * p[0] is the rlx_op; p[1..] hold up to three shapes of 5 ints each:
  * {rank, d0, d1, d2, d3} (see the S0..S4 macros). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "../../src/core/subops.h" /* RLX_SUBOP_ROW: the unary rows of the op table */
 #include "op_case.h"
 
 void ref_ew_binary(const op_case *c, const op_inputs *in, double *expect);
 void ref_ew_where(const op_case *c, const op_inputs *in, double *expect);
 void ref_ew_unary(const op_case *c, const op_inputs *in, double *expect);
+int ref_unary_range(rlx_op op, int wide, float *lo, float *hi);
 
 #define S0 0, 0, 0, 0, 0
 #define S1(a) 1, a, 0, 0, 0
@@ -57,6 +63,23 @@ static rlx_node build_where(rlx_graph *g, const op_case *c) {
 static rlx_node build_unary(rlx_graph *g, const op_case *c) {
   rlx_node x = shaped_input(g, c, 1, "x");
   return rlx_op_node(g, (rlx_op)c->p[0], &x, 1, NULL, 0, NULL, 0);
+}
+
+/* A generated unary case: no graph (the case fails) when the op has no row
+ * in ref_elementwise.c. */
+static rlx_node build_unary_listed(rlx_graph *g, const op_case *c) {
+  float lo, hi;
+  if (ref_unary_range((rlx_op)c->p[0], 0, &lo, &hi)) return build_unary(g, c);
+  fprintf(stderr, "%s: the op has no row in tests/c/ref_elementwise.c\n", c->name);
+  return RLX_NO_NODE;
+}
+
+/* Uniform in the op's range from ref_elementwise.c. */
+static void fill_unary_range(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
+  float lo = 0.0f, hi = 0.0f;
+  ref_unary_range((rlx_op)c->p[0], 0, &lo, &hi);
+  (void)k;
+  for (size_t i = 0; i < n; i++) data[i] = opcase_uniform(seed, i, lo, hi);
 }
 
 /* Integers in {-2, ..., 2}: comparisons see ties as well as both orders. */
@@ -129,13 +152,15 @@ static void fill_binary_specials(const op_case *c, int32_t k, float *data, size_
 
 /* Unary corner cases first (signed zeros, infinities, NaN, the overflow and
  * underflow edges of exp, huge and tiny magnitudes), then uniform values in
- * the case's range. */
+ * the op's wide range from ref_elementwise.c. */
 static void fill_unary_specials(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
   static const float sp[20] = {0.0f,   -0.0f,  INFINITY, -INFINITY, NAN,     88.7f,   88.73f,
                                89.0f,  100.0f, -87.0f,   -100.0f,   -103.9f, -104.5f, -200.0f,
                                1e-30f, -1e-30f, 1e-5f,   0.6f,      -0.65f,  1e30f};
+  float lo = 0.0f, hi = 0.0f;
+  ref_unary_range((rlx_op)c->p[0], 1, &lo, &hi);
   (void)k;
-  for (size_t i = 0; i < n; i++) data[i] = i < 20 ? sp[i] : opcase_uniform(seed, i, c->lo, c->hi);
+  for (size_t i = 0; i < n; i++) data[i] = i < 20 ? sp[i] : opcase_uniform(seed, i, lo, hi);
 }
 
 #define BIN(name, op, A, B) {name, build_binary, ref_ew_binary, NULL, {RLX_OP_##op, A, B}, 0.0f, 0.0f, 0.0}
@@ -145,9 +170,15 @@ static void fill_unary_specials(const op_case *c, int32_t k, float *data, size_t
 #define WHERE(name, C, A, B, fill) {name, build_where, ref_ew_where, fill, {0, C, A, B}, 0.0f, 0.0f, 0.0}
 #define BIN_SPECIAL(name, op) \
   {name, build_binary, ref_ew_binary, fill_binary_specials, {RLX_OP_##op, 1, 19, 0, 0, 0, 1, 19}, 0.0f, 0.0f, 0.0}
-#define UN_SPECIAL(name, op, lo, hi) \
-  {name, build_unary, ref_ew_unary, fill_unary_specials, {RLX_OP_##op, 1, 27}, lo, hi, 0.0}
 #define UN(name, op, X, lo, hi) {name, build_unary, ref_ew_unary, NULL, {RLX_OP_##op, X}, lo, hi, 0.0}
+/* Every unary row of the op table: 7x33 in its range, then its IEEE
+ * corner cases (the reference applies the same rules in double). */
+#define UN_TABLE_UNARY(ID, name)                                                                            \
+  {#name "_7x33", build_unary_listed, ref_ew_unary, fill_unary_range, {RLX_OP_##ID, S2(7, 33)}, 0.0f, 0.0f, 0.0}, \
+  {#name "_ieee_specials", build_unary_listed, ref_ew_unary, fill_unary_specials, {RLX_OP_##ID, 1, 27}, 0.0f, 0.0f, 0.0},
+#define UN_TABLE_BINARY(ID, name)
+#define UN_TABLE_POINTWISE_GRAD(ID, name)
+#define UN_TABLE_NONE(ID, name)
 
 /* The same op over the standard broadcasting patterns. */
 #define BIN_PATTERNS(op, lname)                                            \
@@ -220,18 +251,10 @@ const op_case rlx_cases_elementwise[] = {
     WHERE("where_rank4", S4(2, 1, 3, 1), S4(1, 4, 1, 5), S1(5), fill_where01),
     WHERE("where_all_scalars", S0, S0, S0, fill_where01),
     WHERE("where_nonzero_cond", S2(7, 33), S2(7, 33), S2(7, 33), fill_where_nonzero),
-    /* unary: every op on 7x33, domain-restricted ones on positive ranges */
-    UN("neg_7x33", NEG, S2(7, 33), -1.0f, 1.0f),
-    UN("abs_7x33", ABS, S2(7, 33), -1.0f, 1.0f),
-    UN("exp_7x33", EXP, S2(7, 33), -5.0f, 5.0f),
-    UN("log_7x33", LOG, S2(7, 33), 0.01f, 10.0f),
-    UN("sqrt_7x33", SQRT, S2(7, 33), 0.0f, 10.0f),
-    UN("rsqrt_7x33", RSQRT, S2(7, 33), 0.01f, 10.0f),
-    UN("tanh_7x33", TANH, S2(7, 33), -4.0f, 4.0f),
-    UN("sigmoid_7x33", SIGMOID, S2(7, 33), -8.0f, 8.0f),
-    UN("relu_7x33", RELU, S2(7, 33), -1.0f, 1.0f),
-    UN("gelu_7x33", GELU, S2(7, 33), -5.0f, 5.0f),
-    UN("silu_7x33", SILU, S2(7, 33), -8.0f, 8.0f),
+    /* unary: every op on 7x33 and on its IEEE corner cases */
+#define RLX_OP(ID, name, lo, hi, rule, attrs) RLX_SUBOP_ROW(rule, UN_TABLE, ID, name)
+#include "rlx_ops.def"
+#undef RLX_OP
     /* unary: rank 0, size-1 dims, odd lengths */
     UN("neg_scalar", NEG, S0, -1.0f, 1.0f),
     UN("exp_scalar", EXP, S0, -1.0f, 1.0f),
@@ -261,16 +284,5 @@ const op_case rlx_cases_elementwise[] = {
     BIN_SPECIAL("le_ieee_specials", LE),
     BIN_SPECIAL("gt_ieee_specials", GT),
     BIN_SPECIAL("ge_ieee_specials", GE),
-    UN_SPECIAL("neg_ieee_specials", NEG, -1.0f, 1.0f),
-    UN_SPECIAL("abs_ieee_specials", ABS, -1.0f, 1.0f),
-    UN_SPECIAL("exp_ieee_specials", EXP, -90.0f, 90.0f),
-    UN_SPECIAL("log_ieee_specials", LOG, 0.0f, 100.0f),
-    UN_SPECIAL("sqrt_ieee_specials", SQRT, 0.0f, 100.0f),
-    UN_SPECIAL("rsqrt_ieee_specials", RSQRT, 0.0f, 100.0f),
-    UN_SPECIAL("tanh_ieee_specials", TANH, -3.0f, 3.0f),
-    UN_SPECIAL("sigmoid_ieee_specials", SIGMOID, -20.0f, 20.0f),
-    UN_SPECIAL("relu_ieee_specials", RELU, -1.0f, 1.0f),
-    UN_SPECIAL("gelu_ieee_specials", GELU, -10.0f, 10.0f),
-    UN_SPECIAL("silu_ieee_specials", SILU, -20.0f, 20.0f),
 };
 const int rlx_n_cases_elementwise = sizeof(rlx_cases_elementwise) / sizeof(rlx_cases_elementwise[0]);
