@@ -3,9 +3,12 @@
  * contiguous loop over the tensor (output shape = input shape).  exp, and
  * the sigmoid/tanh family built on it, use the branch-free polynomial exp
  * of fast_math.h (within 2 ulp of expf) so the loops vectorize instead of
- * calling libm once per element. */
+ * calling libm once per element.  The same scalar expressions, by sub-op
+ * code, are the WebGL2 reference executor's formulas for unary.frag
+ * (rlx_cpu_unary_scalar, below). */
 #include <math.h>
 
+#include "../core/subops.h"
 #include "fast_math.h"
 #include "kernels.h"
 
@@ -39,3 +42,19 @@ RLX_UNARY_KERNEL(sigmoid, sigmoid_stable(x))
 RLX_UNARY_KERNEL(relu, x < 0.0f ? 0.0f : x) /* NaN passes through */
 RLX_UNARY_KERNEL(gelu, gelu_tanh(x))
 RLX_UNARY_KERNEL(silu, x * sigmoid_stable(x))
+
+/* Each op's scalar expression, indexed by its sub-op code. */
+#define SCALAR_UNARY(ID, name) [RLX_SUBOP_##ID] = name##_op,
+#define SCALAR_BINARY(ID, name)
+#define SCALAR_POINTWISE_GRAD(ID, name)
+#define SCALAR_NONE(ID, name)
+static float (*const scalar_ops[])(float) = {
+#define RLX_OP(ID, name, lo, hi, rule, attrs) RLX_SUBOP_ROW(rule, SCALAR, ID, name)
+#include "rlx_ops.def"
+#undef RLX_OP
+};
+
+float rlx_cpu_unary_scalar(int32_t subop, float x) {
+  int32_t n = (int32_t)(sizeof scalar_ops / sizeof scalar_ops[0]);
+  return subop >= 0 && subop < n ? scalar_ops[subop](x) : NAN;
+}

@@ -37,6 +37,11 @@ typedef rlx_status (*rlx_cpu_kernel)(const rlx_kargs *a);
 
 extern const rlx_cpu_kernel rlx_cpu_kernels[RLX_OP_COUNT];
 
+/* The unary op of sub-op code `subop` (RLX_SUBOP_<ID>, src/core/subops.h)
+ * on one value, the expression of its kernel (k_unary.c); NaN for a code
+ * past the table. */
+float rlx_cpu_unary_scalar(int32_t subop, float x);
+
 /* Index value i of an index tensor (f32 ids are rounded toward zero). */
 static inline int64_t rlx_kindex(const rlx_kargs *a, int k, size_t i) {
   if (a->in_node[k]->dtype == RLX_I32) return ((const int32_t *)a->in[k])[i];

@@ -1,10 +1,13 @@
 /* ref_elementwise.c - C twins of binary.frag, where.frag, unary.frag and
  * pointwise_grad.frag: the same formulas in float, element by element, so
- * the reference executor (reference.c) computes what the GPU does. */
+ * the reference executor (reference.c) computes what the GPU does.
+ * unary.frag's formulas are the CPU kernels' (k_unary.c), so its twin
+ * calls those. */
 #include <math.h>
 #include <string.h>
 
 #include "../core/subops.h"
+#include "../cpu/kernels.h"
 #include "gl_plan.h"
 
 static float glsl_pow(float x, float y) {
@@ -63,40 +66,11 @@ void rlx_glref_where(const rlx_glref_args *a) {
   }
 }
 
-static float sigmoid(float x) {
-  float e = expf(-fabsf(x));
-  return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
-}
-
-static float tanh_glsl(float x) {
-  float ax = fabsf(x), z = x * x, t;
-  if (ax < 0.625f) {
-    t = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z + 1.33314422036e-1f) * z -
-         3.33332819422e-1f) * z * ax + ax;
-  } else {
-    float e = expf(-2.0f * ax);
-    t = (1.0f - e) / (1.0f + e);
-  }
-  return x < 0.0f ? -t : t;
-}
-
-static float unary_op(int32_t op, float x) {
-  switch (op) {
-    case RLX_SUBOP_NEG: return -x;
-    case RLX_SUBOP_ABS: return fabsf(x);
-    case RLX_SUBOP_EXP: return expf(x);
-    case RLX_SUBOP_LOG: return x == 0.0f ? -INFINITY : x < 0.0f ? NAN : isinf(x) ? x : logf(x);
-    case RLX_SUBOP_SQRT: return x < 0.0f ? NAN : isinf(x) ? x : sqrtf(x);
-    case RLX_SUBOP_RSQRT:
-      if (x == 0.0f) return signbit(x) ? -INFINITY : INFINITY;
-      return x < 0.0f ? NAN : isinf(x) ? 0.0f : 1.0f / sqrtf(x);
-    case RLX_SUBOP_TANH: return tanh_glsl(x);
-    case RLX_SUBOP_SIGMOID: return sigmoid(x);
-    case RLX_SUBOP_RELU: return x < 0.0f ? 0.0f : x;
-    case RLX_SUBOP_GELU: return x * sigmoid(1.5957691216057308f * (x + 0.044715f * x * x * x));
-    default: return x * sigmoid(x);
-  }
-}
+/* unary.frag: NaN is returned first, then the op's formula, which is the
+ * CPU kernel's (exp is the GPU's own there, a polynomial on the CPU, both
+ * within a few ulp); an op whose GLSL formula differs from its kernel's
+ * needs its own branch here. */
+static float unary_op(int32_t op, float x) { return isnan(x) ? x : rlx_cpu_unary_scalar(op, x); }
 
 void rlx_glref_unary(const rlx_glref_args *a) {
   int32_t op = rlx_gl_define_value(a->pass, "OP", 0);
