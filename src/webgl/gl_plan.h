@@ -12,7 +12,10 @@
  * reshape changes nothing.  A pass never reads the texture it writes (WebGL
  * forbids feedback loops): outputs and temps come from textures not read by
  * the step.  Training assignments (value -> param after each run) become
- * copy passes at the end. */
+ * copy passes at the end.  An op with a side effect (attention_kv) writes
+ * an input or param leaf's texture in place (an in_place pass).  i32
+ * inputs and params that matmul_q / gather_q read as weights get a words
+ * texture (RGBA32I, their bits unchanged). */
 #ifndef RLX_GL_PLAN_H
 #define RLX_GL_PLAN_H
 
@@ -40,6 +43,10 @@ typedef struct {
   int32_t line;          /* v4 only: > 0: width = line texels, one matrix
                           * row per texture line (rlx_gl_choose_lines);
                           * 0: near square */
+  int32_t words;         /* 1: RGBA32I, the raw i32 words of an input or param
+                          * that matmul_q / gather_q read as GGUF-typed
+                          * weights (count words, 4 per texel, flat layout
+                          * of ceil(count / 4) texels; lower_llm.c) */
   rlx_gl_tex_role role;
   int32_t node;          /* the input/param/constant node, the first value, or -1 */
 } rlx_gl_texture;
@@ -50,6 +57,9 @@ typedef struct {
   int32_t in_tex[RLX_GL_MAX_INPUTS];
   int32_t out_tex;
   int32_t node;          /* the step's node, or -1 for an assignment copy */
+  int32_t in_place;      /* 1: it writes an input or param leaf of its op in
+                          * place, keeping the texels it does not draw
+                          * (attention_kv's cache append, kv_write.frag) */
   rlx_glref_fn twin;     /* the shader's C twin */
 } rlx_gl_planned_pass;
 

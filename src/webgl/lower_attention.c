@@ -2,7 +2,8 @@
  * and scaled dot-product attention with every mask kind, forward and
  * backward (attention.frag).
  *
- * RoPE: angles in exact fixed-point turns (see rope.frag), so large
+ * RoPE (NeoX halves or adjacent pairs, positions shifted by an optional
+ * offset input): angles in exact fixed-point turns (see rope.frag), so large
  * positions keep the CPU's precision (cos/sin of a float angle within
  * [-pi, pi]: ~1e-7).  One pass when the tensor is a single [S, D] slice;
  * otherwise a table pass ([S, D] of cos and sin) and an apply pass.
@@ -43,11 +44,13 @@ static void rope_uniforms(rlx_gl_pass *p, int32_t d, int32_t seq, int32_t pos0, 
   rlx_gl_float(p, sign);
 }
 
-/* x[..., S, D] -> y[..., S, D], D even; attributes theta, pos_offset, inverse */
+/* x[..., S, D] (, offset i32 [1]) -> y[..., S, D], D even; attributes
+ * theta, pos_offset, inverse, mode (0 NeoX halves, 1 adjacent pairs: the
+ * define PAIRS); the offset input (define OFFSET) is the last input of the
+ * passes that compute angles. */
 rlx_status rlx_gl_lower_rope(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
-  if (c->node->n_inputs > 1 || ATTR_I(c->node, ROPE, MODE) != 0)
-    return rlx_error(RLX_ERR_UNSUPPORTED, "webgl: op rope with an offset input or mode 1 (adjacent pairs) has no WebGL2 "
-                     "lowering (a CPU-only op for now: run it on the CPU backend)");
+  const int pairs = c->node->n_iattr > RLX_IATTR_ROPE_MODE && ATTR_I(c->node, ROPE, MODE) == 1;
+  const int offset = c->node->n_inputs > 1;
   const rlx_shape *s = &c->in_node[0]->shape;
   int32_t d = s->dims[s->rank - 1], seq = s->dims[s->rank - 2], half = d / 2, nbits = 0;
   double theta = ATTR_F(c->node, ROPE, THETA);
@@ -62,17 +65,25 @@ rlx_status rlx_gl_lower_rope(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   if (rlx_shape_numel(s) == table) {
     rlx_gl_pass *p = rlx_gl_add(out, "rope");
     rlx_gl_define(p, "MODE", 0);
+    if (pairs) rlx_gl_define(p, "PAIRS", 1);
+    if (offset) rlx_gl_define(p, "OFFSET", 1);
     rlx_gl_in(p, RLX_GLT_INPUT, 0);
+    if (offset) rlx_gl_in(p, RLX_GLT_INPUT, 1);
     rope_uniforms(p, d, seq, ATTR_I(c->node, ROPE, POS_OFFSET), nbits, theta, sign);
     return RLX_OK;
   }
   int32_t t = rlx_gl_temp(out, table);
   rlx_gl_pass *p = rlx_gl_add(out, "rope");
   rlx_gl_define(p, "MODE", 1);
+  if (offset) {
+    rlx_gl_define(p, "OFFSET", 1);
+    rlx_gl_in(p, RLX_GLT_INPUT, 1);
+  }
   rlx_gl_out(p, RLX_GLT_TEMP, t);
   rope_uniforms(p, d, seq, ATTR_I(c->node, ROPE, POS_OFFSET), nbits, theta, sign);
   p = rlx_gl_add(out, "rope");
   rlx_gl_define(p, "MODE", 2);
+  if (pairs) rlx_gl_define(p, "PAIRS", 1);
   rlx_gl_in(p, RLX_GLT_INPUT, 0);
   rlx_gl_in(p, RLX_GLT_TEMP, t);
   rope_uniforms(p, d, seq, ATTR_I(c->node, ROPE, POS_OFFSET), nbits, theta, sign);

@@ -1,14 +1,135 @@
-/* lower_llm.c - the quantized language-model ops (matmul_q, gather_q,
- * attention_kv) are CPU-only for now: no WebGL2 lowering, so WebGL plans
- * (and the C reference executor that runs them) refuse them with
- * RLX_ERR_UNSUPPORTED (the op tests count that as a refusal by design). */
-#include "gl.h"
+/* lower_llm.c - WebGL2 lowerings of the language-model ops.
+ *
+ * matmul_q, gather_q: the weights stay in their GGUF type.  The planner
+ * (plan_gl.c) gives the i32 input or param holding them a words texture:
+ * RGBA32I, the table's words unchanged, 4 per texel, so the GPU holds the
+ * file's bytes (bytes per weight: f32 4, f16 and bf16 2, q8_0 1.0625, q5_1
+ * 0.75, q5_0 0.6875, q4_1 0.625, q4_0 and q4_K 0.5625, q5_K 0.6875, q6_K
+ * 0.8203).  matmul_q.frag and gather_q.frag decode the values they need from
+ * the blocks with integer ops (glsl/_quant.glsl): one output element per
+ * fragment, a block's scale once per run of 16 values.  The type is the
+ * define QT (the WT rows of include/rlx_subops.def), one program per type.
+ *
+ * attention_kv: five passes.  kv_write.frag appends k and v to the caches
+ * (inputs 3 and 4, input or param leaves, whose textures it writes in
+ * place: it draws over the whole cache and discards every texel but the
+ * new rows, so it never reads what it writes); then attention_kv.frag
+ * writes the scores [S, Hq, C] of the keys each query sees, their row
+ * statistics (max, sum of exponentials) and the output [S, Hq, Dv]. */
+#include <math.h>
 
-static rlx_status cpu_only(const rlx_gl_ctx *c) {
-  return rlx_error(RLX_ERR_UNSUPPORTED, "webgl: op %s has no WebGL2 lowering (a CPU-only op for now: run it on the CPU "
-                   "backend)", rlx_op_name(c->node->op));
+#include "../core/subops.h"
+#include "gl_plan.h"
+#include "rlx_gguf.h"
+
+/* The kernels' code of a GGUF weight type, or -1. */
+static int32_t wtype_code(int32_t qtype) {
+  switch (qtype) {
+    case RLX_GGUF_TYPE_F32: return RLX_SUBOP_WT_F32;
+    case RLX_GGUF_TYPE_F16: return RLX_SUBOP_WT_F16;
+    case RLX_GGUF_TYPE_BF16: return RLX_SUBOP_WT_BF16;
+    case RLX_GGUF_TYPE_Q8_0: return RLX_SUBOP_WT_Q8_0;
+    case RLX_GGUF_TYPE_Q4_0: return RLX_SUBOP_WT_Q4_0;
+    case RLX_GGUF_TYPE_Q4_1: return RLX_SUBOP_WT_Q4_1;
+    case RLX_GGUF_TYPE_Q5_0: return RLX_SUBOP_WT_Q5_0;
+    case RLX_GGUF_TYPE_Q5_1: return RLX_SUBOP_WT_Q5_1;
+    case RLX_GGUF_TYPE_Q4_K: return RLX_SUBOP_WT_Q4_K;
+    case RLX_GGUF_TYPE_Q5_K: return RLX_SUBOP_WT_Q5_K;
+    case RLX_GGUF_TYPE_Q6_K: return RLX_SUBOP_WT_Q6_K;
+    default: return -1;
+  }
 }
 
-rlx_status rlx_gl_lower_matmul_q(const rlx_gl_ctx *c, rlx_gl_lowering *out) { (void)out; return cpu_only(c); }
-rlx_status rlx_gl_lower_gather_q(const rlx_gl_ctx *c, rlx_gl_lowering *out) { (void)out; return cpu_only(c); }
-rlx_status rlx_gl_lower_attention_kv(const rlx_gl_ctx *c, rlx_gl_lowering *out) { (void)out; return cpu_only(c); }
+/* QT and the row stride (bytes) of the node's table; refuses a type the
+ * kernels lack or rows past what a shader can index. */
+static rlx_status table_of(const rlx_gl_ctx *c, int32_t *qt, int32_t *stride) {
+  int32_t qtype = ATTR_I(c->node, QTABLE, QTYPE), rows = ATTR_I(c->node, QTABLE, ROWS);
+  uint64_t row = 0;
+  *qt = wtype_code(qtype);
+  if (*qt < 0 || rlx_gguf_row_bytes((rlx_gguf_type)qtype, ATTR_I(c->node, QTABLE, COLS), &row) != RLX_OK)
+    return rlx_error(RLX_ERR_UNSUPPORTED, "webgl: %s has no kernel for weight type %d", rlx_op_name(c->node->op),
+                     (int)qtype);
+  if (row * (uint64_t)rows > (uint64_t)INT32_MAX)
+    return rlx_error(RLX_ERR_UNSUPPORTED, "webgl: %s's table of %d rows of %llu bytes is past what a shader indexes "
+                     "(2 GiB)", rlx_op_name(c->node->op), (int)rows, (unsigned long long)row);
+  *stride = (int32_t)row;
+  return RLX_OK;
+}
+
+/* The one pass of matmul_q / gather_q: inputs 0 and 1, the type as QT,
+ * u_i = {rows, cols, trans, row bytes}. */
+static rlx_status quant_pass(const rlx_gl_ctx *c, rlx_gl_lowering *out, const char *shader, int32_t trans) {
+  int32_t qt = -1, stride = 0;
+  rlx_status st = table_of(c, &qt, &stride);
+  if (st != RLX_OK) return st;
+  rlx_gl_pass *p = rlx_gl_add(out, shader);
+  rlx_gl_define(p, "QT", qt);
+  rlx_gl_in(p, RLX_GLT_INPUT, 0);
+  rlx_gl_in(p, RLX_GLT_INPUT, 1);
+  int32_t ints[4] = {ATTR_I(c->node, QTABLE, ROWS), ATTR_I(c->node, QTABLE, COLS), trans, stride};
+  for (int k = 0; k < 4; k++) rlx_gl_int(p, ints[k]);
+  return RLX_OK;
+}
+
+/* x[..., K] (trans 0) or x[..., N] (trans 1), w (words) -> y[..., N] or
+ * y[..., K]; attributes qtype, rows N, cols K, trans */
+rlx_status rlx_gl_lower_matmul_q(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
+  return quant_pass(c, out, "matmul_q", ATTR_I(c->node, QMATMUL, TRANS) != 0);
+}
+
+/* table (words: V rows of K values), ids[...] -> [..., K]; attributes
+ * qtype, rows V, cols K */
+rlx_status rlx_gl_lower_gather_q(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
+  return quant_pass(c, out, "gather_q", 0);
+}
+
+/* src (input 1 or 2) appended to cache (input 3 or 4) at pos (input 5). */
+static void kv_write(rlx_gl_lowering *l, int32_t src, int32_t cache, int32_t hkv, int32_t S, int32_t C, int32_t d) {
+  rlx_gl_pass *p = rlx_gl_add(l, "kv_write");
+  rlx_gl_in(p, RLX_GLT_INPUT, src);
+  rlx_gl_in(p, RLX_GLT_INPUT, 5);
+  rlx_gl_out(p, RLX_GLT_INPUT, cache);
+  int32_t ints[4] = {hkv, S, C, d};
+  for (int k = 0; k < 4; k++) rlx_gl_int(p, ints[k]);
+}
+
+static rlx_gl_pass *attention_pass(rlx_gl_lowering *l, int32_t mode, const int32_t *ints, float scale) {
+  rlx_gl_pass *p = rlx_gl_add(l, "attention_kv");
+  rlx_gl_define(p, "MODE", mode);
+  for (int k = 0; k < 6; k++) rlx_gl_int(p, ints[k]);
+  rlx_gl_float(p, scale);
+  return p;
+}
+
+/* q[Hq, S, D], k[Hkv, S, D], v[Hkv, S, Dv], k_cache[Hkv, C, D],
+ * v_cache[Hkv, C, Dv], pos[1] -> out[S, Hq, Dv]; attribute scale (<= 0:
+ * 1/sqrt(D)).  Writes k and v into the caches at pos first. */
+rlx_status rlx_gl_lower_attention_kv(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
+  const rlx_shape *q = &c->in_node[0]->shape, *v = &c->in_node[2]->shape, *kc = &c->in_node[3]->shape;
+  const int32_t hq = q->dims[0], S = q->dims[1], D = q->dims[2], hkv = v->dims[0], dv = v->dims[2], C = kc->dims[1];
+  if ((uint64_t)S * (uint64_t)hq * (uint64_t)C > (uint64_t)INT32_MAX)
+    return rlx_error(RLX_ERR_UNSUPPORTED, "webgl: attention_kv's %d x %d x %d scores are past what a shader indexes",
+                     (int)S, (int)hq, (int)C);
+  float scale = ATTR_F(c->node, ATTENTION_KV, SCALE);
+  if (!(scale > 0.0f)) scale = 1.0f / sqrtf((float)D);
+  kv_write(out, 1, 3, hkv, S, C, D);
+  kv_write(out, 2, 4, hkv, S, C, dv);
+  const int32_t ints[6] = {hq, hkv, S, C, D, dv};
+  int32_t scores = rlx_gl_temp(out, (size_t)S * (size_t)hq * (size_t)C);
+  int32_t stats = rlx_gl_temp(out, (size_t)S * (size_t)hq * 2);
+  rlx_gl_pass *p = attention_pass(out, 0, ints, scale);
+  rlx_gl_in(p, RLX_GLT_INPUT, 0);
+  rlx_gl_in(p, RLX_GLT_INPUT, 3);
+  rlx_gl_in(p, RLX_GLT_INPUT, 5);
+  rlx_gl_out(p, RLX_GLT_TEMP, scores);
+  p = attention_pass(out, 1, ints, scale);
+  rlx_gl_in(p, RLX_GLT_TEMP, scores);
+  rlx_gl_in(p, RLX_GLT_INPUT, 5);
+  rlx_gl_out(p, RLX_GLT_TEMP, stats);
+  p = attention_pass(out, 2, ints, scale);
+  rlx_gl_in(p, RLX_GLT_TEMP, scores);
+  rlx_gl_in(p, RLX_GLT_TEMP, stats);
+  rlx_gl_in(p, RLX_GLT_INPUT, 4);
+  rlx_gl_in(p, RLX_GLT_INPUT, 5);
+  return RLX_OK;
+}

@@ -9,7 +9,9 @@
  * common.glsl's main(), hold 4 floats per texel, which lets packed
  * matmuls write them directly and sets per-pass defines (plan_layout.c);
  * those a matmul reads as they lie get one matrix row per texture line
- * (rlx_gl_choose_lines); packed matmul temps are RGBA rows (gl_plan.h). */
+ * (rlx_gl_choose_lines); packed matmul temps are RGBA rows (gl_plan.h).
+ * matmul_q / gather_q weights get words textures (choose_words) and
+ * attention_kv writes its cache leaves in place (gl_plan.h). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -106,6 +108,7 @@ static int32_t new_texture(planner *pl, size_t count, int32_t row_texels, int32_
   t->v4 = v4;
   t->line = v4 ? line : 0;
   t->layers = row_texels > 0 && layers > 1 ? layers : 0;
+  t->words = 0;
   if (t->layers) {
     t->width = row_texels;
     t->height = (int32_t)count;
@@ -165,6 +168,34 @@ static int32_t resolve(const rlx_gl_tex *r, const rlx_gl_state *w, const rlx_pla
     case RLX_GLT_TEMP: return (r->index >= 0 && r->index < l->n_temps) ? temps[r->index] : -1;
   }
   return -1;
+}
+
+/* Whether input k of n is a leaf (an input or param, not a view) that a
+ * pass may write in place. */
+static int writable_leaf(const rlx_plan *p, const rlx_node_t *n, int32_t k) {
+  if (k < 0 || k >= n->n_inputs) return 0;
+  const rlx_op op = p->graph.nodes[n->inputs[k]].op;
+  return op == RLX_OP_INPUT || op == RLX_OP_PARAM;
+}
+
+/* Whether input k of a pass of `shader` is GGUF-typed weights (a words
+ * texture). */
+static int reads_words(const char *shader, int32_t k) {
+  return (k == 1 && strcmp(shader, "matmul_q") == 0) || (k == 0 && strcmp(shader, "gather_q") == 0);
+}
+
+/* Per node: 1 for an i32 input or param that matmul_q or gather_q reads as
+ * weights (it gets a words texture). */
+static void choose_words(const rlx_plan *p, uint8_t *words) {
+  for (int32_t id = 0; id < p->graph.n_nodes; id++) words[id] = 0;
+  for (int32_t step = 0; step < p->n_steps; step++) {
+    const rlx_node_t *n = &p->graph.nodes[p->steps[step]];
+    int32_t k = n->op == RLX_OP_MATMUL_Q ? 1 : n->op == RLX_OP_GATHER_Q ? 0 : -1;
+    if (k < 0) continue;
+    const int32_t r = rlx_plan_root(p, n->inputs[k]);
+    const rlx_op op = p->graph.nodes[r].op;
+    if ((op == RLX_OP_INPUT || op == RLX_OP_PARAM) && p->graph.nodes[r].dtype == RLX_I32) words[r] = 1;
+  }
 }
 
 /* Lowers step `step` (node id), places its output and temps and appends
@@ -229,9 +260,14 @@ static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
       return rlx_error(RLX_ERR_STATE, "webgl: the lowering of %s names shader '%s', which has no .frag or C twin",
                        rlx_op_name(n->op), ps->shader ? ps->shader : "(null)");
     pp.out_tex = resolve(&ps->output, w, p, n, out_tex, temps, &l);
-    if (ps->output.kind == RLX_GLT_INPUT || pp.out_tex < 0)
-      return rlx_error(RLX_ERR_STATE, "webgl: pass %d of %s writes no output or temp", (int)i, rlx_op_name(n->op));
+    if (pp.out_tex < 0 || (ps->output.kind == RLX_GLT_INPUT && !writable_leaf(p, n, ps->output.index)))
+      return rlx_error(RLX_ERR_STATE, "webgl: pass %d of %s writes no output, temp or input leaf", (int)i,
+                       rlx_op_name(n->op));
+    if (w->tex[pp.out_tex].words || (pp.in_place && w->tex[pp.out_tex].v4))
+      return rlx_error(RLX_ERR_STATE, "webgl: pass %d of %s writes a texture of the wrong layout", (int)i,
+                       rlx_op_name(n->op));
     wrote_output |= ps->output.kind == RLX_GLT_OUTPUT;
+    pp.in_place = ps->output.kind == RLX_GLT_INPUT;
     if (w->tex[pp.out_tex].v4) rlx_gl_define(&pp.pass, "RLX_V4", 1);
     for (int32_t k = 0; k < ps->n_inputs; k++) {
       pp.in_tex[k] = resolve(&ps->inputs[k], w, p, n, out_tex, temps, &l);
@@ -241,6 +277,12 @@ static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
       if (pp.in_tex[k] == pp.out_tex)
         return rlx_error(RLX_ERR_STATE, "webgl: pass %d of %s reads the texture it writes", (int)i,
                          rlx_op_name(n->op));
+      if (w->tex[pp.in_tex[k]].words != reads_words(ps->shader, k))
+        return rlx_error(RLX_ERR_UNSUPPORTED, w->tex[pp.in_tex[k]].words
+                         ? "webgl: %s reads an i32 tensor that matmul_q or gather_q reads as weights (WebGL2 "
+                           "keeps those as raw words)"
+                         : "webgl: %s reads its weights from a computed value; on WebGL2 they must be an i32 "
+                           "input or param", rlx_op_name(n->op));
     }
     rlx_gl_add_v4_defines(&pp, w);
     if ((st = add_pass(w, &pp)) != RLX_OK) return st;
@@ -280,6 +322,8 @@ static void choose_v4(const rlx_plan *p, int32_t max_width, uint8_t *v4) {
     for (int32_t i = 0; i < l.n; i++) {
       const rlx_gl_pass *ps = &l.p[i];
       if (ps->output.kind == RLX_GLT_OUTPUT && (!ps->shader || !rlx_gl_writes_flat_safe(ps->shader))) v4[id] = 0;
+      if (ps->output.kind == RLX_GLT_INPUT && ps->output.index >= 0 && ps->output.index < n->n_inputs)
+        v4[rlx_plan_root(p, n->inputs[ps->output.index])] = 0; /* written in place: one float per texel */
       for (int32_t k = 0; k < ps->n_inputs; k++) {
         const rlx_gl_tex *r = &ps->inputs[k];
         if (r->kind == RLX_GLT_INPUT && r->index >= 0 && r->index < n->n_inputs &&
@@ -300,6 +344,7 @@ rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
   rlx_gl_state_free(s);
   const rlx_plan *p = &s->plan;
   planner pl = {NULL, NULL, 0, NULL, NULL, NULL};
+  uint8_t *words = NULL;
   rlx_status st = RLX_OK;
   if (!(pl.w = rlx_calloc(1, sizeof *pl.w))) return rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory");
   s->state = pl.w;
@@ -309,6 +354,13 @@ rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
     goto done;
   }
   choose_v4(p, pl.w->max_width, pl.v4);
+  if (!(words = rlx_malloc((size_t)p->graph.n_nodes + 1))) {
+    st = rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory");
+    goto done;
+  }
+  choose_words(p, words);
+  for (int32_t id = 0; id < p->graph.n_nodes; id++)
+    if (words[id]) pl.v4[id] = 0;
   if (!(pl.fused = rlx_malloc(((size_t)p->graph.n_nodes + 1) * sizeof(int32_t)))) {
     st = rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory");
     goto done;
@@ -333,11 +385,16 @@ rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
       goto done;
     }
     rlx_gl_tex_role role = n->op == RLX_OP_INPUT ? RLX_GLK_INPUT : n->op == RLX_OP_PARAM ? RLX_GLK_PARAM : RLX_GLK_CONST;
-    if (n->op == RLX_OP_INPUT || n->op == RLX_OP_PARAM || n->op == RLX_OP_CONSTANT)
-      if ((pl.w->node_tex[id] = new_texture(&pl, count, 0, pl.v4[id], pl.line[id], 0, role, id)) < 0) {
-        st = rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory planning textures");
-        goto done;
-      }
+    if (n->op != RLX_OP_INPUT && n->op != RLX_OP_PARAM && n->op != RLX_OP_CONSTANT) continue;
+    if ((pl.w->node_tex[id] = new_texture(&pl, count, 0, pl.v4[id], pl.line[id], 0, role, id)) < 0) {
+      st = rlx_error(RLX_ERR_NO_MEMORY, "webgl: out of memory planning textures");
+      goto done;
+    }
+    if (words[id]) {
+      rlx_gl_texture *t = &pl.w->tex[pl.w->node_tex[id]];
+      t->words = 1;
+      rlx_gl_layout((count + 3) / 4, pl.w->max_width, &t->width, &t->height);
+    }
   }
   for (int32_t step = 0; step < p->n_steps && st == RLX_OK; step++) {
     if ((st = plan_step(&pl, p, step)) != RLX_OK) {
@@ -352,6 +409,7 @@ rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width) {
 done:
   rlx_free(pl.is_free, (size_t)pl.cap_free);
   rlx_free(pl.v4, (size_t)p->graph.n_nodes + 1);
+  rlx_free(words, (size_t)p->graph.n_nodes + 1);
   rlx_free(pl.fused, ((size_t)p->graph.n_nodes + 1) * sizeof(int32_t));
   rlx_free(pl.line, ((size_t)p->graph.n_nodes + 1) * sizeof(int32_t));
   if (st != RLX_OK) rlx_gl_state_free(s);

@@ -11,6 +11,10 @@
  *                  its width negated in u_in<k>_w),
  *                  "layers": n (a packed temp of n layers: a TEXTURE_2D_ARRAY,
  *                  its framebuffer drawing layer j into COLOR_ATTACHMENTj),
+ *                  "words": 1 (RGBA32I: an i32 input or param that
+ *                  matmul_q / gather_q read as GGUF-typed weights, its
+ *                  words uploaded unchanged, 4 per texel, the last texels
+ *                  padded; shaders read it through an isampler2D),
  *                  "data": [...] (constants only)}],
  *    "inputs":  [{"name", "texture", "count", "shape", "dtype": "f32" |
  *                 "i32", "needed"}],
@@ -28,7 +32,10 @@
  * and sets u_in<k>_w to their widths, u_i / u_f to ints / floats, u_out_w /
  * u_out_n to the output texture's width and count.  Floats that JSON
  * cannot hold are the strings "NaN", "Infinity", "-Infinity".  i32 inputs
- * are uploaded as float values of the integers. */
+ * are uploaded as float values of the integers (words textures: as they
+ * are).  A pass may write an input or param texture in place (attention_kv
+ * appending to its caches): it draws over all of it and discards the
+ * fragments it keeps, so textures are never cleared before a draw. */
 #include <stdio.h>
 #include <string.h>
 
@@ -95,6 +102,7 @@ static void emit_textures(rlx_text *t, const rlx_session *s) {
     if (x->row_texels > 0) rlx_text_printf(t, ",\"packed\":%d", (int)x->row_texels);
     if (x->v4) rlx_text_append(t, ",\"v4\":1", 7);
     if (x->layers > 1) rlx_text_printf(t, ",\"layers\":%d", (int)x->layers);
+    if (x->words) rlx_text_append(t, ",\"words\":1", 10);
     if (x->role == RLX_GLK_CONST) {
       const float *data = s->plan.graph.nodes[x->node].data;
       rlx_text_append(t, ",\"data\":[", 9);

@@ -1,4 +1,5 @@
-/* ref_attention.c - C twins of rope.frag and attention.frag: the same
+/* ref_attention.c - C twins of rope.frag (both rotations, an offset
+ * input) and attention.frag: the same
  * integer and float formulas and loop orders, element by element, for the
  * reference executor (reference.c). */
 #include <math.h>
@@ -35,11 +36,11 @@ static limbs48 mul48(limbs48 a, limbs48 b) {
 }
 
 /* (cos, sin) of position s at frequency i, as rlx_cos_sin */
-static void rope_cos_sin(const int32_t *u, int32_t s, int32_t i, float *cs_out, float *sn_out) {
+static void rope_cos_sin(const int32_t *u, int32_t offset, int32_t s, int32_t i, float *cs_out, float *sn_out) {
   limbs48 f = limbs_at(u, 4);
   for (int32_t k = 0; k < 13 && k < u[3]; k++)
     if (((i >> k) & 1) == 1) f = mul48(f, limbs_at(u, 7 + 3 * k));
-  int32_t pos = u[2] + s;
+  int32_t pos = u[2] + offset + s;
   uint32_t p = (uint32_t)(pos < 0 ? -pos : pos), m = 0xffffu;
   uint32_t p0 = p & m, p1 = p >> 16;
   uint32_t q00 = p0 * f.x, q01 = p0 * f.y, q10 = p1 * f.x;
@@ -62,28 +63,35 @@ static void rope_cos_sin(const int32_t *u, int32_t s, int32_t i, float *cs_out, 
   *sn_out = pos < 0 ? -rs : rs;
 }
 
+/* PAIRS: adjacent pairs; OFFSET: the offset input, the pass's last (rope.frag). */
 void rlx_glref_rope(const rlx_glref_args *a) {
   const int32_t *u = a->pass->ints;
   int32_t mode = rlx_gl_define_value(a->pass, "MODE", 0), d = u[0], half = d / 2;
+  int32_t pairs = rlx_gl_define_value(a->pass, "PAIRS", 0), offset = 0;
+  if (rlx_gl_define_value(a->pass, "OFFSET", 0) && mode != 2)
+    offset = (int32_t)floorf(a->in[a->pass->n_inputs - 1][0]);
   float sign = a->pass->floats[0];
   for (size_t n = 0; n < a->out_n; n++) {
-    int32_t e = (int32_t)n, j = e % d, i = j < half ? j : j - half;
+    int32_t e = (int32_t)n, j = e % d, i = pairs && mode != 1 ? j >> 1 : j < half ? j : j - half;
     if (mode == 1) {
       float cs, sn;
-      rope_cos_sin(u, e / d, i, &cs, &sn);
+      rope_cos_sin(u, offset, e / d, i, &cs, &sn);
       a->out[n] = j < half ? cs : sign * sn;
       continue;
     }
     int32_t s = (e / d) % u[1];
     float c, sn;
     if (mode == 0) {
-      rope_cos_sin(u, s, i, &c, &sn);
+      rope_cos_sin(u, offset, s, i, &c, &sn);
       sn = sign * sn;
     } else {
       c = a->in[1][s * d + i], sn = a->in[1][s * d + half + i];
     }
     const float *x = a->in[0];
-    a->out[n] = j < half ? x[e] * c - x[e + half] * sn : x[e] * c + x[e - half] * sn;
+    if (pairs)
+      a->out[n] = (j & 1) == 0 ? x[e] * c - x[e + 1] * sn : x[e] * c + x[e - 1] * sn;
+    else
+      a->out[n] = j < half ? x[e] * c - x[e + half] * sn : x[e] * c + x[e - half] * sn;
   }
 }
 

@@ -25,7 +25,8 @@ static rlx_status ensure_data(rlx_gl_state *w) {
   return RLX_OK;
 }
 
-/* What the JS executor uploads: inputs (i32 ids as float values), params
+/* What the JS executor uploads: inputs (i32 ids as float values; the
+ * words of an i32 input read as GGUF-typed weights bit for bit), params
  * and constants. */
 static void upload(const rlx_session *s, rlx_gl_state *w) {
   const rlx_plan *p = &s->plan;
@@ -33,7 +34,7 @@ static void upload(const rlx_session *s, rlx_gl_state *w) {
     const rlx_node_t *n = &p->graph.nodes[p->inputs[i]];
     float *dst = w->data[w->node_tex[p->inputs[i]]];
     size_t count = rlx_shape_numel(&n->shape);
-    if (n->dtype == RLX_I32) {
+    if (n->dtype == RLX_I32 && !w->tex[w->node_tex[p->inputs[i]]].words) {
       const int32_t *src = (const int32_t *)s->input_data[i];
       for (size_t j = 0; j < count; j++) dst[j] = (float)src[j];
     } else {
@@ -58,7 +59,7 @@ static void run_pass(const rlx_session *s, rlx_gl_state *w, const rlx_gl_planned
   }
   a.out = w->data[pp->out_tex];
   a.out_n = w->tex[pp->out_tex].count;
-  if (s->debug_poison)
+  if (s->debug_poison && !pp->in_place)
     for (size_t i = 0; i < a.out_n; i++) a.out[i] = NAN;
   pp->twin(&a);
 }
@@ -83,6 +84,16 @@ rlx_status rlx_gl_execute(rlx_session *s) {
     int32_t id = p->outputs[i];
     if (p->loc[id].kind == RLX_LOC_ARENA)
       memcpy(rlx_session_value(s, id), w->data[w->node_tex[id]], rlx_shape_numel(&p->graph.nodes[id].shape) * sizeof(float));
+  }
+  /* Leaves written in place (attention_kv's caches) go back to the
+   * session's memory, as the CPU executor leaves them. */
+  for (int32_t i = 0; i < w->n_passes; i++) {
+    const int32_t t = w->passes[i].out_tex;
+    if (!w->passes[i].in_place) continue;
+    for (int32_t k = 0; k < p->n_inputs; k++)
+      if (w->node_tex[p->inputs[k]] == t) memcpy(s->input_data[k], w->data[t], w->tex[t].count * sizeof(float));
+    for (int32_t k = 0; k < p->n_params; k++)
+      if (w->node_tex[p->params[k]] == t) memcpy(s->param_data[k], w->data[t], w->tex[t].count * sizeof(float));
   }
   for (int32_t i = 0; i < p->n_outputs; i++) {
     int32_t k = p->assign_param[i];

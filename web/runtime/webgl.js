@@ -7,7 +7,13 @@
 // one fragment per output texel.  Textures are R32F (one float per texel)
 // or RGBA32F (4 per texel: the plan's "v4" values and "packed" matmul
 // temps, src/webgl/gl_plan.h); readers of a v4 texture get its width
-// negated in u_in<k>_w.  A "layers" temp is an RGBA32F TEXTURE_2D_ARRAY
+// negated in u_in<k>_w.  A "words" texture is RGBA32I: the i32 words of an
+// input or param that matmul_q / gather_q read as GGUF-typed weights,
+// uploaded bit for bit (setInput / setParam take an Int32Array, or any
+// typed array, whose bytes are the words), read back as an Int32Array.  A
+// pass may write an input or param texture in place (attention_kv's KV
+// cache): it discards the fragments it keeps, so no texture is ever
+// cleared.  A "layers" temp is an RGBA32F TEXTURE_2D_ARRAY
 // whose framebuffer draws layer j from the shader's output j.  Where a training assignment's value texture is
 // free after the run, the value and param textures swap places instead of
 // a copy pass.  Outputs come back with a synchronous readPixels.  Nothing
@@ -57,6 +63,10 @@ void main() {
   gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0);
 }
 `;
+// Linked programs per context, shared by the sessions drawing with it (a
+// software rasterizer takes ~0.5 s to compile a long shader): fragment
+// source -> { program, fs, users, linked }; the last user deletes it.
+const PROGRAMS = new WeakMap();
 const MAX_INPUTS = 6; // RLX_GL_MAX_INPUTS
 const MAX_INTS = 48;  // RLX_GL_MAX_INTS
 const MAX_FLOATS = 8; // RLX_GL_MAX_FLOATS
@@ -172,7 +182,7 @@ export class WebGlSession extends Executor {
       const tex = gl.createTexture(), target = this.targets[i];
       gl.bindTexture(target, tex);
       if (t.layers > 1) gl.texStorage3D(target, 1, gl.RGBA32F, t.width, t.height, t.layers);
-      else gl.texStorage2D(target, 1, t.packed || t.v4 ? gl.RGBA32F : gl.R32F, t.width, t.height);
+      else gl.texStorage2D(target, 1, t.words ? gl.RGBA32I : t.packed || t.v4 ? gl.RGBA32F : gl.R32F, t.width, t.height);
       gl.texParameteri(target, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
       gl.texParameteri(target, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
       gl.texParameteri(target, gl.TEXTURE_WRAP_S, gl.CLAMP_TO_EDGE);
@@ -233,26 +243,35 @@ export class WebGlSession extends Executor {
     const vs = this.vertexShader = gl.createShader(gl.VERTEX_SHADER);
     gl.shaderSource(vs, VERTEX_SHADER);
     gl.compileShader(vs);
+    let cache = PROGRAMS.get(gl);
+    if (!cache) PROGRAMS.set(gl, cache = new Map());
     // Compile and link everything first, check after: drivers may work in parallel.
     this.programs = plan.programs.map((p) => {
-      const fs = gl.createShader(gl.FRAGMENT_SHADER);
-      gl.shaderSource(fs, p.source);
-      gl.compileShader(fs);
-      const program = gl.createProgram();
-      gl.attachShader(program, vs);
-      gl.attachShader(program, fs);
-      gl.linkProgram(program);
-      return { program, fs, info: p };
+      let entry = cache.get(p.source);
+      if (!entry) {
+        const fs = gl.createShader(gl.FRAGMENT_SHADER);
+        gl.shaderSource(fs, p.source);
+        gl.compileShader(fs);
+        const program = gl.createProgram();
+        gl.attachShader(program, vs);
+        gl.attachShader(program, fs);
+        gl.linkProgram(program);
+        entry = { program, fs, users: 0, linked: false, source: p.source };
+        cache.set(p.source, entry);
+      }
+      entry.users++;
+      return { program: entry.program, fs: entry.fs, entry, info: p };
     });
     if (!gl.getShaderParameter(vs, gl.COMPILE_STATUS)) {
       throw new Error(`WebGL2: the vertex shader does not compile: ${gl.getShaderInfoLog(vs)}`);
     }
     for (const p of this.programs) {
-      if (!gl.getProgramParameter(p.program, gl.LINK_STATUS)) {
+      if (!p.entry.linked && !gl.getProgramParameter(p.program, gl.LINK_STATUS)) {
         const log = gl.getShaderInfoLog(p.fs) || gl.getProgramInfoLog(p.program);
         const defines = p.info.defines.map(([n, v]) => `${n}=${v}`).join(' ');
         throw new Error(`WebGL2: shader ${p.info.shader}${defines ? ` (${defines})` : ''} does not compile: ${log}`);
       }
+      p.entry.linked = true;
       const loc = (name) => gl.getUniformLocation(p.program, name);
       p.u_i = loc('u_i');
       p.u_f = loc('u_f');
@@ -317,7 +336,7 @@ export class WebGlSession extends Executor {
     });
     plan.params.forEach((p, i) => {
       const at = e.rlx_webgl_param_data?.(ptr, i) >>> 0;
-      if (at) this.upload(p.texture, new Float32Array(e.memory.buffer, at, p.count));
+      if (at) this.upload(p.texture, new Float32Array(e.memory.buffer, at, p.count)); // words: the same bytes
     });
   }
 
@@ -335,12 +354,15 @@ export class WebGlSession extends Executor {
     const { gl } = this;
     const t = this.plan.textures[texIndex];
     if (t.packed) throw new Error(`WebGL2 session: texture ${texIndex} is a packed temp; it cannot be uploaded`);
-    if (t.v4) { // 4 floats per texel, the texture's last texels padded with zeros
-      const all = new Float32Array(4 * t.width * t.height);
-      all.set(data.length === t.count ? data : data.subarray(0, t.count));
+    if (t.words || t.v4) { // 4 per texel (words: the bytes of data as i32), the last texels padded with zeros
+      const values = !t.words || data instanceof Int32Array ? data : ArrayBuffer.isView(data)
+        ? new Int32Array(data.buffer, data.byteOffset, data.byteLength >> 2) : Int32Array.from(data);
+      const all = new (t.words ? Int32Array : Float32Array)(4 * t.width * t.height);
+      all.set(values.length === t.count ? values : values.subarray(0, t.count));
       gl.bindTexture(gl.TEXTURE_2D, this.textures[texIndex]);
       gl.pixelStorei(gl.UNPACK_ALIGNMENT, 1);
-      gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, 0, t.width, t.height, gl.RGBA, gl.FLOAT, all, 0);
+      gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, 0, t.width, t.height, t.words ? gl.RGBA_INTEGER : gl.RGBA,
+        t.words ? gl.INT : gl.FLOAT, all, 0);
       gl.bindTexture(gl.TEXTURE_2D, null);
       return;
     }
@@ -359,7 +381,11 @@ export class WebGlSession extends Executor {
     gl.bindFramebuffer(gl.READ_FRAMEBUFFER, this.framebuffer(texIndex));
     gl.pixelStorei(gl.PACK_ALIGNMENT, 1);
     let out;
-    if (t.packed || t.v4) {
+    if (t.words) {
+      out = new Int32Array(t.width * t.height * 4);
+      gl.readPixels(0, 0, t.width, t.height, gl.RGBA_INTEGER, gl.INT, out);
+      out = out.length === t.count ? out : out.slice(0, t.count);
+    } else if (t.packed || t.v4) {
       out = new Float32Array(t.width * t.height * 4);
       gl.readPixels(0, 0, t.width, t.height, gl.RGBA, gl.FLOAT, out);
       if (t.v4) out = out.length === t.count ? out : out.slice(0, t.count);
@@ -381,9 +407,21 @@ export class WebGlSession extends Executor {
     this.check();
   }
 
-  /** i32 values go up as float values of the integers (as the C session stores them). */
+  /** i32 values go up as float values of the integers (as the C session stores them), words as they are. */
   _writeInput(i, values) {
-    this.upload(this.plan.inputs[i].texture, values instanceof Int32Array ? Float32Array.from(values) : values);
+    const tex = this.plan.inputs[i].texture;
+    this.upload(tex, values instanceof Int32Array && !this.plan.textures[tex].words ? Float32Array.from(values) : values);
+  }
+
+  /** A words param takes its bytes as they are (an Int32Array, or any typed array); others as float32 values. */
+  setParam(name, data) {
+    const i = this._index(this.params, 'param', name);
+    const tex = this.plan.params[i].texture;
+    if (!this.plan.textures[tex].words) return super.setParam(name, data);
+    this._checkLive();
+    this._length('param', this.params[i], ArrayBuffer.isView(data) && !(data instanceof Int32Array)
+      ? { length: data.byteLength >> 2 } : data);
+    this.upload(tex, data);
   }
 
   _writeParam(i, values) {
@@ -512,7 +550,7 @@ export class WebGlSession extends Executor {
   outputShape(i) { return this.plan.outputs[i]?.shape.slice(); }
   get passCount() { return this.plan.passes.length; }
 
-  /** Deletes every texture, framebuffer and program (safe to call twice). */
+  /** Deletes every texture, framebuffer and program (a program once no other session of the context draws with it; safe to call twice). */
   free() {
     const { gl } = this;
     if (!gl) return;
@@ -520,9 +558,12 @@ export class WebGlSession extends Executor {
     if (!gl.isContextLost()) {
       for (const fbo of this.framebuffers?.values() ?? []) gl.deleteFramebuffer(fbo);
       for (const tex of this.textures ?? []) gl.deleteTexture(tex);
+      const cache = PROGRAMS.get(gl);
       for (const p of this.programs ?? []) {
+        if (--p.entry.users > 0) continue; // another session of this context draws with it
         gl.deleteProgram(p.program);
         gl.deleteShader(p.fs);
+        cache?.delete(p.entry.source);
       }
       if (this.vertexShader) gl.deleteShader(this.vertexShader);
       if (this.vao) gl.deleteVertexArray(this.vao);

@@ -13,17 +13,36 @@
 // MODE 0: y directly; MODE 1: the table [S, D] of cos (first half) and
 // (signed) sin (second half) per position; MODE 2: y from that table
 // (u_in1), when many [S, D] slices share it.
+// PAIRS 1 rotates adjacent pairs (x[2i], x[2i + 1]) instead of the halves
+// (rope's mode 1; the table is the same).  OFFSET 1: positions are shifted
+// by the op's offset input (an integer stored as a float), the pass's last
+// input (MODE 0, 1).
 // u_in0 = x (MODE 0, 2); u_i = {D, S, pos0, nbits, 1/2pi limbs (3, least
 // significant first), then 3 limbs per factor k < nbits}; u_f = {sign}.
 #include "common.glsl"
 
+#ifndef PAIRS
+#define PAIRS 0
+#endif
+#ifndef OFFSET
+#define OFFSET 0
+#endif
 #if MODE != 1
 uniform highp sampler2D u_in0;
 uniform int u_in0_w;
 #endif
-#if MODE == 2
+#if MODE == 2 || (MODE == 0 && OFFSET == 1)
 uniform highp sampler2D u_in1;
 uniform int u_in1_w;
+#endif
+#if OFFSET == 1 && MODE == 0
+#define RLX_OFFSET int(floor(rlx_fetch(u_in1, u_in1_w, 0)))
+#elif OFFSET == 1 && MODE == 1
+uniform highp sampler2D u_in0;
+uniform int u_in0_w;
+#define RLX_OFFSET int(floor(rlx_fetch(u_in0, u_in0_w, 0)))
+#else
+#define RLX_OFFSET 0
 #endif
 
 uvec3 rlx_limbs(int at) {
@@ -55,7 +74,7 @@ vec2 rlx_cos_sin(int s, int i) {
     if (k >= u_i[3]) break;
     if (((i >> k) & 1) == 1) f = rlx_mul48(f, rlx_limbs(7 + 3 * k));
   }
-  int pos = u_i[2] + s;
+  int pos = u_i[2] + RLX_OFFSET + s;
   uint p = uint(pos < 0 ? -pos : pos), m = 0xffffu;
   uint p0 = p & m, p1 = p >> 16;
   uint q00 = p0 * f.x, q01 = p0 * f.y, q10 = p1 * f.x;
@@ -75,7 +94,11 @@ vec2 rlx_cos_sin(int s, int i) {
 
 float rlx_value(int e) {
   int d = u_i[0], half_d = d / 2, j = e % d;
+#if PAIRS == 1 && MODE != 1
+  int i = j >> 1;
+#else
   int i = j < half_d ? j : j - half_d;
+#endif
 #if MODE == 1
   vec2 cs = rlx_cos_sin(e / d, i);
   return j < half_d ? cs.x : u_f[0] * cs.y;
@@ -88,6 +111,10 @@ float rlx_value(int e) {
   float c = rlx_fetch(u_in1, u_in1_w, s * d + i), sn = rlx_fetch(u_in1, u_in1_w, s * d + half_d + i);
 #endif
   float x = rlx_fetch(u_in0, u_in0_w, e);
+#if PAIRS == 1
+  if ((j & 1) == 0) return x * c - rlx_fetch(u_in0, u_in0_w, e + 1) * sn;
+  return x * c + rlx_fetch(u_in0, u_in0_w, e - 1) * sn;
+#endif
   if (j < half_d) return x * c - rlx_fetch(u_in0, u_in0_w, e + half_d) * sn;
   return x * c + rlx_fetch(u_in0, u_in0_w, e - half_d) * sn;
 #endif
