@@ -39,8 +39,11 @@ void rlx_session_free(rlx_session *s) {
   rlx_free(s, sizeof *s);
 }
 
-/* Host copies of inputs and params, and the arena of backends that run on
- * the host (GPU backends keep their arenas on the device). */
+/* Host copies of inputs, and the arena of backends that run on the host
+ * (GPU backends keep their arenas on the device).  A param's host copy is
+ * made when first needed (param_storage): a param the caller binds to its
+ * own memory never gets one, so a model whose weights are bound (rlx_llm)
+ * does not hold a second, zeroed copy of them, even for a moment. */
 static rlx_status alloc_buffers(rlx_session *s) {
   rlx_plan *p = &s->plan;
   if (p->n_inputs && !(s->input_data = rlx_calloc((size_t)p->n_inputs, sizeof(float *)))) return RLX_ERR_NO_MEMORY;
@@ -49,8 +52,6 @@ static rlx_status alloc_buffers(rlx_session *s) {
   if (p->n_params && !(s->param_bound = rlx_calloc((size_t)p->n_params, 1))) return RLX_ERR_NO_MEMORY;
   for (int32_t i = 0; i < p->n_inputs; i++)
     if (!(s->input_data[i] = rlx_calloc(node_numel(s, p->inputs[i]), sizeof(float)))) return RLX_ERR_NO_MEMORY;
-  for (int32_t i = 0; i < p->n_params; i++)
-    if (!(s->param_data[i] = rlx_calloc(node_numel(s, p->params[i]), sizeof(float)))) return RLX_ERR_NO_MEMORY;
   if (s->backend->host_arena && p->arena_floats && !(s->arena = rlx_calloc(p->arena_floats, sizeof(float))))
     return RLX_ERR_NO_MEMORY;
   return RLX_OK;
@@ -94,6 +95,13 @@ rlx_status rlx_compile(const rlx_graph *g, const rlx_node *outputs, int32_t n_ou
   return RLX_OK;
 }
 
+/* Param i's host copy (zeros when made here); NULL when out of memory. */
+static float *param_storage(rlx_session *s, int32_t i) {
+  if (!s->param_data[i] && !(s->param_data[i] = rlx_calloc(node_numel(s, s->plan.params[i]), sizeof(float))))
+    rlx_error(RLX_ERR_NO_MEMORY, "out of memory for the param '%s'", s->plan.graph.nodes[s->plan.params[i]].name);
+  return s->param_data[i];
+}
+
 /* Index of the input/param called name in ids, or -1. */
 static int32_t find_named(const rlx_session *s, const int32_t *ids, int32_t n, const char *name) {
   for (int32_t i = 0; i < n; i++)
@@ -128,6 +136,7 @@ rlx_status rlx_session_set_param(rlx_session *s, const char *name, const float *
   rlx_status st = lookup(s, name, len, 1, &i, "set_param");
   if (st != RLX_OK || (st = refuse_i32_param(s, i, "set_param")) != RLX_OK) return st;
   if (!data) return rlx_error(RLX_ERR_INVALID_ARG, "set_param: data is NULL");
+  if (!param_storage(s, i)) return RLX_ERR_NO_MEMORY;
   memcpy(s->param_data[i], data, len * sizeof(float));
   return RLX_OK;
 }
@@ -137,16 +146,19 @@ rlx_status rlx_session_get_param(const rlx_session *s, const char *name, float *
   rlx_status st = lookup(s, name, len, 1, &i, "get_param");
   if (st != RLX_OK || (st = refuse_i32_param(s, i, "get_param")) != RLX_OK) return st;
   if (!data) return rlx_error(RLX_ERR_INVALID_ARG, "get_param: data is NULL");
-  memcpy(data, s->param_data[i], len * sizeof(float));
+  if (s->param_data[i])
+    memcpy(data, s->param_data[i], len * sizeof(float));
+  else
+    memset(data, 0, len * sizeof(float)); /* never set: zeros */
   return RLX_OK;
 }
 
 rlx_status rlx_session_bind_param(rlx_session *s, const char *name, void *data, size_t bytes) {
   if (!s) return rlx_error(RLX_ERR_INVALID_ARG, "bind_param: session is NULL");
   if (!name) return rlx_error(RLX_ERR_INVALID_ARG, "bind_param: name is NULL");
-  if (s->device != RLX_DEVICE_CPU)
+  if (s->device != RLX_DEVICE_CPU && s->device != RLX_DEVICE_WEBGL)
     return rlx_error(RLX_ERR_UNSUPPORTED, "bind_param: %s sessions keep params in their own buffers (bind works on CPU "
-                     "sessions only)", s->backend->name);
+                     "and WebGL2 sessions only)", s->backend->name);
   int32_t i = find_named(s, s->plan.params, s->plan.n_params, name);
   if (i < 0) return rlx_error(RLX_ERR_NOT_FOUND, "bind_param: no param named '%s'", name);
   size_t need = node_numel(s, s->plan.params[i]) * sizeof(float);
@@ -201,6 +213,8 @@ rlx_status rlx_session_run(rlx_session *s) {
   for (int32_t i = 0; i < s->plan.n_inputs; i++)
     if (!s->input_set[i] && s->plan.input_needed[i])
       return rlx_error(RLX_ERR_STATE, "run: input '%s' has not been set", s->plan.graph.nodes[s->plan.inputs[i]].name);
+  for (int32_t i = 0; i < s->plan.n_params; i++)
+    if (!param_storage(s, i)) return RLX_ERR_NO_MEMORY;
   s->ran = 0;
   rlx_status st = s->backend->run(s);
   if (st == RLX_OK) s->ran = 1;
@@ -298,7 +312,7 @@ const float *rlx_session_input_data(const rlx_session *s, int32_t i) {
   return s->input_data[i];
 }
 
-const float *rlx_session_param_data(const rlx_session *s, int32_t i) {
+const float *rlx_session_param_data(rlx_session *s, int32_t i) {
   if (!s || i < 0 || i >= s->plan.n_params || !s->param_data) return NULL;
-  return s->param_data[i];
+  return param_storage(s, i);
 }

@@ -41,10 +41,11 @@ int rlx_session_requires_host_execution(const rlx_session *s);
 rlx_status rlx_session_host_summary(const rlx_session *s, int32_t *steps_total, int32_t *host_steps,
                                     int32_t *sync_points);
 /* The host copies of input i (NULL until set; i32 inputs hold int32 bits)
- * and of param i (NULL when out of range), as set through the session API:
+ * and of param i (NULL when out of range or out of memory; zeros until
+ * set), as set through the session API:
  * a GPU executor uploads them when it starts (training sessions preset
  * "d_output" and "rlx.lr"). */
 const float *rlx_session_input_data(const rlx_session *s, int32_t i);
-const float *rlx_session_param_data(const rlx_session *s, int32_t i);
+const float *rlx_session_param_data(rlx_session *s, int32_t i);
 
 #endif

@@ -59,6 +59,10 @@ struct rlx_llm {
 /* llm_graph.c: the graph of one step of n tokens: inputs "ids" (i32 [n])
  * and "pos" (i32 [1]), output the logits after the last token [1, n_vocab]. */
 rlx_status rlx_llm_build_step(const rlx_llm *m, int32_t n, rlx_graph **out, rlx_node *logits);
+/* llm_run.c: binds every weight and cache param of a compiled step to the
+ * model's memory (any device: tests/c/test_webgl_llm.c binds a WebGL2
+ * step). */
+rlx_status rlx_llm_bind_params(const rlx_llm *m, rlx_session *s);
 /* llm_run.c: the step session for n tokens (compiled on first use). */
 rlx_status rlx_llm_step_session(rlx_llm *m, int32_t k, rlx_session **out);
 

@@ -16,7 +16,7 @@ static rlx_status bind(rlx_session *s, const llm_weight *w) {
   return st == RLX_ERR_NOT_FOUND ? RLX_OK : st;
 }
 
-static rlx_status bind_all(const rlx_llm *m, rlx_session *s) {
+rlx_status rlx_llm_bind_params(const rlx_llm *m, rlx_session *s) {
   const rlx_llm_info *in = &m->info;
   rlx_status st;
   if ((st = bind(s, &m->token_embd)) || (st = bind(s, &m->output_norm)) || (st = bind(s, &m->output))) return st;
@@ -46,7 +46,7 @@ rlx_status rlx_llm_step_session(rlx_llm *m, int32_t k, rlx_session **out) {
     rlx_session *s = NULL;
     st = rlx_compile(g, &logits, 1, &opt, &s);
     rlx_graph_free(g);
-    if (st == RLX_OK) st = bind_all(m, s);
+    if (st == RLX_OK) st = rlx_llm_bind_params(m, s);
     if (st != RLX_OK) {
       rlx_session_free(s);
       return st;

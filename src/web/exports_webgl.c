@@ -18,6 +18,6 @@ EXPORT(rlx_webgl_last_error) const char *w_webgl_last_error(void) { return rlx_l
 EXPORT(rlx_webgl_input_data) const float *w_webgl_input_data(const rlx_session *s, int32_t i) {
   return rlx_session_input_data(s, i);
 }
-EXPORT(rlx_webgl_param_data) const float *w_webgl_param_data(const rlx_session *s, int32_t i) {
+EXPORT(rlx_webgl_param_data) const float *w_webgl_param_data(rlx_session *s, int32_t i) {
   return rlx_session_param_data(s, i);
 }

@@ -24,7 +24,7 @@ EXPORT(rlx_webgpu_constant_data) const float *w_webgpu_constant_data(const rlx_s
 EXPORT(rlx_webgpu_input_data) const float *w_webgpu_input_data(const rlx_session *s, int32_t i) {
   return rlx_session_input_data(s, i);
 }
-EXPORT(rlx_webgpu_param_data) const float *w_webgpu_param_data(const rlx_session *s, int32_t i) {
+EXPORT(rlx_webgpu_param_data) const float *w_webgpu_param_data(rlx_session *s, int32_t i) {
   return rlx_session_param_data(s, i);
 }
 
