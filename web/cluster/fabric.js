@@ -21,13 +21,34 @@ import { peekHeader } from './wire.js';
 const SEEN_PER_SENDER = 512; // seqs remembered per sender
 const MAX_SENDERS = 4096;
 
+/** The (from, seq) pairs met lately: first(header) is true the first time. Buffers without a seq always pass. */
+export class SeenSet {
+  constructor() {
+    this._seen = new Map(); // sender id -> Set of recent seqs (insertion-ordered)
+  }
+
+  first(h) {
+    if (typeof h.from !== 'string' || !Number.isSafeInteger(h.seq)) return true;
+    let seen = this._seen.get(h.from);
+    if (!seen) {
+      if (this._seen.size >= MAX_SENDERS) this._seen.delete(this._seen.keys().next().value);
+      seen = new Set();
+      this._seen.set(h.from, seen);
+    }
+    if (seen.has(h.seq)) return false;
+    seen.add(h.seq);
+    if (seen.size > SEEN_PER_SENDER) seen.delete(seen.values().next().value);
+    return true;
+  }
+}
+
 export class Fabric {
   constructor(selfId) {
     this.selfId = selfId;
     this.links = new Map();
     this.stats = { delivered: 0, forwarded: 0, duplicates: 0, unreadable: 0 };
     this._handlers = new Set();
-    this._seen = new Map(); // sender id -> Set of recent seqs (insertion-ordered)
+    this._seen = new SeenSet();
     this._closed = false;
   }
 
@@ -72,17 +93,7 @@ export class Fabric {
 
   /** True the first time (from, seq) is met. Buffers without a seq always pass. */
   _firstTime(h) {
-    if (typeof h.from !== 'string' || !Number.isSafeInteger(h.seq)) return true;
-    let seen = this._seen.get(h.from);
-    if (!seen) {
-      if (this._seen.size >= MAX_SENDERS) this._seen.delete(this._seen.keys().next().value);
-      seen = new Set();
-      this._seen.set(h.from, seen);
-    }
-    if (seen.has(h.seq)) return false;
-    seen.add(h.seq);
-    if (seen.size > SEEN_PER_SENDER) seen.delete(seen.values().next().value);
-    return true;
+    return this._seen.first(h);
   }
 
   _arrived(from, buf) {

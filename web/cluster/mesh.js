@@ -36,7 +36,9 @@
 //   link.sendRaw(buf) -> bool          to every accepted peer, or only the peer of header.to
 //                                      once that rank id was seen in a `from` of that peer;
 //                                      in order per peer (a queue each); false: no one to send to
-//   link.onRaw(fn) -> off              fn(ArrayBuffer) for every buffer of an accepted peer
+//   link.onRaw(fn) -> off              fn(ArrayBuffer, peerId) for every buffer of an accepted peer
+//   link.sendToPeers(buf, peerIds) -> n  to those accepted peers only (partial_mesh.js routes by peer)
+//   link.acceptedPeers() / link.connectionOf(peerId)   accepted peer ids; a peer's RTCPeerConnection (or null)
 //   link.hasRank(rankId) -> bool       that rank sent from an accepted peer (fabric.js routing)
 //   link.stats                         { sent, received, bytesOut, bytesIn, dropped, peers: { id: {...} } }
 //   link.peers() / link.acceptedCount / await link.diagnostics() / await link.close()
@@ -54,39 +56,29 @@
 // Hellos are re-sent every helloRetryMs until then; all three messages are idempotent.
 //
 // Connections per peer. Trystero 0.25.4 connects every peer of a room to
-// every other: each peer announces itself on the relays every ~5.3 s and a
-// peer not connected to it answers with an offer, so a room of n peers holds
-// n - 1 RTCPeerConnections per peer. It has no hook to decline a peer, and a
-// connection closed by hand is offered again at the next announcement:
-// pruning connections is not possible without patching its signalling.
-// (Chromium also caps a page at 500 RTCPeerConnections, which bounds a room.)
-// What this file does instead is route: a buffer whose header names one
-// rank (`to`) goes to that rank's peer only, so in a tree step (tree.js) a
-// peer sends params and partials to its parent and its <= k children, and
-// the leader's egress is k params instead of n - 1; heartbeats (a few
-// hundred bytes) still go to every peer. connections() measures it:
-// { held: the RTCPeerConnections Trystero holds for the room, accepted,
-// unicastPeers: the peers that got a buffer addressed to one rank }.
-// The options weighed for a partial mesh (README, "The cluster"):
-//  - js-libp2p with WebRTC and gossipsub: a bounded-degree mesh (D = 6,
-//    peer exchange), but browser-to-browser WebRTC signals through a libp2p
-//    circuit-relay node (a server to run; Nostr relays do not do it), the
-//    stack (libp2p 3.3, webrtc, websockets, circuit relay, noise, yamux,
-//    identify, gossipsub 14.1) bundles to 1.08 MB minified, 301 KB gzipped
-//    (esbuild; Trystero's bundle: 62 KB, 23 KB), and gossipsub floods: the
-//    tree's unicast needs direct streams, i.e. connections, anyway.
-//  - one Trystero room per subtree (a rank in its parent's room and in its
-//    own): about 2k connections per peer, but every change of the layout
-//    (a rank joining, leaving, dying) moves ranks between rooms, each new
-//    connection takes seconds of signalling and ICE, and election and
-//    joining still need a room that everyone is in.
-//  - unicast over the one room, chosen: no dependency, no server, nothing
-//    to signal again when the tree is laid out anew (every peer is already
-//    connected, so re-attaching a subtree is instant), and the bytes follow
-//    the tree; the price is n - 1 mostly idle connections per peer (each
-//    with its ICE consent checks) and the page's connection cap: rooms of a
-//    few hundred devices. Tabs of one browser share a BroadcastChannel,
-//    where every post reaches every tab whatever the topology.
+// every other (each peer announces itself on the relays every ~5.3 s and a
+// peer not connected to it answers with an offer): a MeshLink's room of n
+// peers holds n - 1 RTCPeerConnections per peer, and there is no hook to
+// decline one. What Trystero 0.25 does share is the connection: two peers
+// hold ONE RTCPeerConnection whatever number of rooms they are both in. So
+// the cluster page does not use one MeshLink for a large room:
+// partial_mesh.js RoomMesh keeps this file's full mesh up to
+// policy.meshAbove peers and above it gives each overlay link (overlay.js:
+// the tree's links and a ring) a MeshLink of its own in a two-peer room, so
+// a peer's connections are its links (at most fanout + 3). Within one room
+// this file routes: a buffer whose header names one rank (`to`) goes to
+// that rank's peer only. connections() measures a MeshLink: { held: the
+// RTCPeerConnections Trystero holds for the room, accepted, unicastPeers:
+// the peers that got a buffer addressed to one rank }. The options weighed
+// (README, "The cluster", and partial_mesh.js): js-libp2p with WebRTC and
+// gossipsub (a bounded-degree mesh, but browser-to-browser WebRTC signals
+// through a libp2p circuit-relay server, the stack bundles to 1.08 MB
+// minified / 301 KB gzipped against Trystero's 62 / 23 KB, and gossipsub
+// floods where the tree needs direct links anyway); one Trystero room per
+// subtree (about 2k connections per peer, the same machinery as a room per
+// link with more connections); unicast over one room (no new connection
+// when the layout changes, but n - 1 of them). Tabs of one browser share a
+// BroadcastChannel, where every post reaches every tab whatever the topology.
 import { peekHeader } from './wire.js';
 import { PROTOCOL_VERSION as RANK_PROTOCOL } from './protocol.js';
 import { assertNotWorker, classifyIce, icePreflight, peerIceStats, trackPeerConnections } from './ice.js';
@@ -415,6 +407,40 @@ export class MeshLink extends EventTarget {
     return { held: this._room.peers().size, accepted: this.acceptedCount, unicastPeers: Object.keys(unicast).length, unicast };
   }
 
+  /** The ids of the peers past the handshake. */
+  acceptedPeers() {
+    const out = [];
+    for (const st of this._peers.values()) if (st.state === 'accepted') out.push(st.peerId);
+    return out;
+  }
+
+  /** The RTCPeerConnection Trystero holds for peerId in this room (null: none, or an API that gives ids only). */
+  connectionOf(peerId) {
+    return this._room.peers().get(peerId) ?? null;
+  }
+
+  /** buf to those of peerIds that are accepted (in order per peer, as sendRaw); returns how many. */
+  sendToPeers(buf, peerIds) {
+    if (this.closed) return 0;
+    if (!(buf instanceof ArrayBuffer) && !ArrayBuffer.isView(buf)) {
+      this.stats.dropped.malformed++;
+      return 0;
+    }
+    let n = 0;
+    for (const id of peerIds) {
+      const st = this._peers.get(id);
+      if (st?.state !== 'accepted') continue;
+      const c = this._counters(id);
+      c.sent++;
+      c.bytesOut += buf.byteLength;
+      this.stats.sent++;
+      this.stats.bytesOut += buf.byteLength;
+      this._enqueue(st, buf);
+      n++;
+    }
+    return n;
+  }
+
   sendRaw(buf) {
     if (this.closed) return false;
     if (!(buf instanceof ArrayBuffer) && !ArrayBuffer.isView(buf)) {
@@ -721,7 +747,7 @@ export class MeshLink extends EventTarget {
     const handlers = [...this._raw];
     handlers.forEach((fn, i) => {
       try {
-        fn(i === handlers.length - 1 ? buf : buf.slice(0)); // the last may transfer it
+        fn(i === handlers.length - 1 ? buf : buf.slice(0), peerId); // the last may transfer it
       } catch {
         this.stats.dropped.handlerErrors++;
       }

@@ -17,6 +17,11 @@ export const DEFAULT_POLICY = Object.freeze({
   // tree above (tree.js). treeAbove 0 forces the tree, Infinity the star.
   treeAbove: 16,
   fanout: 4,
+  // The WebRTC room's connections (partial_mesh.js): a full mesh (every peer
+  // connected to every other, Trystero's way) up to meshAbove peers, a
+  // partial mesh above (the tree's links and a ring: at most fanout + 3
+  // connections per peer, overlay.js). 0 forces the partial mesh.
+  meshAbove: 16,
 });
 
 /**
@@ -88,6 +93,30 @@ export function topologyOverrides({ tree = '', fanout = '' } = {}) {
     else overrides.fanout = v;
   }
   return { overrides, errors };
+}
+
+/**
+ * The room's connections among n peers: { mesh: 'full' | 'partial', meshAbove }
+ * (partial above meshAbove peers; meshAbove 0 forces it, Infinity never).
+ */
+export function meshFor(n, overrides = {}) {
+  const p = { ...DEFAULT_POLICY, ...overrides };
+  const peers = Math.max(1, Math.floor(Number(n)) || 1);
+  const meshAbove = Number.isNaN(Number(p.meshAbove)) ? DEFAULT_POLICY.meshAbove : Math.max(0, Number(p.meshAbove));
+  return { mesh: peers > meshAbove ? 'partial' : 'full', meshAbove };
+}
+
+/**
+ * cluster.html's ?mesh= as a policy override: 'partial' forces the partial
+ * mesh (meshAbove 0), 'full' keeps every connection (Infinity), '' or 'auto'
+ * the threshold. Returns { overrides, errors }.
+ */
+export function meshOverrides({ mesh = '' } = {}) {
+  const m = mesh === null || mesh === undefined ? '' : String(mesh);
+  if (m === 'partial') return { overrides: { meshAbove: 0 }, errors: [] };
+  if (m === 'full') return { overrides: { meshAbove: Infinity }, errors: [] };
+  if (m === '' || m === 'auto') return { overrides: {}, errors: [] };
+  return { overrides: {}, errors: [`mesh: ${JSON.stringify(m.slice(0, 32))} is not partial, full or auto`] };
 }
 
 /** a beats b when its term is higher, or equal with the lower id. */

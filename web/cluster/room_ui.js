@@ -12,10 +12,14 @@
 // (signalling relays), &turn=url|user|cred;... (TURN after the default STUN),
 // &ice=relay (relay candidates only: everything through TURN), &stun=none or
 // &stun=stun:host:port,... (instead of the default public STUN servers; none: a
-// LAN or loopback-only room), &p2p=URL (another Trystero module). No RTCPeerConnection is made in the Worker: this runs on
-// the page.
-import { MeshLink, loadTrystero, parseTurn, parseRelays, iceConfig, preflightFor, classifyIce, DEFAULT_TRYSTERO_URL,
+// LAN or loopback-only room), &p2p=URL (another Trystero module), &mesh=partial|full|auto
+// (the room's connections, partial_mesh.js: a full mesh up to policy.meshAbove peers,
+// a partial mesh of the tree's links and a ring above; &fanout= applies to both). No
+// RTCPeerConnection is made in the Worker: this runs on the page.
+import { loadTrystero, parseTurn, parseRelays, iceConfig, preflightFor, classifyIce, DEFAULT_TRYSTERO_URL,
   DEFAULT_ICE_SERVERS } from './mesh.js';
+import { RoomMesh } from './partial_mesh.js';
+import { meshFor, meshOverrides, topologyOverrides, DEFAULT_POLICY } from './policy.js';
 import { drawQr } from './qr.js';
 import { checkSettings, newRoom } from './settings.js';
 
@@ -89,7 +93,11 @@ export class RoomPanel {
         return { urls };
       });
     }
-    return { relays, turn, relayOnly, p2p, stun };
+    const mesh = meshOverrides({ mesh: q.get('mesh') ?? '' });
+    const topo = topologyOverrides({ fanout: q.get('fanout') ?? '' });
+    const errors = [...mesh.errors, ...topo.errors];
+    if (errors.length) throw new Error(errors.join('; '));
+    return { relays, turn, relayOnly, p2p, stun, meshPolicy: { ...mesh.overrides, ...topo.overrides } };
   }
 
   /** A fresh room id and password, then join it. */
@@ -132,8 +140,8 @@ export class RoomPanel {
     }, (err) => show('preflight', 'error', `preflight failed: ${err.message}`));
     const { slug, paramCount } = this.model();
     try {
-      this.link = new MeshLink({ trystero, roomId: settings.room, password: settings.password, relayUrls: config.relays, rtcConfig,
-        slug, paramCount, onEvent: (type, detail) => this._event(type, detail) });
+      this.link = new RoomMesh({ trystero, roomId: settings.room, password: settings.password, relayUrls: config.relays, rtcConfig,
+        slug, paramCount, selfRank: () => this.fabric.selfId, policy: config.meshPolicy, onEvent: (type, detail) => this._event(type, detail) });
     } catch (err) {
       show('room-state', 'error', 'not in a room');
       return this._error(`Cannot join: ${err.message}`);
@@ -166,7 +174,7 @@ export class RoomPanel {
     u.searchParams.set('room', c.room);
     if (c.password) u.searchParams.set('password', c.password);
     u.searchParams.set('model', this.model().slug);
-    for (const key of ['relays', 'turn', 'ice', 'stun', 'p2p']) if (this.query.get(key)) u.searchParams.set(key, this.query.get(key));
+    for (const key of ['relays', 'turn', 'ice', 'stun', 'p2p', 'mesh', 'fanout']) if (this.query.get(key)) u.searchParams.set(key, this.query.get(key));
     u.searchParams.set('autostart', '1');
     return u.href;
   }
@@ -183,7 +191,7 @@ export class RoomPanel {
       failures: this.failures.slice(),
       refusals: this.refusals.slice(),
       stats: this.link ? { sent: this.link.stats.sent, received: this.link.stats.received, bytesOut: this.link.stats.bytesOut, bytesIn: this.link.stats.bytesIn } : null,
-      connections: this.link?.connections() ?? null, // held / accepted / used by the data path (mesh.js)
+      connections: this.link?.connections() ?? null, // mode, held, accepted, overlay links (partial_mesh.js)
       url: this.joined ? this.joinUrl() : null,
     };
   }
@@ -240,6 +248,7 @@ export class RoomPanel {
   }
 
   _renderState() {
+    this._renderMesh();
     if (!this.link) {
       show('room-state', 'none', 'not in a room (tabs of this browser still train together)');
       return;
@@ -248,6 +257,23 @@ export class RoomPanel {
     const ms = this.connectedAt !== null ? `, first peer after ${Math.round(this.connectedAt - this.joinedAt)} ms` : '';
     show('room-state', n > 0 ? 'connected' : 'waiting',
       `room ${this._config.room}: ${n} peer${n === 1 ? '' : 's'} connected${ms}${this._config.relayOnly ? ' (relay only)' : ''}`);
+  }
+
+  /** The policy panel's room connections: the threshold, the fan-out, and what this page holds now. */
+  _renderMesh() {
+    let policy;
+    try {
+      policy = this._config?.meshPolicy ?? this._urlConfig().meshPolicy;
+    } catch {
+      return; // the URL's error is shown when joining
+    }
+    const { meshAbove } = meshFor(1, policy);
+    const k = policy.fanout ?? DEFAULT_POLICY.fanout;
+    const rule = meshAbove === 0 ? 'always a partial mesh' : Number.isFinite(meshAbove)
+      ? `every peer connected up to ${meshAbove} peers, then a partial mesh` : 'always a full mesh';
+    const c = this.link?.connections();
+    const now = c ? `; this page: ${c.mode} mesh, ${c.held} connection${c.held === 1 ? '' : 's'}` : '';
+    show('mesh', c ? `${c.mode}:${c.held}` : `${meshAbove}`, `${rule} (the tree's links and a ring: at most ${k} + 3 per peer)${now}`);
   }
 
   _renderPreflight() {
