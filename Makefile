@@ -212,9 +212,10 @@ $(LLM_O2_OBJ): LLM_OPT := -O2
 $(LLM_O3_OBJ) $(LLM_O2_OBJ): build/wasm-llm/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_CFLAGS) $(LLM_OPT) -c $< -o $@
+LLM_LDFLAGS := -Wl,--max-memory=4294967296
 web/pkg/rlx_llm.wasm: $(LLM_LIB_OBJ) $(LLM_WEB_OBJ)
 	@mkdir -p $(dir $@)
-	$(WASMCC) $(WASM_LDFLAGS) -Wl,--max-memory=4294967296 -o build/wasm/rlx_llm.linked.wasm $(LLM_WEB_OBJ) $(LLM_LIB_OBJ)
+	$(WASMCC) $(WASM_LDFLAGS) $(LLM_LDFLAGS) -o build/wasm/rlx_llm.linked.wasm $(LLM_WEB_OBJ) $(LLM_LIB_OBJ)
 	$(if $(WASM_OPT),$(WASM_OPT) $(WASM_OPT_FLAGS) build/wasm/rlx_llm.linked.wasm -o $@.tmp,cp build/wasm/rlx_llm.linked.wasm $@.tmp)
 	mv -f $@.tmp $@
 wasm: web/pkg/rlx_llm.wasm
@@ -380,6 +381,7 @@ NODE_TESTS   := $(sort $(wildcard tests/node/*.test.mjs))
 WEBGPU_TESTS := $(filter %webgpu.test.mjs %webgpu_ops.test.mjs,$(NODE_TESTS))
 test-node: wasm sdk build/tests/opcases_native.bin build/tests/models_native.json
 	node --test --test-reporter=dot $(filter-out $(WEBGPU_TESTS),$(NODE_TESTS))
+	RLX_TEST_SIMD=relaxed node $(NODE_RELAXED_FLAG) --test --test-reporter=dot $(RELAXED_TESTS)
 
 # Every op case and the training steps on WebGPU (web/runtime/webgpu.js on
 # Dawn for Node; Chromium's SwiftShader as the Vulkan driver when present)
@@ -422,6 +424,8 @@ test-examples-js: wasm sdk $(LM_FIXTURES)
 	node examples/js/classifier.mjs
 	node examples/js/generate.mjs
 
+# The relaxed-SIMD builds of the wasm modules (make wasm builds them too).
+include tools/relaxed_simd.mk
 -include bench/bench.mk
 # libFuzzer targets: make fuzz, make test-fuzz (tests/fuzz/fuzz.mk).
 -include tests/fuzz/fuzz.mk

@@ -124,6 +124,7 @@ async function main() {
   const rt = await init();
   show('backend', rlx.backend());
   show('version', rt.version());
+  show('simd', rt.simd);
   show('gemm', rt.gemmPath());
   show('preferred', rlx.preferred_backend());
   const good = applyQuery(query, QUERY_RULES, (m) => { $('error').textContent += `${$('error').textContent ? '\n' : ''}${m}`; },

@@ -100,6 +100,7 @@ function showInfo(i) {
   show('i-mem', i.weightBytes + i.kvBytes, `${mib(i.weightBytes)} + ${mib(i.kvBytes)}`);
   show('i-shape', i.nLayer, `${i.nLayer}, ${i.nHead} (${i.nHeadKv}), ${i.nEmbd}`);
   show('i-vocab', i.nVocab, `${i.nVocab.toLocaleString('en-US')} (${i.tokenizer})`);
+  show('i-simd', i.simd, i.simd === 'relaxed' ? 'relaxed SIMD' : 'SIMD128');
 }
 
 /** The source picked (marked next to its control when there is none or it is bad). */

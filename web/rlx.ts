@@ -28,10 +28,11 @@
 import init, * as low from './pkg/rlx_web.js';
 import type {
   BackendEnvironment, BackendFallback, BackendName, BackendRequest, CompiledGraph, InitInput, Seed,
-  VisionModelInfo, WebGraph,
+  SimdBuild, SimdChoice, VisionModelInfo, WebGraph,
 } from './pkg/rlx_web.js';
 
 export type { BackendEnvironment, BackendFallback, BackendName, BackendRequest, VisionModelInfo, WebGraph, CompiledGraph };
+export type { SimdBuild, SimdChoice };
 export { RlxError } from './pkg/rlx_web.js';
 // GGUF language models: ./runtime/llm.js over pkg/rlx_llm.wasm (plain JS; its types are
 // the interfaces below, so rlx.d.ts stands alone).
@@ -44,8 +45,10 @@ export type Floats = Float32Array | number[];
 export type Labels = Int32Array | Float32Array | number[];
 
 export interface InitOptions {
-  /** Where rlx_web.wasm is (default: next to pkg/rlx_web.js). */
+  /** Where rlx_web.wasm is (default: next to pkg/rlx_web.js, or its relaxed-SIMD build as `simd` picks). */
   wasm?: InitInput;
+  /** Which build to load when `wasm` is not given (default 'auto'; see SimdChoice). */
+  simd?: SimdChoice;
   /**
    * WebGPU: true (default) uses navigator.gpu when there is one; a GPU object
    * (npm `webgpu`'s create([]) in Node) or a GPUDevice; false turns it off.
@@ -368,7 +371,7 @@ export class Rlx {
   /** Loads the wasm and, unless turned off, the GPU backends; never fails for a missing GPU. */
   static async init(options?: InitOptions): Promise<Rlx> {
     options = optionsOf('Rlx.init', options);
-    await init(options.wasm);
+    await init({ module_or_path: options.wasm, simd: options.simd });
     const webgpu = options.webgpu ?? true;
     if (webgpu !== false) await low.init_webgpu(webgpu === true ? undefined : webgpu);
     else await low.init_webgpu(false);
@@ -388,6 +391,11 @@ export class Rlx {
   /** The library's version. */
   get version(): string {
     return low.runtime().version();
+  }
+
+  /** Which build of the module runs: 'relaxed' (relaxed SIMD) or 'simd128'. */
+  get simd(): SimdBuild {
+    return low.runtime().simd;
   }
 
   /** What runs here: each backend available or the reason it is not. */
@@ -441,6 +449,8 @@ export interface LoadGgufOptions {
   onProgress?: (p: { loaded: number; total: number | null }) => void;
   /** Where rlx_llm.wasm is (default: pkg/rlx_llm.wasm next to runtime/llm.js). */
   wasm?: string | URL | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
+  /** Which build of rlx_llm.wasm to load when `wasm` is not given (default 'auto'; see SimdChoice). */
+  simd?: SimdChoice;
   /** 'auto' (the default) or 'cpu': language models run on the CPU (wasm); 'webgpu' and 'webgl' are refused for now. */
   backend?: 'auto' | 'cpu' | 'webgpu' | 'webgl';
 }
@@ -454,6 +464,8 @@ export interface GgufInfo {
   /** -1 when the file has none. */
   bos: number; eos: number;
   nParams: number; weightBytes: number; kvBytes: number; fileBytes: number;
+  /** Which build of rlx_llm.wasm runs the model. */
+  simd: SimdBuild;
 }
 
 export interface TokenizeOptions {

@@ -6,7 +6,11 @@
  * and converted four at a time, multiplied with x (SIMD128 has no fused
  * multiply-add: mul then add), and the block's sum is scaled; the
  * minimums of Q4_1, Q5_1 and the K types come from xsum (sums of x per 32
- * values). */
+ * values).  Built with -mrelaxed-simd (the relaxed modules:
+ * tools/relaxed_simd.mk), each multiply-add is one f32x4.relaxed_madd
+ * (fused where the CPU has FMA: the last bits may differ) and the Q5
+ * fifth-bit bytes are spread with relaxed_swizzle (its indices are in
+ * range, so the result is the same). */
 #include "../models/gguf_quants.h"
 
 #if defined(__wasm_simd128__)
@@ -28,11 +32,23 @@ static inline float f16(const uint8_t *p) {
 #define LD(p) wasm_v128_load(p)
 #define MUL wasm_f32x4_mul
 #define ADD wasm_f32x4_add
+/* acc + a * b */
+#if defined(__wasm_relaxed_simd__)
+#define MADD(acc, a, b) wasm_f32x4_relaxed_madd(a, b, acc)
+#define SWIZZLE wasm_i8x16_relaxed_swizzle
+#else
+#define MADD(acc, a, b) ADD(acc, MUL(a, b))
+#define SWIZZLE wasm_i8x16_swizzle
+#endif
 /* i32 lanes -> f32.  The empty asm hides the widening before it from LLVM
  * 14, which otherwise fuses i16 -> i32 -> f32 into one conversion that it
- * then does lane by lane (ten times slower). */
+ * then does lane by lane (ten times slower).  LLVM 19 (the relaxed build)
+ * converts four lanes at a time without it, and its backend fails on a
+ * v128 asm operand. */
 static inline v128_t CVT(v128_t i) {
+#if __clang_major__ < 19
   __asm__("" : "+r"(i));
+#endif
   return wasm_f32x4_convert_i32x4(i);
 }
 
@@ -41,8 +57,8 @@ static inline v128_t dot16(v128_t c, const float *x) {
   const v128_t a = wasm_i16x8_extend_low_i8x16(c), b = wasm_i16x8_extend_high_i8x16(c);
   v128_t s0 = MUL(CVT(wasm_i32x4_extend_low_i16x8(a)), LD(x));
   v128_t s1 = MUL(CVT(wasm_i32x4_extend_high_i16x8(a)), LD(x + 4));
-  s0 = ADD(s0, MUL(CVT(wasm_i32x4_extend_low_i16x8(b)), LD(x + 8)));
-  s1 = ADD(s1, MUL(CVT(wasm_i32x4_extend_high_i16x8(b)), LD(x + 12)));
+  s0 = MADD(s0, CVT(wasm_i32x4_extend_low_i16x8(b)), LD(x + 8));
+  s1 = MADD(s1, CVT(wasm_i32x4_extend_high_i16x8(b)), LD(x + 12));
   return ADD(s0, s1);
 }
 /* 32 codes (lo: codes 0..15, hi: 16..31) . x[0..32) */
@@ -59,7 +75,7 @@ static void rows_q8_0(const uint8_t *w, size_t stride, const float *x, const flo
     const uint8_t *p = w;
     v128_t acc = wasm_f32x4_splat(0.0f);
     for (int64_t b = 0; b < nb; b++, p += 34)
-      acc = ADD(acc, MUL(wasm_f32x4_splat(f16(p)), dot32(LD(p + 2), LD(p + 18), x + 32 * b)));
+      acc = MADD(acc, wasm_f32x4_splat(f16(p)), dot32(LD(p + 2), LD(p + 18), x + 32 * b));
     y[r] = hsum(acc);
   }
 }
@@ -70,8 +86,8 @@ static inline void q5_codes(const uint8_t *qh, const uint8_t *qs, v128_t *lo, v1
   uint32_t u;
   memcpy(&u, qh, 4);
   const v128_t bits = wasm_u64x2_splat(0x8040201008040201ull), all = wasm_i32x4_splat((int32_t)u);
-  const v128_t b0 = wasm_i8x16_swizzle(all, wasm_i8x16_make(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
-  const v128_t b1 = wasm_i8x16_swizzle(all, wasm_i8x16_make(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const v128_t b0 = SWIZZLE(all, wasm_i8x16_make(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+  const v128_t b1 = SWIZZLE(all, wasm_i8x16_make(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const v128_t sixteen = wasm_i8x16_splat(0x10), v = LD(qs);
   *lo = wasm_v128_or(lo4(v), wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(b0, bits), bits), sixteen));
   *hi = wasm_v128_or(hi4(v), wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(b1, bits), bits), sixteen));
@@ -105,7 +121,7 @@ static inline void rows_32(const uint8_t *w, size_t stride, const float *x, cons
       }
       if (affine) mins += f16(p + 2) * xsum[b];
       else lo = wasm_i8x16_sub(lo, off), hi = wasm_i8x16_sub(hi, off);
-      acc = ADD(acc, MUL(wasm_f32x4_splat(f16(p)), dot32(lo, hi, x + 32 * b)));
+      acc = MADD(acc, wasm_f32x4_splat(f16(p)), dot32(lo, hi, x + 32 * b));
     }
     y[r] = hsum(acc) + mins;
   }
@@ -140,8 +156,8 @@ static inline void rows_k45(const uint8_t *w, size_t stride, const float *x, con
       float dsc[8];
       wasm_v128_store(dsc, MUL(d, u16_lo(s16)));
       wasm_v128_store(dsc + 4, MUL(d, u16_hi(s16)));
-      mins = ADD(mins, MUL(MUL(dmin, u16_lo(m16)), LD(xsum + 8 * b)));
-      mins = ADD(mins, MUL(MUL(dmin, u16_hi(m16)), LD(xsum + 8 * b + 4)));
+      mins = MADD(mins, MUL(dmin, u16_lo(m16)), LD(xsum + 8 * b));
+      mins = MADD(mins, MUL(dmin, u16_hi(m16)), LD(xsum + 8 * b + 4));
       const uint8_t *q = p + (hbits ? 48 : 16);
       const float *xb = x + 256 * b;
       v128_t h0 = hbits ? LD(p + 16) : wasm_i8x16_splat(0), h1 = hbits ? LD(p + 32) : h0;
@@ -156,8 +172,8 @@ static inline void rows_k45(const uint8_t *w, size_t stride, const float *x, con
           h0 = wasm_u8x16_shr(h0, 2);
           h1 = wasm_u8x16_shr(h1, 2);
         }
-        acc = ADD(acc, MUL(wasm_f32x4_splat(dsc[2 * c]), dot32(a0, a1, xb)));
-        acc = ADD(acc, MUL(wasm_f32x4_splat(dsc[2 * c + 1]), dot32(b0, b1, xb + 32)));
+        acc = MADD(acc, wasm_f32x4_splat(dsc[2 * c]), dot32(a0, a1, xb));
+        acc = MADD(acc, wasm_f32x4_splat(dsc[2 * c + 1]), dot32(b0, b1, xb + 32));
       }
     }
     y[r] = hsum(wasm_f32x4_sub(acc, mins));
@@ -191,8 +207,8 @@ static void rows_q6_k(const uint8_t *w, size_t stride, const float *x, const flo
               wasm_v128_or(hi4(l0), wasm_v128_and(qh, m2)),
               wasm_v128_or(hi4(l1), wasm_v128_and(wasm_u8x16_shr(qh, 2), m2))};
           for (int k = 0; k < 4; k++)
-            acc = ADD(acc, MUL(wasm_f32x4_splat(d * (float)sc[8 * h + 2 * k + i]),
-                               dot16(wasm_i8x16_sub(c[k], off), xh + 32 * k)));
+            acc = MADD(acc, wasm_f32x4_splat(d * (float)sc[8 * h + 2 * k + i]),
+                       dot16(wasm_i8x16_sub(c[k], off), xh + 32 * k));
         }
     }
     y[r] = hsum(acc);

@@ -90,6 +90,7 @@ test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node
   assert.equal(await state(page), 'ready', await page.textContent('#error'));
   assert.equal(await valueOf(page, '#i-arch'), info.arch);
   assert.equal(Number(await valueOf(page, '#i-vocab')), info.nVocab);
+  assert.equal(await valueOf(page, '#i-simd'), 'relaxed', 'Chromium has relaxed SIMD: the Worker loads rlx_llm_relaxed.wasm');
   assert.equal(Number(await valueOf(page, '#i-params')), info.nParams);
   assert.match(await page.textContent('#i-types'), /q4_0/);
   assert.equal(await page.$eval('#load-progress', (el) => el.value), 1);

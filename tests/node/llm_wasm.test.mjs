@@ -7,6 +7,8 @@
 // kind of source loads with progress, bad arguments are RlxErrors naming
 // the function and the argument, a file past the wasm32 budget is refused
 // before anything is read, and the module stays within its size budget.
+// RLX_TEST_SIMD=relaxed runs all of it on the relaxed-SIMD build
+// (rlx_llm_relaxed.wasm; Node 20 needs --experimental-wasm-relaxed-simd).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -14,10 +16,16 @@ import { existsSync, mkdtempSync, openAsBlob, readdirSync, readFileSync, rmSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { loadGguf, RlxError } from '../../web/runtime/llm.js';
+import { loadGguf as loadGgufAny, RlxError } from '../../web/runtime/llm.js';
+import { MODULE_FILES } from '../../web/runtime/simd.js';
 
+// The build under test; every load below asks for it (a bad options argument is passed on as it is).
+const SIMD = process.env.RLX_TEST_SIMD ?? 'simd128';
+if (!['simd128', 'relaxed'].includes(SIMD)) throw new Error(`RLX_TEST_SIMD must be simd128 or relaxed, got ${SIMD}`);
+const loadGguf = (source, options) => loadGgufAny(source,
+  options === undefined || (typeof options === 'object' && options !== null && !Array.isArray(options)) ? { simd: SIMD, ...options } : options);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const WASM = `${ROOT}web/pkg/rlx_llm.wasm`;
+const WASM = fileURLToPath(MODULE_FILES.llm[SIMD]);
 const CLI = `${ROOT}build/rlx`;
 const BUDGET = 300_000;
 const GAP = 0.05;
@@ -48,8 +56,9 @@ function nativeIds(file, promptIds, n) {
 
 test('the SDK exports loadGguf (web/rlx.js), and tests/types/llm_check.ts type-checks against web/rlx.d.ts (tsc --strict)', async () => {
   const sdk = await import('../../web/rlx.js');
-  const model = await sdk.loadGguf(fixture('qwen2-q4_0'));
+  const model = await sdk.loadGguf(fixture('qwen2-q4_0'), { simd: SIMD });
   assert.equal(model.info.arch, 'qwen2');
+  assert.equal(model.info.simd, SIMD);
   assert.deepEqual((await model.generate('Hi', { maxTokens: 3, temperature: 0 })).ids.length, 3);
   model.free();
   try {
@@ -63,10 +72,10 @@ test('the SDK exports loadGguf (web/rlx.js), and tests/types/llm_check.ts type-c
 
 test('the native CLI is built (make build/rlx)', () => assert.ok(existsSync(CLI), `missing ${CLI}`));
 
-test('rlx_llm.wasm is within its 300,000-byte budget and valid', () => {
+test(`${SIMD === 'relaxed' ? 'rlx_llm_relaxed' : 'rlx_llm'}.wasm is within its 300,000-byte budget and valid`, () => {
   const bytes = statSync(WASM).size;
-  assert.ok(bytes <= BUDGET, `web/pkg/rlx_llm.wasm is ${bytes} bytes, ${bytes - BUDGET} over its ${BUDGET}-byte budget`);
-  assert.ok(WebAssembly.validate(readFileSync(WASM)), 'rlx_llm.wasm does not validate');
+  assert.ok(bytes <= BUDGET, `${WASM} is ${bytes} bytes, ${bytes - BUDGET} over its ${BUDGET}-byte budget`);
+  assert.ok(WebAssembly.validate(readFileSync(WASM)), `${WASM} does not validate${SIMD === 'relaxed' ? ' (Node 20 needs --experimental-wasm-relaxed-simd)' : ''}`);
 });
 
 for (const name of [...FIXTURES, ...FLOAT_FIXTURES]) {

@@ -3,6 +3,9 @@
 // case: status ok, max_err within the case tolerance, and every output equal
 // to the native run (build/tests/opcases_native.bin, written by
 // tests/c/dump_opcases.c) within |a - b| <= 1e-5 * (1 + |b|).
+// RLX_TEST_SIMD=relaxed runs the relaxed-SIMD build of the same cases
+// (build/wasm-tests/opcases_relaxed.wasm; Node 20 needs
+// --experimental-wasm-relaxed-simd), with the same tolerances.
 // Build first: make wasm build/tests/opcases_native.bin
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,7 +13,9 @@ import { readFileSync, existsSync } from 'node:fs';
 import { WasiShim } from '../../web/runtime/wasi.js';
 
 const root = new URL('../../', import.meta.url);
-const WASM = new URL('build/wasm-tests/opcases.wasm', root);
+const SIMD = process.env.RLX_TEST_SIMD ?? 'simd128';
+const WASM = new URL(`build/wasm-tests/opcases${SIMD === 'relaxed' ? '_relaxed' : ''}.wasm`, root);
+const TAG = SIMD === 'relaxed' ? 'relaxed ' : '';
 const NATIVE = new URL('build/tests/opcases_native.bin', root);
 const REL_TOL = 1e-5;
 
@@ -77,20 +82,26 @@ async function loadCases() {
   return { names, tol: (i) => e.opcase_tol(i), run, log };
 }
 
-if (!existsSync(WASM) || !existsSync(NATIVE)) {
-  test('op cases: build outputs present', () => {
-    assert.fail('missing build/wasm-tests/opcases.wasm or build/tests/opcases_native.bin: run `make wasm build/tests/opcases_native.bin`');
+if (!['simd128', 'relaxed'].includes(SIMD)) {
+  test('RLX_TEST_SIMD', () => assert.fail(`RLX_TEST_SIMD must be simd128 or relaxed, got ${SIMD}`));
+} else if (!existsSync(WASM) || !existsSync(NATIVE)) {
+  test(`${TAG}op cases: build outputs present`, () => {
+    assert.fail(`missing ${WASM.pathname} or build/tests/opcases_native.bin: run \`make wasm build/tests/opcases_native.bin\``);
+  });
+} else if (!WebAssembly.validate(readFileSync(WASM))) {
+  test(`${TAG}op cases: the module validates`, () => {
+    assert.fail(`${WASM.pathname} does not validate here${SIMD === 'relaxed' ? ' (relaxed SIMD: Node 20 needs --experimental-wasm-relaxed-simd)' : ''}`);
   });
 } else {
   const native = readNativeDump(readFileSync(NATIVE));
   const wasm = await loadCases();
 
-  test('wasm and native have the same case list', () => {
+  test(`${TAG}wasm and native have the same case list`, () => {
     assert.deepEqual([...wasm.names].sort(), [...native.keys()].sort());
   });
 
   wasm.names.forEach((name, i) => {
-    test(name, () => {
+    test(TAG + name, () => {
       const got = wasm.run(i);
       assert.equal(got.status, 0, `wasm: status ${got.status}: ${got.message}`);
       const tol = wasm.tol(i);

@@ -1,16 +1,23 @@
 // size.test.mjs - the browser module stays within its download budget:
-// web/pkg/rlx_web.wasm <= 300,000 bytes (bench/size.mjs prints the sizes of
-// everything a page loads; `make bench` runs it).  The budget assumes the
-// build ran wasm-opt (binaryen, installed by tools/setup.sh).
+// web/pkg/rlx_web.wasm <= 300,000 bytes, and so does its relaxed-SIMD build
+// rlx_web_relaxed.wasm (bench/size.mjs prints the sizes of everything a page
+// loads; `make bench` runs it).  The budget assumes the build ran wasm-opt
+// (binaryen, installed by tools/setup.sh; npm's binaryen for the relaxed build).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { statSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { MODULE_FILES, relaxedSimdSupported } from '../../web/runtime/simd.js';
 
-const WASM = new URL('../../web/pkg/rlx_web.wasm', import.meta.url);
 const BUDGET = 300_000;
 
-test('rlx_web.wasm is within its 300,000-byte budget and valid', () => {
-  const bytes = statSync(WASM).size;
-  assert.ok(bytes <= BUDGET, `web/pkg/rlx_web.wasm is ${bytes} bytes, ${bytes - BUDGET} over the ${BUDGET}-byte budget (run node bench/size.mjs)`);
-  assert.ok(WebAssembly.validate(readFileSync(WASM)), 'rlx_web.wasm does not validate');
-});
+for (const [build, url] of Object.entries(MODULE_FILES.web)) {
+  const file = fileURLToPath(url), name = file.split('/').pop();
+  test(`${name} is within its 300,000-byte budget and valid`, () => {
+    const bytes = statSync(file).size;
+    assert.ok(bytes <= BUDGET, `web/pkg/${name} is ${bytes} bytes, ${bytes - BUDGET} over the ${BUDGET}-byte budget (run node bench/size.mjs)`);
+    // An engine without relaxed SIMD (Node 20 without --experimental-wasm-relaxed-simd) must refuse the relaxed build.
+    const valid = build === 'simd128' || relaxedSimdSupported();
+    assert.equal(WebAssembly.validate(readFileSync(file)), valid, `${name} ${valid ? 'does not validate' : 'validates without relaxed SIMD'}`);
+  });
+}

@@ -6,6 +6,14 @@
 
 /** What init() can load: a URL or path, the bytes, or a compiled module. */
 export type InitInput = string | URL | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
+/** A build of a wasm module: relaxed SIMD (f32x4.relaxed_madd in the kernels) or plain SIMD128. */
+export type SimdBuild = 'relaxed' | 'simd128';
+/**
+ * Which build to load (../runtime/simd.js): 'auto' takes the relaxed one where
+ * the engine validates relaxed SIMD, 'simd128' forces the plain one, 'relaxed'
+ * the relaxed one (refused where the engine lacks it).
+ */
+export type SimdChoice = 'auto' | SimdBuild;
 
 /** Float data: a Float32Array or an Array of numbers. */
 export type FloatArg = Float32Array | number[];
@@ -20,11 +28,12 @@ export type PreferredBackend = BackendName | 'none';
 export type DeviceName = BackendName;
 
 /**
- * Loads rlx_web.wasm (default: next to rlx_web.js) and installs the
- * fatal-error hook.  Idempotent: later calls resolve to the same runtime,
- * unless the instance hit a fatal error, in which case a fresh one is loaded.
+ * Loads rlx_web.wasm (default: next to rlx_web.js, or its relaxed-SIMD build
+ * as `simd` picks) and installs the fatal-error hook.  Idempotent: later
+ * calls resolve to the same runtime, unless the instance hit a fatal error,
+ * in which case a fresh one is loaded.
  */
-export default function init(source?: InitInput | { module_or_path: InitInput }): Promise<Rlx>;
+export default function init(source?: InitInput | { module_or_path?: InitInput; simd?: SimdChoice }): Promise<Rlx>;
 /** Throws unless init() has completed (the hook is installed by init()). */
 export function start(): void;
 /** The low-level runtime (Graph / Session factory) after init(). */
@@ -504,6 +513,8 @@ export class RlxError extends Error {
 export interface LoadOptions {
   stdout?: (line: string) => void;
   stderr?: (line: string) => void;
+  /** Which build to load when no source is given (default 'auto'). */
+  simd?: SimdChoice;
 }
 
 /** Loads a separate instance without the fatal-error hook. */
@@ -518,7 +529,9 @@ export interface ScopedAllocator {
 }
 
 export class Rlx {
-  constructor(instance: { exports: WebAssembly.Exports });
+  constructor(instance: { exports: WebAssembly.Exports }, simd?: SimdBuild);
+  /** Which build this module is. */
+  readonly simd: SimdBuild;
   readonly exports: Record<string, any>;
   readonly memory: WebAssembly.Memory;
   readonly opCount: number;

@@ -45,6 +45,7 @@
 // The low-level Graph / Session API of ../runtime/loader.js is re-exported;
 // runtime() gives the loaded module for it: `runtime().graph()`.
 import { loadRlx, Rlx, RlxError, optionsArg } from '../runtime/loader.js';
+import { simdOption } from '../runtime/simd.js';
 import { WebGraph as GraphBase, CompiledGraph, selectCompiled } from '../runtime/webgraph.js';
 import * as backends from '../runtime/backends.js';
 import { initTried, SessionCache, splitFlat, concatF32, compileMlp, requireBackend } from '../runtime/gpu_entry.js';
@@ -52,7 +53,6 @@ import { initTried, SessionCache, splitFlat, concatF32, compileMlp, requireBacke
 export { loadRlx, Rlx, RlxError, Graph, Session } from '../runtime/loader.js';
 export { CompiledGraph } from '../runtime/webgraph.js';
 
-const DEFAULT_WASM = new URL('./rlx_web.wasm', import.meta.url);
 const INVALID = -1; // RLX_ERR_INVALID_ARG
 const FATAL = -100; // not an rlx_status: the wasm instance trapped
 const MAX_BATCH = 65536;
@@ -60,27 +60,39 @@ const MAX_TRANSFORMER_PARAMS = 1 << 26; // 256 MB of f32 weights: beyond that a 
 
 let current = null;  // { rt, dead, source } of the live instance
 let loading = null;  // the pending init() promise
-let lastSource = DEFAULT_WASM;
+let lastSource;       // undefined: rlx_web.wasm next to this file, or its relaxed-SIMD build
+let lastSimd;         // the simd option of the last init() that gave one
 
 // ---- loading and the fatal-error hook -------------------------------------
 
 /**
- * Loads rlx_web.wasm (default: next to this file; or a URL, path, bytes or a
- * WebAssembly.Module, also as `{ module_or_path }`) and installs the
- * fatal-error hook.  Calling it again returns the same module, unless the
- * previous instance hit a fatal error: then a fresh one is loaded.
+ * Loads rlx_web.wasm (default: next to this file, or its relaxed-SIMD build
+ * where the engine has relaxed SIMD: ../runtime/simd.js; or a URL, path,
+ * bytes or a WebAssembly.Module, also as `{ module_or_path }`; `{ simd:
+ * 'simd128' }` forces the plain build) and installs the fatal-error hook.
+ * Calling it again returns the same module, unless the previous instance hit
+ * a fatal error: then a fresh one is loaded.
  */
 export default function init(source) {
   if (current && !current.dead) return Promise.resolve(current.rt);
   if (loading) return loading;
-  if (source && typeof source === 'object' && 'module_or_path' in source) source = source.module_or_path;
+  if (source && typeof source === 'object' && ('module_or_path' in source || 'simd' in source)) {
+    if (source.simd !== undefined) {
+      try {
+        lastSimd = simdOption('init', source.simd, 'simd');
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
+    source = source.module_or_path;
+  }
   if (source !== undefined && source !== null) lastSource = source;
   const src = lastSource;
   loading = (async () => {
     try {
-      const raw = await loadRlx(src);
+      const raw = await loadRlx(src, { simd: lastSimd });
       const state = { rt: null, dead: false };
-      state.rt = new Rlx({ exports: guardExports(raw.exports, state) });
+      state.rt = new Rlx({ exports: guardExports(raw.exports, state) }, raw.simd);
       current = state;
       return state.rt;
     } finally {

@@ -5,7 +5,7 @@
 //
 //   import { loadGguf } from './runtime/llm.js';
 //   const model = await loadGguf(fileOrUrl, { nCtx: 2048, onProgress: ({ loaded, total }) => ... });
-//   model.info;                                   // { arch, name, nVocab, nLayer, nParams, weightTypes, ... }
+//   model.info;                                   // { arch, name, nVocab, nLayer, nParams, weightTypes, simd, ... }
 //   model.tokenize('Hello', { addBos, special }); // ids (number[])
 //   model.detokenize(ids);                        // text
 //   const r = await model.generate('Once upon a time', { maxTokens: 32, temperature: 0.8, seed: 1,
@@ -28,12 +28,12 @@
 // generates without blocking its UI; tokens arrive as messages.
 import { WasiShim } from './wasi.js';
 import { RlxError, describe, optionsArg } from './loader.js';
+import { simdOption, moduleFile, moduleSimd } from './simd.js';
 import { Generation } from './llm_stream.js';
 
 export { RlxError };
 
 const isNode = typeof process === 'object' && !!process.versions?.node;
-const DEFAULT_WASM = new URL('../pkg/rlx_llm.wasm', import.meta.url);
 const STATUS = { INVALID_ARG: -1, NO_MEMORY: -4, UNSUPPORTED: -6, STATE: -7 };
 const STOPPED_BY = ['maxTokens', 'eog', 'stop', 'callback', 'context'];
 const BACKENDS = ['auto', 'cpu', 'webgpu', 'webgl']; // auto and cpu run; the GPU ones are refused
@@ -95,8 +95,9 @@ async function compileModule(source) {
 
 /** One instance of rlx_llm.wasm with its memory helpers. */
 class LlmModule {
-  constructor(instance) {
+  constructor(instance, simd) {
     this.e = instance.exports;
+    this.simd = simd; // 'relaxed' | 'simd128': the build (runtime/simd.js)
     this.memory = this.e.memory;
     this.encoder = new TextEncoder();
     this.decoder = new TextDecoder();
@@ -181,7 +182,7 @@ async function instantiate(wasm) {
   if (typeof instance.exports.rlx_llm_open !== 'function') {
     throw new RlxError(STATUS.INVALID_ARG, 'loadGguf: options.wasm is not rlx_llm.wasm (no rlx_llm_open export)', 'invalid argument');
   }
-  return new LlmModule(instance);
+  return new LlmModule(instance, moduleSimd(module));
 }
 
 // ---- sources ---------------------------------------------------------------
@@ -287,7 +288,10 @@ function functionOption(fn, what, v) {
  * Loads a GGUF language model.  options: { nCtx (KV cache positions; 0 or
  * undefined: the model's context length, at most 4096), onProgress({ loaded,
  * total }) (total null when the size is not known in advance), wasm (where
- * rlx_llm.wasm is: URL, path, bytes or a WebAssembly.Module), backend
+ * rlx_llm.wasm is: URL, path, bytes or a WebAssembly.Module), simd ('auto'
+ * (the default): the relaxed-SIMD build where the engine has relaxed SIMD;
+ * 'simd128' forces the plain build, 'relaxed' the relaxed one; see
+ * runtime/simd.js; info.simd says which was loaded), backend
  * ('auto' or 'cpu'; 'webgpu' and 'webgl' are refused: not yet for language
  * models) }.
  */
@@ -302,7 +306,8 @@ export async function loadGguf(source, options = undefined) {
     throw new RlxError(STATUS.UNSUPPORTED, `${fn}: options.backend '${backend}': language models run on the CPU (wasm) for now; ` +
       "use 'cpu' or 'auto'", 'unsupported');
   }
-  const wasm = o.wasm ?? DEFAULT_WASM;
+  const simd = simdOption(fn, o.simd);
+  const wasm = o.wasm ?? moduleFile('llm', simd);
   if (!(typeof wasm === 'string' || wasm instanceof URL || wasm instanceof ArrayBuffer || ArrayBuffer.isView(wasm) ||
         wasm instanceof WebAssembly.Module)) {
     throw fail(fn, `options.wasm must be a URL, a path, bytes or a WebAssembly.Module, got ${describe(wasm)}`);
@@ -384,7 +389,7 @@ export class GgufModel {
     this.buffer = buffer;
     this.running = false;     // a generate() is in progress
     this.freeLater = false;   // free() came during generate()
-    this.info = Object.freeze({ ...this.readInfo(), fileBytes });
+    this.info = Object.freeze({ ...this.readInfo(), fileBytes, simd: mod.simd });
     this.defaults = this.readDefaults();
   }
 

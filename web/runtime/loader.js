@@ -2,7 +2,8 @@
 // exports (src/web/exports.c) in a tiny Graph / Session API.
 //
 //   import { loadRlx } from './runtime/loader.js';
-//   const rlx = await loadRlx('./pkg/rlx_web.wasm');   // or bytes / a Module
+//   const rlx = await loadRlx();        // or a URL, bytes, a Module; { simd: 'simd128' } forces the plain build
+//   rlx.simd;                           // 'relaxed' | 'simd128': the build loaded (runtime/simd.js)
 //   const g = rlx.graph();
 //   const x = g.input('x', [2, 4]);
 //   const w = g.param('w', [4, 3]);
@@ -18,6 +19,7 @@
 // and the argument, never a TypeError, a RangeError or a wasm trap), and the
 // memory helpers only free blocks that alloc() handed out.
 import { WasiShim } from './wasi.js';
+import { simdOption, moduleFile, moduleSimd } from './simd.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node;
 const DEVICES = { cpu: 0, webgpu: 1, webgl: 2 };
@@ -119,15 +121,18 @@ async function compileModule(source) {
 
 /**
  * Loads and initializes the module.  `source`: URL/path string, URL, bytes
- * or a WebAssembly.Module (default: ../pkg/rlx_web.wasm next to this file).
+ * or a WebAssembly.Module (default: ../pkg/rlx_web.wasm next to this file,
+ * or its relaxed-SIMD build as `opts.simd` picks: runtime/simd.js).
  * `opts.stdout` / `opts.stderr`: line callbacks for the module's printing.
  */
-export async function loadRlx(source = new URL('../pkg/rlx_web.wasm', import.meta.url), opts = undefined) {
+export async function loadRlx(source = undefined, opts = undefined) {
   const fn = 'loadRlx';
   const o = optionsArg(fn, opts, 'opts');
   for (const k of ['stdout', 'stderr']) {
     if (o[k] !== undefined && typeof o[k] !== 'function') throw fail(fn, `opts.${k} must be a function (line) => void, got ${describe(o[k])}`);
   }
+  const simd = simdOption(fn, o.simd, 'opts.simd');
+  if (source === undefined) source = moduleFile('web', simd);
   const okSource = typeof source === 'string' || source instanceof URL || source instanceof ArrayBuffer ||
     ArrayBuffer.isView(source) || source instanceof WebAssembly.Module;
   if (!okSource) throw fail(fn, `source must be a URL, a path, bytes or a WebAssembly.Module, got ${describe(source)}`);
@@ -144,17 +149,18 @@ export async function loadRlx(source = new URL('../pkg/rlx_web.wasm', import.met
   const instance = await WebAssembly.instantiate(module, wasi.imports(module));
   wasi.attach(instance);
   instance.exports._initialize?.();
-  return new Rlx(instance);
+  return new Rlx(instance, moduleSimd(module));
 }
 
-/** The loaded module: raw exports, memory helpers and the Graph factory. */
+/** The loaded module: raw exports, memory helpers and the Graph factory; simd: which build it is. */
 export class Rlx {
-  constructor(instance) {
+  constructor(instance, simd = 'simd128') {
     const e = instance?.exports;
     if (!(e?.memory instanceof WebAssembly.Memory) || typeof e.rlx_op_count !== 'function') {
       throw new RlxError(STATUS.STATE, 'Rlx: needs an instance of rlx_web.wasm (use loadRlx())', 'bad state');
     }
     this.instance = instance;
+    this.simd = simd === 'relaxed' ? 'relaxed' : 'simd128';
     this.exports = instance.exports;
     this.memory = instance.exports.memory;
     this.encoder = new TextEncoder();
