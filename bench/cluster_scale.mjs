@@ -4,7 +4,8 @@
 // latency each way, 0.1% packet loss as retransmissions; mnist-cnn's 5,258
 // parameters, ranks computing in 15-30 ms). Per run: boot, a steady window,
 // churn (joins, silent departures, goodbyes, a crash in the middle of a step),
-// a leader crash, and a check that every live rank ends bit-identical.
+// a leader crash, and a check that every live rank ends bit-identical; for
+// the tree, the connections per peer of the partial mesh (overlay.js).
 // Prints a table (README "The cluster") and writes JSON.
 //
 //   node bench/cluster_scale.mjs [--sizes=10,100,1000] [--topologies=star,tree] [--fanout=4] [--out=FILE] [--quiet]
@@ -46,11 +47,11 @@ for (const n of sizes) {
 const L = DEFAULT_LINK;
 console.log(`\nCluster at scale (simulated: ${L.upMbps} Mbit/s up/down, ${L.accessMs[0]}-${L.accessMs[1]} ms access latency each way, ` +
   `${L.packetLoss * 100}% packet loss; ${rows[0]?.dim} params; tree fan-out ${fanout})\n`);
-console.log('| ranks | topology | leader egress per step (data path) | data links per rank: leader / others (heartbeats) | steps/s | buckets per step | leader crash: new leader / next step | live ranks bit-identical |');
-console.log('|---|---|---|---|---|---|---|---|');
+console.log('| ranks | topology | leader egress per step (data path) | data links per rank: leader / others (heartbeats) | WebRTC connections per peer: full mesh / partial mesh, max (mean) | steps/s | buckets per step | leader crash: new leader / next step | live ranks bit-identical |');
+console.log('|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   console.log(`| ${r.n.toLocaleString('en')} | ${r.topology}${r.topology === 'tree' ? ` (depth ${r.depth})` : ''} | ${kb(r.leaderBytesPerStep)} (${kb(r.leaderDataBytesPerStep)}) | ` +
-    `${r.maxDataLinks} / ${r.maxDataLinksFollower} (${r.heartbeatLinks}) | ${r.stepsPerSec.toFixed(2)} | ${Math.round(r.contributorsPerStep).toLocaleString('en')} of ${r.n.toLocaleString('en')} | ` +
+    `${r.maxDataLinks} / ${r.maxDataLinksFollower} (${r.heartbeatLinks}) | ${r.n - 1} / ${r.mesh ? `${r.mesh.maxLinks} (${r.mesh.meanLinks.toFixed(1)})` : '-'} | ${r.stepsPerSec.toFixed(2)} | ${Math.round(r.contributorsPerStep).toLocaleString('en')} of ${r.n.toLocaleString('en')} | ` +
     `${s1(r.takeoverMs)} / ${s1(r.recoveryMs)} | ` +
     `${r.bitIdentical ? 'yes' : 'NO'} (${r.live}) |`);
 }
@@ -62,6 +63,13 @@ for (const r of rows) {
   console.log(`  ${r.n} ${r.topology}: ${c.joins} / ${c.silent} / ${c.byes}; ${c.steps} steps, ${c.shortSteps} at the deadline; ` +
     `${k ? `crash step ${k.contributors} of ${k.members} in ${Math.round(k.ms)} ms${k.missing ? `, missing ${k.missing.length}` : ''}` : 'no crash step seen'}` +
     `${r.topology === 'tree' ? `, ${c.reattached} subtrees re-attached` : ''}`);
+}
+console.log('\npartial mesh (overlay.js over the live ranks; the tree\'s data path over it):');
+for (const r of rows) {
+  if (!r.mesh) continue;
+  console.log(`  ${r.n} tree: steady ${r.mesh.maxLinks} connections per peer at most (mean ${r.mesh.meanLinks.toFixed(2)}), ` +
+    `${r.mesh.dataOffOverlay} data-path pairs off the overlay, one component after any single death: ${r.mesh.survivesOneDeath ?? 'not checked'}; ` +
+    `after churn and the leader crash ${r.meshEnd.maxLinks} (mean ${r.meshEnd.meanLinks.toFixed(2)})`);
 }
 if (args.out) {
   mkdirSync(dirname(args.out), { recursive: true });

@@ -6,7 +6,8 @@
 // rank ends bit-identical; the tree's leader sends fanout params a step
 // where the star's sends one per rank, and uses fanout data links; the
 // step with the crash completes; a new leader steps within the policy's
-// takeover time and a step.
+// takeover time and a step; the tree's partial mesh (overlay.js) holds at
+// most fanout + 3 connections per peer and the data path uses its links.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runScale, wireBytes, rankId } from '../../web/cluster/scale_sim.js';
@@ -24,7 +25,7 @@ test('wireBytes is the wire.js size; rank ids are 36 characters and sort by inde
 });
 
 for (const topology of ['star', 'tree']) {
-  test(`${N} ranks as a ${topology}: churn, a leader crash, every live rank bit-identical`, { timeout: 60_000 }, async () => {
+  test(`${N} ranks as a ${topology}: churn, a leader crash, every live rank bit-identical`, { timeout: 60_000 }, async (t) => {
     const r = await runScale({ n: N, topology, fanout: FANOUT, steady: 6, churnSteps: 5 });
     results[topology] = r;
     assert.equal(r.handlerErrors, 0);
@@ -45,6 +46,12 @@ for (const topology of ['star', 'tree']) {
       // the crashed rank's subtree was re-attached within the step: only ranks that left are missing
       assert.ok(k.contributors >= k.members - 1 - r.churn.silent - r.churn.byes, `${k.contributors} of ${k.members}`);
       assert.ok(r.churn.reattached >= 1);
+      // the partial mesh: the tree's links and a ring, at most fanout + 3 connections per peer (not n - 1), and the
+      // steady window's data path used links only
+      assert.ok(r.mesh.maxLinks <= FANOUT + 3 && r.meshEnd.maxLinks <= FANOUT + 3, `partial mesh: ${r.mesh.maxLinks} / ${r.meshEnd.maxLinks}`);
+      assert.equal(r.mesh.dataOffOverlay, 0);
+      assert.equal(r.mesh.survivesOneDeath, true);
+      t.diagnostic(`partial mesh at ${N} ranks: ${r.mesh.maxLinks} connections per peer at most (mean ${r.mesh.meanLinks.toFixed(2)}), ${r.meshEnd.maxLinks} after churn (full mesh: ${N - 1})`);
     }
     assert.ok(r.takeoverMs <= r.policyTakeoverMs + 2 * 1000, `new leader after ${r.takeoverMs} ms`);
     assert.ok(r.recoveryMs - r.takeoverMs < 2000, `first step ${r.recoveryMs - r.takeoverMs} ms after the takeover`);

@@ -27,10 +27,37 @@
 // departures, goodbyes, an inner rank - or, in a star, a follower - crashing
 // in the middle of a step), a leader crash (time until the new leader
 // resolves a step), and the end: every live rank holds the same parameter
-// bytes, checked word by word.
+// bytes, checked word by word. For the tree it also counts the connections
+// each peer would hold in the partial mesh of a WebRTC room (meshCensus:
+// overlay.js over the live ranks; the simulated links themselves carry
+// heartbeats all-to-all, where partial_mesh.js floods them over the overlay).
 import { VirtualClock } from './clock.js';
 import { Rank } from './protocol.js';
 import { rng, taskWeights } from './sim.js';
+import { overlayEdges, connected } from './overlay.js';
+
+/**
+ * The partial mesh (overlay.js) the live ranks would hold in a WebRTC room:
+ * the most links a peer holds, their mean, how many of the data path's
+ * peer pairs (dataPeers) are not links (a tree step over the overlay it was
+ * laid out from uses links only), and whether the overlay stays one
+ * component after each single death (checked for up to 200 ranks).
+ */
+export function meshCensus(ranks, leaderId, fanout) {
+  const ids = ranks.map((r) => r.id);
+  const edges = overlayEdges(ids, { leader: leaderId, fanout });
+  let max = 0;
+  let sum = 0;
+  let offOverlay = 0;
+  for (const r of ranks) {
+    const nb = edges.get(r.id);
+    max = Math.max(max, nb.size);
+    sum += nb.size;
+    for (const p of r.bus.stats.dataPeers) if (edges.has(p) && !nb.has(p)) offOverlay++;
+  }
+  const survives = ids.length > 200 ? null : ids.every((id) => connected(edges, id));
+  return { maxLinks: max, meanLinks: sum / Math.max(1, ids.length), dataOffOverlay: offOverlay, survivesOneDeath: survives };
+}
 
 /** The links of the table in README: 100 Mbit/s up and down, 5-25 ms access latency each way, 0.1% packet loss. */
 export const DEFAULT_LINK = Object.freeze({ upMbps: 100, downMbps: 100, accessMs: [5, 25], jitterMs: 2, packetLoss: 0.001, mtu: 1200, rtoMs: 200 });
@@ -316,8 +343,11 @@ export async function runScale({
     heartbeatLinks: live().length - 1,
     contributorsPerStep: window.reduce((s, h) => s + h.contributors.length, 0) / Math.max(1, window.length),
     depth: window.at(-1)?.depth ?? 1,
+    // the connections a WebRTC peer holds: n - 1 in a full mesh; the partial mesh's below (the tree's layout)
+    mesh: topology === 'tree' ? meshCensus(live(), L.id, fanout) : null,
   };
-  say(`steady: ${result.stepsPerSec.toFixed(2)} steps/s, leader ${Math.round(result.leaderBytesPerStep)} B/step, links ${maxLinks}`);
+  say(`steady: ${result.stepsPerSec.toFixed(2)} steps/s, leader ${Math.round(result.leaderBytesPerStep)} B/step, links ${maxLinks}` +
+    (result.mesh ? `, partial mesh ${result.mesh.maxLinks} connections per peer at most` : ''));
 
   // ---- churn: joins, silent departures, goodbyes, a crash in the middle of a step
   if (churn) {
@@ -397,6 +427,7 @@ export async function runScale({
     if (r.hash !== end.hash || w.length !== ref.length || w.some((x, i) => x !== ref[i])) identical = false;
   }
   result.live = all.length;
+  if (topology === 'tree') result.meshEnd = meshCensus(all, end.id, fanout); // after churn and a new leader
   result.bitIdentical = identical;
   result.finalStep = end.step;
   result.simMs = clock.now();
