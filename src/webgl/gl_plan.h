@@ -59,7 +59,7 @@ typedef struct {
   int32_t node;          /* the step's node, or -1 for an assignment copy */
   int32_t in_place;      /* 1: it writes an input or param leaf of its op in
                           * place, keeping the texels it does not draw
-                          * (attention_kv's cache append, kv_write.frag) */
+                          * (attention_kv's cache append, llm_kv_write.frag) */
   rlx_glref_fn twin;     /* the shader's C twin */
 } rlx_gl_planned_pass;
 

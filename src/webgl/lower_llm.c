@@ -5,37 +5,32 @@
  * RGBA32I, the table's words unchanged, 4 per texel, so the GPU holds the
  * file's bytes (bytes per weight: f32 4, f16 and bf16 2, q8_0 1.0625, q5_1
  * 0.75, q5_0 0.6875, q4_1 0.625, q4_0 and q4_K 0.5625, q5_K 0.6875, q6_K
- * 0.8203).  matmul_q.frag and gather_q.frag decode the values they need from
- * the blocks with integer ops (glsl/_quant.glsl): one output element per
+ * 0.8203).  llm_matmul_q.frag and llm_gather_q.frag decode the values they need from
+ * the blocks with integer ops (glsl/_llm_quant.glsl): one output element per
  * fragment, a block's scale once per run of 16 values.  The type is the
  * define QT (the WT rows of include/rlx_subops.def), one program per type.
  *
- * attention_kv: five passes.  kv_write.frag appends k and v to the caches
+ * attention_kv: five passes.  llm_kv_write.frag appends k and v to the caches
  * (inputs 3 and 4, input or param leaves, whose textures it writes in
  * place: it draws over the whole cache and discards every texel but the
- * new rows, so it never reads what it writes); then attention_kv.frag
+ * new rows, so it never reads what it writes); then llm_attention_kv.frag
  * writes the scores [S, Hq, C] of the keys each query sees, their row
  * statistics (max, sum of exponentials) and the output [S, Hq, Dv]. */
 #include <math.h>
 
 #include "../core/subops.h"
 #include "gl_plan.h"
-#include "rlx_gguf.h"
 
-/* The kernels' code of a GGUF weight type, or -1. */
-static int32_t wtype_code(int32_t qtype) {
+/* The kernels' code of a GGUF weight type (its WT row of
+ * include/rlx_subops.def) and its block, from include/rlx_gguf_types.def
+ * (no link to the quantization kernels: the browser's training module
+ * leaves them out); -1 for an unknown code. */
+static int32_t wtype_of(int32_t qtype, int32_t *block_elems, int32_t *block_bytes) {
   switch (qtype) {
-    case RLX_GGUF_TYPE_F32: return RLX_SUBOP_WT_F32;
-    case RLX_GGUF_TYPE_F16: return RLX_SUBOP_WT_F16;
-    case RLX_GGUF_TYPE_BF16: return RLX_SUBOP_WT_BF16;
-    case RLX_GGUF_TYPE_Q8_0: return RLX_SUBOP_WT_Q8_0;
-    case RLX_GGUF_TYPE_Q4_0: return RLX_SUBOP_WT_Q4_0;
-    case RLX_GGUF_TYPE_Q4_1: return RLX_SUBOP_WT_Q4_1;
-    case RLX_GGUF_TYPE_Q5_0: return RLX_SUBOP_WT_Q5_0;
-    case RLX_GGUF_TYPE_Q5_1: return RLX_SUBOP_WT_Q5_1;
-    case RLX_GGUF_TYPE_Q4_K: return RLX_SUBOP_WT_Q4_K;
-    case RLX_GGUF_TYPE_Q5_K: return RLX_SUBOP_WT_Q5_K;
-    case RLX_GGUF_TYPE_Q6_K: return RLX_SUBOP_WT_Q6_K;
+#define RLX_GGUF_TYPE(ID, name, code, elems, bytes) \
+  case code: *block_elems = elems, *block_bytes = bytes; return RLX_SUBOP_WT_##ID;
+#include "rlx_gguf_types.def"
+#undef RLX_GGUF_TYPE
     default: return -1;
   }
 }
@@ -43,12 +38,12 @@ static int32_t wtype_code(int32_t qtype) {
 /* QT and the row stride (bytes) of the node's table; refuses a type the
  * kernels lack or rows past what a shader can index. */
 static rlx_status table_of(const rlx_gl_ctx *c, int32_t *qt, int32_t *stride) {
-  int32_t qtype = ATTR_I(c->node, QTABLE, QTYPE), rows = ATTR_I(c->node, QTABLE, ROWS);
-  uint64_t row = 0;
-  *qt = wtype_code(qtype);
-  if (*qt < 0 || rlx_gguf_row_bytes((rlx_gguf_type)qtype, ATTR_I(c->node, QTABLE, COLS), &row) != RLX_OK)
+  int32_t qtype = ATTR_I(c->node, QTABLE, QTYPE), rows = ATTR_I(c->node, QTABLE, ROWS), elems = 1, bytes = 0;
+  *qt = wtype_of(qtype, &elems, &bytes);
+  if (*qt < 0)
     return rlx_error(RLX_ERR_UNSUPPORTED, "webgl: %s has no kernel for weight type %d", rlx_op_name(c->node->op),
                      (int)qtype);
+  uint64_t row = (uint64_t)(ATTR_I(c->node, QTABLE, COLS) / elems) * (uint64_t)bytes;
   if (row * (uint64_t)rows > (uint64_t)INT32_MAX)
     return rlx_error(RLX_ERR_UNSUPPORTED, "webgl: %s's table of %d rows of %llu bytes is past what a shader indexes "
                      "(2 GiB)", rlx_op_name(c->node->op), (int)rows, (unsigned long long)row);
@@ -74,18 +69,18 @@ static rlx_status quant_pass(const rlx_gl_ctx *c, rlx_gl_lowering *out, const ch
 /* x[..., K] (trans 0) or x[..., N] (trans 1), w (words) -> y[..., N] or
  * y[..., K]; attributes qtype, rows N, cols K, trans */
 rlx_status rlx_gl_lower_matmul_q(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
-  return quant_pass(c, out, "matmul_q", ATTR_I(c->node, QMATMUL, TRANS) != 0);
+  return quant_pass(c, out, "llm_matmul_q", ATTR_I(c->node, QMATMUL, TRANS) != 0);
 }
 
 /* table (words: V rows of K values), ids[...] -> [..., K]; attributes
  * qtype, rows V, cols K */
 rlx_status rlx_gl_lower_gather_q(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
-  return quant_pass(c, out, "gather_q", 0);
+  return quant_pass(c, out, "llm_gather_q", 0);
 }
 
 /* src (input 1 or 2) appended to cache (input 3 or 4) at pos (input 5). */
 static void kv_write(rlx_gl_lowering *l, int32_t src, int32_t cache, int32_t hkv, int32_t S, int32_t C, int32_t d) {
-  rlx_gl_pass *p = rlx_gl_add(l, "kv_write");
+  rlx_gl_pass *p = rlx_gl_add(l, "llm_kv_write");
   rlx_gl_in(p, RLX_GLT_INPUT, src);
   rlx_gl_in(p, RLX_GLT_INPUT, 5);
   rlx_gl_out(p, RLX_GLT_INPUT, cache);
@@ -94,7 +89,7 @@ static void kv_write(rlx_gl_lowering *l, int32_t src, int32_t cache, int32_t hkv
 }
 
 static rlx_gl_pass *attention_pass(rlx_gl_lowering *l, int32_t mode, const int32_t *ints, float scale) {
-  rlx_gl_pass *p = rlx_gl_add(l, "attention_kv");
+  rlx_gl_pass *p = rlx_gl_add(l, "llm_attention_kv");
   rlx_gl_define(p, "MODE", mode);
   for (int k = 0; k < 6; k++) rlx_gl_int(p, ints[k]);
   rlx_gl_float(p, scale);

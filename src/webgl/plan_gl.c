@@ -181,7 +181,7 @@ static int writable_leaf(const rlx_plan *p, const rlx_node_t *n, int32_t k) {
 /* Whether input k of a pass of `shader` is GGUF-typed weights (a words
  * texture). */
 static int reads_words(const char *shader, int32_t k) {
-  return (k == 1 && strcmp(shader, "matmul_q") == 0) || (k == 0 && strcmp(shader, "gather_q") == 0);
+  return (k == 1 && strcmp(shader, "llm_matmul_q") == 0) || (k == 0 && strcmp(shader, "llm_gather_q") == 0);
 }
 
 /* Per node: 1 for an i32 input or param that matmul_q or gather_q reads as

@@ -1,6 +1,6 @@
-/* ref_llm.c - C twins of the language-model shaders: _quant.glsl (GGUF
- * weights read from the words of a table), matmul_q.frag, gather_q.frag,
- * kv_write.frag and attention_kv.frag, with the same integer and float
+/* ref_llm.c - C twins of the language-model shaders: _llm_quant.glsl (GGUF
+ * weights read from the words of a table), llm_matmul_q.frag, llm_gather_q.frag,
+ * llm_kv_write.frag and llm_attention_kv.frag, with the same integer and float
  * formulas and loop orders, for the reference executor (reference.c).  A
  * words texture is a float array holding the table's i32 words bit for
  * bit (reference.c uploads them so). */
@@ -11,7 +11,7 @@
 #include "../core/subops.h"
 #include "gl_plan.h"
 
-/* ---- _quant.glsl ---- */
+/* ---- _llm_quant.glsl ---- */
 
 typedef struct {
   const float *w; /* the words */
@@ -137,9 +137,9 @@ static float qvalue(const qtab *t, int32_t o, int32_t e) {
   return sc * (float)qcode(t, ob, eb) + mn;
 }
 
-/* ---- matmul_q.frag, gather_q.frag ---- */
+/* ---- llm_matmul_q.frag, llm_gather_q.frag ---- */
 
-void rlx_glref_matmul_q(const rlx_glref_args *a) {
+void rlx_glref_llm_matmul_q(const rlx_glref_args *a) {
   const int32_t *u = a->pass->ints, N = u[0], K = u[1], stride = u[3];
   const qtab t = qtab_of(a->pass, a->in[1]);
   const float *x = a->in[0];
@@ -171,7 +171,7 @@ void rlx_glref_matmul_q(const rlx_glref_args *a) {
   }
 }
 
-void rlx_glref_gather_q(const rlx_glref_args *a) {
+void rlx_glref_llm_gather_q(const rlx_glref_args *a) {
   const int32_t *u = a->pass->ints;
   const qtab t = qtab_of(a->pass, a->in[0]);
   for (size_t i = 0; i < a->out_n; i++) {
@@ -180,13 +180,13 @@ void rlx_glref_gather_q(const rlx_glref_args *a) {
   }
 }
 
-/* ---- kv_write.frag, attention_kv.frag ---- */
+/* ---- llm_kv_write.frag, llm_attention_kv.frag ---- */
 
 /* pos as the shaders read it (an integer stored as a float). */
 static int32_t pos_of(const float *p) { return (int32_t)floorf(p[0]); }
 
 /* Texels outside the new rows are left as they are (the shader discards them). */
-void rlx_glref_kv_write(const rlx_glref_args *a) {
+void rlx_glref_llm_kv_write(const rlx_glref_args *a) {
   const int32_t *u = a->pass->ints, S = u[1], C = u[2], D = u[3], pos = pos_of(a->in[1]);
   for (size_t i = 0; i < a->out_n; i++) {
     int32_t row = (int32_t)i / D, e = (int32_t)i % D, h = row / C, s = row % C - pos;
@@ -195,7 +195,7 @@ void rlx_glref_kv_write(const rlx_glref_args *a) {
   }
 }
 
-void rlx_glref_attention_kv(const rlx_glref_args *a) {
+void rlx_glref_llm_attention_kv(const rlx_glref_args *a) {
   const int32_t *u = a->pass->ints, Hq = u[0], S = u[2], C = u[3], D = u[4], Dv = u[5], group = Hq / u[1];
   const int32_t mode = rlx_gl_define_value(a->pass, "MODE", 0);
   const int32_t pos = pos_of(a->in[mode == 2 ? 3 : mode == 1 ? 1 : 2]);

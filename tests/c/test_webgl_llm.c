@@ -64,7 +64,7 @@ static void check_plan(rlx_session *s) {
     const rlx_gl_planned_pass *pp = &w->passes[i];
     if (w->tex[pp->out_tex].role != RLX_GLK_PARAM) continue;
     assert_true(pp->in_place);
-    assert_string_equal(pp->pass.shader, "kv_write");
+    assert_string_equal(pp->pass.shader, "llm_kv_write");
     assert_int_equal(strncmp(p->graph.nodes[w->tex[pp->out_tex].node].name, "cache.", 6), 0);
     in_place++;
   }

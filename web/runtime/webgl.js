@@ -314,7 +314,8 @@ export class WebGlSession extends Executor {
         'texture cannot be rendered to here ' +
         `(framebuffer status 0x${status.toString(16)})`);
     }
-    if (this.readFormat === undefined && !this.plan.textures[texIndex].packed && !this.plan.textures[texIndex].v4) {
+    if (this.readFormat === undefined && !this.plan.textures[texIndex].packed && !this.plan.textures[texIndex].v4 &&
+      !this.plan.textures[texIndex].words) {
       // RED/FLOAT reads need the implementation's blessing; RGBA/FLOAT always works.
       const red = gl.getParameter(gl.IMPLEMENTATION_COLOR_READ_FORMAT) === gl.RED &&
         gl.getParameter(gl.IMPLEMENTATION_COLOR_READ_TYPE) === gl.FLOAT;

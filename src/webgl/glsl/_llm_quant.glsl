@@ -1,5 +1,5 @@
-// _quant.glsl - GGUF-typed weights read in place from a words texture
-// (included by matmul_q.frag and gather_q.frag; C twin in
+// _llm_quant.glsl - GGUF-typed weights read in place from a words texture
+// (included by llm_matmul_q.frag and llm_gather_q.frag; C twin in
 // src/webgl/ref_llm.c).  The weights are the i32 words of the op's table
 // (include/rlx_ops.def matmul_q), uploaded unchanged into an RGBA32I
 // texture, 4 words per texel (word i in component i % 4 of texel i / 4,

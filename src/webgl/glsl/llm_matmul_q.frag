@@ -1,8 +1,8 @@
 #version 300 es
-// matmul_q.frag - x times GGUF-typed weights read in place
+// llm_matmul_q.frag - x times GGUF-typed weights read in place
 // (src/webgl/lower_llm.c; the semantics of src/cpu/k_matmul_q.c).  W is N
 // rows of K values of type QT, row n at byte n * u_i[3] of the words
-// texture u_in1 (_quant.glsl).  u_in0 = x (flat f32); u_i = {N, K, trans,
+// texture u_in1 (_llm_quant.glsl).  u_in0 = x (flat f32); u_i = {N, K, trans,
 // row bytes}.
 //   trans 0: x[M, K] -> y[M, N], y[m, n] = sum_k x[m, k] W[n, k]: block
 //            types sum each run of 16 values as sc * sum(code x) + mn * sum(x)
@@ -16,7 +16,7 @@ uniform int u_in1_w;
 
 #define RLX_QTEX u_in1
 #define RLX_QTEX_W u_in1_w
-//!include _quant.glsl
+//!include _llm_quant.glsl
 
 #define RLX_X(at) rlx_fetch(u_in0, u_in0_w, at)
 

@@ -1,5 +1,5 @@
 #version 300 es
-// attention_kv.frag - causal attention over a KV cache after kv_write.frag
+// llm_attention_kv.frag - causal attention over a KV cache after llm_kv_write.frag
 // appended this step's rows (src/webgl/lower_llm.c; the semantics of
 // src/cpu/k_attention_kv.c).  q[Hq, S, D], caches k_cache[Hkv, C, D],
 // v_cache[Hkv, C, Dv]; query s of head h sees cache positions j <= pos + s

@@ -1,5 +1,5 @@
 #version 300 es
-// kv_write.frag - attention_kv's cache append (src/webgl/lower_llm.c): the
+// llm_kv_write.frag - attention_kv's cache append (src/webgl/lower_llm.c): the
 // pass draws over the whole cache texture cache[Hkv, C, D] (an input or
 // param of the op, written in place) and keeps every texel but those of
 // the new rows: texel (h, p, e) with s = p - pos in [0, S) becomes
