@@ -21,6 +21,11 @@
 //   5. Three processes with the aggregation tree forced (?tree=1&fanout=1, a
 //      chain): identical params; the leader's data path uses one peer while
 //      every peer holds a connection to both others (Trystero's full mesh).
+//   6. Four processes with the partial mesh forced (?mesh=partial, the tree
+//      at fan-out 1): every page ends with the 2 open RTCPeerConnections the
+//      topology needs (the chain closed into a ring), not 3, counted by a
+//      wrapper of RTCPeerConnection in the page; identical params, a falling
+//      loss, every bucket in each step over the links.
 // Figures go to stderr as "mesh timing:" lines (the outer run prints them).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -231,6 +236,66 @@ function inside() {
     assert.ok(steps > 0);
     timing(`3 processes as a tree (fan-out 1): leader bytes per step ${Math.round((r1.stats.bytesOut - r0.stats.bytesOut) / steps)}; ` +
       `connections held ${rooms.map((r) => r.connections.held).join('/')}, the leader's data path used ${grew.length}`);
+    await noProblems(peers);
+    await Promise.all(peers.map((p) => p.close()));
+  });
+
+  test('four processes, the partial mesh forced (fan-out 1): each holds the 2 connections the topology needs, not 3', { timeout: 120000 }, async () => {
+    const room = newRoomId();
+    const peers = await Promise.all([0, 1, 2, 3].map(() => launchPeerBrowser()));
+    // every RTCPeerConnection the page makes (Trystero's offers too), to count the open ones
+    for (const p of peers) {
+      await p.page.addInitScript(() => {
+        const Native = window.RTCPeerConnection;
+        const made = [];
+        window.__rlxPcs = made;
+        window.RTCPeerConnection = class extends Native {
+          constructor(...args) {
+            super(...args);
+            made.push(this);
+          }
+        };
+      });
+    }
+    const t0 = Date.now();
+    await Promise.all(peers.map((p) => p.page.goto(pageUrl({ room, min: 4, extra: { tree: '1', fanout: '1', mesh: 'partial' } }))));
+    const pages = peers.map((p) => p.page);
+    await waitSynced(pages, STEPS, 4);
+    timing(`4 processes, partial mesh: ${STEPS} steps ${Date.now() - t0} ms after page load`);
+    await assertIdentical(pages);
+    const states = await Promise.all(pages.map(state));
+    const leader = states.find((s) => s.role === 'leader');
+    await assertFalling(pages[states.indexOf(leader)]);
+    // the overlay settles: each page linked to its two ring neighbours, nothing else open
+    const open = (page) => page.evaluate(() => window.__rlxPcs.filter((pc) => pc.connectionState === 'connected').length);
+    const ts = Date.now();
+    await Promise.all(pages.map((page) => page.waitForFunction(() => {
+      const c = window.rlxCluster.room.connections;
+      const connected = window.__rlxPcs.filter((pc) => pc.connectionState === 'connected').length;
+      return c?.mode === 'partial' && c.neighbours.length === 2 && c.linked.length === 2 && connected === 2;
+    }, null, { timeout: 30000, polling: 100 })));
+    const settledMs = Date.now() - ts;
+    const order = [leader.id, ...states.map((s) => s.id).filter((id) => id !== leader.id).sort()];
+    const rooms = await Promise.all(pages.map(roomOf));
+    for (let i = 0; i < 4; i++) {
+      const at = order.indexOf(states[i].id);
+      const ring = [order[(at + 3) % 4], order[(at + 1) % 4]].sort();
+      assert.deepEqual(rooms[i].connections.neighbours, ring, `${states[i].id}: the chain closed into a ring`);
+      assert.equal(rooms[i].connections.held, 2);
+      assert.equal(await open(pages[i]), 2, 'two RTCPeerConnections open, not three');
+    }
+    assert.deepEqual(rooms.map((r) => r.connections.lobby), states.map((s) => s.role === 'leader'), 'only the leader\'s page keeps the room open');
+    // training goes on over the links alone: 10 more steps, every bucket, identical
+    const li = states.indexOf(leader);
+    const goal = leader.step + 10;
+    await pages[li].evaluate((g) => window.rlxCluster.setMaxSteps(g), goal);
+    await waitSynced(pages, goal, 4);
+    await assertIdentical(pages);
+    for (const page of pages) assert.equal(await open(page), 2, 'still two');
+    const after = await Promise.all(pages.map(roomOf));
+    timing(`4 processes, partial mesh (fan-out 1): ${rooms.map((r) => r.connections.held).join('/')} connections per page (full mesh: 3), ` +
+      `all 4 settled at most ${settledMs} ms after step ${STEPS}; ${(await Promise.all(pages.map((page) => page.evaluate(() => window.__rlxPcs.length)))).join('/')} ` +
+      `RTCPeerConnections made (Trystero's offers included); leader bytes sent ${after[li].stats.bytesOut}`);
     await noProblems(peers);
     await Promise.all(peers.map((p) => p.close()));
   });
