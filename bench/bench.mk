@@ -1,5 +1,6 @@
 # bench.mk - `make bench`: GEMM GFLOP/s natively (ours and OpenBLAS, one
-# thread) and in wasm under Node (ours next to TensorFlow.js's wasm backend);
+# thread) and in wasm under Node (ours, SIMD128 and relaxed SIMD, next to
+# TensorFlow.js's wasm backend);
 # the cluster over tabs and browsers (bench_cluster.mjs) and, simulated, at
 # 10 / 100 / 1,000 ranks as a star and a tree (cluster_scale.mjs).
 # Included by the Makefile; results go to build/bench/gemm.json.
@@ -16,10 +17,16 @@ $(BENCH_DIR)/gemm_native: bench/bench_gemm_native.c build/librlx.a $(HDRS)
 $(BENCH_DIR)/gemm_bench.wasm: bench/bench_gemm_wasm.c $(WASM_OBJ) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_CFLAGS) $(BENCH_WASM_LDFLAGS) -o $@ $< $(WASM_OBJ)
+# The same over the relaxed-SIMD kernels (tools/relaxed_simd.mk), linked
+# without -O: binaryen 108, which clang would run, cannot read them.
+$(BENCH_DIR)/gemm_bench_relaxed.wasm: bench/bench_gemm_wasm.c $(call relaxed,$(WASM_OBJ)) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_CFLAGS) -c $< -o $(BENCH_DIR)/bench_gemm_wasm.o
+	$(WASMCC) $(WASM_TARGET) $(BENCH_WASM_LDFLAGS) -o $@ $(BENCH_DIR)/bench_gemm_wasm.o $(call relaxed,$(WASM_OBJ))
 
-bench: $(BENCH_DIR)/gemm_native $(BENCH_DIR)/gemm_bench.wasm
-	node bench/bench_gemm.mjs --native=$(BENCH_DIR)/gemm_native --wasm=$(BENCH_DIR)/gemm_bench.wasm \
-	  --out=$(BENCH_DIR)/gemm.json
+bench: $(BENCH_DIR)/gemm_native $(BENCH_DIR)/gemm_bench.wasm $(BENCH_DIR)/gemm_bench_relaxed.wasm
+	node $(NODE_RELAXED_FLAG) bench/bench_gemm.mjs --native=$(BENCH_DIR)/gemm_native --wasm=$(BENCH_DIR)/gemm_bench.wasm \
+	  --wasm-relaxed=$(BENCH_DIR)/gemm_bench_relaxed.wasm --out=$(BENCH_DIR)/gemm.json
 	node bench/bench_cluster.mjs --tabs=1,2,3 --webrtc --out=$(BENCH_DIR)/cluster.json
 	node bench/cluster_scale.mjs --sizes=10,100,1000 --out=$(BENCH_DIR)/cluster_scale.json
 
@@ -35,8 +42,8 @@ $(BENCH_DIR)/models_native: bench/bench_models_native.c build/librlx.a $(HDRS)
 	$(CC) $(CFLAGS) -o $@ $< build/librlx.a $(LDLIBS)
 
 .PHONY: bench-models bench-size
-bench-models: $(BENCH_DIR)/models_native web/pkg/rlx_web.wasm | $(BENCH_DIR)/gemm_native $(BENCH_DIR)/gemm_bench.wasm
-	node bench/bench_models.mjs --native=$(BENCH_DIR)/models_native --out=$(BENCH_DIR)/models.json
+bench-models: $(BENCH_DIR)/models_native web/pkg/rlx_web.wasm $(WEB_WASM_RELAXED) | $(BENCH_DIR)/gemm_native $(BENCH_DIR)/gemm_bench.wasm
+	node $(NODE_RELAXED_FLAG) bench/bench_models.mjs --native=$(BENCH_DIR)/models_native --out=$(BENCH_DIR)/models.json
 bench-size: web/pkg/rlx_web.wasm | bench-models
 	node bench/size.mjs
 bench: bench-models bench-size
@@ -90,6 +97,6 @@ bench: bench-gpu-chromium
 # beyond rounding; results go to build/bench/llm.json.  RLX_BENCH_QUICK=1:
 # a small model, two rounds (under a minute).
 .PHONY: bench-llm
-bench-llm: build/rlx build/make_test_lm web/pkg/rlx_llm.wasm
+bench-llm: build/rlx build/make_test_lm web/pkg/rlx_llm.wasm $(LLM_WASM_RELAXED)
 	node bench/llm.mjs --out=$(BENCH_DIR)/llm.json
 bench: bench-llm

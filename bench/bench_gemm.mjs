@@ -1,8 +1,9 @@
 // bench_gemm.mjs - GEMM throughput in one run, one table:
 //   native  rlx_gemm (the library's path) and OpenBLAS sgemm on one thread,
 //           measured by the bench binary (JSON lines on stdout)
-//   node    our GEMM compiled to wasm (SIMD128) next to TensorFlow.js's `wasm`
-//           backend tf.matMul, calls interleaved in this process.
+//   node    our GEMM compiled to wasm (SIMD128, and with --wasm-relaxed its
+//           relaxed-SIMD build) next to TensorFlow.js's `wasm` backend
+//           tf.matMul, calls interleaved in this process.
 // OpenBLAS runs with the best kernel the CPU supports: its CPU detection can
 // fall back to the generic "Prescott" kernel on CPUs it does not know (seen on
 // a Xeon with AVX-512), so the bench binary gets OPENBLAS_CORETYPE=SkylakeX
@@ -12,7 +13,8 @@
 // Results must be right before they are compared: ours against OpenBLAS
 // natively, rlx-wasm against a float64 reference (and its self-test); a wrong
 // result exits 1 with the error instead of the table.
-// usage: node bench/bench_gemm.mjs [--native=BIN] --wasm=MODULE [--out=build/bench/gemm.json]
+// usage: node [--experimental-wasm-relaxed-simd] bench/bench_gemm.mjs [--native=BIN] --wasm=MODULE
+//          [--wasm-relaxed=MODULE] [--out=build/bench/gemm.json]
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -88,14 +90,21 @@ const blasNote = !args.native ? '-'
   : `${blasKernel} (OPENBLAS_CORETYPE=${blasCore.coretype ?? 'unset'}, from /proc/cpuinfo: ${blasCore.why}` +
     `${blasCore.coretype && blasKernel.toLowerCase() !== blasCore.coretype.toLowerCase() ? `; OpenBLAS reports ${blasKernel}, not the kernel asked for` : ''})`;
 
-// ---- node: our wasm module and tfjs-wasm --------------------------------------
-const ours = await loadWasi(fs.readFileSync(args.wasm));
-const cString = (p) => {
-  const m = new Uint8Array(ours.memory.buffer);
-  return new TextDecoder().decode(m.subarray(p, m.indexOf(0, p)));
-};
-const oursPath = cString(ours.exports.bench_path());
-const selftestFailures = ours.exports.bench_selftest();
+// ---- node: our wasm modules and tfjs-wasm -------------------------------------
+async function loadOurs(file) {
+  const bytes = fs.readFileSync(file);
+  if (!WebAssembly.validate(bytes)) {
+    throw new Error(`bench_gemm: ${file} does not validate here (a relaxed-SIMD module needs node --experimental-wasm-relaxed-simd on Node 20)`);
+  }
+  const m = await loadWasi(bytes);
+  const mem = new Uint8Array(m.memory.buffer), p = m.exports.bench_path();
+  return { m, path: new TextDecoder().decode(mem.subarray(p, mem.indexOf(0, p))), selftest: m.exports.bench_selftest() };
+}
+// 'rlx-wasm' (SIMD128) and, when given, 'rlx-wasm-relaxed'
+const builds = { 'rlx-wasm': await loadOurs(args.wasm) };
+if (args['wasm-relaxed']) builds['rlx-wasm-relaxed'] = await loadOurs(args['wasm-relaxed']);
+const oursPath = Object.values(builds).map((b) => b.path).join(' / ');
+const selftestFailures = Object.values(builds).reduce((n, b) => n + b.selftest, 0);
 
 if (!(await tf.setBackend('wasm'))) throw new Error('tfjs wasm backend failed to init');
 await tf.ready();
@@ -103,40 +112,47 @@ const tfjsPath = `simd=${await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')} threa
 
 for (const size of SIZES) {
   const [M, K, N] = size;
-  const c = ours.exports.bench_setup(M, K, N);
-  if (!c) throw new Error('bench_setup: out of memory');
   const rnd = (n) => Float32Array.from({ length: n }, () => Math.random() * 2 - 1);
   const a = tf.tensor2d(rnd(M * K), [M, K]), b = tf.tensor2d(rnd(K * N), [K, N]);
-  const gemm = () => {
-    if (ours.exports.bench_gemm() !== 0) throw new Error('rlx_gemm failed');
-  };
-  const contenders = {
+  const contenders = {};
+  for (const [name, { m }] of Object.entries(builds)) {
+    const c = m.exports.bench_setup(M, K, N);
+    if (!c) throw new Error('bench_setup: out of memory');
+    const gemm = () => {
+      if (m.exports.bench_gemm() !== 0) throw new Error('rlx_gemm failed');
+    };
     // The anchors' protocol (workloads.mjs W5): the product, then read into JS
     // (tfjs: await t.data(); ours: copy C out of wasm memory).
-    'rlx-wasm': () => {
+    contenders[name] = () => {
       gemm();
-      return new Float32Array(ours.memory.buffer, c, M * N).slice();
-    },
-    'tfjs-wasm': async () => {
-      const y = tf.matMul(a, b);
-      await y.data();
-      y.dispose();
-    },
+      return new Float32Array(m.memory.buffer, c, M * N).slice();
+    };
     // The product alone (tfjs-wasm runs its kernel synchronously in tf.matMul).
-    'rlx-wasm-compute': gemm,
-    'tfjs-wasm-compute': () => tf.matMul(a, b).dispose(),
+    contenders[`${name}-compute`] = gemm;
+  }
+  contenders['tfjs-wasm'] = async () => {
+    const y = tf.matMul(a, b);
+    await y.data();
+    y.dispose();
   };
+  contenders['tfjs-wasm-compute'] = () => tf.matMul(a, b).dispose();
   const measured = await benchInterleaved(Object.values(contenders), M >= 1024);
   tf.dispose([a, b]);
-  const err = ours.exports.bench_check();
-  if (!(err <= tolerance(K))) problems.push(`${workload(size)}: rlx-wasm differs from a float64 reference by ${err} (max abs; tolerance ${tolerance(K)})`);
+  const errs = {};
+  for (const [name, { m }] of Object.entries(builds)) {
+    errs[name] = m.exports.bench_check();
+    if (!(errs[name] <= tolerance(K))) problems.push(`${workload(size)}: ${name} differs from a float64 reference by ${errs[name]} (max abs; tolerance ${tolerance(K)})`);
+  }
   Object.keys(contenders).forEach((backend, i) => {
-    const mine = backend.startsWith('rlx');
-    add(size, { host: 'node', backend, path: mine ? oursPath : tfjsPath, ...measured[i], ...(mine ? { max_abs_err: err } : {}) });
+    const build = builds[backend.replace(/-compute$/, '')];
+    add(size, { host: 'node', backend, path: build ? build.path : tfjsPath, ...measured[i],
+      ...(build ? { max_abs_err: errs[backend.replace(/-compute$/, '')] } : {}) });
   });
 }
 
-if (selftestFailures !== 0) problems.push(`rlx-wasm: ${selftestFailures} GEMM self-test case(s) failed (bench_selftest)`);
+for (const [name, b] of Object.entries(builds)) {
+  if (b.selftest !== 0) problems.push(`${name}: ${b.selftest} GEMM self-test case(s) failed (bench_selftest)`);
+}
 if (problems.length) {
   for (const p of problems) console.error(`bench_gemm: WRONG RESULT ${p}`);
   console.error('bench_gemm: no GFLOP/s table: a wrong product is not a speed');
@@ -147,23 +163,34 @@ if (problems.length) {
 const find = (backend, size) => results.find((r) => r.backend === backend && r.workload === workload(size));
 const num = (r) => (r ? r.gflops.toFixed(1) : '-').padStart(10);
 const ratio = (x, y) => (x && y ? (x.gflops / y.gflops).toFixed(2) + 'x' : '-').padStart(8);
-const PAIRS = [['rlx-wasm', 'tfjs-wasm'], ['rlx-wasm-compute', 'tfjs-wasm-compute'], ['rlx', 'openblas']];
-const cell = (a, b, c) => `${a.padStart(10)}${b.padStart(10)}${c.padStart(8)}  `;
+// Column groups: ours (one or two builds) next to theirs, a ratio per build of ours.
+const relaxed = 'rlx-wasm-relaxed' in builds;
+const GROUPS = [
+  { title: 'with readback to JS', ours: ['rlx-wasm', ...(relaxed ? ['rlx-wasm-relaxed'] : [])], theirs: 'tfjs-wasm' },
+  { title: 'compute only', ours: ['rlx-wasm-compute', ...(relaxed ? ['rlx-wasm-relaxed-compute'] : [])], theirs: 'tfjs-wasm-compute' },
+  ...(args.native ? [{ title: `native, 1 thread (OpenBLAS ${blasKernel})`, ours: ['rlx'], theirs: 'openblas' }] : []),
+];
+const heads = { 'rlx-wasm': 'simd128', 'rlx-wasm-compute': 'simd128', 'rlx-wasm-relaxed': 'relaxed', 'rlx-wasm-relaxed-compute': 'relaxed',
+  'tfjs-wasm': 'tfjs-wasm', 'tfjs-wasm-compute': 'tfjs-wasm', rlx: 'rlx', openblas: 'openblas' };
+const groupCells = (g, f) => [...g.ours.map((o) => f.num(o)), f.num(g.theirs), ...g.ours.map((o) => f.ratio(o))].join('') + '  ';
+const width = (g) => 10 * (g.ours.length + 1) + 8 * g.ours.length + 2;
 const lines = [
   `GEMM GFLOP/s (2MKN / median time); ${os.cpus()[0].model}, ${os.cpus().length} cores, node ${process.version}, tfjs ${tf.version_core}`,
   `paths: rlx-wasm ${oursPath} (self-test failures: ${selftestFailures}), tfjs-wasm ${tfjsPath}, ` +
     `native ${find('rlx', SIZES[0])?.path ?? '-'}, OpenBLAS kernel ${blasNote}`,
   '',
-  `${''.padEnd(26)}|${'with readback to JS'.padStart(26).padEnd(30)}|${'compute only'.padStart(22).padEnd(30)}|${`native, 1 thread (OpenBLAS ${blasKernel})`.padStart(24)}`,
-  `${'workload'.padEnd(26)}|${cell('rlx-wasm', 'tfjs-wasm', 'ratio')}|${cell('rlx-wasm', 'tfjs-wasm', 'ratio')}|${cell('rlx', 'openblas', 'ratio')}`,
+  `${''.padEnd(26)}|${GROUPS.map((g) => g.title.padStart(Math.min(width(g), 10 + g.title.length)).padEnd(width(g))).join('|')}`,
+  `${'workload'.padEnd(26)}|${GROUPS.map((g) => groupCells(g, { num: (b) => heads[b].padStart(10),
+    ratio: (b) => (g.ours.length > 1 ? `/${heads[b].slice(0, 5)}` : 'ratio').padStart(8) })).join('|')}`,
 ];
 for (const s of SIZES) {
-  const cells = PAIRS.map(([x, y]) => [find(x, s), find(y, s)]).map(([x, y]) => `${num(x)}${num(y)}${ratio(x, y)}  `);
-  lines.push(`${workload(s).padEnd(26)}|${cells.join('|')}`);
+  lines.push(`${workload(s).padEnd(26)}|${GROUPS.map((g) => groupCells(g, { num: (b) => num(find(b, s)),
+    ratio: (b) => ratio(find(b, s), find(g.theirs, s)) })).join('|')}`);
 }
 lines.push('',
-  'ratio = ours / theirs.  "with readback": the TF.js anchors\' W5 protocol (tfjs awaits t.data(), ours copies C',
-  'out of wasm memory); "compute only": the product alone.  Contenders\' calls are interleaved.');
+  'ratio = ours / theirs (/simd1, /relax: our SIMD128 or relaxed-SIMD build over theirs).  "with readback":',
+  'the TF.js anchors\' W5 protocol (tfjs awaits t.data(), ours copies C out of wasm memory); "compute only":',
+  'the product alone.  Contenders\' calls are interleaved.');
 const loadEnd = os.loadavg()[0];
 if (Math.max(loadStart, loadEnd) > 1.2)
   lines.push(`note: load average ${loadStart.toFixed(2)} -> ${loadEnd.toFixed(2)} on ${os.cpus().length} cores; other work was running, numbers are noisy.`);

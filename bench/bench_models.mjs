@@ -18,6 +18,10 @@
 //                      the logits read into JS per call
 //   rlx-wasm-resident  vision: the same C entry point through runtime().exports, with params,
 //                      batch and outputs kept in wasm memory (as tfjs keeps its variables)
+//   rlx-wasm-relaxed   the relaxed-SIMD build (rlx_web_relaxed.wasm, its own instance) run as
+//                      rlx-wasm-resident (vision) and rlx-wasm (W4); only where this Node has
+//                      relaxed SIMD (Node 20: --experimental-wasm-relaxed-simd).  The other
+//                      rlx rows run the SIMD128 build, and resident runs every model with it.
 //   tfjs-wasm          tfjs-backend-wasm 4.22 (SIMD, 1 thread), the anchors' protocol
 // Like with like: the tfjs vision models get the same initial weights and batch as ours
 // (transposed to NHWC), and W4 runs the anchors' weights (w4Weights) in every contender,
@@ -25,8 +29,9 @@
 // losses and the W4 logits must agree with tfjs's: when one does not, the script prints
 // the checks and the disagreement and exits 1 without a table of ratios.
 //
-// usage: node bench/bench_models.mjs [--native=BIN] [--out=build/bench/models.json]
-//          [--only=SUB,SUB] [--contenders=rlx-wasm,tfjs-wasm] [--budget-ms=3000] [--kernels]
+// usage: node [--experimental-wasm-relaxed-simd] bench/bench_models.mjs [--native=BIN]
+//          [--out=build/bench/models.json] [--only=SUB,SUB] [--contenders=rlx-wasm,tfjs-wasm]
+//          [--budget-ms=3000] [--kernels]
 // --kernels also prints where one tfjs-wasm call spends its time, by kernel.
 import { spawnSync } from 'node:child_process';
 import { register } from 'node:module';
@@ -34,6 +39,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import init, * as rlx from '../web/pkg/rlx_web.js';
+import { loadRlx } from '../web/runtime/loader.js';
+import { relaxedSimdSupported } from '../web/runtime/simd.js';
 import { tfjsVisionModel, nchwToNhwc, tfjsTransformer, w4Weights } from './tfjs_models.mjs';
 import { buildW4, serializeW4 } from './w4_graph.mjs';
 import { benchInterleaved as benchRounds } from './webgpu_workloads.mjs';
@@ -46,8 +53,9 @@ const args = Object.fromEntries(process.argv.slice(2).map((a) => {
 const outFile = args.out ?? 'build/bench/models.json';
 const only = args.only ? args.only.split(',') : null;
 const budgetMs = +(args['budget-ms'] ?? 3000);
-const CONTENDERS = ['rlx-wasm', 'rlx-wasm-resident', 'tfjs-wasm'];
-const contenders = args.contenders ? args.contenders.split(',') : CONTENDERS;
+const CONTENDERS = ['rlx-wasm', 'rlx-wasm-resident', 'rlx-wasm-relaxed', 'tfjs-wasm'];
+const contenders = (args.contenders ? args.contenders.split(',') : CONTENDERS)
+  .filter((c) => c !== 'rlx-wasm-relaxed' || relaxedSimdSupported());
 const loadStart = os.loadavg()[0];
 
 // ---- the workloads ----------------------------------------------------------------
@@ -80,10 +88,12 @@ const add = (row, items) => {
   results.push(row);
 };
 
-await init();
+await init({ simd: 'simd128' });
 const rt = rlx.runtime();
 const oursPath = `gemm ${rt.gemmPath()}`;
-const f32At = (ptr) => new Float32Array(rt.memory.buffer, ptr, 1)[0];
+const relaxedRt = contenders.includes('rlx-wasm-relaxed') ? await loadRlx(undefined, { simd: 'relaxed' }) : null;
+const relaxedPath = relaxedRt ? `gemm ${relaxedRt.gemmPath()}` : '-';
+const f32At = (r, ptr) => new Float32Array(r.memory.buffer, ptr, 1)[0];
 // The W4 weights of the anchors, run by every contender.
 const W4_WEIGHTS = w4Weights();
 
@@ -196,16 +206,19 @@ function visionContenders(w) {
       track('rlx-wasm', r[0]);
     };
   }
-  // The resident variant shows the call overhead, which matters only for the small models.
-  if (contenders.includes('rlx-wasm-resident') && (w.slug.startsWith('mnist') || args.contenders)) {
-    const ptr = { slug: rt.strIn(w.slug), x: rt.f32In(x), labels: rt.i32In(labels), params: rt.f32In(init), loss: rt.alloc(4) };
-    const e = rt.exports;
-    fns['rlx-wasm-resident'] = () => {
-      rt.check(e.rlx_vision_train_step(ptr.slug, w.B, ptr.x, ptr.labels, ptr.params, 0.01, ptr.loss));
-      track('rlx-wasm-resident', f32At(ptr.loss));
+  // The resident variant shows the call overhead, which matters only for the small models
+  // (and it is the SIMD128 build's twin of rlx-wasm-relaxed, so it runs wherever that does).
+  const resident = (name, r) => {
+    const ptr = { slug: r.strIn(w.slug), x: r.f32In(x), labels: r.i32In(labels), params: r.f32In(init), loss: r.alloc(4) };
+    const e = r.exports;
+    fns[name] = () => {
+      r.check(e.rlx_vision_train_step(ptr.slug, w.B, ptr.x, ptr.labels, ptr.params, 0.01, ptr.loss));
+      track(name, f32At(r, ptr.loss));
     };
-    cleanup.push(() => Object.values(ptr).forEach((p) => rt.free(p)));
-  }
+    cleanup.push(() => Object.values(ptr).forEach((p) => r.free(p)));
+  };
+  if (contenders.includes('rlx-wasm-resident') && (w.slug.startsWith('mnist') || args.contenders || relaxedRt)) resident('rlx-wasm-resident', rt);
+  if (relaxedRt) resident('rlx-wasm-relaxed', relaxedRt);
   if (tf) {
     const dims = [w.B, ...info.input_dims];
     const xs = tf.tensor(dims.length === 4 ? nchwToNhwc(x, dims) : x, dims.length === 4 ? [w.B, dims[2], dims[3], dims[1]] : dims);
@@ -236,15 +249,17 @@ function visionContenders(w) {
 
 function transformerContenders() {
   const fns = {}, outs = {}, cleanup = [];
-  if (contenders.includes('rlx-wasm')) {
-    const g = rt.graph();
+  const session = (name, r) => {
+    const g = r.graph();
     const { logits, feed } = buildW4(g, W4_WEIGHTS);
     const s = g.compile([logits]);
     g.free();
-    for (const [name, data] of feed) (name === 'tokens' ? s.setInput(name, data) : s.setParam(name, data));
-    fns['rlx-wasm'] = () => { s.run(); outs['rlx-wasm'] = s.output(0); };
+    for (const [n, data] of feed) (n === 'tokens' ? s.setInput(n, data) : s.setParam(n, data));
+    fns[name] = () => { s.run(); outs[name] = s.output(0); };
     cleanup.push(() => s.free());
-  }
+  };
+  if (contenders.includes('rlx-wasm')) session('rlx-wasm', rt);
+  if (relaxedRt) session('rlx-wasm-relaxed', relaxedRt);
   if (tf) {
     const model = tfjsTransformer(tf, W4_WEIGHTS);
     fns['tfjs-wasm'] = async () => {
@@ -271,7 +286,7 @@ for (const w of WORKLOADS) {
   const names = Object.keys(c.fns);
   const measured = await benchInterleaved(names.map((n) => c.fns[n]));
   names.forEach((backend, i) => add({
-    host: 'node', backend, path: backend === 'tfjs-wasm' ? tfjsPath : oursPath,
+    host: 'node', backend, path: backend === 'tfjs-wasm' ? tfjsPath : backend === 'rlx-wasm-relaxed' ? relaxedPath : oursPath,
     workload: workloadName(w, backend), ...measured[i], check: c.check(backend), ...c.extra(backend),
   }, w.B));
   await c.done();
@@ -280,14 +295,14 @@ for (const w of WORKLOADS) {
 
 // ---- checks: ours against tfjs (same weights and batch) ---------------------------
 const find = (host, backend, w) => results.find((r) => r.host === host && r.backend === backend && r.workload === workloadName(w, backend));
-const COLS = [['native', 'rlx'], ['node', 'rlx-wasm'], ['node', 'rlx-wasm-resident'], ['node', 'tfjs-wasm']];
+const COLS = [['native', 'rlx'], ['node', 'rlx-wasm'], ['node', 'rlx-wasm-resident'], ['node', 'rlx-wasm-relaxed'], ['node', 'tfjs-wasm']];
 // First losses within 1e-3 relative; W4 logits within 2e-3 of 1 + |tfjs| (as
 // bench/webgpu_workloads.mjs), each of our rows against the tfjs row.
 const problems = [];
 for (const w of WORKLOADS) {
   const ref = find('node', 'tfjs-wasm', w);
   if (!ref) continue;
-  for (const [h, b] of COLS.slice(0, 3)) {
+  for (const [h, b] of COLS.slice(0, -1)) {
     const r = find(h, b, w), who = `${b}${h === 'native' ? ' (native)' : ''}`;
     if (!r) continue;
     if (w.transformer) {
@@ -323,23 +338,25 @@ if (problems.length) {
 
 // ---- report -------------------------------------------------------------------
 const fmt = (v) => (v >= 100 ? Math.round(v).toLocaleString('en-US') : v >= 10 ? v.toFixed(1) : v.toFixed(2));
-const head = ['workload', 'native', 'rlx-wasm', 'resident', 'tfjs-wasm', 'wasm/tfjs', 'resident/tfjs', 'target'];
-const widths = [24, 10, 10, 10, 10, 10, 13, 7];
+const head = ['workload', 'native', 'rlx-wasm', 'resident', 'relaxed', 'tfjs-wasm', 'wasm/tfjs', 'resident/tfjs', 'relaxed/tfjs',
+  'relaxed/simd128', 'target'];
+const widths = [24, 10, 10, 10, 10, 10, 10, 13, 12, 15, 7];
 const line = (cells) => cells.map((c, i) => (i ? String(c).padStart(widths[i]) : String(c).padEnd(widths[i]))).join(' ');
 // key: the time the ratios come from (median_ms: wall; cpu_median_ms: CPU time of the process).
 const block = (title, cell, key) => [title, line(head), ...WORKLOADS.map((w) => {
-  const [nat, ours, res, tfjs] = COLS.map(([h, b]) => find(h, b, w));
+  const [nat, ours, res, rel, tfjs] = COLS.map(([h, b]) => find(h, b, w));
   const ratio = (a, b) => (a?.[key] && b?.[key] ? b[key] / a[key] : null);
   const x = (v) => (v ? `${v.toFixed(2)}x` : '-');
   const t = TARGETS[w.name], r = ratio(ours, tfjs);
-  return line([w.name, ...[nat, ours, res, tfjs].map((row) => (row?.[key] ? cell(row) : '-')), x(r), x(ratio(res, tfjs)),
-    t ? `${t}x${r ? (r >= t ? ' ok' : ' NO') : ''}` : '']);
+  // relaxed/simd128: against the SIMD128 row of the same protocol (resident; W4: the session)
+  return line([w.name, ...[nat, ours, res, rel, tfjs].map((row) => (row?.[key] ? cell(row) : '-')), x(r), x(ratio(res, tfjs)),
+    x(ratio(rel, tfjs)), x(ratio(rel, res ?? ours)), t ? `${t}x${r ? (r >= t ? ' ok' : ' NO') : ''}` : '']);
 })];
 const loadEnd = os.loadavg()[0];
 const lines = [
   `Model speed: samples/s (training steps; W4: forwards/s) from median times; ${os.cpus()[0].model}, ` +
     `${os.cpus().length} cores, node ${process.version}, tfjs ${tf?.version_core ?? '-'}`,
-  `paths: native ${results.find((r) => r.host === 'native')?.path ?? '-'}, rlx-wasm ${oursPath}, tfjs-wasm ${tfjsPath} ` +
+  `paths: native ${results.find((r) => r.host === 'native')?.path ?? '-'}, rlx-wasm ${oursPath}, relaxed ${relaxedPath}, tfjs-wasm ${tfjsPath} ` +
     '(tfjs rows of the conv models use the Conv2DBackpropFilter shim)', '',
   ...block('samples/s (wall clock)', (r) => fmt(r.samples_per_s), 'median_ms'), '',
   ...block('median ms (wall clock)', (r) => fmt(r.median_ms), 'median_ms'), '',
@@ -348,6 +365,7 @@ const lines = [
   'ratios = tfjs-wasm time / ours (> 1: ours faster); target: the issue\'s goal for that ratio.  rlx-wasm = the public',
   'rlx_web.js call (params in and out of JS each step); resident = the same C entry point with params, batch and',
   'outputs kept in wasm memory (as tfjs keeps its variables); W4: rlx-wasm is a compiled graph session (resident).',
+  'relaxed = the relaxed-SIMD build run as resident (W4: as rlx-wasm); the other rlx columns run the SIMD128 build.',
   'Contenders\' iterations are interleaved.',
   ...checkLines,
 ];

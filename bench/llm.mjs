@@ -7,17 +7,19 @@
 // build/bench/; q4_k needs rows that are multiples of 256, so its variant is
 // 512 wide with 8 heads of 64 (2 KV heads).  The tokenizer is trained on a
 // seeded synthetic corpus (syllable words, written next to the models) large
-// enough to give the 8192 tokens.  For each file, four sides run the same
+// enough to give the 8192 tokens.  For each file, five sides run the same
 // 64-token prompt and generate 64 tokens greedily:
-//   ours wasm   web/runtime/llm.js over web/pkg/rlx_llm.wasm in headless Chromium
+//   ours relaxed  web/runtime/llm.js over web/pkg/rlx_llm_relaxed.wasm (relaxed
+//               SIMD: what Chromium loads) in headless Chromium
+//   ours simd128  the same over web/pkg/rlx_llm.wasm (the SIMD128 build), same page
 //   wllama      @wllama/wllama 3.13.0 (llama.cpp in wasm), one thread, same page
 //   ours native build/rlx generate --prompt-ids ... --ids (one process per run)
 //   llama.cpp   node-llama-cpp 3.21.1 (tests/llama_ref's pinned package), CPU,
 //               one thread (bench/llm_llamacpp.mjs, one process per run)
-// Rounds interleave the four (the order rotating), and the medians of prompt
+// Rounds interleave the five (the order rotating), and the medians of prompt
 // tokens/s and generation tokens/s are printed with the peak memory (the
 // wasm memory's size in the browser; the process's peak RSS natively) and
-// the ratios ours / wllama and ours / llama.cpp.  Generation tokens/s is
+// the ratios ours / wllama (each build) and ours / llama.cpp.  Generation tokens/s is
 // 64 over the time from the end of the prompt to the 64th token (63
 // single-token steps and the sampling), as llama.cpp's server timings count.
 //
@@ -26,7 +28,7 @@
 // moves logits by several units (rounding only the weights from f32 to q8_0,
 // ours against ours, changes 9 of 64 greedy steps, by up to 7 logits) and
 // free-running sequences part early: ours is run along the peer's 64 greedy
-// tokens (ours native along llama.cpp's, ours wasm along wllama's) and must
+// tokens (ours native along llama.cpp's, each wasm build along wllama's) and must
 // pick the peer's token at no fewer than MIN_AGREE of the steps, and where
 // it picks another, the logits must differ by at most MAX_SHIFT there:
 // ours' top-2 margin (how far ours' logits must move at least for the
@@ -47,7 +49,7 @@
 //   RLX_BENCH_QUICK=1 node bench/llm.mjs     small settings (about a minute): a
 //                      256-wide 4-layer model (vocabulary 2048, context 512),
 //                      q8_0 and q4_k, 2 rounds
-// Needs: make build/rlx build/make_test_lm web/pkg/rlx_llm.wasm, Debian's
+// Needs: make build/rlx build/make_test_lm web/pkg/rlx_llm.wasm web/pkg/rlx_llm_relaxed.wasm, Debian's
 // chromium, npm ci (playwright-core, @wllama/wllama); node-llama-cpp is
 // installed into tests/llama_ref/node_modules on first use, as
 // tests/llama_ref/regenerate.sh does.  Nothing is fetched at run time: the
@@ -59,6 +61,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { MODULE_FILES } from '../web/runtime/simd.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const args = Object.fromEntries(process.argv.slice(2).map((a) => {
@@ -72,9 +75,12 @@ const N_PROMPT = 64, N_GEN = 64;
 const OUT = args.out ?? 'build/bench/llm.json';
 const DIR = path.join(REPO, 'build/bench');
 const WRITER = path.join(REPO, 'build/make_test_lm');
-// Our CLI and wasm module are copied here first, so that a rebuild during
+// Our CLI and wasm modules are copied here first, so that a rebuild during
 // the run (make in another shell) cannot mix two builds in one table.
-const RLX = path.join(DIR, 'llm-rlx'), LLM_WASM = path.join(DIR, 'llm-rlx_llm.wasm');
+const RLX = path.join(DIR, 'llm-rlx');
+// ours' sides: build -> its file name in web/pkg (relaxed first: what Chromium loads)
+const LLM_WASM = Object.fromEntries(['relaxed', 'simd128'].map((b) => [b, path.basename(fileURLToPath(MODULE_FILES.llm[b]))]));
+const OURS = Object.keys(LLM_WASM).map((b) => `ours ${b}`);
 const CHROMIUM = process.env.RLX_CHROMIUM ?? '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run'];
@@ -94,9 +100,9 @@ const SHAPES = QUICK
 const CORPUS_WORDS = QUICK ? 2500 : 9000;
 if (!(ROUNDS >= 1)) throw new Error('--rounds must be >= 1');
 for (const t of TYPES) if (!/^(f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k)$/.test(t)) throw new Error(`unknown type ${t}`);
-for (const need of [path.join(REPO, 'build/rlx'), WRITER, path.join(REPO, 'web/pkg/rlx_llm.wasm'), CHROMIUM,
+for (const need of [path.join(REPO, 'build/rlx'), WRITER, ...Object.values(LLM_WASM).map((f) => path.join(REPO, 'web/pkg', f)), CHROMIUM,
   path.join(REPO, 'node_modules/@wllama/wllama/esm/wasm/wllama.wasm')]) {
-  if (!fs.existsSync(need)) throw new Error(`llm bench: missing ${need} (make build/rlx build/make_test_lm web/pkg/rlx_llm.wasm; npm ci)`);
+  if (!fs.existsSync(need)) throw new Error(`llm bench: missing ${need} (make build/rlx build/make_test_lm wasm; npm ci)`);
 }
 
 // ---- setup: llama.cpp's package, the corpus, the models, the prompt -------------------
@@ -125,7 +131,7 @@ function words(seed, n) {
 fs.mkdirSync(DIR, { recursive: true });
 fs.copyFileSync(path.join(REPO, 'build/rlx'), RLX);
 fs.chmodSync(RLX, 0o755);
-fs.copyFileSync(path.join(REPO, 'web/pkg/rlx_llm.wasm'), LLM_WASM);
+for (const f of Object.values(LLM_WASM)) fs.copyFileSync(path.join(REPO, 'web/pkg', f), path.join(DIR, `llm-${f}`));
 const corpus = path.join(DIR, `llm_corpus_${CORPUS_WORDS}.txt`);
 if (!fs.existsSync(corpus)) {
   const w = words(12345, CORPUS_WORDS), lines = [];
@@ -265,9 +271,13 @@ try {
 
   for (const m of models) {
     const url = `/${path.relative(REPO, m.file)}`;
-    const setup = await page.evaluate(([u, n, w]) => window.setup(u, n, w), [url, m.shape['n-ctx'], `/${path.relative(REPO, LLM_WASM)}`]);
+    const wasmUrls = Object.fromEntries(Object.entries(LLM_WASM).map(([b, f]) => [b, `/${path.relative(REPO, path.join(DIR, `llm-${f}`))}`]));
+    const setup = await page.evaluate(([u, n, w]) => window.setup(u, n, w), [url, m.shape['n-ctx'], wasmUrls]);
     if (setup.wllama.threads !== 1) throw new Error(`wllama runs ${setup.wllama.threads} threads`);
-    const s = setup.ours.info;
+    for (const b of Object.keys(LLM_WASM)) {
+      if (setup.ours[b].info.simd !== b) throw new Error(`ours ${b}: the page loaded the ${setup.ours[b].info.simd} build`);
+    }
+    const s = setup.ours.simd128.info;
     console.log(`\n${m.type}: ${path.relative(REPO, m.file)}: ${s.nEmbd} wide, ${s.nLayer} layers, ${s.nHead}/${s.nHeadKv} heads of ${s.headDim}, ` +
       `ff ${s.nFf}, vocabulary ${s.nVocab}, context ${s.nCtx}, ${(s.nParams / 1e6).toFixed(1)}M weights (${s.weightTypes}); ` +
       `wllama's llama.cpp ${setup.wllama.libllama}`);
@@ -279,18 +289,22 @@ try {
     if (wl.promptN !== N_PROMPT || wl.ids.length !== N_GEN) throw new Error(`wllama: prompt ${wl.promptN} tokens, ${wl.ids.length} generated`);
     const nativeCheck = judge(await oursNativeForced(m, m.prompt, ref.ids), ref.ids, ref.gap);
     const refAlongWllama = await llamaCpp(m, m.prompt, ['--follow', wl.ids.join(','), '--ban', BAN.join(',')]);
-    const wasmCheck = judge(await page.evaluate(([p, f, b]) => window.forced(p, f.slice(0, -1), b), [m.prompt.ids, wl.ids, BAN]),
-      wl.ids, refAlongWllama.gap);
+    const wasmChecks = {};
+    for (const b of Object.keys(LLM_WASM)) {
+      wasmChecks[`ours ${b} / wllama`] = judge(await page.evaluate(([w, p, f, x]) => window.forced(w, p, f.slice(0, -1), x),
+        [b, m.prompt.ids, wl.ids, BAN]), wl.ids, refAlongWllama.gap);
+    }
 
-    // Timed rounds, the four sides in a rotating order.
+    // Timed rounds, the five sides in a rotating order.
     const sides = {
-      'ours wasm': () => page.evaluate(([p, n]) => window.run('ours', p, n), [m.prompt, N_GEN]),
+      ...Object.fromEntries(Object.keys(LLM_WASM).map((b) => [`ours ${b}`,
+        () => page.evaluate(([w, p, n]) => window.run(w, p, n), [b, m.prompt, N_GEN])])),
       wllama: () => page.evaluate(([p, n, b]) => window.run('wllama', p, n, b), [m.prompt, N_GEN, BAN]),
       'ours native': () => oursNative(m, m.prompt),
       'llama.cpp': () => llamaCpp(m, m.prompt),
     };
     const names = Object.keys(sides), runs = Object.fromEntries(names.map((n) => [n, []]));
-    await sides['ours wasm'](); // its warm-up (the others had theirs above)
+    for (const n of OURS) await sides[n](); // their warm-up (the others had theirs above)
     for (let r = 0; r < ROUNDS; r++) {
       for (let k = 0; k < names.length; k++) {
         const name = names[(k + r) % names.length];
@@ -298,8 +312,9 @@ try {
       }
     }
     const mem = await page.evaluate(() => window.memory());
-    const ids = { 'ours wasm': runs['ours wasm'][0].ids, wllama: wl.ids, 'ours native': runs['ours native'][0].ids, 'llama.cpp': ref.ids };
-    for (const n of ['ours wasm', 'ours native', 'llama.cpp']) {
+    const ids = { ...Object.fromEntries(OURS.map((n) => [n, runs[n][0].ids])), wllama: wl.ids, 'ours native': runs['ours native'][0].ids,
+      'llama.cpp': ref.ids };
+    for (const n of [...OURS, 'ours native', 'llama.cpp']) {
       if (runs[n].some((x) => x.ids.join() !== ids[n].join())) throw new Error(`${n}: greedy ids differ between runs`);
       if (ids[n].length !== N_GEN) throw new Error(`${n}: ${ids[n].length} tokens generated, not ${N_GEN} (an end-of-generation token?)`);
     }
@@ -307,25 +322,26 @@ try {
 
     const row = { type: m.type, file: path.relative(REPO, m.file), shape: m.shape, prompt: m.prompt, info: s, wllama: setup.wllama,
       llamaCpp: ref.llamaCpp, sides: {}, ids,
-      checks: { 'ours native / llama.cpp': nativeCheck, 'ours wasm / wllama': wasmCheck } };
+      checks: { 'ours native / llama.cpp': nativeCheck, ...wasmChecks } };
+    const wasmMemory = (n) => (n === 'wllama' ? mem.wllama : mem[n.replace(/^ours /, '')]);
     for (const n of names) {
       row.sides[n] = { promptTps: median(runs[n].map((x) => x.promptTps)), genTps: median(runs[n].map((x) => x.genTps)),
         promptTpsAll: runs[n].map((x) => x.promptTps), genTpsAll: runs[n].map((x) => x.genTps),
-        memoryBytes: n === 'ours wasm' ? mem.ours : n === 'wllama' ? mem.wllama : Math.max(...runs[n].map((x) => x.memoryBytes ?? 0)) || null };
+        memoryBytes: n === 'wllama' || OURS.includes(n) ? wasmMemory(n) : Math.max(...runs[n].map((x) => x.memoryBytes ?? 0)) || null };
     }
     row.sides['llama.cpp'].baseRssBytes = median(runs['llama.cpp'].map((x) => x.baseRssBytes));
     results.push(row);
 
-    console.log(`${'side'.padEnd(12)} ${'prompt tok/s'.padStart(13)} ${'gen tok/s'.padStart(10)} ${'peak memory'.padStart(12)}`);
+    console.log(`${'side'.padEnd(13)} ${'prompt tok/s'.padStart(13)} ${'gen tok/s'.padStart(10)} ${'peak memory'.padStart(12)}`);
     for (const n of names) {
       const x = row.sides[n];
-      console.log(`${n.padEnd(12)} ${x.promptTps.toFixed(1).padStart(13)} ${x.genTps.toFixed(1).padStart(10)} ${mib(x.memoryBytes).padStart(12)}` +
+      console.log(`${n.padEnd(13)} ${x.promptTps.toFixed(1).padStart(13)} ${x.genTps.toFixed(1).padStart(10)} ${mib(x.memoryBytes).padStart(12)}` +
         `${n === 'llama.cpp' ? `  (node process; ${mib(x.baseRssBytes)} before the model)` : n.startsWith('ours n') ? '  (process RSS)' : '  (wasm memory)'}`);
     }
-    for (const n of names) console.log(`  ids ${n.padEnd(12)} ${JSON.stringify(ids[n])}`);
+    for (const n of names) console.log(`  ids ${n.padEnd(13)} ${JSON.stringify(ids[n])}`);
     console.log(`  free-running agreement: ours native / llama.cpp first ${prefix(ids['ours native'], ids['llama.cpp'])} tokens, ` +
-      `ours wasm / wllama ${prefix(ids['ours wasm'], ids.wllama)}, ours wasm / ours native ${prefix(ids['ours wasm'], ids['ours native'])}, ` +
-      `wllama / llama.cpp ${prefix(ids.wllama, ids['llama.cpp'])}`);
+      `${OURS.map((o) => `${o} / wllama ${prefix(ids[o], ids.wllama)}, ${o} / ours native ${prefix(ids[o], ids['ours native'])}`).join(', ')}, ` +
+      `ours relaxed / ours simd128 ${prefix(ids['ours relaxed'], ids['ours simd128'])}, wllama / llama.cpp ${prefix(ids.wllama, ids['llama.cpp'])}`);
     for (const [pair, c] of Object.entries(row.checks)) {
       console.log(`  ${c.ok ? 'ok  ' : 'FAIL'} ${pair}: teacher-forced along the peer's tokens, ours picks the peer's token at ${c.agree}/${c.steps} steps ` +
         `(needs ${Math.ceil(MIN_AGREE * c.steps)}); largest logit shift where they differ ${c.worstShift.toFixed(2)} (at most ${MAX_SHIFT})`);
@@ -339,15 +355,14 @@ try {
     console.error('\nllm bench: FAILED: ours and the peer disagree beyond rounding (above): no ratios reported');
     process.exitCode = 1;
   } else {
-    console.log(`\n${'type'.padEnd(6)} ${'ours/wllama prompt'.padStart(19)} ${'gen'.padStart(6)} ${'ours/llama.cpp prompt'.padStart(22)} ${'gen'.padStart(6)}`);
+    const pairs = [['ours relaxed', 'wllama'], ['ours simd128', 'wllama'], ['ours relaxed', 'ours simd128'], ['ours native', 'llama.cpp']];
+    const short = (n) => n.replace(/^ours /, '');
+    console.log(`\n${'type'.padEnd(6)} ${pairs.map(([a, b]) => `${`${short(a)}/${short(b)} prompt`.padStart(22)} ${'gen'.padStart(6)}`).join(' ')}`);
     for (const row of results) {
-      const s = row.sides, r = (a, b) => a / b;
-      row.ratios = {
-        wasm: { prompt: r(s['ours wasm'].promptTps, s.wllama.promptTps), gen: r(s['ours wasm'].genTps, s.wllama.genTps) },
-        native: { prompt: r(s['ours native'].promptTps, s['llama.cpp'].promptTps), gen: r(s['ours native'].genTps, s['llama.cpp'].genTps) },
-      };
-      console.log(`${row.type.padEnd(6)} ${`${row.ratios.wasm.prompt.toFixed(2)}x`.padStart(19)} ${`${row.ratios.wasm.gen.toFixed(2)}x`.padStart(6)} ` +
-        `${`${row.ratios.native.prompt.toFixed(2)}x`.padStart(22)} ${`${row.ratios.native.gen.toFixed(2)}x`.padStart(6)}`);
+      const s = row.sides, r = (a, b) => ({ prompt: s[a].promptTps / s[b].promptTps, gen: s[a].genTps / s[b].genTps });
+      row.ratios = { wasm: r('ours relaxed', 'wllama'), wasmSimd128: r('ours simd128', 'wllama'),
+        relaxedOverSimd128: r('ours relaxed', 'ours simd128'), native: r('ours native', 'llama.cpp') };
+      console.log(`${row.type.padEnd(6)} ${pairs.map(([a, b]) => r(a, b)).map((x) => `${`${x.prompt.toFixed(2)}x`.padStart(22)} ${`${x.gen.toFixed(2)}x`.padStart(6)}`).join(' ')}`);
     }
   }
   fs.mkdirSync(path.dirname(path.resolve(REPO, OUT)), { recursive: true });

@@ -1,8 +1,9 @@
 // size.mjs - sizes of what a browser downloads for RLX: the training module
 // web/pkg/rlx_web.wasm, the language-model module web/pkg/rlx_llm.wasm
-// (fetched only by pages that run GGUF models) and the JS modules, in
-// bytes, KiB and gzip -9 KiB, next to each module's budget (300 KB:
-// 300,000 bytes of the raw file).  No dependencies.
+// (fetched only by pages that run GGUF models), their relaxed-SIMD builds
+// (a page fetches one build of each: web/runtime/simd.js) and the JS
+// modules, in bytes, KiB and gzip -9 KiB, next to each module's budget
+// (300 KB: 300,000 bytes of the raw file).  No dependencies.
 //
 //   node bench/size.mjs            prints the table
 //   node bench/size.mjs --json     one JSON object instead
@@ -15,11 +16,12 @@ import { join, relative } from 'node:path';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const WASM = 'web/pkg/rlx_web.wasm';
 const LLM_WASM = 'web/pkg/rlx_llm.wasm';
+const RELAXED = ['web/pkg/rlx_web_relaxed.wasm', 'web/pkg/rlx_llm_relaxed.wasm'];
 const WASM_BUDGET = 300_000; /* each module's */
 
 /** Files a page may load: the wasm, then every .js/.mjs/.css/.html under web/ (not node_modules). */
 function files() {
-  const list = [WASM, LLM_WASM, 'web/pkg/rlx_web.js', 'web/pkg/rlx_web.d.ts'];
+  const list = [WASM, LLM_WASM, ...RELAXED, 'web/pkg/rlx_web.js', 'web/pkg/rlx_web.d.ts'];
   const walk = (dir) => {
     for (const name of readdirSync(join(ROOT, dir)).sort()) {
       const rel = `${dir}/${name}`;
@@ -44,7 +46,7 @@ function measure(rel) {
 const kib = (n) => (n / 1024).toFixed(1);
 const args = new Set(process.argv.slice(2));
 const rows = files().map(measure);
-const wasm = rows[0], llmWasm = rows[1];
+const wasm = rows[0], llmWasm = rows[1], relaxed = rows.slice(2, 2 + RELAXED.length);
 const js = rows.filter((r) => !r.missing && /\.m?js$/.test(r.file));
 const total = (key, list) => list.reduce((a, r) => a + r[key], 0);
 const summary = {
@@ -53,6 +55,8 @@ const summary = {
   wasm_within_budget: !wasm.missing && wasm.bytes <= WASM_BUDGET,
   llm_wasm_bytes: llmWasm.bytes ?? null,
   llm_wasm_within_budget: !llmWasm.missing && llmWasm.bytes <= WASM_BUDGET,
+  relaxed_wasm_bytes: relaxed.map((r) => r.bytes ?? null),
+  relaxed_wasm_within_budget: relaxed.every((r) => !r.missing && r.bytes <= WASM_BUDGET),
   js_bytes: total('bytes', js),
   js_gzip_bytes: total('gzip', js),
   files: rows,
@@ -68,7 +72,7 @@ if (args.has('--json')) {
     else console.log(`${r.file.padEnd(w)}  ${String(r.bytes).padStart(9)}  ${kib(r.bytes).padStart(7)}  ${kib(r.gzip).padStart(8)}`);
   }
   console.log(`${'all JS'.padEnd(w)}  ${String(summary.js_bytes).padStart(9)}  ${kib(summary.js_bytes).padStart(7)}  ${kib(summary.js_gzip_bytes).padStart(8)}`);
-  for (const m of [wasm, llmWasm]) {
+  for (const m of [wasm, llmWasm, ...relaxed]) {
     if (m.missing) {
       console.log(`${m.file} is missing: run \`make wasm\``);
     } else {
@@ -78,4 +82,4 @@ if (args.has('--json')) {
     }
   }
 }
-if (args.has('--check') && !(summary.wasm_within_budget && summary.llm_wasm_within_budget)) process.exit(1);
+if (args.has('--check') && !(summary.wasm_within_budget && summary.llm_wasm_within_budget && summary.relaxed_wasm_within_budget)) process.exit(1);
