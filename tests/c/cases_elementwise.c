@@ -4,10 +4,14 @@
  * rank-0 scalars on either side, a bias row ([N, D] + [D]), a column
  * ([N, D] + [N, 1]), both sides broadcasting ([3,1,5] + [4,1] -> [3,4,5]),
  * size-1 dims and rank 4.  Domain-restricted ops get fill ranges inside their
- * domain; comparisons draw small integers so that ties occur.  Every unary
- * row of include/rlx_ops.def gets <name>_7x33 and <name>_ieee_specials
- * from the op table, with the ranges of its row in ref_elementwise.c; the
- * other unary cases are written out.
+ * domain; comparisons draw small integers so that ties occur.
+ *
+ * The cases of the unary and binary rows of include/rlx_ops.def come from
+ * their rows in the test table of ref_elementwise.c: a unary op gets
+ * <name>_7x33 and <name>_ieee_specials; a binary op <name>_<shape> for
+ * each shape of its row (the list below) and its IEEE corner cases,
+ * built on first use into the group rlx_cases_binary (the harness's first).
+ * The other cases are written out.
  *
  * p[0] is the rlx_op; p[1..] hold up to three shapes of 5 ints each:
  * {rank, d0, d1, d2, d3} (see the S0..S4 macros). */
@@ -16,12 +20,7 @@
 #include <string.h>
 
 #include "../../src/core/subops.h" /* RLX_SUBOP_ROW: the unary rows of the op table */
-#include "op_case.h"
-
-void ref_ew_binary(const op_case *c, const op_inputs *in, double *expect);
-void ref_ew_where(const op_case *c, const op_inputs *in, double *expect);
-void ref_ew_unary(const op_case *c, const op_inputs *in, double *expect);
-int ref_unary_range(rlx_op op, int wide, float *lo, float *hi);
+#include "ref_elementwise.h"
 
 #define S0 0, 0, 0, 0, 0
 #define S1(a) 1, a, 0, 0, 0
@@ -35,23 +34,27 @@ static rlx_node shaped_input(rlx_graph *g, const op_case *c, int at, const char 
 }
 
 static rlx_node build_binary(rlx_graph *g, const op_case *c) {
-  rlx_node a = shaped_input(g, c, 1, "a"), b = shaped_input(g, c, 6, "b");
-  switch ((rlx_op)c->p[0]) {
-    case RLX_OP_ADD: return rlx_add(g, a, b);
-    case RLX_OP_SUB: return rlx_sub(g, a, b);
-    case RLX_OP_MUL: return rlx_mul(g, a, b);
-    case RLX_OP_DIV: return rlx_div(g, a, b);
-    case RLX_OP_MAX: return rlx_max(g, a, b);
-    case RLX_OP_MIN: return rlx_min(g, a, b);
-    case RLX_OP_POW: return rlx_pow(g, a, b);
-    case RLX_OP_EQ: return rlx_eq(g, a, b);
-    case RLX_OP_NE: return rlx_ne(g, a, b);
-    case RLX_OP_LT: return rlx_lt(g, a, b);
-    case RLX_OP_LE: return rlx_le(g, a, b);
-    case RLX_OP_GT: return rlx_gt(g, a, b);
-    case RLX_OP_GE: return rlx_ge(g, a, b);
-    default: return RLX_NO_NODE;
+  rlx_node in[2] = {shaped_input(g, c, 1, "a"), shaped_input(g, c, 6, "b")};
+  return rlx_op_node(g, (rlx_op)c->p[0], in, 2, NULL, 0, NULL, 0);
+}
+
+/* A generated binary case: no graph (the case fails) when the op has no
+ * row in ref_elementwise.c. */
+static rlx_node build_binary_listed(rlx_graph *g, const op_case *c) {
+  if (ref_binary_row((rlx_op)c->p[0])) return build_binary(g, c);
+  fprintf(stderr, "%s: the op has no row in tests/c/ref_elementwise.c\n", c->name);
+  return RLX_NO_NODE;
+}
+
+/* The fill of the op's row in ref_elementwise.c (uniform in [-1, 1) when
+ * it has none). */
+static void fill_binary_row(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
+  const ref_binary *row = ref_binary_row((rlx_op)c->p[0]);
+  if (row && row->fill) {
+    row->fill(c, k, data, n, seed);
+    return;
   }
+  for (size_t i = 0; i < n; i++) data[i] = opcase_uniform(seed, i, -1.0f, 1.0f);
 }
 
 static rlx_node build_where(rlx_graph *g, const op_case *c) {
@@ -80,28 +83,6 @@ static void fill_unary_range(const op_case *c, int32_t k, float *data, size_t n,
   ref_unary_range((rlx_op)c->p[0], 0, &lo, &hi);
   (void)k;
   for (size_t i = 0; i < n; i++) data[i] = opcase_uniform(seed, i, lo, hi);
-}
-
-/* Integers in {-2, ..., 2}: comparisons see ties as well as both orders. */
-static void fill_small_ints(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
-  (void)c, (void)k;
-  for (size_t i = 0; i < n; i++) data[i] = (float)((int)opcase_uniform(seed, i, 0.0f, 5.0f) - 2);
-}
-
-/* Divisors: magnitude in [0.5, 2) with either sign (no division by ~0). */
-static void fill_divisor(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
-  for (size_t i = 0; i < n; i++) {
-    float v = opcase_uniform(seed, i, -1.0f, 1.0f);
-    data[i] = k == 0 ? v : (v < 0.0f ? -0.5f : 0.5f) + 1.5f * v;
-  }
-  (void)c;
-}
-
-/* pow: positive base in [0.1, 3), any exponent in [-3, 3). */
-static void fill_pow(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
-  (void)c;
-  for (size_t i = 0; i < n; i++)
-    data[i] = k == 0 ? opcase_uniform(seed, i, 0.1f, 3.0f) : opcase_uniform(seed, i, -3.0f, 3.0f);
 }
 
 /* pow: base of either sign with |base| in [0.25, 2), integer exponent in
@@ -163,13 +144,11 @@ static void fill_unary_specials(const op_case *c, int32_t k, float *data, size_t
   for (size_t i = 0; i < n; i++) data[i] = i < 20 ? sp[i] : opcase_uniform(seed, i, lo, hi);
 }
 
-#define BIN(name, op, A, B) {name, build_binary, ref_ew_binary, NULL, {RLX_OP_##op, A, B}, 0.0f, 0.0f, 0.0}
+/* A written-out binary case with the fill of the op's row. */
+#define BIN_ROW(name, op, A, B) \
+  {name, build_binary, ref_ew_binary, fill_binary_row, {RLX_OP_##op, A, B}, 0.0f, 0.0f, 0.0}
 #define BIN_FILL(name, op, A, B, fill) {name, build_binary, ref_ew_binary, fill, {RLX_OP_##op, A, B}, 0.0f, 0.0f, 0.0}
-/* (not written through BIN_FILL: A and B would be expanded into commas first) */
-#define CMP(name, op, A, B) {name, build_binary, ref_ew_binary, fill_small_ints, {RLX_OP_##op, A, B}, 0.0f, 0.0f, 0.0}
 #define WHERE(name, C, A, B, fill) {name, build_where, ref_ew_where, fill, {0, C, A, B}, 0.0f, 0.0f, 0.0}
-#define BIN_SPECIAL(name, op) \
-  {name, build_binary, ref_ew_binary, fill_binary_specials, {RLX_OP_##op, 1, 19, 0, 0, 0, 1, 19}, 0.0f, 0.0f, 0.0}
 #define UN(name, op, X, lo, hi) {name, build_unary, ref_ew_unary, NULL, {RLX_OP_##op, X}, lo, hi, 0.0}
 /* Every unary row of the op table: 7x33 in its range, then its IEEE
  * corner cases (the reference applies the same rules in double). */
@@ -180,68 +159,75 @@ static void fill_unary_specials(const op_case *c, int32_t k, float *data, size_t
 #define UN_TABLE_POINTWISE_GRAD(ID, name)
 #define UN_TABLE_NONE(ID, name)
 
-/* The same op over the standard broadcasting patterns. */
-#define BIN_PATTERNS(op, lname)                                            \
-  BIN(lname "_same_7x33", op, S2(7, 33), S2(7, 33)),                       \
-  BIN(lname "_scalar_right", op, S2(5, 7), S0),                            \
-  BIN(lname "_scalar_left", op, S0, S1(33)),                               \
-  BIN(lname "_row_bias", op, S2(9, 33), S1(33)),                           \
-  BIN(lname "_row_left", op, S1(7), S3(3, 5, 7)),                          \
-  BIN(lname "_column", op, S2(7, 5), S2(7, 1)),                            \
-  BIN(lname "_both_sides", op, S3(3, 1, 5), S2(4, 1))
+/* The binary case shapes, bit k of a row's shapes being entry k (the
+ * BIN_* order of ref_elementwise.h): suffix, shape of a, shape of b. */
+static const struct {
+  const char *suffix;
+  int32_t a[5], b[5];
+} bin_shapes[BIN_N_SHAPES] = {
+    {"same_7x33", {S2(7, 33)}, {S2(7, 33)}},
+    {"scalar_right", {S2(5, 7)}, {S0}},
+    {"scalar_left", {S0}, {S1(33)}},
+    {"row_bias", {S2(9, 33)}, {S1(33)}},
+    {"row_left", {S1(7)}, {S3(3, 5, 7)}},
+    {"column", {S2(7, 5)}, {S2(7, 1)}},
+    {"both_sides", {S3(3, 1, 5)}, {S2(4, 1)}},
+    {"size1_both_sides", {S3(2, 1, 9)}, {S3(1, 3, 1)}},
+    {"rank4_mixed", {S4(2, 3, 1, 5)}, {S3(3, 4, 1)}},
+    {"both_scalars", {S0}, {S0}},
+    {"scalar_and_size1", {S0}, {S3(1, 1, 1)}},
+    {"size1_dims", {S3(1, 7, 1)}, {S1(1)}},
+    {"rank4_middle", {S4(2, 1, 4, 1)}, {S4(1, 3, 1, 5)}},
+    {"same_odd_1d", {S1(1031)}, {S1(1031)}},
+    {"same_1x1", {S2(1, 1)}, {S2(1, 1)}},
+};
+
+/* The generated binary cases: per op, <name>_<suffix> for each shape of its
+ * row with the row's fill (NULL: the harness's uniform [-1, 1)), then
+ * <name>_<specials> on 19 corner-case pairs; an op without a row gets
+ * <name>_same_7x33 alone, which fails. */
+static op_case binary_cases[REF_N_BINARY_OPS * (BIN_N_SHAPES + 1)];
+static char binary_names[REF_N_BINARY_OPS * (BIN_N_SHAPES + 1)][48];
+static int n_binary_cases = -1;
+
+static void add_binary_case(const char *op_name, const char *suffix, rlx_op op, const int32_t *a,
+                            const int32_t *b, ref_fill fill) {
+  op_case *c = &binary_cases[n_binary_cases];
+  char *name = binary_names[n_binary_cases++];
+  snprintf(name, sizeof binary_names[0], "%s_%s", op_name, suffix);
+  *c = (op_case){name, build_binary_listed, ref_ew_binary, fill, {op}, 0.0f, 0.0f, 0.0};
+  memcpy(&c->p[1], a, 5 * sizeof *a);
+  memcpy(&c->p[6], b, 5 * sizeof *b);
+}
+
+const op_case *rlx_cases_binary(int *n) {
+  static const int32_t specials[5] = {S1(19)};
+  if (n_binary_cases < 0) {
+    n_binary_cases = 0;
+    for (int i = 0; i < REF_N_BINARY_OPS; i++) {
+      const ref_op_row *op = &ref_binary_ops[i];
+      const ref_binary *row = ref_binary_row(op->op);
+      unsigned shapes = row ? row->shapes : BIN_SAME_7X33;
+      for (int k = 0; k < BIN_N_SHAPES; k++)
+        if (shapes & (1u << k))
+          add_binary_case(op->name, bin_shapes[k].suffix, op->op, bin_shapes[k].a, bin_shapes[k].b,
+                          row ? row->fill : NULL);
+      if (row && row->specials)
+        add_binary_case(op->name, row->specials, op->op, specials, specials, fill_binary_specials);
+    }
+  }
+  *n = n_binary_cases;
+  return binary_cases;
+}
 
 const op_case rlx_cases_elementwise[] = {
-    /* add: every broadcasting pattern, plus the rarer ones */
-    BIN_PATTERNS(ADD, "add"),
-    BIN("add_both_scalars", ADD, S0, S0),
-    BIN("add_scalar_and_size1", ADD, S0, S3(1, 1, 1)),
-    BIN("add_size1_dims", ADD, S3(1, 7, 1), S1(1)),
-    BIN("add_size1_both_sides", ADD, S3(2, 1, 9), S3(1, 3, 1)),
-    BIN("add_rank4_mixed", ADD, S4(2, 3, 1, 5), S3(3, 4, 1)),
-    BIN("add_rank4_middle", ADD, S4(2, 1, 4, 1), S4(1, 3, 1, 5)),
-    BIN("add_same_odd_1d", ADD, S1(1031), S1(1031)),
-    BIN("add_same_1x1", ADD, S2(1, 1), S2(1, 1)),
-    /* sub, mul, max, min: operand order matters for sub only, all patterns */
-    BIN_PATTERNS(SUB, "sub"),
-    BIN_PATTERNS(MUL, "mul"),
-    BIN_PATTERNS(MAX, "max"),
-    BIN_PATTERNS(MIN, "min"),
-    BIN("mul_rank4_mixed", MUL, S4(2, 3, 1, 5), S3(3, 4, 1)),
-    BIN("max_size1_both_sides", MAX, S3(2, 1, 9), S3(1, 3, 1)),
-    /* div: divisors kept away from zero */
-    BIN_FILL("div_same_7x33", DIV, S2(7, 33), S2(7, 33), fill_divisor),
-    BIN_FILL("div_scalar_right", DIV, S2(5, 7), S0, fill_divisor),
-    BIN_FILL("div_scalar_left", DIV, S0, S1(33), fill_divisor),
-    BIN_FILL("div_row_bias", DIV, S2(9, 33), S1(33), fill_divisor),
-    BIN_FILL("div_column", DIV, S2(7, 5), S2(7, 1), fill_divisor),
-    BIN_FILL("div_both_sides", DIV, S3(3, 1, 5), S2(4, 1), fill_divisor),
-    /* pow: positive bases with real exponents, signed bases with integers */
-    BIN_FILL("pow_same_7x33", POW, S2(7, 33), S2(7, 33), fill_pow),
-    BIN_FILL("pow_scalar_exponent", POW, S2(5, 7), S0, fill_pow),
-    BIN_FILL("pow_scalar_base", POW, S0, S1(33), fill_pow),
-    BIN_FILL("pow_row", POW, S2(9, 33), S1(33), fill_pow),
-    BIN_FILL("pow_both_sides", POW, S3(3, 1, 5), S2(4, 1), fill_pow),
+    /* pow beyond its generated cases: named scalar and row cases, signed
+     * bases with integer exponents */
+    BIN_ROW("pow_scalar_exponent", POW, S2(5, 7), S0),
+    BIN_ROW("pow_scalar_base", POW, S0, S1(33)),
+    BIN_ROW("pow_row", POW, S2(9, 33), S1(33)),
     BIN_FILL("pow_negative_base_int_exp", POW, S2(7, 33), S2(7, 33), fill_pow_int_exp),
     BIN_FILL("pow_negative_base_int_row", POW, S2(6, 9), S1(9), fill_pow_int_exp),
-    /* comparisons on small integers (ties included) */
-    CMP("eq_same_7x33", EQ, S2(7, 33), S2(7, 33)),
-    CMP("eq_scalar_right", EQ, S2(5, 7), S0),
-    CMP("eq_both_sides", EQ, S3(3, 1, 5), S2(4, 1)),
-    CMP("ne_same_7x33", NE, S2(7, 33), S2(7, 33)),
-    CMP("ne_scalar_left", NE, S0, S1(33)),
-    CMP("ne_row_bias", NE, S2(9, 33), S1(33)),
-    CMP("lt_same_7x33", LT, S2(7, 33), S2(7, 33)),
-    CMP("lt_scalar_right", LT, S2(5, 7), S0),
-    CMP("lt_both_sides", LT, S3(3, 1, 5), S2(4, 1)),
-    CMP("le_same_7x33", LE, S2(7, 33), S2(7, 33)),
-    CMP("le_scalar_left", LE, S0, S1(33)),
-    CMP("le_column", LE, S2(7, 5), S2(7, 1)),
-    CMP("gt_same_7x33", GT, S2(7, 33), S2(7, 33)),
-    CMP("gt_row_bias", GT, S2(9, 33), S1(33)),
-    CMP("gt_both_sides", GT, S3(3, 1, 5), S2(4, 1)),
-    CMP("ge_same_7x33", GE, S2(7, 33), S2(7, 33)),
-    CMP("ge_scalar_right", GE, S2(5, 7), S0),
-    CMP("ge_size1_both_sides", GE, S3(2, 1, 9), S3(1, 3, 1)),
     /* where: 3-way broadcasting */
     WHERE("where_same_7x33", S2(7, 33), S2(7, 33), S2(7, 33), fill_where01),
     WHERE("where_three_way", S3(3, 1, 5), S2(4, 1), S0, fill_where01),
@@ -270,19 +256,5 @@ const op_case rlx_cases_elementwise[] = {
     UN("tanh_large", TANH, S2(5, 33), -100.0f, 100.0f),
     UN("gelu_large", GELU, S2(5, 33), -100.0f, 100.0f),
     UN("exp_large_negative", EXP, S1(33), -100.0f, 0.0f),
-    /* IEEE corner cases: the reference applies the same rules in double */
-    BIN_SPECIAL("add_ieee_specials", ADD),
-    BIN_SPECIAL("sub_ieee_specials", SUB),
-    BIN_SPECIAL("mul_ieee_specials", MUL),
-    BIN_SPECIAL("div_ieee_specials", DIV),
-    BIN_SPECIAL("max_nan_propagates", MAX),
-    BIN_SPECIAL("min_nan_propagates", MIN),
-    BIN_SPECIAL("pow_ieee_specials", POW),
-    BIN_SPECIAL("eq_ieee_specials", EQ),
-    BIN_SPECIAL("ne_ieee_specials", NE),
-    BIN_SPECIAL("lt_ieee_specials", LT),
-    BIN_SPECIAL("le_ieee_specials", LE),
-    BIN_SPECIAL("gt_ieee_specials", GT),
-    BIN_SPECIAL("ge_ieee_specials", GE),
 };
 const int rlx_n_cases_elementwise = sizeof(rlx_cases_elementwise) / sizeof(rlx_cases_elementwise[0]);

@@ -4,33 +4,33 @@
 
 #include "../../src/core/subops.h" /* RLX_SUBOP_ROW: the unary rows of the op table */
 #include "grad_case.h"
+#include "ref_elementwise.h"
 #include "rlx_gguf.h"
-
-int ref_unary_grad_fill(rlx_op op); /* ref_elementwise.c */
 
 #define D(...) ((const int32_t[]){__VA_ARGS__})
 #define B static rlx_node
 #define G grad_graph(b)
 
 /* ---- binary and unary ---------------------------------------------------- */
-typedef rlx_node (*bin_fn)(rlx_graph *, rlx_node, rlx_node);
-static const bin_fn binaries[] = {rlx_add, rlx_sub, rlx_mul, rlx_div, rlx_max, rlx_min, rlx_pow};
-enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_MAX, BIN_MIN, BIN_POW };
-
-/* p[0] op; p[1] broadcast layout: 0 [3,4]x[3,4], 1 [3,4]x[4], 2 [2,1,3]x[4,1], 3 rank 0 x [5] */
+/* p[0] the op (RLX_OP_<NAME>), p[1] the broadcast layout k of grad_<ID>_<k>
+ * (GRAD_* in ref_elementwise.h): 0 [3,4]x[3,4], 1 [3,4]x[4], 2
+ * [2,1,3]x[4,1], 3 rank 0 x [5]; x and y filled as the op's row in
+ * ref_elementwise.c says.  No graph (the case fails) without a row. */
 B binary(grad_builder *b, const grad_case *c) {
-  int op = c->p[0], kind_a = FILL_UNIFORM, kind_b = FILL_UNIFORM;
-  if (op == BIN_DIV) kind_b = FILL_POSITIVE;
-  if (op == BIN_POW) kind_a = FILL_POSITIVE;
-  if (op == BIN_MAX || op == BIN_MIN) kind_a = kind_b = FILL_DISTINCT;
-  rlx_node x, y;
-  switch (c->p[1]) {
-    case 1: x = grad_in(b, 2, D(3, 4), kind_a, 0, 0), y = grad_in(b, 1, D(4), kind_b, 0, 0); break;
-    case 2: x = grad_in(b, 3, D(2, 1, 3), kind_a, 0, 0), y = grad_in(b, 2, D(4, 1), kind_b, 0, 0); break;
-    case 3: x = grad_in(b, 0, NULL, kind_a, 0, 0), y = grad_in(b, 1, D(5), kind_b, 0, 0); break;
-    default: x = grad_in(b, 2, D(3, 4), kind_a, 0, 0), y = grad_in(b, 2, D(3, 4), kind_b, 0, 0);
+  const ref_binary *row = ref_binary_row((rlx_op)c->p[0]);
+  if (!row) {
+    fprintf(stderr, "%s: the op has no row in tests/c/ref_elementwise.c\n", c->name);
+    return RLX_NO_NODE;
   }
-  return binaries[op](G, x, y);
+  int kind_a = row->grad_fill_x, kind_b = row->grad_fill_y;
+  rlx_node in[2];
+  switch (c->p[1]) {
+    case 1: in[0] = grad_in(b, 2, D(3, 4), kind_a, 0, 0), in[1] = grad_in(b, 1, D(4), kind_b, 0, 0); break;
+    case 2: in[0] = grad_in(b, 3, D(2, 1, 3), kind_a, 0, 0), in[1] = grad_in(b, 2, D(4, 1), kind_b, 0, 0); break;
+    case 3: in[0] = grad_in(b, 0, NULL, kind_a, 0, 0), in[1] = grad_in(b, 1, D(5), kind_b, 0, 0); break;
+    default: in[0] = grad_in(b, 2, D(3, 4), kind_a, 0, 0), in[1] = grad_in(b, 2, D(3, 4), kind_b, 0, 0);
+  }
+  return rlx_op_node(G, (rlx_op)c->p[0], in, 2, NULL, 0, NULL, 0);
 }
 
 /* p[0] the op (RLX_OP_<NAME>), one case per unary row of the op table; x
@@ -209,15 +209,11 @@ B fan_out(grad_builder *b, const grad_case *c) {
   return rlx_add(G, y, rlx_exp(G, rlx_reduce_sum(G, x, D(1), 1, 1)));
 }
 
-#define BIN(op, lay) {"grad_" #op "_" #lay, binary, {BIN_##op, lay}, 0}
 #define UN_UNARY(ID, name) {"grad_unary_" #ID, unary, {RLX_OP_##ID}, 0},
 #define UN_BINARY(ID, name)
 #define UN_POINTWISE_GRAD(ID, name)
 #define UN_NONE(ID, name)
 static const grad_case cases[] = {
-    BIN(ADD, 0), BIN(ADD, 1), BIN(ADD, 2), BIN(ADD, 3), BIN(SUB, 1), BIN(SUB, 2), BIN(MUL, 0), BIN(MUL, 2),
-    BIN(MUL, 3), BIN(DIV, 0), BIN(DIV, 2), BIN(MAX, 0), BIN(MAX, 1), BIN(MIN, 0), BIN(MIN, 2), BIN(POW, 0),
-    BIN(POW, 1),
 #define RLX_OP(ID, name, lo, hi, rule, attrs) RLX_SUBOP_ROW(rule, UN, ID, name)
 #include "rlx_ops.def"
 #undef RLX_OP
@@ -255,5 +251,37 @@ static const grad_case cases[] = {
     {"grad_mlp", mlp, {0}, 0}, {"grad_cnn", cnn, {0}, 0}, {"grad_fan_out", fan_out, {0}, 0},
 };
 
-int gradcase_count(void) { return (int)(sizeof cases / sizeof cases[0]); }
-const grad_case *gradcase_get(int i) { return (i >= 0 && i < gradcase_count()) ? &cases[i] : NULL; }
+#define N_CASES ((int)(sizeof cases / sizeof cases[0]))
+
+/* Before those, built on first use: grad_<ID>_<k> for each layout k of a
+ * binary op's row (none for NO_GRAD); grad_<ID>_0 alone, which fails, for
+ * an op without a row. */
+static struct {
+  grad_case c;
+  char name[40];
+} binary_cases[REF_N_BINARY_OPS * GRAD_N_LAYOUTS];
+static int n_binary_cases = -1;
+
+static int binary_count(void) {
+  if (n_binary_cases >= 0) return n_binary_cases;
+  n_binary_cases = 0;
+  for (int i = 0; i < REF_N_BINARY_OPS; i++) {
+    const ref_op_row *op = &ref_binary_ops[i];
+    const ref_binary *row = ref_binary_row(op->op);
+    unsigned layouts = row ? row->grad : GRAD_SAME;
+    for (int k = 0; k < GRAD_N_LAYOUTS; k++) {
+      if (!(layouts & (1u << k))) continue;
+      char *name = binary_cases[n_binary_cases].name;
+      snprintf(name, sizeof binary_cases[0].name, "grad_%s_%d", op->id, k);
+      binary_cases[n_binary_cases++].c = (grad_case){name, binary, {op->op, k}, 0};
+    }
+  }
+  return n_binary_cases;
+}
+
+int gradcase_count(void) { return binary_count() + N_CASES; }
+const grad_case *gradcase_get(int i) {
+  int nb = binary_count();
+  if (i < 0 || i >= nb + N_CASES) return NULL;
+  return i < nb ? &binary_cases[i].c : &cases[i - nb];
+}

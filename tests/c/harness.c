@@ -20,24 +20,28 @@ typedef struct {
 GROUP(elementwise) GROUP(layout) GROUP(reduce) GROUP(seq) GROUP(matmul) GROUP(vision)
 GROUP(grad_pointwise) GROUP(grad_norm_attention) GROUP(grad_vision) GROUP(fused) GROUP(llm)
 #undef GROUP
+/* The binary ops' cases, generated from the op table on first use. */
+extern const op_case *rlx_cases_binary(int *n) __attribute__((weak));
 
 static case_group groups(int i) {
+  static int n_binary;
   switch (i) {
-    case 0: return (case_group){rlx_cases_elementwise, &rlx_n_cases_elementwise};
-    case 1: return (case_group){rlx_cases_layout, &rlx_n_cases_layout};
-    case 2: return (case_group){rlx_cases_reduce, &rlx_n_cases_reduce};
-    case 3: return (case_group){rlx_cases_seq, &rlx_n_cases_seq};
-    case 4: return (case_group){rlx_cases_matmul, &rlx_n_cases_matmul};
-    case 5: return (case_group){rlx_cases_vision, &rlx_n_cases_vision};
-    case 6: return (case_group){rlx_cases_grad_pointwise, &rlx_n_cases_grad_pointwise};
-    case 7: return (case_group){rlx_cases_grad_norm_attention, &rlx_n_cases_grad_norm_attention};
-    case 8: return (case_group){rlx_cases_grad_vision, &rlx_n_cases_grad_vision};
-    case 9: return (case_group){rlx_cases_fused, &rlx_n_cases_fused};
-    case 10: return (case_group){rlx_cases_llm, &rlx_n_cases_llm};
+    case 0: return rlx_cases_binary ? (case_group){rlx_cases_binary(&n_binary), &n_binary} : (case_group){NULL, NULL};
+    case 1: return (case_group){rlx_cases_elementwise, &rlx_n_cases_elementwise};
+    case 2: return (case_group){rlx_cases_layout, &rlx_n_cases_layout};
+    case 3: return (case_group){rlx_cases_reduce, &rlx_n_cases_reduce};
+    case 4: return (case_group){rlx_cases_seq, &rlx_n_cases_seq};
+    case 5: return (case_group){rlx_cases_matmul, &rlx_n_cases_matmul};
+    case 6: return (case_group){rlx_cases_vision, &rlx_n_cases_vision};
+    case 7: return (case_group){rlx_cases_grad_pointwise, &rlx_n_cases_grad_pointwise};
+    case 8: return (case_group){rlx_cases_grad_norm_attention, &rlx_n_cases_grad_norm_attention};
+    case 9: return (case_group){rlx_cases_grad_vision, &rlx_n_cases_grad_vision};
+    case 10: return (case_group){rlx_cases_fused, &rlx_n_cases_fused};
+    case 11: return (case_group){rlx_cases_llm, &rlx_n_cases_llm};
   }
   return (case_group){NULL, NULL};
 }
-#define N_GROUPS 11
+#define N_GROUPS 12
 
 int opcase_count(void) {
   int n = 0;

@@ -33,8 +33,10 @@ struct op_case {
   double tol;    /* allowed |got - want| / (1 + |want|); 0 means 1e-5 */
 };
 
-/* Case tables, one per group (tests/c/cases_*.c). */
-extern const op_case rlx_cases_elementwise[]; /* binary, compare, where, unary */
+/* Case tables, one per group (tests/c/cases_*.c); the binary ops' cases
+ * are generated from the op table on first call (n: their count). */
+const op_case *rlx_cases_binary(int *n);
+extern const op_case rlx_cases_elementwise[]; /* pow's extras, where, unary */
 extern const int rlx_n_cases_elementwise;
 extern const op_case rlx_cases_layout[];      /* reshape ... gather */
 extern const int rlx_n_cases_layout;
