@@ -14,9 +14,12 @@
  * instead of one per operand pattern) for an extra L1 load per element on
  * broadcast rows.  The arithmetic ops (add sub mul div), which optimizers
  * and biases run with a scalar or [N, 1] operand, also have a loop for y
- * broadcast. */
+ * broadcast.  The same scalar expressions, by sub-op code, are the WebGL2
+ * reference executor's formulas for binary.frag (rlx_cpu_binary_scalar,
+ * below). */
 #include <math.h>
 
+#include "../core/subops.h"
 #include "fast_math.h"
 #include "kernels.h"
 
@@ -89,6 +92,7 @@ static rlx_status binary_run(const rlx_kargs *a, binary_loop loop, binary_loop v
 }
 
 #define BINARY_LOOP(name, EXPR)                                                                \
+  static inline float name##_op(float x, float y) { return (EXPR); }                           \
   static void name##_loop(const float *restrict xs, const float *restrict ys, float *restrict o, \
                           size_t n) {                                                         \
     RLX_VEC_LOOP(i, n, float x = xs[i]; float y = ys[i]; o[i] = (EXPR));                      \
@@ -125,6 +129,22 @@ RLX_BINARY_KERNEL(lt, x < y ? 1.0f : 0.0f)
 RLX_BINARY_KERNEL(le, x <= y ? 1.0f : 0.0f)
 RLX_BINARY_KERNEL(gt, x > y ? 1.0f : 0.0f)
 RLX_BINARY_KERNEL(ge, x >= y ? 1.0f : 0.0f)
+
+/* Each op's scalar expression, indexed by its sub-op code. */
+#define SCALAR_BINARY(ID, name) [RLX_SUBOP_##ID] = name##_op,
+#define SCALAR_UNARY(ID, name)
+#define SCALAR_POINTWISE_GRAD(ID, name)
+#define SCALAR_NONE(ID, name)
+static float (*const scalar_ops[])(float, float) = {
+#define RLX_OP(ID, name, lo, hi, rule, attrs) RLX_SUBOP_ROW(rule, SCALAR, ID, name)
+#include "rlx_ops.def"
+#undef RLX_OP
+};
+
+float rlx_cpu_binary_scalar(int32_t subop, float x, float y) {
+  int32_t n = (int32_t)(sizeof scalar_ops / sizeof scalar_ops[0]);
+  return subop >= 0 && subop < n ? scalar_ops[subop](x, y) : NAN;
+}
 
 /* o = c != 0 ? x : y over n dense elements; both values are loaded so the
  * choice is a select. */

@@ -41,6 +41,8 @@ extern const rlx_cpu_kernel rlx_cpu_kernels[RLX_OP_COUNT];
  * on one value, the expression of its kernel (k_unary.c); NaN for a code
  * past the table. */
 float rlx_cpu_unary_scalar(int32_t subop, float x);
+/* The same for the binary ops (k_elementwise.c). */
+float rlx_cpu_binary_scalar(int32_t subop, float x, float y);
 
 /* Index value i of an index tensor (f32 ids are rounded toward zero). */
 static inline int64_t rlx_kindex(const rlx_kargs *a, int k, size_t i) {

@@ -1,8 +1,9 @@
 /* ref_elementwise.c - C twins of binary.frag, where.frag, unary.frag and
  * pointwise_grad.frag: the same formulas in float, element by element, so
  * the reference executor (reference.c) computes what the GPU does.
- * unary.frag's formulas are the CPU kernels' (k_unary.c), so its twin
- * calls those. */
+ * unary.frag's and binary.frag's formulas are the CPU kernels' (k_unary.c,
+ * k_elementwise.c), so their twins call those; pow, whose shader computes
+ * through exp2/log2 where the CPU calls powf, keeps its own twin here. */
 #include <math.h>
 #include <string.h>
 
@@ -29,22 +30,11 @@ static float glsl_pow(float x, float y) {
   return (negative && odd) ? -r : r;
 }
 
+/* binary.frag: the op's formula, which is the CPU kernel's except pow's;
+ * an op whose GLSL formula differs from its kernel's needs its own branch
+ * here. */
 static float binary_op(int32_t op, float x, float y) {
-  switch (op) {
-    case RLX_SUBOP_ADD: return x + y;
-    case RLX_SUBOP_SUB: return x - y;
-    case RLX_SUBOP_MUL: return x * y;
-    case RLX_SUBOP_DIV: return x / y;
-    case RLX_SUBOP_MAX: return (x > y || isnan(x)) ? x : y;
-    case RLX_SUBOP_MIN: return (x < y || isnan(x)) ? x : y;
-    case RLX_SUBOP_POW: return glsl_pow(x, y);
-    case RLX_SUBOP_EQ: return x == y ? 1.0f : 0.0f;
-    case RLX_SUBOP_NE: return x != y ? 1.0f : 0.0f;
-    case RLX_SUBOP_LT: return x < y ? 1.0f : 0.0f;
-    case RLX_SUBOP_LE: return x <= y ? 1.0f : 0.0f;
-    case RLX_SUBOP_GT: return x > y ? 1.0f : 0.0f;
-    default: return x >= y ? 1.0f : 0.0f;
-  }
+  return op == RLX_SUBOP_POW ? glsl_pow(x, y) : rlx_cpu_binary_scalar(op, x, y);
 }
 
 void rlx_glref_binary(const rlx_glref_args *a) {
