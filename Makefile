@@ -101,11 +101,19 @@ $(GLSL_WEB_GEN): tools/embed_sources.sh $(SUBOPS_DEF) $(OPS_DEF) $(GLSL_SRC) $(w
 	sh tools/embed_sources.sh --gzip ../../src/core/inflate.h --consts $(SUBOPS_DEF) $(OPS_DEF) glsl \
 	  --twins-absent ../../src/webgl/gl.h rlx_glref_args rlx_glref_find .frag $@ rlx_glsl_source \
 	  $(filter-out src/webgl/glsl/llm_%,$(GLSL_SRC))
-# The language-model ops (shape rules, kernels) stay out of the
-# training module: src/web/llm_ops_absent.c stands in for them there.
-LLM_KERNEL_OBJ := build/wasm/src/cpu/k_matmul_q.o build/wasm/src/cpu/k_matmul_q_wasm.o build/wasm/src/cpu/k_attention_kv.o build/wasm/src/ir/shape_rules_llm.o
+# The language-model ops (shape rules, kernels, WebGPU lowerings and their
+# llm_*.wgsl kernels) stay out of the training module:
+# src/web/llm_ops_absent.c stands in for them there.
+WGSL_WEB_GEN := build/gen/wgsl_sources_web.c
+$(WGSL_WEB_GEN): tools/embed_sources.sh $(SUBOPS_DEF) $(OPS_DEF) $(WGSL_SRC) $(wildcard src/webgpu/wgsl)
+	@mkdir -p $(dir $@)
+	sh tools/embed_sources.sh --gzip ../../src/core/inflate.h --consts $(SUBOPS_DEF) $(OPS_DEF) wgsl $@ rlx_wgsl_source \
+	  $(filter-out src/webgpu/wgsl/llm_%,$(WGSL_SRC))
+LLM_KERNEL_OBJ := build/wasm/src/cpu/k_matmul_q.o build/wasm/src/cpu/k_matmul_q_wasm.o build/wasm/src/cpu/k_attention_kv.o build/wasm/src/ir/shape_rules_llm.o \
+                  build/wasm/src/webgpu/lower_llm.o
 WEB_LIB_OBJ := $(filter-out build/wasm/src/webgl/reference.o build/wasm/src/webgl/ref_%.o $(LLM_KERNEL_OBJ) \
-                 build/wasm/$(GLSL_GEN:.c=.o),$(WASM_OBJ)) build/wasm/$(GLSL_WEB_GEN:.c=.o)
+                 build/wasm/$(GLSL_GEN:.c=.o) build/wasm/$(WGSL_GEN:.c=.o),$(WASM_OBJ)) build/wasm/$(GLSL_WEB_GEN:.c=.o) \
+               build/wasm/$(WGSL_WEB_GEN:.c=.o)
 # WebGL2's language-model lowerings and their llm_*.frag shaders stay out
 # too (src/web/webgl_llm_absent.c stands in).
 WEB_LIB_OBJ := $(filter-out build/wasm/src/webgl/lower_llm.o,$(WEB_LIB_OBJ))

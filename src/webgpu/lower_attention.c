@@ -32,13 +32,12 @@ static float top12(float v) {
   return v;
 }
 
-/* x[..., S, D] -> y[..., S, D], D even; attributes theta, pos_offset, inverse:
- * the cos/sin table [S, D] into scratch (rope.wgsl, one dispatch per 29
- * frequencies), then the rotation of every slice (rope_apply.wgsl). */
+/* (x[..., S, D][, offset i32 [1]]) -> y[..., S, D], D even; attributes
+ * theta, pos_offset, inverse, mode: the cos/sin table [S, D] into scratch
+ * (rope.wgsl, one dispatch per 29 frequencies; it reads the offset), then
+ * the rotation of every slice (rope_apply.wgsl; mode 1: adjacent pairs). */
 rlx_status rlx_wgpu_lower_rope(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
-  if (c->node->n_inputs > 1 || ATTR_I(c->node, ROPE, MODE) != 0)
-    return rlx_error(RLX_ERR_UNSUPPORTED, "webgpu: rope with an offset input or mode 1 (adjacent pairs) has no WebGPU "
-                     "kernel (a CPU-only op for now: run it on the CPU backend)");
+  const int has_offset = c->node->n_inputs > 1;
   const rlx_shape *s = &c->in_node[0]->shape;
   uint32_t D = (uint32_t)s->dims[s->rank - 1], S = (uint32_t)s->dims[s->rank - 2], half = D / 2;
   size_t rows = rlx_shape_numel(s) / D, table_bytes = (size_t)S * D * sizeof(float);
@@ -51,7 +50,9 @@ rlx_status rlx_wgpu_lower_rope(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
     uint32_t n_i = half - i0 < per ? half - i0 : per;
     rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "rope");
     rlx_wgpu_override(d, "FREQ_GPU", gpu_freqs ? 1u : 0u);
+    rlx_wgpu_override(d, "OFFSET", (uint32_t)has_offset);
     rlx_wgpu_bind(d, RLX_WB_SCRATCH, 0, 0, table_bytes, 1);
+    rlx_wgpu_bind(d, RLX_WB_INPUT, has_offset, 0, 0, 0); /* x (not read) when there is no offset */
     rlx_wgpu_u32(d, S * n_i);
     rlx_wgpu_u32(d, S);
     rlx_wgpu_u32(d, D);
@@ -77,6 +78,7 @@ rlx_status rlx_wgpu_lower_rope(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
     rlx_wgpu_grid1d(d, (size_t)S * n_i, 256);
   }
   rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "rope_apply");
+  rlx_wgpu_override(d, "PAIRS", ATTR_I(c->node, ROPE, MODE) == 1);
   rlx_wgpu_bind(d, RLX_WB_INPUT, 0, 0, 0, 0);
   rlx_wgpu_bind(d, RLX_WB_SCRATCH, 0, 0, table_bytes, 0);
   rlx_wgpu_bind(d, RLX_WB_OUTPUT, 0, 0, 0, 1);

@@ -1,13 +1,153 @@
-/* lower_llm.c - the quantized language-model ops (matmul_q, gather_q,
- * attention_kv) are CPU-only for now: their WebGPU lowerings refuse with
- * RLX_ERR_UNSUPPORTED (the op tests count that as a refusal by design). */
+/* lower_llm.c - WebGPU lowerings of the quantized language-model ops.  The
+ * weights (matmul_q's w, gather_q's table) are bound as they are, the i32
+ * words of the GGUF rows, and every kernel decodes its blocks in place
+ * (wgsl/_llm_quant.wgsl): the GPU never holds an f32 copy of a weight.
+ *  - matmul_q, trans 0: up to MATVEC_MAX_M rows of x (decoding, short
+ *    prompt steps) by llm_matvec_q.wgsl (a workgroup per 32 weight rows, 8
+ *    threads per row, partial sums added in workgroup memory); more rows
+ *    (prompts) by the tiled llm_matmul_q.wgsl; trans 1 by
+ *    llm_matmul_qt.wgsl;
+ *  - gather_q: llm_gather_q.wgsl;
+ *  - attention_kv: this step's k, v written into the caches (inputs 3 and
+ *    4, bound writable: the op's side effect) by llm_kv_append.wgsl, then
+ *    causal attention over them by llm_attention_kv.wgsl.
+ * The kernels take the weight type as the override QTYPE, its sub-op code
+ * RLX_SUBOP_WT_<TYPE> (include/rlx_subops.def).
+ *
+ * Tolerances against the CPU: the products sum in f32 in another order
+ * (about 1e-6 relative for the op cases' sizes); the attention's softmax
+ * uses WGSL's exp (a few ulp). */
+#include <math.h>
+
+#include "../core/subops.h"
+#include "rlx_gguf.h"
 #include "wgpu.h"
 
-static rlx_status cpu_only(const rlx_wgpu_ctx *c) {
-  return rlx_error(RLX_ERR_UNSUPPORTED, "webgpu: %s has no WebGPU kernel (a CPU-only op for now: run it on the CPU backend)",
-                   rlx_op_name(c->node->op));
+#define MATVEC_MAX_M 4u
+#define MATVEC_ROWS 32u /* weight rows per workgroup (RPW in llm_matvec_q.wgsl) */
+#define TILE_M 32u     /* llm_matmul_q.wgsl's TM, TN */
+#define TILE_N 64u
+#define ATTN_MAX_D 256u
+
+/* The sub-op code of GGUF type `code`, or -1 for a type no kernel reads. */
+static int32_t wt_subop(int32_t code) {
+  switch (code) {
+#define RLX_GGUF_TYPE(ID, name, code_, be, bb) \
+  case RLX_GGUF_TYPE_##ID: return RLX_SUBOP_WT_##ID;
+#include "rlx_gguf_types.def"
+#undef RLX_GGUF_TYPE
+    default: return -1;
+  }
 }
 
-rlx_status rlx_wgpu_lower_matmul_q(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return cpu_only(c); }
-rlx_status rlx_wgpu_lower_gather_q(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return cpu_only(c); }
-rlx_status rlx_wgpu_lower_attention_kv(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) { (void)out; return cpu_only(c); }
+/* The table of a matmul_q / gather_q node: sub-op code, rows, cols, row
+ * stride in bytes. */
+typedef struct {
+  uint32_t subop, rows, cols, stride, chunks;
+} qtable;
+
+static rlx_status table_of(const rlx_wgpu_ctx *c, qtable *t) {
+  const int32_t code = ATTR_I(c->node, QTABLE, QTYPE);
+  const int32_t sub = wt_subop(code);
+  uint64_t stride = 0;
+  if (sub < 0 || rlx_gguf_row_bytes((rlx_gguf_type)code, ATTR_I(c->node, QTABLE, COLS), &stride) != RLX_OK)
+    return rlx_error(RLX_ERR_UNSUPPORTED, "webgpu: %s: weight type %d has no WebGPU kernel", rlx_op_name(c->node->op),
+                     (int)code);
+  t->subop = (uint32_t)sub;
+  t->rows = (uint32_t)ATTR_I(c->node, QTABLE, ROWS);
+  t->cols = (uint32_t)ATTR_I(c->node, QTABLE, COLS);
+  t->stride = (uint32_t)stride;
+  t->chunks = (t->cols + 7) / 8;
+  return RLX_OK;
+}
+
+/* x[..., K] -> y[..., N] = x W^T (trans 0), or x[..., N] -> y[..., K] = x W
+ * (trans 1); w the N x K table. */
+rlx_status rlx_wgpu_lower_matmul_q(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
+  qtable t;
+  rlx_status st = table_of(c, &t);
+  if (st != RLX_OK) return st;
+  const int trans = ATTR_I(c->node, QMATMUL, TRANS) != 0;
+  const uint32_t M = (uint32_t)(rlx_shape_numel(&c->in_node[0]->shape) / (trans ? t.rows : t.cols));
+  const char *shader = trans ? "llm_matmul_qt" : M <= MATVEC_MAX_M ? "llm_matvec_q" : "llm_matmul_q";
+  rlx_wgpu_dispatch *d = rlx_wgpu_add(out, shader);
+  rlx_wgpu_override(d, "QTYPE", t.subop);
+  rlx_wgpu_bind_inputs(d, 2);
+  rlx_wgpu_u32(d, t.rows);
+  rlx_wgpu_u32(d, t.cols);
+  rlx_wgpu_u32(d, M);
+  rlx_wgpu_u32(d, t.stride);
+  if (trans) {
+    rlx_wgpu_u32(d, t.chunks);
+    rlx_wgpu_grid1d(d, (size_t)M * t.chunks, 64);
+  } else if (M <= MATVEC_MAX_M) {
+    rlx_wgpu_u32(d, t.chunks);
+    rlx_wgpu_grid1d(d, t.rows, MATVEC_ROWS);
+  } else {
+    const uint32_t tiles_n = (t.rows + TILE_N - 1) / TILE_N;
+    rlx_wgpu_u32(d, tiles_n);
+    rlx_wgpu_grid1d(d, (size_t)tiles_n * ((M + TILE_M - 1) / TILE_M), 1);
+  }
+  return RLX_OK;
+}
+
+/* table (V x K), ids[...] -> y[..., K]. */
+rlx_status rlx_wgpu_lower_gather_q(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
+  qtable t;
+  rlx_status st = table_of(c, &t);
+  if (st != RLX_OK) return st;
+  const size_t n_ids = rlx_shape_numel(&c->in_node[1]->shape);
+  rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "llm_gather_q");
+  rlx_wgpu_override(d, "QTYPE", t.subop);
+  rlx_wgpu_override(d, "IDS_I32", c->in_node[1]->dtype == RLX_I32);
+  rlx_wgpu_bind_inputs(d, 2);
+  rlx_wgpu_u32(d, (uint32_t)n_ids);
+  rlx_wgpu_u32(d, t.cols);
+  rlx_wgpu_u32(d, t.rows);
+  rlx_wgpu_u32(d, t.stride);
+  rlx_wgpu_u32(d, t.chunks);
+  rlx_wgpu_grid1d(d, n_ids * t.chunks, 64);
+  return RLX_OK;
+}
+
+/* (q[Hq, S, D], k[Hkv, S, D], v[Hkv, S, Dv], k_cache[Hkv, C, D],
+ * v_cache[Hkv, C, Dv], pos i32 [1]) -> out[S, Hq, Dv]; writes the caches. */
+rlx_status rlx_wgpu_lower_attention_kv(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
+  const rlx_shape *qs = &c->in_node[0]->shape, *vs = &c->in_node[2]->shape, *cs = &c->in_node[3]->shape;
+  const uint32_t hq = (uint32_t)qs->dims[0], S = (uint32_t)qs->dims[1], D = (uint32_t)qs->dims[2];
+  const uint32_t hkv = (uint32_t)vs->dims[0], Dv = (uint32_t)vs->dims[2], C = (uint32_t)cs->dims[1];
+  if (D > ATTN_MAX_D || Dv > ATTN_MAX_D)
+    return rlx_error(RLX_ERR_UNSUPPORTED, "webgpu: attention_kv with heads of %u / %u values (at most %u on WebGPU)",
+                     (unsigned)D, (unsigned)Dv, (unsigned)ATTN_MAX_D);
+  float scale = ATTR_F(c->node, ATTENTION_KV, SCALE);
+  if (!(scale > 0.0f)) scale = 1.0f / sqrtf((float)D);
+  const uint32_t W = D > Dv ? D : Dv;
+  rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "llm_kv_append");
+  rlx_wgpu_bind(d, RLX_WB_INPUT, 1, 0, 0, 0);
+  rlx_wgpu_bind(d, RLX_WB_INPUT, 2, 0, 0, 0);
+  rlx_wgpu_bind(d, RLX_WB_INPUT, 5, 0, 0, 0);
+  rlx_wgpu_bind(d, RLX_WB_INPUT, 3, 0, 0, 1); /* the caches, written in place */
+  rlx_wgpu_bind(d, RLX_WB_INPUT, 4, 0, 0, 1);
+  rlx_wgpu_u32(d, hkv * S * W);
+  rlx_wgpu_u32(d, S);
+  rlx_wgpu_u32(d, D);
+  rlx_wgpu_u32(d, Dv);
+  rlx_wgpu_u32(d, C);
+  rlx_wgpu_u32(d, W);
+  rlx_wgpu_grid1d(d, (size_t)hkv * S * W, 256);
+  d = rlx_wgpu_add(out, "llm_attention_kv");
+  rlx_wgpu_bind(d, RLX_WB_INPUT, 0, 0, 0, 0);
+  rlx_wgpu_bind(d, RLX_WB_INPUT, 3, 0, 0, 0);
+  rlx_wgpu_bind(d, RLX_WB_INPUT, 4, 0, 0, 0);
+  rlx_wgpu_bind(d, RLX_WB_INPUT, 5, 0, 0, 0);
+  rlx_wgpu_bind(d, RLX_WB_OUTPUT, 0, 0, 0, 1);
+  rlx_wgpu_u32(d, hq);
+  rlx_wgpu_u32(d, S);
+  rlx_wgpu_u32(d, D);
+  rlx_wgpu_u32(d, Dv);
+  rlx_wgpu_u32(d, C);
+  rlx_wgpu_u32(d, hq / hkv);
+  rlx_wgpu_f32(d, scale);
+  rlx_wgpu_grid1d(d, (size_t)S * hq, 1);
+  return RLX_OK;
+}

@@ -53,14 +53,15 @@ export function mismatchMessage(op, m, tol) {
 /**
  * Why a WebGPU compile refused, when that refusal is allowed: { kind:
  * 'fused' } (refused by design: fused ops, since GPU plans are compiled
- * without fusion, and the CPU-only language-model ops), { kind: 'pending', op, family } (the op is still listed in
+ * without fusion), { kind: 'pending', op, family } (the op is still listed in
  * src/webgpu/lower_pending_<family>.c; `pending` maps op name -> family), or
  * null (a real failure).
  */
 export function allowedRefusal(status, message, pending) {
   if (status !== -6) return null;
-  // fused ops, and the CPU-only ops (matmul_q, gather_q, attention_kv, rope with an offset input or mode 1)
-  if (/compiled without fusion|a CPU-only op/.test(message)) return { kind: 'fused' };
+  // fused ops (the language-model ops matmul_q, gather_q, attention_kv and rope's offset and mode 1 have
+  // kernels: a refusal of theirs fails)
+  if (/compiled without fusion/.test(message)) return { kind: 'fused' };
   const missing = /op (\w+) has no WebGPU kernel/.exec(message);
   if (missing && pending.has(missing[1])) return { kind: 'pending', op: missing[1], family: pending.get(missing[1]) };
   return null;

@@ -14,13 +14,7 @@
 override IDS_I32: u32 = 0u;
 override VEC: u32 = 0u;
 
-fn id_at(i: u32) -> i32 {
-  let v = ids[i];
-  if (IDS_I32 == 1u) { return bitcast<i32>(v); }
-  let bits = bitcast<u32>(v) & 0x7fffffffu;
-  if (bits >= 0x7f800000u || !(v > -2147483648.0 && v < 2147483648.0)) { return -1; }
-  return i32(v);
-}
+//!include _gather_id.wgsl
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {

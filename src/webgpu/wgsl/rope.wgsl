@@ -18,15 +18,22 @@
 // uniform); FREQ_GPU 1 (more than 7 * 29 frequencies) computes g_i in f32
 // on the GPU instead, which costs about p * 1e-7 radians.
 //
+// OFFSET 1: the positions are shifted by off[0], read at run time (rope's
+// offset input: a language model's position); with OFFSET 0 binding 1 is
+// any read-only buffer and is not read.
+//
+// Bindings: 0 table (scratch), 1 off (i32 [1]), 2 uniform.
 // Uniform words: 0 threads (S * n_i), 1 S, 2 D, 3 D/2, 4 pos0 (i32),
 // 5 i0, 6 n_i, 7 inverse; then 3 words (a, b, c as f32) per frequency, or
 // with FREQ_GPU word 8 = -2 log2(theta) / D.
 
 override FREQ_GPU: u32 = 0u;
+override OFFSET: u32 = 0u;
 const INV_2PI: f32 = 0.15915494309189535;
 
 @group(0) @binding(0) var<storage, read_write> table: array<f32>;
-@group(0) @binding(1) var<uniform> U: array<vec4<u32>, 24>;
+@group(0) @binding(1) var<storage, read> off: array<i32>;
+@group(0) @binding(2) var<uniform> U: array<vec4<u32>, 24>;
 
 fn u(i: u32) -> u32 { return U[i / 4u][i % 4u]; }
 
@@ -74,7 +81,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let p = t / n_i;
   let ii = t % n_i;
   let i = u(5u) + ii;
-  let pos = bitcast<i32>(u(4u)) + i32(p);
+  var pos = bitcast<i32>(u(4u)) + i32(p);
+  if (OFFSET == 1u) { pos += off[0]; }
   var a: f32;
   var b: f32;
   var c: f32;

@@ -1,0 +1,72 @@
+// llm_matmul_q.wgsl - x[M, K] . W^T -> y[M, N] for prompt steps (M > 4),
+// W GGUF-typed as in llm_matvec_q.wgsl.  Tiles of TM x TN outputs per
+// workgroup, K in steps of TK: the x tile and the dequantized W tile (one
+// chunk of 8 values per thread, each weight byte decoded once per tile
+// row) go to workgroup memory, then every thread accumulates 2 x 4 outputs.
+//
+// Bindings: 0 x, 1 w (u32 words), 2 y, 3 uniform.
+// Uniform words: 0 N, 1 K, 2 M, 3 row stride (bytes), 4 tiles along N.
+
+//!include _llm_quant.wgsl
+
+const TM: u32 = 32u;
+const TN: u32 = 64u;
+const TK: u32 = 32u;
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(3) var<uniform> U: array<vec4<u32>, 2>;
+
+var<workgroup> xt: array<f32, 1024>; // [TM][TK]
+var<workgroup> wt: array<f32, 2048>; // [TK][TN]
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+  let N = U[0].x;
+  let K = U[0].y;
+  let M = U[0].z;
+  let stride = U[0].w;
+  let g = wid.x + wid.y * nwg.x;
+  let n0 = (g % U[1].x) * TN;
+  let m0 = (g / U[1].x) * TM;
+  let tx = li % 16u; // outputs n0 + 4 tx .. + 4
+  let ty = li / 16u; // outputs m0 + 2 ty, + 1
+  let wr = li / 4u;  // the W row this thread decodes
+  let wc = li % 4u;  // its chunk within the TK step
+  var acc0 = vec4<f32>(0.0);
+  var acc1 = vec4<f32>(0.0);
+  for (var k0 = 0u; k0 < K; k0 += TK) {
+    for (var r = 0u; r < 4u; r++) {
+      let i = li + 256u * r;
+      let m = m0 + i / TK;
+      let k = k0 + i % TK;
+      xt[i] = select(0.0, x[min(m * K + k, M * K - 1u)], m < M && k < K);
+    }
+    var q = Q8(vec4<f32>(0.0), vec4<f32>(0.0));
+    if (n0 + wr < N) { q = deq8((n0 + wr) * stride, k0 / 8u + wc, K); }
+    for (var j = 0u; j < 4u; j++) {
+      wt[(8u * wc + j) * TN + wr] = q.a[j];
+      wt[(8u * wc + 4u + j) * TN + wr] = q.b[j];
+    }
+    workgroupBarrier();
+    // (min: a bound the compiler cannot unroll; unrolled, this loop costs
+    // SwiftShader seconds to compile.  Past K the tiles hold zeros.)
+    for (var kk = 0u; kk < min(TK, K); kk++) {
+      let a0 = xt[(2u * ty) * TK + kk];
+      let a1 = xt[(2u * ty + 1u) * TK + kk];
+      let b = vec4<f32>(wt[kk * TN + 4u * tx], wt[kk * TN + 4u * tx + 1u], wt[kk * TN + 4u * tx + 2u],
+                        wt[kk * TN + 4u * tx + 3u]);
+      acc0 += a0 * b;
+      acc1 += a1 * b;
+    }
+    workgroupBarrier();
+  }
+  for (var j = 0u; j < 4u; j++) {
+    let n = n0 + 4u * tx + j;
+    let m = m0 + 2u * ty;
+    if (n < N && m < M) { y[m * N + n] = acc0[j]; }
+    if (n < N && m + 1u < M) { y[(m + 1u) * N + n] = acc1[j]; }
+  }
+}
