@@ -8,7 +8,8 @@
  * minimums of Q4_1, Q5_1 and the K types come from xsum (sums of x per 32
  * values).  Built with -mrelaxed-simd (the relaxed modules:
  * tools/relaxed_simd.mk), each multiply-add is one f32x4.relaxed_madd
- * (fused where the CPU has FMA: the last bits may differ) and the Q5
+ * (fused where the CPU has FMA: the last bits may differ), the rows of
+ * the 32-value types keep two partial sums (NSUM below), and the Q5
  * fifth-bit bytes are spread with relaxed_swizzle (its indices are in
  * range, so the result is the same). */
 #include "../models/gguf_quants.h"
@@ -40,6 +41,18 @@ static inline float f16(const uint8_t *p) {
 #define MADD(acc, a, b) ADD(acc, MUL(a, b))
 #define SWIZZLE wasm_i8x16_swizzle
 #endif
+/* The partial sums of a 32-value row, acc and acc2.  Fused, a block's
+ * multiply-add waits for the one before it (4 cycles, against 2-3 for an
+ * add), so the relaxed build gives each Q8_0 / Q4_0 / Q4_1 / Q5 row two
+ * sums, taken by alternate blocks in straight-line code and added at the
+ * end; the SIMD128 build keeps one (acc2 stays unused).  The K types keep
+ * one: a second sum made them slower (V8 runs out of registers there). */
+#if defined(__wasm_relaxed_simd__)
+#define NSUM 2
+#else
+#define NSUM 1
+#endif
+#define SUM_OF(acc, acc2) (NSUM == 2 ? ADD(acc, acc2) : (acc))
 /* i32 lanes -> f32.  The empty asm hides the widening before it from LLVM
  * 14, which otherwise fuses i16 -> i32 -> f32 into one conversion that it
  * then does lane by lane (ten times slower).  LLVM 19 (the relaxed build)
@@ -68,15 +81,23 @@ static inline v128_t lo4(v128_t v) { return wasm_v128_and(v, wasm_i8x16_splat(15
 static inline v128_t hi4(v128_t v) { return wasm_u8x16_shr(v, 4); }
 
 /* Q8_0 [d f16][32 int8] */
+static inline v128_t block_q8_0(v128_t acc, const uint8_t *p, const float *x) {
+  return MADD(acc, wasm_f32x4_splat(f16(p)), dot32(LD(p + 2), LD(p + 18), x));
+}
 static void rows_q8_0(const uint8_t *w, size_t stride, const float *x, const float *xsum, int64_t nb, float *y,
                       size_t nrows) {
   (void)xsum;
   for (size_t r = 0; r < nrows; r++, w += stride) {
     const uint8_t *p = w;
-    v128_t acc = wasm_f32x4_splat(0.0f);
-    for (int64_t b = 0; b < nb; b++, p += 34)
-      acc = MADD(acc, wasm_f32x4_splat(f16(p)), dot32(LD(p + 2), LD(p + 18), x + 32 * b));
-    y[r] = hsum(acc);
+    v128_t acc = wasm_f32x4_splat(0.0f), acc2 = acc;
+    int64_t b = 0;
+    if (NSUM == 2)
+      for (; b + 2 <= nb; b += 2, p += 68) {
+        acc = block_q8_0(acc, p, x + 32 * b);
+        acc2 = block_q8_0(acc2, p + 34, x + 32 * b + 32);
+      }
+    for (; b < nb; b++, p += 34) acc = block_q8_0(acc, p, x + 32 * b);
+    y[r] = hsum(SUM_OF(acc, acc2));
   }
 }
 
@@ -102,28 +123,42 @@ static inline void q5_codes(const uint8_t *qh, const uint8_t *qs, v128_t *lo, v1
 
 /* Q4_0 [d f16][16 nibble bytes], Q4_1 [d f16][m f16][16 nibble bytes],
  * Q5_0 [d f16][u32 fifth bits][16 nibble bytes] and Q5_1 [d][m][u32][16]:
- * d (code - 8 or 16), or d code + m (affine). */
+ * d (code - 8 or 16), or d code + m (affine).  block_32: acc plus one
+ * block's d (code - 8 or 16) . x, or d code . x (its m is added by rows_32). */
+static inline v128_t block_32(v128_t acc, const uint8_t *p, const float *x, int five, int affine) {
+  const size_t head = 2 + 2 * (size_t)affine;
+  v128_t lo, hi;
+  if (five) {
+    q5_codes(p + head, p + head + 4, &lo, &hi);
+  } else {
+    const v128_t v = LD(p + head);
+    lo = lo4(v), hi = hi4(v);
+  }
+  if (!affine) {
+    const v128_t off = wasm_i8x16_splat(five ? 16 : 8);
+    lo = wasm_i8x16_sub(lo, off), hi = wasm_i8x16_sub(hi, off);
+  }
+  return MADD(acc, wasm_f32x4_splat(f16(p)), dot32(lo, hi, x));
+}
 static inline void rows_32(const uint8_t *w, size_t stride, const float *x, const float *xsum, int64_t nb, float *y,
                            size_t nrows, int five, int affine) {
-  const size_t bytes = 18 + 4 * (size_t)five + 2 * (size_t)affine, head = 2 + 2 * (size_t)affine;
-  const v128_t off = wasm_i8x16_splat(five ? 16 : 8);
+  const size_t bytes = 18 + 4 * (size_t)five + 2 * (size_t)affine;
   for (size_t r = 0; r < nrows; r++, w += stride) {
     const uint8_t *p = w;
-    v128_t acc = wasm_f32x4_splat(0.0f);
+    v128_t acc = wasm_f32x4_splat(0.0f), acc2 = acc;
     float mins = 0.0f;
-    for (int64_t b = 0; b < nb; b++, p += bytes) {
-      v128_t lo, hi;
-      if (five) {
-        q5_codes(p + head, p + head + 4, &lo, &hi);
-      } else {
-        const v128_t v = LD(p + head);
-        lo = lo4(v), hi = hi4(v);
+    int64_t b = 0;
+    if (NSUM == 2)
+      for (; b + 2 <= nb; b += 2, p += 2 * bytes) {
+        if (affine) mins += f16(p + 2) * xsum[b] + f16(p + bytes + 2) * xsum[b + 1];
+        acc = block_32(acc, p, x + 32 * b, five, affine);
+        acc2 = block_32(acc2, p + bytes, x + 32 * b + 32, five, affine);
       }
+    for (; b < nb; b++, p += bytes) {
       if (affine) mins += f16(p + 2) * xsum[b];
-      else lo = wasm_i8x16_sub(lo, off), hi = wasm_i8x16_sub(hi, off);
-      acc = MADD(acc, wasm_f32x4_splat(f16(p)), dot32(lo, hi, x + 32 * b));
+      acc = block_32(acc, p, x + 32 * b, five, affine);
     }
-    y[r] = hsum(acc) + mins;
+    y[r] = hsum(SUM_OF(acc, acc2)) + mins;
   }
 }
 ROWS(rows_q4_0, rows_32, 0, 0)
