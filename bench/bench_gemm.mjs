@@ -31,28 +31,39 @@ const workload = ([M, K, N]) => `W5 matmul ${M}x${K}x${N}`;
 const gflops = ([M, K, N], ms) => (2 * M * K * N) / (ms * 1e6);
 const loadStart = os.loadavg()[0];
 
-function stats(ts) {
+const median = (ts) => {
   const s = [...ts].sort((a, b) => a - b), n = s.length;
-  const median = n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-  return { n, median_ms: median, min_ms: s[0], max_ms: s[n - 1] };
+  return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+};
+function stats(ts, cpu) {
+  const s = [...ts].sort((a, b) => a - b);
+  return { n: s.length, median_ms: median(s), min_ms: s[0], max_ms: s.at(-1), cpu_median_ms: median(cpu) };
 }
+// The process's CPU time (ms): robust to other work on the machine (every
+// contender computes on this thread).
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
 
 // The anchors' protocol (warm-up, then timed calls; fewer for 1024^3), with
 // the contenders' calls interleaved so that all see the same machine load.
 async function benchInterleaved(fns, big) {
-  const warmup = big ? 3 : 10, iters = big ? 20 : 50, ts = fns.map(() => []);
+  const warmup = big ? 3 : 10, iters = big ? 20 : 50, ts = fns.map(() => []), cpu = fns.map(() => []);
   for (let i = 0; i < warmup; i++) for (const fn of fns) await fn();
   for (let i = 0; i < iters; i++)
     for (let f = 0; f < fns.length; f++) {
-      const s = performance.now();
+      const s = performance.now(), c = cpuMs();
       await fns[f]();
       ts[f].push(performance.now() - s);
+      cpu[f].push(cpuMs() - c);
     }
-  return ts.map(stats);
+  return ts.map((t, f) => stats(t, cpu[f]));
 }
 
 const results = [];
-const add = (size, row) => results.push({ ...row, workload: workload(size), gflops: gflops(size, row.median_ms) });
+const add = (size, row) => results.push({ ...row, workload: workload(size), gflops: gflops(size, row.median_ms),
+  ...(row.cpu_median_ms ? { gflops_cpu: gflops(size, row.cpu_median_ms) } : {}) });
 
 // The OpenBLAS kernel to ask for: the widest the CPU has (see the header).
 function openblasCoretype() {
@@ -161,13 +172,15 @@ if (problems.length) {
 
 // ---- report -------------------------------------------------------------------
 const find = (backend, size) => results.find((r) => r.backend === backend && r.workload === workload(size));
-const num = (r) => (r ? r.gflops.toFixed(1) : '-').padStart(10);
-const ratio = (x, y) => (x && y ? (x.gflops / y.gflops).toFixed(2) + 'x' : '-').padStart(8);
+const num = (r, key = 'gflops') => (r?.[key] ? r[key].toFixed(1) : '-').padStart(10);
+const ratio = (x, y, key = 'gflops') => (x?.[key] && y?.[key] ? (x[key] / y[key]).toFixed(2) + 'x' : '-').padStart(8);
 // Column groups: ours (one or two builds) next to theirs, a ratio per build of ours.
 const relaxed = 'rlx-wasm-relaxed' in builds;
 const GROUPS = [
   { title: 'with readback to JS', ours: ['rlx-wasm', ...(relaxed ? ['rlx-wasm-relaxed'] : [])], theirs: 'tfjs-wasm' },
   { title: 'compute only', ours: ['rlx-wasm-compute', ...(relaxed ? ['rlx-wasm-relaxed-compute'] : [])], theirs: 'tfjs-wasm-compute' },
+  { title: 'compute only, by CPU time', key: 'gflops_cpu', ours: ['rlx-wasm-compute', ...(relaxed ? ['rlx-wasm-relaxed-compute'] : [])],
+    theirs: 'tfjs-wasm-compute' },
   ...(args.native ? [{ title: `native, 1 thread (OpenBLAS ${blasKernel})`, ours: ['rlx'], theirs: 'openblas' }] : []),
 ];
 const heads = { 'rlx-wasm': 'simd128', 'rlx-wasm-compute': 'simd128', 'rlx-wasm-relaxed': 'relaxed', 'rlx-wasm-relaxed-compute': 'relaxed',
@@ -184,13 +197,14 @@ const lines = [
     ratio: (b) => (g.ours.length > 1 ? `/${heads[b].slice(0, 5)}` : 'ratio').padStart(8) })).join('|')}`,
 ];
 for (const s of SIZES) {
-  lines.push(`${workload(s).padEnd(26)}|${GROUPS.map((g) => groupCells(g, { num: (b) => num(find(b, s)),
-    ratio: (b) => ratio(find(b, s), find(g.theirs, s)) })).join('|')}`);
+  lines.push(`${workload(s).padEnd(26)}|${GROUPS.map((g) => groupCells(g, { num: (b) => num(find(b, s), g.key),
+    ratio: (b) => ratio(find(b, s), find(g.theirs, s), g.key) })).join('|')}`);
 }
 lines.push('',
   'ratio = ours / theirs (/simd1, /relax: our SIMD128 or relaxed-SIMD build over theirs).  "with readback":',
   'the TF.js anchors\' W5 protocol (tfjs awaits t.data(), ours copies C out of wasm memory); "compute only":',
-  'the product alone.  Contenders\' calls are interleaved.');
+  'the product alone; "by CPU time": from the process\'s CPU time per call instead of the wall clock (robust to',
+  'other work on the machine).  Contenders\' calls are interleaved.');
 const loadEnd = os.loadavg()[0];
 if (Math.max(loadStart, loadEnd) > 1.2)
   lines.push(`note: load average ${loadStart.toFixed(2)} -> ${loadEnd.toFixed(2)} on ${os.cpus().length} cores; other work was running, numbers are noisy.`);

@@ -18,7 +18,10 @@
 //               one thread (bench/llm_llamacpp.mjs, one process per run)
 // Rounds interleave the five (the order rotating), and the medians of prompt
 // tokens/s and generation tokens/s are printed with the peak memory (the
-// wasm memory's size in the browser; the process's peak RSS natively) and
+// wasm memory's size in the browser; the process's peak RSS natively), the
+// browser sides' CPU time per run (prompt and generation: the renderers'
+// CPU time from CDP SystemInfo.getProcessInfo, robust to other work on the
+// machine; relaxed/simd128 by CPU is the ratio of those) and
 // the ratios ours / wllama (each build) and ours / llama.cpp.  Generation tokens/s is
 // 64 over the time from the end of the prompt to the 64th token (63
 // single-token steps and the sampling), as llama.cpp's server timings count.
@@ -258,6 +261,14 @@ try {
   const context = await browser.newContext();
   await context.route('**/*', (route) => (route.request().url().startsWith(origin) ? route.continue() : route.abort()));
   const page = await context.newPage();
+  // The renderers' CPU time (s, 10 ms steps): a browser side's cost that other work on the machine does not inflate.
+  const cdp = await browser.newBrowserCDPSession();
+  const rendererCpu = async () => (await cdp.send('SystemInfo.getProcessInfo')).processInfo
+    .filter((p) => p.type === 'renderer').reduce((a, p) => a + p.cpuTime, 0);
+  const withCpu = async (run) => {
+    const c = await rendererCpu(), r = await run();
+    return { ...r, cpuS: (await rendererCpu()) - c };
+  };
   const problems = [];
   page.on('pageerror', (e) => problems.push(e.message));
   page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
@@ -298,8 +309,8 @@ try {
     // Timed rounds, the five sides in a rotating order.
     const sides = {
       ...Object.fromEntries(Object.keys(LLM_WASM).map((b) => [`ours ${b}`,
-        () => page.evaluate(([w, p, n]) => window.run(w, p, n), [b, m.prompt, N_GEN])])),
-      wllama: () => page.evaluate(([p, n, b]) => window.run('wllama', p, n, b), [m.prompt, N_GEN, BAN]),
+        () => withCpu(() => page.evaluate(([w, p, n]) => window.run(w, p, n), [b, m.prompt, N_GEN]))])),
+      wllama: () => withCpu(() => page.evaluate(([p, n, b]) => window.run('wllama', p, n, b), [m.prompt, N_GEN, BAN])),
       'ours native': () => oursNative(m, m.prompt),
       'llama.cpp': () => llamaCpp(m, m.prompt),
     };
@@ -327,15 +338,17 @@ try {
     for (const n of names) {
       row.sides[n] = { promptTps: median(runs[n].map((x) => x.promptTps)), genTps: median(runs[n].map((x) => x.genTps)),
         promptTpsAll: runs[n].map((x) => x.promptTps), genTpsAll: runs[n].map((x) => x.genTps),
+        cpuS: median(runs[n].map((x) => x.cpuS)),
         memoryBytes: n === 'wllama' || OURS.includes(n) ? wasmMemory(n) : Math.max(...runs[n].map((x) => x.memoryBytes ?? 0)) || null };
     }
     row.sides['llama.cpp'].baseRssBytes = median(runs['llama.cpp'].map((x) => x.baseRssBytes));
     results.push(row);
 
-    console.log(`${'side'.padEnd(13)} ${'prompt tok/s'.padStart(13)} ${'gen tok/s'.padStart(10)} ${'peak memory'.padStart(12)}`);
+    console.log(`${'side'.padEnd(13)} ${'prompt tok/s'.padStart(13)} ${'gen tok/s'.padStart(10)} ${'CPU s/run'.padStart(10)} ${'peak memory'.padStart(12)}`);
     for (const n of names) {
       const x = row.sides[n];
-      console.log(`${n.padEnd(13)} ${x.promptTps.toFixed(1).padStart(13)} ${x.genTps.toFixed(1).padStart(10)} ${mib(x.memoryBytes).padStart(12)}` +
+      console.log(`${n.padEnd(13)} ${x.promptTps.toFixed(1).padStart(13)} ${x.genTps.toFixed(1).padStart(10)} ` +
+        `${(x.cpuS == null ? '-' : x.cpuS.toFixed(2)).padStart(10)} ${mib(x.memoryBytes).padStart(12)}` +
         `${n === 'llama.cpp' ? `  (node process; ${mib(x.baseRssBytes)} before the model)` : n.startsWith('ours n') ? '  (process RSS)' : '  (wasm memory)'}`);
     }
     for (const n of names) console.log(`  ids ${n.padEnd(13)} ${JSON.stringify(ids[n])}`);
@@ -357,12 +370,15 @@ try {
   } else {
     const pairs = [['ours relaxed', 'wllama'], ['ours simd128', 'wllama'], ['ours relaxed', 'ours simd128'], ['ours native', 'llama.cpp']];
     const short = (n) => n.replace(/^ours /, '');
-    console.log(`\n${'type'.padEnd(6)} ${pairs.map(([a, b]) => `${`${short(a)}/${short(b)} prompt`.padStart(22)} ${'gen'.padStart(6)}`).join(' ')}`);
+    console.log(`\n${'type'.padEnd(6)} ${pairs.map(([a, b]) => `${`${short(a)}/${short(b)} prompt`.padStart(22)} ${'gen'.padStart(6)}`).join(' ')}` +
+      ` ${'relaxed/simd128 by CPU'.padStart(23)}`);
     for (const row of results) {
       const s = row.sides, r = (a, b) => ({ prompt: s[a].promptTps / s[b].promptTps, gen: s[a].genTps / s[b].genTps });
       row.ratios = { wasm: r('ours relaxed', 'wllama'), wasmSimd128: r('ours simd128', 'wllama'),
-        relaxedOverSimd128: r('ours relaxed', 'ours simd128'), native: r('ours native', 'llama.cpp') };
-      console.log(`${row.type.padEnd(6)} ${pairs.map(([a, b]) => r(a, b)).map((x) => `${`${x.prompt.toFixed(2)}x`.padStart(22)} ${`${x.gen.toFixed(2)}x`.padStart(6)}`).join(' ')}`);
+        relaxedOverSimd128: { ...r('ours relaxed', 'ours simd128'), cpu: s['ours simd128'].cpuS / s['ours relaxed'].cpuS },
+        native: r('ours native', 'llama.cpp') };
+      console.log(`${row.type.padEnd(6)} ${pairs.map(([a, b]) => r(a, b)).map((x) => `${`${x.prompt.toFixed(2)}x`.padStart(22)} ${`${x.gen.toFixed(2)}x`.padStart(6)}`).join(' ')}` +
+        ` ${`${row.ratios.relaxedOverSimd128.cpu.toFixed(2)}x`.padStart(23)}`);
     }
   }
   fs.mkdirSync(path.dirname(path.resolve(REPO, OUT)), { recursive: true });
