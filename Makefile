@@ -231,6 +231,25 @@ web/pkg/rlx_llm.wasm: $(LLM_LIB_OBJ) $(LLM_WEB_OBJ)
 	$(if $(WASM_OPT),$(WASM_OPT) $(WASM_OPT_FLAGS) build/wasm/rlx_llm.linked.wasm -o $@.tmp,cp build/wasm/rlx_llm.linked.wasm $@.tmp)
 	mv -f $@.tmp $@
 wasm: web/pkg/rlx_llm.wasm
+# The same module with the WebGPU backend, web/pkg/rlx_llm_gpu.wasm, which
+# web/runtime/llm.js loads for options.backend 'webgpu' (so the CPU module
+# stays as small as it is): the objects of rlx_llm.wasm, backends.c with
+# WebGPU, the WebGPU lowerings, plan document and WGSL kernels (src/webgpu),
+# the plan exports web/runtime/webgpu.js reads (src/web/exports_webgpu.c)
+# and src/web_llm_gpu/*.c (the steps compiled for WebGPU).
+LLM_GPU_WEB_OBJ := $(LLM_WEB_OBJ) $(patsubst %.c,build/wasm/%.o,$(sort $(wildcard src/web_llm_gpu/*.c)) src/web/exports_webgpu.c)
+LLM_GPU_LIB_OBJ := $(filter-out build/wasm-llm/src/core/backends.o,$(LLM_LIB_OBJ)) build/wasm-llm-gpu/src/core/backends.o \
+                   $(filter build/wasm/src/webgpu/%,$(WASM_OBJ)) build/wasm/$(WGSL_GEN:.c=.o)
+$(filter build/wasm/src/web_llm_gpu/%,$(LLM_GPU_WEB_OBJ)): WASM_CFLAGS += -Oz
+build/wasm-llm-gpu/src/core/backends.o: src/core/backends.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_CFLAGS) -Oz -DRLX_WITHOUT_WEBGL -c $< -o $@
+web/pkg/rlx_llm_gpu.wasm: $(LLM_GPU_LIB_OBJ) $(LLM_GPU_WEB_OBJ)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_LDFLAGS) $(LLM_LDFLAGS) -o build/wasm/rlx_llm_gpu.linked.wasm $(LLM_GPU_WEB_OBJ) $(LLM_GPU_LIB_OBJ)
+	$(if $(WASM_OPT),$(WASM_OPT) $(WASM_OPT_FLAGS) build/wasm/rlx_llm_gpu.linked.wasm -o $@.tmp,cp build/wasm/rlx_llm_gpu.linked.wasm $@.tmp)
+	mv -f $@.tmp $@
+wasm: web/pkg/rlx_llm_gpu.wasm
 
 TSC := node_modules/typescript/bin/tsc
 web/rlx.js web/rlx.d.ts &: web/rlx.ts web/pkg/rlx_web.d.ts
@@ -357,6 +376,7 @@ web/data/lm/%.gguf: build/lm/%.gguf
 	cp $< $@
 all: $(LM_WEB_FIXTURES)
 test-node: lm-fixtures build/rlx
+test-webgpu: lm-fixtures
 test-browser: $(LM_WEB_FIXTURES) $(LM_FIXTURES) build/rlx
 llama-ref:
 	tests/llama_ref/regenerate.sh

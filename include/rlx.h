@@ -259,13 +259,15 @@ void rlx_session_free(rlx_session *s);
 rlx_status rlx_session_set_param(rlx_session *s, const char *name, const float *data, size_t len);
 rlx_status rlx_session_get_param(const rlx_session *s, const char *name, float *data, size_t len);
 /* The session reads and writes param `name` in the caller's memory from now
- * on (no copy; CPU and WebGL2 sessions): data must stay valid, 4-byte
- * aligned, and hold at least the param's bytes (numel * 4); the session
- * never frees it.  Several sessions may bind the same memory (weights, a KV
- * cache).  set_param/get_param refuse i32 params: bind them.  A WebGL2
- * session's C reference executor reads bound memory at every run and
- * writes back what its plan writes in place (attention_kv's caches);
- * web/runtime/webgl.js uploads it once, when its session is created. */
+ * on (no copy; CPU, WebGL2 and WebGPU sessions): data must stay valid,
+ * 4-byte aligned, and hold at least the param's bytes (numel * 4); the
+ * session never frees it.  Several sessions may bind the same memory
+ * (weights, a KV cache).  set_param/get_param refuse i32 params: bind them.
+ * A WebGL2 session's C reference executor reads bound memory at every run
+ * and writes back what its plan writes in place (attention_kv's caches);
+ * web/runtime/webgl.js uploads it once, when its session is created, as
+ * web/runtime/webgpu.js does for a WebGPU session (whose GPU buffers then
+ * hold the param: what the plan writes stays on the GPU). */
 rlx_status rlx_session_bind_param(rlx_session *s, const char *name, void *data, size_t bytes);
 rlx_status rlx_session_set_input(rlx_session *s, const char *name, const float *data, size_t len);
 rlx_status rlx_session_set_input_i32(rlx_session *s, const char *name, const int32_t *data, size_t len);

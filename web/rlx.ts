@@ -451,8 +451,18 @@ export interface LoadGgufOptions {
   wasm?: string | URL | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
   /** Which build of rlx_llm.wasm to load when `wasm` is not given (default 'auto'; see SimdChoice). */
   simd?: SimdChoice;
-  /** 'auto' (the default) or 'cpu': language models run on the CPU (wasm); 'webgpu' and 'webgl' are refused for now. */
+  /**
+   * 'auto' (the default: WebGPU where a hardware adapter is available, else
+   * the CPU), 'cpu' (wasm) or 'webgpu' (pkg/rlx_llm_gpu.wasm; refused with an
+   * RlxError whose reason is 'unavailable' where WebGPU cannot run); 'webgl'
+   * is refused for now.  info.backend says which runs, info.fallbacks why a
+   * better one did not.
+   */
   backend?: 'auto' | 'cpu' | 'webgpu' | 'webgl';
+  /** For WebGPU: a GPUDevice, or a GPU to ask for one (default navigator.gpu; in Node npm `webgpu`'s). */
+  gpu?: { requestAdapter(...args: never[]): Promise<unknown> } | { createBuffer(...args: never[]): unknown };
+  /** Where rlx_llm_gpu.wasm is (default: pkg/rlx_llm_gpu.wasm next to runtime/llm.js). */
+  gpuWasm?: string | URL | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
 }
 
 /** What a model is (rlx_llm_info, camelCase) and the size of its file. */
@@ -466,6 +476,11 @@ export interface GgufInfo {
   nParams: number; weightBytes: number; kvBytes: number; fileBytes: number;
   /** Which build of rlx_llm.wasm runs the model. */
   simd: SimdBuild;
+  /** What evaluates the model, and why a better backend did not ('auto'). */
+  backend: 'cpu' | 'webgpu';
+  fallbacks: ReadonlyArray<{ readonly backend: 'webgpu'; readonly reason: string }>;
+  /** On WebGPU: the software renderer the adapter is (e.g. 'SwiftShader'), when it is one. */
+  software?: string;
 }
 
 export interface TokenizeOptions {
@@ -518,10 +533,10 @@ export interface GgufModel {
   readonly position: number;
   tokenize(text: string, options?: TokenizeOptions): number[];
   detokenize(ids: ArrayLike<number>): string;
-  /** Appends ids to the context; the logits after the last one. */
-  eval(ids: ArrayLike<number>): Float32Array;
-  /** The logits after ids from an empty context (reset() then eval(ids)). */
-  logits(ids: ArrayLike<number>): Float32Array;
+  /** Appends ids to the context; the logits after the last one (a Promise of them on WebGPU: await works on both). */
+  eval(ids: ArrayLike<number>): Float32Array | Promise<Float32Array>;
+  /** The logits after ids from an empty context (reset() then eval(ids)); a Promise on WebGPU. */
+  logits(ids: ArrayLike<number>): Float32Array | Promise<Float32Array>;
   /**
    * The context starts from the prompt (text, or ids).  Await the result,
    * or iterate the pieces as they come (leaving the loop stops it).

@@ -156,9 +156,6 @@ rlx_status rlx_session_get_param(const rlx_session *s, const char *name, float *
 rlx_status rlx_session_bind_param(rlx_session *s, const char *name, void *data, size_t bytes) {
   if (!s) return rlx_error(RLX_ERR_INVALID_ARG, "bind_param: session is NULL");
   if (!name) return rlx_error(RLX_ERR_INVALID_ARG, "bind_param: name is NULL");
-  if (s->device != RLX_DEVICE_CPU && s->device != RLX_DEVICE_WEBGL)
-    return rlx_error(RLX_ERR_UNSUPPORTED, "bind_param: %s sessions keep params in their own buffers (bind works on CPU "
-                     "and WebGL2 sessions only)", s->backend->name);
   int32_t i = find_named(s, s->plan.params, s->plan.n_params, name);
   if (i < 0) return rlx_error(RLX_ERR_NOT_FOUND, "bind_param: no param named '%s'", name);
   size_t need = node_numel(s, s->plan.params[i]) * sizeof(float);

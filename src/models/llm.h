@@ -66,4 +66,24 @@ rlx_status rlx_llm_bind_params(const rlx_llm *m, rlx_session *s);
 /* llm_run.c: the step session for n tokens (compiled on first use). */
 rlx_status rlx_llm_step_session(rlx_llm *m, int32_t k, rlx_session **out);
 
+/* ---- steps evaluated outside the library (llm_run.c) -----------------------
+ * For an executor the library does not drive, such as the browser's WebGPU
+ * executor (web/runtime/webgpu.js, reached through src/web_llm_gpu/): the
+ * step of rlx_llm_step_sizes[k] tokens compiled for `device`, its params
+ * bound to the model's weights and caches (the caller owns the session);
+ * the caller runs the steps and hands the logits after the last token
+ * back, with the number of tokens it evaluated at the position. */
+rlx_status rlx_llm_compile_step(const rlx_llm *m, int32_t k, rlx_device device, rlx_session **out);
+rlx_status rlx_llm_set_logits(rlx_llm *m, const float *logits, int32_t n_tokens);
+/* llm_generate.c: a generator whose model the caller evaluates: the prompt
+ * is not evaluated here (the context is reset); before every
+ * rlx_llm_generator_next the caller evaluates what is in the context but
+ * not yet evaluated (the prompt, then the pending token,
+ * rlx_llm_generator_pending) and calls rlx_llm_set_logits.  next() refuses
+ * (RLX_ERR_STATE) when it has not. */
+rlx_status rlx_llm_generator_new_external(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt,
+                                          const rlx_llm_sampling *s, rlx_llm_generator **out);
+/* The sampled token next() will want evaluated, or -1. */
+int32_t rlx_llm_generator_pending(const rlx_llm_generator *gen);
+
 #endif

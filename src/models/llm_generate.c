@@ -28,6 +28,7 @@ struct rlx_llm_generator {
   size_t cap_text;
   int done;
   rlx_llm_stats stats;
+  int external;           /* the caller evaluates (rlx_llm_generator_new_external) */
 };
 
 static double now_seconds(void) {
@@ -80,8 +81,8 @@ static rlx_status check_sampling(const rlx_llm_sampling *s) {
   return RLX_OK;
 }
 
-rlx_status rlx_llm_generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt, const rlx_llm_sampling *s,
-                                 rlx_llm_generator **out) {
+static rlx_status generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt, const rlx_llm_sampling *s,
+                                int external, rlx_llm_generator **out) {
   if (!out) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_generator_new: out is NULL");
   *out = NULL;
   if (!m) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_generator_new: model is NULL");
@@ -96,6 +97,7 @@ rlx_status rlx_llm_generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n
   gen->m = m;
   gen->s = *s;
   gen->pending = -1;
+  gen->external = external;
   rlx_detok_init(&gen->detok, 0);
   rlx_sampler_params sp = {s->temperature, s->top_k, s->top_p, s->min_p, s->repeat_penalty, s->repeat_last_n, s->seed};
   st = rlx_sampler_new(&sp, &gen->sampler);
@@ -121,7 +123,7 @@ rlx_status rlx_llm_generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n
     gen->n_history = n_prompt;
     rlx_llm_reset(m);
     double t0 = now_seconds();
-    st = rlx_llm_eval(m, prompt_ids, n_prompt, NULL);
+    if (!external) st = rlx_llm_eval(m, prompt_ids, n_prompt, NULL);
     gen->stats.prompt_seconds = now_seconds() - t0;
     gen->stats.prompt_tokens = (int32_t)n_prompt;
   }
@@ -132,6 +134,18 @@ rlx_status rlx_llm_generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n
   *out = gen;
   return RLX_OK;
 }
+
+rlx_status rlx_llm_generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt, const rlx_llm_sampling *s,
+                                 rlx_llm_generator **out) {
+  return generator_new(m, prompt_ids, n_prompt, s, 0, out);
+}
+
+rlx_status rlx_llm_generator_new_external(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt,
+                                          const rlx_llm_sampling *s, rlx_llm_generator **out) {
+  return generator_new(m, prompt_ids, n_prompt, s, 1, out);
+}
+
+int32_t rlx_llm_generator_pending(const rlx_llm_generator *gen) { return gen && !gen->done ? gen->pending : -1; }
 
 static rlx_status hold(rlx_llm_generator *gen, const char *p, size_t n) {
   if (!grow((void **)&gen->held, &gen->cap_held, gen->n_held + n + 1, 1))
@@ -200,11 +214,14 @@ rlx_status rlx_llm_generator_next(rlx_llm_generator *gen, int32_t *id, const cha
   if (gen->stats.generated_tokens >= gen->s.max_tokens) return finish(gen, 0, text, len, done);
   rlx_status st;
   if (gen->pending >= 0) {
-    if (m->pos >= m->info.n_ctx) return finish(gen, 4, text, len, done);
-    st = rlx_llm_eval(m, &gen->pending, 1, NULL);
-    if (st != RLX_OK) return st;
-    gen->pending = -1;
+    const int evaluated = gen->external && (size_t)m->pos == gen->n_history; /* by the caller */
+    if (!evaluated && m->pos >= m->info.n_ctx) return finish(gen, 4, text, len, done);
+    if (!gen->external && (st = rlx_llm_eval(m, &gen->pending, 1, NULL)) != RLX_OK) return st;
   }
+  if (gen->external && (size_t)m->pos != gen->n_history)
+    return rlx_error(RLX_ERR_STATE, "rlx_llm_generator_next: %zu tokens are in the context, %d evaluated (hand the "
+                     "logits of the pending ones over with rlx_llm_set_logits first)", gen->n_history, (int)m->pos);
+  gen->pending = -1;
   int32_t tok;
   st = rlx_sampler_sample(gen->sampler, m->logits, m->info.n_vocab, gen->history, gen->n_history, &tok);
   gen->stats.generate_seconds += now_seconds() - t0;

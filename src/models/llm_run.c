@@ -1,7 +1,8 @@
 /* llm_run.c - running a language model: the step sessions (compiled on
  * first use, every weight and the KV cache bound, not copied), evaluating
- * tokens at the current position in steps of 64, 16, 4 and 1, and the
- * tokenizer calls of the public API. */
+ * tokens at the current position in steps of 64, 16, 4 and 1 (or taking
+ * the logits of steps another executor ran), and the tokenizer calls of
+ * the public API. */
 #include <stdio.h>
 #include <string.h>
 
@@ -36,22 +37,34 @@ rlx_status rlx_llm_bind_params(const rlx_llm *m, rlx_session *s) {
   return RLX_OK;
 }
 
+rlx_status rlx_llm_compile_step(const rlx_llm *m, int32_t k, rlx_device device, rlx_session **out) {
+  if (!out) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_compile_step: out is NULL");
+  *out = NULL;
+  if (!m) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_compile_step: model is NULL");
+  if (k < 0 || k >= LLM_N_STEP_SIZES)
+    return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_compile_step: step %d does not exist (0 .. %d)", (int)k,
+                     LLM_N_STEP_SIZES - 1);
+  rlx_graph *g;
+  rlx_node logits;
+  rlx_status st = rlx_llm_build_step(m, rlx_llm_step_sizes[k], &g, &logits);
+  if (st != RLX_OK) return st;
+  rlx_compile_options opt = {device, 0, 0};
+  rlx_session *s = NULL;
+  st = rlx_compile(g, &logits, 1, &opt, &s);
+  rlx_graph_free(g);
+  if (st == RLX_OK) st = rlx_llm_bind_params(m, s);
+  if (st != RLX_OK) {
+    rlx_session_free(s);
+    return st;
+  }
+  *out = s;
+  return RLX_OK;
+}
+
 rlx_status rlx_llm_step_session(rlx_llm *m, int32_t k, rlx_session **out) {
   if (!m->steps[k]) {
-    rlx_graph *g;
-    rlx_node logits;
-    rlx_status st = rlx_llm_build_step(m, rlx_llm_step_sizes[k], &g, &logits);
+    rlx_status st = rlx_llm_compile_step(m, k, RLX_DEVICE_CPU, &m->steps[k]);
     if (st != RLX_OK) return st;
-    rlx_compile_options opt = {RLX_DEVICE_CPU, 0, 0};
-    rlx_session *s = NULL;
-    st = rlx_compile(g, &logits, 1, &opt, &s);
-    rlx_graph_free(g);
-    if (st == RLX_OK) st = rlx_llm_bind_params(m, s);
-    if (st != RLX_OK) {
-      rlx_session_free(s);
-      return st;
-    }
-    m->steps[k] = s;
   }
   *out = m->steps[k];
   return RLX_OK;
@@ -94,6 +107,16 @@ rlx_status rlx_llm_eval(rlx_llm *m, const int32_t *ids, size_t n, float *logits)
   }
   memcpy(m->logits, rlx_session_output(s, 0), (size_t)in->n_vocab * sizeof(float));
   if (logits) memcpy(logits, m->logits, (size_t)in->n_vocab * sizeof(float));
+  return RLX_OK;
+}
+
+rlx_status rlx_llm_set_logits(rlx_llm *m, const float *logits, int32_t n_tokens) {
+  if (!m || !logits) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_set_logits: %s is NULL", m ? "logits" : "model");
+  if (n_tokens < 1 || n_tokens > m->info.n_ctx - m->pos)
+    return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_set_logits: %d tokens at position %d do not fit the context of %d",
+                     (int)n_tokens, (int)m->pos, (int)m->info.n_ctx);
+  memcpy(m->logits, logits, (size_t)m->info.n_vocab * sizeof(float));
+  m->pos += n_tokens;
   return RLX_OK;
 }
 

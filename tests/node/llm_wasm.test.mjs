@@ -177,7 +177,10 @@ test('generate is also an async iterable of { text, id }: the pieces join to the
   } finally {
     model.free();
   }
-  await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'webgpu' }), rlxError(/options.backend 'webgpu': language models run on the CPU/));
+  // Node has no navigator.gpu: 'webgpu' is refused with the reason (tests/node/llm_webgpu.test.mjs runs it on Dawn).
+  await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'webgpu' }),
+    rlxError(/options.backend 'webgpu': WebGPU cannot run the model here: WebGPU is not available here \(no navigator.gpu\)/));
+  await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'webgl' }), rlxError(/options.backend 'webgl': language models run on the CPU/));
   await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'tpu' }), rlxError(/options.backend must be 'auto', 'cpu', 'webgpu', 'webgl'/));
 });
 

@@ -1,7 +1,9 @@
 // size.test.mjs - the browser module stays within its download budget:
 // web/pkg/rlx_web.wasm <= 300,000 bytes, and so does its relaxed-SIMD build
 // rlx_web_relaxed.wasm (bench/size.mjs prints the sizes of everything a page
-// loads; `make bench` runs it).  The budget assumes the build ran wasm-opt
+// loads; `make bench` runs it).  The language-model module's WebGPU build,
+// web/pkg/rlx_llm_gpu.wasm (rlx_llm.wasm plus the WebGPU backend, loaded
+// only for backend 'webgpu'), has a budget of its own, 350,000 bytes.  The budget assumes the build ran wasm-opt
 // (binaryen, installed by tools/setup.sh; npm's binaryen for the relaxed build).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { MODULE_FILES, relaxedSimdSupported } from '../../web/runtime/simd.js';
 
 const BUDGET = 300_000;
+const GPU_LLM_BUDGET = 350_000;
 
 for (const [build, url] of Object.entries(MODULE_FILES.web)) {
   const file = fileURLToPath(url), name = file.split('/').pop();
@@ -21,3 +24,10 @@ for (const [build, url] of Object.entries(MODULE_FILES.web)) {
     assert.equal(WebAssembly.validate(readFileSync(file)), valid, `${name} ${valid ? 'does not validate' : 'validates without relaxed SIMD'}`);
   });
 }
+
+test('rlx_llm_gpu.wasm is within its 350,000-byte budget and valid', () => {
+  const file = fileURLToPath(new URL('../../web/pkg/rlx_llm_gpu.wasm', import.meta.url));
+  const bytes = statSync(file).size;
+  assert.ok(bytes <= GPU_LLM_BUDGET, `web/pkg/rlx_llm_gpu.wasm is ${bytes} bytes, ${bytes - GPU_LLM_BUDGET} over its ${GPU_LLM_BUDGET}-byte budget`);
+  assert.ok(WebAssembly.validate(readFileSync(file)), 'rlx_llm_gpu.wasm does not validate');
+});

@@ -16,7 +16,7 @@ export async function main(file: File): Promise<void> {
   const tied: boolean = info.tiedOutput;
   const ids: number[] = model.tokenize('Hello', { addBos: false, special: true });
   const text: string = model.detokenize(ids);
-  const logits: Float32Array = model.eval(ids);
+  const logits: Float32Array = await model.eval(ids);
   const opts: GenerateOptions = { maxTokens: 8, temperature: 0.7, topK: 40, topP: 0.9, minP: 0.05, repeatPenalty: 1.1,
     repeatLastN: 64, seed: 1n, stop: ['\n'], onToken: (piece: string, id: number) => { console.log(piece, id); },
     signal: new AbortController().signal };
@@ -27,8 +27,11 @@ export async function main(file: File): Promise<void> {
     const p: GeneratedPiece = piece;
     console.log(p.text, p.id);
   }
-  const first: Float32Array = model.logits([1, 2]);
+  const first: Float32Array = await model.logits([1, 2]);
   await loadGguf(file, { backend: 'cpu' });
+  const onGpu = await loadGguf(file, { backend: 'webgpu', gpu: navigator.gpu, gpuWasm: './pkg/rlx_llm_gpu.wasm' });
+  const runsOn: 'cpu' | 'webgpu' = onGpu.info.backend;
+  console.log(runsOn, onGpu.info.fallbacks.map((f) => f.reason), onGpu.info.software ?? 'hardware');
   console.log(first);
   const rate: number | null = r2.stats.generateTokensPerSecond;
   const pos: number = model.position;
@@ -43,6 +46,8 @@ export async function main(file: File): Promise<void> {
   await model.generate('x', { stop: '\n' });
   // @ts-expect-error no such backend
   await loadGguf(file, { backend: 'cuda' });
+  // @ts-expect-error gpu is a GPU or a GPUDevice
+  await loadGguf(file, { backend: 'webgpu', gpu: 'nvidia' });
   // @ts-expect-error the info is read-only
   model.info = info;
 }

@@ -13,6 +13,7 @@
 //   r.text; r.ids; r.stoppedBy; r.stats.generateTokensPerSecond;
 //   for await (const { text, id } of model.generate(prompt)) out.append(text);  // or stream it
 //   model.logits(ids);                            // the logits after ids (a fresh context)
+//   await loadGguf(file, { backend: 'webgpu' });  // the steps on WebGPU (eval / logits then return Promises)
 //   model.reset(); model.free();
 //
 // Sources: a File or Blob (read with stream(), or slice() where there is
@@ -26,6 +27,13 @@
 //
 // GgufWorker runs the same API in a module Worker (llm_worker.js), so a page
 // generates without blocking its UI; tokens arrive as messages.
+//
+// Backends: 'cpu' runs the steps in the module (wasm); 'webgpu' loads the
+// module's WebGPU build (rlx_llm_gpu.wasm) and runs them on the GPU
+// (./llm_webgpu.js), sampling in the module as on the CPU; 'auto' takes
+// WebGPU where a hardware adapter is available and the CPU elsewhere
+// (software adapters such as SwiftShader run slower than the wasm CPU
+// path), and info.fallbacks says why WebGPU was not taken.
 import { WasiShim } from './wasi.js';
 import { RlxError, describe, optionsArg } from './loader.js';
 import { simdOption, moduleFile, moduleSimd } from './simd.js';
@@ -36,7 +44,8 @@ export { RlxError };
 const isNode = typeof process === 'object' && !!process.versions?.node;
 const STATUS = { INVALID_ARG: -1, NO_MEMORY: -4, UNSUPPORTED: -6, STATE: -7 };
 const STOPPED_BY = ['maxTokens', 'eog', 'stop', 'callback', 'context'];
-const BACKENDS = ['auto', 'cpu', 'webgpu', 'webgl']; // auto and cpu run; the GPU ones are refused
+const BACKENDS = ['auto', 'cpu', 'webgpu', 'webgl']; // webgl is refused: not yet for language models
+const GPU_WASM = new URL('../pkg/rlx_llm_gpu.wasm', import.meta.url);
 const MAX_STOP = 16;           // stop strings per generation
 const MAX_TEXT = 1 << 26;      // bytes of text to tokenize at once
 const MAX_IDS = 1 << 24;       // ids in one call
@@ -292,8 +301,12 @@ function functionOption(fn, what, v) {
  * (the default): the relaxed-SIMD build where the engine has relaxed SIMD;
  * 'simd128' forces the plain build, 'relaxed' the relaxed one; see
  * runtime/simd.js; info.simd says which was loaded), backend
- * ('auto' or 'cpu'; 'webgpu' and 'webgl' are refused: not yet for language
- * models) }.
+ * ('auto' (the default: WebGPU on a hardware adapter, else the CPU), 'cpu'
+ * or 'webgpu'; 'webgl' is refused: not yet for language models; info.backend
+ * says which runs, info.fallbacks [{ backend, reason }] why a better one did
+ * not), gpu (for WebGPU: a GPUDevice or a GPU such as navigator.gpu, the
+ * default), gpuWasm (the WebGPU build, rlx_llm_gpu.wasm, as wasm) }.  A
+ * 'webgpu' that cannot run here is an RlxError with reason 'unavailable'.
  */
 export async function loadGguf(source, options = undefined) {
   const fn = 'loadGguf';
@@ -302,16 +315,19 @@ export async function loadGguf(source, options = undefined) {
   const onProgress = functionOption(fn, 'options.onProgress', o.onProgress);
   const backend = o.backend ?? 'auto';
   if (!BACKENDS.includes(backend)) throw fail(fn, `options.backend must be ${BACKENDS.map((b) => `'${b}'`).join(', ')}, got ${describe(backend)}`);
-  if (backend === 'webgpu' || backend === 'webgl') {
-    throw new RlxError(STATUS.UNSUPPORTED, `${fn}: options.backend '${backend}': language models run on the CPU (wasm) for now; ` +
-      "use 'cpu' or 'auto'", 'unsupported');
+  if (backend === 'webgl') {
+    throw new RlxError(STATUS.UNSUPPORTED, `${fn}: options.backend 'webgl': language models run on the CPU (wasm) or WebGPU; ` +
+      "use 'cpu', 'webgpu' or 'auto'", 'unsupported');
   }
   const simd = simdOption(fn, o.simd);
-  const wasm = o.wasm ?? moduleFile('llm', simd);
-  if (!(typeof wasm === 'string' || wasm instanceof URL || wasm instanceof ArrayBuffer || ArrayBuffer.isView(wasm) ||
-        wasm instanceof WebAssembly.Module)) {
-    throw fail(fn, `options.wasm must be a URL, a path, bytes or a WebAssembly.Module, got ${describe(wasm)}`);
+  const isWasm = (w) => typeof w === 'string' || w instanceof URL || w instanceof ArrayBuffer || ArrayBuffer.isView(w) ||
+    w instanceof WebAssembly.Module;
+  for (const k of ['wasm', 'gpuWasm']) {
+    if (o[k] !== undefined && !isWasm(o[k])) throw fail(fn, `options.${k} must be a URL, a path, bytes or a WebAssembly.Module, got ${describe(o[k])}`);
   }
+  // WebGPU: its device first (an explicit 'webgpu' that cannot run is refused before anything is read)
+  const gpu = backend === 'cpu' ? null : await chooseWebGpu(fn, backend, o.gpu);
+  const wasm = gpu?.device ? (o.gpuWasm ?? GPU_WASM) : (o.wasm ?? moduleFile('llm', simd));
   const okSource = typeof source === 'string' || source instanceof URL || source instanceof ArrayBuffer ||
     ArrayBuffer.isView(source) || (typeof Blob === 'function' && source instanceof Blob) ||
     (typeof Response === 'function' && source instanceof Response);
@@ -319,6 +335,9 @@ export async function loadGguf(source, options = undefined) {
 
   const src = await openSource(fn, source);
   const mod = await instantiate(wasm);
+  if (gpu?.device && typeof mod.e.rlx_llm_webgpu_step !== 'function') {
+    throw fail(fn, 'options.gpuWasm is not rlx_llm_gpu.wasm (no rlx_llm_webgpu_step export)');
+  }
   const budget = mod.call('rlx_llm_data_budget');
   const tooBig = (bytes) => new RlxError(STATUS.NO_MEMORY, `${fn}: ${src.name.slice(0, 200)} is ${bytes} bytes (${gib(bytes)}), ` +
     `more than the ${gib(budget)} a wasm32 module can hold for a model's weights (RLX_GGUF_WASM32_DATA_BUDGET); ` +
@@ -373,24 +392,66 @@ export async function loadGguf(source, options = undefined) {
       mod.check(mod.call('rlx_llm_open', ptr, loaded, nCtx, out), `${fn}: ${src.name.slice(0, 200)}: `);
       return mod.i32(out, 1)[0] >>> 0;
     });
-    return new GgufModel(mod, handle, ptr, loaded);
+    const model = new GgufModel(mod, handle, ptr, loaded, gpu ?? { backend: 'cpu', fallbacks: [] });
+    ptr = 0; // the model's now
+    if (model.gpu) {
+      try {
+        await model.gpu.warm(fn); // the decoding step's plan and the weights' upload: part of loading
+      } catch (err) {
+        model.free();
+        throw err;
+      }
+    }
+    return model;
   } catch (err) {
     if (ptr && !mod.dead) mod.free(ptr);
     throw err;
   }
 }
 
+/**
+ * Whether WebGPU runs the model: { backend, fallbacks, device?, software? }.
+ * 'webgpu' takes any adapter (software too) or throws (reason
+ * 'unavailable'); 'auto' takes a hardware adapter and otherwise falls back
+ * to the CPU with the reason.
+ */
+async function chooseWebGpu(fn, backend, source) {
+  if (source !== undefined && !(source && typeof source === 'object' &&
+      (typeof source.createBuffer === 'function' || typeof source.requestAdapter === 'function'))) {
+    throw fail(fn, `options.gpu must be a GPUDevice or a GPU (navigator.gpu), got ${describe(source)}`);
+  }
+  if (backend === 'auto' && source === undefined && !globalThis.navigator?.gpu) {
+    return { backend: 'cpu', fallbacks: [{ backend: 'webgpu', reason: 'WebGPU is not available here (no navigator.gpu)' }] };
+  }
+  const { webGpuDevice, LlmWebGpu } = await import('./llm_webgpu.js');
+  let found;
+  try {
+    found = await webGpuDevice(`${fn}: options.backend '${backend}'`, source, backend === 'webgpu');
+  } catch (err) {
+    if (backend === 'webgpu') throw err;
+    return { backend: 'cpu', fallbacks: [{ backend: 'webgpu', reason: err.message.replace(/^.*?: WebGPU cannot run the model here: /, '') }] };
+  }
+  if (!found.device) { // 'auto' on a software adapter
+    return { backend: 'cpu', fallbacks: [{ backend: 'webgpu', reason: `the WebGPU adapter is ${found.software}, a software renderer: ` +
+      'slower than the wasm CPU path (ask for backend \'webgpu\' to use it anyway)' }] };
+  }
+  return { backend: 'webgpu', fallbacks: [], device: found.device, software: found.software, LlmWebGpu };
+}
+
 /** A model loaded by loadGguf. */
 export class GgufModel {
-  constructor(mod, handle, buffer, fileBytes) {
+  constructor(mod, handle, buffer, fileBytes, backend = { backend: 'cpu', fallbacks: [] }) {
     if (!(mod instanceof LlmModule)) throw new RlxError(STATUS.STATE, 'GgufModel: made by loadGguf()', 'bad state');
     this.mod = mod;
     this.handle = handle;
     this.buffer = buffer;
-    this.running = false;     // a generate() is in progress
+    this.running = false;     // a generate() (or, on WebGPU, an eval) is in progress
     this.freeLater = false;   // free() came during generate()
-    this.info = Object.freeze({ ...this.readInfo(), fileBytes, simd: mod.simd });
+    const fallbacks = backend.fallbacks.map((f) => Object.freeze({ ...f }));
+    this.info = Object.freeze({ ...this.readInfo(), fileBytes, simd: mod.simd, backend: backend.backend,
+      fallbacks: Object.freeze(fallbacks), ...(backend.software ? { software: backend.software } : {}) });
     this.defaults = this.readDefaults();
+    this.gpu = backend.device ? new backend.LlmWebGpu(mod, handle, backend.device, this.info) : null;
   }
 
   live(fn) {
@@ -487,12 +548,16 @@ export class GgufModel {
     });
   }
 
-  /** Appends ids to the context and returns the logits after the last one (Float32Array of nVocab). */
+  /**
+   * Appends ids to the context and returns the logits after the last one
+   * (Float32Array of nVocab); on WebGPU a Promise of them.
+   */
   eval(ids) {
     const fn = 'GgufModel.eval';
     const h = this.live(fn);
     if (this.running) throw new RlxError(STATUS.STATE, `${fn}: a generation is running on this model`, 'bad state');
     const list = this.idsArg(fn, 'ids', ids, false);
+    if (this.gpu) return this.gpuEval(fn, list);
     const m = this.mod;
     return m.scoped((t) => {
       const logits = t.alloc(4 * this.info.nVocab);
@@ -501,7 +566,18 @@ export class GgufModel {
     });
   }
 
-  /** The logits after ids from an empty context (which then holds ids): reset() and eval(ids). */
+  /** On WebGPU: eval's steps on the GPU, the model marked running meanwhile. */
+  async gpuEval(fn, ids) {
+    this.running = true;
+    try {
+      return await this.gpu.eval(fn, Array.from(ids));
+    } finally {
+      this.running = false;
+      if (this.freeLater) this.release();
+    }
+  }
+
+  /** The logits after ids from an empty context (which then holds ids): reset() and eval(ids) (a Promise on WebGPU). */
   logits(ids) {
     this.idsArg('GgufModel.logits', 'ids', ids, false);
     this.reset();
@@ -615,9 +691,11 @@ export class GgufModel {
 
       const t0 = now();
       m.check(m.call('rlx_llm_generator_new', h, idsPtr, promptIds.length, temperature, topK, topP, minP, repeatPenalty,
-        repeatLastN, Number(seed & 0xffffffffn), Number(seed >> 32n), maxTokens, stopArr, stopPtrs.length, scratch), `${fn}: `);
-      const promptSeconds = (now() - t0) / 1000;
+        repeatLastN, Number(seed & 0xffffffffn), Number(seed >> 32n), maxTokens, stopArr, stopPtrs.length, this.gpu ? 1 : 0,
+        scratch), `${fn}: `);
       gen = m.i32(scratch, 1)[0] >>> 0;
+      if (this.gpu) await this.gpu.eval(fn, promptIds); // the generator samples what the GPU computed
+      const promptSeconds = (now() - t0) / 1000;
 
       let text = '';
       const ids = [];
@@ -627,6 +705,8 @@ export class GgufModel {
       while (stoppedBy === null) {
         if (signal?.aborted || this.freeLater || stopRequested()) { stoppedBy = 'abort'; break; }
         const t = now();
+        const pending = this.gpu ? m.call('rlx_llm_generator_pending', gen) : -1;
+        if (pending >= 0 && m.call('rlx_llm_position', h) < this.info.nCtx) await this.gpu.eval(fn, [pending]);
         m.check(m.call('rlx_llm_generator_next', gen, scratch + 4, scratch + 8, scratch + 12, scratch + 16), `${fn}: `);
         generateMs += now() - t;
         const [, id, textPtr, len, done] = m.i32(scratch, 5);
@@ -680,6 +760,8 @@ export class GgufModel {
 
   release() {
     const m = this.mod;
+    this.gpu?.free();
+    this.gpu = null;
     if (!m.dead) {
       m.call('rlx_llm_free', this.handle);
       m.free(this.buffer);

@@ -22,9 +22,14 @@
 // it must export memory and the rlx_webgpu_* functions of
 // src/web/exports_webgpu.c.  sessionHandle: a loader Session or the session
 // pointer.  device: a GPUDevice, a GPU (navigator.gpu-like) or nothing
-// (navigator.gpu, one shared device).  Failures that mean "use another
-// backend" (no WebGPU, no adapter, a limit the plan exceeds, a lost device)
-// throw a WebGpuUnavailableError whose `reason` says which.
+// (navigator.gpu, one shared device).  options.sharedParams: a Map of param
+// name -> GPUBuffer shared by several sessions of one device (the weights
+// and KV cache of a language model's step plans): a param found there uses
+// that buffer as it is, one not found gets a buffer that is uploaded once
+// and added; free() leaves them to whoever made the Map.  Failures that
+// mean "use another backend" (no WebGPU, no adapter, a limit the plan
+// exceeds, a lost device) throw a WebGpuUnavailableError whose `reason`
+// says which.
 import { Executor } from './executor.js';
 
 /** WebGPU cannot run this plan here; `reason`: 'no-webgpu' | 'no-adapter' | 'limits' | 'device-lost'. */
@@ -131,8 +136,8 @@ export function readWebGpuPlan(rlxModule, sessionHandle) {
  * prepared WebGpuSession; rejects with WebGpuUnavailableError when WebGPU
  * cannot run it here, or an Error for a malformed plan.
  */
-export async function createWebGpuSession(rlxModule, sessionHandle, device) {
-  const session = new WebGpuSession(rlxModule, sessionHandle, device);
+export async function createWebGpuSession(rlxModule, sessionHandle, device, options = undefined) {
+  const session = new WebGpuSession(rlxModule, sessionHandle, device, options);
   await session.prepare();
   return session;
 }
@@ -144,7 +149,7 @@ export async function createWebGpuSession(rlxModule, sessionHandle, device) {
  * once they exist.  run() and readParam() are Promises; there is no sync path.
  */
 export class WebGpuSession extends Executor {
-  constructor(rlxModule, sessionHandle, device) {
+  constructor(rlxModule, sessionHandle, device, options = undefined) {
     const e = exportsOf(rlxModule);
     const s = typeof sessionHandle === 'number' ? sessionHandle : (sessionHandle?.ptr ?? sessionHandle?.handle);
     const plan = readWebGpuPlan(e, s);
@@ -158,6 +163,8 @@ export class WebGpuSession extends Executor {
     this.exports = e;
     this.handle = s;
     this.deviceSource = device;
+    this.sharedParams = options?.sharedParams ?? null;
+    this.shared = new Set(); // indexes of this.buffers owned by sharedParams
     this.device = null;
     this.lost = null;
     this.freed = false;
@@ -197,7 +204,7 @@ export class WebGpuSession extends Executor {
     try {
       await this.init();
     } catch (err) {
-      for (const b of this.buffers ?? []) b.destroy();
+      this.destroyOwned();
       this.staging?.destroy();
       this.buffers = null;
       this.staging = null;
@@ -205,7 +212,7 @@ export class WebGpuSession extends Executor {
       throw err;
     }
     if (this.freed) { // freed while it was being made
-      for (const b of this.buffers) b.destroy();
+      this.destroyOwned();
       this.staging.destroy();
       this.buffers = [];
       return;
@@ -225,11 +232,17 @@ export class WebGpuSession extends Executor {
     const U = GPUBufferUsage;
     device.pushErrorScope('out-of-memory');
     device.pushErrorScope('validation');
-    this.buffers = plan.buffers.map((b, i) => device.createBuffer({
+    const sharedAt = new Map(); // buffer index -> a shared param's buffer
+    plan.params.forEach((p) => {
+      const b = this.sharedParams?.get(p.name);
+      if (b) sharedAt.set(p.buffer, b);
+    });
+    this.buffers = plan.buffers.map((b, i) => sharedAt.get(i) ?? device.createBuffer({
       label: `rlx ${b.kind}${b.index ?? ''} (${i})`,
       size: round16(b.size),
       usage: b.kind === 'uniform' ? U.UNIFORM | U.COPY_DST : U.STORAGE | U.COPY_SRC | U.COPY_DST,
     }));
+    for (const i of sharedAt.keys()) this.shared.add(i);
     const mem = () => e.memory.buffer;
     const upload = (buffer, ptr, bytes) => {
       const data = new Uint8Array(mem(), ptr, bytes).slice();
@@ -240,8 +253,13 @@ export class WebGpuSession extends Executor {
       if (p) upload(this.buffers[c.buffer], p, c.size);
     });
     plan.params.forEach((p, i) => {
+      if (sharedAt.has(p.buffer)) return; // uploaded by the session that made it
       const at = e.rlx_webgpu_param_data(this.handle, i) >>> 0;
       if (at) upload(this.buffers[p.buffer], at, p.size);
+      if (this.sharedParams) {
+        this.sharedParams.set(p.name, this.buffers[p.buffer]);
+        this.shared.add(p.buffer);
+      }
     });
     plan.inputs.forEach((inp, i) => {
       const at = e.rlx_webgpu_input_data(this.handle, i) >>> 0;
@@ -471,11 +489,16 @@ export class WebGpuSession extends Executor {
   get dispatchCount() { return this.plan.steps.length; }
   get pipelineCount() { return this.plan.pipelines.length; }
 
-  /** Releases the GPU buffers (the device stays; pipelines stay cached). */
+  // Destroys the buffers this session made (not those of sharedParams).
+  destroyOwned() {
+    (this.buffers ?? []).forEach((b, i) => { if (!this.shared.has(i)) b.destroy(); });
+  }
+
+  /** Releases the GPU buffers (the device stays; pipelines stay cached; shared params stay). */
   free() {
     if (this.freed) return;
     this.freed = true;
-    for (const b of this.buffers ?? []) b.destroy();
+    this.destroyOwned();
     this.staging?.destroy();
     if (this.buffers) this.buffers = [];
     this.pending.clear();

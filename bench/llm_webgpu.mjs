@@ -1,0 +1,147 @@
+// llm_webgpu.mjs - GGUF language-model speed on WebGPU in Node (Dawn, npm
+// `webgpu`, or the module at $RLX_DAWN_MODULE: what the GPU machine carries,
+// see /work/shared/gpu/prepare-carry.sh), through web/runtime/llm.js's
+// backend 'webgpu' (web/pkg/rlx_llm_gpu.wasm).  The model is bench/llm.mjs's
+// SmolLM-135M-shaped llama (576 wide, 12 layers, 9 heads of 64 with 3 KV
+// heads, feed-forward 1536, context 2048, tied output, vocabulary 8192; q4_k
+// 512 wide with 8 heads), written by build/make_test_lm with the same seeded
+// corpus and under the same file name in build/bench/ (a file bench/llm.mjs
+// wrote is reused), or a GGUF file given with --model.  It runs a 64-token
+// prompt and 64 greedy tokens ROUNDS times after a warm-up round (which
+// compiles the pipelines) and prints the medians of prompt tokens/s and
+// generation tokens/s (64 over the time from the end of the prompt to the
+// 64th token, as bench/llm.mjs counts), then the CPU module's (rlx_llm.wasm)
+// greedy tokens from the same prompt: how many of the 64 agree before the
+// first difference, and teacher-forced along the WebGPU tokens, at how many
+// steps the CPU picks the same token (f32 on both sides: they agree but
+// where a top-2 gap is within rounding).
+//
+//   node bench/llm_webgpu.mjs [--type=q8_0|q4_0|q4_k|...] [--model=FILE] [--rounds=3] [--no-cpu]
+//   RLX_BENCH_QUICK=1 node bench/llm_webgpu.mjs   a 256-wide 4-layer model (vocabulary 2048), 1 round
+// Needs: web/pkg/rlx_llm_gpu.wasm and rlx_llm.wasm; build/make_test_lm unless --model is given.
+// Only node and the Dawn module: no npm packages, no browser.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadDawnGpu, withDawnEnv } from '../tools/dawn_node.mjs';
+import { loadGguf } from '../web/runtime/llm.js';
+
+withDawnEnv(); // Dawn needs the Vulkan driver's environment at process start (CPU machines: SwiftShader)
+
+const REPO = fileURLToPath(new URL('../', import.meta.url));
+const args = Object.fromEntries(process.argv.slice(2).map((a) => {
+  const [k, v = ''] = a.replace(/^--/, '').split('=');
+  return [k, v];
+}));
+const QUICK = process.env.RLX_BENCH_QUICK === '1';
+const TYPE = args.type ?? 'q8_0';
+const ROUNDS = Number(args.rounds ?? (QUICK ? 1 : 3));
+const N_PROMPT = 64, N_GEN = 64;
+const DIR = path.join(REPO, 'build/bench');
+const WRITER = path.join(REPO, 'build/make_test_lm');
+if (!(ROUNDS >= 1)) throw new Error('--rounds must be >= 1');
+
+// bench/llm.mjs's shapes and corpus (the same files).
+const SMOL = { 'n-embd': 576, 'n-layer': 12, 'n-head': 9, 'n-head-kv': 3, 'n-ff': 1536, 'n-vocab': 8192, 'n-ctx': 2048 };
+const SHAPES = QUICK
+  ? { default: { 'n-embd': 256, 'n-layer': 4, 'n-head': 4, 'n-head-kv': 2, 'n-ff': 768, 'n-vocab': 2048, 'n-ctx': 512 } }
+  : { default: SMOL, q4_k: { ...SMOL, 'n-embd': 512, 'n-head': 8, 'n-head-kv': 2, 'head-dim': 64 } };
+const CORPUS_WORDS = QUICK ? 2500 : 9000;
+
+// Seeded syllable words (bench/llm.mjs's LCG: the same corpus, so the same tokenizer).
+function syllableWords(seed, n) {
+  let s = seed >>> 0;
+  const next = () => (s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 2 ** 32;
+  const syllables = [];
+  for (const c of 'bcdfghjklmnprstvwz') for (const v of 'aeiou') syllables.push(c + v);
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    let w = '';
+    for (let j = 1 + Math.floor(next() * 4); j > 0; j--) w += syllables[Math.floor(next() * syllables.length)];
+    out.push(w);
+  }
+  return out;
+}
+
+function modelFile() {
+  if (args.model) return path.resolve(args.model);
+  const shape = SHAPES[TYPE] ?? SHAPES.default;
+  const file = path.join(DIR, `llm-${Object.values(shape).join('-')}-${TYPE}.gguf`);
+  if (fs.existsSync(file)) return file;
+  if (!fs.existsSync(WRITER)) throw new Error(`llm_webgpu bench: no ${file} and no ${WRITER} to write it (make build/make_test_lm, or --model=FILE)`);
+  fs.mkdirSync(DIR, { recursive: true });
+  const corpus = path.join(DIR, `llm_corpus_${CORPUS_WORDS}.txt`);
+  if (!fs.existsSync(corpus)) {
+    const w = syllableWords(12345, CORPUS_WORDS), lines = [];
+    for (let r = 0; r < 3; r++) for (let i = 0; i < w.length; i += 12) lines.push(w.slice(i, i + 12).join(' ') + '.');
+    fs.writeFileSync(corpus, lines.join('\n') + '\n');
+  }
+  const t = Date.now();
+  const opts = Object.entries(shape).flatMap(([k, v]) => [`--${k}`, String(v)]);
+  execFileSync(WRITER, ['--arch', 'llama', '--type', TYPE, '--tied', '--corpus', corpus, ...opts, '--out', file], { stdio: ['ignore', 'ignore', 'inherit'] });
+  console.log(`llm_webgpu bench: wrote ${path.relative(REPO, file)} (${(fs.statSync(file).size / 2 ** 20).toFixed(1)} MiB) in ${((Date.now() - t) / 1000).toFixed(0)} s`);
+  return file;
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+const argmax = (v) => { let k = 0; for (let i = 1; i < v.length; i++) if (v[i] > v[k]) k = i; return k; };
+
+const file = modelFile();
+const gpu = await loadDawnGpu();
+const adapter = await gpu.requestAdapter();
+if (!adapter) throw new Error('llm_webgpu bench: no WebGPU adapter (Dawn needs a Vulkan driver)');
+const ai = adapter.info ?? {};
+const device = await adapter.requestDevice({ requiredLimits: { maxBufferSize: adapter.limits.maxBufferSize,
+  maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize } });
+const t0 = performance.now();
+const model = await loadGguf(file, { backend: 'webgpu', gpu: device });
+const loadSeconds = (performance.now() - t0) / 1000;
+const info = model.info;
+console.log(`llm_webgpu bench: ${path.relative(REPO, file)}: ${info.arch}, ${info.nLayer} layers, ${info.nEmbd} wide, vocabulary ${info.nVocab}, ` +
+  `${info.weightTypes}; adapter ${ai.vendor ?? '?'} / ${ai.architecture ?? '?'} / ${ai.device ?? '?'}${info.software ? ` (${info.software})` : ''}; ` +
+  `loaded in ${loadSeconds.toFixed(2)} s`);
+
+// A 64-token prompt: the corpus's words, tokenized by the model.
+const prompt = model.tokenize(syllableWords(777, 200).join(' ')).slice(0, N_PROMPT);
+if (prompt.length !== N_PROMPT) throw new Error(`llm_webgpu bench: the prompt has ${prompt.length} tokens, not ${N_PROMPT}`);
+const rounds = [];
+let ids = null;
+for (let r = 0; r <= ROUNDS; r++) { // round 0 warms up (pipelines of the 64-token step)
+  const res = await model.generate(prompt, { maxTokens: N_GEN, temperature: 0 });
+  if (res.ids.length !== N_GEN) throw new Error(`llm_webgpu bench: ${res.ids.length} tokens generated (${res.stoppedBy}), not ${N_GEN}`);
+  if (ids && res.ids.join() !== ids.join()) throw new Error('llm_webgpu bench: greedy runs differ between rounds');
+  ids = res.ids;
+  if (r > 0) rounds.push({ prompt: res.stats.promptTokensPerSecond, gen: res.stats.generateTokensPerSecond });
+  process.stdout.write(`  round ${r}${r ? '' : ' (warm-up)'}: prompt ${res.stats.promptTokensPerSecond.toFixed(1)} tokens/s, ` +
+    `generation ${res.stats.generateTokensPerSecond.toFixed(1)} tokens/s\n`);
+}
+const result = { file: path.relative(REPO, file), type: TYPE, adapter: `${ai.vendor ?? ''} ${ai.architecture ?? ''} ${ai.device ?? ''}`.trim(),
+  software: info.software ?? null, rounds: ROUNDS, promptTokensPerSecond: median(rounds.map((x) => x.prompt)),
+  generateTokensPerSecond: median(rounds.map((x) => x.gen)), loadSeconds, ids };
+model.free();
+
+if (args['no-cpu'] === undefined) {
+  const cpu = await loadGguf(file, { backend: 'cpu', simd: 'simd128' });
+  const free = await cpu.generate(prompt, { maxTokens: N_GEN, temperature: 0 });
+  let same = 0;
+  while (same < N_GEN && free.ids[same] === ids[same]) same++;
+  let forced = 0;
+  let logits = cpu.logits(prompt);
+  for (let i = 0; i < N_GEN; i++) {
+    if (argmax(logits) === ids[i]) forced++;
+    if (i + 1 < N_GEN) logits = cpu.eval([ids[i]]);
+  }
+  cpu.free();
+  Object.assign(result, { cpuAgreeBeforeFirstDifference: same, cpuForcedAgree: forced, cpuIds: free.ids });
+}
+console.log(`llm_webgpu bench: WebGPU prompt ${result.promptTokensPerSecond.toFixed(1)} tokens/s, generation ` +
+  `${result.generateTokensPerSecond.toFixed(1)} tokens/s (median of ${ROUNDS})` +
+  (result.cpuForcedAgree === undefined ? '' : `; CPU greedy: ${result.cpuAgreeBeforeFirstDifference}/${N_GEN} the same before the ` +
+    `first difference, ${result.cpuForcedAgree}/${N_GEN} teacher-forced`));
+console.log(JSON.stringify({ ...result, ids: undefined, cpuIds: undefined }));
+if (result.cpuForcedAgree !== undefined && result.cpuForcedAgree < N_GEN * 0.9) {
+  console.error(`llm_webgpu bench: the CPU picks the WebGPU token at only ${result.cpuForcedAgree} of ${N_GEN} steps`);
+  process.exit(1);
+}
+process.exit(0);

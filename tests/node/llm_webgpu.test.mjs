@@ -1,0 +1,173 @@
+// llm_webgpu.test.mjs - GGUF language models on WebGPU under Dawn (npm
+// `webgpu`; SwiftShader on CPU machines): loadGguf's backend 'webgpu'
+// (web/runtime/llm_webgpu.js over web/pkg/rlx_llm_gpu.wasm, the step plans
+// run by web/runtime/webgpu.js) against the CPU module (rlx_llm.wasm) on
+// the seeded test models of build/lm/ (make lm-fixtures):
+//  - the q8_0, q4_0, q4_K and f16 model of each architecture: the logits
+//    after a prompt are the CPU's within LOGIT_TOL and greedy generation
+//    gives the CPU's ids and text;
+//  - a prompt of 93 tokens (steps of 64, 16, 4, 4, 4 and 1: the tiled
+//    prompt kernel and every step size at its position), eval after it and
+//    generation from it;
+//  - a context that fills up ends both runs the same way ('context'),
+//    reset and a second run repeat the first, eval appends at the position;
+//  - 'auto' keeps the CPU where WebGPU is missing or a software adapter and
+//    says why; 'webgpu' without WebGPU is an RlxError with reason
+//    'unavailable'; bad options are RlxErrors naming them.
+// LOGIT_TOL: both sides compute in f32 from the same weights; the GPU sums
+// in other orders (8 values per thread, then partial sums per row; online
+// softmax), which moves a logit by a few 1e-5 here (worst seen 4e-5), while
+// a wrong block decode or cache position moves them by more than 0.1.
+// Build first: make wasm lm-fixtures.  The Vulkan driver environment for
+// Dawn is added when missing, by re-running this file.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { dawnEnv, dawnDevice, rerunTestFileWithDawn } from '../../tools/dawn_node.mjs';
+import { loadGguf, RlxError } from '../../web/runtime/llm.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const GPU_WASM = `${ROOT}web/pkg/rlx_llm_gpu.wasm`;
+const fixture = (name) => `${ROOT}build/lm/${name}.gguf`;
+const ARCHS = ['llama', 'qwen2', 'qwen3'];
+const TYPES = ['q8_0', 'q4_0', 'q4_k', 'f16'];
+const LOGIT_TOL = 1e-3; // |gpu - cpu| <= LOGIT_TOL * (1 + |cpu|), see above
+const PROMPT = 'The small river ran past the old mill';
+const LONG = 'The small river ran past the old mill, and the miller\'s daughter counted the sacks: 12, 24, 36, 48. ' +
+  'She wrote the numbers in a blue notebook, then she wrote them again, because the first page got wet. ' +
+  '"Why do you count everything?" her brother asked.';
+
+const rlxError = (re, reason) => (err) => {
+  assert.ok(err instanceof RlxError, `expected an RlxError, got ${err?.name}: ${err?.message}`);
+  assert.match(err.message, re);
+  if (reason) assert.equal(err.reason, reason);
+  return true;
+};
+
+function closeLogits(got, want, what) {
+  assert.equal(got.length, want.length, `${what}: logits length`);
+  let worst = 0;
+  for (let i = 0; i < want.length; i++) {
+    const err = Math.abs(got[i] - want[i]) / (1 + Math.abs(want[i]));
+    assert.ok(Number.isFinite(got[i]) && err <= LOGIT_TOL, `${what}: logit ${i}: gpu ${got[i]} vs cpu ${want[i]}`);
+    worst = Math.max(worst, err);
+  }
+  return worst;
+}
+
+const missing = [GPU_WASM, ...ARCHS.flatMap((a) => TYPES.map((t) => fixture(`${a}-${t}`)))].filter((f) => !existsSync(f));
+if (missing.length) {
+  test('llm webgpu: build outputs present', () => assert.fail(`missing ${missing.join(', ')}: run \`make wasm lm-fixtures\``));
+} else if (Object.keys(dawnEnv()).length > 0 && !process.env.RLX_DAWN_REEXEC) {
+  test('llm webgpu (re-run with the Dawn environment)', { timeout: 1_800_000 }, (t) => {
+    const r = rerunTestFileWithDawn(t, import.meta.url);
+    assert.equal(r.status, 0, `llm webgpu tests failed:\n${r.out.slice(-8000)}`);
+  });
+} else {
+  const { gpu, device } = await dawnDevice();
+  // One device for every model: the pipelines are compiled once per device.
+  const onGpu = (name, options = {}) => loadGguf(fixture(name), { backend: 'webgpu', gpu: device, ...options });
+  const onCpu = (name, options = {}) => loadGguf(fixture(name), { backend: 'cpu', simd: 'simd128', ...options });
+  let worstLogit = 0;
+
+  for (const arch of ARCHS) {
+    for (const type of TYPES) {
+      const name = `${arch}-${type}`;
+      test(`${name}: logits within ${LOGIT_TOL} and greedy tokens equal to the CPU's`, async () => {
+        const cpu = await onCpu(name);
+        const g = await onGpu(name);
+        try {
+          assert.equal(g.info.backend, 'webgpu');
+          assert.equal(g.info.software, 'SwiftShader');
+          const ids = cpu.tokenize(PROMPT);
+          worstLogit = Math.max(worstLogit, closeLogits(await g.logits(ids), cpu.logits(ids), name));
+          assert.equal(g.position, ids.length);
+          const want = await cpu.generate(PROMPT, { maxTokens: 4 });
+          const got = await g.generate(PROMPT, { maxTokens: 4 });
+          assert.deepEqual(got.ids, want.ids);
+          assert.equal(got.text, want.text);
+          assert.equal(got.stoppedBy, want.stoppedBy);
+          assert.equal(got.stats.promptTokens, ids.length);
+          assert.ok(got.stats.generateTokensPerSecond > 0);
+        } finally {
+          g.free();
+          cpu.free();
+        }
+      });
+    }
+  }
+
+  test('llama-q8_0: a 93-token prompt (steps 64, 16, 4, 4, 4, 1), eval after it, and generation from it', async () => {
+    const name = 'llama-q8_0';
+    const cpu = await onCpu(name);
+    const g = await onGpu(name);
+    try {
+      const ids = cpu.tokenize(LONG).slice(0, 93);
+      assert.equal(ids.length, 93, 'the prompt has 93 tokens');
+      worstLogit = Math.max(worstLogit, closeLogits(await g.logits(ids), cpu.logits(ids), name));
+      // eval appends at the position, as on the CPU
+      closeLogits(await g.eval([5, 6]), cpu.eval([5, 6]), `${name} after eval`);
+      assert.equal(g.position, ids.length + 2);
+      const want = await cpu.generate(ids, { maxTokens: 4 });
+      const got = await g.generate(ids, { maxTokens: 4 });
+      assert.deepEqual(got.ids, want.ids);
+    } finally {
+      g.free();
+      cpu.free();
+    }
+  });
+
+  test('a full context ends the run as on the CPU; reset and a second run repeat the first', async () => {
+    const cpu = await onCpu('qwen2-q8_0', { nCtx: 12 });
+    const g = await onGpu('qwen2-q8_0', { nCtx: 12 });
+    try {
+      const want = await cpu.generate(PROMPT, { maxTokens: 40 });
+      const got = await g.generate(PROMPT, { maxTokens: 40 });
+      assert.equal(want.stoppedBy, 'context');
+      assert.equal(got.stoppedBy, 'context');
+      assert.deepEqual(got.ids, want.ids);
+      await assert.rejects(g.eval([1]), rlxError(/GgufModel\.eval: 1 tokens at position 12 do not fit the context of 12/));
+      g.reset();
+      assert.equal(g.position, 0);
+      const again = await g.generate(PROMPT, { maxTokens: 40 });
+      assert.deepEqual(again.ids, want.ids);
+    } finally {
+      g.free();
+      cpu.free();
+    }
+  });
+
+  test("backend 'auto' keeps the CPU where WebGPU is missing or a software adapter, and says why", async () => {
+    const none = await loadGguf(fixture('qwen3-q4_k'), { simd: 'simd128' }); // Node has no navigator.gpu
+    assert.equal(none.info.backend, 'cpu');
+    assert.match(none.info.fallbacks[0].reason, /no navigator\.gpu/);
+    assert.equal(none.info.fallbacks[0].backend, 'webgpu');
+    none.free();
+    const soft = await loadGguf(fixture('qwen3-q4_k'), { gpu, simd: 'simd128' });
+    assert.equal(soft.info.backend, 'cpu');
+    assert.match(soft.info.fallbacks[0].reason, /SwiftShader, a software renderer/);
+    assert.ok(soft.logits([1, 2]) instanceof Float32Array, 'the CPU path answers synchronously');
+    soft.free();
+  });
+
+  test("backend 'webgpu' without WebGPU, bad options and a lost device are RlxErrors naming them", async () => {
+    await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'webgpu' }),
+      rlxError(/^loadGguf: options\.backend 'webgpu': WebGPU cannot run the model here: WebGPU is not available here \(no navigator\.gpu\)/,
+        'unavailable'));
+    await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'webgpu', gpu: 42 }), rlxError(/options\.gpu must be a GPUDevice or a GPU/));
+    await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'webgpu', gpu: device, gpuWasm: `${ROOT}web/pkg/rlx_llm.wasm` }),
+      rlxError(/options\.gpuWasm is not rlx_llm_gpu\.wasm/));
+    await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'webgl' }), rlxError(/options\.backend 'webgl'/));
+    const own = (await dawnDevice()).device;
+    const g = await onGpu('qwen3-q4_k', { gpu: own });
+    const ids = g.tokenize(PROMPT);
+    await g.logits(ids);
+    own.destroy();
+    await own.lost;
+    await assert.rejects(g.generate(ids, { maxTokens: 2 }), (err) => err instanceof RlxError && err.reason === 'device-lost');
+    g.free();
+  });
+
+  test('llm webgpu summary', (t) => t.diagnostic(`worst logit difference ${worstLogit.toExponential(2)} (tolerance ${LOGIT_TOL})`));
+}
