@@ -7,8 +7,7 @@
 //    after a prompt are the CPU's within LOGIT_TOL and greedy generation
 //    gives the CPU's ids and text;
 //  - a prompt of 93 tokens (steps of 64, 16, 4, 4, 4 and 1: the tiled
-//    prompt kernel and every step size at its position), eval after it and
-//    generation from it;
+//    prompt kernel and every step size at its position) and eval after it;
 //  - a context that fills up ends both runs the same way ('context'),
 //    reset and a second run repeat the first, eval appends at the position;
 //  - 'auto' keeps the CPU where WebGPU is missing or a software adapter and
@@ -98,7 +97,7 @@ if (missing.length) {
     }
   }
 
-  test('llama-q8_0: a 93-token prompt (steps 64, 16, 4, 4, 4, 1), eval after it, and generation from it', async () => {
+  test('llama-q8_0: a 93-token prompt (steps 64, 16, 4, 4, 4, 1) and eval after it', async () => {
     const name = 'llama-q8_0';
     const cpu = await onCpu(name);
     const g = await onGpu(name);
@@ -109,9 +108,6 @@ if (missing.length) {
       // eval appends at the position, as on the CPU
       closeLogits(await g.eval([5, 6]), cpu.eval([5, 6]), `${name} after eval`);
       assert.equal(g.position, ids.length + 2);
-      const want = await cpu.generate(ids, { maxTokens: 4 });
-      const got = await g.generate(ids, { maxTokens: 4 });
-      assert.deepEqual(got.ids, want.ids);
     } finally {
       g.free();
       cpu.free();
