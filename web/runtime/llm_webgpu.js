@@ -7,7 +7,8 @@
 // once, in their GGUF types: the kernels decode the blocks in place) and
 // the KV cache (written in place by attention_kv), through WebGpuSession's
 // sharedParams.  A step is one command buffer: ids and pos written, every
-// dispatch, the logits copied out and read back.  Sampling stays in C: the
+// dispatch, the logits copied out and read back (for the last step of an
+// eval only: the steps before it are submitted one after the other).  Sampling stays in C: the
 // logits go back to the module (rlx_llm_set_logits) and the generator
 // samples them as it does the CPU's.
 //
@@ -143,8 +144,11 @@ export class LlmWebGpu {
       const k = this.sizes.findIndex((size) => size <= n - done);
       const size = this.sizes[k];
       const s = await this.step(fn, k);
+      const last = done + size === n; // only the last step's logits are read back
       try {
-        [logits] = await s.run({ ids: Int32Array.from(ids.slice(done, done + size)), pos: Int32Array.of(pos0 + done) });
+        const out = await s.run({ ids: Int32Array.from(ids.slice(done, done + size)), pos: Int32Array.of(pos0 + done) },
+          { read: last });
+        if (last) [logits] = out;
       } catch (err) {
         throw this.gpuError(fn, err);
       }

@@ -400,9 +400,13 @@ export class WebGpuSession extends Executor {
 
   /**
    * One run: feeds first, then every dispatch, the training assignments and
-   * the output readback.  Resolves to the outputs (Float32Arrays).
+   * the output readback.  Resolves to the outputs (Float32Arrays); with
+   * options.read false nothing is read back and it resolves to null once
+   * the run is submitted (a language model's prompt steps before the last:
+   * the next submit runs after it on the queue, without a round trip).
    */
-  run(feeds) {
+  run(feeds, options = undefined) {
+    const read = options?.read !== false;
     try {
       this.feedAll(feeds);
     } catch (err) {
@@ -428,13 +432,16 @@ export class WebGpuSession extends Executor {
         const [b, offset, size] = a.from;
         if (b !== a.buffer || offset !== 0) enc.copyBufferToBuffer(this.buffers[b], offset, this.buffers[a.buffer], 0, size);
       }
-      plan.outputs.forEach((o, i) => {
-        const [b, offset, size] = o.value;
-        enc.copyBufferToBuffer(this.buffers[b], offset, this.staging, this.outputSlots[i], size);
-      });
+      if (read) {
+        plan.outputs.forEach((o, i) => {
+          const [b, offset, size] = o.value;
+          enc.copyBufferToBuffer(this.buffers[b], offset, this.staging, this.outputSlots[i], size);
+        });
+      }
       device.queue.submit([enc.finish()]);
       const err = await device.popErrorScope();
       if (err) throw new Error(`WebGPU run failed: ${err.message}`);
+      if (!read) return null; // submitted; the queue orders what comes next after it
       try {
         await this.staging.mapAsync(GPUMapMode.READ);
       } catch (err) {
