@@ -237,7 +237,7 @@ wasm: web/pkg/rlx_llm.wasm
 # WebGPU, the WebGPU lowerings, plan document and WGSL kernels (src/webgpu),
 # the plan exports web/runtime/webgpu.js reads (src/web/exports_webgpu.c)
 # and src/web_llm_gpu/*.c (the steps compiled for WebGPU).
-LLM_GPU_WEB_OBJ := $(LLM_WEB_OBJ) $(patsubst %.c,build/wasm/%.o,$(sort $(wildcard src/web_llm_gpu/*.c)) src/web/exports_webgpu.c)
+LLM_GPU_WEB_OBJ := $(LLM_WEB_OBJ) $(patsubst %.c,build/wasm/%.o,src/web_llm_gpu/exports.c src/web_llm_gpu/webgpu.c src/web/exports_webgpu.c)
 LLM_GPU_LIB_OBJ := $(filter-out build/wasm-llm/src/core/backends.o,$(LLM_LIB_OBJ)) build/wasm-llm-gpu/src/core/backends.o \
                    $(filter build/wasm/src/webgpu/%,$(WASM_OBJ)) build/wasm/$(WGSL_GEN:.c=.o)
 $(filter build/wasm/src/web_llm_gpu/%,$(LLM_GPU_WEB_OBJ)): WASM_CFLAGS += -Oz
@@ -250,6 +250,33 @@ web/pkg/rlx_llm_gpu.wasm: $(LLM_GPU_LIB_OBJ) $(LLM_GPU_WEB_OBJ)
 	$(if $(WASM_OPT),$(WASM_OPT) $(WASM_OPT_FLAGS) build/wasm/rlx_llm_gpu.linked.wasm -o $@.tmp,cp build/wasm/rlx_llm_gpu.linked.wasm $@.tmp)
 	mv -f $@.tmp $@
 wasm: web/pkg/rlx_llm_gpu.wasm
+# Its WebGL2 build, web/pkg/rlx_llm_webgl.wasm, for options.backend 'webgl'
+# (a file of its own: both GPU backends in one module came to 360,060
+# bytes, and a page runs one of them): rlx_llm.wasm's objects, backends.c
+# with WebGL2, the WebGL2 lowerings and plan document (src/webgl without
+# the C reference executor: src/web/webgl_no_reference.c), every GLSL
+# shader with placeholder twins, the plan exports web/runtime/webgl.js reads
+# (src/web/exports_webgl.c) and src/web_llm_gpu/exports.c + webgl.c.
+GLSL_LLM_GEN := build/gen/glsl_sources_llm.c
+$(GLSL_LLM_GEN): tools/embed_sources.sh $(SUBOPS_DEF) $(OPS_DEF) $(GLSL_SRC) $(wildcard src/webgl/glsl)
+	@mkdir -p $(dir $@)
+	sh tools/embed_sources.sh --gzip ../../src/core/inflate.h --consts $(SUBOPS_DEF) $(OPS_DEF) glsl \
+	  --twins-absent ../../src/webgl/gl.h rlx_glref_args rlx_glref_find .frag $@ rlx_glsl_source $(GLSL_SRC)
+LLM_GL_WEB_OBJ := $(LLM_WEB_OBJ) $(patsubst %.c,build/wasm/%.o,src/web_llm_gpu/exports.c src/web_llm_gpu/webgl.c \
+                    src/web/exports_webgl.c src/web/webgl_no_reference.c)
+LLM_GL_LIB_OBJ := $(filter-out build/wasm-llm/src/core/backends.o,$(LLM_LIB_OBJ)) build/wasm-llm-gl/src/core/backends.o \
+                  $(filter-out build/wasm/src/webgl/reference.o build/wasm/src/webgl/ref_%.o,$(filter build/wasm/src/webgl/%,$(WASM_OBJ))) \
+                  build/wasm/$(GLSL_LLM_GEN:.c=.o)
+$(filter build/wasm/src/web_llm_gpu/%,$(LLM_GL_WEB_OBJ)): WASM_CFLAGS += -Oz
+build/wasm-llm-gl/src/core/backends.o: src/core/backends.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_CFLAGS) -Oz -DRLX_WITHOUT_WEBGPU -c $< -o $@
+web/pkg/rlx_llm_webgl.wasm: $(LLM_GL_LIB_OBJ) $(LLM_GL_WEB_OBJ)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_LDFLAGS) $(LLM_LDFLAGS) -o build/wasm/rlx_llm_webgl.linked.wasm $(LLM_GL_WEB_OBJ) $(LLM_GL_LIB_OBJ)
+	$(if $(WASM_OPT),$(WASM_OPT) $(WASM_OPT_FLAGS) build/wasm/rlx_llm_webgl.linked.wasm -o $@.tmp,cp build/wasm/rlx_llm_webgl.linked.wasm $@.tmp)
+	mv -f $@.tmp $@
+wasm: web/pkg/rlx_llm_webgl.wasm
 
 TSC := node_modules/typescript/bin/tsc
 web/rlx.js web/rlx.d.ts &: web/rlx.ts web/pkg/rlx_web.d.ts

@@ -3,7 +3,8 @@
 // rlx_web_relaxed.wasm (bench/size.mjs prints the sizes of everything a page
 // loads; `make bench` runs it).  The language-model module's WebGPU build,
 // web/pkg/rlx_llm_gpu.wasm (rlx_llm.wasm plus the WebGPU backend, loaded
-// only for backend 'webgpu'), has a budget of its own, 350,000 bytes.  The budget assumes the build ran wasm-opt
+// only for backend 'webgpu'), and its WebGL2 build rlx_llm_webgl.wasm
+// (backend 'webgl') have a budget of their own, 350,000 bytes each.  The budget assumes the build ran wasm-opt
 // (binaryen, installed by tools/setup.sh; npm's binaryen for the relaxed build).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,9 +26,11 @@ for (const [build, url] of Object.entries(MODULE_FILES.web)) {
   });
 }
 
-test('rlx_llm_gpu.wasm is within its 350,000-byte budget and valid', () => {
-  const file = fileURLToPath(new URL('../../web/pkg/rlx_llm_gpu.wasm', import.meta.url));
-  const bytes = statSync(file).size;
-  assert.ok(bytes <= GPU_LLM_BUDGET, `web/pkg/rlx_llm_gpu.wasm is ${bytes} bytes, ${bytes - GPU_LLM_BUDGET} over its ${GPU_LLM_BUDGET}-byte budget`);
-  assert.ok(WebAssembly.validate(readFileSync(file)), 'rlx_llm_gpu.wasm does not validate');
-});
+for (const name of ['rlx_llm_gpu.wasm', 'rlx_llm_webgl.wasm']) {
+  test(`${name} is within its 350,000-byte budget and valid`, () => {
+    const file = fileURLToPath(new URL(`../../web/pkg/${name}`, import.meta.url));
+    const bytes = statSync(file).size;
+    assert.ok(bytes <= GPU_LLM_BUDGET, `web/pkg/${name} is ${bytes} bytes, ${bytes - GPU_LLM_BUDGET} over its ${GPU_LLM_BUDGET}-byte budget`);
+    assert.ok(WebAssembly.validate(readFileSync(file)), `${name} does not validate`);
+  });
+}

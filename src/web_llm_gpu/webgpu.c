@@ -1,0 +1,14 @@
+/* webgpu.c - rlx_llm_gpu.wasm's step export: a model's step compiled for
+ * WebGPU (web/runtime/llm_webgpu.js runs its plan through webgpu.js, with
+ * src/web/exports_webgpu.c linked into the module too). */
+#include "../models/llm.h"
+
+#define EXPORT(name) __attribute__((export_name(#name)))
+
+/* Step k compiled for WebGPU, its params bound to the model's weights and
+ * caches; NULL with rlx_last_error().  Freed with rlx_llm_session_free,
+ * before the model. */
+EXPORT(rlx_llm_webgpu_step) rlx_session *w_webgpu_step(const rlx_llm *m, int32_t k) {
+  rlx_session *s = NULL;
+  return rlx_llm_compile_step(m, k, RLX_DEVICE_WEBGPU, &s) == RLX_OK ? s : NULL;
+}
