@@ -39,6 +39,12 @@
 // share its context.  opts.gl: a WebGL2 context to use instead.  Inputs and
 // params that the C session holds when this is called (training sessions
 // preset "d_output" and "rlx.lr") are uploaded at creation.
+// opts.sharedTextures: a Map of param name -> { texture, width, height,
+// format } shared by several sessions of one context (the weights and KV
+// cache of a language model's step plans, which attention_kv writes in
+// place): a param found there draws with that texture as it is (its layout
+// must be the same), one not found gets a texture that is uploaded once and
+// added; free() leaves them to whoever made the Map.
 //
 // Failures that mean "use another backend" throw a WebGlUnavailableError
 // whose `reason` is 'no-webgl2', 'no-float-render' (EXT_color_buffer_float
@@ -126,6 +132,11 @@ export function createWebGlSession(rlxModule, sessionHandle, opts = {}) {
   return session;
 }
 
+/** A texture's storage, as sharedTextures compares it. */
+function textureFormat(t) {
+  return t.layers > 1 ? `RGBA32F x ${t.layers}` : t.words ? 'RGBA32I' : t.packed || t.v4 ? 'RGBA32F' : 'R32F';
+}
+
 function numbers(list) {
   return Float32Array.from(list, Number); // "NaN", "Infinity", "-Infinity" too
 }
@@ -141,6 +152,8 @@ export class WebGlSession extends Executor {
     this.plan = plan;
     this.lost = false;
     this.outputs = null;
+    this.sharedTextures = opts.sharedTextures ?? null;
+    this.shared = new Set(); // indexes of this.textures owned by sharedTextures
     const ownCanvas = !opts.gl && !opts.canvas;
     this.canvas = opts.gl?.canvas ?? opts.canvas ??
       (typeof OffscreenCanvas !== 'undefined' ? new OffscreenCanvas(1, 1) : globalThis.document?.createElement('canvas'));
@@ -178,7 +191,22 @@ export class WebGlSession extends Executor {
     const { gl, plan } = this;
     // "layers": a TEXTURE_2D_ARRAY (matmul_block4's 4 outputs, one per layer)
     this.targets = plan.textures.map((t) => (t.layers > 1 ? gl.TEXTURE_2D_ARRAY : gl.TEXTURE_2D));
+    const sharedAt = new Map(); // texture index -> a shared param's texture
+    for (const p of plan.params) {
+      const entry = this.sharedTextures?.get(p.name);
+      if (!entry) continue;
+      const t = plan.textures[p.texture], format = textureFormat(t);
+      if (entry.width !== t.width || entry.height !== t.height || entry.format !== format) {
+        throw new Error(`WebGL2 session: shared param '${p.name}' is a ${t.width} x ${t.height} ${format} texture here, ` +
+          `${entry.width} x ${entry.height} ${entry.format} in the session that made it`);
+      }
+      sharedAt.set(p.texture, entry.texture);
+    }
     this.textures = plan.textures.map((t, i) => {
+      if (sharedAt.has(i)) {
+        this.shared.add(i);
+        return sharedAt.get(i);
+      }
       const tex = gl.createTexture(), target = this.targets[i];
       gl.bindTexture(target, tex);
       if (t.layers > 1) gl.texStorage3D(target, 1, gl.RGBA32F, t.width, t.height, t.layers);
@@ -190,6 +218,15 @@ export class WebGlSession extends Executor {
       gl.bindTexture(target, null);
       return tex;
     });
+    if (this.sharedTextures) {
+      for (const p of plan.params) {
+        if (this.shared.has(p.texture)) continue;
+        const t = plan.textures[p.texture];
+        this.sharedTextures.set(p.name, { texture: this.textures[p.texture], width: t.width, height: t.height, format: textureFormat(t) });
+        this.shared.add(p.texture);
+        this.uploadHere = (this.uploadHere ?? new Set()).add(p.texture); // this session uploads its host copy
+      }
+    }
     this.framebuffers = new Map(); // texture index -> WebGLFramebuffer
     plan.textures.forEach((t, i) => { if (t.data) this.upload(i, numbers(t.data)); });
     this.vao = gl.createVertexArray();
@@ -201,7 +238,7 @@ export class WebGlSession extends Executor {
     const fromUses = new Map();
     for (const a of plan.assignments ?? []) fromUses.set(a.from, (fromUses.get(a.from) ?? 0) + 1);
     this.swaps = (plan.assignments ?? []).filter((a) => a.from !== a.to && fromUses.get(a.from) === 1 &&
-      !outputTex.has(a.from) && plan.textures[a.from].role === 'value' && plan.textures[a.to].role === 'param' &&
+      !outputTex.has(a.from) && !this.shared.has(a.to) && plan.textures[a.from].role === 'value' && plan.textures[a.to].role === 'param' &&
       plan.textures[a.from].width === plan.textures[a.to].width && plan.textures[a.from].height === plan.textures[a.to].height &&
       !plan.textures[a.from].v4 === !plan.textures[a.to].v4);
     const swapped = new Set(this.swaps.map((a) => `${a.from}>${a.to}`));
@@ -336,6 +373,7 @@ export class WebGlSession extends Executor {
       this.setInput(inp.name, data);
     });
     plan.params.forEach((p, i) => {
+      if (this.shared.has(p.texture) && !this.uploadHere?.has(p.texture)) return; // uploaded by the session that made it
       const at = e.rlx_webgl_param_data?.(ptr, i) >>> 0;
       if (at) this.upload(p.texture, new Float32Array(e.memory.buffer, at, p.count)); // words: the same bytes
     });
@@ -441,17 +479,34 @@ export class WebGlSession extends Executor {
   }
 
   // ---- running -----------------------------------------------------------
-  /** Feeds, draws every pass, then reads the outputs back: an array of Float32Arrays (run() is the Promise form). */
-  runSync(feeds) {
+  /**
+   * Feeds, draws every pass, then reads the outputs back: an array of
+   * Float32Arrays (run() is the Promise form).  With options.read false
+   * nothing is read back and it returns null (a language model's prompt
+   * steps before the last: the GPU goes on without a round trip).
+   */
+  runSync(feeds, options = undefined) {
     this.check();
     this.feedAll(feeds);
     this.beginPasses();
     for (const p of this.passes) this.drawPass(p);
     this.endPasses();
     this.swapAssigned();
+    if (options?.read === false) {
+      this.outputs = null;
+      return null;
+    }
     this.outputs = this.plan.outputs.map((o) => this.read(o.texture));
     if (this.lost || this.gl.isContextLost()) this.check(); // lost while drawing: the values are garbage
     return this.outputs;
+  }
+
+  run(feeds, options = undefined) {
+    try {
+      return Promise.resolve(this.runSync(feeds, options));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   /**
@@ -558,7 +613,7 @@ export class WebGlSession extends Executor {
     this.canvas?.removeEventListener?.('webglcontextlost', this.onLost);
     if (!gl.isContextLost()) {
       for (const fbo of this.framebuffers?.values() ?? []) gl.deleteFramebuffer(fbo);
-      for (const tex of this.textures ?? []) gl.deleteTexture(tex);
+      (this.textures ?? []).forEach((tex, i) => { if (!this.shared.has(i)) gl.deleteTexture(tex); });
       const cache = PROGRAMS.get(gl);
       for (const p of this.programs ?? []) {
         if (--p.entry.users > 0) continue; // another session of this context draws with it
