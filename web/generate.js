@@ -2,7 +2,7 @@
 // server, a picked or dropped .gguf file (gguf-drop.js), the file kept in
 // this browser (gguf-kept.js over gguf-store.js) or a URL on this server,
 // loaded in a Worker (GgufWorker, runtime/llm.js) with progress; its info;
-// the backend (the CPU, WebGPU or auto, and what runs); sampling settings
+// the backend (the CPU, WebGPU, WebGL2 or auto, and what runs); sampling settings
 // checked next to their fields (fields.js); the prompt's tokens and the
 // context used and left, live; the text streamed in as it is generated,
 // Stop, and tokens per second for the prompt and generation.
@@ -102,7 +102,8 @@ function showInfo(i) {
   show('i-vocab', i.nVocab, `${i.nVocab.toLocaleString('en-US')} (${i.tokenizer})`);
   show('i-simd', i.simd, i.simd === 'relaxed' ? 'relaxed SIMD' : 'SIMD128');
   const why = i.fallbacks.map((f) => `not ${f.backend}: ${f.reason}`).join('; ');
-  show('i-backend', i.backend, `${i.backend === 'webgpu' ? `WebGPU${i.software ? ` (${i.software})` : ''}` : 'CPU (wasm)'}` +
+  const gpuName = { webgpu: 'WebGPU', webgl: 'WebGL2' }[i.backend];
+  show('i-backend', i.backend, `${gpuName ? `${gpuName}${i.software ? ` (${i.software})` : ''}` : 'CPU (wasm)'}` +
     `${why ? ` (${why})` : ''}`);
 }
 
@@ -152,7 +153,7 @@ async function load() {
   try {
     info = await lm.load(picked.src, {
       nCtx: f.values.nCtx,
-      backend: f.values.backend, // 'cpu', 'webgpu' (navigator.gpu of the Worker) or 'auto'
+      backend: f.values.backend, // 'cpu', 'webgpu' (navigator.gpu of the Worker), 'webgl' (its OffscreenCanvas) or 'auto'
       onProgress: ({ loaded, total }) => {
         if (total) $('load-progress').value = loaded / total;
         status('loading', `Loading ${picked.name}: ${mib(loaded)}${total ? ` of ${mib(total)}` : ''}...`);

@@ -452,10 +452,11 @@ export interface LoadGgufOptions {
   /** Which build of rlx_llm.wasm to load when `wasm` is not given (default 'auto'; see SimdChoice). */
   simd?: SimdChoice;
   /**
-   * 'auto' (the default: WebGPU where a hardware adapter is available, else
-   * the CPU), 'cpu' (wasm) or 'webgpu' (pkg/rlx_llm_gpu.wasm; refused with an
-   * RlxError whose reason is 'unavailable' where WebGPU cannot run); 'webgl'
-   * is refused for now.  info.backend says which runs, info.fallbacks why a
+   * 'auto' (the default: WebGPU on a hardware adapter, else WebGL2 on a
+   * hardware renderer, else the CPU), 'cpu' (wasm), 'webgpu'
+   * (pkg/rlx_llm_gpu.wasm) or 'webgl' (pkg/rlx_llm_webgl.wasm); a GPU
+   * backend that cannot run here is refused with an RlxError whose reason is
+   * 'unavailable'.  info.backend says which runs, info.fallbacks why a
    * better one did not.
    */
   backend?: 'auto' | 'cpu' | 'webgpu' | 'webgl';
@@ -463,6 +464,8 @@ export interface LoadGgufOptions {
   gpu?: { requestAdapter(...args: never[]): Promise<unknown> } | { createBuffer(...args: never[]): unknown };
   /** Where rlx_llm_gpu.wasm is (default: pkg/rlx_llm_gpu.wasm next to runtime/llm.js). */
   gpuWasm?: string | URL | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
+  /** Where rlx_llm_webgl.wasm is (default: pkg/rlx_llm_webgl.wasm next to runtime/llm.js). */
+  webglWasm?: string | URL | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
 }
 
 /** What a model is (rlx_llm_info, camelCase) and the size of its file. */
@@ -477,9 +480,9 @@ export interface GgufInfo {
   /** Which build of rlx_llm.wasm runs the model. */
   simd: SimdBuild;
   /** What evaluates the model, and why a better backend did not ('auto'). */
-  backend: 'cpu' | 'webgpu';
-  fallbacks: ReadonlyArray<{ readonly backend: 'webgpu'; readonly reason: string }>;
-  /** On WebGPU: the software renderer the adapter is (e.g. 'SwiftShader'), when it is one. */
+  backend: 'cpu' | 'webgpu' | 'webgl';
+  fallbacks: ReadonlyArray<{ readonly backend: 'webgpu' | 'webgl'; readonly reason: string }>;
+  /** On a GPU: the software renderer the adapter or WebGL2 context is (e.g. 'SwiftShader'), when it is one. */
   software?: string;
 }
 

@@ -4,6 +4,7 @@
 // log of console errors and uncaught exceptions to assert on.
 import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
+import { REPO } from './server.mjs';
 
 export { REPO, startServer } from './server.mjs';
 export const CHROMIUM = process.env.RLX_CHROMIUM ?? '/usr/bin/chromium';
@@ -36,6 +37,17 @@ export async function newPage(browser) {
   page.on('response', (res) => {
     if (res.status() >= 400) problems.push(`HTTP ${res.status()}: ${res.url()}`);
   });
+  return { page, problems };
+}
+
+/** A page of the served site (generate.html) whose /lm/<name>.gguf requests are answered from build/lm (make lm-fixtures). */
+export async function lmPage(browser, server) {
+  const { page, problems } = await newPage(browser);
+  await page.route('**/lm/*.gguf', (route) => {
+    const name = new URL(route.request().url()).pathname.split('/').pop();
+    route.fulfill({ path: `${REPO}build/lm/${name}`, contentType: 'application/octet-stream' });
+  });
+  await page.goto(`${server.url}generate.html`);
   return { page, problems };
 }
 

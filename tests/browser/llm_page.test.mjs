@@ -7,9 +7,9 @@
 // running generation in the Worker, and GgufWorker hands the model's
 // RlxErrors back with their messages.  The prompt's tokens and the context
 // used and left are shown (a prompt longer than the context is refused
-// before running); the backend selector offers the CPU, WebGPU and auto: on
-// WebGPU (SwiftShader here) the Worker generates the same greedy tokens,
-// and auto says why it stays on the CPU; a .gguf file
+// before running); the backend selector offers the CPU, WebGPU, WebGL2 and
+// auto: on WebGPU and on WebGL2 (SwiftShader here) the Worker generates the
+// same greedy tokens, and auto says why it stays on the CPU; a .gguf file
 // dropped on the page loads (anything else is refused next to the picker),
 // is kept in the Origin Private File System and offered again after a
 // reload, where it loads to the same greedy tokens, until Forget; a full
@@ -96,9 +96,9 @@ test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node
   assert.equal(Number(await valueOf(page, '#i-params')), info.nParams);
   assert.match(await page.textContent('#i-types'), /q4_0/);
   assert.equal(await page.$eval('#load-progress', (el) => el.value), 1);
-  // The backend: the CPU (the default), WebGPU and auto.
+  // The backend: the CPU (the default), WebGPU, WebGL2 and auto.
   assert.deepEqual(await page.$$eval('#backend option', (os) => os.map((o) => [o.value, o.disabled])),
-    [['cpu', false], ['webgpu', false], ['auto', false]]);
+    [['cpu', false], ['webgpu', false], ['webgl', false], ['auto', false]]);
   assert.equal(await page.$eval('#backend', (el) => el.value), 'cpu');
   assert.equal(await valueOf(page, '#i-backend'), 'cpu');
 
@@ -121,20 +121,23 @@ test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node
   t.diagnostic(`Chromium (Worker), ${FIXTURE}: prompt ${promptRate.toFixed(0)} tokens/s, generation ${genRate.toFixed(0)} tokens/s; ` +
     `Node: prompt ${expected.stats.promptTokensPerSecond.toFixed(0)}, generation ${expected.stats.generateTokensPerSecond.toFixed(0)}`);
   await screenshot(page, 'generate');
-  // WebGPU asked for in the URL: the Worker runs the steps on Chromium's WebGPU, to the same tokens.
-  await page.goto(`${server.url}generate.html?model=${FIXTURE}&backend=webgpu&autoload=1`);
-  await settled(page, ['ready', 'error']);
-  assert.equal(await state(page), 'ready', await page.textContent('#error'));
-  assert.equal(await valueOf(page, '#i-backend'), 'webgpu');
-  assert.match(await page.textContent('#i-backend'), /WebGPU \(SwiftShader\)/);
-  const onGpu = await greedy(page);
-  assert.deepEqual(onGpu.ids, expected.ids, 'WebGPU in the Worker generates the tokens Node does on the CPU');
-  assert.equal(onGpu.text, expected.text);
+  // WebGPU and WebGL2 (an OffscreenCanvas's context) asked for in the URL: the Worker runs the steps there, to the same tokens.
+  for (const [backend, shown] of [['webgpu', /WebGPU \(SwiftShader\)/], ['webgl', /WebGL2 \(SwiftShader\)/]]) {
+    await page.goto(`${server.url}generate.html?model=${FIXTURE}&backend=${backend}&autoload=1`);
+    await settled(page, ['ready', 'error']);
+    assert.equal(await state(page), 'ready', await page.textContent('#error'));
+    assert.equal(await valueOf(page, '#i-backend'), backend);
+    assert.match(await page.textContent('#i-backend'), shown);
+    const onGpu = await greedy(page);
+    assert.deepEqual(onGpu.ids, expected.ids, `${backend} in the Worker generates the tokens Node does on the CPU`);
+    assert.equal(onGpu.text, expected.text);
+  }
   // auto: the CPU on this software adapter, with the reason shown.
   await page.goto(`${server.url}generate.html?model=${FIXTURE}&backend=auto&autoload=1`);
   await settled(page, ['ready', 'error']);
   assert.equal(await valueOf(page, '#i-backend'), 'cpu');
-  assert.match(await page.textContent('#i-backend'), /not webgpu: the WebGPU adapter is SwiftShader, a software renderer/);
+  assert.match(await page.textContent('#i-backend'),
+    /not webgpu: the WebGPU adapter is SwiftShader, a software renderer.*; not webgl: the WebGL2 renderer is SwiftShader, a software renderer/);
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { startServer, launch, newPage, missing, REPO } from './helpers.mjs';
+import { startServer, launch, lmPage as servedLmPage, missing, REPO } from './helpers.mjs';
 
 const EXPECTED = `${REPO}tests/llama_ref/expected`;
 const CLI = `${REPO}build/rlx`;
@@ -42,16 +42,7 @@ after(async () => {
   await server?.stop();
 });
 
-/** A page of the served site whose /lm/<name>.gguf requests are answered from build/lm. */
-async function lmPage() {
-  const { page, problems } = await newPage(browser);
-  await page.route('**/lm/*.gguf', (route) => {
-    const name = new URL(route.request().url()).pathname.split('/').pop();
-    route.fulfill({ path: `${REPO}build/lm/${name}`, contentType: 'application/octet-stream' });
-  });
-  await page.goto(`${server.url}generate.html`);
-  return { page, problems };
-}
+const lmPage = () => servedLmPage(browser, server);
 
 test(`every test model (${names.length}) loads in Chromium, tokenizes as llama.cpp and decodes as the native CLI`, { skip: why ?? false, timeout: 300000 }, async () => {
   assert.ok(names.length >= 36, `${names.length} reference files`);

@@ -177,10 +177,12 @@ test('generate is also an async iterable of { text, id }: the pieces join to the
   } finally {
     model.free();
   }
-  // Node has no navigator.gpu: 'webgpu' is refused with the reason (tests/node/llm_webgpu.test.mjs runs it on Dawn).
+  // Node has no navigator.gpu and no WebGL2: 'webgpu' and 'webgl' are refused with the reason (tests/node/llm_webgpu.test.mjs
+  // runs WebGPU on Dawn, tests/browser/llm_gpu.test.mjs both in Chromium).
   await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'webgpu' }),
     rlxError(/options.backend 'webgpu': WebGPU cannot run the model here: WebGPU is not available here \(no navigator.gpu\)/));
-  await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'webgl' }), rlxError(/options.backend 'webgl': language models run on the CPU/));
+  await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'webgl' }),
+    rlxError(/^loadGguf: options.backend 'webgl': WebGL2 cannot run the model here: WebGL2 is not available here \(no OffscreenCanvas or document\)/));
   await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'tpu' }), rlxError(/options.backend must be 'auto', 'cpu', 'webgpu', 'webgl'/));
 });
 

@@ -154,7 +154,8 @@ if (missing.length) {
     await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'webgpu', gpu: 42 }), rlxError(/options\.gpu must be a GPUDevice or a GPU/));
     await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'webgpu', gpu: device, gpuWasm: `${ROOT}web/pkg/rlx_llm.wasm` }),
       rlxError(/options\.gpuWasm is not rlx_llm_gpu\.wasm/));
-    await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'webgl' }), rlxError(/options\.backend 'webgl'/));
+    await assert.rejects(loadGguf(fixture('qwen3-q4_k'), { backend: 'webgl' }),
+      rlxError(/^loadGguf: options\.backend 'webgl': WebGL2 cannot run the model here: WebGL2 is not available here/, 'unavailable'));
     const own = (await dawnDevice()).device;
     const g = await onGpu('qwen3-q4_k', { gpu: own });
     const ids = g.tokenize(PROMPT);

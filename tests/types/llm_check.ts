@@ -30,7 +30,11 @@ export async function main(file: File): Promise<void> {
   const first: Float32Array = await model.logits([1, 2]);
   await loadGguf(file, { backend: 'cpu' });
   const onGpu = await loadGguf(file, { backend: 'webgpu', gpu: navigator.gpu, gpuWasm: './pkg/rlx_llm_gpu.wasm' });
-  const runsOn: 'cpu' | 'webgpu' = onGpu.info.backend;
+  const runsOn: 'cpu' | 'webgpu' | 'webgl' = onGpu.info.backend;
+  const onGl = await loadGguf(file, { backend: 'webgl', webglWasm: new URL('./pkg/rlx_llm_webgl.wasm', location.href) });
+  const glLogits: Float32Array = await onGl.logits([1, 2]);
+  const notTaken: 'webgpu' | 'webgl' | undefined = onGl.info.fallbacks[0]?.backend;
+  console.log(glLogits, notTaken);
   console.log(runsOn, onGpu.info.fallbacks.map((f) => f.reason), onGpu.info.software ?? 'hardware');
   console.log(first);
   const rate: number | null = r2.stats.generateTokensPerSecond;

@@ -14,6 +14,7 @@
 //   for await (const { text, id } of model.generate(prompt)) out.append(text);  // or stream it
 //   model.logits(ids);                            // the logits after ids (a fresh context)
 //   await loadGguf(file, { backend: 'webgpu' });  // the steps on WebGPU (eval / logits then return Promises)
+//   await loadGguf(file, { backend: 'webgl' });   // the steps on WebGL2 (likewise)
 //   model.reset(); model.free();
 //
 // Sources: a File or Blob (read with stream(), or slice() where there is
@@ -30,10 +31,12 @@
 //
 // Backends: 'cpu' runs the steps in the module (wasm); 'webgpu' loads the
 // module's WebGPU build (rlx_llm_gpu.wasm) and runs them on the GPU
-// (./llm_webgpu.js), sampling in the module as on the CPU; 'auto' takes
-// WebGPU where a hardware adapter is available and the CPU elsewhere
-// (software adapters such as SwiftShader run slower than the wasm CPU
-// path), and info.fallbacks says why WebGPU was not taken.
+// (./llm_webgpu.js), 'webgl' its WebGL2 build (rlx_llm_webgl.wasm,
+// ./llm_webgl.js), sampling in the module as on the CPU; 'auto' takes
+// WebGPU on a hardware adapter, else WebGL2 on a hardware renderer, else
+// the CPU (software rasterizers such as SwiftShader run slower than the
+// wasm CPU path: the order of backends.js's BACKEND_ORDER), and
+// info.fallbacks says why each GPU backend was not taken.
 import { WasiShim } from './wasi.js';
 import { RlxError, describe, optionsArg } from './loader.js';
 import { simdOption, moduleFile, moduleSimd } from './simd.js';
@@ -44,8 +47,9 @@ export { RlxError };
 const isNode = typeof process === 'object' && !!process.versions?.node;
 const STATUS = { INVALID_ARG: -1, NO_MEMORY: -4, UNSUPPORTED: -6, STATE: -7 };
 const STOPPED_BY = ['maxTokens', 'eog', 'stop', 'callback', 'context'];
-const BACKENDS = ['auto', 'cpu', 'webgpu', 'webgl']; // webgl is refused: not yet for language models
+const BACKENDS = ['auto', 'cpu', 'webgpu', 'webgl'];
 const GPU_WASM = new URL('../pkg/rlx_llm_gpu.wasm', import.meta.url);
+const WEBGL_WASM = new URL('../pkg/rlx_llm_webgl.wasm', import.meta.url);
 const MAX_STOP = 16;           // stop strings per generation
 const MAX_TEXT = 1 << 26;      // bytes of text to tokenize at once
 const MAX_IDS = 1 << 24;       // ids in one call
@@ -301,12 +305,13 @@ function functionOption(fn, what, v) {
  * (the default): the relaxed-SIMD build where the engine has relaxed SIMD;
  * 'simd128' forces the plain build, 'relaxed' the relaxed one; see
  * runtime/simd.js; info.simd says which was loaded), backend
- * ('auto' (the default: WebGPU on a hardware adapter, else the CPU), 'cpu'
- * or 'webgpu'; 'webgl' is refused: not yet for language models; info.backend
+ * ('auto' (the default: WebGPU on a hardware adapter, else WebGL2 on a
+ * hardware renderer, else the CPU), 'cpu', 'webgpu' or 'webgl'; info.backend
  * says which runs, info.fallbacks [{ backend, reason }] why a better one did
  * not), gpu (for WebGPU: a GPUDevice or a GPU such as navigator.gpu, the
- * default), gpuWasm (the WebGPU build, rlx_llm_gpu.wasm, as wasm) }.  A
- * 'webgpu' that cannot run here is an RlxError with reason 'unavailable'.
+ * default), gpuWasm (the WebGPU build, rlx_llm_gpu.wasm, as wasm),
+ * webglWasm (the WebGL2 build, rlx_llm_webgl.wasm) }.  A 'webgpu' or
+ * 'webgl' that cannot run here is an RlxError with reason 'unavailable'.
  */
 export async function loadGguf(source, options = undefined) {
   const fn = 'loadGguf';
@@ -315,28 +320,37 @@ export async function loadGguf(source, options = undefined) {
   const onProgress = functionOption(fn, 'options.onProgress', o.onProgress);
   const backend = o.backend ?? 'auto';
   if (!BACKENDS.includes(backend)) throw fail(fn, `options.backend must be ${BACKENDS.map((b) => `'${b}'`).join(', ')}, got ${describe(backend)}`);
-  if (backend === 'webgl') {
-    throw new RlxError(STATUS.UNSUPPORTED, `${fn}: options.backend 'webgl': language models run on the CPU (wasm) or WebGPU; ` +
-      "use 'cpu', 'webgpu' or 'auto'", 'unsupported');
-  }
   const simd = simdOption(fn, o.simd);
   const isWasm = (w) => typeof w === 'string' || w instanceof URL || w instanceof ArrayBuffer || ArrayBuffer.isView(w) ||
     w instanceof WebAssembly.Module;
-  for (const k of ['wasm', 'gpuWasm']) {
+  for (const k of ['wasm', 'gpuWasm', 'webglWasm']) {
     if (o[k] !== undefined && !isWasm(o[k])) throw fail(fn, `options.${k} must be a URL, a path, bytes or a WebAssembly.Module, got ${describe(o[k])}`);
   }
-  // WebGPU: its device first (an explicit 'webgpu' that cannot run is refused before anything is read)
-  const gpu = backend === 'cpu' ? null : await chooseWebGpu(fn, backend, o.gpu);
-  const wasm = gpu?.device ? (o.gpuWasm ?? GPU_WASM) : (o.wasm ?? moduleFile('llm', simd));
+  // The GPU first (an explicit 'webgpu' or 'webgl' that cannot run is refused before anything is read)
+  let gpu = backend === 'cpu' || backend === 'webgl' ? null : await chooseWebGpu(fn, backend, o.gpu);
+  if (backend === 'webgl' || (backend === 'auto' && !gpu.device)) gpu = await chooseWebGl(fn, backend, gpu?.fallbacks ?? []);
+  const wasm = gpu?.device ? (o.gpuWasm ?? GPU_WASM) : gpu?.gl ? (o.webglWasm ?? WEBGL_WASM) : (o.wasm ?? moduleFile('llm', simd));
   const okSource = typeof source === 'string' || source instanceof URL || source instanceof ArrayBuffer ||
     ArrayBuffer.isView(source) || (typeof Blob === 'function' && source instanceof Blob) ||
     (typeof Response === 'function' && source instanceof Response);
-  if (!okSource) throw fail(fn, `source must be ${SOURCE_KINDS}, got ${describe(source)}`);
+  if (!okSource) {
+    gpu?.release?.();
+    throw fail(fn, `source must be ${SOURCE_KINDS}, got ${describe(source)}`);
+  }
 
-  const src = await openSource(fn, source);
-  const mod = await instantiate(wasm);
-  if (gpu?.device && typeof mod.e.rlx_llm_webgpu_step !== 'function') {
-    throw fail(fn, 'options.gpuWasm is not rlx_llm_gpu.wasm (no rlx_llm_webgpu_step export)');
+  let src, mod;
+  try {
+    src = await openSource(fn, source);
+    mod = await instantiate(wasm);
+    if (gpu?.device && typeof mod.e.rlx_llm_webgpu_step !== 'function') {
+      throw fail(fn, 'options.gpuWasm is not rlx_llm_gpu.wasm (no rlx_llm_webgpu_step export)');
+    }
+    if (gpu?.gl && typeof mod.e.rlx_llm_webgl_step !== 'function') {
+      throw fail(fn, 'options.webglWasm is not rlx_llm_webgl.wasm (no rlx_llm_webgl_step export)');
+    }
+  } catch (err) {
+    gpu?.release?.();
+    throw err;
   }
   const budget = mod.call('rlx_llm_data_budget');
   const tooBig = (bytes) => new RlxError(STATUS.NO_MEMORY, `${fn}: ${src.name.slice(0, 200)} is ${bytes} bytes (${gib(bytes)}), ` +
@@ -350,10 +364,14 @@ export async function loadGguf(source, options = undefined) {
     onProgress({ loaded, total: src.size });
   };
   if (src.size !== null && src.size > budget) {
+    gpu?.release?.();
     await src.chunks.return?.();
     throw tooBig(src.size);
   }
-  if (src.size === 0) throw fail(fn, `${src.name.slice(0, 200)} is empty (0 bytes), not a GGUF file`);
+  if (src.size === 0) {
+    gpu?.release?.();
+    throw fail(fn, `${src.name.slice(0, 200)} is empty (0 bytes), not a GGUF file`);
+  }
 
   let ptr = 0;
   let loaded = 0;
@@ -394,6 +412,7 @@ export async function loadGguf(source, options = undefined) {
     });
     const model = new GgufModel(mod, handle, ptr, loaded, gpu ?? { backend: 'cpu', fallbacks: [] });
     ptr = 0; // the model's now
+    gpu = null; // and so is the GPU context
     if (model.gpu) {
       try {
         await model.gpu.warm(fn); // the decoding step's plan and the weights' upload: part of loading
@@ -405,6 +424,7 @@ export async function loadGguf(source, options = undefined) {
     return model;
   } catch (err) {
     if (ptr && !mod.dead) mod.free(ptr);
+    gpu?.release?.();
     throw err;
   }
 }
@@ -435,7 +455,33 @@ async function chooseWebGpu(fn, backend, source) {
     return { backend: 'cpu', fallbacks: [{ backend: 'webgpu', reason: `the WebGPU adapter is ${found.software}, a software renderer: ` +
       'slower than the wasm CPU path (ask for backend \'webgpu\' to use it anyway)' }] };
   }
-  return { backend: 'webgpu', fallbacks: [], device: found.device, software: found.software, LlmWebGpu };
+  return { backend: 'webgpu', fallbacks: [], device: found.device, software: found.software,
+    steps: (mod, handle, info) => new LlmWebGpu(mod, handle, found.device, info) };
+}
+
+/**
+ * Whether WebGL2 runs the model: { backend, fallbacks, gl?, software?,
+ * release?, steps? }.  'webgl' takes any renderer (software too) or throws
+ * (reason 'unavailable'); 'auto' (after WebGPU, whose fallbacks come in)
+ * takes a hardware renderer and otherwise falls back to the CPU with the
+ * reason.
+ */
+async function chooseWebGl(fn, backend, fallbacks) {
+  const { webGlContext, LlmWebGl } = await import('./llm_webgl.js');
+  let found;
+  try {
+    found = webGlContext(`${fn}: options.backend '${backend}'`, backend === 'webgl');
+  } catch (err) {
+    if (backend === 'webgl') throw err;
+    return { backend: 'cpu', fallbacks: [...fallbacks, { backend: 'webgl', reason: err.message.replace(/^.*?: WebGL2 cannot run the model here: /, '') }] };
+  }
+  if (!found.gl) { // 'auto' on a software renderer
+    return { backend: 'cpu', fallbacks: [...fallbacks, { backend: 'webgl', reason: `the WebGL2 renderer is ${found.software}, a software ` +
+      'renderer: slower than the wasm CPU path (ask for backend \'webgl\' to use it anyway)' }] };
+  }
+  const { gl } = found;
+  return { backend: 'webgl', fallbacks, gl, software: found.software, release: () => gl.getExtension('WEBGL_lose_context')?.loseContext(),
+    steps: (mod, handle, info) => new LlmWebGl(mod, handle, gl, info) };
 }
 
 /** A model loaded by loadGguf. */
@@ -445,13 +491,13 @@ export class GgufModel {
     this.mod = mod;
     this.handle = handle;
     this.buffer = buffer;
-    this.running = false;     // a generate() (or, on WebGPU, an eval) is in progress
+    this.running = false;     // a generate() (or, on a GPU, an eval) is in progress
     this.freeLater = false;   // free() came during generate()
     const fallbacks = backend.fallbacks.map((f) => Object.freeze({ ...f }));
     this.info = Object.freeze({ ...this.readInfo(), fileBytes, simd: mod.simd, backend: backend.backend,
       fallbacks: Object.freeze(fallbacks), ...(backend.software ? { software: backend.software } : {}) });
     this.defaults = this.readDefaults();
-    this.gpu = backend.device ? new backend.LlmWebGpu(mod, handle, backend.device, this.info) : null;
+    this.gpu = backend.steps ? backend.steps(mod, handle, this.info) : null; // LlmWebGpu or LlmWebGl (llm_gpu_steps.js)
   }
 
   live(fn) {
@@ -550,7 +596,7 @@ export class GgufModel {
 
   /**
    * Appends ids to the context and returns the logits after the last one
-   * (Float32Array of nVocab); on WebGPU a Promise of them.
+   * (Float32Array of nVocab); on WebGPU and WebGL2 a Promise of them.
    */
   eval(ids) {
     const fn = 'GgufModel.eval';
@@ -566,7 +612,7 @@ export class GgufModel {
     });
   }
 
-  /** On WebGPU: eval's steps on the GPU, the model marked running meanwhile. */
+  /** On a GPU: eval's steps there, the model marked running meanwhile. */
   async gpuEval(fn, ids) {
     this.running = true;
     try {
@@ -577,7 +623,7 @@ export class GgufModel {
     }
   }
 
-  /** The logits after ids from an empty context (which then holds ids): reset() and eval(ids) (a Promise on WebGPU). */
+  /** The logits after ids from an empty context (which then holds ids): reset() and eval(ids) (a Promise on WebGPU and WebGL2). */
   logits(ids) {
     this.idsArg('GgufModel.logits', 'ids', ids, false);
     this.reset();
