@@ -11,7 +11,8 @@
 // web/runtime/llm_webgl.js): after a 21-token prompt (steps of 16, 4 and
 // 1 tokens, which share the weight and KV cache textures) and after one
 // decoded token the logits agree within LOGIT_TOL, and greedy generation
-// gives the CPU's ids and text; the GPU memory is the file's weight bytes
+// gives the CPU's ids and text (and after a 69-token prompt, steps of 64, 4
+// and 1, for llama-q8_0); the GPU memory is the file's weight bytes
 // plus the f32 KV cache (plus each step's own textures).  Refused: a step
 // position outside the context (before it runs), WebGL2 missing (reason
 // 'unavailable').  'auto' stays on the CPU with SwiftShader's WebGL2 and
@@ -170,7 +171,8 @@ test(`${NAMES.length} test models on WebGL2 in Chromium: logits within ${LOGIT_T
     await page.close();
   });
 
-test("WebGL2 refusals: a step position outside the context, no WebGL2; 'auto' on SwiftShader and on a hardware renderer",
+test("WebGL2: a 69-token prompt (steps 64, 4, 1) as on the CPU; refusals: a step position outside the context, no WebGL2; " +
+  "'auto' on SwiftShader and on a hardware renderer",
   { skip: whyGl ?? false, timeout: 120000 }, async () => {
     const { page, problems } = await lmPage(browser, server);
     const got = await page.evaluate(async () => {
@@ -184,6 +186,15 @@ test("WebGL2 refusals: a step position outside the context, no WebGL2; 'auto' on
         }
       };
       const r = {};
+      // the 64-token step too: a 69-token prompt's logits
+      const cpu = await loadGguf('./lm/llama-q8_0.gguf', { backend: 'cpu' });
+      const long = await loadGguf('./lm/llama-q8_0.gguf', { backend: 'webgl' });
+      const ids = Array.from({ length: 69 }, (_, i) => (i * 37 + 11) % cpu.info.nVocab);
+      const want = cpu.logits(ids), logits = await long.logits(ids);
+      r.long = want.reduce((worst, w, i) => Math.max(worst, Math.abs(logits[i] - w) / (1 + Math.abs(w))), 0);
+      r.longSteps = Object.keys(long.gpu.gpuBytes().steps).map(Number).sort((a, b) => a - b);
+      long.free();
+      cpu.free();
       const g = await loadGguf('./lm/llama-q4_0.gguf', { backend: 'webgl', nCtx: 8 });
       r.negative = await caught(() => g.gpu.runStep('step', 3, [1], -1, true));
       r.past = await caught(() => g.gpu.runStep('step', 2, [1, 2, 3, 4], 5, true));
@@ -219,6 +230,8 @@ test("WebGL2 refusals: a step position outside the context, no WebGL2; 'auto' on
       }
       return r;
     });
+    assert.ok(got.long <= LOGIT_TOL, `a 69-token prompt's logits differ by ${got.long} from the CPU's`);
+    assert.deepEqual(got.longSteps, [1, 4, 64]);
     assert.match(got.negative.message, /^step: pos must be an integer from 0 to 7 \(a 1-token step in a context of 8\), got -1$/);
     assert.match(got.past.message, /^step: pos must be an integer from 0 to 4 \(a 4-token step in a context of 8\), got 5$/);
     assert.ok(got.fits, 'the last position a step fits at runs');
