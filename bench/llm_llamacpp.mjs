@@ -10,6 +10,9 @@
 // --check also returns gap[i], the logit gap between the top two tokens at
 // each step (from the probabilities, so not timed: those cost time); --text T
 // adds textIds, llama.cpp's tokens of T (BOS first when the file asks).
+// --gpu vulkan runs it on the GPU through the package's prebuilt Vulkan
+// build (@node-llama-cpp/linux-x64-vulkan, every layer offloaded);
+// RLX_LLAMA_REF names another folder holding the package (node_modules/).
 // --follow I,J,.. instead evaluates the prompt and then those tokens (another
 // side's greedy ids, teacher-forced) and returns only gap[] after the prompt
 // and after each forced token but the last, the ids of --ban I,J,.. left out.
@@ -21,12 +24,18 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const REF = fileURLToPath(new URL('../tests/llama_ref/', import.meta.url));
+const REF = process.env.RLX_LLAMA_REF ? path.resolve(process.env.RLX_LLAMA_REF) + path.sep
+  : fileURLToPath(new URL('../tests/llama_ref/', import.meta.url));
 const argv = process.argv.slice(2);
 const opt = (name, dflt) => { const i = argv.indexOf(name); return i < 0 ? dflt : argv[i + 1]; };
 const file = argv[0];
 const promptIds = opt('--ids', '').split(',').filter(Boolean).map(Number);
 const nGen = Number(opt('--tokens', 64)), nCtx = Number(opt('--ctx', 2048)), check = argv.includes('--check');
+const gpu = opt('--gpu', false);
+if (gpu !== false && gpu !== 'vulkan') {
+  console.error(`llm_llamacpp: --gpu must be vulkan, got ${gpu}`);
+  process.exit(2);
+}
 if (!file || !promptIds.length || !(nGen >= 1)) {
   console.error('usage: node bench/llm_llamacpp.mjs FILE.gguf --ids I,J,.. [--tokens 64] [--ctx 2048] [--check]');
   process.exit(2);
@@ -34,9 +43,10 @@ if (!file || !promptIds.length || !(nGen >= 1)) {
 
 const entry = createRequire(path.join(REF, 'package.json')).resolve('node-llama-cpp');
 const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry));
-const llama = await getLlama({ gpu: false, build: 'never', maxThreads: 1, logLevel: LlamaLogLevel.error });
+const llama = await getLlama({ gpu, build: 'never', maxThreads: 1, logLevel: LlamaLogLevel.error });
+if (gpu && llama.gpu !== gpu) throw new Error(`llm_llamacpp: asked for ${gpu}, llama.cpp runs on ${llama.gpu}`);
 const baseRssBytes = process.memoryUsage().rss;
-const model = await llama.loadModel({ modelPath: file, gpuLayers: 0, useMmap: true });
+const model = await llama.loadModel({ modelPath: file, gpuLayers: gpu ? 'max' : 0, useMmap: true });
 const text = opt('--text', null);
 const addBos = model.fileInfo.metadata.tokenizer?.ggml?.add_bos_token === true;
 const textIds = text == null ? undefined : [...(addBos ? [model.tokens.bos] : []), ...model.tokenize(text, true)];
@@ -90,7 +100,8 @@ const out = {
   ids, promptTps: promptIds.length / ((tFirst - t0) / 1000),
   genTps: ids.length > 1 ? ids.length / ((tLast - tFirst) / 1000) : null,
   maxRssBytes: process.resourceUsage().maxRSS * 1024, baseRssBytes,
-  llamaCpp: `node-llama-cpp 3.21.1, llama.cpp ${info.tag}`, textIds,
+  gpuLayers: model.gpuLayers, vramUsedBytes: gpu ? (await llama.getVramState()).used : undefined,
+  llamaCpp: `node-llama-cpp 3.21.1, llama.cpp ${info.tag}${gpu ? `, ${gpu} on ${(await llama.getGpuDeviceNames()).join(', ')}` : ''}`, textIds,
 };
 if (check) out.gap = gap;
 sequence.dispose();

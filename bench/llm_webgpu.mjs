@@ -18,6 +18,11 @@
 //
 //   node bench/llm_webgpu.mjs [--type=q8_0|q4_0|q4_k|...] [--model=FILE] [--rounds=3] [--no-cpu]
 //   RLX_BENCH_QUICK=1 node bench/llm_webgpu.mjs   a 256-wide 4-layer model (vocabulary 2048), 1 round
+//   node bench/llm_webgpu.mjs --llamacpp  also: llama.cpp on the same GPU (bench/llm_llamacpp.mjs --gpu vulkan,
+//                                          node-llama-cpp's prebuilt Vulkan build; RLX_LLAMA_REF), same prompt ids
+//   node bench/llm_webgpu.mjs --profile   also: where a decoded token's time goes (the 1-token step run
+//                                          64 times with and without the logits' readback; GPU time per
+//                                          kernel from timestamps where the device has 'timestamp-query')
 // Needs: web/pkg/rlx_llm_gpu.wasm and rlx_llm.wasm; build/make_test_lm unless --model is given.
 // Only node and the Dawn module: no npm packages, no browser.
 import { execFileSync } from 'node:child_process';
@@ -84,6 +89,40 @@ function modelFile() {
   return file;
 }
 
+// Where a decoded token's time goes: the 1-token step (the last step size)
+// run alone at the end of the context's first half, 64 times with the logits
+// read back each time (what generation does) and 64 times submitted without
+// a readback then one read (the GPU's own rate), and the GPU time per kernel.
+async function profile(model) {
+  const steps = model.gpu;
+  const k = steps.sizes.length - 1;
+  const s = await steps.step('profile', k);
+  const pos = 128;
+  const time = async (read) => {
+    const t = performance.now();
+    for (let i = 0; i < 64; i++) await steps.runStep('profile', k, [5 + i], pos + i, read || i === 63);
+    return (performance.now() - t) / 64;
+  };
+  await time(true);
+  const withRead = await time(true), noRead = await time(false);
+  console.log(`  profile: 1-token step, ${s.dispatchCount} dispatches, ${s.pipelineCount} pipelines: ${withRead.toFixed(3)} ms per token ` +
+    `with the logits read back each time, ${noRead.toFixed(3)} ms submitted back to back`);
+  if (!device.features.has('timestamp-query')) return console.log('  profile: no timestamp-query feature: no per-kernel times');
+  const runs = [];
+  for (let r = 0; r < 5; r++) runs.push(await s.profile());
+  const byKey = new Map();
+  for (const row of runs.flat()) {
+    const e = byKey.get(row.key) ?? { ms: 0, n: 0 };
+    e.ms += row.ms / runs.length; e.n += 1 / runs.length;
+    byKey.set(row.key, e);
+  }
+  const total = [...byKey.values()].reduce((a, e) => a + e.ms, 0);
+  console.log(`  profile: GPU time of the 1-token step ${total.toFixed(3)} ms (sum over dispatches, mean of ${runs.length})`);
+  for (const [key, e] of [...byKey].sort((a, b) => b[1].ms - a[1].ms).slice(0, 12)) {
+    console.log(`    ${e.ms.toFixed(3).padStart(8)} ms  ${String(Math.round(e.n)).padStart(4)} x  ${key}`);
+  }
+}
+
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const argmax = (v) => { let k = 0; for (let i = 1; i < v.length; i++) if (v[i] > v[k]) k = i; return k; };
 
@@ -92,8 +131,9 @@ const gpu = await loadDawnGpu();
 const adapter = await gpu.requestAdapter();
 if (!adapter) throw new Error('llm_webgpu bench: no WebGPU adapter (Dawn needs a Vulkan driver)');
 const ai = adapter.info ?? {};
+const wantTimestamps = args.profile !== undefined && adapter.features.has('timestamp-query');
 const device = await adapter.requestDevice({ requiredLimits: { maxBufferSize: adapter.limits.maxBufferSize,
-  maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize } });
+  maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize }, requiredFeatures: wantTimestamps ? ['timestamp-query'] : [] });
 const t0 = performance.now();
 const model = await loadGguf(file, { backend: 'webgpu', gpu: device });
 const loadSeconds = (performance.now() - t0) / 1000;
@@ -116,6 +156,7 @@ for (let r = 0; r <= ROUNDS; r++) { // round 0 warms up (pipelines of the 64-tok
   process.stdout.write(`  round ${r}${r ? '' : ' (warm-up)'}: prompt ${res.stats.promptTokensPerSecond.toFixed(1)} tokens/s, ` +
     `generation ${res.stats.generateTokensPerSecond.toFixed(1)} tokens/s\n`);
 }
+if (args.profile !== undefined) await profile(model);
 const result = { file: path.relative(REPO, file), type: TYPE, adapter: `${ai.vendor ?? ''} ${ai.architecture ?? ''} ${ai.device ?? ''}`.trim(),
   software: info.software ?? null, rounds: ROUNDS, promptTokensPerSecond: median(rounds.map((x) => x.prompt)),
   generateTokensPerSecond: median(rounds.map((x) => x.gen)), loadSeconds, ids };
@@ -134,6 +175,22 @@ if (args['no-cpu'] === undefined) {
   }
   cpu.free();
   Object.assign(result, { cpuAgreeBeforeFirstDifference: same, cpuForcedAgree: forced, cpuIds: free.ids });
+}
+if (args.llamacpp !== undefined) {
+  const runs = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const out = execFileSync(process.execPath, [path.join(REPO, 'bench/llm_llamacpp.mjs'), file, '--ids', prompt.join(','),
+      '--tokens', String(N_GEN), '--gpu', 'vulkan'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    runs.push(JSON.parse(out.trim().split('\n').at(-1)));
+  }
+  let same = 0;
+  while (same < N_GEN && runs[0].ids[same] === ids[same]) same++;
+  const lp = median(runs.map((x) => x.promptTps)), lg = median(runs.map((x) => x.genTps));
+  Object.assign(result, { llamaCpp: runs[0].llamaCpp, llamaCppPromptTokensPerSecond: lp, llamaCppGenerateTokensPerSecond: lg,
+    llamaCppAgreeBeforeFirstDifference: same });
+  console.log(`llm_webgpu bench: ${runs[0].llamaCpp}: prompt ${lp.toFixed(1)} tokens/s, generation ${lg.toFixed(1)} tokens/s ` +
+    `(median of ${ROUNDS}); ours / llama.cpp ${(result.promptTokensPerSecond / lp).toFixed(2)}x / ${(result.generateTokensPerSecond / lg).toFixed(2)}x; ` +
+    `greedy ids the same for the first ${same} of ${N_GEN} (llama.cpp quantizes activations to 8 bits in its dots)`);
 }
 console.log(`llm_webgpu bench: WebGPU prompt ${result.promptTokensPerSecond.toFixed(1)} tokens/s, generation ` +
   `${result.generateTokensPerSecond.toFixed(1)} tokens/s (median of ${ROUNDS})` +

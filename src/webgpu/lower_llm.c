@@ -3,7 +3,7 @@
  * words of the GGUF rows, and every kernel decodes its blocks in place
  * (wgsl/_llm_quant.wgsl): the GPU never holds an f32 copy of a weight.
  *  - matmul_q, trans 0: up to MATVEC_MAX_M rows of x (decoding, short
- *    prompt steps) by llm_matvec_q.wgsl (a workgroup per 32 weight rows, 8
+ *    prompt steps) by llm_matvec_q.wgsl (a workgroup per 8 weight rows, 32
  *    threads per row, partial sums added in workgroup memory); more rows
  *    (prompts) by the tiled llm_matmul_q.wgsl; trans 1 by
  *    llm_matmul_qt.wgsl;
@@ -24,7 +24,7 @@
 #include "wgpu.h"
 
 #define MATVEC_MAX_M 4u
-#define MATVEC_ROWS 32u /* weight rows per workgroup (RPW in llm_matvec_q.wgsl) */
+#define MATVEC_ROWS 8u /* weight rows per workgroup (RPW in llm_matvec_q.wgsl) */
 #define TILE_M 32u     /* llm_matmul_q.wgsl's TM, TN */
 #define TILE_N 64u
 #define ATTN_MAX_D 256u

@@ -15,8 +15,8 @@
 
 //!include _llm_quant.wgsl
 
-const TPR: u32 = 8u;
-const RPW: u32 = 32u;
+const TPR: u32 = 32u;
+const RPW: u32 = 8u;
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
