@@ -667,13 +667,25 @@ export class GgufModel {
    * generateTokensPerSecond } }.  The context starts from the prompt.
    */
   generate(prompt, options = undefined) {
-    return new Generation((push, stopRequested) => this.run(prompt, options, push, stopRequested));
+    // The model is taken now, not when the generation starts a microtask
+    // later: a second generate() before the first has ended is refused
+    // however fast the first one runs.
+    const busy = this.running;
+    this.running = true;
+    return new Generation(async (push, stopRequested) => {
+      const fn = 'GgufModel.generate';
+      if (busy) throw new RlxError(STATUS.STATE, `${fn}: a generation is already running on this model (await it, or stop it through its signal)`, 'bad state');
+      try {
+        return await this.run(fn, prompt, options, push, stopRequested);
+      } finally {
+        this.running = false;
+        if (this.freeLater && this.handle) this.release(); // free() came while it ran
+      }
+    });
   }
 
-  async run(prompt, options, push, stopRequested) {
-    const fn = 'GgufModel.generate';
+  async run(fn, prompt, options, push, stopRequested) {
     const h = this.live(fn);
-    if (this.running) throw new RlxError(STATUS.STATE, `${fn}: a generation is already running on this model (await it, or stop it through its signal)`, 'bad state');
     const o = optionsArg(fn, options);
     const known = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'seed', 'stop', 'onToken', 'signal'];
     for (const k of Object.keys(o)) {
@@ -716,7 +728,6 @@ export class GgufModel {
     }
 
     const m = this.mod;
-    this.running = true;
     const ptrs = [];
     const keep = (p) => (ptrs.push(p), p);
     let gen = 0;
@@ -792,8 +803,6 @@ export class GgufModel {
         if (gen) m.call('rlx_llm_generator_free', gen);
         for (const p of ptrs) m.free(p);
       }
-      this.running = false;
-      if (this.freeLater) this.release();
     }
   }
 
