@@ -3,7 +3,7 @@
 // files.  A SmolLM-135M-shaped llama (576 wide, 12 layers, 9 heads of 64
 // with 3 KV heads, feed-forward 1536, context 2048, output tied to the
 // embedding; vocabulary 8192 instead of 49152) is written by our writer
-// (build/make_test_lm, seeded random weights) in q8_0 and q4_0 into
+// (build/make_test_lm, seeded random weights; bench/llm_models.mjs) in q8_0 and q4_0 into
 // build/bench/; q4_k needs rows that are multiples of 256, so its variant is
 // 512 wide with 8 heads of 64 (2 KV heads).  The tokenizer is trained on a
 // seeded synthetic corpus (syllable words, written next to the models) large
@@ -65,6 +65,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { MODULE_FILES } from '../web/runtime/simd.js';
+import { BENCH_DIR, MODEL_WRITER, benchModel, benchShape, syllableWords } from './llm_models.mjs';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const args = Object.fromEntries(process.argv.slice(2).map((a) => {
@@ -76,8 +77,8 @@ const TYPES = (args.types ?? (QUICK ? 'q8_0,q4_k' : 'q8_0,q4_0,q4_k')).split(','
 const ROUNDS = Number(args.rounds ?? (QUICK ? 2 : 5));
 const N_PROMPT = 64, N_GEN = 64;
 const OUT = args.out ?? 'build/bench/llm.json';
-const DIR = path.join(REPO, 'build/bench');
-const WRITER = path.join(REPO, 'build/make_test_lm');
+const DIR = BENCH_DIR;
+const WRITER = MODEL_WRITER;
 // Our CLI and wasm modules are copied here first, so that a rebuild during
 // the run (make in another shell) cannot mix two builds in one table.
 const RLX = path.join(DIR, 'llm-rlx');
@@ -95,12 +96,6 @@ const LLAMA_REF = path.join(REPO, 'tests/llama_ref');
 // <unk>, <s>, </s>, <0x00>, ... (checked below by tokenizing an 'é').
 const BAN = Array.from({ length: 128 }, (_, i) => 3 + 0x80 + i);
 
-// The model shapes (make_test_lm options) and the synthetic corpus's size in words.
-const SMOL = { 'n-embd': 576, 'n-layer': 12, 'n-head': 9, 'n-head-kv': 3, 'n-ff': 1536, 'n-vocab': 8192, 'n-ctx': 2048 };
-const SHAPES = QUICK
-  ? { default: { 'n-embd': 256, 'n-layer': 4, 'n-head': 4, 'n-head-kv': 2, 'n-ff': 768, 'n-vocab': 2048, 'n-ctx': 512 } }
-  : { default: SMOL, q4_k: { ...SMOL, 'n-embd': 512, 'n-head': 8, 'n-head-kv': 2, 'head-dim': 64 } };
-const CORPUS_WORDS = QUICK ? 2500 : 9000;
 if (!(ROUNDS >= 1)) throw new Error('--rounds must be >= 1');
 for (const t of TYPES) if (!/^(f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k)$/.test(t)) throw new Error(`unknown type ${t}`);
 for (const need of [path.join(REPO, 'build/rlx'), WRITER, ...Object.values(LLM_WASM).map((f) => path.join(REPO, 'web/pkg', f)), CHROMIUM,
@@ -118,48 +113,17 @@ if (!fs.existsSync(path.join(LLAMA_REF, 'node_modules/node-llama-cpp/package.jso
     { cwd: LLAMA_REF, stdio: 'inherit', env: { ...process.env, NODE_LLAMA_CPP_SKIP_DOWNLOAD: 'true' } });
 }
 
-// Seeded syllable words (an LCG, so the same on every machine).
-function words(seed, n) {
-  let s = seed >>> 0;
-  const rnd = () => (s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 2 ** 32;
-  const syl = [];
-  for (const c of 'bcdfghjklmnprstvwz') for (const v of 'aeiou') syl.push(c + v);
-  return Array.from({ length: n }, () => {
-    let w = '';
-    for (let j = 1 + Math.floor(rnd() * 4); j > 0; j--) w += syl[Math.floor(rnd() * syl.length)];
-    return w;
-  });
-}
-
 fs.mkdirSync(DIR, { recursive: true });
 fs.copyFileSync(path.join(REPO, 'build/rlx'), RLX);
 fs.chmodSync(RLX, 0o755);
 for (const f of Object.values(LLM_WASM)) fs.copyFileSync(path.join(REPO, 'web/pkg', f), path.join(DIR, `llm-${f}`));
-const corpus = path.join(DIR, `llm_corpus_${CORPUS_WORDS}.txt`);
-if (!fs.existsSync(corpus)) {
-  const w = words(12345, CORPUS_WORDS), lines = [];
-  for (let r = 0; r < 3; r++) for (let i = 0; i < w.length; i += 12) lines.push(w.slice(i, i + 12).join(' ') + '.');
-  fs.writeFileSync(corpus, lines.join('\n') + '\n');
-}
-
-const fresh = (file, ...deps) => fs.existsSync(file) && deps.every((d) => fs.statSync(d).mtimeMs <= fs.statSync(file).mtimeMs);
 function writeModel(type) {
-  const shape = SHAPES[type] ?? SHAPES.default;
-  const tag = Object.values(shape).join('-');
-  const file = path.join(DIR, `llm-${tag}-${type}.gguf`);
-  if (!fresh(file, WRITER, corpus)) {
-    const t = Date.now();
-    const opts = Object.entries(shape).flatMap(([k, v]) => [`--${k}`, String(v)]);
-    execFileSync(WRITER, ['--arch', 'llama', '--type', type, '--tied', '--corpus', corpus, ...opts, '--out', file],
-      { stdio: ['ignore', 'ignore', 'pipe'] });
-    console.log(`llm bench: wrote ${path.relative(REPO, file)} (${(fs.statSync(file).size / 2 ** 20).toFixed(1)} MiB) in ${((Date.now() - t) / 1000).toFixed(0)} s`);
-  }
-  return { type, file, shape };
+  return { type, file: benchModel(type, { quick: QUICK }), shape: benchShape(type, QUICK) };
 }
 
 // A text of words whose tokens (with BOS) are exactly N_PROMPT ids.
 function promptFor(file) {
-  const pool = words(777, 4000);
+  const pool = syllableWords(777, 4000);
   for (let start = 0; start < pool.length - 80; start += 7) {
     const texts = [];
     for (let n = 10; n <= 64; n++) texts.push(pool.slice(start, start + n).join(' '));

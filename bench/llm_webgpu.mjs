@@ -26,11 +26,11 @@
 // Needs: web/pkg/rlx_llm_gpu.wasm and rlx_llm.wasm; build/make_test_lm unless --model is given.
 // Only node and the Dawn module: no npm packages, no browser.
 import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadDawnGpu, withDawnEnv } from '../tools/dawn_node.mjs';
 import { loadGguf } from '../web/runtime/llm.js';
+import { benchModel, syllableWords } from './llm_models.mjs';
 
 withDawnEnv(); // Dawn needs the Vulkan driver's environment at process start (CPU machines: SwiftShader)
 
@@ -43,54 +43,14 @@ const QUICK = process.env.RLX_BENCH_QUICK === '1';
 const TYPE = args.type ?? 'q8_0';
 const ROUNDS = Number(args.rounds ?? (QUICK ? 1 : 3));
 const N_PROMPT = 64, N_GEN = 64;
-const DIR = path.join(REPO, 'build/bench');
-const WRITER = path.join(REPO, 'build/make_test_lm');
 if (!(ROUNDS >= 1)) throw new Error('--rounds must be >= 1');
 
-// bench/llm.mjs's shapes and corpus (the same files).
-const SMOL = { 'n-embd': 576, 'n-layer': 12, 'n-head': 9, 'n-head-kv': 3, 'n-ff': 1536, 'n-vocab': 8192, 'n-ctx': 2048 };
-const SHAPES = QUICK
-  ? { default: { 'n-embd': 256, 'n-layer': 4, 'n-head': 4, 'n-head-kv': 2, 'n-ff': 768, 'n-vocab': 2048, 'n-ctx': 512 } }
-  : { default: SMOL, q4_k: { ...SMOL, 'n-embd': 512, 'n-head': 8, 'n-head-kv': 2, 'head-dim': 64 } };
-const CORPUS_WORDS = QUICK ? 2500 : 9000;
-
-// Seeded syllable words (bench/llm.mjs's LCG: the same corpus, so the same tokenizer).
-function syllableWords(seed, n) {
-  let s = seed >>> 0;
-  const next = () => (s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 2 ** 32;
-  const syllables = [];
-  for (const c of 'bcdfghjklmnprstvwz') for (const v of 'aeiou') syllables.push(c + v);
-  const out = [];
-  for (let i = 0; i < n; i++) {
-    let w = '';
-    for (let j = 1 + Math.floor(next() * 4); j > 0; j--) w += syllables[Math.floor(next() * syllables.length)];
-    out.push(w);
-  }
-  return out;
-}
-
 function modelFile() {
-  if (args.model) return path.resolve(args.model);
-  const shape = SHAPES[TYPE] ?? SHAPES.default;
-  const file = path.join(DIR, `llm-${Object.values(shape).join('-')}-${TYPE}.gguf`);
-  if (fs.existsSync(file)) return file;
-  if (!fs.existsSync(WRITER)) throw new Error(`llm_webgpu bench: no ${file} and no ${WRITER} to write it (make build/make_test_lm, or --model=FILE)`);
-  fs.mkdirSync(DIR, { recursive: true });
-  const corpus = path.join(DIR, `llm_corpus_${CORPUS_WORDS}.txt`);
-  if (!fs.existsSync(corpus)) {
-    const w = syllableWords(12345, CORPUS_WORDS), lines = [];
-    for (let r = 0; r < 3; r++) for (let i = 0; i < w.length; i += 12) lines.push(w.slice(i, i + 12).join(' ') + '.');
-    fs.writeFileSync(corpus, lines.join('\n') + '\n');
-  }
-  const t = Date.now();
-  const opts = Object.entries(shape).flatMap(([k, v]) => [`--${k}`, String(v)]);
-  execFileSync(WRITER, ['--arch', 'llama', '--type', TYPE, '--tied', '--corpus', corpus, ...opts, '--out', file], { stdio: ['ignore', 'ignore', 'inherit'] });
-  console.log(`llm_webgpu bench: wrote ${path.relative(REPO, file)} (${(fs.statSync(file).size / 2 ** 20).toFixed(1)} MiB) in ${((Date.now() - t) / 1000).toFixed(0)} s`);
-  return file;
+  return args.model ? path.resolve(args.model) : benchModel(TYPE, { quick: QUICK, label: 'llm_webgpu bench' });
 }
 
 // Where a decoded token's time goes: the 1-token step (the last step size)
-// run alone at the end of the context's first half, 64 times with the logits
+// run alone from position 128, 64 times with the logits
 // read back each time (what generation does) and 64 times submitted without
 // a readback then one read (the GPU's own rate), and the GPU time per kernel.
 async function profile(model) {

@@ -11,6 +11,8 @@
 #ifndef RLX_SUBOPS_H
 #define RLX_SUBOPS_H
 
+#include <stdint.h>
+
 /* RLX_SUBOP_ROW(rule, M, ID, name) is M_BINARY(ID, name) for an op row of
  * shape rule binary, M_UNARY(ID, name) for unary, M_POINTWISE_GRAD(ID, name)
  * for grad_pointwise and M_NONE(ID, name) for any other rule, so that
@@ -80,5 +82,30 @@ typedef enum {
 #include "rlx_subops.def"
 #undef RLX_SUBOP
 } rlx_subop;
+
+/* The GPU kernels' code of a GGUF weight type (its WT row of
+ * include/rlx_subops.def) and its block (values, bytes), from
+ * include/rlx_gguf_types.def with no link to the quantization kernels (the
+ * browser's training module leaves them out); -1 for a type no GPU kernel
+ * reads.  rlx_wt_block gives the block of a WT code (0, 0 when unknown). */
+static inline int32_t rlx_wt_of_gguf_type(int32_t gguf_type, int32_t *block_elems, int32_t *block_bytes) {
+  switch (gguf_type) {
+#define RLX_GGUF_TYPE(ID, name, code, elems, bytes) \
+  case code: *block_elems = elems, *block_bytes = bytes; return RLX_SUBOP_WT_##ID;
+#include "rlx_gguf_types.def"
+#undef RLX_GGUF_TYPE
+    default: return -1;
+  }
+}
+
+static inline void rlx_wt_block(int32_t wt, int32_t *block_elems, int32_t *block_bytes) {
+  switch (wt) {
+#define RLX_GGUF_TYPE(ID, name, code, elems, bytes) \
+  case RLX_SUBOP_WT_##ID: *block_elems = elems, *block_bytes = bytes; return;
+#include "rlx_gguf_types.def"
+#undef RLX_GGUF_TYPE
+    default: *block_elems = 0, *block_bytes = 0; return;
+  }
+}
 
 #endif

@@ -21,25 +21,11 @@
 #include "../core/subops.h"
 #include "gl_plan.h"
 
-/* The kernels' code of a GGUF weight type (its WT row of
- * include/rlx_subops.def) and its block, from include/rlx_gguf_types.def
- * (no link to the quantization kernels: the browser's training module
- * leaves them out); -1 for an unknown code. */
-static int32_t wtype_of(int32_t qtype, int32_t *block_elems, int32_t *block_bytes) {
-  switch (qtype) {
-#define RLX_GGUF_TYPE(ID, name, code, elems, bytes) \
-  case code: *block_elems = elems, *block_bytes = bytes; return RLX_SUBOP_WT_##ID;
-#include "rlx_gguf_types.def"
-#undef RLX_GGUF_TYPE
-    default: return -1;
-  }
-}
-
 /* QT and the row stride (bytes) of the node's table; refuses a type the
  * kernels lack or rows past what a shader can index. */
 static rlx_status table_of(const rlx_gl_ctx *c, int32_t *qt, int32_t *stride) {
   int32_t qtype = ATTR_I(c->node, QTABLE, QTYPE), rows = ATTR_I(c->node, QTABLE, ROWS), elems = 1, bytes = 0;
-  *qt = wtype_of(qtype, &elems, &bytes);
+  *qt = rlx_wt_of_gguf_type(qtype, &elems, &bytes);
   if (*qt < 0)
     return rlx_error(RLX_ERR_UNSUPPORTED, "webgl: %s has no kernel for weight type %d", rlx_op_name(c->node->op),
                      (int)qtype);

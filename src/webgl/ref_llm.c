@@ -50,18 +50,8 @@ static float f16_at(const qtab *t, int32_t b) { return half_f(u16_at(t, b)); }
 static int is_float(int32_t qt) { return qt == RLX_SUBOP_WT_F32 || qt == RLX_SUBOP_WT_F16 || qt == RLX_SUBOP_WT_BF16; }
 
 static qtab qtab_of(const rlx_gl_pass *p, const float *words) {
-  qtab t = {words, rlx_gl_define_value(p, "QT", RLX_SUBOP_WT_F32), 1, 4};
-  switch (t.qt) {
-    case RLX_SUBOP_WT_Q8_0: t.be = 32, t.bb = 34; break;
-    case RLX_SUBOP_WT_Q4_0: t.be = 32, t.bb = 18; break;
-    case RLX_SUBOP_WT_Q4_1: t.be = 32, t.bb = 20; break;
-    case RLX_SUBOP_WT_Q5_0: t.be = 32, t.bb = 22; break;
-    case RLX_SUBOP_WT_Q5_1: t.be = 32, t.bb = 24; break;
-    case RLX_SUBOP_WT_Q4_K: t.be = 256, t.bb = 144; break;
-    case RLX_SUBOP_WT_Q5_K: t.be = 256, t.bb = 176; break;
-    case RLX_SUBOP_WT_Q6_K: t.be = 256, t.bb = 210; break;
-    default: break;
-  }
+  qtab t = {words, rlx_gl_define_value(p, "QT", RLX_SUBOP_WT_F32), 0, 0};
+  rlx_wt_block(t.qt, &t.be, &t.bb);
   return t;
 }
 

@@ -29,17 +29,6 @@
 #define TILE_N 64u
 #define ATTN_MAX_D 256u
 
-/* The sub-op code of GGUF type `code`, or -1 for a type no kernel reads. */
-static int32_t wt_subop(int32_t code) {
-  switch (code) {
-#define RLX_GGUF_TYPE(ID, name, code_, be, bb) \
-  case RLX_GGUF_TYPE_##ID: return RLX_SUBOP_WT_##ID;
-#include "rlx_gguf_types.def"
-#undef RLX_GGUF_TYPE
-    default: return -1;
-  }
-}
-
 /* The table of a matmul_q / gather_q node: sub-op code, rows, cols, row
  * stride in bytes. */
 typedef struct {
@@ -48,7 +37,8 @@ typedef struct {
 
 static rlx_status table_of(const rlx_wgpu_ctx *c, qtable *t) {
   const int32_t code = ATTR_I(c->node, QTABLE, QTYPE);
-  const int32_t sub = wt_subop(code);
+  int32_t elems, bytes;
+  const int32_t sub = rlx_wt_of_gguf_type(code, &elems, &bytes);
   uint64_t stride = 0;
   if (sub < 0 || rlx_gguf_row_bytes((rlx_gguf_type)code, ATTR_I(c->node, QTABLE, COLS), &stride) != RLX_OK)
     return rlx_error(RLX_ERR_UNSUPPORTED, "webgpu: %s: weight type %d has no WebGPU kernel", rlx_op_name(c->node->op),

@@ -120,6 +120,9 @@ test('the snippet on an explicit "webgl": WebGL2 render passes, synchronous runs
 test('backend probes in Chromium: WebGPU and WebGL2 are real here; a Worker without navigator.gpu says why',
   { skip: why ?? false, timeout: 30000 }, async () => {
     const { page, problems } = await newPage(browser);
+    // The page's own GPU cross-check (gpu-check.js) calls init_webgpu() on
+    // load, which would race the "before" reading below: it is left out.
+    await page.route('**/gpu-check.js', (route) => route.fulfill({ contentType: 'text/javascript', body: '' }));
     await page.goto(`${server.url}index.html?autostart=0`);
     const inPage = await page.evaluate(async () => {
       const m = await import('./pkg/rlx_web.js');

@@ -323,9 +323,12 @@ test('bad arguments are RlxErrors naming the function and the argument', async (
   await assert.rejects(model.generate('Hi', { stop: ['ok', ''] }), rlxError(/^GgufModel\.generate: options\.stop\[1\] must be a non-empty string/));
   await assert.rejects(model.generate('Hi', { seed: 2n ** 64n }), rlxError(/options\.seed/));
   // One generation at a time; free() during one ends it.
+  // (reset() is tried before anything is awaited: a small model's 64 tokens
+  // can be done by then; generate() takes the model when called, so the
+  // second one is refused however fast the first runs.)
   const running = model.generate('Hi', { maxTokens: 64, onToken: () => {} });
-  await assert.rejects(model.generate('Hi'), rlxError(/^GgufModel\.generate: a generation is already running/));
   assert.throws(() => model.reset(), rlxError(/^GgufModel\.reset: a generation is running/));
+  await assert.rejects(model.generate('Hi'), rlxError(/^GgufModel\.generate: a generation is already running/));
   model.free();
   const r = await running;
   assert.ok(['abort', 'maxTokens', 'eog'].includes(r.stoppedBy));
