@@ -85,5 +85,15 @@ rlx_status rlx_llm_generator_new_external(rlx_llm *m, const int32_t *prompt_ids,
                                           const rlx_llm_sampling *s, rlx_llm_generator **out);
 /* The sampled token next() will want evaluated, or -1. */
 int32_t rlx_llm_generator_pending(const rlx_llm_generator *gen);
+/* 1 when the generator's choice is the plain argmax of the logits (lowest
+ * id on ties): temperature 0 and no repetition penalty. */
+int rlx_llm_generator_greedy(const rlx_llm_generator *gen);
+/* next() for a greedy external generator whose caller evaluated the
+ * pending token and took the argmax of its logits itself (on the GPU):
+ * tok is that argmax, or -1 when the logits held NaN or +inf or were all
+ * -inf (RLX_ERR_NUMERIC, as the sampler refuses them).  The position
+ * advances past the pending token; the logits are not handed over. */
+rlx_status rlx_llm_generator_next_chosen(rlx_llm_generator *gen, int32_t tok, int32_t *id, const char **text,
+                                         size_t *len, int *done);
 
 #endif

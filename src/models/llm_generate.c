@@ -200,32 +200,25 @@ static rlx_status finish(rlx_llm_generator *gen, int32_t why, const char **text,
   return st == RLX_OK ? release(gen, gen->n_held, text, len) : st;
 }
 
-rlx_status rlx_llm_generator_next(rlx_llm_generator *gen, int32_t *id, const char **text, size_t *len, int *done) {
+/* The argument checks and resets of next() and next_chosen(); 0 when
+ * generation has already ended (nothing more to do). */
+static rlx_status begin_next(const char *fn, rlx_llm_generator *gen, int32_t *id, const char **text, size_t *len,
+                             int *done) {
   if (!gen || !id || !text || !len || !done)
-    return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_generator_next: %s is NULL",
+    return rlx_error(RLX_ERR_INVALID_ARG, "%s: %s is NULL", fn,
                      !gen ? "gen" : !id ? "id" : !text ? "text" : !len ? "len" : "done");
   *id = -1;
   *text = "";
   *len = 0;
   *done = gen->done;
-  if (gen->done) return RLX_OK;
+  return RLX_OK;
+}
+
+/* Takes token tok as the next one: end of generation, history, text, stop
+ * strings and max_tokens. */
+static rlx_status accept(rlx_llm_generator *gen, int32_t tok, int32_t *id, const char **text, size_t *len,
+                         int *done) {
   rlx_llm *m = gen->m;
-  const double t0 = now_seconds();
-  if (gen->stats.generated_tokens >= gen->s.max_tokens) return finish(gen, 0, text, len, done);
-  rlx_status st;
-  if (gen->pending >= 0) {
-    const int evaluated = gen->external && (size_t)m->pos == gen->n_history; /* by the caller */
-    if (!evaluated && m->pos >= m->info.n_ctx) return finish(gen, 4, text, len, done);
-    if (!gen->external && (st = rlx_llm_eval(m, &gen->pending, 1, NULL)) != RLX_OK) return st;
-  }
-  if (gen->external && (size_t)m->pos != gen->n_history)
-    return rlx_error(RLX_ERR_STATE, "rlx_llm_generator_next: %zu tokens are in the context, %d evaluated (hand the "
-                     "logits of the pending ones over with rlx_llm_set_logits first)", gen->n_history, (int)m->pos);
-  gen->pending = -1;
-  int32_t tok;
-  st = rlx_sampler_sample(gen->sampler, m->logits, m->info.n_vocab, gen->history, gen->n_history, &tok);
-  gen->stats.generate_seconds += now_seconds() - t0;
-  if (st != RLX_OK) return st;
   if (rlx_tokenizer_is_eog(m->tok, tok)) return finish(gen, 1, text, len, done);
   gen->history[gen->n_history++] = tok;
   gen->stats.generated_tokens++;
@@ -233,7 +226,7 @@ rlx_status rlx_llm_generator_next(rlx_llm_generator *gen, int32_t *id, const cha
   *id = tok;
   char piece[256];
   size_t n = 0;
-  st = rlx_detok_push(&gen->detok, m->tok, tok, piece, sizeof piece, &n);
+  rlx_status st = rlx_detok_push(&gen->detok, m->tok, tok, piece, sizeof piece, &n);
   if (st != RLX_OK) { /* a long piece: size it and push again */
     const size_t cap = n + 1;
     char *big = n > sizeof piece ? rlx_malloc(cap) : NULL;
@@ -256,6 +249,53 @@ rlx_status rlx_llm_generator_next(rlx_llm_generator *gen, int32_t *id, const cha
   }
   if (gen->stats.generated_tokens >= gen->s.max_tokens) return finish(gen, 0, text, len, done);
   return release(gen, safe, text, len);
+}
+
+rlx_status rlx_llm_generator_next(rlx_llm_generator *gen, int32_t *id, const char **text, size_t *len, int *done) {
+  rlx_status st = begin_next("rlx_llm_generator_next", gen, id, text, len, done);
+  if (st != RLX_OK || gen->done) return st;
+  rlx_llm *m = gen->m;
+  const double t0 = now_seconds();
+  if (gen->stats.generated_tokens >= gen->s.max_tokens) return finish(gen, 0, text, len, done);
+  if (gen->pending >= 0) {
+    const int evaluated = gen->external && (size_t)m->pos == gen->n_history; /* by the caller */
+    if (!evaluated && m->pos >= m->info.n_ctx) return finish(gen, 4, text, len, done);
+    if (!gen->external && (st = rlx_llm_eval(m, &gen->pending, 1, NULL)) != RLX_OK) return st;
+  }
+  if (gen->external && (size_t)m->pos != gen->n_history)
+    return rlx_error(RLX_ERR_STATE, "rlx_llm_generator_next: %zu tokens are in the context, %d evaluated (hand the "
+                     "logits of the pending ones over with rlx_llm_set_logits first)", gen->n_history, (int)m->pos);
+  gen->pending = -1;
+  int32_t tok;
+  st = rlx_sampler_sample(gen->sampler, m->logits, m->info.n_vocab, gen->history, gen->n_history, &tok);
+  gen->stats.generate_seconds += now_seconds() - t0;
+  if (st != RLX_OK) return st;
+  return accept(gen, tok, id, text, len, done);
+}
+
+int rlx_llm_generator_greedy(const rlx_llm_generator *gen) {
+  return gen && gen->s.temperature == 0.0f && (gen->s.repeat_penalty == 1.0f || gen->s.repeat_last_n == 0);
+}
+
+rlx_status rlx_llm_generator_next_chosen(rlx_llm_generator *gen, int32_t tok, int32_t *id, const char **text,
+                                         size_t *len, int *done) {
+  static const char fn[] = "rlx_llm_generator_next_chosen";
+  rlx_status st = begin_next(fn, gen, id, text, len, done);
+  if (st != RLX_OK || gen->done) return st;
+  rlx_llm *m = gen->m;
+  if (!gen->external || !rlx_llm_generator_greedy(gen))
+    return rlx_error(RLX_ERR_STATE, "%s: only for a greedy generator whose model the caller evaluates", fn);
+  if (gen->pending < 0 || (size_t)m->pos + 1 != gen->n_history)
+    return rlx_error(RLX_ERR_STATE, "%s: the pending token must be the only one not evaluated (%zu in the context, "
+                     "%d evaluated)", fn, gen->n_history, (int)m->pos);
+  if (tok < 0 || tok >= m->info.n_vocab)
+    return rlx_error(tok == -1 ? RLX_ERR_NUMERIC : RLX_ERR_INVALID_ARG,
+                     tok == -1 ? "%s: the logits after token %d hold NaN or +inf, or are all -inf"
+                               : "%s: token %d is outside the vocabulary", fn, tok == -1 ? (int)gen->pending : (int)tok);
+  if (gen->stats.generated_tokens >= gen->s.max_tokens) return finish(gen, 0, text, len, done);
+  m->pos++; /* the caller evaluated the pending token (its logits stay with the caller) */
+  gen->pending = -1;
+  return accept(gen, tok, id, text, len, done);
 }
 
 void rlx_llm_generator_stats(const rlx_llm_generator *gen, rlx_llm_stats *stats) {

@@ -54,14 +54,19 @@ static rlx_node norm(step_builder *b, rlx_node x, const llm_weight *w) {
   return rlx_rms_norm(b->g, x, param_of(b, w), b->m->info.rms_eps);
 }
 
+/* y[n, H, D] -> [H, n, D]; for one token a reshape (a view: no copy). */
+static rlx_node head_major(step_builder *b, rlx_node y, int32_t h) {
+  int32_t d3[3] = {h, 1, b->m->info.head_dim}, perm[3] = {1, 0, 2};
+  return b->n == 1 ? rlx_reshape(b->g, y, 3, d3) : rlx_permute(b->g, y, perm);
+}
+
 /* x[n, H * D] -> [H, n, D], normed per head when qk_norm is present, rotated. */
 static rlx_node heads(step_builder *b, rlx_node x, int32_t h, const llm_weight *qk_norm) {
   const rlx_llm_info *in = &b->m->info;
-  int32_t d3[3] = {b->n, h, in->head_dim}, perm[3] = {1, 0, 2};
+  int32_t d3[3] = {b->n, h, in->head_dim};
   rlx_node y = rlx_reshape(b->g, x, 3, d3);
   if (qk_norm && qk_norm->qtype >= 0) y = norm(b, y, qk_norm);
-  y = rlx_permute(b->g, y, perm);
-  return rlx_rope_ext(b->g, y, b->pos, in->rope_theta, 0, in->rope_neox ? 0 : 1);
+  return rlx_rope_ext(b->g, head_major(b, y, h), b->pos, in->rope_theta, 0, in->rope_neox ? 0 : 1);
 }
 
 static rlx_node cache_param(step_builder *b, const char *kind, int32_t l) {
@@ -79,8 +84,8 @@ static rlx_node layer(step_builder *b, rlx_node x, int32_t l) {
   rlx_node h = norm(b, x, &L->attn_norm);
   rlx_node q = heads(b, linear_bias(b, h, &L->wq, &L->bq), in->n_head, &L->q_norm);
   rlx_node k = heads(b, linear_bias(b, h, &L->wk, &L->bk), in->n_head_kv, &L->k_norm);
-  int32_t d3[3] = {b->n, in->n_head_kv, in->head_dim}, perm[3] = {1, 0, 2};
-  rlx_node v = rlx_permute(g, rlx_reshape(g, linear_bias(b, h, &L->wv, &L->bv), 3, d3), perm);
+  int32_t d3[3] = {b->n, in->n_head_kv, in->head_dim};
+  rlx_node v = head_major(b, rlx_reshape(g, linear_bias(b, h, &L->wv, &L->bv), 3, d3), in->n_head_kv);
   rlx_node a = rlx_attention_kv(g, q, k, v, cache_param(b, "k", l), cache_param(b, "v", l), b->pos,
                                 1.0f / sqrtf((float)in->head_dim));
   int32_t d2[2] = {b->n, in->n_head * in->head_dim};
@@ -101,7 +106,7 @@ rlx_status rlx_llm_build_step(const rlx_llm *m, int32_t n, rlx_graph **out, rlx_
   const llm_weight *e = &m->token_embd;
   rlx_node x = rlx_gather_q(b.g, param_of(&b, e), ids, e->qtype, e->rows, e->cols);
   for (int32_t l = 0; l < in->n_layer; l++) x = layer(&b, x, l);
-  x = norm(&b, rlx_narrow(b.g, x, 0, n - 1, 1), &m->output_norm);
+  x = norm(&b, n == 1 ? x : rlx_narrow(b.g, x, 0, n - 1, 1), &m->output_norm);
   *logits = linear(&b, x, in->tied_output ? &m->token_embd : &m->output);
   rlx_status st = rlx_graph_status(b.g);
   if (st != RLX_OK) {

@@ -136,6 +136,19 @@ int32_t w_generator_next(rlx_llm_generator *gen, int32_t *id, const char **text,
   *done = d;
   return st;
 }
+EXPORT(rlx_llm_generator_greedy) int32_t w_generator_greedy(const rlx_llm_generator *gen) {
+  return rlx_llm_generator_greedy(gen);
+}
+
+EXPORT(rlx_llm_generator_next_chosen)
+int32_t w_generator_next_chosen(rlx_llm_generator *gen, int32_t tok, int32_t *id, const char **text, size_t *len,
+                                int32_t *done) {
+  int d = 0;
+  rlx_status st = rlx_llm_generator_next_chosen(gen, tok, id, text, len, &d);
+  *done = d;
+  return st;
+}
+
 /* out[5] = {prompt_tokens, generated_tokens, prompt_seconds,
  * generate_seconds, stopped_by}. */
 EXPORT(rlx_llm_generator_stats) void w_generator_stats(const rlx_llm_generator *gen, double *out) {

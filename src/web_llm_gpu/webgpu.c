@@ -2,6 +2,7 @@
  * WebGPU (web/runtime/llm_webgpu.js runs its plan through webgpu.js, with
  * src/web/exports_webgpu.c linked into the module too). */
 #include "../models/llm.h"
+#include "../webgpu/wgpu.h"
 
 #define EXPORT(name) __attribute__((export_name(#name)))
 
@@ -12,3 +13,7 @@ EXPORT(rlx_llm_webgpu_step) rlx_session *w_webgpu_step(const rlx_llm *m, int32_t
   rlx_session *s = NULL;
   return rlx_llm_compile_step(m, k, RLX_DEVICE_WEBGPU, &s) == RLX_OK ? s : NULL;
 }
+
+/* The WGSL source of an embedded kernel the JS side runs on its own
+ * (llm_argmax: greedy decoding on the GPU); NULL when unknown. */
+EXPORT(rlx_llm_webgpu_shader) const char *w_webgpu_shader(const char *name) { return rlx_wgsl_source(name); }

@@ -18,6 +18,7 @@
 
 #include "rlx_models.h"
 
+#include "../../src/models/llm.h"
 #include "assert_text.h"
 #include "check_alloc.h"
 
@@ -349,6 +350,116 @@ static void generator_steps(void **state) {
   rlx_llm_free(m);
 }
 
+/* Greedy decoding done by the caller (the WebGPU path: the argmax taken on
+ * the GPU, rlx_llm_generator_next_chosen): a second model plays the GPU;
+ * the ids, text and end equal the library's own greedy generation, with a
+ * stop string and at max_tokens; wrong uses are refused. */
+static size_t chosen_run(rlx_llm *m, rlx_llm *gpu, const int32_t *prompt, size_t n, const rlx_llm_sampling *s,
+                         int32_t *ids, char *text, rlx_llm_stats *st) {
+  rlx_llm_info in;
+  rlx_llm_get_info(m, &in);
+  float *logits = malloc((size_t)in.n_vocab * sizeof(float));
+  rlx_llm_generator *gen;
+  assert_int_equal(rlx_llm_generator_new_external(m, prompt, n, s, &gen), RLX_OK);
+  assert_true(rlx_llm_generator_greedy(gen));
+  rlx_llm_reset(gpu);
+  assert_int_equal(rlx_llm_eval(gpu, prompt, n, logits), RLX_OK);
+  assert_int_equal(rlx_llm_set_logits(m, logits, (int32_t)n), RLX_OK);
+  int32_t id;
+  const char *piece;
+  size_t len, n_ids = 0, n_text = 0;
+  int done = 0;
+  /* before a token is pending there is nothing to choose after */
+  assert_int_equal(rlx_llm_generator_next_chosen(gen, 1, &id, &piece, &len, &done), RLX_ERR_STATE);
+  assert_int_equal(rlx_llm_generator_next(gen, &id, &piece, &len, &done), RLX_OK);
+  for (;;) {
+    if (id >= 0) ids[n_ids++] = id;
+    memcpy(text + n_text, piece, len);
+    n_text += len;
+    if (done) break;
+    int32_t pending = rlx_llm_generator_pending(gen), best = 0;
+    assert_int_equal(rlx_llm_eval(gpu, &pending, 1, logits), RLX_OK);
+    for (int32_t v = 1; v < in.n_vocab; v++)
+      if (logits[v] > logits[best]) best = v;
+    assert_int_equal(rlx_llm_generator_next_chosen(gen, best, &id, &piece, &len, &done), RLX_OK);
+  }
+  text[n_text] = 0;
+  rlx_llm_generator_stats(gen, st);
+  assert_int_equal(rlx_llm_position(m), (int32_t)(n + n_ids) - 1); /* the last token sampled, not evaluated */
+  rlx_llm_generator_free(gen);
+  free(logits);
+  return n_ids;
+}
+
+static void chosen_generator(void **state) {
+  (void)state;
+  rlx_llm *m = open_or_fail(SPM_MODEL, 64), *gpu = open_or_fail(SPM_MODEL, 64);
+  int32_t prompt[64], ids[64];
+  size_t n = tokenize(m, "The miller counted the sacks", prompt, 64);
+  rlx_llm_sampling s = rlx_llm_sampling_default();
+  s.max_tokens = 20;
+  static collected want, want_stop;
+  rlx_llm_stats st_want = generate(m, "The miller counted the sacks", &s, &want), st;
+  char text[4096];
+  size_t got = chosen_run(m, gpu, prompt, n, &s, ids, text, &st);
+  assert_int_equal(got, 20);
+  assert_int_equal(st.stopped_by, st_want.stopped_by);
+  assert_memory_equal(ids, want.ids, got * sizeof(int32_t));
+  assert_string_equal(text, want.text);
+  /* a stop string in the middle: the same cut */
+  char stop_text[8];
+  memcpy(stop_text, want.text + want.len / 2, 3);
+  stop_text[3] = 0;
+  const char *stops[] = {stop_text};
+  s.stop = stops;
+  s.n_stop = 1;
+  rlx_llm_stats st_stop = generate(m, "The miller counted the sacks", &s, &want_stop);
+  chosen_run(m, gpu, prompt, n, &s, ids, text, &st);
+  assert_int_equal(st.stopped_by, 2);
+  assert_int_equal(st_stop.stopped_by, 2);
+  assert_string_equal(text, want_stop.text);
+  s.n_stop = 0;
+
+  /* refusals: not external, not greedy, a token outside the vocab, -1 (bad logits) */
+  rlx_llm_generator *gen;
+  int32_t id;
+  const char *piece;
+  size_t len;
+  int done;
+  assert_int_equal(rlx_llm_generator_new(m, prompt, n, &s, &gen), RLX_OK);
+  assert_int_equal(rlx_llm_generator_next(gen, &id, &piece, &len, &done), RLX_OK);
+  assert_int_equal(rlx_llm_generator_next_chosen(gen, 1, &id, &piece, &len, &done), RLX_ERR_STATE);
+  assert_contains(rlx_last_error(), "greedy");
+  rlx_llm_generator_free(gen);
+  s.temperature = 0.7f;
+  assert_int_equal(rlx_llm_generator_new_external(m, prompt, n, &s, &gen), RLX_OK);
+  assert_false(rlx_llm_generator_greedy(gen));
+  rlx_llm_generator_free(gen);
+  s.temperature = 0.0f;
+  s.repeat_penalty = 1.3f;
+  assert_int_equal(rlx_llm_generator_new_external(m, prompt, n, &s, &gen), RLX_OK);
+  assert_false(rlx_llm_generator_greedy(gen));
+  rlx_llm_generator_free(gen);
+  s.repeat_penalty = 1.0f;
+  rlx_llm_info in;
+  rlx_llm_get_info(m, &in);
+  float *logits = malloc((size_t)in.n_vocab * sizeof(float));
+  assert_int_equal(rlx_llm_generator_new_external(m, prompt, n, &s, &gen), RLX_OK);
+  rlx_llm_reset(gpu);
+  assert_int_equal(rlx_llm_eval(gpu, prompt, n, logits), RLX_OK);
+  assert_int_equal(rlx_llm_set_logits(m, logits, (int32_t)n), RLX_OK);
+  assert_int_equal(rlx_llm_generator_next(gen, &id, &piece, &len, &done), RLX_OK);
+  assert_int_equal(rlx_llm_generator_next_chosen(gen, 1 << 30, &id, &piece, &len, &done), RLX_ERR_INVALID_ARG);
+  assert_contains(rlx_last_error(), "outside the vocabulary");
+  assert_int_equal(rlx_llm_generator_next_chosen(gen, -1, &id, &piece, &len, &done), RLX_ERR_NUMERIC);
+  assert_contains(rlx_last_error(), "NaN");
+  assert_int_equal(rlx_llm_position(m), (int32_t)n); /* nothing taken */
+  rlx_llm_generator_free(gen);
+  free(logits);
+  rlx_llm_free(gpu);
+  rlx_llm_free(m);
+}
+
 /* Every allocation of open and of a short generation may fail: a status,
  * no leak (the checking allocator counts live bytes). */
 static void allocation_failures(void **state) {
@@ -395,6 +506,7 @@ int main(void) {
       cmocka_unit_test(open_refusals),   cmocka_unit_test(info_and_tokens),
       cmocka_unit_test(eval_splits_agree), cmocka_unit_test(context_limit_and_bad_ids),
       cmocka_unit_test(generation),      cmocka_unit_test(generator_steps),
+      cmocka_unit_test(chosen_generator),
       cmocka_unit_test(allocation_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

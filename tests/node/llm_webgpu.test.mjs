@@ -134,6 +134,42 @@ if (missing.length) {
     }
   });
 
+  test('greedy decoding on the GPU (argmax there, steps ahead of the host) ends where the CPU ends', async () => {
+    const cpu = await onCpu('llama-q8_0');
+    const g = await onGpu('llama-q8_0');
+    try {
+      const want = await cpu.generate(PROMPT, { maxTokens: 24 });
+      const got = await g.generate(PROMPT, { maxTokens: 24 });
+      assert.deepEqual(got.ids, want.ids);
+      assert.equal(got.text, want.text);
+      assert.equal(got.stoppedBy, 'maxTokens');
+      assert.equal(g.position, cpu.position, 'the last token is sampled, not evaluated, on both');
+      assert.ok(g.gpu.argmax, 'the argmax ran on the GPU');
+      // the steps the GPU ran past the end left nothing the next eval reads
+      closeLogits(await g.eval([7, 8]), cpu.eval([7, 8]), 'eval after a greedy run');
+      // a stop string in the middle: the same cut, though the GPU had run steps ahead
+      const stop = want.text.slice(Math.floor(want.text.length / 2), Math.floor(want.text.length / 2) + 3);
+      const cutWant = await cpu.generate(PROMPT, { maxTokens: 24, stop: [stop] });
+      const cutGot = await g.generate(PROMPT, { maxTokens: 24, stop: [stop] });
+      assert.equal(cutWant.stoppedBy, 'stop');
+      assert.deepEqual([cutGot.stoppedBy, cutGot.text, cutGot.ids], [cutWant.stoppedBy, cutWant.text, cutWant.ids]);
+      assert.equal(g.position, cpu.position);
+      // a repetition penalty is not a plain argmax: the logits come back to the host's sampler
+      const penWant = await cpu.generate(PROMPT, { maxTokens: 12, repeatPenalty: 1.5 });
+      const penGot = await g.generate(PROMPT, { maxTokens: 12, repeatPenalty: 1.5 });
+      assert.deepEqual(penGot.ids, penWant.ids);
+      // stopped by the caller after 3 tokens: nothing left running, the model usable at once
+      let seen = 0;
+      const early = await g.generate(PROMPT, { maxTokens: 24, onToken: () => ++seen < 3 });
+      assert.equal(early.stoppedBy, 'callback');
+      assert.deepEqual(early.ids, want.ids.slice(0, 3));
+      closeLogits(await g.logits([3, 4, 5]), cpu.logits([3, 4, 5]), 'logits after a stopped run');
+    } finally {
+      g.free();
+      cpu.free();
+    }
+  });
+
   test("backend 'auto' keeps the CPU where WebGPU is missing or a software adapter, and says why", async () => {
     const none = await loadGguf(fixture('qwen3-q4_k'), { simd: 'simd128' }); // Node has no navigator.gpu
     assert.equal(none.info.backend, 'cpu');

@@ -759,32 +759,47 @@ export class GgufModel {
       let stoppedBy = null;
       let generateMs = 0;
       let lastYield = now();
-      while (stoppedBy === null) {
-        if (signal?.aborted || this.freeLater || stopRequested()) { stoppedBy = 'abort'; break; }
-        const t = now();
-        const pending = this.gpu ? m.call('rlx_llm_generator_pending', gen) : -1;
-        if (pending >= 0 && m.call('rlx_llm_position', h) < this.info.nCtx) await this.gpu.eval(fn, [pending]);
-        m.check(m.call('rlx_llm_generator_next', gen, scratch + 4, scratch + 8, scratch + 12, scratch + 16), `${fn}: `);
-        generateMs += now() - t;
-        const [, id, textPtr, len, done] = m.i32(scratch, 5);
-        const piece = len ? m.decoder.decode(m.u8(textPtr >>> 0, len >>> 0)) : '';
-        if (id >= 0) ids.push(id);
-        text += piece;
-        if ((id >= 0 || piece) && push({ text: piece, id }) && !done) {
-          await yieldToEvents(); // a for-await loop reads the piece (and may leave) before the next token
-          lastYield = now();
+      // Greedy on WebGPU: the argmax is taken on the GPU and the next steps
+      // are submitted before the host reads it (./llm_gpu_greedy.js).
+      const onGpu = this.gpu?.greedy && m.call('rlx_llm_generator_greedy', gen) === 1;
+      let decoder = null;
+      try {
+        while (stoppedBy === null) {
+          if (signal?.aborted || this.freeLater || stopRequested()) { stoppedBy = 'abort'; break; }
+          const t = now();
+          const pending = this.gpu ? m.call('rlx_llm_generator_pending', gen) : -1;
+          const pos = m.call('rlx_llm_position', h);
+          if (pending >= 0 && pos < this.info.nCtx && onGpu) {
+            decoder ??= this.gpu.greedy(fn, pending, pos, Math.min(maxTokens - ids.length, this.info.nCtx - pos));
+            const chosen = await decoder.next();
+            m.check(m.call('rlx_llm_generator_next_chosen', gen, chosen, scratch + 4, scratch + 8, scratch + 12, scratch + 16), `${fn}: `);
+          } else {
+            if (pending >= 0 && pos < this.info.nCtx) await this.gpu.eval(fn, [pending]);
+            m.check(m.call('rlx_llm_generator_next', gen, scratch + 4, scratch + 8, scratch + 12, scratch + 16), `${fn}: `);
+          }
+          generateMs += now() - t;
+          const [, id, textPtr, len, done] = m.i32(scratch, 5);
+          const piece = len ? m.decoder.decode(m.u8(textPtr >>> 0, len >>> 0)) : '';
+          if (id >= 0) ids.push(id);
+          text += piece;
+          if ((id >= 0 || piece) && push({ text: piece, id }) && !done) {
+            await yieldToEvents(); // a for-await loop reads the piece (and may leave) before the next token
+            lastYield = now();
+          }
+          const more = (id >= 0 || piece) && onToken ? onToken(piece, id) !== false : true;
+          if (done) {
+            m.call('rlx_llm_generator_stats', gen, statsPtr);
+            stoppedBy = STOPPED_BY[m.f64(statsPtr, 5)[4]] ?? 'maxTokens';
+          } else if (!more) {
+            stoppedBy = 'callback';
+          }
+          if (stoppedBy === null && now() - lastYield >= YIELD_MS) {
+            await yieldToEvents();
+            lastYield = now();
+          }
         }
-        const more = (id >= 0 || piece) && onToken ? onToken(piece, id) !== false : true;
-        if (done) {
-          m.call('rlx_llm_generator_stats', gen, statsPtr);
-          stoppedBy = STOPPED_BY[m.f64(statsPtr, 5)[4]] ?? 'maxTokens';
-        } else if (!more) {
-          stoppedBy = 'callback';
-        }
-        if (stoppedBy === null && now() - lastYield >= YIELD_MS) {
-          await yieldToEvents();
-          lastYield = now();
-        }
+      } finally {
+        await decoder?.close(); // nothing of this generation is left running on the GPU
       }
       m.call('rlx_llm_generator_stats', gen, statsPtr);
       const [promptTokens, generatedTokens] = m.f64(statsPtr, 5);

@@ -15,11 +15,13 @@
 //   const { device, software } = await webGpuDevice(fn, options.gpu);
 //   const steps = new LlmWebGpu(mod, handle, device, info);
 //   const logits = await steps.eval(ids);   // at the model's position; advances it
+//   const dec = steps.greedy(fn, id, pos, n); // greedy tokens decoded on the GPU (./llm_gpu_greedy.js)
 //   steps.free();                           // before the model
 import { RlxError } from './loader.js';
 import { WebGpuSession, WebGpuUnavailableError } from './webgpu.js';
 import { softwareAdapter } from './backends.js';
 import { LlmGpuSteps, gpuUnavailable } from './llm_gpu_steps.js';
+import { GreedyDecoder, greedyKernel } from './llm_gpu_greedy.js';
 
 /** An RlxError for a WebGPU that cannot run the model here; reason 'unavailable' (or the executor's). */
 export function webGpuUnavailable(fn, why, reason = 'unavailable') {
@@ -77,7 +79,18 @@ export class LlmWebGpu extends LlmGpuSteps {
     this.device = device;
     this.shared = new Map(); // param name -> GPUBuffer: weights and caches, one set
     this.lost = null;
+    this.argmax = null; // the greedy kernel (./llm_gpu_greedy.js), made on first use
     device.lost?.then((info2) => { this.lost = info2; });
+  }
+
+  /** Greedy tokens decoded on the GPU after firstId at position pos, at most limit of them: a GreedyDecoder. */
+  greedy(fn, firstId, pos, limit) {
+    return new GreedyDecoder(this, fn, firstId, pos, limit);
+  }
+
+  greedyKernel(session) {
+    this.argmax ??= greedyKernel(this, session);
+    return this.argmax;
   }
 
   compile(k) {
@@ -97,6 +110,8 @@ export class LlmWebGpu extends LlmGpuSteps {
   }
 
   freeShared() {
+    this.argmax?.destroy();
+    this.argmax = null;
     for (const b of this.shared.values()) b.destroy();
     this.shared.clear();
   }

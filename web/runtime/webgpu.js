@@ -404,9 +404,12 @@ export class WebGpuSession extends Executor {
    * options.read false nothing is read back and it resolves to null once
    * the run is submitted (a language model's prompt steps before the last:
    * the next submit runs after it on the queue, without a round trip).
+   * options.encode(encoder), when given, adds commands after the
+   * dispatches to the run's command buffer (see gpuValue()).
    */
   run(feeds, options = undefined) {
     const read = options?.read !== false;
+    const encode = options?.encode;
     try {
       this.feedAll(feeds);
     } catch (err) {
@@ -437,6 +440,7 @@ export class WebGpuSession extends Executor {
         const [b, offset, size] = a.from;
         if (b !== a.buffer || offset !== 0) enc.copyBufferToBuffer(this.buffers[b], offset, this.buffers[a.buffer], 0, size);
       }
+      encode?.(enc);
       if (read) {
         plan.outputs.forEach((o, i) => {
           const [b, offset, size] = o.value;
@@ -501,6 +505,23 @@ export class WebGpuSession extends Executor {
   }
 
   outputShape(i) { return this.plan.outputs[i]?.shape.slice(); }
+  /**
+   * Where a value lives on the GPU once prepared: ('output', i) or
+   * ('input', name) -> { buffer, offset, size } (bytes), for commands a
+   * caller adds to a run (run's options.encode): e.g. reading the logits
+   * and writing the next token's id without a round trip to the host.
+   */
+  gpuValue(kind, which) {
+    if (!this.ready) throw new Error('gpuValue: prepare() the session first');
+    const { plan } = this;
+    if (kind === 'output') {
+      const [b, offset, size] = plan.outputs[which].value;
+      return { buffer: this.buffers[b], offset, size };
+    }
+    const inp = plan.inputs[this._index(this.inputs, 'input', which)];
+    return { buffer: this.buffers[inp.buffer], offset: 0, size: inp.size };
+  }
+
   get dispatchCount() { return this.plan.steps.length; }
   get pipelineCount() { return this.plan.pipelines.length; }
 
