@@ -1,5 +1,6 @@
-/* lower_attention.c - WebGPU lowerings of the sequence ops: rope (a
- * cos/sin table by rope.wgsl, applied by rope_apply.wgsl), attention with
+/* lower_attention.c - WebGPU lowerings of the sequence ops: rope (one
+ * dispatch, rope_fused.wgsl, for heads up to D = 128; wider ones a cos/sin
+ * table by rope.wgsl, applied by rope_apply.wgsl), attention with
  * every mask kind (attention.wgsl, flash style) and its gradient
  * attention_grad: the per-row logsumexp and dy . y (attention.wgsl, MODE 1)
  * into scratch, then dq per query block (attention_grad_dq.wgsl) and dk, dv
@@ -11,8 +12,8 @@
  * Tolerances against the CPU executor: attention and its gradient sum in
  * f32 over D and the keys (the CPU keeps softmax sums in double): ~1e-6
  * relative for the test sizes, growing like sqrt(Sk) eps.  rope: the
- * angle is reduced exactly (see rope.wgsl), so the error is a few 1e-7 at
- * any position below 2^31; only heads with D/2 > 203 fall back to f32
+ * angle is reduced exactly (see _rope_turns.wgsl), so the error is a few
+ * 1e-7 at any position below 2^31; only heads with D/2 > 448 fall back to f32
  * frequencies, about position * 1e-7 radians (1e-2 at position 1e5). */
 #include <math.h>
 #include <string.h>
@@ -21,7 +22,7 @@
 
 /* ---- rope ---- */
 
-#define ROPE_FREQS 29 /* (96 - 8) / 3 uniform words */
+#define ROPE_FREQS ((RLX_WGPU_MAX_UNIFORM - 8) / 3) /* 64: the frequencies one uniform holds */
 
 /* Top 12 significant bits of v (exact). */
 static float top12(float v) {
@@ -32,17 +33,59 @@ static float top12(float v) {
   return v;
 }
 
+/* The uniform of rope.wgsl and rope_fused.wgsl: the header (threads, S, D,
+ * D/2, pos0, i0, n_i, inverse), then per frequency i in [i0, i0 + n_i)
+ * g_i = freq_i / (2 pi) (turns per position, in double) split into a, b, c
+ * so that the shader's products are exact (_rope_turns.wgsl). */
+static void rope_uniform(rlx_wgpu_dispatch *d, const rlx_node_t *n, uint32_t threads, uint32_t S, uint32_t D,
+                         uint32_t i0, uint32_t n_i) {
+  double theta = ATTR_F(n, ROPE, THETA);
+  rlx_wgpu_u32(d, threads);
+  rlx_wgpu_u32(d, S);
+  rlx_wgpu_u32(d, D);
+  rlx_wgpu_u32(d, D / 2);
+  rlx_wgpu_u32(d, (uint32_t)ATTR_I(n, ROPE, POS_OFFSET));
+  rlx_wgpu_u32(d, i0);
+  rlx_wgpu_u32(d, n_i);
+  rlx_wgpu_u32(d, n->n_iattr > 1 && ATTR_I(n, ROPE, INVERSE) ? 1u : 0u);
+  if (n_i > ROPE_FREQS) { /* FREQ_GPU */
+    rlx_wgpu_f32(d, (float)(-2.0 * log2(theta) / (double)D));
+    return;
+  }
+  for (uint32_t i = i0; i < i0 + n_i; i++) {
+    double g = pow(theta, -2.0 * (double)i / (double)D) / (2.0 * 3.14159265358979323846);
+    float a = top12((float)g);
+    double rest = g - (double)a;
+    float b = top12((float)rest);
+    rlx_wgpu_f32(d, a);
+    rlx_wgpu_f32(d, b);
+    rlx_wgpu_f32(d, (float)(rest - (double)b));
+  }
+}
+
 /* (x[..., S, D][, offset i32 [1]]) -> y[..., S, D], D even; attributes
- * theta, pos_offset, inverse, mode: the cos/sin table [S, D] into scratch
- * (rope.wgsl, one dispatch per 29 frequencies; it reads the offset), then
- * the rotation of every slice (rope_apply.wgsl; mode 1: adjacent pairs). */
+ * theta, pos_offset, inverse, mode (1: adjacent pairs).  Heads of at most
+ * 64 frequencies (D <= 128): one dispatch (rope_fused.wgsl) computing each
+ * pair's cos/sin and rotating it.  Wider heads: the cos/sin table [S, D]
+ * into scratch (rope.wgsl, one dispatch per 64 frequencies; it reads the
+ * offset), then the rotation of every slice (rope_apply.wgsl). */
 rlx_status rlx_wgpu_lower_rope(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   const int has_offset = c->node->n_inputs > 1;
+  const uint32_t pairs = ATTR_I(c->node, ROPE, MODE) == 1;
   const rlx_shape *s = &c->in_node[0]->shape;
   uint32_t D = (uint32_t)s->dims[s->rank - 1], S = (uint32_t)s->dims[s->rank - 2], half = D / 2;
   size_t rows = rlx_shape_numel(s) / D, table_bytes = (size_t)S * D * sizeof(float);
-  double theta = ATTR_F(c->node, ROPE, THETA);
-  uint32_t inverse = c->node->n_iattr > 1 && ATTR_I(c->node, ROPE, INVERSE) ? 1u : 0u;
+  if (half <= ROPE_FREQS) {
+    rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "rope_fused");
+    rlx_wgpu_override(d, "PAIRS", pairs);
+    rlx_wgpu_override(d, "OFFSET", (uint32_t)has_offset);
+    rlx_wgpu_bind(d, RLX_WB_INPUT, 0, 0, 0, 0);
+    rlx_wgpu_bind(d, RLX_WB_INPUT, has_offset, 0, 0, 0); /* x again (not read) when there is no offset */
+    rlx_wgpu_bind(d, RLX_WB_OUTPUT, 0, 0, 0, 1);
+    rope_uniform(d, c->node, (uint32_t)(rows * half), S, D, 0, half);
+    rlx_wgpu_grid1d(d, rows * half, 256);
+    return RLX_OK;
+  }
   int gpu_freqs = half > ROPE_FREQS * (RLX_WGPU_MAX_DISPATCH - 1);
   uint32_t per = gpu_freqs ? half : ROPE_FREQS;
   out->scratch_bytes = rlx_wgpu_align256(table_bytes);
@@ -53,32 +96,11 @@ rlx_status rlx_wgpu_lower_rope(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
     rlx_wgpu_override(d, "OFFSET", (uint32_t)has_offset);
     rlx_wgpu_bind(d, RLX_WB_SCRATCH, 0, 0, table_bytes, 1);
     rlx_wgpu_bind(d, RLX_WB_INPUT, has_offset, 0, 0, 0); /* x (not read) when there is no offset */
-    rlx_wgpu_u32(d, S * n_i);
-    rlx_wgpu_u32(d, S);
-    rlx_wgpu_u32(d, D);
-    rlx_wgpu_u32(d, half);
-    rlx_wgpu_u32(d, (uint32_t)ATTR_I(c->node, ROPE, POS_OFFSET));
-    rlx_wgpu_u32(d, i0);
-    rlx_wgpu_u32(d, n_i);
-    rlx_wgpu_u32(d, inverse);
-    if (gpu_freqs) {
-      rlx_wgpu_f32(d, (float)(-2.0 * log2(theta) / (double)D));
-    } else {
-      for (uint32_t i = i0; i < i0 + n_i; i++) {
-        /* turns per position, split so that the shader's products are exact */
-        double g = pow(theta, -2.0 * (double)i / (double)D) / (2.0 * 3.14159265358979323846);
-        float a = top12((float)g);
-        double rest = g - (double)a;
-        float b = top12((float)rest);
-        rlx_wgpu_f32(d, a);
-        rlx_wgpu_f32(d, b);
-        rlx_wgpu_f32(d, (float)(rest - (double)b));
-      }
-    }
+    rope_uniform(d, c->node, S * n_i, S, D, i0, n_i);
     rlx_wgpu_grid1d(d, (size_t)S * n_i, 256);
   }
   rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "rope_apply");
-  rlx_wgpu_override(d, "PAIRS", ATTR_I(c->node, ROPE, MODE) == 1);
+  rlx_wgpu_override(d, "PAIRS", pairs);
   rlx_wgpu_bind(d, RLX_WB_INPUT, 0, 0, 0, 0);
   rlx_wgpu_bind(d, RLX_WB_SCRATCH, 0, 0, table_bytes, 0);
   rlx_wgpu_bind(d, RLX_WB_OUTPUT, 0, 0, 0, 1);

@@ -116,7 +116,10 @@ static void steps_and_pipelines(rlx_text *o, rlx_session *s, const buffer_ids *b
       rlx_text_printf(o, "],\"uniform\":%zu,\"words\":[", uoff);
       for (int32_t k = 0; k < d->n_uniform; k++) rlx_text_printf(o, "%s%u", k ? "," : "", (unsigned)d->uniform[k]);
       rlx_text_printf(o, "],\"groups\":[%u,%u,%u]}", (unsigned)d->groups[0], (unsigned)d->groups[1], (unsigned)d->groups[2]);
-      uoff += (size_t)d->n_uniform * 4 <= 256 ? 256 : 512;
+      /* a 256-byte slot per dispatch (the offset alignment), more for the
+       * few with more words; each binds RLX_WGPU_UNIFORM_BINDING bytes from
+       * its slot, so the buffer ends that far past the last slot */
+      uoff += (size_t)d->n_uniform * 4 <= 256 ? 256 : ((size_t)d->n_uniform * 4 + 255) / 256 * 256;
     }
   }
   rlx_text_puts(o, "]");

@@ -28,7 +28,10 @@
 #include "../compile/plan.h"
 
 #define RLX_WGPU_MAX_BINDINGS 8
-#define RLX_WGPU_MAX_UNIFORM 96 /* u32 words */
+/* u32 words: 8 header words + 3 per frequency of a 128-wide rope head
+ * (rope_fused.wgsl).  A dispatch's uniform slot is sized by the words it
+ * uses (plan_json.c), so only such dispatches take the larger slots. */
+#define RLX_WGPU_MAX_UNIFORM 200
 #define RLX_WGPU_MAX_OVERRIDES 8
 #define RLX_WGPU_MAX_DISPATCH 8 /* per op */
 

@@ -163,6 +163,18 @@ const op_case rlx_cases_llm[] = {
     ROPE_EXT("rope_offset4099_pairs_long_s_1x70x16", 10000, 0, 1, 4099, 0, 3, 1, 70, 16),
     ROPE_EXT("rope_inverse_offset3_pairs_theta500_2x4x6", 500, 1, 1, 3, 1, 3, 2, 4, 6),
     ROPE_EXT("rope_inverse_offset9_neox_theta10000_2x3x8", 10000, 0, 0, 9, 1, 3, 2, 3, 8),
+    /* WebGPU rotates heads up to D = 128 (64 frequencies) in one dispatch
+     * (src/webgpu/wgsl/rope_fused.wgsl): D = 128 at that capacity, D = 64
+     * (a language model's head) at a large offset in both layouts and
+     * inverted, and D = 130, one frequency above it (the table fallback). */
+    ROPE_EXT("rope_head128_neox_pos2_theta10000_2x3x128", 10000, 2, 0, -1, 0, 3, 2, 3, 128),
+    ROPE_EXT("rope_head128_inverse_offset37_pairs_theta500_2x2x128", 500, 0, 1, 37, 1, 3, 2, 2, 128),
+    ROPE_EXT("rope_head64_offset4099_neox_theta10000_2x5x64", 10000, 0, 0, 4099, 0, 3, 2, 5, 64),
+    ROPE_EXT("rope_head64_offset4099_pos3_pairs_theta10000_1x2x5x64", 10000, 3, 1, 4099, 0, 4, 1, 2, 5, 64),
+    ROPE_EXT("rope_head64_inverse_offset4099_neox_theta10000_2x3x64", 10000, 0, 0, 4099, 1, 3, 2, 3, 64),
+    ROPE_EXT("rope_head64_inverse_offset4099_pairs_theta10000_2x3x64", 10000, 0, 1, 4099, 1, 3, 2, 3, 64),
+    ROPE_EXT("rope_head130_fallback_offset11_pairs_theta10000_1x3x130", 10000, 0, 1, 11, 0, 3, 1, 3, 130),
+    ROPE_EXT("rope_head130_fallback_inverse_neox_pos5_theta10000_2x2x130", 10000, 5, 0, -1, 1, 3, 2, 2, 130),
 
     AKV("attention_kv_h2_s4_pos0_c8", 2, 2, 4, 8, 8, 8, 0, 0),
     AKV("attention_kv_gqa_h4_kv2_s3_pos0_c6", 4, 2, 3, 6, 6, 6, 0, 0),

@@ -1,5 +1,6 @@
 // rope_apply.wgsl - rotates x[..., S, D] with the cos/sin table of
-// rope.wgsl (in scratch): for i < D/2,
+// rope.wgsl (in scratch; heads above 64 frequencies, the others run
+// rope_fused.wgsl): for i < D/2,
 //   y[i] = x[i] cos - x[i + D/2] sin,  y[i + D/2] = x[i + D/2] cos + x[i] sin
 // (the expressions of src/cpu/k_rope.c); PAIRS 1 (rope's mode 1) rotates
 // the adjacent pairs (x[2i], x[2i + 1]) instead.  One thread per (row, i)
