@@ -4,9 +4,11 @@
  * writes its caches) is forward only. */
 #include "grad.h"
 
-/* y = x W^T (trans 0) or x W (trans 1): dx = dy W or dy W^T. */
+/* y = x W^T (trans 0) or x W (trans 1) (+ acc): dx = dy W or dy W^T,
+ * dacc = dy. */
 rlx_status rlx_grad_matmul_q(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
   rlx_node_t n = *rlx_grad_node(c, id);
+  if (n.n_inputs > 2 && rlx_grad_wants(c, id, 2)) rlx_grad_accum(c, id, 2, dy);
   if (!rlx_grad_wants(c, id, 0)) return RLX_OK;
   int32_t at[RLX_MAX_IATTR];
   for (int32_t k = 0; k < n.n_iattr; k++) at[k] = n.iattr[k];

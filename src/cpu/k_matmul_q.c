@@ -122,7 +122,7 @@ static rlx_wt_rows_fn simd_rows(uint32_t code) {
 
 /* x[M, K] (trans 0) or x[M, N] (trans 1), w: N rows of K quantized values
  * -> y[M, N] = x W^T (trans 0) or y[M, K] = x W (trans 1). */
-rlx_status rlx_cpu_matmul_q(const rlx_kargs *a) {
+static rlx_status product(const rlx_kargs *a) {
   const qtable t = table_of(a->node);
   const int trans = ATTR_I(a->node, QMATMUL, TRANS) != 0;
   const size_t N = (size_t)t.rows, K = (size_t)t.cols, in_dim = trans ? N : K;
@@ -193,6 +193,15 @@ rlx_status rlx_cpu_matmul_q(const rlx_kargs *a) {
     rlx_status st = rlx_gemm(&g, &gemm_scratch);
     if (st != RLX_OK) return st;
   }
+  return RLX_OK;
+}
+
+/* The product, then the optional acc[y's shape] added. */
+rlx_status rlx_cpu_matmul_q(const rlx_kargs *a) {
+  rlx_status st = product(a);
+  if (st != RLX_OK || a->node->n_inputs < 3) return st;
+  const size_t n = rlx_shape_numel(&a->node->shape);
+  for (size_t i = 0; i < n; i++) a->out[i] += a->in[2][i];
   return RLX_OK;
 }
 

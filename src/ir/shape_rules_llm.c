@@ -65,6 +65,8 @@ rlx_status rlx_shape_matmul_q(const rlx_graph *g, rlx_node_t *n, char *msg, size
          trans ? "trans (x[..., rows])" : "x[..., cols]", (int)in);
   n->shape = *x;
   n->shape.dims[x->rank - 1] = out;
+  if (n->n_inputs > 2 && (DTYPE(2) != RLX_F32 || !rlx_shape_equal(IN(2), &n->shape)))
+    FAIL(RLX_ERR_SHAPE, "acc (input 2) must be f32 of the output's shape");
   return RLX_OK;
 }
 

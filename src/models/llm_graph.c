@@ -8,7 +8,7 @@
  *     q, k rotated (RoPE at positions pos .. pos + n - 1: adjacent pairs
  *     for llama, NeoX halves for qwen2/qwen3)
  *     a = causal attention of q over the KV cache after appending k, v
- *     x = x + a Wo^T
+ *     x = x + a Wo^T                    (the add in matmul_q: its acc input)
  *     h = rms_norm(x) * ffn_norm
  *     x = x + (silu(h Wgate^T) * (h Wup^T)) Wdown^T
  *   logits = rms_norm(x[n - 1]) * output_norm . Wout^T   [1, V]
@@ -19,6 +19,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "../ir/attrs.h"
 #include "llm.h"
 
 typedef struct {
@@ -43,6 +44,14 @@ static rlx_node param_of(step_builder *b, const llm_weight *w) {
 /* x[..., cols] -> [..., rows] = x W^T. */
 static rlx_node linear(step_builder *b, rlx_node x, const llm_weight *w) {
   return rlx_matmul_q(b->g, x, param_of(b, w), w->qtype, w->rows, w->cols, 0);
+}
+
+/* r[..., rows] + x W^T in one op (matmul_q's acc input): a residual. */
+static rlx_node linear_plus(step_builder *b, rlx_node r, rlx_node x, const llm_weight *w) {
+  rlx_node in[3] = {x, param_of(b, w), r};
+  int32_t at[] = {[RLX_IATTR_QTABLE_QTYPE] = w->qtype, [RLX_IATTR_QTABLE_ROWS] = w->rows,
+                  [RLX_IATTR_QTABLE_COLS] = w->cols, [RLX_IATTR_QMATMUL_TRANS] = 0};
+  return rlx_op_node(b->g, RLX_OP_MATMUL_Q, in, 3, at, (int32_t)(sizeof at / sizeof at[0]), NULL, 0);
 }
 
 static rlx_node linear_bias(step_builder *b, rlx_node x, const llm_weight *w, const llm_weight *bias) {
@@ -89,10 +98,10 @@ static rlx_node layer(step_builder *b, rlx_node x, int32_t l) {
   rlx_node a = rlx_attention_kv(g, q, k, v, cache_param(b, "k", l), cache_param(b, "v", l), b->pos,
                                 1.0f / sqrtf((float)in->head_dim));
   int32_t d2[2] = {b->n, in->n_head * in->head_dim};
-  x = rlx_add(g, x, linear(b, rlx_reshape(g, a, 2, d2), &L->wo));
+  x = linear_plus(b, x, rlx_reshape(g, a, 2, d2), &L->wo);
   h = norm(b, x, &L->ffn_norm);
   rlx_node ff = rlx_mul(g, rlx_silu(g, linear(b, h, &L->gate)), linear(b, h, &L->up));
-  return rlx_add(g, x, linear(b, ff, &L->down));
+  return linear_plus(b, x, ff, &L->down);
 }
 
 rlx_status rlx_llm_build_step(const rlx_llm *m, int32_t n, rlx_graph **out, rlx_node *logits) {

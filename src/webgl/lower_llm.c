@@ -37,8 +37,8 @@ static rlx_status table_of(const rlx_gl_ctx *c, int32_t *qt, int32_t *stride) {
   return RLX_OK;
 }
 
-/* The one pass of matmul_q / gather_q: inputs 0 and 1, the type as QT,
- * u_i = {rows, cols, trans, row bytes}. */
+/* The one pass of matmul_q / gather_q: inputs 0 and 1 (and matmul_q's acc,
+ * input 2, with ACC 1), the type as QT, u_i = {rows, cols, trans, row bytes}. */
 static rlx_status quant_pass(const rlx_gl_ctx *c, rlx_gl_lowering *out, const char *shader, int32_t trans) {
   int32_t qt = -1, stride = 0;
   rlx_status st = table_of(c, &qt, &stride);
@@ -47,13 +47,17 @@ static rlx_status quant_pass(const rlx_gl_ctx *c, rlx_gl_lowering *out, const ch
   rlx_gl_define(p, "QT", qt);
   rlx_gl_in(p, RLX_GLT_INPUT, 0);
   rlx_gl_in(p, RLX_GLT_INPUT, 1);
+  if (c->node->n_inputs > 2) {
+    rlx_gl_define(p, "ACC", 1);
+    rlx_gl_in(p, RLX_GLT_INPUT, 2);
+  }
   int32_t ints[4] = {ATTR_I(c->node, QTABLE, ROWS), ATTR_I(c->node, QTABLE, COLS), trans, stride};
   for (int k = 0; k < 4; k++) rlx_gl_int(p, ints[k]);
   return RLX_OK;
 }
 
-/* x[..., K] (trans 0) or x[..., N] (trans 1), w (words) -> y[..., N] or
- * y[..., K]; attributes qtype, rows N, cols K, trans */
+/* x[..., K] (trans 0) or x[..., N] (trans 1), w (words)(, acc) -> y[..., N]
+ * or y[..., K] (+ acc); attributes qtype, rows N, cols K, trans */
 rlx_status rlx_gl_lower_matmul_q(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   return quant_pass(c, out, "llm_matmul_q", ATTR_I(c->node, QMATMUL, TRANS) != 0);
 }

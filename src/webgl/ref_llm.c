@@ -159,6 +159,8 @@ void rlx_glref_llm_matmul_q(const rlx_glref_args *a) {
     }
     a->out[i] = acc;
   }
+  if (a->pass->n_inputs > 2) /* ACC 1 */
+    for (size_t i = 0; i < a->out_n; i++) a->out[i] += a->in[2][i];
 }
 
 void rlx_glref_llm_gather_q(const rlx_glref_args *a) {

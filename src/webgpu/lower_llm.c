@@ -52,7 +52,7 @@ static rlx_status table_of(const rlx_wgpu_ctx *c, qtable *t) {
 }
 
 /* x[..., K] -> y[..., N] = x W^T (trans 0), or x[..., N] -> y[..., K] = x W
- * (trans 1); w the N x K table. */
+ * (trans 1); w the N x K table; + acc (input 2, y's shape) when given. */
 rlx_status rlx_wgpu_lower_matmul_q(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   qtable t;
   rlx_status st = table_of(c, &t);
@@ -60,9 +60,14 @@ rlx_status rlx_wgpu_lower_matmul_q(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out
   const int trans = ATTR_I(c->node, QMATMUL, TRANS) != 0;
   const uint32_t M = (uint32_t)(rlx_shape_numel(&c->in_node[0]->shape) / (trans ? t.rows : t.cols));
   const char *shader = trans ? "llm_matmul_qt" : M <= MATVEC_MAX_M ? "llm_matvec_q" : "llm_matmul_q";
+  const int acc = c->node->n_inputs > 2;
   rlx_wgpu_dispatch *d = rlx_wgpu_add(out, shader);
   rlx_wgpu_override(d, "QTYPE", t.subop);
-  rlx_wgpu_bind_inputs(d, 2);
+  rlx_wgpu_override(d, "ACC", (uint32_t)acc);
+  rlx_wgpu_bind(d, RLX_WB_INPUT, 0, 0, 0, 0);
+  rlx_wgpu_bind(d, RLX_WB_INPUT, 1, 0, 0, 0);
+  rlx_wgpu_bind(d, RLX_WB_INPUT, acc ? 2 : 0, 0, 0, 0); /* or x as a placeholder, not read */
+  rlx_wgpu_bind(d, RLX_WB_OUTPUT, 0, 0, 0, 1);
   rlx_wgpu_u32(d, t.rows);
   rlx_wgpu_u32(d, t.cols);
   rlx_wgpu_u32(d, M);

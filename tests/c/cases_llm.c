@@ -3,6 +3,7 @@
  * adjacent-pairs mode, and attention_kv (references in ref_llm.c).
  * Parameter layouts (c->p):
  *   matmul_q      {qtype, N, K, trans, extra words of w, x rank, x dims...}
+ *                 (MMQ_ACC: with the acc input, y's shape)
  *   gather_q      {qtype, V, K, ids dtype (1 = i32), ids rank, ids dims...}
  *   rope_ext      {theta, pos_offset, mode, offset (< 0: no offset input),
  *                  inverse, x rank, x dims...}
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../src/ir/attrs.h"
 #include "op_case.h"
 #include "rlx_gguf.h"
 
@@ -44,6 +46,18 @@ static rlx_node build_matmul_q(rlx_graph *g, const op_case *c) {
   rlx_node x = rlx_input(g, "x", c->p[5], &c->p[6], RLX_F32);
   rlx_node w = rlx_input(g, "w", 1, &words, RLX_I32);
   return rlx_matmul_q(g, x, w, c->p[0], c->p[1], c->p[2], c->p[3]);
+}
+
+/* matmul_q with its acc input "acc" [..., out] (y = x W^T + acc). */
+static rlx_node build_matmul_q_acc(rlx_graph *g, const op_case *c) {
+  int32_t words = table_words(c->p[0], c->p[1], c->p[2]) + c->p[4], dims[RLX_MAX_RANK];
+  memcpy(dims, &c->p[6], (size_t)c->p[5] * sizeof(int32_t));
+  dims[c->p[5] - 1] = c->p[3] ? c->p[2] : c->p[1];
+  rlx_node in[3] = {rlx_input(g, "x", c->p[5], &c->p[6], RLX_F32), rlx_input(g, "w", 1, &words, RLX_I32),
+                    rlx_input(g, "acc", c->p[5], dims, RLX_F32)};
+  int32_t at[] = {[RLX_IATTR_QTABLE_QTYPE] = c->p[0], [RLX_IATTR_QTABLE_ROWS] = c->p[1],
+                  [RLX_IATTR_QTABLE_COLS] = c->p[2], [RLX_IATTR_QMATMUL_TRANS] = c->p[3]};
+  return rlx_op_node(g, RLX_OP_MATMUL_Q, in, 3, at, (int32_t)(sizeof at / sizeof at[0]), NULL, 0);
 }
 
 static void fill_matmul_q(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
@@ -115,6 +129,8 @@ static void fill_attention_kv(const op_case *c, int32_t k, float *data, size_t n
 
 #define MMQ(name, qt, N, K, trans, extra, rank, ...) \
   {name, build_matmul_q, ref_matmul_q_case, fill_matmul_q, {qt, N, K, trans, extra, rank, __VA_ARGS__}, 0, 0, 1e-4}
+#define MMQ_ACC(name, qt, N, K, trans, rank, ...) \
+  {name, build_matmul_q_acc, ref_matmul_q_case, fill_matmul_q, {qt, N, K, trans, 0, rank, __VA_ARGS__}, 0, 0, 1e-4}
 /* one type: a decoded token (the fused row path), a batch (the tiled GEMM
  * path) and the transposed product */
 #define MMQ_TYPE(tname, qt, K)                                               \
@@ -150,6 +166,13 @@ const op_case rlx_cases_llm[] = {
     MMQ("matmul_q_q4_0_prompt_chunks_3x1000x32", RLX_GGUF_TYPE_Q4_0, 1000, 32, 0, 0, 2, 3, 32),
     MMQ("matmul_q_q6_K_prompt_4x7x256", RLX_GGUF_TYPE_Q6_K, 7, 256, 0, 0, 2, 4, 256),
     MMQ("matmul_q_q5_1_prompt_2x5x96", RLX_GGUF_TYPE_Q5_1, 5, 96, 0, 0, 3, 1, 2, 96),
+
+    /* the acc input (a residual added in the same pass): the decode,
+     * prompt-tile and transposed kernels */
+    MMQ_ACC("matmul_q_acc_q8_0_decode_1x96", RLX_GGUF_TYPE_Q8_0, 20, 96, 0, 2, 1, 96),
+    MMQ_ACC("matmul_q_acc_q4_K_prompt_6x256", RLX_GGUF_TYPE_Q4_K, 70, 256, 0, 2, 6, 256),
+    MMQ_ACC("matmul_q_acc_q4_0_batch_2x3x64", RLX_GGUF_TYPE_Q4_0, 9, 64, 0, 3, 2, 3, 64),
+    MMQ_ACC("matmul_q_acc_q6_K_trans_2x5_to_256", RLX_GGUF_TYPE_Q6_K, 5, 256, 1, 2, 2, 5),
 
     GQ("gather_q_q4_0_i32_ids_2x3", RLX_GGUF_TYPE_Q4_0, 11, 64, 1, 2, 2, 3),
     GQ("gather_q_q6_K_f32_ids_5", RLX_GGUF_TYPE_Q6_K, 7, 256, 0, 1, 5),

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "../../src/core/subops.h" /* RLX_SUBOP_ROW: the unary rows of the op table */
+#include "../../src/ir/attrs.h"      /* matmul_q's attribute slots (its acc input has no builder) */
 #include "grad_case.h"
 #include "ref_elementwise.h"
 #include "rlx_gguf.h"
@@ -136,14 +137,18 @@ B rope_ext(grad_builder *b, const grad_case *c) {
   return rlx_rope_ext(G, x, offset, 500.0f, c->p[0], c->p[1]);
 }
 
-/* matmul_q: p[0] GGUF type, p[1] N, p[2] K, p[3] trans, p[4] x rows; only x
- * is differentiable */
+/* matmul_q: p[0] GGUF type, p[1] N, p[2] K, p[3] trans, p[4] x rows, p[5]
+ * 1: with the acc input; x and acc are differentiable, w is not */
 B matmul_q(grad_builder *b, const grad_case *c) {
   int32_t N = c->p[1], K = c->p[2], trans = c->p[3];
   int32_t words = rlx_gguf_type_block_bytes((rlx_gguf_type)c->p[0]) * (N * K / rlx_gguf_type_block_elems((rlx_gguf_type)c->p[0]));
   rlx_node x = grad_in(b, 2, D(c->p[4], trans ? N : K), FILL_UNIFORM, 0, 0);
   rlx_node w = grad_in(b, 1, D((words + 3) / 4), FILL_GGUF, 1, c->p[0]);
-  return rlx_matmul_q(G, x, w, c->p[0], N, K, trans);
+  if (!c->p[5]) return rlx_matmul_q(G, x, w, c->p[0], N, K, trans);
+  rlx_node in[3] = {x, w, grad_in(b, 2, D(c->p[4], trans ? K : N), FILL_UNIFORM, 0, 0)};
+  int32_t at[] = {[RLX_IATTR_QTABLE_QTYPE] = c->p[0], [RLX_IATTR_QTABLE_ROWS] = N, [RLX_IATTR_QTABLE_COLS] = K,
+                  [RLX_IATTR_QMATMUL_TRANS] = trans};
+  return rlx_op_node(G, RLX_OP_MATMUL_Q, in, 3, at, (int32_t)(sizeof at / sizeof at[0]), NULL, 0);
 }
 
 /* p[0] mask kind, p[1] Sq, p[2] Sk */
@@ -237,6 +242,8 @@ static const grad_case cases[] = {
     {"grad_matmul_q_q4_K_trans", matmul_q, {RLX_GGUF_TYPE_Q4_K, 4, 256, 1, 2}, 0},
     {"grad_matmul_q_q8_0_decode", matmul_q, {RLX_GGUF_TYPE_Q8_0, 6, 32, 0, 1}, 0},
     {"grad_matmul_q_f16_trans", matmul_q, {RLX_GGUF_TYPE_F16, 7, 5, 1, 3}, 0},
+    {"grad_matmul_q_q8_0_acc", matmul_q, {RLX_GGUF_TYPE_Q8_0, 6, 32, 0, 2, 1}, 0},
+    {"grad_matmul_q_f16_trans_acc", matmul_q, {RLX_GGUF_TYPE_F16, 7, 5, 1, 3, 1}, 0},
     {"grad_attention_none", attention, {RLX_MASK_NONE, 4, 4}, 0},
     {"grad_attention_causal", attention, {RLX_MASK_CAUSAL, 4, 4}, 0},
     {"grad_attention_causal_decode", attention, {RLX_MASK_CAUSAL, 2, 5}, 0},

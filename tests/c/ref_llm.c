@@ -39,7 +39,7 @@ void ref_matmul_q_case(const op_case *c, const op_inputs *in, double *expect) {
       double s = 0;
       for (size_t i = 0; i < in_dim; i++)
         s += (double)x[m * in_dim + i] * (trans ? w[i * (size_t)K + o] : w[o * (size_t)K + i]);
-      expect[m * out_dim + o] = s;
+      expect[m * out_dim + o] = s + (in->n > 2 ? (double)in->data[2][m * out_dim + o] : 0.0); /* acc */
     }
   free(w);
 }

@@ -7,6 +7,7 @@
 //   trans 0: x[M, K] -> y[M, N], y[m, n] = sum_k x[m, k] W[n, k]: block
 //            types sum each run of 16 values as sc * sum(code x) + mn * sum(x)
 //   trans 1: x[M, N] -> y[M, K], y[m, k] = sum_n x[m, n] W[n, k]
+// ACC 1: u_in2 (y's shape) is added (matmul_q's optional acc input).
 #include "common.glsl"
 
 uniform highp sampler2D u_in0;
@@ -20,7 +21,12 @@ uniform int u_in1_w;
 
 #define RLX_X(at) rlx_fetch(u_in0, u_in0_w, at)
 
-float rlx_value(int i) {
+#if defined(ACC)
+uniform highp sampler2D u_in2;
+uniform int u_in2_w;
+#endif
+
+float rlx_product(int i) {
   int N = u_i[0], K = u_i[1], stride = u_i[3];
   float acc = 0.0;
   if (u_i[2] != 0) {
@@ -46,4 +52,12 @@ float rlx_value(int i) {
   }
 #endif
   return acc;
+}
+
+float rlx_value(int i) {
+#if defined(ACC)
+  return rlx_product(i) + rlx_fetch(u_in2, u_in2_w, i);
+#else
+  return rlx_product(i);
+#endif
 }

@@ -4,10 +4,11 @@
 // chunk of 8 values per thread, each weight byte decoded once per tile
 // row) go to workgroup memory, then every thread accumulates 2 x 4 outputs.
 //
-// Bindings: 0 x, 1 w (u32 words), 2 y, 3 uniform.
+// Bindings: 0 x, 1 w (u32 words), 2 acc (_llm_acc.wgsl), 3 y, 4 uniform.
 // Uniform words: 0 N, 1 K, 2 M, 3 row stride (bytes), 4 tiles along N.
 
 //!include _llm_quant.wgsl
+//!include _llm_acc.wgsl
 
 const TM: u32 = 32u;
 const TN: u32 = 64u;
@@ -15,8 +16,8 @@ const TK: u32 = 32u;
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
-@group(0) @binding(3) var<uniform> U: array<vec4<u32>, 2>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@group(0) @binding(4) var<uniform> U: array<vec4<u32>, 2>;
 
 var<workgroup> xt: array<f32, 1024>; // [TM][TK]
 var<workgroup> wt: array<f32, 2048>; // [TK][TN]
@@ -66,7 +67,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   for (var j = 0u; j < 4u; j++) {
     let n = n0 + 4u * tx + j;
     let m = m0 + 2u * ty;
-    if (n < N && m < M) { y[m * N + n] = acc0[j]; }
-    if (n < N && m + 1u < M) { y[(m + 1u) * N + n] = acc1[j]; }
+    if (n < N && m < M) { y[m * N + n] = with_acc(m * N + n, acc0[j]); }
+    if (n < N && m + 1u < M) { y[(m + 1u) * N + n] = with_acc((m + 1u) * N + n, acc1[j]); }
   }
 }

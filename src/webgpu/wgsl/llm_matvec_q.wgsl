@@ -9,19 +9,20 @@
 // software GPU such as SwiftShader pays for most).  Every weight byte is
 // read once per dispatch.
 //
-// Bindings: 0 x, 1 w (u32 words), 2 y, 3 uniform.
+// Bindings: 0 x, 1 w (u32 words), 2 acc (_llm_acc.wgsl), 3 y, 4 uniform.
 // Uniform words: 0 N, 1 K, 2 M, 3 row stride (bytes), 4 chunks per row
 // (ceil(K / 8)).
 
 //!include _llm_quant.wgsl
+//!include _llm_acc.wgsl
 
 const TPR: u32 = 32u;
 const RPW: u32 = 8u;
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
-@group(0) @binding(3) var<uniform> U: array<vec4<u32>, 2>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@group(0) @binding(4) var<uniform> U: array<vec4<u32>, 2>;
 
 var<workgroup> part: array<vec4<f32>, 256>; // [RPW][TPR]
 
@@ -61,6 +62,6 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   if (li < RPW && n0 + li < N) {
     var s = vec4<f32>(0.0);
     for (var k = 0u; k < TPR; k++) { s += part[li * TPR + k]; }
-    for (var m = 0u; m < M; m++) { y[m * N + n0 + li] = s[m]; }
+    for (var m = 0u; m < M; m++) { y[m * N + n0 + li] = with_acc(m * N + n0 + li, s[m]); }
   }
 }
