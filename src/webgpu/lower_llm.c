@@ -8,9 +8,10 @@
  *    (prompts) by the tiled llm_matmul_q.wgsl; trans 1 by
  *    llm_matmul_qt.wgsl;
  *  - gather_q: llm_gather_q.wgsl;
- *  - attention_kv: this step's k, v written into the caches (inputs 3 and
- *    4, bound writable: the op's side effect) by llm_kv_append.wgsl, then
- *    causal attention over them by llm_attention_kv.wgsl.
+ *  - attention_kv: causal attention with the keys split over workgroups
+ *    (llm_attention_kv.wgsl, which also writes this step's k, v into the
+ *    caches, inputs 3 and 4 bound writable: the op's side effect), then
+ *    the splits merged (llm_attention_kv_merge.wgsl).
  * The kernels take the weight type as the override QTYPE, its sub-op code
  * RLX_SUBOP_WT_<TYPE> (include/rlx_subops.def).
  *
@@ -28,6 +29,10 @@
 #define TILE_M 32u     /* llm_matmul_q.wgsl's TM, TN */
 #define TILE_N 64u
 #define ATTN_MAX_D 256u
+#define ATTN_TILE 64u        /* keys per tile, threads (T in llm_attention_kv.wgsl) */
+#define ATTN_SPLIT_KEYS 256u /* cache positions per key split, at least */
+#define ATTN_MAX_SPLITS 64u  /* key splits per query row (the merge's threads) */
+#define ATTN_GROUPS 128u     /* workgroups aimed at, all rows together */
 
 /* The table of a matmul_q / gather_q node: sub-op code, rows, cols, row
  * stride in bytes. */
@@ -106,7 +111,10 @@ rlx_status rlx_wgpu_lower_gather_q(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out
 }
 
 /* (q[Hq, S, D], k[Hkv, S, D], v[Hkv, S, Dv], k_cache[Hkv, C, D],
- * v_cache[Hkv, C, Dv], pos i32 [1]) -> out[S, Hq, Dv]; writes the caches. */
+ * v_cache[Hkv, C, Dv], pos i32 [1]) -> out[S, Hq, Dv]; writes the caches.
+ * llm_attention_kv.wgsl: a workgroup per (query row, key split) and the
+ * cache append; llm_attention_kv_merge.wgsl merges the splits (none with
+ * one split: the first dispatch writes out). */
 rlx_status rlx_wgpu_lower_attention_kv(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   const rlx_shape *qs = &c->in_node[0]->shape, *vs = &c->in_node[2]->shape, *cs = &c->in_node[3]->shape;
   const uint32_t hq = (uint32_t)qs->dims[0], S = (uint32_t)qs->dims[1], D = (uint32_t)qs->dims[2];
@@ -116,26 +124,27 @@ rlx_status rlx_wgpu_lower_attention_kv(const rlx_wgpu_ctx *c, rlx_wgpu_lowering 
                      (unsigned)D, (unsigned)Dv, (unsigned)ATTN_MAX_D);
   float scale = ATTR_F(c->node, ATTENTION_KV, SCALE);
   if (!(scale > 0.0f)) scale = 1.0f / sqrtf((float)D);
-  const uint32_t W = D > Dv ? D : Dv;
-  rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "llm_kv_append");
-  rlx_wgpu_bind(d, RLX_WB_INPUT, 1, 0, 0, 0);
-  rlx_wgpu_bind(d, RLX_WB_INPUT, 2, 0, 0, 0);
-  rlx_wgpu_bind(d, RLX_WB_INPUT, 5, 0, 0, 0);
-  rlx_wgpu_bind(d, RLX_WB_INPUT, 3, 0, 0, 1); /* the caches, written in place */
-  rlx_wgpu_bind(d, RLX_WB_INPUT, 4, 0, 0, 1);
-  rlx_wgpu_u32(d, hkv * S * W);
-  rlx_wgpu_u32(d, S);
-  rlx_wgpu_u32(d, D);
-  rlx_wgpu_u32(d, Dv);
-  rlx_wgpu_u32(d, C);
-  rlx_wgpu_u32(d, W);
-  rlx_wgpu_grid1d(d, (size_t)hkv * S * W, 256);
-  d = rlx_wgpu_add(out, "llm_attention_kv");
-  rlx_wgpu_bind(d, RLX_WB_INPUT, 0, 0, 0, 0);
-  rlx_wgpu_bind(d, RLX_WB_INPUT, 3, 0, 0, 0);
-  rlx_wgpu_bind(d, RLX_WB_INPUT, 4, 0, 0, 0);
-  rlx_wgpu_bind(d, RLX_WB_INPUT, 5, 0, 0, 0);
-  rlx_wgpu_bind(d, RLX_WB_OUTPUT, 0, 0, 0, 1);
+  const uint32_t rows = S * hq;
+  /* key splits per row: about ATTN_GROUPS workgroups in all (one per
+   * multiprocessor of a large GPU; each costs a CPU Vulkan such as
+   * SwiftShader ~0.2 ms, live or not), each split at least ATTN_SPLIT_KEYS
+   * of the cache; the kernels size them from pos */
+  uint32_t splits = (C + ATTN_SPLIT_KEYS - 1) / ATTN_SPLIT_KEYS;
+  if (splits > ATTN_MAX_SPLITS) splits = ATTN_MAX_SPLITS;
+  if (rows && splits > ATTN_GROUPS / rows) splits = ATTN_GROUPS / rows;
+  if (splits < 1) splits = 1;
+  const size_t slots = (size_t)rows * splits, part_bytes = slots * (Dv + 2) * sizeof(float);
+  rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "llm_attention_kv");
+  rlx_wgpu_override(d, "NV", (Dv + ATTN_TILE - 1) / ATTN_TILE);
+  rlx_wgpu_override(d, "ND", (D + 15) / 16);
+  rlx_wgpu_override(d, "DIRECT", splits == 1);
+  for (int32_t k = 0; k < 6; k++) rlx_wgpu_bind(d, RLX_WB_INPUT, k, 0, 0, k == 3 || k == 4); /* caches written */
+  if (splits > 1) {
+    out->scratch_bytes = part_bytes; /* rounded up to 256 by prepare.c */
+    rlx_wgpu_bind(d, RLX_WB_SCRATCH, 0, 0, part_bytes, 1);
+  } else {
+    rlx_wgpu_bind(d, RLX_WB_OUTPUT, 0, 0, 0, 1);
+  }
   rlx_wgpu_u32(d, hq);
   rlx_wgpu_u32(d, S);
   rlx_wgpu_u32(d, D);
@@ -143,6 +152,21 @@ rlx_status rlx_wgpu_lower_attention_kv(const rlx_wgpu_ctx *c, rlx_wgpu_lowering 
   rlx_wgpu_u32(d, C);
   rlx_wgpu_u32(d, hq / hkv);
   rlx_wgpu_f32(d, scale);
-  rlx_wgpu_grid1d(d, (size_t)S * hq, 1);
+  rlx_wgpu_u32(d, splits);
+  rlx_wgpu_u32(d, (uint32_t)slots);
+  rlx_wgpu_u32(d, (uint32_t)(slots * Dv));
+  rlx_wgpu_grid1d(d, slots, 1);
+  if (splits == 1) return RLX_OK;
+  d = rlx_wgpu_add(out, "llm_attention_kv_merge");
+  rlx_wgpu_bind(d, RLX_WB_SCRATCH, 0, 0, part_bytes, 0);
+  rlx_wgpu_bind(d, RLX_WB_INPUT, 5, 0, 0, 0);
+  rlx_wgpu_bind(d, RLX_WB_OUTPUT, 0, 0, 0, 1);
+  rlx_wgpu_u32(d, hq);
+  rlx_wgpu_u32(d, Dv);
+  rlx_wgpu_u32(d, C);
+  rlx_wgpu_u32(d, splits);
+  rlx_wgpu_u32(d, rows);
+  rlx_wgpu_u32(d, (uint32_t)(slots * Dv));
+  rlx_wgpu_grid1d(d, rows, 1);
   return RLX_OK;
 }
