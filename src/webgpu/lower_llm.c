@@ -29,8 +29,9 @@
 #define TILE_M 32u     /* llm_matmul_q.wgsl's TM, TN */
 #define TILE_N 64u
 #define ATTN_MAX_D 256u
-#define ATTN_TILE 64u        /* keys per tile, threads (T in llm_attention_kv.wgsl) */
-#define ATTN_SPLIT_KEYS 256u /* cache positions per key split, at least */
+#define ATTN_LANES 16u       /* score lanes per key (LN in llm_attention_kv.wgsl) */
+#define ATTN_COLS 64u        /* value columns per pass (T / VG there) */
+#define ATTN_SPLIT_KEYS 128u /* cache positions per key split, at least */
 #define ATTN_MAX_SPLITS 64u  /* key splits per query row (the merge's threads) */
 #define ATTN_GROUPS 128u     /* workgroups aimed at, all rows together */
 
@@ -128,15 +129,16 @@ rlx_status rlx_wgpu_lower_attention_kv(const rlx_wgpu_ctx *c, rlx_wgpu_lowering 
   /* key splits per row: about ATTN_GROUPS workgroups in all (one per
    * multiprocessor of a large GPU; each costs a CPU Vulkan such as
    * SwiftShader ~0.2 ms, live or not), each split at least ATTN_SPLIT_KEYS
-   * of the cache; the kernels size them from pos */
+   * of the cache; the kernels size them from pos, in whole tiles of 32
+   * keys (SmolLM's decode, C 2048: 14 splits, 6 of them live at pos 160) */
   uint32_t splits = (C + ATTN_SPLIT_KEYS - 1) / ATTN_SPLIT_KEYS;
   if (splits > ATTN_MAX_SPLITS) splits = ATTN_MAX_SPLITS;
   if (rows && splits > ATTN_GROUPS / rows) splits = ATTN_GROUPS / rows;
   if (splits < 1) splits = 1;
   const size_t slots = (size_t)rows * splits, part_bytes = slots * (Dv + 2) * sizeof(float);
   rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "llm_attention_kv");
-  rlx_wgpu_override(d, "NV", (Dv + ATTN_TILE - 1) / ATTN_TILE);
-  rlx_wgpu_override(d, "ND", (D + 15) / 16);
+  rlx_wgpu_override(d, "NV", (Dv + ATTN_COLS - 1) / ATTN_COLS);
+  rlx_wgpu_override(d, "ND", (D + ATTN_LANES - 1) / ATTN_LANES);
   rlx_wgpu_override(d, "DIRECT", splits == 1);
   for (int32_t k = 0; k < 6; k++) rlx_wgpu_bind(d, RLX_WB_INPUT, k, 0, 0, k == 3 || k == 4); /* caches written */
   if (splits > 1) {

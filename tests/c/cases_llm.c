@@ -206,7 +206,7 @@ const op_case rlx_cases_llm[] = {
     AKV("attention_kv_rows_past_c_pos6_s4_c8", 2, 1, 4, 4, 6, 8, 6, 0),
     AKV("attention_kv_all_past_c_pos9_s2_c8", 2, 2, 2, 4, 4, 8, 9, 0),
     AKV("attention_kv_long_gqa_h8_kv2_pos40_s5_c64_d32", 8, 2, 5, 32, 32, 64, 40, 0),
-    /* keys split over workgroups (WebGPU: ceil(C / 256) splits, at most
+    /* keys split over workgroups (WebGPU: ceil(C / 128) splits, at most
      * 128 / (S Hq), merged by a second dispatch) */
     AKV("attention_kv_splits_decode_gqa_h6_kv2_pos300_c384_d64", 6, 2, 1, 64, 64, 384, 300, 0),
     AKV("attention_kv_splits_prompt_s5_pos61_c320_d32", 4, 2, 5, 32, 32, 320, 61, 0),
@@ -214,9 +214,14 @@ const op_case rlx_cases_llm[] = {
     AKV("attention_kv_splits_d256_pos128_c257", 2, 1, 1, 256, 256, 257, 128, 0),
     AKV("attention_kv_splits_rows_past_c_pos318_s4_c320", 2, 2, 4, 16, 16, 320, 318, 0),
     AKV("attention_kv_splits_pos0_s1_c300", 4, 4, 1, 16, 16, 300, 0, 0),
-    /* splits of several tiles of 64 keys (WebGPU: 64 query rows, 2
-     * splits), and 128 rows in one split (no merge), rows past C */
+    /* splits of several tiles of 32 keys (WebGPU: 64 query rows, 2
+     * splits), 128 and 256 rows in one split (no merge), rows past C */
     AKV("attention_kv_tiles_s16_pos150_c300_d16", 4, 1, 16, 16, 16, 300, 150, 0),
-    AKV("attention_kv_tiles_direct_h8_kv2_s16_pos150_c160_d8", 8, 2, 16, 8, 8, 160, 150, 0),
+    AKV("attention_kv_tiles_h8_kv2_s16_pos150_c160_d8", 8, 2, 16, 8, 8, 160, 150, 0),
+    AKV("attention_kv_tiles_direct_h8_kv2_s32_pos150_c160_d8", 8, 2, 32, 8, 8, 160, 150, 0),
+    /* SmolLM-135M's decode (WebGPU: 14 splits, 6 live at pos 160), and
+     * splits of 4 tiles read from the caches only */
+    AKV("attention_kv_decode_gqa_h9_kv3_pos160_c2048_d64", 9, 3, 1, 64, 64, 2048, 160, 0),
+    AKV("attention_kv_splits_tiles_h9_kv3_pos1000_c1024_d64", 9, 3, 1, 64, 64, 1024, 1000, 0),
 };
 const int rlx_n_cases_llm = sizeof rlx_cases_llm / sizeof rlx_cases_llm[0];

@@ -7,20 +7,24 @@
 // k_cache[g, j] below pos and this step's k[g, j - pos] from pos on (V the
 // same); rows with pos + s >= C (or pos < 0) are zero.
 //
-// One workgroup per query row (s, h) = (row / Hq, row % Hq) and split sp.
-// The row's n = pos + s + 1 keys go to the splits in ranges of per =
-// ceil(n / SPLITS) rounded up to tiles of 64 keys (the merge,
+// One workgroup of 256 threads per query row (s, h) = (row / Hq, row % Hq)
+// and split sp.  The row's n = pos + s + 1 keys go to the splits in ranges
+// of per = ceil(n / SPLITS) rounded up to tiles of KT = 32 keys (the merge,
 // llm_attention_kv_merge.wgsl, recomputes them from pos); splits past the
-// last key and rows past the cache return at once.  Per tile of 64 keys,
-// scores: 16 lanes per key, 4 keys at a time (coalesced reads of K rows,
-// ND per lane), the lanes' partial dot products added through workgroup
-// memory, one score per thread; tile max and exponentials through
-// workgroup memory; then thread t accumulates value columns t, t + 64, ...
-// (NV of them, Dv <= 256) over the tile's keys, reading V rows coalesced.
-// Both loops go in blocks of 32 keys without branches (reads past the
-// tile's last key or past D are clamped to it, their terms zero or
-// masked), so that a GPU compiler issues a block's loads together.  An
-// online softmax (running max and sum) across tiles.  A split writes its
+// last key and rows past the cache return at once.  Per tile:
+//  - scores: 16 lanes per key, 16 keys per pass, 2 passes (lane l reads
+//    columns l, l + 16, ..., ND of them, coalesced along the K row); the
+//    lanes' partial dot products are added through workgroup memory, one
+//    score per thread of the first 32;
+//  - tile max and exponentials through workgroup memory;
+//  - values: thread t accumulates columns t % 64 + 64 c (NV of them, Dv <=
+//    256) over keys t / 64 + 4 u of the tile (u < 8), reading V rows
+//    coalesced; the 4 key groups' sums are added at the end.
+// All inner loops have constant trip counts and no branches (reads past the
+// tile's last key or past D / Dv are clamped, their terms zero or masked),
+// so that a compiler unrolls them and issues their loads together; tiles
+// wholly below pos read only the caches (no per-key branch).  An online
+// softmax (running max and sum) across tiles.  A split writes its
 // unnormalized sums to part[(row SPLITS + sp) Dv + i] and (max, sum) to
 // part[U[9] + 2 (row SPLITS + sp)]; with DIRECT (one split) it writes the
 // normalized row to out (bound as part) instead, zeros for rows past C.
@@ -39,7 +43,11 @@
 override NV: u32 = 1u;     // value columns per thread: ceil(Dv / 64)
 override ND: u32 = 1u;     // key columns per lane: ceil(D / 16)
 override DIRECT: u32 = 0u; // one split: write out
-const T: u32 = 64u;        // threads; keys per tile
+const T: u32 = 256u;       // threads
+const KT: u32 = 32u;       // keys per tile
+const LN: u32 = 16u;       // score lanes per key
+const KP: u32 = 16u;       // keys per score pass (T / LN)
+const VG: u32 = 4u;        // key groups of the value sums (T / 64)
 const LOW: f32 = -3.4028234663852886e38;
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;
@@ -51,9 +59,10 @@ const LOW: f32 = -3.4028234663852886e38;
 @group(0) @binding(6) var<storage, read_write> part: array<f32>;
 @group(0) @binding(7) var<uniform> U: array<vec4<u32>, 3>;
 
-var<workgroup> ps: array<f32, 1088>;     // lanes' partial scores [64 keys][17]
-var<workgroup> sc: array<vec4<f32>, 16>; // the tile's scores
-var<workgroup> pe: array<vec4<f32>, 16>; // their exponentials
+var<workgroup> ps: array<f32, 544>;      // lanes' partial scores [KT keys][17]
+var<workgroup> sc: array<vec4<f32>, 8>;  // the tile's scores
+var<workgroup> pe: array<vec4<f32>, 8>;  // their exponentials
+var<workgroup> red: array<f32, 1024>;    // value sums [VG][256]
 
 // Element i of key j (value j with V) of kv head g: the cache below p0,
 // this step's rows from p0 on.
@@ -67,7 +76,7 @@ fn value(g: u32, j: u32, i: u32, p0: u32) -> f32 {
   return v[(g * U[0].y + j - p0) * U[0].w + i];
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
   let wg = wid.x + wid.y * nwg.x;
@@ -84,14 +93,12 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
   let h = row % Hq;
   let p = pos[0];
   if (p < 0 || u32(p) + s >= C) {
-    if (DIRECT == 1u) {
-      for (var i = t; i < Dv; i += T) { part[row * Dv + i] = 0.0; }
-    }
+    if (DIRECT == 1u && t < Dv) { part[row * Dv + t] = 0.0; }
     return;
   }
   let p0 = u32(p);
   let n = p0 + s + 1u;
-  let per = ((n + splits - 1u) / splits + T - 1u) / T * T;
+  let per = ((n + splits - 1u) / splits + KT - 1u) / KT * KT;
   let j_begin = sp * per;
   if (j_begin >= n) { return; }
   let j_end = min(n, j_begin + per);
@@ -99,83 +106,95 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
   // the append: this step's row s of kv head g, by the first split of the
   // group's first query head; loaded now, stored at the end
   let appends = sp == 0u && h % U[1].y == 0u;
-  var kr = vec4<f32>(0.0);
-  var vr = vec4<f32>(0.0);
+  var kr = 0.0;
+  var vr = 0.0;
   if (appends) {
-    for (var c = 0u; c < 4u; c++) {
-      let i = t + T * c;
-      if (i < D) { kr[c] = k[(g * S + s) * D + i]; }
-      if (i < Dv) { vr[c] = v[(g * S + s) * Dv + i]; }
-    }
+    if (t < D) { kr = k[(g * S + s) * D + t]; }
+    if (t < Dv) { vr = v[(g * S + s) * Dv + t]; }
   }
-  // lane l of key group kg reads columns l, l + 16, ... of keys 4 m + kg
-  let lane = t % 16u;
-  let kg = t / 16u;
+  let lane = t % LN;
+  let kg = t / LN;
+  let col = t % 64u;
+  let vq = t / 64u;
   let scale = bitcast<f32>(U[1].z);
   var qr: array<f32, 16>;
   for (var r = 0u; r < ND; r++) {
-    let i = lane + 16u * r;
+    let i = lane + LN * r;
     qr[r] = 0.0;
     if (i < D) { qr[r] = q[(h * S + s) * D + i] * scale; }
   }
-  var acc = vec4<f32>(0.0); // columns t, t + 64, t + 128, t + 192
+  var acc = vec4<f32>(0.0); // columns col, col + 64, col + 128, col + 192
   var mx = LOW;
   var sum = 0.0;
-  for (var j0 = j_begin; j0 < j_end; j0 += T) {
-    let nk = min(T, j_end - j0);
-    for (var b = 0u; b < nk; b += 32u) { // blocks of 32 keys: no branch, the loads unroll
-      for (var m = 0u; m < 8u; m++) {
-        let jj = b + 4u * m + kg;
-        var d = 0.0; // rows past the tile read its last key (masked below)
-        for (var r = 0u; r < ND; r++) { d += qr[r] * key(g, j0 + min(jj, nk - 1u), min(lane + 16u * r, D - 1u), p0); }
+  for (var j0 = j_begin; j0 < j_end; j0 += KT) {
+    let nk = min(KT, j_end - j0);
+    let cached = j0 + KT <= p0; // the whole tile in the caches, all keys valid
+    if (cached) {
+      for (var m = 0u; m < KT / KP; m++) {
+        let base = (g * C + j0 + KP * m + kg) * D;
+        var d = 0.0;
+        for (var r = 0u; r < ND; r++) { d += qr[r] * kc[base + min(lane + LN * r, D - 1u)]; }
+        ps[(KP * m + kg) * 17u + lane] = d;
+      }
+    } else {
+      for (var m = 0u; m < KT / KP; m++) {
+        let jj = KP * m + kg;
+        var d = 0.0; // keys past the tile read its last key (masked below)
+        for (var r = 0u; r < ND; r++) { d += qr[r] * key(g, j0 + min(jj, nk - 1u), min(lane + LN * r, D - 1u), p0); }
         ps[jj * 17u + lane] = d;
       }
     }
     workgroupBarrier();
-    var score = 0.0;
-    for (var l = 0u; l < 16u; l++) { score += ps[t * 17u + l]; }
-    score = select(LOW, score, t < nk);
-    sc[t / 4u][t % 4u] = score;
+    if (t < KT) {
+      var score = 0.0;
+      for (var l = 0u; l < LN; l++) { score += ps[t * 17u + l]; }
+      sc[t / 4u][t % 4u] = select(LOW, score, t < nk);
+    }
     workgroupBarrier();
     var tmax = LOW;
-    for (var r = 0u; r < T / 4u; r++) {
+    for (var r = 0u; r < KT / 4u; r++) {
       let m4 = sc[r];
       tmax = max(tmax, max(max(m4.x, m4.y), max(m4.z, m4.w)));
     }
     let new_max = max(mx, tmax);
     let corr = exp(mx - new_max);
-    pe[t / 4u][t % 4u] = exp(score - new_max);
+    if (t < KT) { pe[t / 4u][t % 4u] = exp(sc[t / 4u][t % 4u] - new_max); }
     workgroupBarrier();
     sum *= corr;
     acc *= corr;
-    for (var b = 0u; b < nk; b += 32u) {
-      for (var m = 0u; m < 8u; m++) {
-        let e4 = pe[b / 4u + m];
-        sum += (e4.x + e4.y) + (e4.z + e4.w);
-        for (var u = 0u; u < 4u; u++) {
-          let j = j0 + min(b + 4u * m + u, nk - 1u); // e4[u] is 0 past the last key
-          for (var c = 0u; c < NV; c++) { acc[c] += e4[u] * value(g, j, min(t + T * c, Dv - 1u), p0); }
-        }
+    for (var r = 0u; r < KT / 4u; r++) {
+      let e4 = pe[r];
+      sum += (e4.x + e4.y) + (e4.z + e4.w);
+    }
+    // keys vq + VG u: exponential pe[u][vq], 0 past the last key
+    if (cached) {
+      for (var u = 0u; u < KT / VG; u++) {
+        let e = pe[u][vq];
+        let base = (g * C + j0 + VG * u + vq) * Dv;
+        for (var c = 0u; c < NV; c++) { acc[c] += e * vc[base + min(col + 64u * c, Dv - 1u)]; }
+      }
+    } else {
+      for (var u = 0u; u < KT / VG; u++) {
+        let e = pe[u][vq];
+        let j = j0 + min(VG * u + vq, nk - 1u);
+        for (var c = 0u; c < NV; c++) { acc[c] += e * value(g, j, min(col + 64u * c, Dv - 1u), p0); }
       }
     }
     mx = new_max;
   }
+  for (var c = 0u; c < NV; c++) { red[vq * 256u + col + 64u * c] = acc[c]; }
+  workgroupBarrier();
   let slot = row * splits + sp;
-  for (var c = 0u; c < NV; c++) {
-    let i = t + T * c;
-    if (i < Dv) {
-      if (DIRECT == 1u) { part[row * Dv + i] = acc[c] / sum; } else { part[slot * Dv + i] = acc[c]; }
-    }
+  if (t < Dv) {
+    let o = (red[t] + red[256u + t]) + (red[512u + t] + red[768u + t]);
+    if (DIRECT == 1u) { part[row * Dv + t] = o / sum; } else { part[slot * Dv + t] = o; }
   }
   if (DIRECT == 0u && t == 0u) {
     part[U[2].y + 2u * slot] = mx;
     part[U[2].y + 2u * slot + 1u] = sum;
   }
   if (appends) {
-    for (var c = 0u; c < 4u; c++) {
-      let i = t + T * c;
-      if (i < D) { kc[(g * C + p0 + s) * D + i] = kr[c]; }
-      if (i < Dv) { vc[(g * C + p0 + s) * Dv + i] = vr[c]; }
-    }
+    if (t < D) { kc[(g * C + p0 + s) * D + t] = kr; }
+    if (t < Dv) { vc[(g * C + p0 + s) * Dv + t] = vr; }
   }
 }

@@ -11,7 +11,8 @@
 // part[U[5] + 2 (row SPLITS + sp)]), 1 pos (i32 [1]), 2 out, 3 uniform.
 // Uniform words: 0 Hq, 1 Dv, 2 C, 3 SPLITS, 4 rows (S Hq), 5 (m, l) offset.
 
-const T: u32 = 64u;
+const T: u32 = 64u;   // threads
+const KT: u32 = 32u;  // keys per tile of llm_attention_kv.wgsl
 const LOW: f32 = -3.4028234663852886e38;
 
 @group(0) @binding(0) var<storage, read> part: array<f32>;
@@ -35,7 +36,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
     return;
   }
   let n = u32(p) + s + 1u;
-  let per = ((n + splits - 1u) / splits + T - 1u) / T * T;
+  let per = ((n + splits - 1u) / splits + KT - 1u) / KT * KT;
   let live = (n + per - 1u) / per;
   var m = LOW;
   var l = 0.0;
