@@ -101,8 +101,8 @@ $(GLSL_WEB_GEN): tools/embed_sources.sh $(SUBOPS_DEF) $(OPS_DEF) $(GLSL_SRC) $(w
 	sh tools/embed_sources.sh --gzip ../../src/core/inflate.h --consts $(SUBOPS_DEF) $(OPS_DEF) glsl \
 	  --twins-absent ../../src/webgl/gl.h rlx_glref_args rlx_glref_find .frag $@ rlx_glsl_source \
 	  $(filter-out src/webgl/glsl/llm_%,$(GLSL_SRC))
-# The language-model ops (shape rules, kernels, WebGPU lowerings and their
-# llm_*.wgsl kernels) stay out of the training module:
+# The language-model ops (shape rules, kernels, gradient rules, WebGPU
+# lowerings and their llm_*.wgsl kernels) stay out of the training module:
 # src/web/llm_ops_absent.c stands in for them there.
 WGSL_WEB_GEN := build/gen/wgsl_sources_web.c
 $(WGSL_WEB_GEN): tools/embed_sources.sh $(SUBOPS_DEF) $(OPS_DEF) $(WGSL_SRC) $(wildcard src/webgpu/wgsl)
@@ -110,7 +110,8 @@ $(WGSL_WEB_GEN): tools/embed_sources.sh $(SUBOPS_DEF) $(OPS_DEF) $(WGSL_SRC) $(w
 	sh tools/embed_sources.sh --gzip ../../src/core/inflate.h --consts $(SUBOPS_DEF) $(OPS_DEF) wgsl $@ rlx_wgsl_source \
 	  $(filter-out src/webgpu/wgsl/llm_%,$(WGSL_SRC))
 LLM_KERNEL_OBJ := build/wasm/src/cpu/k_matmul_q.o build/wasm/src/cpu/k_matmul_q_wasm.o build/wasm/src/cpu/k_attention_kv.o build/wasm/src/ir/shape_rules_llm.o \
-                  build/wasm/src/webgpu/lower_llm.o
+                  build/wasm/src/webgpu/lower_llm.o build/wasm/src/cpu/k_swiglu_q.o build/wasm/src/webgpu/lower_swiglu_q.o \
+                  build/wasm/src/autodiff/rules_llm.o
 WEB_LIB_OBJ := $(filter-out build/wasm/src/webgl/reference.o build/wasm/src/webgl/ref_%.o $(LLM_KERNEL_OBJ) \
                  build/wasm/$(GLSL_GEN:.c=.o) build/wasm/$(WGSL_GEN:.c=.o),$(WASM_OBJ)) build/wasm/$(GLSL_WEB_GEN:.c=.o) \
                build/wasm/$(WGSL_WEB_GEN:.c=.o)

@@ -201,6 +201,11 @@ rlx_node rlx_matmul_q(rlx_graph *g, rlx_node x, rlx_node w, int32_t qtype, int32
 /* table (as matmul_q's w), ids[...] (i32 or f32) -> [..., cols]: the
  * dequantized rows.  Bad ids give a zero row and fail the run as gather. */
 rlx_node rlx_gather_q(rlx_graph *g, rlx_node table, rlx_node ids, int32_t qtype, int32_t rows, int32_t cols);
+/* A feed-forward block's gate and up halves: x[..., cols] -> [..., rows] =
+ * silu(x Wg^T) * (x Wu^T), w_gate and w_up two tables of qtype, rows and
+ * cols as matmul_q's w (trans 0).  Differentiable in x only. */
+rlx_node rlx_swiglu_q(rlx_graph *g, rlx_node x, rlx_node w_gate, rlx_node w_up, int32_t qtype, int32_t rows,
+                      int32_t cols);
 /* Causal attention over a KV cache: q[Hq, S, D], k[Hkv, S, D], v[Hkv, S,
  * Dv], k_cache[Hkv, C, D], v_cache[Hkv, C, Dv] (inputs or params, usually
  * bound), pos (i32, one element) -> out[S, Hq, Dv] (token-major: reshape

@@ -67,8 +67,9 @@ static void describe(const rlx_graph *g, rlx_node id, char *buf, size_t cap) {
   else snprintf(buf, cap, "node %d (%s)", (int)id, rlx_op_name(n->op));
 }
 
-/* The op (matmul_q or gather_q) that reads w as its quantized weights on
- * the loss's path, else RLX_OP_COUNT.  c->depends serves as scratch. */
+/* The op (matmul_q, gather_q or swiglu_q) that reads w as its quantized
+ * weights on the loss's path, else RLX_OP_COUNT.  c->depends serves as
+ * scratch. */
 static rlx_op quantized_consumer(rlx_grad_ctx *c, rlx_node loss, rlx_node w) {
   const rlx_graph *g = c->g;
   rlx_op found = RLX_OP_COUNT;
@@ -77,7 +78,9 @@ static rlx_op quantized_consumer(rlx_grad_ctx *c, rlx_node loss, rlx_node w) {
     const rlx_node_t *n = &g->nodes[id];
     if (!c->depends[id]) continue;
     for (int32_t k = 0; k < n->n_inputs; k++) c->depends[n->inputs[k]] = 1;
-    if ((n->op == RLX_OP_MATMUL_Q && n->inputs[1] == w) || (n->op == RLX_OP_GATHER_Q && n->inputs[0] == w)) found = n->op;
+    if ((n->op == RLX_OP_MATMUL_Q && n->inputs[1] == w) || (n->op == RLX_OP_GATHER_Q && n->inputs[0] == w) ||
+        (n->op == RLX_OP_SWIGLU_Q && (n->inputs[1] == w || n->inputs[2] == w)))
+      found = n->op;
   }
   memset(c->depends, 0, (size_t)c->n_fwd);
   return found;

@@ -1,7 +1,8 @@
 /* rules_llm.c - gradient rules of the quantized language-model ops:
  * matmul_q is linear in x (its gradient is matmul_q with trans flipped);
- * quantized weights and tables get no gradient, and attention_kv (which
- * writes its caches) is forward only. */
+ * swiglu_q's goes through its two products, recomputed; quantized weights
+ * and tables get no gradient, and attention_kv (which writes its caches)
+ * is forward only. */
 #include "grad.h"
 
 /* y = x W^T (trans 0) or x W (trans 1) (+ acc): dx = dy W or dy W^T,
@@ -21,6 +22,31 @@ rlx_status rlx_grad_matmul_q(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
 /* The table is i32 bytes and the ids are indices: nothing flows back. */
 rlx_status rlx_grad_gather_q(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
   (void)c, (void)id, (void)dy;
+  return RLX_OK;
+}
+
+/* x W^T (trans 0) or x W (trans 1), W a table of n's QTABLE attributes. */
+static rlx_node table_product(rlx_grad_ctx *c, const rlx_node_t *n, rlx_node x, rlx_node w, int32_t trans) {
+  int32_t at[RLX_IATTR_QMATMUL_TRANS + 1];
+  for (int32_t k = 0; k < RLX_IATTR_QMATMUL_TRANS; k++) at[k] = n->iattr[k]; /* qtype, rows, cols */
+  at[RLX_IATTR_QMATMUL_TRANS] = trans;
+  rlx_node in[2] = {x, w};
+  return rlx_op_node(c->g, RLX_OP_MATMUL_Q, in, 2, at, RLX_LEN(at), NULL, 0);
+}
+
+/* y = silu(g) * u with g = x Wg^T, u = x Wu^T (recomputed here):
+ * dx = silu'(g) dy u Wg + silu(g) dy Wu. */
+rlx_status rlx_grad_swiglu_q(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
+  rlx_node_t n = *rlx_grad_node(c, id);
+  if (!rlx_grad_wants(c, id, 0)) return RLX_OK;
+  rlx_graph *g = c->g;
+  rlx_node gate = table_product(c, &n, n.inputs[0], n.inputs[1], 0);
+  rlx_node up = table_product(c, &n, n.inputs[0], n.inputs[2], 0);
+  rlx_node in[2] = {gate, rlx_mul(g, dy, up)};
+  rlx_node dgate = rlx_op_node(g, RLX_OP_SILU_GRAD, in, 2, NULL, 0, NULL, 0);
+  rlx_node dup = rlx_mul(g, dy, rlx_op_node(g, RLX_OP_SILU, &gate, 1, NULL, 0, NULL, 0));
+  rlx_grad_accum(c, id, 0, table_product(c, &n, dgate, n.inputs[1], 1));
+  rlx_grad_accum(c, id, 0, table_product(c, &n, dup, n.inputs[2], 1));
   return RLX_OK;
 }
 

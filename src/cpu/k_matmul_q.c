@@ -17,11 +17,9 @@
 
 #include "../models/gguf_quants.h"
 #include "kernels.h"
+#include "matmul_q.h"
 
 #define LANES 8
-#define TILE_FLOATS 65536 /* dequantized weights per GEMM tile (256 KiB) */
-#define FUSED_MAX_M 4           /* x rows up to which the fused rows beat tile + GEMM (measured) */
-#define FUSED_CHUNK_BYTES 16384 /* weight rows fused against every x row at a time */
 
 /* sum_i a[i] b[i] with LANES independent partial sums, so the compiler
  * vectorizes it without reassociating a single sum. */
@@ -67,11 +65,7 @@ static void decode_q4_0(const uint8_t *restrict src, float *restrict dst, size_t
   }
 }
 
-typedef struct {
-  const rlx_wtype *wt;
-  size_t nblocks, stride; /* blocks and bytes per row */
-  int32_t rows, cols;
-} qtable;
+typedef rlx_qtable qtable;
 
 /* One row of t (at src) as cols floats: the fast decoders above where a
  * type has one, else the type's table kernel. */
@@ -119,6 +113,13 @@ static rlx_wt_rows_fn simd_rows(uint32_t code) {
     default: return NULL;
   }
 }
+
+/* The helpers above, for the kernels of matmul_q.h. */
+rlx_qtable rlx_qtable_of(const rlx_node_t *n) { return table_of(n); }
+void rlx_qtable_decode_row(const rlx_qtable *t, const uint8_t *src, float *dst) { decode_row(t, src, dst); }
+int rlx_qtable_fast_decode(const rlx_qtable *t) { return fast_decode(t); }
+rlx_wt_rows_fn rlx_qtable_simd_rows(uint32_t code) { return simd_rows(code); }
+float rlx_qdot_f32(const float *a, const float *b, size_t n) { return dot_f32(a, b, n); }
 
 /* x[M, K] (trans 0) or x[M, N] (trans 1), w: N rows of K quantized values
  * -> y[M, N] = x W^T (trans 0) or y[M, K] = x W (trans 1). */

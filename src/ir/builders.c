@@ -234,6 +234,12 @@ rlx_node rlx_gather_q(rlx_graph *g, rlx_node table, rlx_node ids, int32_t qtype,
   int32_t at[] = {[RLX_IATTR_QTABLE_QTYPE] = qtype, [RLX_IATTR_QTABLE_ROWS] = rows, [RLX_IATTR_QTABLE_COLS] = cols};
   return rlx_op_node(g, RLX_OP_GATHER_Q, in, 2, at, RLX_LEN(at), NULL, 0);
 }
+rlx_node rlx_swiglu_q(rlx_graph *g, rlx_node x, rlx_node w_gate, rlx_node w_up, int32_t qtype, int32_t rows,
+                      int32_t cols) {
+  rlx_node in[3] = {x, w_gate, w_up};
+  int32_t at[] = {[RLX_IATTR_QTABLE_QTYPE] = qtype, [RLX_IATTR_QTABLE_ROWS] = rows, [RLX_IATTR_QTABLE_COLS] = cols};
+  return rlx_op_node(g, RLX_OP_SWIGLU_Q, in, 3, at, RLX_LEN(at), NULL, 0);
+}
 rlx_node rlx_attention_kv(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_node k_cache, rlx_node v_cache,
                           rlx_node pos, float scale) {
   rlx_node in[6] = {q, k, v, k_cache, v_cache, pos};

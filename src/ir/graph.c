@@ -107,6 +107,7 @@ static int accepts_i32(rlx_op op, int32_t k) {
   switch (op) {
     case RLX_OP_SCATTER_ADD: return k == 0;
     case RLX_OP_GATHER_Q: return k <= 1;   /* the quantized table, ids */
+    case RLX_OP_SWIGLU_Q: return k >= 1;   /* the two quantized weights */
     case RLX_OP_ATTENTION_KV: return k == 5; /* pos */
     default: return k == 1 && (op == RLX_OP_GATHER || op == RLX_OP_SOFTMAX_CE || op == RLX_OP_SOFTMAX_CE_GRAD ||
                                op == RLX_OP_MATMUL_Q || op == RLX_OP_ROPE);

@@ -611,6 +611,7 @@ RULE(fused_attention) { /* (x, wqkv | wq, wk, wv, wo[, mask]) -> [(B,) S, Eo] */
 /* The quantized language-model ops' rules (shape_rules_llm.c). */
 rlx_status rlx_shape_matmul_q(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap);
 rlx_status rlx_shape_gather_q(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap);
+rlx_status rlx_shape_swiglu_q(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap);
 rlx_status rlx_shape_attention_kv(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap);
 
 const rlx_op_info rlx_op_table[RLX_OP_COUNT] = {

@@ -1,7 +1,7 @@
 /* shape_rules_llm.c - shape rules of the quantized language-model ops
- * (matmul_q, gather_q, attention_kv; see include/rlx_ops.def).  Same
- * contract as shape_rules.c: validate inputs, dtypes and attributes, set
- * the output shape, or write a message and return a status. */
+ * (matmul_q, gather_q, swiglu_q, attention_kv; see include/rlx_ops.def).
+ * Same contract as shape_rules.c: validate inputs, dtypes and attributes,
+ * set the output shape, or write a message and return a status. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +15,7 @@
 
 rlx_status rlx_shape_matmul_q(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap);
 rlx_status rlx_shape_gather_q(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap);
+rlx_status rlx_shape_swiglu_q(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap);
 rlx_status rlx_shape_attention_kv(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap);
 
 static rlx_status want_attrs(const rlx_node_t *n, char *msg, size_t cap) {
@@ -77,6 +78,20 @@ rlx_status rlx_shape_gather_q(const rlx_graph *g, rlx_node_t *n, char *msg, size
   if (ids->rank >= RLX_MAX_RANK) FAIL(RLX_ERR_SHAPE, "ids have too many dims");
   n->shape = *ids;
   n->shape.dims[n->shape.rank++] = ATTR_I(n, QTABLE, COLS);
+  return RLX_OK;
+}
+
+/* (x[..., K], w_gate, w_up: N x K tables of one type) -> [..., N] */
+rlx_status rlx_shape_swiglu_q(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap) {
+  rlx_status st = want_attrs(n, msg, cap);
+  for (int32_t k = 1; k <= 2 && st == RLX_OK; k++) st = check_table(g, n, k, msg, cap);
+  if (st != RLX_OK) return st;
+  const rlx_shape *x = IN(0);
+  if (DTYPE(0) != RLX_F32) FAIL(RLX_ERR_INVALID_ARG, "x must be f32");
+  if (x->rank < 1 || x->dims[x->rank - 1] != ATTR_I(n, QTABLE, COLS))
+    FAIL(RLX_ERR_SHAPE, "x must be [..., cols] (cols %d)", (int)ATTR_I(n, QTABLE, COLS));
+  n->shape = *x;
+  n->shape.dims[x->rank - 1] = ATTR_I(n, QTABLE, ROWS);
   return RLX_OK;
 }
 

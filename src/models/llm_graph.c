@@ -10,7 +10,7 @@
  *     a = causal attention of q over the KV cache after appending k, v
  *     x = x + a Wo^T                    (the add in matmul_q: its acc input)
  *     h = rms_norm(x) * ffn_norm
- *     x = x + (silu(h Wgate^T) * (h Wup^T)) Wdown^T
+ *     x = x + (silu(h Wgate^T) * (h Wup^T)) Wdown^T   (swiglu_q, then matmul_q)
  *   logits = rms_norm(x[n - 1]) * output_norm . Wout^T   [1, V]
  *
  * Every 2-D weight is an i32 param in its file type (matmul_q, gather_q);
@@ -78,6 +78,14 @@ static rlx_node heads(step_builder *b, rlx_node x, int32_t h, const llm_weight *
   return rlx_rope_ext(b->g, head_major(b, y, h), b->pos, in->rope_theta, 0, in->rope_neox ? 0 : 1);
 }
 
+/* h[n, E] -> silu(h Wgate^T) * (h Wup^T): one swiglu_q when the two weights
+ * share their type and shape (as they usually do), else its pieces. */
+static rlx_node gate_up(step_builder *b, rlx_node h, const llm_weight *gate, const llm_weight *up) {
+  if (gate->qtype == up->qtype && gate->rows == up->rows && gate->cols == up->cols)
+    return rlx_swiglu_q(b->g, h, param_of(b, gate), param_of(b, up), gate->qtype, gate->rows, gate->cols);
+  return rlx_mul(b->g, rlx_silu(b->g, linear(b, h, gate)), linear(b, h, up));
+}
+
 static rlx_node cache_param(step_builder *b, const char *kind, int32_t l) {
   const rlx_llm_info *in = &b->m->info;
   char name[32];
@@ -100,7 +108,7 @@ static rlx_node layer(step_builder *b, rlx_node x, int32_t l) {
   int32_t d2[2] = {b->n, in->n_head * in->head_dim};
   x = linear_plus(b, x, rlx_reshape(g, a, 2, d2), &L->wo);
   h = norm(b, x, &L->ffn_norm);
-  rlx_node ff = rlx_mul(g, rlx_silu(g, linear(b, h, &L->gate)), linear(b, h, &L->up));
+  rlx_node ff = gate_up(b, h, &L->gate, &L->up);
   return linear_plus(b, x, ff, &L->down);
 }
 

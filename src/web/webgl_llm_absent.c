@@ -11,4 +11,5 @@ static rlx_status absent(const rlx_gl_ctx *c) {
 }
 rlx_status rlx_gl_lower_matmul_q(const rlx_gl_ctx *c, rlx_gl_lowering *out) { return (void)out, absent(c); }
 rlx_status rlx_gl_lower_gather_q(const rlx_gl_ctx *c, rlx_gl_lowering *out) { return (void)out, absent(c); }
+rlx_status rlx_gl_lower_swiglu_q(const rlx_gl_ctx *c, rlx_gl_lowering *out) { return (void)out, absent(c); }
 rlx_status rlx_gl_lower_attention_kv(const rlx_gl_ctx *c, rlx_gl_lowering *out) { return (void)out, absent(c); }

@@ -68,6 +68,23 @@ rlx_status rlx_gl_lower_gather_q(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
   return quant_pass(c, out, "llm_gather_q", 0);
 }
 
+/* x[..., K], w_gate, w_up (words textures as matmul_q's, N rows of K
+ * values each) -> y[..., N] = silu(x Wg^T) * (x Wu^T) in one pass,
+ * llm_swiglu_q.frag; attributes qtype, rows N, cols K; u_i = {N, K, row
+ * bytes}. */
+rlx_status rlx_gl_lower_swiglu_q(const rlx_gl_ctx *c, rlx_gl_lowering *out) {
+  int32_t qt = -1, stride = 0;
+  rlx_status st = table_of(c, &qt, &stride);
+  if (st != RLX_OK) return st;
+  rlx_gl_pass *p = rlx_gl_add(out, "llm_swiglu_q");
+  rlx_gl_define(p, "QT", qt);
+  for (int32_t k = 0; k < 3; k++) rlx_gl_in(p, RLX_GLT_INPUT, k);
+  rlx_gl_int(p, ATTR_I(c->node, QTABLE, ROWS));
+  rlx_gl_int(p, ATTR_I(c->node, QTABLE, COLS));
+  rlx_gl_int(p, stride);
+  return RLX_OK;
+}
+
 /* src (input 1 or 2) appended to cache (input 3 or 4) at pos (input 5). */
 static void kv_write(rlx_gl_lowering *l, int32_t src, int32_t cache, int32_t hkv, int32_t S, int32_t C, int32_t d) {
   rlx_gl_pass *p = rlx_gl_add(l, "llm_kv_write");

@@ -10,8 +10,9 @@
  * matmuls write them directly and sets per-pass defines (plan_layout.c);
  * those a matmul reads as they lie get one matrix row per texture line
  * (rlx_gl_choose_lines); packed matmul temps are RGBA rows (gl_plan.h).
- * matmul_q / gather_q weights get words textures (choose_words) and
- * attention_kv writes its cache leaves in place (gl_plan.h). */
+ * matmul_q / gather_q / swiglu_q weights get words textures
+ * (choose_words) and attention_kv writes its cache leaves in place
+ * (gl_plan.h). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -178,23 +179,25 @@ static int writable_leaf(const rlx_plan *p, const rlx_node_t *n, int32_t k) {
   return op == RLX_OP_INPUT || op == RLX_OP_PARAM;
 }
 
-/* Whether input k of a pass of `shader` is GGUF-typed weights (a words
- * texture). */
-static int reads_words(const char *shader, int32_t k) {
-  return (k == 1 && strcmp(shader, "llm_matmul_q") == 0) || (k == 0 && strcmp(shader, "llm_gather_q") == 0);
+/* Whether input k of op is GGUF-typed weights (a words texture, which the
+ * op's passes read as such: matmul_q's w, gather_q's table, swiglu_q's
+ * two tables). */
+static int weight_input(rlx_op op, int32_t k) {
+  return op == RLX_OP_MATMUL_Q ? k == 1 : op == RLX_OP_GATHER_Q ? k == 0 : op == RLX_OP_SWIGLU_Q && k >= 1;
 }
 
-/* Per node: 1 for an i32 input or param that matmul_q or gather_q reads as
+/* Per node: 1 for an i32 input or param that a quantized op reads as
  * weights (it gets a words texture). */
 static void choose_words(const rlx_plan *p, uint8_t *words) {
   for (int32_t id = 0; id < p->graph.n_nodes; id++) words[id] = 0;
   for (int32_t step = 0; step < p->n_steps; step++) {
     const rlx_node_t *n = &p->graph.nodes[p->steps[step]];
-    int32_t k = n->op == RLX_OP_MATMUL_Q ? 1 : n->op == RLX_OP_GATHER_Q ? 0 : -1;
-    if (k < 0) continue;
-    const int32_t r = rlx_plan_root(p, n->inputs[k]);
-    const rlx_op op = p->graph.nodes[r].op;
-    if ((op == RLX_OP_INPUT || op == RLX_OP_PARAM) && p->graph.nodes[r].dtype == RLX_I32) words[r] = 1;
+    for (int32_t k = 0; k < n->n_inputs; k++) {
+      if (!weight_input(n->op, k)) continue;
+      const int32_t r = rlx_plan_root(p, n->inputs[k]);
+      const rlx_op op = p->graph.nodes[r].op;
+      if ((op == RLX_OP_INPUT || op == RLX_OP_PARAM) && p->graph.nodes[r].dtype == RLX_I32) words[r] = 1;
+    }
   }
 }
 
@@ -277,7 +280,8 @@ static rlx_status plan_step(planner *pl, const rlx_plan *p, int32_t step) {
       if (pp.in_tex[k] == pp.out_tex)
         return rlx_error(RLX_ERR_STATE, "webgl: pass %d of %s reads the texture it writes", (int)i,
                          rlx_op_name(n->op));
-      if (w->tex[pp.in_tex[k]].words != reads_words(ps->shader, k))
+      const int weights = ps->inputs[k].kind == RLX_GLT_INPUT && weight_input(n->op, ps->inputs[k].index);
+      if (w->tex[pp.in_tex[k]].words != weights)
         return rlx_error(RLX_ERR_UNSUPPORTED, w->tex[pp.in_tex[k]].words
                          ? "webgl: %s reads an i32 tensor that matmul_q or gather_q reads as weights (WebGL2 "
                            "keeps those as raw words)"

@@ -1,14 +1,15 @@
 /* ref_llm.c - C twins of the language-model shaders: _llm_quant.glsl (GGUF
  * weights read from the words of a table), llm_matmul_q.frag, llm_gather_q.frag,
- * llm_kv_write.frag and llm_attention_kv.frag, with the same integer and float
- * formulas and loop orders, for the reference executor (reference.c).  A
- * words texture is a float array holding the table's i32 words bit for
- * bit (reference.c uploads them so). */
+ * llm_swiglu_q.frag, llm_kv_write.frag and llm_attention_kv.frag, with the
+ * same integer and float formulas and loop orders, for the reference
+ * executor (reference.c).  A words texture is a float array holding the
+ * table's i32 words bit for bit (reference.c uploads them so). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "../core/subops.h"
+#include "../cpu/kernels.h"
 #include "gl_plan.h"
 
 /* ---- _llm_quant.glsl ---- */
@@ -169,6 +170,40 @@ void rlx_glref_llm_gather_q(const rlx_glref_args *a) {
   for (size_t i = 0; i < a->out_n; i++) {
     int32_t id = rlx_gl_index(a->in[1][(int32_t)i / u[1]], u[0]);
     a->out[i] = id < 0 ? 0.0f : qvalue(&t, id * u[3], (int32_t)i % u[1]);
+  }
+}
+
+/* ---- llm_swiglu_q.frag ---- */
+
+/* x[0 .. K) . the row at byte o of t, summed as llm_matmul_q.frag's trans 0. */
+static float qdot(const qtab *t, const float *x, int32_t o, int32_t K) {
+  float acc = 0.0f;
+  if (is_float(t->qt)) {
+    for (int32_t k = 0; k < K; k++) acc += qfloat(t, o, k) * x[k];
+    return acc;
+  }
+  for (int32_t g = 0; g < K; g += 16) {
+    int32_t ob = o + (g / t->be) * t->bb, eb = g % t->be;
+    float sc, mn, s = 0.0f, sx = 0.0f;
+    qgroup(t, ob, eb, &sc, &mn);
+    for (int32_t j = 0; j < 16; j++) {
+      s += (float)qcode(t, ob, eb + j) * x[g + j];
+      sx += x[g + j];
+    }
+    acc += sc * s + mn * sx;
+  }
+  return acc;
+}
+
+/* silu as unary.frag computes it: the CPU's expression (NaN passes). */
+void rlx_glref_llm_swiglu_q(const rlx_glref_args *a) {
+  const int32_t *u = a->pass->ints, N = u[0], K = u[1];
+  const qtab gate = qtab_of(a->pass, a->in[1]), up = qtab_of(a->pass, a->in[2]);
+  for (size_t i = 0; i < a->out_n; i++) {
+    const float *x = a->in[0] + (size_t)((int32_t)i / N) * (size_t)K;
+    const int32_t o = ((int32_t)i % N) * u[2];
+    const float g = qdot(&gate, x, o, K);
+    a->out[i] = isnan(g) ? g : rlx_cpu_unary_scalar(RLX_SUBOP_SILU, g) * qdot(&up, x, o, K);
   }
 }
 

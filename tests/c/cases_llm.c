@@ -1,10 +1,11 @@
-/* cases_llm.c - op cases for the quantized language-model ops: matmul_q
- * and gather_q for every GGUF weight type, rope's offset input and
- * adjacent-pairs mode, and attention_kv (references in ref_llm.c).
+/* cases_llm.c - op cases for the quantized language-model ops: matmul_q,
+ * gather_q and swiglu_q for every GGUF weight type, rope's offset input
+ * and adjacent-pairs mode, and attention_kv (references in ref_llm.c).
  * Parameter layouts (c->p):
  *   matmul_q      {qtype, N, K, trans, extra words of w, x rank, x dims...}
  *                 (MMQ_ACC: with the acc input, y's shape)
  *   gather_q      {qtype, V, K, ids dtype (1 = i32), ids rank, ids dims...}
+ *   swiglu_q      {qtype, N, K, x rank, x dims...}
  *   rope_ext      {theta, pos_offset, mode, offset (< 0: no offset input),
  *                  inverse, x rank, x dims...}
  *   attention_kv  {Hq, Hkv, S, D, Dv, C, pos, scale * 1000}
@@ -20,6 +21,7 @@
 
 void ref_matmul_q_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_gather_q_case(const op_case *c, const op_inputs *in, double *expect);
+void ref_swiglu_q_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_rope_ext_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_attention_kv_case(const op_case *c, const op_inputs *in, double *expect);
 
@@ -90,6 +92,24 @@ static void fill_gather_q(const op_case *c, int32_t k, float *data, size_t n, un
   }
 }
 
+static rlx_node build_swiglu_q(rlx_graph *g, const op_case *c) {
+  int32_t words = table_words(c->p[0], c->p[1], c->p[2]);
+  rlx_node x = rlx_input(g, "x", c->p[3], &c->p[4], RLX_F32);
+  rlx_node gate = rlx_input(g, "w_gate", 1, &words, RLX_I32);
+  rlx_node up = rlx_input(g, "w_up", 1, &words, RLX_I32);
+  return rlx_swiglu_q(g, x, gate, up, c->p[0], c->p[1], c->p[2]);
+}
+
+static void fill_swiglu_q(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
+  if (k >= 1) {
+    fill_table(c->p[0], c->p[1], c->p[2], data, n, seed);
+    return;
+  }
+  /* x in [-0.5, 0.5): silu(g) * u multiplies the rounding of one product
+   * by the other; smaller products keep wasm and native within 1e-5 */
+  for (size_t i = 0; i < n; i++) data[i] = opcase_uniform(seed, i, -0.5f, 0.5f);
+}
+
 static rlx_node build_rope_ext(rlx_graph *g, const op_case *c) {
   rlx_node x = rlx_input(g, "x", c->p[5], &c->p[6], RLX_F32);
   rlx_node in[2] = {x, RLX_NO_NODE};
@@ -140,6 +160,15 @@ static void fill_attention_kv(const op_case *c, int32_t k, float *data, size_t n
   MMQ("matmul_q_" tname "_trans_decode_1x9_to_" #K, qt, 9, K, 1, 0, 1, 9)
 #define GQ(name, qt, V, K, i32, rank, ...) \
   {name, build_gather_q, ref_gather_q_case, fill_gather_q, {qt, V, K, i32, rank, __VA_ARGS__}, 0, 0, 0}
+#define SWQ(name, qt, N, K, rank, ...) \
+  {name, build_swiglu_q, ref_swiglu_q_case, fill_swiglu_q, {qt, N, K, rank, __VA_ARGS__}, 0, 0, 1e-4}
+/* one type, N odd: a decoded token and a short prompt step (the fused rows
+ * on the CPU, one llm_swiglu_q.wgsl dispatch on WebGPU) and a prompt (the
+ * tiled GEMM; on WebGPU two llm_matmul_q.wgsl products and a combine) */
+#define SWQ_TYPE(tname, qt, N, K)                                 \
+  SWQ("swiglu_q_" tname "_decode_1x" #K "_to_" #N, qt, N, K, 2, 1, K), \
+  SWQ("swiglu_q_" tname "_3x" #K "_to_" #N, qt, N, K, 2, 3, K),        \
+  SWQ("swiglu_q_" tname "_prompt_70x" #K "_to_" #N, qt, N, K, 2, 70, K)
 #define ROPE_EXT(name, theta, pos, mode, offset, inverse, rank, ...)                                    \
   {name, build_rope_ext, ref_rope_ext_case, fill_rope_ext, {theta, pos, mode, offset, inverse, rank, __VA_ARGS__}, \
    0, 0, 0}
@@ -173,6 +202,23 @@ const op_case rlx_cases_llm[] = {
     MMQ_ACC("matmul_q_acc_q4_K_prompt_6x256", RLX_GGUF_TYPE_Q4_K, 70, 256, 0, 2, 6, 256),
     MMQ_ACC("matmul_q_acc_q4_0_batch_2x3x64", RLX_GGUF_TYPE_Q4_0, 9, 64, 0, 3, 2, 3, 64),
     MMQ_ACC("matmul_q_acc_q6_K_trans_2x5_to_256", RLX_GGUF_TYPE_Q6_K, 5, 256, 1, 2, 2, 5),
+
+    SWQ_TYPE("f32", RLX_GGUF_TYPE_F32, 23, 40),
+    SWQ_TYPE("f16", RLX_GGUF_TYPE_F16, 23, 40),
+    SWQ_TYPE("bf16", RLX_GGUF_TYPE_BF16, 23, 40),
+    SWQ_TYPE("q8_0", RLX_GGUF_TYPE_Q8_0, 21, 96),
+    SWQ_TYPE("q4_0", RLX_GGUF_TYPE_Q4_0, 21, 96),
+    SWQ_TYPE("q4_1", RLX_GGUF_TYPE_Q4_1, 19, 64),
+    SWQ_TYPE("q5_0", RLX_GGUF_TYPE_Q5_0, 19, 64),
+    SWQ_TYPE("q5_1", RLX_GGUF_TYPE_Q5_1, 21, 96),
+    SWQ_TYPE("q4_K", RLX_GGUF_TYPE_Q4_K, 13, 256),
+    SWQ_TYPE("q5_K", RLX_GGUF_TYPE_Q5_K, 13, 256),
+    SWQ_TYPE("q6_K", RLX_GGUF_TYPE_Q6_K, 9, 256),
+    /* more rows than one fused chunk (16 KiB of both weights' rows), than
+     * one dequantized tile (65536 / 2K rows of each), and x of rank 3 */
+    SWQ("swiglu_q_q4_0_chunks_3x32_to_1001", RLX_GGUF_TYPE_Q4_0, 1001, 32, 2, 3, 32),
+    SWQ("swiglu_q_q4_K_tiles_70x256_to_301", RLX_GGUF_TYPE_Q4_K, 301, 256, 2, 70, 256),
+    SWQ("swiglu_q_q8_0_rank3_2x3x64_to_37", RLX_GGUF_TYPE_Q8_0, 37, 64, 3, 2, 3, 64),
 
     GQ("gather_q_q4_0_i32_ids_2x3", RLX_GGUF_TYPE_Q4_0, 11, 64, 1, 2, 2, 3),
     GQ("gather_q_q6_K_f32_ids_5", RLX_GGUF_TYPE_Q6_K, 7, 256, 0, 1, 5),

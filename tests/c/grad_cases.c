@@ -151,6 +151,17 @@ B matmul_q(grad_builder *b, const grad_case *c) {
   return rlx_op_node(G, RLX_OP_MATMUL_Q, in, 3, at, (int32_t)(sizeof at / sizeof at[0]), NULL, 0);
 }
 
+/* swiglu_q: p[0] GGUF type, p[1] N, p[2] K, p[3] x rows; only x is
+ * differentiable (two tables of one type and shape) */
+B swiglu_q(grad_builder *b, const grad_case *c) {
+  int32_t N = c->p[1], K = c->p[2], qt = c->p[0];
+  rlx_gguf_type t = (rlx_gguf_type)qt;
+  int32_t words = (rlx_gguf_type_block_bytes(t) * (N * K / rlx_gguf_type_block_elems(t)) + 3) / 4;
+  rlx_node x = grad_in(b, 2, D(c->p[3], K), FILL_UNIFORM, 0, 0);
+  rlx_node gate = grad_in(b, 1, D(words), FILL_GGUF, 1, qt), up = grad_in(b, 1, D(words), FILL_GGUF, 1, qt);
+  return rlx_swiglu_q(G, x, gate, up, qt, N, K);
+}
+
 /* p[0] mask kind, p[1] Sq, p[2] Sk */
 B attention(grad_builder *b, const grad_case *c) {
   int32_t Bn = 2, H = 2, Sq = c->p[1], Sk = c->p[2], Dh = 4, Dv = 3;
@@ -244,6 +255,9 @@ static const grad_case cases[] = {
     {"grad_matmul_q_f16_trans", matmul_q, {RLX_GGUF_TYPE_F16, 7, 5, 1, 3}, 0},
     {"grad_matmul_q_q8_0_acc", matmul_q, {RLX_GGUF_TYPE_Q8_0, 6, 32, 0, 2, 1}, 0},
     {"grad_matmul_q_f16_trans_acc", matmul_q, {RLX_GGUF_TYPE_F16, 7, 5, 1, 3, 1}, 0},
+    {"grad_swiglu_q_q8_0_decode", swiglu_q, {RLX_GGUF_TYPE_Q8_0, 7, 32, 1}, 0},
+    {"grad_swiglu_q_q4_K", swiglu_q, {RLX_GGUF_TYPE_Q4_K, 5, 256, 3}, 0},
+    {"grad_swiglu_q_f16", swiglu_q, {RLX_GGUF_TYPE_F16, 6, 9, 2}, 0},
     {"grad_attention_none", attention, {RLX_MASK_NONE, 4, 4}, 0},
     {"grad_attention_causal", attention, {RLX_MASK_CAUSAL, 4, 4}, 0},
     {"grad_attention_causal_decode", attention, {RLX_MASK_CAUSAL, 2, 5}, 0},

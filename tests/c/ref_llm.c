@@ -12,6 +12,7 @@
 
 void ref_matmul_q_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_gather_q_case(const op_case *c, const op_inputs *in, double *expect);
+void ref_swiglu_q_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_rope_ext_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_attention_kv_case(const op_case *c, const op_inputs *in, double *expect);
 
@@ -58,6 +59,25 @@ void ref_gather_q_case(const op_case *c, const op_inputs *in, double *expect) {
     for (int32_t k = 0; k < K; k++) expect[i * (size_t)K + (size_t)k] = w[(size_t)id * (size_t)K + (size_t)k];
   }
   free(w);
+}
+
+/* silu(x Wg^T) * (x Wu^T) with silu(g) = g / (1 + e^-g). */
+void ref_swiglu_q_case(const op_case *c, const op_inputs *in, double *expect) {
+  int32_t N = c->p[1], K = c->p[2];
+  float *wg = expand(c, in, 1, N, K), *wu = expand(c, in, 2, N, K);
+  size_t M = ref_numel(in->rank[0], in->dims[0]) / (size_t)K;
+  const float *x = in->data[0];
+  for (size_t m = 0; wg && wu && m < M; m++)
+    for (size_t n = 0; n < (size_t)N; n++) {
+      double g = 0, u = 0;
+      for (size_t k = 0; k < (size_t)K; k++) {
+        g += (double)x[m * (size_t)K + k] * wg[n * (size_t)K + k];
+        u += (double)x[m * (size_t)K + k] * wu[n * (size_t)K + k];
+      }
+      expect[m * (size_t)N + n] = g / (1.0 + exp(-g)) * u;
+    }
+  free(wg);
+  free(wu);
 }
 
 /* Mode 0 pairs (i, i + D/2), mode 1 pairs (2i, 2i + 1); both turn pair i by

@@ -242,6 +242,11 @@ static void gradients_refused(void **state) {
   rlx_node loss2 = total(g, rlx_gather_q(g, w, ids, QT, 2, 32));
   assert_int_equal(rlx_grad(g, loss2, &w, 1, grads), RLX_ERR_GRAPH);
   assert_contains(rlx_last_error(), "gather_q: quantized weights have no gradient");
+  rlx_node up = rlx_input(g, "up", 1, &words, RLX_I32);
+  rlx_node loss3 = total(g, rlx_swiglu_q(g, x, w, up, QT, 2, 32));
+  assert_int_equal(rlx_grad(g, loss3, &up, 1, grads), RLX_ERR_GRAPH);
+  assert_contains(rlx_last_error(), "swiglu_q: quantized weights have no gradient");
+  assert_int_equal(rlx_grad(g, loss3, &x, 1, grads), RLX_OK);
   rlx_graph_free(g);
 
   g = rlx_graph_new();
@@ -284,6 +289,15 @@ static rlx_node bad_matmul_q(rlx_graph *g, int v) {
   }
 }
 
+/* Both tables are checked, and x against cols. */
+static rlx_node bad_swiglu_q(rlx_graph *g, int v) {
+  int32_t words = 17, few = 16;
+  rlx_node x = rlx_input(g, "x", 2, (int32_t[]){3, v == 2 ? 64 : 32}, RLX_F32);
+  rlx_node gate = rlx_input(g, "gate", 1, &words, RLX_I32);
+  rlx_node up = rlx_input(g, "up", 1, v == 0 ? &few : &words, v == 1 ? RLX_F32 : RLX_I32);
+  return rlx_swiglu_q(g, x, gate, up, QT, 2, 32);
+}
+
 static rlx_node bad_attention_kv(rlx_graph *g, int v) {
   rlx_node q = rlx_input(g, "q", 3, (int32_t[]){v == 0 ? 3 : 4, 2, 4}, RLX_F32);
   rlx_node k = rlx_input(g, "k", 3, (int32_t[]){2, 2, 4}, RLX_F32);
@@ -303,6 +317,9 @@ static void shape_rules_refuse(void **state) {
   expect_refusal(bad_matmul_q, 4, RLX_ERR_INVALID_ARG, "must be an i32 tensor");
   expect_refusal(bad_matmul_q, 5, RLX_ERR_SHAPE, "x's last dim is 32");
   expect_refusal(bad_matmul_q, 6, RLX_ERR_INVALID_ARG, "must be an i32 tensor");
+  expect_refusal(bad_swiglu_q, 0, RLX_ERR_SHAPE, "take 68 bytes; input 2 holds 64");
+  expect_refusal(bad_swiglu_q, 1, RLX_ERR_INVALID_ARG, "input 2 (the q8_0 weights) must be an i32 tensor");
+  expect_refusal(bad_swiglu_q, 2, RLX_ERR_SHAPE, "x must be [..., cols] (cols 32)");
   expect_refusal(bad_attention_kv, 0, RLX_ERR_SHAPE, "not a multiple of the 2 key/value heads");
   expect_refusal(bad_attention_kv, 1, RLX_ERR_GRAPH, "k_cache must be an input or param");
   expect_refusal(bad_attention_kv, 2, RLX_ERR_GRAPH, "k_cache is also given as v_cache");

@@ -1,6 +1,7 @@
 // _llm_quant.glsl - GGUF-typed weights read in place from a words texture
-// (included by llm_matmul_q.frag and llm_gather_q.frag; C twin in
-// src/webgl/ref_llm.c).  The weights are the i32 words of the op's table
+// (included by llm_matmul_q.frag, llm_gather_q.frag and
+// llm_swiglu_q.frag; C twin in src/webgl/ref_llm.c).  The weights are the
+// i32 words of the op's table
 // (include/rlx_ops.def matmul_q), uploaded unchanged into an RGBA32I
 // texture, 4 words per texel (word i in component i % 4 of texel i / 4,
 // row-major over a texture RLX_QTEX_W texels wide).  Bytes are
@@ -8,18 +9,21 @@
 // of include/rlx_subops.def); the block layouts are those of
 // include/rlx_gguf_types.def and src/models/gguf_quants.c.
 //
-// The includer defines RLX_QTEX (a highp isampler2D) and RLX_QTEX_W.
+// The includer defines RLX_QTEX (a highp isampler2D) and RLX_QTEX_W, or
+// RLX_QWORD and its own `uint rlx_word(int i)` (word i of the weights).
 // Float types (RLX_QFLOAT): rlx_qfloat(o, e) is element e of the row at
 // byte o.  Block types: a block of RLX_QBE values in RLX_QBB bytes; within
 // it every run of 16 values shares one affine map, value = sc * code + mn:
 // rlx_qgroup(ob, g) = (sc, mn) of the run starting at value g (g % 16 ==
 // 0) of the block at byte ob, rlx_qcode(ob, e) = the integer code of value e.
 
+#if !defined(RLX_QWORD)
 uint rlx_word(int i) {
   ivec2 qr = rlx_divmod(i >> 2, RLX_QTEX_W);
   ivec4 t = texelFetch(RLX_QTEX, ivec2(qr.y, qr.x), 0);
   return uint(t[i & 3]);
 }
+#endif
 uint rlx_byte(int b) { return (rlx_word(b >> 2) >> (8u * uint(b & 3))) & 255u; }
 int rlx_sbyte(int b) { return int(rlx_byte(b) << 24) >> 24; } // an int8
 uint rlx_u16(int b) { return (rlx_word(b >> 2) >> (8u * uint(b & 2))) & 65535u; } // b even

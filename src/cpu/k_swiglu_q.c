@@ -1,0 +1,102 @@
+/* k_swiglu_q.c - swiglu_q: y[M, N] = silu(x Wg^T) * (x Wu^T), the
+ * gate and up halves of a feed-forward block, Wg and Wu two N x K tables
+ * of one GGUF type read in place.  matmul_q's paths (k_matmul_q.c, through
+ * matmul_q.h) over both weights at once, the work on x shared:
+ *  - up to FUSED_MAX_M x rows, a type with fused SIMD rows: x's sums per
+ *    32 values once for both weights, then a chunk of gate rows and the
+ *    same up rows (16 KiB of the two) against every x row, combined while
+ *    the gate's values are in L1;
+ *  - else one x row: each output's gate and up rows decoded and dotted
+ *    (or the type's fused dot), then combined;
+ *  - otherwise tiles of gate rows and the same up rows are dequantized
+ *    into one weight tile (256 KiB) and multiplied with every x row by one
+ *    GEMM, so x is packed once per tile for both weights.
+ * silu(g) is the silu kernel's g * sigmoid_stable(g) (k_unary.c), then
+ * times u: the rounding of silu followed by mul. */
+#include "fast_math.h"
+#include "matmul_q.h"
+
+/* y[i] = silu(g[i]) * u[i] (u and y may be the same row). */
+static void swiglu_row(const float *g, const float *u, float *y, size_t n) {
+  RLX_VEC_LOOP(i, n, y[i] = g[i] * sigmoid_stable(g[i]) * u[i]);
+}
+
+/* x[M, K], w_gate, w_up: N rows of K quantized values -> y[M, N]. */
+rlx_status rlx_cpu_swiglu_q(const rlx_kargs *a) {
+  const rlx_qtable t = rlx_qtable_of(a->node);
+  const size_t N = (size_t)t.rows, K = (size_t)t.cols, M = rlx_shape_numel(&a->in_node[0]->shape) / K;
+  const uint8_t *wg = (const uint8_t *)a->in[1], *wu = (const uint8_t *)a->in[2];
+  const float *x = a->in[0];
+  float *y = a->out;
+
+  rlx_wt_rows_fn rows_fn = rlx_qtable_simd_rows(t.wt->code);
+  if (rows_fn && M <= FUSED_MAX_M) {
+    const size_t ns = K / 32, pair = 2 * t.stride, chunk = pair >= FUSED_CHUNK_BYTES ? 1 : FUSED_CHUNK_BYTES / pair;
+    float *xsum = rlx_scratch_get(a->scratch, (M * ns + chunk) * sizeof(float));
+    if (!xsum) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for %zu sums", M * ns + chunk);
+    float *gate = xsum + M * ns;
+    for (size_t i = 0; i < M * ns; i++) {
+      float s = 0.0f;
+      for (int j = 0; j < 32; j++) s += x[32 * i + j];
+      xsum[i] = s;
+    }
+    for (size_t n0 = 0; n0 < N; n0 += chunk) {
+      const size_t rows = N - n0 < chunk ? N - n0 : chunk;
+      for (size_t m = 0; m < M; m++) {
+        float *ym = y + m * N + n0;
+        rows_fn(wg + n0 * t.stride, t.stride, x + m * K, xsum + m * ns, (int64_t)t.nblocks, gate, rows);
+        rows_fn(wu + n0 * t.stride, t.stride, x + m * K, xsum + m * ns, (int64_t)t.nblocks, ym, rows);
+        swiglu_row(gate, ym, ym, rows);
+      }
+    }
+    return RLX_OK;
+  }
+
+  if (M == 1) {
+    float *gate = rlx_scratch_get(a->scratch, (N + K) * sizeof(float)), *row = gate + N;
+    if (!gate) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for %zu values", N + K);
+    const int fast = rlx_qtable_fast_decode(&t); /* else the type's fused dot beats decoding its blocks here */
+    for (size_t n = 0; n < N; n++) {
+      if (!fast) {
+        gate[n] = t.wt->dot(wg + n * t.stride, x, (int64_t)t.nblocks);
+        y[n] = t.wt->dot(wu + n * t.stride, x, (int64_t)t.nblocks);
+        continue;
+      }
+      rlx_qtable_decode_row(&t, wg + n * t.stride, row);
+      gate[n] = rlx_qdot_f32(row, x, K);
+      rlx_qtable_decode_row(&t, wu + n * t.stride, row);
+      y[n] = rlx_qdot_f32(row, x, K);
+    }
+    swiglu_row(gate, y, y, N);
+    return RLX_OK;
+  }
+
+  /* tile rows of Wg then the same rows of Wu: B[2 rows, K], C = x B^T */
+  size_t tile = TILE_FLOATS / (2 * K);
+  if (tile < 8) tile = 8;
+  if (tile > N) tile = N;
+  rlx_gemm_args full = {(int32_t)M, (int32_t)(2 * tile), (int32_t)K, x, (int32_t)K, 0, NULL, (int32_t)K, 1,
+                        NULL, (int32_t)(2 * tile), 0};
+  const size_t own = (2 * tile * K * sizeof(float) + 63) & ~(size_t)63;
+  const size_t prod = (M * 2 * tile * sizeof(float) + 63) & ~(size_t)63, gemm_bytes = rlx_gemm_scratch_bytes(&full);
+  unsigned char *mem = rlx_scratch_get(a->scratch, own + prod + gemm_bytes);
+  if (!mem) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for a 2 x %zu x %zu weight tile", tile, K);
+  float *wtile = (float *)mem, *gu = (float *)(mem + own);
+  rlx_scratch gemm_scratch = {mem + own + prod, gemm_bytes};
+  for (size_t n0 = 0; n0 < N; n0 += tile) {
+    const size_t rows = N - n0 < tile ? N - n0 : tile;
+    for (size_t r = 0; r < rows; r++) {
+      rlx_qtable_decode_row(&t, wg + (n0 + r) * t.stride, wtile + r * K);
+      rlx_qtable_decode_row(&t, wu + (n0 + r) * t.stride, wtile + (rows + r) * K);
+    }
+    rlx_gemm_args g = full;
+    g.N = (int32_t)(2 * rows);
+    g.B = wtile;
+    g.C = gu;
+    g.ldc = (int32_t)(2 * rows);
+    rlx_status st = rlx_gemm(&g, &gemm_scratch);
+    if (st != RLX_OK) return st;
+    for (size_t m = 0; m < M; m++) swiglu_row(gu + m * 2 * rows, gu + m * 2 * rows + rows, y + m * N + n0, rows);
+  }
+  return RLX_OK;
+}

@@ -1,0 +1,32 @@
+/* matmul_q.h - the row machinery of k_matmul_q.c that the other kernels
+ * over GGUF-typed weights share (k_swiglu_q.c): a node's quantized
+ * table (QTABLE attributes), its rows decoded to floats, the fused SIMD
+ * rows of its type, and the sizes that pick matmul_q's paths. */
+#ifndef RLX_CPU_MATMUL_Q_H
+#define RLX_CPU_MATMUL_Q_H
+
+#include "../models/gguf_quants.h"
+#include "kernels.h"
+
+#define TILE_FLOATS 65536       /* dequantized weights per GEMM tile (256 KiB) */
+#define FUSED_MAX_M 4           /* x rows up to which the fused rows beat tile + GEMM (measured) */
+#define FUSED_CHUNK_BYTES 16384 /* weight rows fused against every x row at a time */
+
+typedef struct {
+  const rlx_wtype *wt;
+  size_t nblocks, stride; /* blocks and bytes per row */
+  int32_t rows, cols;
+} rlx_qtable;
+
+/* The table of a node's QTABLE attributes (checked by its shape rule). */
+rlx_qtable rlx_qtable_of(const rlx_node_t *n);
+/* One row of t (at src) as cols floats. */
+void rlx_qtable_decode_row(const rlx_qtable *t, const uint8_t *src, float *dst);
+/* Whether decode + rlx_qdot_f32 beats the type's fused dot on one x row. */
+int rlx_qtable_fast_decode(const rlx_qtable *t);
+/* The fused SIMD rows of a type on this CPU or build, else NULL. */
+rlx_wt_rows_fn rlx_qtable_simd_rows(uint32_t code);
+/* sum_i a[i] b[i] */
+float rlx_qdot_f32(const float *a, const float *b, size_t n);
+
+#endif
