@@ -3,9 +3,9 @@
  * of one GGUF type read in place.  matmul_q's paths (k_matmul_q.c, through
  * matmul_q.h) over both weights at once, the work on x shared:
  *  - up to FUSED_MAX_M x rows, a type with fused SIMD rows: x's sums per
- *    32 values once for both weights, then a chunk of gate rows and the
- *    same up rows (16 KiB of the two) against every x row, combined while
- *    the gate's values are in L1;
+ *    32 values once for both weights, then each weight's rows 16 KiB at a
+ *    time against every x row (matmul_q's loop), the products combined in
+ *    one pass at the end;
  *  - else one x row: each output's gate and up rows decoded and dotted
  *    (or the type's fused dot), then combined;
  *  - otherwise tiles of gate rows and the same up rows are dequantized
@@ -13,12 +13,15 @@
  *    GEMM, so x is packed once per tile for both weights.
  * silu(g) is the silu kernel's g * sigmoid_stable(g) (k_unary.c), then
  * times u: the rounding of silu followed by mul. */
+#include <string.h>
+
 #include "fast_math.h"
 #include "matmul_q.h"
 
-/* y[i] = silu(g[i]) * u[i] (u and y may be the same row). */
-static void swiglu_row(const float *g, const float *u, float *y, size_t n) {
-  RLX_VEC_LOOP(i, n, y[i] = g[i] * sigmoid_stable(g[i]) * u[i]);
+/* y[i] = silu(g[i]) * y[i], y holding the up product (restrict: so the
+ * compilers vectorize it as the silu kernel). */
+static void swiglu_row(const float *restrict g, float *restrict y, size_t n) {
+  RLX_VEC_LOOP(i, n, y[i] = g[i] * sigmoid_stable(g[i]) * y[i]);
 }
 
 /* x[M, K], w_gate, w_up: N rows of K quantized values -> y[M, N]. */
@@ -31,24 +34,22 @@ rlx_status rlx_cpu_swiglu_q(const rlx_kargs *a) {
 
   rlx_wt_rows_fn rows_fn = rlx_qtable_simd_rows(t.wt->code);
   if (rows_fn && M <= FUSED_MAX_M) {
-    const size_t ns = K / 32, pair = 2 * t.stride, chunk = pair >= FUSED_CHUNK_BYTES ? 1 : FUSED_CHUNK_BYTES / pair;
-    float *xsum = rlx_scratch_get(a->scratch, (M * ns + chunk) * sizeof(float));
-    if (!xsum) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for %zu sums", M * ns + chunk);
-    float *gate = xsum + M * ns;
+    const size_t ns = K / 32, chunk = t.stride >= FUSED_CHUNK_BYTES ? 1 : FUSED_CHUNK_BYTES / t.stride;
+    float *gate = rlx_scratch_get(a->scratch, (M * N + M * ns) * sizeof(float)), *xsum = gate + M * N;
+    if (!gate) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for %zu values", M * N + M * ns);
     for (size_t i = 0; i < M * ns; i++) {
       float s = 0.0f;
       for (int j = 0; j < 32; j++) s += x[32 * i + j];
       xsum[i] = s;
     }
-    for (size_t n0 = 0; n0 < N; n0 += chunk) {
-      const size_t rows = N - n0 < chunk ? N - n0 : chunk;
-      for (size_t m = 0; m < M; m++) {
-        float *ym = y + m * N + n0;
-        rows_fn(wg + n0 * t.stride, t.stride, x + m * K, xsum + m * ns, (int64_t)t.nblocks, gate, rows);
-        rows_fn(wu + n0 * t.stride, t.stride, x + m * K, xsum + m * ns, (int64_t)t.nblocks, ym, rows);
-        swiglu_row(gate, ym, ym, rows);
+    for (int up = 0; up < 2; up++) /* the gate's products into gate, the up's into y */
+      for (size_t n0 = 0; n0 < N; n0 += chunk) {
+        const size_t rows = N - n0 < chunk ? N - n0 : chunk;
+        for (size_t m = 0; m < M; m++)
+          rows_fn((up ? wu : wg) + n0 * t.stride, t.stride, x + m * K, xsum + m * ns, (int64_t)t.nblocks,
+                  (up ? y : gate) + m * N + n0, rows);
       }
-    }
+    swiglu_row(gate, y, M * N);
     return RLX_OK;
   }
 
@@ -67,7 +68,7 @@ rlx_status rlx_cpu_swiglu_q(const rlx_kargs *a) {
       rlx_qtable_decode_row(&t, wu + n * t.stride, row);
       y[n] = rlx_qdot_f32(row, x, K);
     }
-    swiglu_row(gate, y, y, N);
+    swiglu_row(gate, y, N);
     return RLX_OK;
   }
 
@@ -96,7 +97,10 @@ rlx_status rlx_cpu_swiglu_q(const rlx_kargs *a) {
     g.ldc = (int32_t)(2 * rows);
     rlx_status st = rlx_gemm(&g, &gemm_scratch);
     if (st != RLX_OK) return st;
-    for (size_t m = 0; m < M; m++) swiglu_row(gu + m * 2 * rows, gu + m * 2 * rows + rows, y + m * N + n0, rows);
+    for (size_t m = 0; m < M; m++) {
+      memcpy(y + m * N + n0, gu + (2 * m + 1) * rows, rows * sizeof(float));
+      swiglu_row(gu + 2 * m * rows, y + m * N + n0, rows);
+    }
   }
   return RLX_OK;
 }
