@@ -285,7 +285,7 @@ static int put_tokenizer(rlx_gguf_writer *w, reader *r, int bpe, vocab *v) {
     uint8_t add = (ids >> 5) & 1;
     CHECK(rlx_gguf_writer_add(w, "tokenizer.ggml.add_bos_token", RLX_GGUF_VAL_BOOL, &add) == RLX_OK);
   }
-  return v->n;
+  return n_tok; /* the vocabulary, when the file opens: a shorter tokens array opens only alone */
 }
 
 /* ---- tensors ---------------------------------------------------------------- */
