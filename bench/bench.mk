@@ -94,9 +94,11 @@ bench: bench-gpu-chromium
 # wllama in one headless Chromium page, ours native (build/rlx) next to
 # llama.cpp (node-llama-cpp, installed on demand into tests/llama_ref/),
 # one thread each, rounds interleaved; fails when the greedy tokens disagree
-# beyond rounding; results go to build/bench/llm.json.  RLX_BENCH_QUICK=1:
+# beyond rounding; results go to build/bench/llm.json, and with ours' 8-bit
+# activations (--xq8) to build/bench/llm_xq8.json.  RLX_BENCH_QUICK=1:
 # a small model, two rounds (under a minute).
 .PHONY: bench-llm
 bench-llm: build/rlx build/make_test_lm web/pkg/rlx_llm.wasm $(LLM_WASM_RELAXED)
 	node bench/llm.mjs --out=$(BENCH_DIR)/llm.json
+	node bench/llm.mjs --xq8 --out=$(BENCH_DIR)/llm_xq8.json
 bench: bench-llm

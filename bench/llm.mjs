@@ -48,7 +48,8 @@
 // random models emit) makes: those 128 tokens are banned from its sampling
 // by a logit bias (and from ours' greedy choice where ours follows it).
 //
-//   node bench/llm.mjs [--types=q8_0,q4_0,q4_k] [--rounds=5] [--out=build/bench/llm.json]
+//   node bench/llm.mjs [--types=q8_0,q4_0,q4_k] [--rounds=5] [--out=build/bench/llm.json] [--xq8]
+//                      --xq8: ours (wasm and native) with 8-bit activations
 //   RLX_BENCH_QUICK=1 node bench/llm.mjs     small settings (about a minute): a
 //                      256-wide 4-layer model (vocabulary 2048, context 512),
 //                      q8_0 and q4_k, 2 rounds
@@ -77,6 +78,9 @@ const TYPES = (args.types ?? (QUICK ? 'q8_0,q4_k' : 'q8_0,q4_0,q4_k')).split(','
 const ROUNDS = Number(args.rounds ?? (QUICK ? 2 : 5));
 const N_PROMPT = 64, N_GEN = 64;
 const OUT = args.out ?? 'build/bench/llm.json';
+// --xq8: every side of ours rounds the input of its quantized products to 8
+// bits first (loadGguf's xq8, rlx generate --xq8), as llama.cpp does
+const XQ8 = 'xq8' in args;
 const DIR = BENCH_DIR;
 const WRITER = MODEL_WRITER;
 // Our CLI and wasm modules are copied here first, so that a rebuild during
@@ -152,7 +156,7 @@ function run(cmd, argv) {
 
 async function oursNative(m, prompt) {
   const gen = [RLX, 'generate', '--model', m.file, '--prompt-ids', prompt.ids.join(','), '--max-tokens', String(N_GEN),
-    '--ctx', String(m.shape['n-ctx']), '--ids'];
+    '--ctx', String(m.shape['n-ctx']), '--ids', ...(XQ8 ? ['--xq8'] : [])];
   const timed = fs.existsSync(TIME);
   const { out, err } = await run(timed ? TIME : gen[0], timed ? ['-f', 'rlx-maxrss-kb %M', ...gen] : gen.slice(1));
   const speed = err.match(/prompt: (\d+) tokens, ([\d.]+) tokens\/s; generated: (\d+) tokens, ([\d.]+) tokens\/s/);
@@ -170,7 +174,8 @@ async function llamaCpp(m, prompt, extra = []) {
 }
 
 async function oursNativeForced(m, prompt, follow) {
-  const { out } = await run(RLX, ['next-tokens', '--model', m.file, '--ids', prompt.ids.join(','), '--follow', follow.slice(0, -1).join(',')]);
+  const { out } = await run(RLX, ['next-tokens', '--model', m.file, '--ids', prompt.ids.join(','), '--follow', follow.slice(0, -1).join(','),
+    ...(XQ8 ? ['--xq8'] : [])]);
   return out.trim().split('\n').map((l) => l.split(' ').map(Number));
 }
 
@@ -242,15 +247,16 @@ try {
   });
   console.log(`llm bench: ${TYPES.join(', ')}; prompt ${N_PROMPT} tokens, ${N_GEN} generated (greedy), ${ROUNDS} rounds ` +
     `interleaved; chromium ${browser.version()}; ${os.cpus().length} cores (${os.cpus()[0]?.model}); load ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}; ` +
-    `tree ${build}`);
+    `tree ${build}${XQ8 ? '; ours with xq8 (8-bit activations)' : ''}`);
 
   for (const m of models) {
     const url = `/${path.relative(REPO, m.file)}`;
     const wasmUrls = Object.fromEntries(Object.entries(LLM_WASM).map(([b, f]) => [b, `/${path.relative(REPO, path.join(DIR, `llm-${f}`))}`]));
-    const setup = await page.evaluate(([u, n, w]) => window.setup(u, n, w), [url, m.shape['n-ctx'], wasmUrls]);
+    const setup = await page.evaluate(([u, n, w, x]) => window.setup(u, n, w, x), [url, m.shape['n-ctx'], wasmUrls, XQ8]);
     if (setup.wllama.threads !== 1) throw new Error(`wllama runs ${setup.wllama.threads} threads`);
     for (const b of Object.keys(LLM_WASM)) {
       if (setup.ours[b].info.simd !== b) throw new Error(`ours ${b}: the page loaded the ${setup.ours[b].info.simd} build`);
+      if (setup.ours[b].info.xq8 !== XQ8) throw new Error(`ours ${b}: xq8 is ${setup.ours[b].info.xq8}`);
     }
     const s = setup.ours.simd128.info;
     console.log(`\n${m.type}: ${path.relative(REPO, m.file)}: ${s.nEmbd} wide, ${s.nLayer} layers, ${s.nHead}/${s.nHeadKv} heads of ${s.headDim}, ` +

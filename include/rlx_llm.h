@@ -27,6 +27,10 @@ typedef struct {
                       length, at most RLX_LLM_DEFAULT_CTX */
   uint64_t budget; /* bytes of tensor data allowed (0: no limit natively,
                       RLX_GGUF_WASM32_DATA_BUDGET in wasm) */
+  int32_t xq8;     /* 1: products with block-quantized weights round their
+                      input to 8 bits per 32 values first (matmul_q's xq8,
+                      as llama.cpp does): int8 dot products, faster in wasm;
+                      the CPU only (a WebGPU / WebGL2 step refuses it) */
 } rlx_llm_options;
 
 #define RLX_LLM_DEFAULT_CTX 4096
@@ -47,6 +51,7 @@ typedef struct {
   uint64_t weight_bytes;     /* tensor data as held in memory */
   uint64_t kv_bytes;         /* the KV cache */
   const char *weight_types;  /* e.g. "q8_0 x 15, f32 x 5" */
+  int32_t xq8;               /* as opened (rlx_llm_options) */
 } rlx_llm_info;
 
 /* Reads the file's tensor data into one buffer (refusing, before that

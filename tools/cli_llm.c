@@ -64,9 +64,9 @@ static int opt_range(cli_args *a, double min, double max, float *out) {
   return 1;
 }
 
-static int open_model(const char *cmd, const char *path, long ctx, rlx_llm **m) {
+static int open_model(const char *cmd, const char *path, long ctx, int xq8, rlx_llm **m) {
   if (!path) return cli_usage_error(cmd, "--model FILE is required (a GGUF file)"), 0;
-  rlx_llm_options opt = {(int32_t)ctx, 0};
+  rlx_llm_options opt = {(int32_t)ctx, 0, xq8};
   if (rlx_llm_open_file(path, &opt, m) != RLX_OK) return cli_lib_error(cmd, CLI_USAGE, "loading the model"), 0;
   return 1;
 }
@@ -109,7 +109,7 @@ int cli_generate(int argc, char **argv) {
   const char *cmd = "generate", *model = NULL, *prompt = NULL, *ids_text = NULL, *stop[MAX_STOP];
   rlx_llm_sampling s = rlx_llm_sampling_default();
   long ctx = 0, lv;
-  int print_ids = 0;
+  int print_ids = 0, xq8 = 0;
   cli_args a;
   cli_args_init(&a, cmd, argc, argv, 2);
   while (cli_args_next(&a)) {
@@ -127,6 +127,7 @@ int cli_generate(int argc, char **argv) {
     else if (!strcmp(o, "--seed")) { if (!cli_opt_u64(&a, &s.seed)) return CLI_USAGE; }
     else if (!strcmp(o, "--ctx")) { if (!cli_opt_long(&a, 1, 1 << 24, &ctx)) return CLI_USAGE; }
     else if (!strcmp(o, "--ids")) print_ids = 1;
+    else if (!strcmp(o, "--xq8")) xq8 = 1;
     else if (!strcmp(o, "--stop")) {
       if (s.n_stop == MAX_STOP) return cli_usage_error(cmd, "at most %d --stop strings", MAX_STOP);
       if (!cli_opt_string(&a, &stop[s.n_stop])) return CLI_USAGE;
@@ -139,7 +140,7 @@ int cli_generate(int argc, char **argv) {
   size_t n_ids = 0;
   if (ids_text && !parse_ids(cmd, "--prompt-ids", ids_text, &ids, &n_ids)) return CLI_USAGE;
   rlx_llm *m;
-  if (!open_model(cmd, model, ctx, &m)) return free(ids), CLI_USAGE;
+  if (!open_model(cmd, model, ctx, xq8, &m)) return free(ids), CLI_USAGE;
   if (!ids) { /* the prompt's ids as generate feeds them (BOS as the file says, specials parsed) */
     size_t len = strlen(prompt);
     rlx_llm_tokenize(m, prompt, len, -1, 1, NULL, 0, &n_ids);
@@ -194,7 +195,7 @@ int cli_tokenize(int argc, char **argv) {
   }
   if (!n_text) return cli_usage_error(cmd, "give at least one --text TEXT");
   rlx_llm *m;
-  if (!open_model(cmd, model, 0, &m)) return CLI_USAGE;
+  if (!open_model(cmd, model, 0, 0, &m)) return CLI_USAGE;
   /* Second pass: the texts in order. */
   cli_args_init(&a, cmd, argc, argv, 2);
   int code = CLI_OK;
@@ -229,6 +230,7 @@ static void top2(const float *logits, int32_t n, int32_t *best, int32_t *second)
 
 int cli_next_tokens(int argc, char **argv) {
   const char *cmd = "next-tokens", *model = NULL, *prompt = NULL, *follow = NULL;
+  int xq8 = 0;
   cli_args a;
   cli_args_init(&a, cmd, argc, argv, 2);
   while (cli_args_next(&a)) {
@@ -236,6 +238,7 @@ int cli_next_tokens(int argc, char **argv) {
     if (!strcmp(o, "--model")) { if (!cli_opt_string(&a, &model)) return CLI_USAGE; }
     else if (!strcmp(o, "--ids")) { if (!cli_opt_string(&a, &prompt)) return CLI_USAGE; }
     else if (!strcmp(o, "--follow")) { if (!cli_opt_string(&a, &follow)) return CLI_USAGE; }
+    else if (!strcmp(o, "--xq8")) xq8 = 1;
     else return cli_usage_error(cmd, "unknown option '%s'", o);
   }
   if (!prompt) return cli_usage_error(cmd, "--ids I,J,.. (the prompt's token ids) is required");
@@ -244,7 +247,7 @@ int cli_next_tokens(int argc, char **argv) {
   if (!parse_ids(cmd, "--ids", prompt, &p, &np) || (follow && !parse_ids(cmd, "--follow", follow, &f, &nf)))
     return free(p), CLI_USAGE;
   rlx_llm *m;
-  if (!open_model(cmd, model, 0, &m)) return free(p), free(f), CLI_USAGE;
+  if (!open_model(cmd, model, 0, xq8, &m)) return free(p), free(f), CLI_USAGE;
   rlx_llm_info info;
   rlx_llm_get_info(m, &info);
   float *logits = malloc((size_t)info.n_vocab * sizeof *logits);

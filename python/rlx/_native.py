@@ -80,7 +80,7 @@ class TransformerConfig(ctypes.Structure):
 
 
 class LlmOptions(ctypes.Structure):
-    _fields_ = [("n_ctx", c_int32), ("budget", ctypes.c_uint64)]
+    _fields_ = [("n_ctx", c_int32), ("budget", ctypes.c_uint64), ("xq8", c_int32)]
 
 
 class LlmInfo(ctypes.Structure):
@@ -90,7 +90,7 @@ class LlmInfo(ctypes.Structure):
         ("rope_theta", c_float), ("rms_eps", c_float)] + [
         (n, c_int32) for n in ("rope_neox", "tied_output", "bos", "eos", "add_bos")] + [
         ("n_params", ctypes.c_uint64), ("weight_bytes", ctypes.c_uint64), ("kv_bytes", ctypes.c_uint64),
-        ("weight_types", c_char_p)]
+        ("weight_types", c_char_p), ("xq8", c_int32)]
 
 
 class LlmSampling(ctypes.Structure):

@@ -41,8 +41,8 @@ class LlmInfo:
     arch ("llama", "qwen2", "qwen3"), name, tokenizer ("llama" SentencePiece
     or "gpt2" byte-level BPE), the hyperparameters, n_ctx_train (the model's
     context) and n_ctx (this instance's KV cache positions), bos / eos (-1
-    when none), add_bos, n_params, weight_bytes, kv_bytes and weight_types
-    ("q8_0 x 15, f32 x 5")."""
+    when none), add_bos, n_params, weight_bytes, kv_bytes, weight_types
+    ("q8_0 x 15, f32 x 5") and xq8 (as load_gguf opened it)."""
 
     arch: str
     name: str
@@ -67,6 +67,7 @@ class LlmInfo:
     weight_bytes: int
     kv_bytes: int
     weight_types: str
+    xq8: bool
 
     def as_dict(self):
         return dataclasses.asdict(self)
@@ -135,15 +136,17 @@ class LanguageModel(_native.Handle):
 
     _what = "the language model"
 
-    def __init__(self, path, n_ctx=0, budget=0):
+    def __init__(self, path, n_ctx=0, budget=0, xq8=False):
         self._h = None
         self._finalizer = weakref.finalize(self, lambda: None)
         if not isinstance(path, (str, bytes, os.PathLike)):
             fail("rlx.load_gguf: path must be a str, bytes or os.PathLike (got %s)" % type(path).__name__)
         n_ctx = _int(n_ctx, "rlx.load_gguf: n_ctx", 0, _INT32_MAX)
         budget = _int(budget, "rlx.load_gguf: budget", 0, 2 ** 64 - 1)
+        if not isinstance(xq8, bool):
+            fail("rlx.load_gguf: xq8 must be True or False (got %s)" % type(xq8).__name__)
         L = lib()
-        opt = _native.LlmOptions(n_ctx, budget)
+        opt = _native.LlmOptions(n_ctx, budget, int(xq8))
         h = ctypes.c_void_p()
         check(L.rlx_llm_open_file(os.fsencode(path), ctypes.byref(opt), ctypes.byref(h)))
         self._h = h.value
@@ -344,8 +347,10 @@ class LanguageModel(_native.Handle):
         return "".join(pieces), out_ids, stats
 
 
-def load_gguf(path, n_ctx=0, budget=0):
+def load_gguf(path, n_ctx=0, budget=0, xq8=False):
     """Opens a GGUF language model (llama, qwen2, qwen3).  n_ctx: positions
     of the KV cache (0: the model's context length, at most 4096); budget:
-    bytes of tensor data allowed (0: no limit).  Returns a LanguageModel."""
-    return LanguageModel(path, n_ctx, budget)
+    bytes of tensor data allowed (0: no limit); xq8: products with
+    block-quantized weights round their input to 8 bits per 32 values first,
+    as llama.cpp does.  Returns a LanguageModel."""
+    return LanguageModel(path, n_ctx, budget, xq8)

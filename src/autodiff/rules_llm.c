@@ -2,8 +2,15 @@
  * matmul_q is linear in x (its gradient is matmul_q with trans flipped);
  * swiglu_q's goes through its two products, recomputed; quantized weights
  * and tables get no gradient, and attention_kv (which writes its caches)
- * is forward only. */
+ * and the products of x rounded to 8 bits (xq8) are forward only. */
 #include "grad.h"
+
+/* x rounded to 8 bits is a step function of x: inference only. */
+static rlx_status no_grad_xq8(rlx_node id, const char *op) {
+  return rlx_error(RLX_ERR_GRAPH,
+                   "grad: node %d (%s with xq8) has no gradient: x rounded to 8 bits is for inference (build it "
+                   "without xq8 to train through it)", (int)id, op);
+}
 
 /* y = x W^T (trans 0) or x W (trans 1) (+ acc): dx = dy W or dy W^T,
  * dacc = dy. */
@@ -11,6 +18,7 @@ rlx_status rlx_grad_matmul_q(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
   rlx_node_t n = *rlx_grad_node(c, id);
   if (n.n_inputs > 2 && rlx_grad_wants(c, id, 2)) rlx_grad_accum(c, id, 2, dy);
   if (!rlx_grad_wants(c, id, 0)) return RLX_OK;
+  if (ATTR_I(&n, QMATMUL, XQ8)) return no_grad_xq8(id, "matmul_q");
   int32_t at[RLX_MAX_IATTR];
   for (int32_t k = 0; k < n.n_iattr; k++) at[k] = n.iattr[k];
   at[RLX_IATTR_QMATMUL_TRANS] = !ATTR_I(&n, QMATMUL, TRANS);
@@ -39,6 +47,7 @@ static rlx_node table_product(rlx_grad_ctx *c, const rlx_node_t *n, rlx_node x, 
 rlx_status rlx_grad_swiglu_q(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
   rlx_node_t n = *rlx_grad_node(c, id);
   if (!rlx_grad_wants(c, id, 0)) return RLX_OK;
+  if (ATTR_I(&n, QSWIGLU, XQ8)) return no_grad_xq8(id, "swiglu_q");
   rlx_graph *g = c->g;
   rlx_node gate = table_product(c, &n, n.inputs[0], n.inputs[1], 0);
   rlx_node up = table_product(c, &n, n.inputs[0], n.inputs[2], 0);

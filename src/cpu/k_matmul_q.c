@@ -13,6 +13,8 @@
  *  - otherwise (a prompt, or trans 1): weight rows are dequantized a tile
  *    at a time (about 256 KiB) and the tile is multiplied with every x row
  *    by the GEMM, so each weight byte is decoded once per call. */
+#include <float.h>
+#include <math.h>
 #include <string.h>
 
 #include "../models/gguf_quants.h"
@@ -114,22 +116,85 @@ static rlx_wt_rows_fn simd_rows(uint32_t code) {
   }
 }
 
+/* The int8 SIMD rows of a type on this CPU or build, else NULL. */
+static rlx_wt_rows8_fn simd_rows8(uint32_t code) {
+  const rlx_wt_rows8_set *s = rlx_wt_rows8_avx2();
+  if (!s) s = rlx_wt_rows8_simd128();
+  if (!s) return NULL;
+  return code == RLX_GGUF_TYPE_Q8_0 ? s->q8_0 : code == RLX_GGUF_TYPE_Q4_0 ? s->q4_0 : NULL;
+}
+
+int rlx_qtable_xq8(const rlx_node_t *n) {
+  const int32_t slot = n->op == RLX_OP_SWIGLU_Q ? RLX_IATTR_QSWIGLU_XQ8 : RLX_IATTR_QMATMUL_XQ8;
+  return n->n_iattr > slot && n->iattr[slot] != 0;
+}
+
+/* Per block of 32: a = max |x|, q = round-half-even(x 127 / a), d = a / 127
+ * (the op's definition, include/rlx_ops.def); a block holding NaN or an
+ * infinity gets codes 0 and d NaN. */
+static float xq8_block(const float *x, int8_t *q) {
+  float a = 0.0f;
+  for (int i = 0; i < 32; i++) a = fabsf(x[i]) > a ? fabsf(x[i]) : a;
+  for (int i = 0; i < 32; i++) a = x[i] != x[i] ? x[i] : a; /* NaN wins */
+  if (!(a <= FLT_MAX)) {
+    memset(q, 0, 32);
+    return NAN;
+  }
+  const float inv = a > 0.0f ? 127.0f / a : 0.0f;
+  for (int i = 0; i < 32; i++) q[i] = (int8_t)rintf(x[i] * inv);
+  return a / 127.0f;
+}
+void rlx_xq8_quantize(const float *x, size_t nblocks, int8_t *q, float *d, int32_t *s) {
+  for (size_t b = 0; b < nblocks; b++, x += 32, q += 32) {
+    d[b] = xq8_block(x, q);
+    int32_t sum = 0;
+    for (int i = 0; i < 32; i++) sum += q[i];
+    s[b] = sum;
+  }
+}
+void rlx_xq8_round(const float *x, size_t nblocks, float *out) {
+  int8_t q[32];
+  for (size_t b = 0; b < nblocks; b++, x += 32, out += 32) {
+    const float d = xq8_block(x, q);
+    for (int i = 0; i < 32; i++) out[i] = (float)q[i] * d;
+  }
+}
+
+rlx_status rlx_qtable_rows8(const rlx_qtable *t, rlx_wt_rows8_fn fn, const uint8_t *w, const float *x, size_t M,
+                            float *y, rlx_scratch *s) {
+  const size_t K = (size_t)t->cols, N = (size_t)t->rows, nb = K / 32;
+  const size_t chunk = t->stride >= FUSED_CHUNK_BYTES ? 1 : FUSED_CHUNK_BYTES / t->stride;
+  unsigned char *mem = rlx_scratch_get(s, M * K + 2 * M * nb * sizeof(float) + 64);
+  if (!mem) return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for %zu 8-bit codes", M * K);
+  float *xd = (float *)mem;
+  int32_t *xs = (int32_t *)(xd + M * nb);
+  int8_t *xq = (int8_t *)(xs + M * nb);
+  rlx_xq8_quantize(x, M * nb, xq, xd, xs);
+  for (size_t n0 = 0; n0 < N; n0 += chunk) {
+    const size_t rows = N - n0 < chunk ? N - n0 : chunk;
+    for (size_t m = 0; m < M; m++)
+      fn(w + n0 * t->stride, t->stride, xq + m * K, xd + m * nb, xs + m * nb, (int64_t)t->nblocks, y + m * N + n0,
+         rows);
+  }
+  return RLX_OK;
+}
+
 /* The helpers above, for the kernels of matmul_q.h. */
 rlx_qtable rlx_qtable_of(const rlx_node_t *n) { return table_of(n); }
 void rlx_qtable_decode_row(const rlx_qtable *t, const uint8_t *src, float *dst) { decode_row(t, src, dst); }
 int rlx_qtable_fast_decode(const rlx_qtable *t) { return fast_decode(t); }
 rlx_wt_rows_fn rlx_qtable_simd_rows(uint32_t code) { return simd_rows(code); }
+rlx_wt_rows8_fn rlx_qtable_simd_rows8(uint32_t code) { return simd_rows8(code); }
 float rlx_qdot_f32(const float *a, const float *b, size_t n) { return dot_f32(a, b, n); }
 
 /* x[M, K] (trans 0) or x[M, N] (trans 1), w: N rows of K quantized values
  * -> y[M, N] = x W^T (trans 0) or y[M, K] = x W (trans 1). */
-static rlx_status product(const rlx_kargs *a) {
+static rlx_status product(const rlx_kargs *a, const float *x) {
   const qtable t = table_of(a->node);
   const int trans = ATTR_I(a->node, QMATMUL, TRANS) != 0;
   const size_t N = (size_t)t.rows, K = (size_t)t.cols, in_dim = trans ? N : K;
   const size_t M = rlx_shape_numel(&a->in_node[0]->shape) / in_dim;
   const uint8_t *w = (const uint8_t *)a->in[1];
-  const float *x = a->in[0];
   float *y = a->out;
 
   rlx_wt_rows_fn rows_fn = trans ? NULL : simd_rows(t.wt->code);
@@ -197,9 +262,25 @@ static rlx_status product(const rlx_kargs *a) {
   return RLX_OK;
 }
 
+/* The product of x rounded to 8 bits (xq8): the int8 rows of its type
+ * for a few x rows, else the rounded x through the f32 paths. */
+static rlx_status product_xq8(const rlx_kargs *a) {
+  const qtable t = table_of(a->node);
+  const size_t K = (size_t)t.cols, M = rlx_shape_numel(&a->in_node[0]->shape) / K;
+  rlx_wt_rows8_fn fn = simd_rows8(t.wt->code);
+  if (fn && M <= FUSED_MAX_M) return rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[1], a->in[0], M, a->out, a->scratch);
+  rlx_scratch own = {NULL, 0};
+  float *x = rlx_scratch_get(&own, M * K * sizeof(float));
+  if (!x) return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for x rounded to 8 bits (%zu values)", M * K);
+  rlx_xq8_round(a->in[0], M * K / 32, x);
+  rlx_status st = product(a, x);
+  rlx_scratch_release(&own);
+  return st;
+}
+
 /* The product, then the optional acc[y's shape] added. */
 rlx_status rlx_cpu_matmul_q(const rlx_kargs *a) {
-  rlx_status st = product(a);
+  rlx_status st = rlx_qtable_xq8(a->node) ? product_xq8(a) : product(a, a->in[0]);
   if (st != RLX_OK || a->node->n_inputs < 3) return st;
   const size_t n = rlx_shape_numel(&a->node->shape);
   for (size_t i = 0; i < n; i++) a->out[i] += a->in[2][i];

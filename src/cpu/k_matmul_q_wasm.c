@@ -11,7 +11,10 @@
  * (fused where the CPU has FMA: the last bits may differ), the rows of
  * the 32-value types keep two partial sums (NSUM below), and the Q5
  * fifth-bit bytes are spread with relaxed_swizzle (its indices are in
- * range, so the result is the same). */
+ * range, so the result is the same).  For x rounded to 8 bits (matmul_q's
+ * xq8), Q4_0 rows of int8 dot products: SIMD128 extmul, or in the relaxed
+ * build i32x4.relaxed_dot_i8x16_i7x16_add_s where the engine computes it
+ * exactly (checked once at run time). */
 #include "../models/gguf_quants.h"
 
 #if defined(__wasm_simd128__)
@@ -255,8 +258,97 @@ static const rlx_wt_rows_set simd128_rows = {rows_q8_0, rows_q4_0, rows_q4_1, ro
 
 const rlx_wt_rows_set *rlx_wt_rows_simd128(void) { return &simd128_rows; }
 
+/* ---- x rounded to 8 bits (xq8): int8 . int8 ------------------------------ */
+
+/* 32 int8 codes (a: 0..15, b: 16..31) . 32 int8 codes of x, as four i32
+ * partial sums: two products of |128 . 127| fit an i16, so each half's
+ * products are added as i16 before one pairwise widening. */
+static inline v128_t idot32(v128_t a, v128_t b, const int8_t *xq) {
+  const v128_t xa = LD(xq), xb = LD(xq + 16);
+  const v128_t p = wasm_i16x8_add(wasm_i16x8_extmul_low_i8x16(a, xa), wasm_i16x8_extmul_high_i8x16(a, xa));
+  const v128_t r = wasm_i16x8_add(wasm_i16x8_extmul_low_i8x16(b, xb), wasm_i16x8_extmul_high_i8x16(b, xb));
+  return wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(p), wasm_i32x4_extadd_pairwise_i16x8(r));
+}
+
+/* Q4_0 rows: (codes - 8) . xq. */
+static void rows8_q4_0(const uint8_t *w, size_t stride, const int8_t *xq, const float *xd, const int32_t *xs,
+                       int64_t nb, float *y, size_t nrows) {
+  (void)xs;
+  for (size_t r = 0; r < nrows; r++, w += stride) {
+    const uint8_t *p = w;
+    v128_t acc = wasm_f32x4_splat(0.0f);
+    for (int64_t b = 0; b < nb; b++, p += 18) {
+      const v128_t v = LD(p + 2), eight = wasm_i8x16_splat(8);
+      const v128_t i = idot32(wasm_i8x16_sub(lo4(v), eight), wasm_i8x16_sub(hi4(v), eight), xq + 32 * b);
+      acc = MADD(acc, wasm_f32x4_splat(f16(p) * xd[b]), CVT(i));
+    }
+    y[r] = hsum(acc);
+  }
+}
+
+#if defined(__wasm_relaxed_simd__)
+/* The relaxed build's Q4_0 rows: the unsigned nibbles are the 7-bit
+ * operand of i32x4.relaxed_dot_i8x16_i7x16_add_s (exact on every engine
+ * for operands below 128), 8 xs[b] subtracted from one lane. */
+static inline v128_t ndot32(const uint8_t *c, const int8_t *xq, int32_t xs) {
+  const v128_t v = LD(c);
+  const v128_t i = wasm_i32x4_relaxed_dot_i8x16_i7x16_add(LD(xq), lo4(v), wasm_i32x4_make(-8 * xs, 0, 0, 0));
+  return wasm_i32x4_relaxed_dot_i8x16_i7x16_add(LD(xq + 16), hi4(v), i);
+}
+static void rows8_q4_0_dot(const uint8_t *w, size_t stride, const int8_t *xq, const float *xd, const int32_t *xs,
+                           int64_t nb, float *y, size_t nrows) {
+  for (size_t r = 0; r < nrows; r++, w += stride) {
+    const uint8_t *p = w;
+    v128_t acc = wasm_f32x4_splat(0.0f), acc2 = acc;
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2, p += 36) { /* two sums in straight-line code */
+      acc = MADD(acc, wasm_f32x4_splat(f16(p) * xd[b]), CVT(ndot32(p + 2, xq + 32 * b, xs[b])));
+      acc2 = MADD(acc2, wasm_f32x4_splat(f16(p + 18) * xd[b + 1]), CVT(ndot32(p + 20, xq + 32 * b + 32, xs[b + 1])));
+    }
+    for (; b < nb; b++, p += 18) acc = MADD(acc, wasm_f32x4_splat(f16(p) * xd[b]), CVT(ndot32(p + 2, xq + 32 * b, xs[b])));
+    y[r] = hsum(ADD(acc, acc2));
+  }
+}
+
+/* Whether this engine computes rows8_q4_0_dot exactly: Node 20's V8
+ * (11.3) gives wrong sums when the 7-bit operand was computed in a
+ * register, as here (Chromium's does not).  Both kernels run once on fixed
+ * blocks (integer codes, scales 1) and must agree to the bit. */
+static int dot_rows_exact(void) {
+  static int known; /* 0: not asked, 1: no, 2: yes */
+  if (!known) {
+    uint8_t wb[2 * 18];
+    int8_t xb[64];
+    float d[2] = {1.0f, 1.0f}, got = 0, want = 1;
+    int32_t s[2] = {0, 0};
+    for (int i = 0; i < 36; i++) wb[i] = (uint8_t)(i * 37 + 11);
+    wb[0] = wb[18] = 0, wb[1] = wb[19] = 0x3c; /* f16 1.0 */
+    for (int i = 0; i < 64; i++) xb[i] = (int8_t)((i * 53) % 255 - 127), s[i / 32] += xb[i];
+    rows8_q4_0_dot(wb, 36, xb, d, s, 2, &got, 1);
+    rows8_q4_0(wb, 36, xb, d, s, 2, &want, 1);
+    known = got == want ? 2 : 1;
+  }
+  return known == 2;
+}
+#endif
+
+/* Q8_0 has no int8 rows in wasm: in Chromium, SIMD128 (extmul) and relaxed
+ * (sign-transfer relaxed dot) ones ran a 1536 x 576 matmul_q, weights
+ * streamed from memory, at 0.7x the f32 rows on the rounded x, which is
+ * what xq8 takes for Q8_0 here. */
+static const rlx_wt_rows8_set simd128_rows8 = {NULL, rows8_q4_0};
+
+const rlx_wt_rows8_set *rlx_wt_rows8_simd128(void) {
+#if defined(__wasm_relaxed_simd__)
+  static const rlx_wt_rows8_set dot_rows8 = {NULL, rows8_q4_0_dot};
+  if (dot_rows_exact()) return &dot_rows8;
+#endif
+  return &simd128_rows8;
+}
+
 #else /* not wasm SIMD128 */
 
 const rlx_wt_rows_set *rlx_wt_rows_simd128(void) { return NULL; }
+const rlx_wt_rows8_set *rlx_wt_rows8_simd128(void) { return NULL; }
 
 #endif

@@ -211,6 +211,56 @@ AVX2 static void rows_q6_k(const uint8_t *w, size_t stride, const float *x, cons
 static const rlx_wt_rows_set avx2_rows = {rows_q8_0, rows_q4_0, rows_q4_1, rows_q5_0,
                                             rows_q5_1, rows_q4_k, rows_q5_k, rows_q6_k};
 
+/* ---- x rounded to 8 bits (xq8): int8 . int8 ------------------------------ */
+
+/* 32 int8 codes c . 32 int8 codes of x as 8 i32 partial sums: |c| (u8)
+ * times x with c's sign (vpmaddubsw; two products of 128 . 127 fit an
+ * i16), pairs added to i32 (vpmaddwd by ones). */
+AVX2 static inline __m256i idot32(__m256i c, const int8_t *xq) {
+  const __m256i x = _mm256_loadu_si256((const __m256i *)xq);
+  const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(c), _mm256_sign_epi8(x, c));
+  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* Block b's 32 codes as int8: Q8_0 [d f16][32 int8], Q4_0 [d f16][16
+ * nibble bytes] (code - 8). */
+AVX2 static inline __m256i codes8(const uint8_t *p, int q4) {
+  if (!q4) return _mm256_loadu_si256((const __m256i *)(p + 2));
+  __m128i lo, hi;
+  nibbles(p + 2, &lo, &hi);
+  return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), i8x32(8));
+}
+/* acc + d_w xd (codes . xq) for the block at p */
+AVX2 static inline __m256 block8(__m256 acc, const uint8_t *p, const int8_t *xq, float xd, int q4) {
+  return _mm256_fmadd_ps(_mm256_set1_ps(f16(p) * xd), _mm256_cvtepi32_ps(idot32(codes8(p, q4), xq)), acc);
+}
+/* Q8_0 / Q4_0 rows over x rounded to 8 bits: two sums, alternate blocks */
+AVX2 static inline void rows8_32(const uint8_t *w, size_t stride, const int8_t *xq, const float *xd, int64_t nb,
+                                 float *y, size_t nrows, int q4) {
+  const size_t bytes = q4 ? 18 : 34;
+  for (size_t r = 0; r < nrows; r++, w += stride) {
+    const uint8_t *p = w;
+    __m256 acc = _mm256_setzero_ps(), acc1 = acc;
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2, p += 2 * bytes) {
+      acc = block8(acc, p, xq + 32 * b, xd[b], q4);
+      acc1 = block8(acc1, p + bytes, xq + 32 * b + 32, xd[b + 1], q4);
+    }
+    for (; b < nb; b++, p += bytes) acc = block8(acc, p, xq + 32 * b, xd[b], q4);
+    y[r] = hsum(_mm256_add_ps(acc, acc1));
+  }
+}
+#define ROWS8(name, q4)                                                                                     \
+  AVX2 static void name(const uint8_t *w, size_t stride, const int8_t *xq, const float *xd, const int32_t *xs, \
+                        int64_t nb, float *y, size_t nrows) {                                               \
+    (void)xs;                                                                                               \
+    rows8_32(w, stride, xq, xd, nb, y, nrows, q4);                                                          \
+  }
+ROWS8(rows8_q8_0, 0)
+ROWS8(rows8_q4_0, 1)
+
+static const rlx_wt_rows8_set avx2_rows8 = {rows8_q8_0, rows8_q4_0};
+
 /* The CPU is asked once: CPUID traps to the hypervisor in a VM (asked on
  * every call it took 12% of a token's time here). */
 const rlx_wt_rows_set *rlx_wt_rows_avx2(void) {
@@ -226,8 +276,11 @@ const rlx_wt_rows_set *rlx_wt_rows_avx2(void) {
   return k == 2 ? &avx2_rows : NULL;
 }
 
+const rlx_wt_rows8_set *rlx_wt_rows8_avx2(void) { return rlx_wt_rows_avx2() ? &avx2_rows8 : NULL; }
+
 #else /* not x86-64 */
 
 const rlx_wt_rows_set *rlx_wt_rows_avx2(void) { return NULL; }
+const rlx_wt_rows8_set *rlx_wt_rows8_avx2(void) { return NULL; }
 
 #endif

@@ -25,11 +25,10 @@ static void swiglu_row(const float *restrict g, float *restrict y, size_t n) {
 }
 
 /* x[M, K], w_gate, w_up: N rows of K quantized values -> y[M, N]. */
-rlx_status rlx_cpu_swiglu_q(const rlx_kargs *a) {
+static rlx_status swiglu(const rlx_kargs *a, const float *x) {
   const rlx_qtable t = rlx_qtable_of(a->node);
   const size_t N = (size_t)t.rows, K = (size_t)t.cols, M = rlx_shape_numel(&a->in_node[0]->shape) / K;
   const uint8_t *wg = (const uint8_t *)a->in[1], *wu = (const uint8_t *)a->in[2];
-  const float *x = a->in[0];
   float *y = a->out;
 
   rlx_wt_rows_fn rows_fn = rlx_qtable_simd_rows(t.wt->code);
@@ -103,4 +102,28 @@ rlx_status rlx_cpu_swiglu_q(const rlx_kargs *a) {
     }
   }
   return RLX_OK;
+}
+
+/* xq8: the int8 rows of the type for a few x rows (gate into a scratch of
+ * its own, up into y), else x rounded to 8 bits through the paths above. */
+rlx_status rlx_cpu_swiglu_q(const rlx_kargs *a) {
+  if (!rlx_qtable_xq8(a->node)) return swiglu(a, a->in[0]);
+  const rlx_qtable t = rlx_qtable_of(a->node);
+  const size_t N = (size_t)t.rows, K = (size_t)t.cols, M = rlx_shape_numel(&a->in_node[0]->shape) / K;
+  rlx_wt_rows8_fn fn = rlx_qtable_simd_rows8(t.wt->code);
+  rlx_scratch own = {NULL, 0};
+  rlx_status st;
+  if (fn && M <= FUSED_MAX_M) {
+    float *gate = rlx_scratch_get(&own, M * N * sizeof(float));
+    st = !gate ? rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for %zu values", M * N)
+               : rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[1], a->in[0], M, gate, a->scratch);
+    if (st == RLX_OK) st = rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[2], a->in[0], M, a->out, a->scratch);
+    if (st == RLX_OK) swiglu_row(gate, a->out, M * N);
+  } else {
+    float *x = rlx_scratch_get(&own, M * K * sizeof(float));
+    st = !x ? rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for x rounded to 8 bits (%zu values)", M * K)
+            : (rlx_xq8_round(a->in[0], M * K / 32, x), swiglu(a, x));
+  }
+  rlx_scratch_release(&own);
+  return st;
 }

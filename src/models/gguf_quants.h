@@ -64,6 +64,16 @@ typedef struct {
 } rlx_wt_rows_set;
 const rlx_wt_rows_set *rlx_wt_rows_avx2(void);
 const rlx_wt_rows_set *rlx_wt_rows_simd128(void);
+/* The same over x rounded to 8 bits (matmul_q's xq8): per 32 values of x
+ * the int8 codes xq, the scale xd and the codes' sum xs; y[r] = sum over
+ * blocks b of d_w(b) xd[b] (w codes . xq). */
+typedef void (*rlx_wt_rows8_fn)(const uint8_t *w, size_t stride, const int8_t *xq, const float *xd,
+                                const int32_t *xs, int64_t nblocks, float *y, size_t nrows);
+typedef struct {
+  rlx_wt_rows8_fn q8_0, q4_0;
+} rlx_wt_rows8_set;
+const rlx_wt_rows8_set *rlx_wt_rows8_avx2(void);
+const rlx_wt_rows8_set *rlx_wt_rows8_simd128(void);
 
 /* GGUF type codes are below this (the tables' size). */
 #define RLX_WT_CODES 64

@@ -41,18 +41,25 @@ static rlx_node param_of(step_builder *b, const llm_weight *w) {
   return rlx_param_dtype(b->g, w->name, 1, d, RLX_I32);
 }
 
-/* x[..., cols] -> [..., rows] = x W^T. */
-static rlx_node linear(step_builder *b, rlx_node x, const llm_weight *w) {
-  return rlx_matmul_q(b->g, x, param_of(b, w), w->qtype, w->rows, w->cols, 0);
+/* Whether products with w round x to 8 bits (the model's xq8, for the
+ * block-quantized types: as llama.cpp, not the float ones). */
+static int32_t xq8_for(const step_builder *b, const llm_weight *w) {
+  return b->m->info.xq8 && w->qtype != RLX_GGUF_TYPE_F32 && w->qtype != RLX_GGUF_TYPE_F16 &&
+         w->qtype != RLX_GGUF_TYPE_BF16 && w->cols % 32 == 0;
 }
 
-/* r[..., rows] + x W^T in one op (matmul_q's acc input): a residual. */
+/* r[..., rows] + x W^T (matmul_q's acc input: a residual in one op), or
+ * x W^T alone when r is RLX_NO_NODE. */
 static rlx_node linear_plus(step_builder *b, rlx_node r, rlx_node x, const llm_weight *w) {
   rlx_node in[3] = {x, param_of(b, w), r};
   int32_t at[] = {[RLX_IATTR_QTABLE_QTYPE] = w->qtype, [RLX_IATTR_QTABLE_ROWS] = w->rows,
-                  [RLX_IATTR_QTABLE_COLS] = w->cols, [RLX_IATTR_QMATMUL_TRANS] = 0};
-  return rlx_op_node(b->g, RLX_OP_MATMUL_Q, in, 3, at, (int32_t)(sizeof at / sizeof at[0]), NULL, 0);
+                  [RLX_IATTR_QTABLE_COLS] = w->cols, [RLX_IATTR_QMATMUL_TRANS] = 0,
+                  [RLX_IATTR_QMATMUL_XQ8] = xq8_for(b, w)};
+  return rlx_op_node(b->g, RLX_OP_MATMUL_Q, in, r == RLX_NO_NODE ? 2 : 3, at, RLX_LEN(at), NULL, 0);
 }
+
+/* x[..., cols] -> [..., rows] = x W^T. */
+static rlx_node linear(step_builder *b, rlx_node x, const llm_weight *w) { return linear_plus(b, RLX_NO_NODE, x, w); }
 
 static rlx_node linear_bias(step_builder *b, rlx_node x, const llm_weight *w, const llm_weight *bias) {
   rlx_node y = linear(b, x, w);
@@ -81,8 +88,12 @@ static rlx_node heads(step_builder *b, rlx_node x, int32_t h, const llm_weight *
 /* h[n, E] -> silu(h Wgate^T) * (h Wup^T): one swiglu_q when the two weights
  * share their type and shape (as they usually do), else its pieces. */
 static rlx_node gate_up(step_builder *b, rlx_node h, const llm_weight *gate, const llm_weight *up) {
-  if (gate->qtype == up->qtype && gate->rows == up->rows && gate->cols == up->cols)
-    return rlx_swiglu_q(b->g, h, param_of(b, gate), param_of(b, up), gate->qtype, gate->rows, gate->cols);
+  if (gate->qtype == up->qtype && gate->rows == up->rows && gate->cols == up->cols) {
+    rlx_node in[3] = {h, param_of(b, gate), param_of(b, up)};
+    int32_t at[] = {[RLX_IATTR_QTABLE_QTYPE] = gate->qtype, [RLX_IATTR_QTABLE_ROWS] = gate->rows,
+                    [RLX_IATTR_QTABLE_COLS] = gate->cols, [RLX_IATTR_QSWIGLU_XQ8] = xq8_for(b, gate)};
+    return rlx_op_node(b->g, RLX_OP_SWIGLU_Q, in, 3, at, RLX_LEN(at), NULL, 0);
+  }
   return rlx_mul(b->g, rlx_silu(b->g, linear(b, h, gate)), linear(b, h, up));
 }
 
@@ -106,7 +117,13 @@ static rlx_node layer(step_builder *b, rlx_node x, int32_t l) {
   rlx_node a = rlx_attention_kv(g, q, k, v, cache_param(b, "k", l), cache_param(b, "v", l), b->pos,
                                 1.0f / sqrtf((float)in->head_dim));
   int32_t d2[2] = {b->n, in->n_head * in->head_dim};
-  x = linear_plus(b, x, rlx_reshape(g, a, 2, d2), &L->wo);
+  a = rlx_reshape(g, a, 2, d2);
+  if (l == in->n_layer - 1 && b->n > 1) { /* only the last token's row reaches the logits: the rest of the
+                                            * last layer runs on it alone (its keys and values are cached) */
+    a = rlx_narrow(g, a, 0, b->n - 1, 1);
+    x = rlx_narrow(g, x, 0, b->n - 1, 1);
+  }
+  x = linear_plus(b, x, a, &L->wo);
   h = norm(b, x, &L->ffn_norm);
   rlx_node ff = gate_up(b, h, &L->gate, &L->up);
   return linear_plus(b, x, ff, &L->down);
@@ -123,7 +140,7 @@ rlx_status rlx_llm_build_step(const rlx_llm *m, int32_t n, rlx_graph **out, rlx_
   const llm_weight *e = &m->token_embd;
   rlx_node x = rlx_gather_q(b.g, param_of(&b, e), ids, e->qtype, e->rows, e->cols);
   for (int32_t l = 0; l < in->n_layer; l++) x = layer(&b, x, l);
-  x = norm(&b, n == 1 ? x : rlx_narrow(b.g, x, 0, n - 1, 1), &m->output_norm);
+  x = norm(&b, x, &m->output_norm); /* the last token's row: layer() narrowed the last layer */
   *logits = linear(&b, x, in->tied_output ? &m->token_embd : &m->output);
   rlx_status st = rlx_graph_status(b.g);
   if (st != RLX_OK) {

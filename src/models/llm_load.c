@@ -113,6 +113,9 @@ static rlx_status read_hparams(rlx_llm *m, const rlx_llm_options *opt) {
                 (int)opt->n_ctx, (long long)ctx);
   in->n_ctx = want;
   in->rope_neox = m->arch != LLM_LLAMA;
+  if (opt && opt->xq8 != 0 && opt->xq8 != 1)
+    return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open: xq8 must be 0 or 1, got %d", (int)opt->xq8);
+  in->xq8 = opt ? opt->xq8 : 0;
   return RLX_OK;
 }
 

@@ -55,8 +55,8 @@ EXPORT(rlx_llm_buffer_new) void *w_buffer_new(double bytes) {
 
 /* ---- models ------------------------------------------------------------- */
 EXPORT(rlx_llm_open)
-int32_t w_open(const void *data, size_t size, int32_t n_ctx, rlx_llm **out) {
-  rlx_llm_options opt = {n_ctx, RLX_GGUF_WASM32_DATA_BUDGET};
+int32_t w_open(const void *data, size_t size, int32_t n_ctx, int32_t xq8, rlx_llm **out) {
+  rlx_llm_options opt = {n_ctx, RLX_GGUF_WASM32_DATA_BUDGET, xq8};
   return rlx_llm_open_memory(data, size, &opt, out);
 }
 EXPORT(rlx_llm_free) void w_llm_free(rlx_llm *m) { rlx_llm_free(m); }
@@ -67,7 +67,7 @@ EXPORT(rlx_llm_free) void w_llm_free(rlx_llm *m) { rlx_llm_free(m); }
 #define INFO_FIELDS(N, S)                                                                                            \
   S(arch) S(name) S(tokenizer) N(n_vocab) N(n_embd) N(n_layer) N(n_head) N(n_head_kv) N(head_dim) N(n_ff)           \
   N(n_ctx_train) N(n_ctx) N(rope_theta) N(rms_eps) N(rope_neox) N(tied_output) N(bos) N(eos) N(add_bos) N(n_params) \
-  N(weight_bytes) N(kv_bytes) S(weight_types)
+  N(weight_bytes) N(kv_bytes) S(weight_types) N(xq8)
 #define FIELD_NAME(f) #f,
 static const char *const info_names[] = {INFO_FIELDS(FIELD_NAME, FIELD_NAME)};
 #define N_INFO ((int32_t)(sizeof info_names / sizeof info_names[0]))

@@ -24,6 +24,12 @@
 /* QT and the row stride (bytes) of the node's table; refuses a type the
  * kernels lack or rows past what a shader can index. */
 static rlx_status table_of(const rlx_gl_ctx *c, int32_t *qt, int32_t *stride) {
+  const int32_t op = c->node->op, xq8_slot = op == RLX_OP_MATMUL_Q   ? RLX_IATTR_QMATMUL_XQ8
+                                             : op == RLX_OP_SWIGLU_Q ? RLX_IATTR_QSWIGLU_XQ8
+                                                                     : -1;
+  if (xq8_slot >= 0 && c->node->n_iattr > xq8_slot && c->node->iattr[xq8_slot])
+    return rlx_error(RLX_ERR_UNSUPPORTED, "webgl: %s with xq8 (x rounded to 8 bits) runs on the CPU only",
+                     rlx_op_name(op));
   int32_t qtype = ATTR_I(c->node, QTABLE, QTYPE), rows = ATTR_I(c->node, QTABLE, ROWS), elems = 1, bytes = 0;
   *qt = rlx_wt_of_gguf_type(qtype, &elems, &bytes);
   if (*qt < 0)

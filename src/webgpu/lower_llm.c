@@ -60,6 +60,8 @@ static rlx_status table_of(const rlx_wgpu_ctx *c, qtable *t) {
 /* x[..., K] -> y[..., N] = x W^T (trans 0), or x[..., N] -> y[..., K] = x W
  * (trans 1); w the N x K table; + acc (input 2, y's shape) when given. */
 rlx_status rlx_wgpu_lower_matmul_q(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
+  if (c->node->n_iattr > RLX_IATTR_QMATMUL_XQ8 && ATTR_I(c->node, QMATMUL, XQ8))
+    return rlx_error(RLX_ERR_UNSUPPORTED, "webgpu: matmul_q with xq8 (x rounded to 8 bits) runs on the CPU only");
   qtable t;
   rlx_status st = table_of(c, &t);
   if (st != RLX_OK) return st;

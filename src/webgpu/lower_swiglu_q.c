@@ -55,6 +55,8 @@ static rlx_status product(const rlx_wgpu_ctx *c, int32_t w, int to_scratch, size
 
 /* x[..., K], w_gate, w_up -> y[..., N]; attributes qtype, rows N, cols K. */
 rlx_status rlx_wgpu_lower_swiglu_q(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
+  if (c->node->n_iattr > RLX_IATTR_QSWIGLU_XQ8 && ATTR_I(c->node, QSWIGLU, XQ8))
+    return rlx_error(RLX_ERR_UNSUPPORTED, "webgpu: swiglu_q with xq8 (x rounded to 8 bits) runs on the CPU only");
   const int32_t code = ATTR_I(c->node, QTABLE, QTYPE);
   const uint32_t N = (uint32_t)ATTR_I(c->node, QTABLE, ROWS), K = (uint32_t)ATTR_I(c->node, QTABLE, COLS);
   const uint32_t M = (uint32_t)(rlx_shape_numel(&c->in_node[0]->shape) / K);

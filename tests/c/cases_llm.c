@@ -26,14 +26,14 @@ void ref_rope_ext_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_attention_kv_case(const op_case *c, const op_inputs *in, double *expect);
 
 /* i32 words holding rows of cols values of qtype (rounded up). */
-static int32_t table_words(int32_t qtype, int32_t rows, int32_t cols) {
+int32_t opcase_table_words(int32_t qtype, int32_t rows, int32_t cols) {
   uint64_t row = 0;
   rlx_gguf_row_bytes((rlx_gguf_type)qtype, cols, &row);
   return (int32_t)((row * (uint64_t)rows + 3) / 4);
 }
 
 /* rows x cols uniform values quantized into data (n words; the rest zero). */
-static void fill_table(int32_t qtype, int32_t rows, int32_t cols, float *data, size_t n, unsigned seed) {
+void opcase_fill_table(int32_t qtype, int32_t rows, int32_t cols, float *data, size_t n, unsigned seed) {
   size_t count = (size_t)rows * (size_t)cols;
   float *v = (float *)calloc(count, sizeof(float));
   memset(data, 0, n * sizeof(float));
@@ -44,7 +44,7 @@ static void fill_table(int32_t qtype, int32_t rows, int32_t cols, float *data, s
 }
 
 static rlx_node build_matmul_q(rlx_graph *g, const op_case *c) {
-  int32_t words = table_words(c->p[0], c->p[1], c->p[2]) + c->p[4];
+  int32_t words = opcase_table_words(c->p[0], c->p[1], c->p[2]) + c->p[4];
   rlx_node x = rlx_input(g, "x", c->p[5], &c->p[6], RLX_F32);
   rlx_node w = rlx_input(g, "w", 1, &words, RLX_I32);
   return rlx_matmul_q(g, x, w, c->p[0], c->p[1], c->p[2], c->p[3]);
@@ -52,7 +52,7 @@ static rlx_node build_matmul_q(rlx_graph *g, const op_case *c) {
 
 /* matmul_q with its acc input "acc" [..., out] (y = x W^T + acc). */
 static rlx_node build_matmul_q_acc(rlx_graph *g, const op_case *c) {
-  int32_t words = table_words(c->p[0], c->p[1], c->p[2]) + c->p[4], dims[RLX_MAX_RANK];
+  int32_t words = opcase_table_words(c->p[0], c->p[1], c->p[2]) + c->p[4], dims[RLX_MAX_RANK];
   memcpy(dims, &c->p[6], (size_t)c->p[5] * sizeof(int32_t));
   dims[c->p[5] - 1] = c->p[3] ? c->p[2] : c->p[1];
   rlx_node in[3] = {rlx_input(g, "x", c->p[5], &c->p[6], RLX_F32), rlx_input(g, "w", 1, &words, RLX_I32),
@@ -64,14 +64,14 @@ static rlx_node build_matmul_q_acc(rlx_graph *g, const op_case *c) {
 
 static void fill_matmul_q(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
   if (k == 1) {
-    fill_table(c->p[0], c->p[1], c->p[2], data, n, seed);
+    opcase_fill_table(c->p[0], c->p[1], c->p[2], data, n, seed);
     return;
   }
   for (size_t i = 0; i < n; i++) data[i] = opcase_uniform(seed, i, -1.0f, 1.0f);
 }
 
 static rlx_node build_gather_q(rlx_graph *g, const op_case *c) {
-  int32_t words = table_words(c->p[0], c->p[1], c->p[2]);
+  int32_t words = opcase_table_words(c->p[0], c->p[1], c->p[2]);
   rlx_node t = rlx_input(g, "table", 1, &words, RLX_I32);
   rlx_node ids = rlx_input(g, "ids", c->p[4], &c->p[5], c->p[3] ? RLX_I32 : RLX_F32);
   return rlx_gather_q(g, t, ids, c->p[0], c->p[1], c->p[2]);
@@ -79,7 +79,7 @@ static rlx_node build_gather_q(rlx_graph *g, const op_case *c) {
 
 static void fill_gather_q(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
   if (k == 0) {
-    fill_table(c->p[0], c->p[1], c->p[2], data, n, seed);
+    opcase_fill_table(c->p[0], c->p[1], c->p[2], data, n, seed);
     return;
   }
   for (size_t i = 0; i < n; i++) {
@@ -93,7 +93,7 @@ static void fill_gather_q(const op_case *c, int32_t k, float *data, size_t n, un
 }
 
 static rlx_node build_swiglu_q(rlx_graph *g, const op_case *c) {
-  int32_t words = table_words(c->p[0], c->p[1], c->p[2]);
+  int32_t words = opcase_table_words(c->p[0], c->p[1], c->p[2]);
   rlx_node x = rlx_input(g, "x", c->p[3], &c->p[4], RLX_F32);
   rlx_node gate = rlx_input(g, "w_gate", 1, &words, RLX_I32);
   rlx_node up = rlx_input(g, "w_up", 1, &words, RLX_I32);
@@ -102,7 +102,7 @@ static rlx_node build_swiglu_q(rlx_graph *g, const op_case *c) {
 
 static void fill_swiglu_q(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
   if (k >= 1) {
-    fill_table(c->p[0], c->p[1], c->p[2], data, n, seed);
+    opcase_fill_table(c->p[0], c->p[1], c->p[2], data, n, seed);
     return;
   }
   /* x in [-0.5, 0.5): silu(g) * u multiplies the rounding of one product

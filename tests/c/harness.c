@@ -18,7 +18,7 @@ typedef struct {
   extern const op_case rlx_cases_##g[] __attribute__((weak)); \
   extern const int rlx_n_cases_##g __attribute__((weak));
 GROUP(elementwise) GROUP(layout) GROUP(reduce) GROUP(seq) GROUP(matmul) GROUP(vision)
-GROUP(grad_pointwise) GROUP(grad_norm_attention) GROUP(grad_vision) GROUP(fused) GROUP(llm)
+GROUP(grad_pointwise) GROUP(grad_norm_attention) GROUP(grad_vision) GROUP(fused) GROUP(llm) GROUP(llm_cpu)
 #undef GROUP
 /* The binary ops' cases, generated from the op table on first use. */
 extern const op_case *rlx_cases_binary(int *n) __attribute__((weak));
@@ -38,17 +38,21 @@ static case_group groups(int i) {
     case 9: return (case_group){rlx_cases_grad_vision, &rlx_n_cases_grad_vision};
     case 10: return (case_group){rlx_cases_fused, &rlx_n_cases_fused};
     case 11: return (case_group){rlx_cases_llm, &rlx_n_cases_llm};
+    case 12: return (case_group){rlx_cases_llm_cpu, &rlx_n_cases_llm_cpu};
   }
   return (case_group){NULL, NULL};
 }
-#define N_GROUPS 12
+#define N_GROUPS 13
+#define N_GPU_GROUPS 12 /* the last group runs on the CPU only */
 
-int opcase_count(void) {
+static int count_groups(int n_groups) {
   int n = 0;
-  for (int i = 0; i < N_GROUPS; i++)
+  for (int i = 0; i < n_groups; i++)
     if (groups(i).count) n += *groups(i).count;
   return n;
 }
+int opcase_count(void) { return count_groups(N_GROUPS); }
+int opcase_gpu_count(void) { return count_groups(N_GPU_GROUPS); }
 
 const op_case *opcase_get(int i) {
   for (int gi = 0; gi < N_GROUPS && i >= 0; gi++) {

@@ -57,10 +57,19 @@ extern const int rlx_n_cases_grad_vision;
 extern const op_case rlx_cases_llm[];                  /* matmul_q, gather_q, rope offset/mode, attention_kv */
 extern const int rlx_n_cases_llm;
 
-/* All cases in one list (harness.c). */
+extern const op_case rlx_cases_llm_cpu[];              /* matmul_q, swiglu_q with xq8: the CPU only */
+extern const int rlx_n_cases_llm_cpu;
+/* All cases in one list (harness.c); the GPU backends' are the first
+ * opcase_gpu_count() of them (all but rlx_cases_llm_cpu). */
 int opcase_count(void);
+int opcase_gpu_count(void);
 const op_case *opcase_get(int i);
 
+/* GGUF-typed tables for the language-model cases (cases_llm.c): the i32
+ * words holding rows x cols values of qtype, and such a table of uniform
+ * values in [-1, 1) quantized (n words, the rest zero). */
+int32_t opcase_table_words(int32_t qtype, int32_t rows, int32_t cols);
+void opcase_fill_table(int32_t qtype, int32_t rows, int32_t cols, float *data, size_t n, unsigned seed);
 /* Uniform value in [lo, hi) from (seed, i); deterministic everywhere. */
 float opcase_uniform(unsigned seed, size_t i, float lo, float hi);
 

@@ -27,7 +27,7 @@
 #define TIED_MODEL "build/lm/llama-tied-q8_0.gguf"
 
 static rlx_llm *open_or_fail(const char *path, int32_t n_ctx) {
-  rlx_llm_options opt = {n_ctx, 0};
+  rlx_llm_options opt = {n_ctx, 0, 0};
   rlx_llm *m = NULL;
   if (rlx_llm_open_file(path, &opt, &m) != RLX_OK)
     fail_msg("%s: %s (run make lm-fixtures)", path, rlx_last_error());
@@ -52,11 +52,11 @@ static void open_refusals(void **state) {
   assert_int_not_equal(rlx_llm_open_file("Makefile", NULL, &m), RLX_OK);
   assert_null(m);
   /* Past the budget: refused before the data is read. */
-  rlx_llm_options small = {0, 1000};
+  rlx_llm_options small = {0, 1000, 0};
   assert_int_not_equal(rlx_llm_open_file(SPM_MODEL, &small, &m), RLX_OK);
   assert_contains(rlx_last_error(), "budget");
   /* A context longer than the model's. */
-  rlx_llm_options long_ctx = {1 << 20, 0};
+  rlx_llm_options long_ctx = {1 << 20, 0, 0};
   assert_int_equal(rlx_llm_open_file(SPM_MODEL, &long_ctx, &m), RLX_ERR_INVALID_ARG);
   assert_contains(rlx_last_error(), "n_ctx");
   /* From memory: a truncated file. */
@@ -144,6 +144,51 @@ static void eval_splits_agree(void **state) {
     free(split);
     rlx_llm_free(m);
   }
+}
+
+/* xq8: the prompt steps (x rounded, then the GEMM) and the decode steps
+ * (int8 rows for q8_0 / q4_0 where the CPU has them) agree; the logits move
+ * from the f32 products' by the rounding, not more; a bad value is refused. */
+static void xq8_model(void **state) {
+  (void)state;
+  const char *models[] = {SPM_MODEL, BPE_MODEL, "build/lm/llama-q4_0.gguf"};
+  for (int k = 0; k < 3; k++) {
+    rlx_llm_options opt = {0, 0, 1};
+    rlx_llm *m = NULL, *plain = open_or_fail(models[k], 0);
+    assert_int_equal(rlx_llm_open_file(models[k], &opt, &m), RLX_OK);
+    rlx_llm_info in;
+    rlx_llm_get_info(m, &in);
+    assert_int_equal(in.xq8, 1);
+    int32_t ids[90];
+    for (int i = 0; i < 90; i++) ids[i] = (i * 37 + 11) % in.n_vocab;
+    float *whole = malloc((size_t)in.n_vocab * sizeof(float)), *split = malloc((size_t)in.n_vocab * sizeof(float));
+    float *f32 = malloc((size_t)in.n_vocab * sizeof(float));
+    const size_t all[] = {90}, ones[90] = {[0 ... 89] = 1};
+    eval_split(m, ids, all, 1, whole);
+    eval_split(m, ids, ones, 90, split);
+    eval_split(plain, ids, all, 1, f32);
+    float moved = 0, apart = 0, scale = 0;
+    for (int32_t v = 0; v < in.n_vocab; v++) {
+      apart = fmaxf(apart, fabsf(split[v] - whole[v]));
+      moved = fmaxf(moved, fabsf(whole[v] - f32[v]));
+      scale = fmaxf(scale, fabsf(f32[v]));
+    }
+    fprintf(stderr, "xq8 %s: steps apart %.4f, moved from f32 %.4f, logits up to %.2f\n", models[k], apart, moved, scale);
+    /* a code that rounds the other way in one step moves later ones a little */
+    assert_true(apart < 0.02f * scale);
+    assert_true(moved > 1e-4f);          /* it rounds */
+    assert_true(moved < 0.05f * scale);  /* by about 8 bits' worth */
+    free(whole);
+    free(split);
+    free(f32);
+    rlx_llm_free(m);
+    rlx_llm_free(plain);
+  }
+  rlx_llm_options bad = {0, 0, 2};
+  rlx_llm *m = (rlx_llm *)1;
+  assert_int_equal(rlx_llm_open_file(SPM_MODEL, &bad, &m), RLX_ERR_INVALID_ARG);
+  assert_contains(rlx_last_error(), "xq8 must be 0 or 1");
+  assert_null(m);
 }
 
 static void context_limit_and_bad_ids(void **state) {
@@ -473,7 +518,7 @@ static void allocation_failures(void **state) {
   long stride = total / 150 + 1;
   for (long k = 0; k < total; k += stride) {
     check_alloc_fail_at(k, 0);
-    rlx_llm_options opt = {32, 0};
+    rlx_llm_options opt = {32, 0, 0};
     rlx_status st = rlx_llm_open_file(BPE_MODEL, &opt, &m);
     check_alloc_fail_at(-1, 0);
     if (st == RLX_OK) rlx_llm_free(m);
@@ -506,7 +551,7 @@ int main(void) {
       cmocka_unit_test(open_refusals),   cmocka_unit_test(info_and_tokens),
       cmocka_unit_test(eval_splits_agree), cmocka_unit_test(context_limit_and_bad_ids),
       cmocka_unit_test(generation),      cmocka_unit_test(generator_steps),
-      cmocka_unit_test(chosen_generator),
+      cmocka_unit_test(chosen_generator),  cmocka_unit_test(xq8_model),
       cmocka_unit_test(allocation_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -262,6 +262,61 @@ static void gradients_refused(void **state) {
   assert_int_equal(rlx_grad(g, l, &kc, 1, grads), RLX_ERR_GRAPH);
   assert_int_equal(rlx_grad(g, l, &scale, 1, grads), RLX_OK); /* a gradient that does not cross it */
   rlx_graph_free(g);
+
+  /* x rounded to 8 bits (xq8) is a step function: no gradient to x */
+  g = rlx_graph_new();
+  x = rlx_input(g, "x", 2, (int32_t[]){3, 32}, RLX_F32);
+  w = rlx_input(g, "w", 1, &words, RLX_I32);
+  up = rlx_input(g, "up", 1, &words, RLX_I32);
+  rlx_node in2[2] = {x, w}, in3[3] = {x, w, up};
+  l = total(g, rlx_op_node(g, RLX_OP_MATMUL_Q, in2, 2, (int32_t[]){QT, 2, 32, 0, 1}, 5, NULL, 0));
+  assert_int_equal(rlx_grad(g, l, &x, 1, grads), RLX_ERR_GRAPH);
+  assert_contains(rlx_last_error(), "matmul_q with xq8) has no gradient");
+  l = total(g, rlx_op_node(g, RLX_OP_SWIGLU_Q, in3, 3, (int32_t[]){QT, 2, 32, 1}, 4, NULL, 0));
+  assert_int_equal(rlx_grad(g, l, &x, 1, grads), RLX_ERR_GRAPH);
+  assert_contains(rlx_last_error(), "swiglu_q with xq8) has no gradient");
+  rlx_graph_free(g);
+}
+
+/* xq8: a block of x holding NaN or an infinity makes the products it
+ * reaches NaN; a block of zeros adds nothing; other blocks as rounded. */
+static void xq8_blocks(void **state) {
+  (void)state;
+  enum { N = 3, K = 64 };
+  float v[N * K], x[K], y[N];
+  for (int i = 0; i < N * K; i++) v[i] = (float)((i * 37) % 19) / 19.0f - 0.5f;
+  int32_t words = N * (K / 32) * 34 / 4;
+  int32_t wbuf[N * (K / 32) * 34 / 4];
+  assert_int_equal(rlx_gguf_quantize(QT, v, N * K, wbuf, sizeof wbuf), RLX_OK);
+  for (int variant = 0; variant < 3; variant++) {
+    rlx_graph *g = rlx_graph_new();
+    rlx_node in[2] = {rlx_input(g, "x", 2, (int32_t[]){1, K}, RLX_F32), rlx_input(g, "w", 1, &words, RLX_I32)};
+    rlx_node y_node = rlx_op_node(g, RLX_OP_MATMUL_Q, in, 2, (int32_t[]){QT, N, K, 0, 1}, 5, NULL, 0);
+    rlx_session *s;
+    assert_int_equal(rlx_compile(g, &y_node, 1, NULL, &s), RLX_OK);
+    for (int i = 0; i < K; i++) x[i] = i < 32 ? 0.0f : (float)(i % 7) - 3.0f;
+    if (variant == 1) x[40] = NAN;
+    if (variant == 2) x[33] = -INFINITY;
+    assert_int_equal(rlx_session_set_input(s, "x", x, K), RLX_OK);
+    assert_int_equal(rlx_session_set_input_i32(s, "w", wbuf, (size_t)words), RLX_OK);
+    assert_int_equal(rlx_session_run(s), RLX_OK);
+    assert_int_equal(rlx_session_read_output(s, 0, y, N), RLX_OK);
+    for (int n = 0; n < N; n++) {
+      if (variant) {
+        assert_true(isnan(y[n]));
+        continue;
+      }
+      /* the second block's values are integers -3 .. 3 (a = 3): q = round(x 127 / 3), x' = q 3 / 127,
+       * times the table's dequantized row */
+      float deq[K];
+      assert_int_equal(rlx_gguf_dequantize(QT, (const uint8_t *)wbuf + (size_t)n * (K / 32) * 34, (K / 32) * 34, deq, K), RLX_OK);
+      double exact = 0;
+      for (int i = 32; i < K; i++) exact += (double)(rintf(x[i] * (127.0f / 3.0f)) * (3.0f / 127.0f)) * deq[i];
+      assert_true(fabs(y[n] - exact) <= 1e-5 * (1 + fabs(exact)));
+    }
+    rlx_session_free(s);
+    rlx_graph_free(g);
+  }
 }
 
 /* Builds one node on a fresh graph and expects the shape rule to refuse it. */
@@ -285,6 +340,16 @@ static rlx_node bad_matmul_q(rlx_graph *g, int v) {
     case 3: return rlx_matmul_q(g, x, w, RLX_GGUF_TYPE_Q4_K, 1, 32, 0);
     case 4: return rlx_matmul_q(g, x, w, QT, 2, 32, 0);
     case 5: return rlx_matmul_q(g, x, w, QT, 2, 32, 1);  /* trans wants x[..., 2] */
+    case 7: return rlx_op_node(g, RLX_OP_MATMUL_Q, (rlx_node[]){x, w}, 2, (int32_t[]){QT, 2, 32, 0, 2}, 5, NULL, 0);
+    case 8: { /* trans 1 with xq8 */
+      rlx_node xt = rlx_input(g, "xt", 2, (int32_t[]){3, 2}, RLX_F32);
+      return rlx_op_node(g, RLX_OP_MATMUL_Q, (rlx_node[]){xt, w}, 2, (int32_t[]){QT, 2, 32, 1, 1}, 5, NULL, 0);
+    }
+    case 9: { /* f16 rows of 48: not whole blocks of 32 */
+      rlx_node xf = rlx_input(g, "xf", 2, (int32_t[]){3, 48}, RLX_F32), wf = rlx_input(g, "wf", 1, (int32_t[]){48}, RLX_I32);
+      return rlx_op_node(g, RLX_OP_MATMUL_Q, (rlx_node[]){xf, wf}, 2, (int32_t[]){RLX_GGUF_TYPE_F16, 2, 48, 0, 1}, 5,
+                         NULL, 0);
+    }
     default: return rlx_gather_q(g, x, w, QT, 2, 32);    /* an f32 table */
   }
 }
@@ -317,6 +382,9 @@ static void shape_rules_refuse(void **state) {
   expect_refusal(bad_matmul_q, 4, RLX_ERR_INVALID_ARG, "must be an i32 tensor");
   expect_refusal(bad_matmul_q, 5, RLX_ERR_SHAPE, "x's last dim is 32");
   expect_refusal(bad_matmul_q, 6, RLX_ERR_INVALID_ARG, "must be an i32 tensor");
+  expect_refusal(bad_matmul_q, 7, RLX_ERR_INVALID_ARG, "xq8 must be 0 or 1, got 2");
+  expect_refusal(bad_matmul_q, 8, RLX_ERR_INVALID_ARG, "it needs trans 0 and K a multiple of 32 (K 32, trans 1)");
+  expect_refusal(bad_matmul_q, 9, RLX_ERR_INVALID_ARG, "it needs trans 0 and K a multiple of 32 (K 48)");
   expect_refusal(bad_swiglu_q, 0, RLX_ERR_SHAPE, "take 68 bytes; input 2 holds 64");
   expect_refusal(bad_swiglu_q, 1, RLX_ERR_INVALID_ARG, "input 2 (the q8_0 weights) must be an i32 tensor");
   expect_refusal(bad_swiglu_q, 2, RLX_ERR_SHAPE, "x must be [..., cols] (cols 32)");
@@ -389,7 +457,7 @@ int main(void) {
       cmocka_unit_test(kv_cache_shared_between_sessions), cmocka_unit_test(bound_param_read_in_place),
       cmocka_unit_test(bind_param_refusals),              cmocka_unit_test(gradients_refused),
       cmocka_unit_test(shape_rules_refuse),               cmocka_unit_test(attention_kv_runtime),
-      cmocka_unit_test(gather_q_bad_id_fails_the_run),
+      cmocka_unit_test(gather_q_bad_id_fails_the_run),    cmocka_unit_test(xq8_blocks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

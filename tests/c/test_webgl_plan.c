@@ -26,6 +26,7 @@
 
 #include "../../src/webgl/gl_plan.h"
 #include "check_alloc.h"
+#include "rlx_gguf.h"
 #include "webgl_cases.h"
 
 static int n_pending, n_fused;
@@ -422,6 +423,23 @@ static void missing_lowering_is_refused(void **state) {
   assert_null(s);
   assert_non_null(strstr(rlx_last_error(), "fused_matmul"));
   rlx_graph_free(g);
+
+  /* matmul_q and swiglu_q with xq8 (x rounded to 8 bits) run on the CPU only, on both GPU backends */
+  for (int op = 0; op < 2; op++)
+    for (int device = 0; device < 2; device++) {
+      g = rlx_graph_new();
+      int32_t words = 17; /* 2 rows of 32 q8_0 values */
+      rlx_node in[3] = {rlx_input(g, "x", 2, (int32_t[]){1, 32}, RLX_F32), rlx_param_dtype(g, "w", 1, &words, RLX_I32),
+                        rlx_param_dtype(g, "u", 1, &words, RLX_I32)};
+      y = op ? rlx_op_node(g, RLX_OP_SWIGLU_Q, in, 3, (int32_t[]){RLX_GGUF_TYPE_Q8_0, 2, 32, 1}, 4, NULL, 0)
+             : rlx_op_node(g, RLX_OP_MATMUL_Q, in, 2, (int32_t[]){RLX_GGUF_TYPE_Q8_0, 2, 32, 0, 1}, 5, NULL, 0);
+      opt.device = device ? RLX_DEVICE_WEBGPU : RLX_DEVICE_WEBGL;
+      assert_int_equal(rlx_compile(g, &y, 1, &opt, &s), RLX_ERR_UNSUPPORTED);
+      assert_null(s);
+      assert_non_null(strstr(rlx_last_error(), op ? "swiglu_q with xq8" : "matmul_q with xq8"));
+      assert_non_null(strstr(rlx_last_error(), "runs on the CPU only"));
+      rlx_graph_free(g);
+    }
 }
 
 /* Training: loss = (w x - t)^2 elementwise on one value, SGD.  The WebGL2
@@ -515,7 +533,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(sub_of_product_is_one_pass),
   };
   int failed = filter ? 0 : cmocka_run_group_tests_name("webgl planner", planner, NULL, NULL);
-  int n = opcase_count(), m = 0;
+  int n = opcase_gpu_count(), m = 0;
   struct CMUnitTest *tests = calloc((size_t)n + 1, sizeof *tests);
   for (int i = 0; i < n; i++) {
     const op_case *c = opcase_get(i);

@@ -92,13 +92,13 @@ done:
   rlx_graph_free(g);
 }
 
-EXPORT(gpucase_count) int32_t w_gpucase_count(void) { return opcase_count(); }
+EXPORT(gpucase_count) int32_t w_gpucase_count(void) { return opcase_gpu_count(); }
 EXPORT(gpucase_name) const char *w_gpucase_name(int32_t i) {
-  const op_case *c = (i >= 0 && i < opcase_count()) ? opcase_get(i) : NULL;
+  const op_case *c = (i >= 0 && i < opcase_gpu_count()) ? opcase_get(i) : NULL;
   return c ? c->name : "";
 }
 EXPORT(gpucase_prepare) gpu_case *w_gpucase_prepare(int32_t i) {
-  if (i < 0 || i >= opcase_count()) return NULL;
+  if (i < 0 || i >= opcase_gpu_count()) return NULL;
   gpu_case *r = calloc(1, sizeof *r);
   if (r) prepare(opcase_get(i), r);
   return r;

@@ -17,15 +17,15 @@
 
 #define EXPORT(name) __attribute__((export_name(#name)))
 
-EXPORT(webgl_case_count) int32_t w_count(void) { return opcase_count(); }
+EXPORT(webgl_case_count) int32_t w_count(void) { return opcase_gpu_count(); }
 EXPORT(webgl_case_name) const char *w_name(int32_t i) {
-  return (i >= 0 && i < opcase_count()) ? opcase_get(i)->name : "";
+  return (i >= 0 && i < opcase_gpu_count()) ? opcase_get(i)->name : "";
 }
-EXPORT(webgl_case_tol) double w_tol(int32_t i) { return (i >= 0 && i < opcase_count()) ? opcase_get(i)->tol : 0; }
+EXPORT(webgl_case_tol) double w_tol(int32_t i) { return (i >= 0 && i < opcase_gpu_count()) ? opcase_get(i)->tol : 0; }
 
 /* Case i, its WebGL textures at most max_width wide (0: the default). */
 EXPORT(webgl_case_prepare) webgl_case *w_prepare(int32_t i, int32_t max_width) {
-  if (i < 0 || i >= opcase_count()) return NULL;
+  if (i < 0 || i >= opcase_gpu_count()) return NULL;
   webgl_case *w = calloc(1, sizeof *w);
   if (!w) return NULL;
   if (webgl_case_prepare(w, opcase_get(i)) == RLX_OK && max_width > 0) {

@@ -46,9 +46,9 @@ const rlxError = (re) => (err) => {
 };
 
 /** The native CLI's greedy ids after the prompt ids (build/rlx generate --ids: a last JSON line {prompt_ids, ids}). */
-function nativeIds(file, promptIds, n) {
+function nativeIds(file, promptIds, n, extra = []) {
   const out = execFileSync(CLI, ['generate', '--model', file, '--prompt-ids', promptIds.join(','), '--max-tokens', String(n),
-    '--temperature', '0', '--ids'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    '--temperature', '0', '--ids', ...extra], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   const last = JSON.parse(out.trimEnd().split('\n').at(-1));
   assert.deepEqual(last.prompt_ids, promptIds);
   return last.ids;
@@ -145,6 +145,30 @@ test(`every fixture (${ALL_FIXTURES.length}) loads in wasm, tokenizes as llama.c
       model.free();
     }
   }
+});
+
+test('xq8: 8-bit activations decode greedily as the native CLI --xq8 (int8 rows for q4_0, rounded x for the others), info.xq8', async () => {
+  for (const name of ['llama-q4_0', 'qwen2-q4_0', 'qwen3-q8_0', 'llama-q4_k', 'llama-tied-q8_0']) {
+    const g = expected(name).generate[0];
+    const [model, plain] = [await loadGguf(fixture(name), { xq8: true }), await loadGguf(fixture(name))];
+    try {
+      assert.equal(model.info.xq8, true);
+      assert.equal(plain.info.xq8, false);
+      const r = await model.generate(g.prompt_ids, { maxTokens: 8, temperature: 0 });
+      assert.deepEqual(r.ids, nativeIds(fixture(name), g.prompt_ids, 8, ['--xq8']), `${name}: wasm vs native, xq8`);
+      // the logits move by the rounding: not equal to f32's, not far
+      const [a, b] = [model.logits(g.prompt_ids), plain.logits(g.prompt_ids)];
+      let moved = 0, scale = 0;
+      for (let i = 0; i < a.length; i++) moved = Math.max(moved, Math.abs(a[i] - b[i])), scale = Math.max(scale, Math.abs(b[i]));
+      assert.ok(moved > 1e-4 && moved < 0.05 * scale, `${name}: xq8 moved the logits by ${moved} (scale ${scale})`);
+    } finally {
+      model.free();
+      plain.free();
+    }
+  }
+  await assert.rejects(loadGguf(fixture('llama-q4_0'), { xq8: 1 }), rlxError(/^loadGguf: options\.xq8 must be true or false, got number 1/));
+  await assert.rejects(loadGguf(fixture('llama-q4_0'), { xq8: true, backend: 'webgl' }),
+    rlxError(/^loadGguf: options\.xq8 \(8-bit activations\) runs on the CPU only; backend 'webgl'/));
 });
 
 test('generate is also an async iterable of { text, id }: the pieces join to the result, break stops it; logits(); backend', async () => {

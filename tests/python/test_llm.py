@@ -154,6 +154,20 @@ class LanguageModels(unittest.TestCase):
             # From text: the same prompt ids (the file's BOS rule, specials parsed).
             self.assertEqual(lm.generate("The miller counted the sacks", max_tokens=24)[1], ids)
 
+    def test_xq8_generate_equals_cli(self):
+        if not os.path.exists(CLI):
+            self.skipTest("build/rlx is not built (make build/rlx)")
+        with rlx.load_gguf(fixture(BPE), n_ctx=128, xq8=True) as lm:
+            self.assertTrue(lm.info.xq8)
+            self.assertFalse(self.bpe.info.xq8)
+            prompt = lm.tokenize("The miller counted the sacks")
+            out = subprocess.run([CLI, "generate", "--model", fixture(BPE), "--prompt-ids",
+                                  ",".join(map(str, prompt)), "--max-tokens", "12", "--ctx", "128", "--ids", "--xq8"],
+                                 capture_output=True, timeout=120, check=True)
+            self.assertEqual(lm.generate(prompt, max_tokens=12)[1],
+                             json.loads(out.stdout.decode("utf-8").strip().splitlines()[-1])["ids"])
+        self.assertRlx(rlx.RlxInvalidArgument, lambda: rlx.load_gguf(fixture(BPE), xq8=1), "rlx.load_gguf", "xq8")
+
     def test_streamed_text_equals_detokenized_ids(self):
         lm = self.bpe
         pieces = []

@@ -310,8 +310,13 @@ function functionOption(fn, what, v) {
  * says which runs, info.fallbacks [{ backend, reason }] why a better one did
  * not), gpu (for WebGPU: a GPUDevice or a GPU such as navigator.gpu, the
  * default), gpuWasm (the WebGPU build, rlx_llm_gpu.wasm, as wasm),
- * webglWasm (the WebGL2 build, rlx_llm_webgl.wasm) }.  A 'webgpu' or
- * 'webgl' that cannot run here is an RlxError with reason 'unavailable'.
+ * webglWasm (the WebGL2 build, rlx_llm_webgl.wasm), xq8 (true: on the
+ * CPU, products with block-quantized weights round their input to 8 bits
+ * per 32 values first, as llama.cpp does, and run as int8 dot products:
+ * faster generation, logits within that rounding; not on a GPU backend:
+ * refused with 'webgpu' / 'webgl', not applied where 'auto' picks a GPU;
+ * info.xq8 says whether it is on) }.  A 'webgpu' or 'webgl' that cannot run
+ * here is an RlxError with reason 'unavailable'.
  */
 export async function loadGguf(source, options = undefined) {
   const fn = 'loadGguf';
@@ -321,6 +326,10 @@ export async function loadGguf(source, options = undefined) {
   const backend = o.backend ?? 'auto';
   if (!BACKENDS.includes(backend)) throw fail(fn, `options.backend must be ${BACKENDS.map((b) => `'${b}'`).join(', ')}, got ${describe(backend)}`);
   const simd = simdOption(fn, o.simd);
+  if (o.xq8 !== undefined && typeof o.xq8 !== 'boolean') throw fail(fn, `options.xq8 must be true or false, got ${describe(o.xq8)}`);
+  if (o.xq8 && (backend === 'webgpu' || backend === 'webgl')) {
+    throw fail(fn, `options.xq8 (8-bit activations) runs on the CPU only; backend '${backend}' keeps f32 activations (leave xq8 out)`);
+  }
   const isWasm = (w) => typeof w === 'string' || w instanceof URL || w instanceof ArrayBuffer || ArrayBuffer.isView(w) ||
     w instanceof WebAssembly.Module;
   for (const k of ['wasm', 'gpuWasm', 'webglWasm']) {
@@ -407,7 +416,8 @@ export async function loadGguf(source, options = undefined) {
     const handle = mod.scoped((t) => {
       const out = t.alloc(4);
       mod.i32(out, 1)[0] = 0;
-      mod.check(mod.call('rlx_llm_open', ptr, loaded, nCtx, out), `${fn}: ${src.name.slice(0, 200)}: `);
+      const xq8 = o.xq8 && !gpu?.device && !gpu?.gl ? 1 : 0; // the CPU only
+      mod.check(mod.call('rlx_llm_open', ptr, loaded, nCtx, xq8, out), `${fn}: ${src.name.slice(0, 200)}: `);
       return mod.i32(out, 1)[0] >>> 0;
     });
     const model = new GgufModel(mod, handle, ptr, loaded, gpu ?? { backend: 'cpu', fallbacks: [] });
@@ -518,7 +528,7 @@ export class GgufModel {
         const s = m.i32(strs, n)[i] >>> 0;
         info[key] = s ? m.cstring(s) : m.f64(nums, n)[i];
       }
-      for (const k of ['ropeNeox', 'tiedOutput', 'addBos']) info[k] = !!info[k];
+      for (const k of ['ropeNeox', 'tiedOutput', 'addBos', 'xq8']) info[k] = !!info[k];
       return info;
     });
   }
