@@ -27,10 +27,11 @@ typedef struct {
                       length, at most RLX_LLM_DEFAULT_CTX */
   uint64_t budget; /* bytes of tensor data allowed (0: no limit natively,
                       RLX_GGUF_WASM32_DATA_BUDGET in wasm) */
-  int32_t xq8;     /* 1: products with block-quantized weights round their
+  int32_t xq8;     /* 1: products with Q8_0 and Q4_0 weights round their
                       input to 8 bits per 32 values first (matmul_q's xq8,
-                      as llama.cpp does): int8 dot products, faster in wasm;
-                      the CPU only (a WebGPU / WebGL2 step refuses it) */
+                      as llama.cpp does) and run as int8 dot products where
+                      the CPU has them; other types keep f32.  The CPU only
+                      (a WebGPU / WebGL2 step refuses it) */
 } rlx_llm_options;
 
 #define RLX_LLM_DEFAULT_CTX 4096

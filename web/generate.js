@@ -104,7 +104,7 @@ function showInfo(i) {
   const why = i.fallbacks.map((f) => `not ${f.backend}: ${f.reason}`).join('; ');
   const gpuName = { webgpu: 'WebGPU', webgl: 'WebGL2' }[i.backend];
   show('i-backend', i.backend, `${gpuName ? `${gpuName}${i.software ? ` (${i.software})` : ''}` : 'CPU (wasm)'}` +
-    `${why ? ` (${why})` : ''}`);
+    `${i.xq8 ? ', 8-bit activations' : ''}${why ? ` (${why})` : ''}`);
 }
 
 /** The source picked (marked next to its control when there is none or it is bad). */
@@ -154,6 +154,7 @@ async function load() {
     info = await lm.load(picked.src, {
       nCtx: f.values.nCtx,
       backend: f.values.backend, // 'cpu', 'webgpu' (navigator.gpu of the Worker), 'webgl' (its OffscreenCanvas) or 'auto'
+      xq8: $('xq8').checked, // the CPU only: refused with 'webgpu' / 'webgl', not applied where 'auto' picks a GPU
       onProgress: ({ loaded, total }) => {
         if (total) $('load-progress').value = loaded / total;
         status('loading', `Loading ${picked.name}: ${mib(loaded)}${total ? ` of ${mib(total)}` : ''}...`);
@@ -271,7 +272,13 @@ async function generate() {
 
 async function main() {
   for (const name of TEST_MODELS) $('model').append(new Option(name, name));
-  const good = applyQuery(query, QUERY_RULES, (m) => { $('error').textContent += `${$('error').textContent ? '\n' : ''}${m}`; }, ['autoload']);
+  const report = (m) => { $('error').textContent += `${$('error').textContent ? '\n' : ''}${m}`; };
+  let good = applyQuery(query, QUERY_RULES, report, ['autoload', 'xq8']);
+  if (query.has('xq8')) { // a checkbox: 1 or 0
+    const v = query.get('xq8');
+    if (v === '1' || v === '0') $('xq8').checked = v === '1';
+    else good = (report(`URL parameter xq8=${v}: must be 1 or 0`), false);
+  }
   if (query.has('url')) source = 'url';
   $('model').addEventListener('change', () => { source = 'model'; });
   $('file').addEventListener('change', () => {

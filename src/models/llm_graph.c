@@ -41,11 +41,10 @@ static rlx_node param_of(step_builder *b, const llm_weight *w) {
   return rlx_param_dtype(b->g, w->name, 1, d, RLX_I32);
 }
 
-/* Whether products with w round x to 8 bits (the model's xq8, for the
- * block-quantized types: as llama.cpp, not the float ones). */
+/* Whether products with w round x to 8 bits: the model's xq8, for the
+ * Q8_0 and Q4_0 weights, the types with int8 kernels (rlx_llm.h). */
 static int32_t xq8_for(const step_builder *b, const llm_weight *w) {
-  return b->m->info.xq8 && w->qtype != RLX_GGUF_TYPE_F32 && w->qtype != RLX_GGUF_TYPE_F16 &&
-         w->qtype != RLX_GGUF_TYPE_BF16 && w->cols % 32 == 0;
+  return b->m->info.xq8 && (w->qtype == RLX_GGUF_TYPE_Q8_0 || w->qtype == RLX_GGUF_TYPE_Q4_0);
 }
 
 /* r[..., rows] + x W^T (matmul_q's acc input: a residual in one op), or

@@ -32,6 +32,7 @@ const why = missing() ?? (!existsSync(LLM_WASM) ? 'missing web/pkg/rlx_llm.wasm:
 let server;
 let browser;
 let expected; // Node's greedy run of PROMPT on FIXTURE
+let expectedXq8; // and with 8-bit activations (xq8)
 let info;     // and the model's info there
 
 before(async () => {
@@ -40,6 +41,9 @@ before(async () => {
   expected = await model.generate(PROMPT, { maxTokens: TOKENS, temperature: 0 });
   info = model.info;
   model.free();
+  const xq8 = await loadGguf(FILE, { xq8: true });
+  expectedXq8 = await xq8.generate(PROMPT, { maxTokens: TOKENS, temperature: 0 });
+  xq8.free();
   [server, browser] = await Promise.all([startServer(), launch()]);
 });
 
@@ -138,6 +142,17 @@ test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node
   assert.equal(await valueOf(page, '#i-backend'), 'cpu');
   assert.match(await page.textContent('#i-backend'),
     /not webgpu: the WebGPU adapter is SwiftShader, a software renderer.*; not webgl: the WebGL2 renderer is SwiftShader, a software renderer/);
+  // 8-bit activations (the checkbox, here from the URL): Node's xq8 tokens; a bad value is refused
+  await page.goto(`${server.url}generate.html?model=${FIXTURE}&xq8=1&autoload=1`);
+  await settled(page, ['ready', 'error']);
+  assert.equal(await state(page), 'ready', await page.textContent('#error'));
+  assert.equal(await page.$eval('#xq8', (el) => el.checked), true);
+  assert.match(await page.textContent('#i-backend'), /^CPU \(wasm\), 8-bit activations$/);
+  assert.deepEqual((await greedy(page)).ids, expectedXq8.ids, 'xq8 in the Worker generates the tokens Node does with xq8');
+  assert.notDeepEqual(expectedXq8.ids, expected.ids, 'the rounding changes this model\'s greedy tokens');
+  await page.goto(`${server.url}generate.html?model=${FIXTURE}&xq8=2`);
+  await page.waitForFunction(() => document.getElementById('error').textContent !== '');
+  assert.match(await page.textContent('#error'), /URL parameter xq8=2: must be 1 or 0/);
   assert.deepEqual(problems, []);
   await page.close();
 });

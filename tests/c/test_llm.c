@@ -148,10 +148,11 @@ static void eval_splits_agree(void **state) {
 
 /* xq8: the prompt steps (x rounded, then the GEMM) and the decode steps
  * (int8 rows for q8_0 / q4_0 where the CPU has them) agree; the logits move
- * from the f32 products' by the rounding, not more; a bad value is refused. */
+ * from the f32 products' by the rounding, not more; other weight types are
+ * left as they are; a bad value is refused. */
 static void xq8_model(void **state) {
   (void)state;
-  const char *models[] = {SPM_MODEL, BPE_MODEL, "build/lm/llama-q4_0.gguf"};
+  const char *models[] = {"build/lm/llama-q8_0.gguf", BPE_MODEL, "build/lm/llama-q4_0.gguf"};
   for (int k = 0; k < 3; k++) {
     rlx_llm_options opt = {0, 0, 1};
     rlx_llm *m = NULL, *plain = open_or_fail(models[k], 0);
@@ -184,6 +185,22 @@ static void xq8_model(void **state) {
     rlx_llm_free(m);
     rlx_llm_free(plain);
   }
+  /* q4_K weights keep f32 activations: the same logits */
+  rlx_llm_options opt = {0, 0, 1};
+  rlx_llm *k4 = NULL, *plain = open_or_fail(SPM_MODEL, 0);
+  assert_int_equal(rlx_llm_open_file(SPM_MODEL, &opt, &k4), RLX_OK);
+  int32_t ids[5] = {1, 7, 9, 11, 13};
+  float *a = malloc(4096 * sizeof(float)), *b = malloc(4096 * sizeof(float));
+  rlx_llm_info in;
+  rlx_llm_get_info(k4, &in);
+  assert_true(in.n_vocab <= 4096);
+  assert_int_equal(rlx_llm_eval(k4, ids, 5, a), RLX_OK);
+  assert_int_equal(rlx_llm_eval(plain, ids, 5, b), RLX_OK);
+  assert_memory_equal(a, b, (size_t)in.n_vocab * sizeof(float));
+  free(a);
+  free(b);
+  rlx_llm_free(k4);
+  rlx_llm_free(plain);
   rlx_llm_options bad = {0, 0, 2};
   rlx_llm *m = (rlx_llm *)1;
   assert_int_equal(rlx_llm_open_file(SPM_MODEL, &bad, &m), RLX_ERR_INVALID_ARG);

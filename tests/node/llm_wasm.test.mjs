@@ -147,8 +147,8 @@ test(`every fixture (${ALL_FIXTURES.length}) loads in wasm, tokenizes as llama.c
   }
 });
 
-test('xq8: 8-bit activations decode greedily as the native CLI --xq8 (int8 rows for q4_0, rounded x for the others), info.xq8', async () => {
-  for (const name of ['llama-q4_0', 'qwen2-q4_0', 'qwen3-q8_0', 'llama-q4_k', 'llama-tied-q8_0']) {
+test('xq8: 8-bit activations decode greedily as the native CLI --xq8 (int8 rows for q4_0, rounded x for q8_0), info.xq8', async () => {
+  for (const name of ['llama-q4_0', 'qwen2-q4_0', 'qwen3-q8_0', 'llama-q8_0', 'llama-tied-q8_0']) {
     const g = expected(name).generate[0];
     const [model, plain] = [await loadGguf(fixture(name), { xq8: true }), await loadGguf(fixture(name))];
     try {
