@@ -8,6 +8,8 @@ import type { GgufModel, GgufInfo, GenerateResult, GenerateOptions, GeneratedPie
 export async function main(file: File): Promise<void> {
   const model: GgufModel = await loadGguf(file, { nCtx: 512, onProgress: ({ loaded, total }) => console.log(loaded, total ?? '?') });
   await loadGguf('model.gguf');
+  const fast: boolean = (await loadGguf('model.gguf', { backend: 'cpu', xq8: true })).info.xq8;
+  void fast;
   await loadGguf(new URL('https://example.com/m.gguf'));
   await loadGguf(new Uint8Array(8), { wasm: new URL('./pkg/rlx_llm.wasm', import.meta.url) });
   const info: GgufInfo = model.info;
