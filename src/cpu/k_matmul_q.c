@@ -130,33 +130,42 @@ int rlx_qtable_xq8(const rlx_node_t *n) {
 }
 
 /* Per block of 32: a = max |x|, q = round-half-even(x 127 / a), d = a / 127
- * (the op's definition, include/rlx_ops.def); a block holding NaN or an
- * infinity gets codes 0 and d NaN. */
-static float xq8_block(const float *x, int8_t *q) {
-  float a = 0.0f;
-  for (int i = 0; i < 32; i++) a = fabsf(x[i]) > a ? fabsf(x[i]) : a;
-  for (int i = 0; i < 32; i++) a = x[i] != x[i] ? x[i] : a; /* NaN wins */
-  if (!(a <= FLT_MAX)) {
-    memset(q, 0, 32);
-    return NAN;
+ * (the op's definition, include/rlx_ops.def).  xq8_scale gives 127 / a
+ * (0 for a block of zeros), or -1 for a block holding NaN or an infinity,
+ * whose codes are 0 and d NaN.  The loops are written so that compilers
+ * vectorize them (rounding to an integer-valued float first; a prompt's
+ * rows take only the rounded floats). */
+static float xq8_scale(const float *restrict x, float *d) {
+  float a = 0.0f, bad = 0.0f;
+  for (int i = 0; i < 32; i++) {
+    const float m = fabsf(x[i]);
+    a = m > a ? m : a;
+    bad += x[i] - x[i]; /* NaN for NaN or an infinity, else 0 */
   }
-  const float inv = a > 0.0f ? 127.0f / a : 0.0f;
-  for (int i = 0; i < 32; i++) q[i] = (int8_t)rintf(x[i] * inv);
-  return a / 127.0f;
+  if (bad != 0.0f || !(a <= FLT_MAX)) return *d = NAN, -1.0f;
+  *d = a / 127.0f;
+  return a > 0.0f ? 127.0f / a : 0.0f;
 }
 void rlx_xq8_quantize(const float *x, size_t nblocks, int8_t *q, float *d, int32_t *s) {
   for (size_t b = 0; b < nblocks; b++, x += 32, q += 32) {
-    d[b] = xq8_block(x, q);
+    const float inv = xq8_scale(x, &d[b]);
     int32_t sum = 0;
-    for (int i = 0; i < 32; i++) sum += q[i];
+    for (int i = 0; i < 32; i++) {
+      q[i] = inv < 0.0f ? 0 : (int8_t)rintf(x[i] * inv);
+      sum += q[i];
+    }
     s[b] = sum;
   }
 }
 void rlx_xq8_round(const float *x, size_t nblocks, float *out) {
-  int8_t q[32];
   for (size_t b = 0; b < nblocks; b++, x += 32, out += 32) {
-    const float d = xq8_block(x, q);
-    for (int i = 0; i < 32; i++) out[i] = (float)q[i] * d;
+    float d;
+    const float inv = xq8_scale(x, &d);
+    if (inv < 0.0f) {
+      for (int i = 0; i < 32; i++) out[i] = NAN;
+      continue;
+    }
+    for (int i = 0; i < 32; i++) out[i] = rintf(x[i] * inv) * d; /* = (float)q d: q is integer-valued */
   }
 }
 
