@@ -175,9 +175,9 @@ rlx_status rlx_qtable_rows8(const rlx_qtable *t, rlx_wt_rows8_fn fn, const uint8
   const size_t chunk = t->stride >= FUSED_CHUNK_BYTES ? 1 : FUSED_CHUNK_BYTES / t->stride;
   unsigned char *mem = rlx_scratch_get(s, M * K + 2 * M * nb * sizeof(float) + 64);
   if (!mem) return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for %zu 8-bit codes", M * K);
-  float *xd = (float *)mem;
+  int8_t *xq = (int8_t *)mem; /* M K codes (a multiple of 32 bytes), then the scales and sums */
+  float *xd = (float *)(mem + M * K);
   int32_t *xs = (int32_t *)(xd + M * nb);
-  int8_t *xq = (int8_t *)(xs + M * nb);
   rlx_xq8_quantize(x, M * nb, xq, xd, xs);
   for (size_t n0 = 0; n0 < N; n0 += chunk) {
     const size_t rows = N - n0 < chunk ? N - n0 : chunk;
