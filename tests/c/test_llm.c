@@ -542,25 +542,28 @@ static void allocation_failures(void **state) {
     else assert_null(m);
     assert_int_equal(check_alloc_live_bytes(), live);
   }
-  m = open_or_fail(BPE_MODEL, 32);
-  int32_t ids[8] = {5, 6, 7};
-  rlx_llm_sampling s = rlx_llm_sampling_default();
-  s.max_tokens = 4;
-  const char *stops[] = {"zz"};
-  s.stop = stops;
-  s.n_stop = 1;
-  check_alloc_fail_at(-1, 0);
-  assert_int_equal(rlx_llm_generate_ids(m, ids, 3, &s, NULL, NULL, NULL), RLX_OK);
-  total = check_alloc_count();
-  const size_t with_model = check_alloc_live_bytes(); /* after the sessions' first runs */
-  for (long k = 0; k < total; k++) {
-    check_alloc_fail_at(k, 0);
-    rlx_llm_generate_ids(m, ids, 3, &s, NULL, NULL, NULL);
+  for (int32_t xq8 = 0; xq8 < 2; xq8++) { /* with 8-bit activations too: their scratch */
+    rlx_llm_options opt = {32, 0, xq8};
     check_alloc_fail_at(-1, 0);
-    assert_int_equal(check_alloc_live_bytes(), with_model);
+    assert_int_equal(rlx_llm_open_file(BPE_MODEL, &opt, &m), RLX_OK);
+    int32_t ids[8] = {5, 6, 7};
+    rlx_llm_sampling s = rlx_llm_sampling_default();
+    s.max_tokens = 4;
+    const char *stops[] = {"zz"};
+    s.stop = stops;
+    s.n_stop = 1;
+    assert_int_equal(rlx_llm_generate_ids(m, ids, 3, &s, NULL, NULL, NULL), RLX_OK);
+    total = check_alloc_count();
+    const size_t with_model = check_alloc_live_bytes(); /* after the sessions' first runs */
+    for (long k = 0; k < total; k++) {
+      check_alloc_fail_at(k, 0);
+      rlx_llm_generate_ids(m, ids, 3, &s, NULL, NULL, NULL);
+      check_alloc_fail_at(-1, 0);
+      assert_int_equal(check_alloc_live_bytes(), with_model);
+    }
+    rlx_llm_free(m);
+    assert_int_equal(check_alloc_live_bytes(), live);
   }
-  rlx_llm_free(m);
-  assert_int_equal(check_alloc_live_bytes(), live);
 }
 
 int main(void) {
