@@ -12,9 +12,9 @@
  * the 32-value types keep two partial sums (NSUM below), and the Q5
  * fifth-bit bytes are spread with relaxed_swizzle (its indices are in
  * range, so the result is the same).  For x rounded to 8 bits (matmul_q's
- * xq8), Q4_0 rows of int8 dot products: SIMD128 extmul, or in the relaxed
- * build i32x4.relaxed_dot_i8x16_i7x16_add_s where the engine computes it
- * exactly (checked once at run time). */
+ * xq8), rows of int8 dot products: Q4_0 by SIMD128 extmul; in the relaxed
+ * build Q4_0 and Q8_0 by i32x4.relaxed_dot_i8x16_i7x16_add_s where the
+ * engine computes it exactly (checked once at run time). */
 #include "../models/gguf_quants.h"
 
 #if defined(__wasm_simd128__)
@@ -295,6 +295,33 @@ static inline v128_t ndot32(const uint8_t *c, const int8_t *xq, int32_t xs) {
   const v128_t i = wasm_i32x4_relaxed_dot_i8x16_i7x16_add(LD(xq), lo4(v), wasm_i32x4_make(-8 * xs, 0, 0, 0));
   return wasm_i32x4_relaxed_dot_i8x16_i7x16_add(LD(xq + 16), hi4(v), i);
 }
+/* 32 Q8_0 codes at c . 32 codes of x: |code| (the 7-bit operand) times x
+ * with the code's sign.  A code of -128 gives 0x80, outside the 7 bits:
+ * an engine that reads it as 128 (x86) is exact, any other fails the
+ * check below. */
+static inline v128_t sdot32(const uint8_t *c, const int8_t *xq) {
+  const v128_t zero = wasm_i8x16_splat(0), c0 = LD(c), c1 = LD(c + 16), x0 = LD(xq), x1 = LD(xq + 16);
+  const v128_t s0 = wasm_v128_bitselect(wasm_i8x16_neg(x0), x0, wasm_i8x16_lt(c0, zero));
+  const v128_t s1 = wasm_v128_bitselect(wasm_i8x16_neg(x1), x1, wasm_i8x16_lt(c1, zero));
+  const v128_t i = wasm_i32x4_relaxed_dot_i8x16_i7x16_add(s0, wasm_i8x16_abs(c0), wasm_i32x4_splat(0));
+  return wasm_i32x4_relaxed_dot_i8x16_i7x16_add(s1, wasm_i8x16_abs(c1), i);
+}
+static void rows8_q8_0_dot(const uint8_t *w, size_t stride, const int8_t *xq, const float *xd, const int32_t *xs,
+                           int64_t nb, float *y, size_t nrows) {
+  (void)xs;
+  for (size_t r = 0; r < nrows; r++, w += stride) {
+    const uint8_t *p = w;
+    v128_t acc = wasm_f32x4_splat(0.0f), acc2 = acc;
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2, p += 68) { /* two sums in straight-line code, as rows_q8_0 */
+      acc = MADD(acc, wasm_f32x4_splat(f16(p) * xd[b]), CVT(sdot32(p + 2, xq + 32 * b)));
+      acc2 = MADD(acc2, wasm_f32x4_splat(f16(p + 34) * xd[b + 1]), CVT(sdot32(p + 36, xq + 32 * b + 32)));
+    }
+    for (; b < nb; b++, p += 34) acc = MADD(acc, wasm_f32x4_splat(f16(p) * xd[b]), CVT(sdot32(p + 2, xq + 32 * b)));
+    y[r] = hsum(ADD(acc, acc2));
+  }
+}
+
 static void rows8_q4_0_dot(const uint8_t *w, size_t stride, const int8_t *xq, const float *xd, const int32_t *xs,
                            int64_t nb, float *y, size_t nrows) {
   for (size_t r = 0; r < nrows; r++, w += stride) {
@@ -310,37 +337,45 @@ static void rows8_q4_0_dot(const uint8_t *w, size_t stride, const int8_t *xq, co
   }
 }
 
-/* Whether this engine computes rows8_q4_0_dot exactly: Node 20's V8
+/* Whether this engine computes the relaxed-dot rows exactly: Node 20's V8
  * (11.3) gives wrong sums when the 7-bit operand was computed in a
- * register, as here (Chromium's does not).  Both kernels run once on fixed
- * blocks (integer codes, scales 1) and must agree to the bit. */
+ * register, as here (Chromium's does not), and an engine may read a 0x80
+ * operand as -128.  Both kernels run once on fixed blocks (scales 1,
+ * integer sums, so every float step is exact; a Q8_0 code of -128) and
+ * must give the exact sums. */
 static int dot_rows_exact(void) {
   static int known; /* 0: not asked, 1: no, 2: yes */
   if (!known) {
-    uint8_t wb[2 * 18];
+    uint8_t w4[2 * 18], w8[2 * 34];
     int8_t xb[64];
-    float d[2] = {1.0f, 1.0f}, got = 0, want = 1;
-    int32_t s[2] = {0, 0};
-    for (int i = 0; i < 36; i++) wb[i] = (uint8_t)(i * 37 + 11);
-    wb[0] = wb[18] = 0, wb[1] = wb[19] = 0x3c; /* f16 1.0 */
+    float d[2] = {1.0f, 1.0f}, got4 = 0, got8 = 0;
+    int32_t s[2] = {0, 0}, want4 = 0, want8 = 0;
+    for (int i = 0; i < 36; i++) w4[i] = (uint8_t)(i * 37 + 11);
+    for (int i = 0; i < 68; i++) w8[i] = (uint8_t)(i * 59 + 3);
+    w8[7] = 0x80;
+    w4[0] = w4[18] = w8[0] = w8[34] = 0, w4[1] = w4[19] = w8[1] = w8[35] = 0x3c; /* f16 1.0 */
     for (int i = 0; i < 64; i++) xb[i] = (int8_t)((i * 53) % 255 - 127), s[i / 32] += xb[i];
-    rows8_q4_0_dot(wb, 36, xb, d, s, 2, &got, 1);
-    rows8_q4_0(wb, 36, xb, d, s, 2, &want, 1);
-    known = got == want ? 2 : 1;
+    for (int b = 0; b < 2; b++)
+      for (int j = 0; j < 16; j++) {
+        const int c = w4[18 * b + 2 + j];
+        want4 += ((c & 15) - 8) * xb[32 * b + j] + ((c >> 4) - 8) * xb[32 * b + 16 + j];
+        want8 += (int8_t)w8[34 * b + 2 + j] * xb[32 * b + j] + (int8_t)w8[34 * b + 18 + j] * xb[32 * b + 16 + j];
+      }
+    rows8_q4_0_dot(w4, 36, xb, d, s, 2, &got4, 1);
+    rows8_q8_0_dot(w8, 68, xb, d, s, 2, &got8, 1);
+    known = got4 == (float)want4 && got8 == (float)want8 ? 2 : 1;
   }
   return known == 2;
 }
 #endif
 
-/* Q8_0 has no int8 rows in wasm: in Chromium, SIMD128 (extmul) and relaxed
- * (sign-transfer relaxed dot) ones ran a 1536 x 576 matmul_q, weights
- * streamed from memory, at 0.7x the f32 rows on the rounded x, which is
- * what xq8 takes for Q8_0 here. */
+/* The SIMD128 build has no Q8_0 int8 rows: extmul ones ran slower than its
+ * f32 rows on the rounded x, which is what xq8 takes for Q8_0 there. */
 static const rlx_wt_rows8_set simd128_rows8 = {NULL, rows8_q4_0};
 
 const rlx_wt_rows8_set *rlx_wt_rows8_simd128(void) {
 #if defined(__wasm_relaxed_simd__)
-  static const rlx_wt_rows8_set dot_rows8 = {NULL, rows8_q4_0_dot};
+  static const rlx_wt_rows8_set dot_rows8 = {rows8_q8_0_dot, rows8_q4_0_dot};
   if (dot_rows_exact()) return &dot_rows8;
 #endif
   return &simd128_rows8;
