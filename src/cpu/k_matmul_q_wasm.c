@@ -340,29 +340,34 @@ static void rows8_q4_0_dot(const uint8_t *w, size_t stride, const int8_t *xq, co
 /* Whether this engine computes the relaxed-dot rows exactly: Node 20's V8
  * (11.3) gives wrong sums when the 7-bit operand was computed in a
  * register, as here (Chromium's does not), and an engine may read a 0x80
- * operand as -128.  Both kernels run once on fixed blocks (scales 1,
- * integer sums, so every float step is exact; a Q8_0 code of -128) and
- * must give the exact sums. */
+ * operand as -128.  The kernels themselves run once, called through
+ * volatile pointers on data the compiler cannot see (so neither is inlined
+ * into the check or folded away), on fixed blocks (scales 1, integer
+ * sums, so every float step is exact; a Q8_0 code of -128), and must give
+ * the exact sums. */
 static int dot_rows_exact(void) {
   static int known; /* 0: not asked, 1: no, 2: yes */
   if (!known) {
+    static volatile uint8_t seed = 11;
+    rlx_wt_rows8_fn volatile q4 = rows8_q4_0_dot, q8 = rows8_q8_0_dot;
     uint8_t w4[2 * 18], w8[2 * 34];
     int8_t xb[64];
     float d[2] = {1.0f, 1.0f}, got4 = 0, got8 = 0;
     int32_t s[2] = {0, 0}, want4 = 0, want8 = 0;
-    for (int i = 0; i < 36; i++) w4[i] = (uint8_t)(i * 37 + 11);
-    for (int i = 0; i < 68; i++) w8[i] = (uint8_t)(i * 59 + 3);
+    const uint8_t k = seed;
+    for (int i = 0; i < 36; i++) w4[i] = (uint8_t)(i * 37 + k);
+    for (int i = 0; i < 68; i++) w8[i] = (uint8_t)(i * 59 + k - 8);
     w8[7] = 0x80;
     w4[0] = w4[18] = w8[0] = w8[34] = 0, w4[1] = w4[19] = w8[1] = w8[35] = 0x3c; /* f16 1.0 */
-    for (int i = 0; i < 64; i++) xb[i] = (int8_t)((i * 53) % 255 - 127), s[i / 32] += xb[i];
+    for (int i = 0; i < 64; i++) xb[i] = (int8_t)((i * 53 + k) % 255 - 127), s[i / 32] += xb[i];
     for (int b = 0; b < 2; b++)
       for (int j = 0; j < 16; j++) {
         const int c = w4[18 * b + 2 + j];
         want4 += ((c & 15) - 8) * xb[32 * b + j] + ((c >> 4) - 8) * xb[32 * b + 16 + j];
         want8 += (int8_t)w8[34 * b + 2 + j] * xb[32 * b + j] + (int8_t)w8[34 * b + 18 + j] * xb[32 * b + 16 + j];
       }
-    rows8_q4_0_dot(w4, 36, xb, d, s, 2, &got4, 1);
-    rows8_q8_0_dot(w8, 68, xb, d, s, 2, &got8, 1);
+    q4(w4, 36, xb, d, s, 2, &got4, 1);
+    q8(w8, 68, xb, d, s, 2, &got8, 1);
     known = got4 == (float)want4 && got8 == (float)want8 ? 2 : 1;
   }
   return known == 2;
