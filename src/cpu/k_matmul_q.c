@@ -13,7 +13,6 @@
  *  - otherwise (a prompt, or trans 1): weight rows are dequantized a tile
  *    at a time (about 256 KiB) and the tile is multiplied with every x row
  *    by the GEMM, so each weight byte is decoded once per call. */
-#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -142,11 +141,11 @@ static float xq8_scale(const float *restrict x, float *d) {
     a = m > a ? m : a;
     bad += x[i] - x[i]; /* NaN for NaN or an infinity, else 0 */
   }
-  if (bad != 0.0f || !(a <= FLT_MAX)) return *d = NAN, -1.0f;
+  if (bad != 0.0f) return *d = NAN, -1.0f; /* NaN != 0 */
   *d = a / 127.0f;
   return a > 0.0f ? 127.0f / a : 0.0f;
 }
-void rlx_xq8_quantize(const float *x, size_t nblocks, int8_t *q, float *d, int32_t *s) {
+static void xq8_quantize(const float *x, size_t nblocks, int8_t *q, float *d, int32_t *s) {
   for (size_t b = 0; b < nblocks; b++, x += 32, q += 32) {
     const float inv = xq8_scale(x, &d[b]);
     int32_t sum = 0;
@@ -169,23 +168,27 @@ void rlx_xq8_round(const float *x, size_t nblocks, float *out) {
   }
 }
 
-rlx_status rlx_qtable_rows8(const rlx_qtable *t, rlx_wt_rows8_fn fn, const uint8_t *w, const float *x, size_t M,
-                            float *y, rlx_scratch *s) {
+void *rlx_xq8_codes_of(const float *x, size_t M, size_t K, size_t extra, rlx_scratch *s, rlx_xq8 *c) {
+  const size_t nb = M * K / 32, codes = (M * K + 2 * nb * sizeof(float) + 63) & ~(size_t)63;
+  unsigned char *mem = rlx_scratch_get(s, codes + extra);
+  if (!mem) return NULL;
+  c->q = (int8_t *)mem;
+  c->d = (float *)(mem + M * K);
+  c->s = (int32_t *)(c->d + nb);
+  xq8_quantize(x, nb, c->q, c->d, c->s);
+  return mem + codes;
+}
+
+void rlx_qtable_rows8(const rlx_qtable *t, rlx_wt_rows8_fn fn, const uint8_t *w, const rlx_xq8 *c, size_t M,
+                      float *y) {
   const size_t K = (size_t)t->cols, N = (size_t)t->rows, nb = K / 32;
   const size_t chunk = t->stride >= FUSED_CHUNK_BYTES ? 1 : FUSED_CHUNK_BYTES / t->stride;
-  unsigned char *mem = rlx_scratch_get(s, M * K + 2 * M * nb * sizeof(float) + 64);
-  if (!mem) return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for %zu 8-bit codes", M * K);
-  int8_t *xq = (int8_t *)mem; /* M K codes (a multiple of 32 bytes), then the scales and sums */
-  float *xd = (float *)(mem + M * K);
-  int32_t *xs = (int32_t *)(xd + M * nb);
-  rlx_xq8_quantize(x, M * nb, xq, xd, xs);
   for (size_t n0 = 0; n0 < N; n0 += chunk) {
     const size_t rows = N - n0 < chunk ? N - n0 : chunk;
     for (size_t m = 0; m < M; m++)
-      fn(w + n0 * t->stride, t->stride, xq + m * K, xd + m * nb, xs + m * nb, (int64_t)t->nblocks, y + m * N + n0,
-         rows);
+      fn(w + n0 * t->stride, t->stride, c->q + m * K, c->d + m * nb, c->s + m * nb, (int64_t)t->nblocks,
+         y + m * N + n0, rows);
   }
-  return RLX_OK;
 }
 
 /* The helpers above, for the kernels of matmul_q.h. */
@@ -277,7 +280,13 @@ static rlx_status product_xq8(const rlx_kargs *a) {
   const qtable t = table_of(a->node);
   const size_t K = (size_t)t.cols, M = rlx_shape_numel(&a->in_node[0]->shape) / K;
   rlx_wt_rows8_fn fn = simd_rows8(t.wt->code);
-  if (fn && M <= FUSED_MAX_M) return rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[1], a->in[0], M, a->out, a->scratch);
+  if (fn && M <= FUSED_MAX_M) {
+    rlx_xq8 c;
+    if (!rlx_xq8_codes_of(a->in[0], M, K, 0, a->scratch, &c))
+      return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for %zu 8-bit codes", M * K);
+    rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[1], &c, M, a->out);
+    return RLX_OK;
+  }
   rlx_scratch own = {NULL, 0};
   float *x = rlx_scratch_get(&own, M * K * sizeof(float));
   if (!x) return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for x rounded to 8 bits (%zu values)", M * K);

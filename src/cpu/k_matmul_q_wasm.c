@@ -306,36 +306,36 @@ static inline v128_t sdot32(const uint8_t *c, const int8_t *xq) {
   const v128_t i = wasm_i32x4_relaxed_dot_i8x16_i7x16_add(s0, wasm_i8x16_abs(c0), wasm_i32x4_splat(0));
   return wasm_i32x4_relaxed_dot_i8x16_i7x16_add(s1, wasm_i8x16_abs(c1), i);
 }
-static void rows8_q8_0_dot(const uint8_t *w, size_t stride, const int8_t *xq, const float *xd, const int32_t *xs,
-                           int64_t nb, float *y, size_t nrows) {
-  (void)xs;
+/* Q8_0 (q4 0) or Q4_0 (q4 1) rows by the relaxed dot: two sums in
+ * straight-line code, as rows_q8_0. */
+static inline v128_t dot_block(const uint8_t *p, const int8_t *xq, int32_t xs, int q4) {
+  return CVT(q4 ? ndot32(p + 2, xq, xs) : sdot32(p + 2, xq));
+}
+/* always_inline: each wrapper below gets its own loop, q4 a constant */
+static inline __attribute__((always_inline)) void rows8_dot(const uint8_t *w, size_t stride, const int8_t *xq,
+                                                            const float *xd, const int32_t *xs, int64_t nb, float *y,
+                                                            size_t nrows, int q4) {
+  const size_t bytes = q4 ? 18 : 34;
   for (size_t r = 0; r < nrows; r++, w += stride) {
     const uint8_t *p = w;
     v128_t acc = wasm_f32x4_splat(0.0f), acc2 = acc;
     int64_t b = 0;
-    for (; b + 2 <= nb; b += 2, p += 68) { /* two sums in straight-line code, as rows_q8_0 */
-      acc = MADD(acc, wasm_f32x4_splat(f16(p) * xd[b]), CVT(sdot32(p + 2, xq + 32 * b)));
-      acc2 = MADD(acc2, wasm_f32x4_splat(f16(p + 34) * xd[b + 1]), CVT(sdot32(p + 36, xq + 32 * b + 32)));
+    for (; b + 2 <= nb; b += 2, p += 2 * bytes) {
+      acc = MADD(acc, wasm_f32x4_splat(f16(p) * xd[b]), dot_block(p, xq + 32 * b, xs[b], q4));
+      acc2 = MADD(acc2, wasm_f32x4_splat(f16(p + bytes) * xd[b + 1]),
+                  dot_block(p + bytes, xq + 32 * b + 32, xs[b + 1], q4));
     }
-    for (; b < nb; b++, p += 34) acc = MADD(acc, wasm_f32x4_splat(f16(p) * xd[b]), CVT(sdot32(p + 2, xq + 32 * b)));
+    for (; b < nb; b++, p += bytes) acc = MADD(acc, wasm_f32x4_splat(f16(p) * xd[b]), dot_block(p, xq + 32 * b, xs[b], q4));
     y[r] = hsum(ADD(acc, acc2));
   }
 }
-
-static void rows8_q4_0_dot(const uint8_t *w, size_t stride, const int8_t *xq, const float *xd, const int32_t *xs,
-                           int64_t nb, float *y, size_t nrows) {
-  for (size_t r = 0; r < nrows; r++, w += stride) {
-    const uint8_t *p = w;
-    v128_t acc = wasm_f32x4_splat(0.0f), acc2 = acc;
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2, p += 36) { /* two sums in straight-line code */
-      acc = MADD(acc, wasm_f32x4_splat(f16(p) * xd[b]), CVT(ndot32(p + 2, xq + 32 * b, xs[b])));
-      acc2 = MADD(acc2, wasm_f32x4_splat(f16(p + 18) * xd[b + 1]), CVT(ndot32(p + 20, xq + 32 * b + 32, xs[b + 1])));
-    }
-    for (; b < nb; b++, p += 18) acc = MADD(acc, wasm_f32x4_splat(f16(p) * xd[b]), CVT(ndot32(p + 2, xq + 32 * b, xs[b])));
-    y[r] = hsum(ADD(acc, acc2));
+#define ROWS8(name, q4)                                                                                        \
+  static void name(const uint8_t *w, size_t stride, const int8_t *xq, const float *xd, const int32_t *xs,       \
+                   int64_t nb, float *y, size_t nrows) {                                                       \
+    rows8_dot(w, stride, xq, xd, xs, nb, y, nrows, q4);                                                        \
   }
-}
+ROWS8(rows8_q8_0_dot, 0)
+ROWS8(rows8_q4_0_dot, 1)
 
 /* Whether this engine computes the relaxed-dot rows exactly: Node 20's V8
  * (11.3) gives wrong sums when the 7-bit operand was computed in a

@@ -104,26 +104,28 @@ static rlx_status swiglu(const rlx_kargs *a, const float *x) {
   return RLX_OK;
 }
 
-/* xq8: the int8 rows of the type for a few x rows (gate into a scratch of
- * its own, up into y), else x rounded to 8 bits through the paths above. */
+/* xq8: for a few x rows the int8 rows of the type, x's codes made once for
+ * both tables (the gate's products after them in the scratch, the up's in
+ * y); else x rounded to 8 bits through the paths above. */
 rlx_status rlx_cpu_swiglu_q(const rlx_kargs *a) {
   if (!rlx_qtable_xq8(a->node)) return swiglu(a, a->in[0]);
   const rlx_qtable t = rlx_qtable_of(a->node);
   const size_t N = (size_t)t.rows, K = (size_t)t.cols, M = rlx_shape_numel(&a->in_node[0]->shape) / K;
   rlx_wt_rows8_fn fn = rlx_qtable_simd_rows8(t.wt->code);
-  rlx_scratch own = {NULL, 0};
-  rlx_status st;
   if (fn && M <= FUSED_MAX_M) {
-    float *gate = rlx_scratch_get(&own, M * N * sizeof(float));
-    st = !gate ? rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for %zu values", M * N)
-               : rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[1], a->in[0], M, gate, a->scratch);
-    if (st == RLX_OK) st = rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[2], a->in[0], M, a->out, a->scratch);
-    if (st == RLX_OK) swiglu_row(gate, a->out, M * N);
-  } else {
-    float *x = rlx_scratch_get(&own, M * K * sizeof(float));
-    st = !x ? rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for x rounded to 8 bits (%zu values)", M * K)
-            : (rlx_xq8_round(a->in[0], M * K / 32, x), swiglu(a, x));
+    rlx_xq8 c;
+    float *gate = rlx_xq8_codes_of(a->in[0], M, K, M * N * sizeof(float), a->scratch, &c);
+    if (!gate) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for %zu 8-bit codes", M * K);
+    rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[1], &c, M, gate);
+    rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[2], &c, M, a->out);
+    swiglu_row(gate, a->out, M * N);
+    return RLX_OK;
   }
+  rlx_scratch own = {NULL, 0};
+  float *x = rlx_scratch_get(&own, M * K * sizeof(float));
+  if (!x) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for x rounded to 8 bits (%zu values)", M * K);
+  rlx_xq8_round(a->in[0], M * K / 32, x);
+  const rlx_status st = swiglu(a, x);
   rlx_scratch_release(&own);
   return st;
 }

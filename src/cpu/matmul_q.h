@@ -31,15 +31,22 @@ float rlx_qdot_f32(const float *a, const float *b, size_t n);
 
 /* xq8 (matmul_q, swiglu_q): x rounded to 8 bits per 32 values. */
 int rlx_qtable_xq8(const rlx_node_t *n);
-/* nblocks blocks of 32 values of x -> codes q, scales d, code sums s. */
-void rlx_xq8_quantize(const float *x, size_t nblocks, int8_t *q, float *d, int32_t *s);
-/* ... -> the rounded values q d themselves. */
+/* x[M, K] as int8 codes q, per 32 values the scale d and the codes' sum s. */
+typedef struct {
+  int8_t *q;
+  float *d;
+  int32_t *s;
+} rlx_xq8;
+/* The codes of x in scratch s, followed by `extra` bytes for the caller
+ * (returned; NULL when out of memory). */
+void *rlx_xq8_codes_of(const float *x, size_t M, size_t K, size_t extra, rlx_scratch *s, rlx_xq8 *c);
+/* nblocks blocks of 32 values of x -> the rounded values q d themselves. */
 void rlx_xq8_round(const float *x, size_t nblocks, float *out);
 /* The int8 SIMD rows of a type on this CPU or build, else NULL. */
 rlx_wt_rows8_fn rlx_qtable_simd_rows8(uint32_t code);
-/* y[M, N] = rounded x[M, K] . W^T by fn, weight rows 16 KiB at a time
- * against every x row; scratch for the codes from s. */
-rlx_status rlx_qtable_rows8(const rlx_qtable *t, rlx_wt_rows8_fn fn, const uint8_t *w, const float *x, size_t M,
-                            float *y, rlx_scratch *s);
+/* y[M, N] = x's codes c . W^T by fn, weight rows 16 KiB at a time against
+ * every x row. */
+void rlx_qtable_rows8(const rlx_qtable *t, rlx_wt_rows8_fn fn, const uint8_t *w, const rlx_xq8 *c, size_t M,
+                      float *y);
 
 #endif

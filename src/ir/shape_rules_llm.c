@@ -52,11 +52,12 @@ static rlx_status check_table(const rlx_graph *g, const rlx_node_t *n, int32_t k
   return RLX_OK;
 }
 
-/* xq8 (the last int attribute, optional: 0 when left out): 0 or 1, and
- * with 1 a product over rows of a multiple of 32 values. */
-static rlx_status check_xq8(rlx_node_t *n, int32_t slot, int32_t K, int trans, char *msg, size_t cap) {
+/* xq8, the last int attribute, is optional: 0 when left out. */
+static void default_xq8(rlx_node_t *n, int32_t slot) {
   if (n->n_iattr == slot) n->iattr[n->n_iattr++] = 0;
-  const int32_t xq8 = n->n_iattr > slot ? n->iattr[slot] : 0;
+}
+/* xq8 is 0 or 1, and 1 needs a product over rows of a multiple of 32 values. */
+static rlx_status check_xq8(int32_t xq8, int32_t K, int32_t trans, char *msg, size_t cap) {
   if (xq8 != 0 && xq8 != 1) FAIL(RLX_ERR_INVALID_ARG, "xq8 must be 0 or 1, got %d", (int)xq8);
   if (xq8 && (trans || K % 32))
     FAIL(RLX_ERR_INVALID_ARG, "xq8 rounds x in blocks of 32 along K: it needs trans 0 and K a multiple of 32 (K %d%s)",
@@ -65,12 +66,13 @@ static rlx_status check_xq8(rlx_node_t *n, int32_t slot, int32_t K, int trans, c
 }
 
 rlx_status rlx_shape_matmul_q(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap) {
-  rlx_status st = check_xq8(n, RLX_IATTR_QMATMUL_XQ8, ATTR_I(n, QTABLE, COLS), n->n_iattr > RLX_IATTR_QMATMUL_TRANS && ATTR_I(n, QMATMUL, TRANS), msg, cap);
-  if (st == RLX_OK) st = want_attrs(n, msg, cap);
+  default_xq8(n, RLX_IATTR_QMATMUL_XQ8);
+  rlx_status st = want_attrs(n, msg, cap);
   if (st != RLX_OK || (st = check_table(g, n, 1, msg, cap)) != RLX_OK) return st;
   int32_t rows = ATTR_I(n, QTABLE, ROWS), cols = ATTR_I(n, QTABLE, COLS), trans = ATTR_I(n, QMATMUL, TRANS);
   const rlx_shape *x = IN(0);
   if (trans != 0 && trans != 1) FAIL(RLX_ERR_INVALID_ARG, "trans must be 0 or 1");
+  if ((st = check_xq8(ATTR_I(n, QMATMUL, XQ8), cols, trans, msg, cap)) != RLX_OK) return st;
   if (DTYPE(0) != RLX_F32) FAIL(RLX_ERR_INVALID_ARG, "x must be f32");
   if (x->rank < 1) FAIL(RLX_ERR_SHAPE, "x needs rank >= 1");
   int32_t in = trans ? rows : cols, out = trans ? cols : rows;
@@ -96,9 +98,10 @@ rlx_status rlx_shape_gather_q(const rlx_graph *g, rlx_node_t *n, char *msg, size
 
 /* (x[..., K], w_gate, w_up: N x K tables of one type) -> [..., N] */
 rlx_status rlx_shape_swiglu_q(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap) {
-  rlx_status st = check_xq8(n, RLX_IATTR_QSWIGLU_XQ8, n->n_iattr > RLX_IATTR_QTABLE_COLS ? ATTR_I(n, QTABLE, COLS) : 0, 0, msg, cap);
-  if (st == RLX_OK) st = want_attrs(n, msg, cap);
+  default_xq8(n, RLX_IATTR_QSWIGLU_XQ8);
+  rlx_status st = want_attrs(n, msg, cap);
   for (int32_t k = 1; k <= 2 && st == RLX_OK; k++) st = check_table(g, n, k, msg, cap);
+  if (st == RLX_OK) st = check_xq8(ATTR_I(n, QSWIGLU, XQ8), ATTR_I(n, QTABLE, COLS), 0, msg, cap);
   if (st != RLX_OK) return st;
   const rlx_shape *x = IN(0);
   if (DTYPE(0) != RLX_F32) FAIL(RLX_ERR_INVALID_ARG, "x must be f32");
