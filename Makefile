@@ -415,9 +415,15 @@ setup:
 # What make test builds is built on every core (TEST_JOBS, unless make was
 # given -j); the parts, and the tests in each, still run one after another.
 TEST_JOBS ?= $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 1))
+# A part that runs past PART_TIMEOUT seconds is stopped and fails by name
+# (a hang costs minutes, not the whole CI run).
+PART_TIMEOUT ?= 1800
 test: setup
 	@$(MAKE) $(TEST_JOBS) --no-print-directory all
-	@set -e; for t in $(TEST_PARTS); do s=$$(date +%s); $(MAKE) $(TEST_JOBS) --no-print-directory $$t; \
+	@set -e; for t in $(TEST_PARTS); do s=$$(date +%s); rc=0; \
+	  timeout -k 20 $(PART_TIMEOUT) $(MAKE) $(TEST_JOBS) --no-print-directory $$t || rc=$$?; \
+	  if [ $$rc = 124 ] || [ $$rc = 137 ]; then echo "== $$t ran past $(PART_TIMEOUT) s and was stopped"; exit 1; fi; \
+	  if [ $$rc != 0 ]; then echo "== $$t failed"; exit 1; fi; \
 	  echo "== $$t passed in $$(( $$(date +%s) - s )) s"; done
 
 # Every part of make test, in order; each prints how long it took.
@@ -439,9 +445,19 @@ test-asan: $(ASAN_BINS) $(LM_FIXTURES)
 # run in test-webgpu.
 NODE_TESTS   := $(sort $(wildcard tests/node/*.test.mjs))
 WEBGPU_TESTS := $(filter %webgpu.test.mjs %webgpu_ops.test.mjs,$(NODE_TESTS))
+# $(call node_test,LOG,SECONDS,FILES[,ENV,NODE_FLAGS]): node's test runner
+# over FILES, each file stopped (and failed by name) after SECONDS; dots on
+# the terminal (failures at the end), the spec report with every test's
+# output in build/logs/LOG.log.
+define node_test
+@mkdir -p build/logs
+$(4) node $(5) --test --test-timeout=$(2)000 --test-reporter=dot --test-reporter-destination=stdout \
+  --test-reporter=spec --test-reporter-destination=build/logs/$(1).log $(3) || \
+  { echo "(the whole report: build/logs/$(1).log)"; exit 1; }
+endef
 test-node: wasm sdk build/tests/opcases_native.bin build/tests/models_native.json
-	node --test --test-reporter=dot $(filter-out $(WEBGPU_TESTS),$(NODE_TESTS))
-	RLX_TEST_SIMD=relaxed node $(NODE_RELAXED_FLAG) --test --test-reporter=dot $(RELAXED_TESTS)
+	$(call node_test,node,600,$(filter-out $(WEBGPU_TESTS),$(NODE_TESTS)))
+	$(call node_test,node-relaxed,600,$(RELAXED_TESTS),RLX_TEST_SIMD=relaxed,$(NODE_RELAXED_FLAG))
 
 # Every op case and the training steps on WebGPU (web/runtime/webgpu.js on
 # Dawn for Node; Chromium's SwiftShader as the Vulkan driver when present)
@@ -450,11 +466,11 @@ SWIFTSHADER_ICD := $(wildcard /usr/lib/chromium/vk_swiftshader_icd.json)
 DAWN_ENV := $(if $(SWIFTSHADER_ICD),LD_LIBRARY_PATH=/usr/lib/chromium$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} \
             VK_ICD_FILENAMES=$(SWIFTSHADER_ICD))
 test-webgpu: wasm sdk
-	$(DAWN_ENV) node --test --test-reporter=spec $(WEBGPU_TESTS)
+	$(call node_test,webgpu,1200,$(WEBGPU_TESTS),$(DAWN_ENV))
 
 # The pages in Debian's chromium (playwright-core) against tools/serve.py.
 test-browser: wasm sdk build/wasm-tests/webgl_cases.wasm
-	node --test tests/browser/
+	$(call node_test,browser,1200,tests/browser/)
 
 # The CLI: argument handling, a short run, the Fashion-MNIST accuracy
 # targets, and the language models against llama.cpp's answers.
