@@ -2,17 +2,22 @@
  * decoding step of a language model.  The kernel writes this call's keys
  * and values into the caches (its inputs 3 and 4, the caller's memory)
  * before reading them, so a prompt run and the token runs after it share
- * one cache.  Scores are f32, softmax with the row max subtracted. */
+ * one cache.  Scores are f32, softmax with the row max subtracted.  With
+ * rope, q and k are rotated first as the rope kernel does (k_rope.c's
+ * table and rows), so the cache holds rotated keys. */
 #include <math.h>
 #include <string.h>
 
 #include "kernels.h"
+#include "seq_shared.h"
 
 /* (q[Hq, S, D], k[Hkv, S, D], v[Hkv, S, Dv], k_cache[Hkv, C, D],
  * v_cache[Hkv, C, Dv], pos[1] i32) -> out[S, Hq, Dv].  For s < S with
  * p = pos + s < C: k_cache[h, p] = k[h, s], v_cache[h, p] = v[h, s]; then
  * out[s, h] = sum_j softmax_j(scale q[h, s] . k_cache[h', j]) v_cache[h', j]
- * over j = 0 .. p, h' = h / (Hq / Hkv).  Rows with p >= C are zero. */
+ * over j = 0 .. p, h' = h / (Hq / Hkv).  Rows with p >= C are zero.
+ * rope 1 / 2 (theta): q[h, s] and k[h, s] rotated at position p first
+ * (rope's mode 0 / 1). */
 rlx_status rlx_cpu_attention_kv(const rlx_kargs *a) {
   const rlx_shape *qs = &a->in_node[0]->shape, *vs = &a->in_node[2]->shape, *cs = &a->in_node[3]->shape;
   const size_t hq = (size_t)qs->dims[0], S = (size_t)qs->dims[1], D = (size_t)qs->dims[2];
@@ -23,19 +28,34 @@ rlx_status rlx_cpu_attention_kv(const rlx_kargs *a) {
   float *kc = (float *)a->in[3], *vc = (float *)a->in[4], *out = a->out;
   float scale = ATTR_F(a->node, ATTENTION_KV, SCALE);
   if (!(scale > 0.0f)) scale = 1.0f / sqrtf((float)D);
+  const int32_t rope = a->node->n_iattr > RLX_IATTR_ATTENTION_KV_ROPE ? ATTR_I(a->node, ATTENTION_KV, ROPE) : 0;
   /* rows s < live land in the cache; the others are past its end */
   size_t live = (uint64_t)pos >= C ? 0 : (C - (size_t)pos < S ? C - (size_t)pos : S);
+
+  /* scratch: a row's scores [C] and sums [Dv]; with rope the cos/sin
+   * table of the S positions [S, D] and the rotated q [Hq, S, D] */
+  const size_t rot = rope ? S * D + hq * S * D : 0;
+  float *scores = rlx_scratch_get(a->scratch, (C + Dv + rot) * sizeof(float));
+  if (!scores) return rlx_error(RLX_ERR_NO_MEMORY, "attention_kv: no memory for a row of %zu scores", C);
+  float *acc = scores + C, *table = acc + Dv;
+  if (rope) {
+    float *q_rot = table + S * D;
+    rlx_rope_table(table, S, D, (double)ATTR_F(a->node, ATTENTION_KV, THETA), (double)pos, 1.0);
+    for (size_t h = 0; h < hq; h++)
+      for (size_t s = 0; s < live; s++) rlx_rope_row(q + (h * S + s) * D, table + s * D, q_rot + (h * S + s) * D, D / 2, rope == 2);
+    q = q_rot;
+  }
 
   for (size_t h = 0; h < hkv; h++)
     for (size_t s = 0; s < live; s++) {
       size_t p = (size_t)pos + s;
-      memmove(kc + (h * C + p) * D, k + (h * S + s) * D, D * sizeof(float));
+      if (rope)
+        rlx_rope_row(k + (h * S + s) * D, table + s * D, kc + (h * C + p) * D, D / 2, rope == 2);
+      else
+        memmove(kc + (h * C + p) * D, k + (h * S + s) * D, D * sizeof(float));
       memmove(vc + (h * C + p) * Dv, v + (h * S + s) * Dv, Dv * sizeof(float));
     }
 
-  float *scores = rlx_scratch_get(a->scratch, (C + Dv) * sizeof(float));
-  if (!scores) return rlx_error(RLX_ERR_NO_MEMORY, "attention_kv: no memory for a row of %zu scores", C);
-  float *acc = scores + C;
   for (size_t s = 0; s < S; s++)
     for (size_t h = 0; h < hq; h++) {
       float *o = out + (s * hq + h) * Dv;

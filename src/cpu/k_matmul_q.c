@@ -276,13 +276,13 @@ static rlx_status product(const rlx_kargs *a, const float *x) {
 
 /* The product of x rounded to 8 bits (xq8): the int8 rows of its type
  * for a few x rows, else the rounded x through the f32 paths. */
-static rlx_status product_xq8(const rlx_kargs *a) {
+static rlx_status product_xq8(const rlx_kargs *a, const float *x_in) {
   const qtable t = table_of(a->node);
   const size_t K = (size_t)t.cols, M = rlx_shape_numel(&a->in_node[0]->shape) / K;
   rlx_wt_rows8_fn fn = simd_rows8(t.wt->code);
   if (fn && M <= FUSED_MAX_M) {
     rlx_xq8 c;
-    if (!rlx_xq8_codes_of(a->in[0], M, K, 0, a->scratch, &c))
+    if (!rlx_xq8_codes_of(x_in, M, K, 0, a->scratch, &c))
       return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for %zu 8-bit codes", M * K);
     rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[1], &c, M, a->out);
     return RLX_OK;
@@ -290,16 +290,37 @@ static rlx_status product_xq8(const rlx_kargs *a) {
   rlx_scratch own = {NULL, 0};
   float *x = rlx_scratch_get(&own, M * K * sizeof(float));
   if (!x) return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for x rounded to 8 bits (%zu values)", M * K);
-  rlx_xq8_round(a->in[0], M * K / 32, x);
+  rlx_xq8_round(x_in, M * K / 32, x);
   rlx_status st = product(a, x);
   rlx_scratch_release(&own);
   return st;
 }
 
-/* The product, then the optional acc[y's shape] added. */
+int rlx_qtable_norm(const rlx_node_t *n) {
+  const int32_t slot = n->op == RLX_OP_SWIGLU_Q ? RLX_IATTR_QSWIGLU_NORM : RLX_IATTR_QMATMUL_NORM;
+  return n->n_iattr > slot && n->iattr[slot] != 0;
+}
+
+const float *rlx_qtable_normed_x(const rlx_kargs *a, rlx_scratch *own) {
+  const int swiglu = a->node->op == RLX_OP_SWIGLU_Q;
+  const size_t K = (size_t)ATTR_I(a->node, QTABLE, COLS), M = rlx_shape_numel(&a->in_node[0]->shape) / K;
+  float *x = rlx_scratch_get(own, M * K * sizeof(float));
+  if (!x) return NULL;
+  const double eps = swiglu ? ATTR_F(a->node, QSWIGLU, EPS) : ATTR_F(a->node, QMATMUL, EPS);
+  rlx_rms_norm_rows(a->in[0], a->in[swiglu ? 3 : 2], eps, M, K, x);
+  return x;
+}
+
+/* The product (of x normalized first with norm), then the optional
+ * acc[y's shape] added. */
 rlx_status rlx_cpu_matmul_q(const rlx_kargs *a) {
-  rlx_status st = rlx_qtable_xq8(a->node) ? product_xq8(a) : product(a, a->in[0]);
-  if (st != RLX_OK || a->node->n_inputs < 3) return st;
+  rlx_scratch own = {NULL, 0};
+  const int norm = rlx_qtable_norm(a->node);
+  const float *x = norm ? rlx_qtable_normed_x(a, &own) : a->in[0];
+  if (!x) return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for x normalized");
+  rlx_status st = rlx_qtable_xq8(a->node) ? product_xq8(a, x) : product(a, x);
+  rlx_scratch_release(&own);
+  if (st != RLX_OK || norm || a->node->n_inputs < 3) return st;
   const size_t n = rlx_shape_numel(&a->node->shape);
   for (size_t i = 0; i < n; i++) a->out[i] += a->in[2][i];
   return RLX_OK;

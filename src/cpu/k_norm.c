@@ -53,18 +53,18 @@ static void layer_apply(const float *restrict x, double mean, double inv, const 
   for (; i < n; i++) y[i] = (float)(((double)x[i] - mean) * inv) * w[i] + b[i];
 }
 
+void rlx_rms_norm_rows(const float *x, const float *w, double eps, size_t rows, size_t d, float *y) {
+  for (size_t r = 0; r < rows; r++, x += d, y += d) {
+    float inv = (float)(1.0 / sqrt(sum_sq(x, 0.0, d) / (double)d + eps));
+    rms_apply(x, inv, w, y, d);
+  }
+}
+
 /* x[..., D], w[D] -> y[..., D]; y = x / sqrt(mean(x^2) + eps) * w, attribute eps */
 rlx_status rlx_cpu_rms_norm(const rlx_kargs *a) {
   const rlx_shape *s = &a->in_node[0]->shape;
   size_t d = (size_t)s->dims[s->rank - 1];
-  size_t rows = rlx_shape_numel(s) / d;
-  double eps = ATTR_F(a->node, NORM, EPS);
-  const float *x = a->in[0];
-  float *y = a->out;
-  for (size_t r = 0; r < rows; r++, x += d, y += d) {
-    float inv = (float)(1.0 / sqrt(sum_sq(x, 0.0, d) / (double)d + eps));
-    rms_apply(x, inv, a->in[1], y, d);
-  }
+  rlx_rms_norm_rows(a->in[0], a->in[1], ATTR_F(a->node, NORM, EPS), rlx_shape_numel(s) / d, d, a->out);
   return RLX_OK;
 }
 

@@ -43,6 +43,13 @@ static void rope_row_pairs(const float *restrict x, const float *restrict cs, fl
   }
 }
 
+void rlx_rope_row(const float *x, const float *cs, float *y, size_t half, int pairs) {
+  if (pairs)
+    rope_row_pairs(x, cs, y, half);
+  else
+    rope_row(x, cs, y, half);
+}
+
 /* (x[..., S, D][, offset i32 [1]]) -> y[..., S, D], D even; attributes
  * theta, pos_offset, inverse, mode.  Row s is at position p = pos_offset +
  * offset[0] + s.  For i < D/2: freq_i = theta^(-2i/D), angle = +-p freq_i

@@ -107,14 +107,13 @@ static rlx_status swiglu(const rlx_kargs *a, const float *x) {
 /* xq8: for a few x rows the int8 rows of the type, x's codes made once for
  * both tables (the gate's products after them in the scratch, the up's in
  * y); else x rounded to 8 bits through the paths above. */
-rlx_status rlx_cpu_swiglu_q(const rlx_kargs *a) {
-  if (!rlx_qtable_xq8(a->node)) return swiglu(a, a->in[0]);
+static rlx_status swiglu_xq8(const rlx_kargs *a, const float *x_in) {
   const rlx_qtable t = rlx_qtable_of(a->node);
   const size_t N = (size_t)t.rows, K = (size_t)t.cols, M = rlx_shape_numel(&a->in_node[0]->shape) / K;
   rlx_wt_rows8_fn fn = rlx_qtable_simd_rows8(t.wt->code);
   if (fn && M <= FUSED_MAX_M) {
     rlx_xq8 c;
-    float *gate = rlx_xq8_codes_of(a->in[0], M, K, M * N * sizeof(float), a->scratch, &c);
+    float *gate = rlx_xq8_codes_of(x_in, M, K, M * N * sizeof(float), a->scratch, &c);
     if (!gate) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for %zu 8-bit codes", M * K);
     rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[1], &c, M, gate);
     rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[2], &c, M, a->out);
@@ -124,8 +123,18 @@ rlx_status rlx_cpu_swiglu_q(const rlx_kargs *a) {
   rlx_scratch own = {NULL, 0};
   float *x = rlx_scratch_get(&own, M * K * sizeof(float));
   if (!x) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for x rounded to 8 bits (%zu values)", M * K);
-  rlx_xq8_round(a->in[0], M * K / 32, x);
+  rlx_xq8_round(x_in, M * K / 32, x);
   const rlx_status st = swiglu(a, x);
+  rlx_scratch_release(&own);
+  return st;
+}
+
+/* x normalized first with norm; then xq8's paths or the f32 ones. */
+rlx_status rlx_cpu_swiglu_q(const rlx_kargs *a) {
+  rlx_scratch own = {NULL, 0};
+  const float *x = rlx_qtable_norm(a->node) ? rlx_qtable_normed_x(a, &own) : a->in[0];
+  if (!x) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for x normalized");
+  const rlx_status st = rlx_qtable_xq8(a->node) ? swiglu_xq8(a, x) : swiglu(a, x);
   rlx_scratch_release(&own);
   return st;
 }

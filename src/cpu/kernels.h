@@ -80,6 +80,12 @@ rlx_status rlx_gemm(const rlx_gemm_args *g, rlx_scratch *scratch);
  * workspace too takes own + this in one rlx_scratch_get, and hands the GEMM
  * the tail as a separate rlx_scratch {ptr, bytes} so it never reallocates. */
 size_t rlx_gemm_scratch_bytes(const rlx_gemm_args *g);
+/* rms_norm's rows (k_norm.c): y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w,
+ * rows rows of d values (the norm that matmul_q / swiglu_q's norm applies). */
+void rlx_rms_norm_rows(const float *x, const float *w, double eps, size_t rows, size_t d, float *y);
+/* rope's rows (k_rope.c): y = x rotated by a table row cs = {cos[half],
+ * sin[half]} (rlx_rope_table), NeoX halves or (pairs) adjacent pairs. */
+void rlx_rope_row(const float *x, const float *cs, float *y, size_t half, int pairs);
 /* Name of the GEMM path in use ("avx2", "sse", "simd128", "portable", "openblas"). */
 const char *rlx_gemm_path(void);
 

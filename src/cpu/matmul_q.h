@@ -29,6 +29,11 @@ rlx_wt_rows_fn rlx_qtable_simd_rows(uint32_t code);
 /* sum_i a[i] b[i] */
 float rlx_qdot_f32(const float *a, const float *b, size_t n);
 
+/* norm (matmul_q, swiglu_q): x RMS-normalized with the weight input first. */
+int rlx_qtable_norm(const rlx_node_t *n);
+/* x normalized (rms_norm's rows) in the caller's own scratch; NULL when
+ * out of memory. */
+const float *rlx_qtable_normed_x(const rlx_kargs *a, rlx_scratch *own);
 /* xq8 (matmul_q, swiglu_q): x rounded to 8 bits per 32 values. */
 int rlx_qtable_xq8(const rlx_node_t *n);
 /* x[M, K] as int8 codes q, per 32 values the scale d and the codes' sum s. */

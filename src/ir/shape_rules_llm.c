@@ -52,9 +52,32 @@ static rlx_status check_table(const rlx_graph *g, const rlx_node_t *n, int32_t k
   return RLX_OK;
 }
 
-/* xq8, the last int attribute, is optional: 0 when left out. */
-static void default_xq8(rlx_node_t *n, int32_t slot) {
-  if (n->n_iattr == slot) n->iattr[n->n_iattr++] = 0;
+/* The optional attributes, the int ones from slot ints and the float ones
+ * from slot floats on, are 0 when left out (all of them, or the ones
+ * after those given). */
+static void default_optional(rlx_node_t *n, int32_t ints, int32_t floats) {
+  int32_t ni, nf;
+  int has_list;
+  rlx_attr_set_sizes(rlx_op_table[n->op].attrs, &ni, &nf, &has_list);
+  if (n->n_iattr >= ints)
+    while (n->n_iattr < ni) n->iattr[n->n_iattr++] = 0;
+  if (n->n_fattr >= floats)
+    while (n->n_fattr < nf) n->fattr[n->n_fattr++] = 0.0f;
+}
+
+/* norm (0 or 1) with its weight g[K] as input k (the last) and eps. */
+static rlx_status check_norm(const rlx_graph *g, const rlx_node_t *n, int32_t norm, int32_t k, int32_t K, float eps,
+                             char *msg, size_t cap) {
+  if (norm != 0 && norm != 1) FAIL(RLX_ERR_INVALID_ARG, "norm must be 0 or 1, got %d", (int)norm);
+  if (!isfinite(eps) || eps < 0.0f) FAIL(RLX_ERR_INVALID_ARG, "eps must be finite and >= 0");
+  if (norm && n->n_inputs != k + 1)
+    FAIL(RLX_ERR_INVALID_ARG, "norm takes its weight g[%d] as input %d, the last (%d inputs given)", (int)K, (int)k,
+         (int)n->n_inputs);
+  if (!norm && n->n_inputs > k && n->op == RLX_OP_SWIGLU_Q)
+    FAIL(RLX_ERR_INVALID_ARG, "input %d (a norm's weight) needs norm 1", (int)k);
+  if (norm && (DTYPE(k) != RLX_F32 || IN(k)->rank != 1 || IN(k)->dims[0] != K))
+    FAIL(RLX_ERR_SHAPE, "norm's weight (input %d) must be f32 [%d]", (int)k, (int)K);
+  return RLX_OK;
 }
 /* xq8 is 0 or 1, and 1 needs a product over rows of a multiple of 32 values. */
 static rlx_status check_xq8(int32_t xq8, int32_t K, int32_t trans, char *msg, size_t cap) {
@@ -66,13 +89,16 @@ static rlx_status check_xq8(int32_t xq8, int32_t K, int32_t trans, char *msg, si
 }
 
 rlx_status rlx_shape_matmul_q(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap) {
-  default_xq8(n, RLX_IATTR_QMATMUL_XQ8);
+  default_optional(n, RLX_IATTR_QMATMUL_XQ8, RLX_FATTR_QMATMUL_EPS);
   rlx_status st = want_attrs(n, msg, cap);
   if (st != RLX_OK || (st = check_table(g, n, 1, msg, cap)) != RLX_OK) return st;
   int32_t rows = ATTR_I(n, QTABLE, ROWS), cols = ATTR_I(n, QTABLE, COLS), trans = ATTR_I(n, QMATMUL, TRANS);
+  const int32_t norm = ATTR_I(n, QMATMUL, NORM);
   const rlx_shape *x = IN(0);
   if (trans != 0 && trans != 1) FAIL(RLX_ERR_INVALID_ARG, "trans must be 0 or 1");
   if ((st = check_xq8(ATTR_I(n, QMATMUL, XQ8), cols, trans, msg, cap)) != RLX_OK) return st;
+  if ((st = check_norm(g, n, norm, 2, cols, ATTR_F(n, QMATMUL, EPS), msg, cap)) != RLX_OK) return st;
+  if (norm && trans) FAIL(RLX_ERR_INVALID_ARG, "norm normalizes x[..., cols]: it needs trans 0");
   if (DTYPE(0) != RLX_F32) FAIL(RLX_ERR_INVALID_ARG, "x must be f32");
   if (x->rank < 1) FAIL(RLX_ERR_SHAPE, "x needs rank >= 1");
   int32_t in = trans ? rows : cols, out = trans ? cols : rows;
@@ -81,7 +107,7 @@ rlx_status rlx_shape_matmul_q(const rlx_graph *g, rlx_node_t *n, char *msg, size
          trans ? "trans (x[..., rows])" : "x[..., cols]", (int)in);
   n->shape = *x;
   n->shape.dims[x->rank - 1] = out;
-  if (n->n_inputs > 2 && (DTYPE(2) != RLX_F32 || !rlx_shape_equal(IN(2), &n->shape)))
+  if (!norm && n->n_inputs > 2 && (DTYPE(2) != RLX_F32 || !rlx_shape_equal(IN(2), &n->shape)))
     FAIL(RLX_ERR_SHAPE, "acc (input 2) must be f32 of the output's shape");
   return RLX_OK;
 }
@@ -98,10 +124,12 @@ rlx_status rlx_shape_gather_q(const rlx_graph *g, rlx_node_t *n, char *msg, size
 
 /* (x[..., K], w_gate, w_up: N x K tables of one type) -> [..., N] */
 rlx_status rlx_shape_swiglu_q(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap) {
-  default_xq8(n, RLX_IATTR_QSWIGLU_XQ8);
+  default_optional(n, RLX_IATTR_QSWIGLU_XQ8, RLX_FATTR_QSWIGLU_EPS);
   rlx_status st = want_attrs(n, msg, cap);
   for (int32_t k = 1; k <= 2 && st == RLX_OK; k++) st = check_table(g, n, k, msg, cap);
   if (st == RLX_OK) st = check_xq8(ATTR_I(n, QSWIGLU, XQ8), ATTR_I(n, QTABLE, COLS), 0, msg, cap);
+  if (st == RLX_OK)
+    st = check_norm(g, n, ATTR_I(n, QSWIGLU, NORM), 3, ATTR_I(n, QTABLE, COLS), ATTR_F(n, QSWIGLU, EPS), msg, cap);
   if (st != RLX_OK) return st;
   const rlx_shape *x = IN(0);
   if (DTYPE(0) != RLX_F32) FAIL(RLX_ERR_INVALID_ARG, "x must be f32");
@@ -115,6 +143,7 @@ rlx_status rlx_shape_swiglu_q(const rlx_graph *g, rlx_node_t *n, char *msg, size
 /* (q[Hq, S, D], k[Hkv, S, D], v[Hkv, S, Dv], k_cache[Hkv, C, D],
  * v_cache[Hkv, C, Dv], pos[1] i32) -> [S, Hq, Dv] */
 rlx_status rlx_shape_attention_kv(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap) {
+  default_optional(n, RLX_IATTR_ATTENTION_KV_ROPE, RLX_FATTR_ATTENTION_KV_THETA);
   rlx_status st = want_attrs(n, msg, cap);
   if (st != RLX_OK) return st;
   static const char *const names[6] = {"q", "k", "v", "k_cache", "v_cache", "pos"};
@@ -140,6 +169,11 @@ rlx_status rlx_shape_attention_kv(const rlx_graph *g, rlx_node_t *n, char *msg, 
   }
   if (DTYPE(5) != RLX_I32 || rlx_shape_numel(IN(5)) != 1) FAIL(RLX_ERR_INVALID_ARG, "pos must be an i32 tensor of one element");
   if (!isfinite(ATTR_F(n, ATTENTION_KV, SCALE))) FAIL(RLX_ERR_INVALID_ARG, "scale must be finite");
+  const int32_t rope = ATTR_I(n, ATTENTION_KV, ROPE);
+  const float theta = ATTR_F(n, ATTENTION_KV, THETA);
+  if (rope < 0 || rope > 2) FAIL(RLX_ERR_INVALID_ARG, "rope must be 0 (none), 1 (NeoX halves) or 2 (pairs), got %d", (int)rope);
+  if (rope && !(isfinite(theta) && theta > 0.0f)) FAIL(RLX_ERR_INVALID_ARG, "rope needs theta > 0 (finite)");
+  if (rope && d % 2) FAIL(RLX_ERR_SHAPE, "rope rotates pairs: D (%d) must be even", (int)d);
   n->shape.rank = 3;
   n->shape.dims[0] = s;
   n->shape.dims[1] = hq;

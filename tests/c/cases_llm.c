@@ -9,6 +9,9 @@
  *   rope_ext      {theta, pos_offset, mode, offset (< 0: no offset input),
  *                  inverse, x rank, x dims...}
  *   attention_kv  {Hq, Hkv, S, D, Dv, C, pos, scale * 1000}
+ *                 (AKV_ROPE: then rope mode, theta)
+ *   MMQ_NORM / SWQ_NORM: matmul_q's / swiglu_q's layout, with norm (eps
+ *                 1e-5) and its weight "g" [K] as the last input
  * Quantized weights are uniform values in [-1, 1) quantized with
  * rlx_gguf_quantize; caches are filled with random values (a prefilled
  * cache: positions before pos act as earlier tokens). */
@@ -24,6 +27,9 @@ void ref_gather_q_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_swiglu_q_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_rope_ext_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_attention_kv_case(const op_case *c, const op_inputs *in, double *expect);
+void ref_matmul_q_norm_case(const op_case *c, const op_inputs *in, double *expect);
+void ref_swiglu_q_norm_case(const op_case *c, const op_inputs *in, double *expect);
+void ref_attention_kv_rope_case(const op_case *c, const op_inputs *in, double *expect);
 
 /* i32 words holding rows of cols values of qtype (rounded up). */
 int32_t opcase_table_words(int32_t qtype, int32_t rows, int32_t cols) {
@@ -147,6 +153,50 @@ static void fill_attention_kv(const op_case *c, int32_t k, float *data, size_t n
   for (size_t i = 0; i < n; i++) data[i] = opcase_uniform(seed, i, -1.0f, 1.0f);
 }
 
+/* norm: the weight g[K] as the last input, eps 1e-5. */
+static rlx_node build_matmul_q_norm(rlx_graph *g, const op_case *c) {
+  int32_t words = opcase_table_words(c->p[0], c->p[1], c->p[2]);
+  rlx_node in[3] = {rlx_input(g, "x", c->p[5], &c->p[6], RLX_F32), rlx_input(g, "w", 1, &words, RLX_I32),
+                    rlx_input(g, "g", 1, &c->p[2], RLX_F32)};
+  int32_t at[] = {[RLX_IATTR_QTABLE_QTYPE] = c->p[0], [RLX_IATTR_QTABLE_ROWS] = c->p[1],
+                  [RLX_IATTR_QTABLE_COLS] = c->p[2], [RLX_IATTR_QMATMUL_TRANS] = 0, [RLX_IATTR_QMATMUL_XQ8] = 0,
+                  [RLX_IATTR_QMATMUL_NORM] = 1};
+  float eps[] = {[RLX_FATTR_QMATMUL_EPS] = 1e-5f};
+  return rlx_op_node(g, RLX_OP_MATMUL_Q, in, 3, at, RLX_LEN(at), eps, RLX_LEN(eps));
+}
+
+static rlx_node build_swiglu_q_norm(rlx_graph *g, const op_case *c) {
+  int32_t words = opcase_table_words(c->p[0], c->p[1], c->p[2]);
+  rlx_node in[4] = {rlx_input(g, "x", c->p[3], &c->p[4], RLX_F32), rlx_input(g, "w_gate", 1, &words, RLX_I32),
+                    rlx_input(g, "w_up", 1, &words, RLX_I32), rlx_input(g, "g", 1, &c->p[2], RLX_F32)};
+  int32_t at[] = {[RLX_IATTR_QTABLE_QTYPE] = c->p[0], [RLX_IATTR_QTABLE_ROWS] = c->p[1],
+                  [RLX_IATTR_QTABLE_COLS] = c->p[2], [RLX_IATTR_QSWIGLU_XQ8] = 0, [RLX_IATTR_QSWIGLU_NORM] = 1};
+  float eps[] = {[RLX_FATTR_QSWIGLU_EPS] = 1e-5f};
+  return rlx_op_node(g, RLX_OP_SWIGLU_Q, in, 4, at, RLX_LEN(at), eps, RLX_LEN(eps));
+}
+
+/* The tables as the plain cases; x uniform in [-2, 2) (a norm's input is
+ * of any scale); g in [0.5, 1.5). */
+static void fill_norm(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
+  const int swiglu = c->build == build_swiglu_q_norm, gk = swiglu ? 3 : 2;
+  if (k > 0 && k < gk) {
+    opcase_fill_table(c->p[0], c->p[1], c->p[2], data, n, seed);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) data[i] = k == gk ? opcase_uniform(seed, i, 0.5f, 1.5f) : opcase_uniform(seed, i, -2.0f, 2.0f);
+}
+
+static rlx_node build_attention_kv_rope(rlx_graph *g, const op_case *c) {
+  int32_t hq = c->p[0], hkv = c->p[1], S = c->p[2], D = c->p[3], Dv = c->p[4], C = c->p[5];
+  rlx_node in[6] = {rlx_input(g, "q", 3, (int32_t[]){hq, S, D}, RLX_F32), rlx_input(g, "k", 3, (int32_t[]){hkv, S, D}, RLX_F32),
+                    rlx_input(g, "v", 3, (int32_t[]){hkv, S, Dv}, RLX_F32),
+                    rlx_input(g, "k_cache", 3, (int32_t[]){hkv, C, D}, RLX_F32),
+                    rlx_input(g, "v_cache", 3, (int32_t[]){hkv, C, Dv}, RLX_F32), rlx_input(g, "pos", 1, (int32_t[]){1}, RLX_I32)};
+  int32_t at[] = {[RLX_IATTR_ATTENTION_KV_ROPE] = c->p[8]};
+  float f[] = {[RLX_FATTR_ATTENTION_KV_SCALE] = (float)(c->p[7] / 1000.0), [RLX_FATTR_ATTENTION_KV_THETA] = (float)c->p[9]};
+  return rlx_op_node(g, RLX_OP_ATTENTION_KV, in, 6, at, RLX_LEN(at), f, RLX_LEN(f));
+}
+
 #define MMQ(name, qt, N, K, trans, extra, rank, ...) \
   {name, build_matmul_q, ref_matmul_q_case, fill_matmul_q, {qt, N, K, trans, extra, rank, __VA_ARGS__}, 0, 0, 1e-4}
 #define MMQ_ACC(name, qt, N, K, trans, rank, ...) \
@@ -172,6 +222,13 @@ static void fill_attention_kv(const op_case *c, int32_t k, float *data, size_t n
 #define ROPE_EXT(name, theta, pos, mode, offset, inverse, rank, ...)                                    \
   {name, build_rope_ext, ref_rope_ext_case, fill_rope_ext, {theta, pos, mode, offset, inverse, rank, __VA_ARGS__}, \
    0, 0, 0}
+#define MMQ_NORM(name, qt, N, K, rank, ...) \
+  {name, build_matmul_q_norm, ref_matmul_q_norm_case, fill_norm, {qt, N, K, 0, 0, rank, __VA_ARGS__}, 0, 0, 1e-4}
+#define SWQ_NORM(name, qt, N, K, rank, ...) \
+  {name, build_swiglu_q_norm, ref_swiglu_q_norm_case, fill_norm, {qt, N, K, rank, __VA_ARGS__}, 0, 0, 1e-4}
+#define AKV_ROPE(name, hq, hkv, S, D, Dv, C, pos, scale, mode, theta)                            \
+  {name, build_attention_kv_rope, ref_attention_kv_rope_case, fill_attention_kv,                 \
+   {hq, hkv, S, D, Dv, C, pos, scale, mode, theta}, 0, 0, 0}
 #define AKV(name, hq, hkv, S, D, Dv, C, pos, scale) \
   {name, build_attention_kv, ref_attention_kv_case, fill_attention_kv, {hq, hkv, S, D, Dv, C, pos, scale}, 0, 0, 0}
 
@@ -269,5 +326,23 @@ const op_case rlx_cases_llm[] = {
      * splits of 4 tiles read from the caches only */
     AKV("attention_kv_decode_gqa_h9_kv3_pos160_c2048_d64", 9, 3, 1, 64, 64, 2048, 160, 0),
     AKV("attention_kv_splits_tiles_h9_kv3_pos1000_c1024_d64", 9, 3, 1, 64, 64, 1024, 1000, 0),
+
+    /* norm (the rms_norm before a layer's products folded in): the
+     * matrix-vector kernels (up to 4 rows) and the prompt path (on WebGPU
+     * the norm into the scratch, then the tiled products) */
+    MMQ_NORM("matmul_q_norm_q8_0_decode_1x96", RLX_GGUF_TYPE_Q8_0, 20, 96, 2, 1, 96),
+    MMQ_NORM("matmul_q_norm_f16_4x40", RLX_GGUF_TYPE_F16, 9, 40, 2, 4, 40),
+    MMQ_NORM("matmul_q_norm_q4_0_batch_2x3x64", RLX_GGUF_TYPE_Q4_0, 9, 64, 3, 2, 3, 64),
+    MMQ_NORM("matmul_q_norm_q4_K_prompt_70x256", RLX_GGUF_TYPE_Q4_K, 13, 256, 2, 70, 256),
+    SWQ_NORM("swiglu_q_norm_q8_0_decode_1x96_to_21", RLX_GGUF_TYPE_Q8_0, 21, 96, 2, 1, 96),
+    SWQ_NORM("swiglu_q_norm_q4_0_3x96_to_21", RLX_GGUF_TYPE_Q4_0, 21, 96, 2, 3, 96),
+    SWQ_NORM("swiglu_q_norm_q4_K_prompt_70x256_to_13", RLX_GGUF_TYPE_Q4_K, 13, 256, 2, 70, 256),
+    /* rope (q and k rotated before the cache append and the scores), both
+     * layouts: a decode with splits, a prompt, rows past C, a large pos */
+    AKV_ROPE("attention_kv_rope_pairs_decode_h9_kv3_pos160_c2048_d64", 9, 3, 1, 64, 64, 2048, 160, 0, 2, 10000),
+    AKV_ROPE("attention_kv_rope_neox_prompt_s5_pos61_c320_d32", 4, 2, 5, 32, 32, 320, 61, 0, 1, 10000),
+    AKV_ROPE("attention_kv_rope_pairs_rows_past_c_pos6_s4_c8", 2, 1, 4, 4, 6, 8, 6, 0, 2, 500),
+    AKV_ROPE("attention_kv_rope_neox_tiles_s16_pos150_c300_d16", 4, 1, 16, 16, 16, 300, 150, 0, 1, 10000),
+    AKV_ROPE("attention_kv_rope_neox_pos4099_c4200_d64", 2, 1, 2, 64, 64, 4200, 4099, 0, 1, 1000000),
 };
 const int rlx_n_cases_llm = sizeof rlx_cases_llm / sizeof rlx_cases_llm[0];

@@ -138,28 +138,38 @@ B rope_ext(grad_builder *b, const grad_case *c) {
 }
 
 /* matmul_q: p[0] GGUF type, p[1] N, p[2] K, p[3] trans, p[4] x rows, p[5]
- * 1: with the acc input; x and acc are differentiable, w is not */
+ * 1: with the acc input, 2: with norm (its weight g[K], eps 1e-5); x, acc
+ * and g are differentiable, w is not */
 B matmul_q(grad_builder *b, const grad_case *c) {
   int32_t N = c->p[1], K = c->p[2], trans = c->p[3];
   int32_t words = rlx_gguf_type_block_bytes((rlx_gguf_type)c->p[0]) * (N * K / rlx_gguf_type_block_elems((rlx_gguf_type)c->p[0]));
   rlx_node x = grad_in(b, 2, D(c->p[4], trans ? N : K), FILL_UNIFORM, 0, 0);
   rlx_node w = grad_in(b, 1, D((words + 3) / 4), FILL_GGUF, 1, c->p[0]);
   if (!c->p[5]) return rlx_matmul_q(G, x, w, c->p[0], N, K, trans);
-  rlx_node in[3] = {x, w, grad_in(b, 2, D(c->p[4], trans ? K : N), FILL_UNIFORM, 0, 0)};
+  const int norm = c->p[5] == 2;
+  rlx_node in[3] = {x, w, norm ? grad_in(b, 1, D(K), FILL_POSITIVE, 0, 0)
+                               : grad_in(b, 2, D(c->p[4], trans ? K : N), FILL_UNIFORM, 0, 0)};
   int32_t at[] = {[RLX_IATTR_QTABLE_QTYPE] = c->p[0], [RLX_IATTR_QTABLE_ROWS] = N, [RLX_IATTR_QTABLE_COLS] = K,
-                  [RLX_IATTR_QMATMUL_TRANS] = trans};
-  return rlx_op_node(G, RLX_OP_MATMUL_Q, in, 3, at, (int32_t)(sizeof at / sizeof at[0]), NULL, 0);
+                  [RLX_IATTR_QMATMUL_TRANS] = trans, [RLX_IATTR_QMATMUL_XQ8] = 0, [RLX_IATTR_QMATMUL_NORM] = norm};
+  float eps[] = {[RLX_FATTR_QMATMUL_EPS] = 1e-5f};
+  return rlx_op_node(G, RLX_OP_MATMUL_Q, in, 3, at, RLX_LEN(at), eps, RLX_LEN(eps));
 }
 
-/* swiglu_q: p[0] GGUF type, p[1] N, p[2] K, p[3] x rows; only x is
- * differentiable (two tables of one type and shape) */
+/* swiglu_q: p[0] GGUF type, p[1] N, p[2] K, p[3] x rows, p[4] 1: with
+ * norm (its weight g[K]); x and g are differentiable (two tables of one
+ * type and shape) */
 B swiglu_q(grad_builder *b, const grad_case *c) {
   int32_t N = c->p[1], K = c->p[2], qt = c->p[0];
   rlx_gguf_type t = (rlx_gguf_type)qt;
   int32_t words = (rlx_gguf_type_block_bytes(t) * (N * K / rlx_gguf_type_block_elems(t)) + 3) / 4;
   rlx_node x = grad_in(b, 2, D(c->p[3], K), FILL_UNIFORM, 0, 0);
   rlx_node gate = grad_in(b, 1, D(words), FILL_GGUF, 1, qt), up = grad_in(b, 1, D(words), FILL_GGUF, 1, qt);
-  return rlx_swiglu_q(G, x, gate, up, qt, N, K);
+  if (!c->p[4]) return rlx_swiglu_q(G, x, gate, up, qt, N, K);
+  rlx_node in[4] = {x, gate, up, grad_in(b, 1, D(K), FILL_POSITIVE, 0, 0)};
+  int32_t at[] = {[RLX_IATTR_QTABLE_QTYPE] = qt, [RLX_IATTR_QTABLE_ROWS] = N, [RLX_IATTR_QTABLE_COLS] = K,
+                  [RLX_IATTR_QSWIGLU_XQ8] = 0, [RLX_IATTR_QSWIGLU_NORM] = 1};
+  float eps[] = {[RLX_FATTR_QSWIGLU_EPS] = 1e-5f};
+  return rlx_op_node(G, RLX_OP_SWIGLU_Q, in, 4, at, RLX_LEN(at), eps, RLX_LEN(eps));
 }
 
 /* p[0] mask kind, p[1] Sq, p[2] Sk */
@@ -258,6 +268,10 @@ static const grad_case cases[] = {
     {"grad_swiglu_q_q8_0_decode", swiglu_q, {RLX_GGUF_TYPE_Q8_0, 7, 32, 1}, 0},
     {"grad_swiglu_q_q4_K", swiglu_q, {RLX_GGUF_TYPE_Q4_K, 5, 256, 3}, 0},
     {"grad_swiglu_q_f16", swiglu_q, {RLX_GGUF_TYPE_F16, 6, 9, 2}, 0},
+    {"grad_matmul_q_norm_q8_0", matmul_q, {RLX_GGUF_TYPE_Q8_0, 6, 32, 0, 2, 2}, 0},
+    {"grad_matmul_q_norm_f16_decode", matmul_q, {RLX_GGUF_TYPE_F16, 5, 9, 0, 1, 2}, 0},
+    {"grad_swiglu_q_norm_q4_0", swiglu_q, {RLX_GGUF_TYPE_Q4_0, 5, 32, 2, 1}, 0},
+    {"grad_swiglu_q_norm_f16_decode", swiglu_q, {RLX_GGUF_TYPE_F16, 6, 9, 1, 1}, 0},
     {"grad_attention_none", attention, {RLX_MASK_NONE, 4, 4}, 0},
     {"grad_attention_causal", attention, {RLX_MASK_CAUSAL, 4, 4}, 0},
     {"grad_attention_causal_decode", attention, {RLX_MASK_CAUSAL, 2, 5}, 0},

@@ -15,6 +15,9 @@ void ref_gather_q_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_swiglu_q_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_rope_ext_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_attention_kv_case(const op_case *c, const op_inputs *in, double *expect);
+void ref_matmul_q_norm_case(const op_case *c, const op_inputs *in, double *expect);
+void ref_swiglu_q_norm_case(const op_case *c, const op_inputs *in, double *expect);
+void ref_attention_kv_rope_case(const op_case *c, const op_inputs *in, double *expect);
 
 /* rows x cols floats of the quantized table in input k (NULL on failure). */
 static float *expand(const op_case *c, const op_inputs *in, int32_t k, int32_t rows, int32_t cols) {
@@ -138,4 +141,71 @@ done:
   free(kc);
   free(vc);
   free(score);
+}
+
+/* The rows of x (input 0, K values each) normalized in double by the
+ * weight g (input gk): x / sqrt(mean(x^2) + eps) * g. */
+static float *normed_x(const op_inputs *in, int32_t gk, size_t K, double eps) {
+  const size_t n = ref_numel(in->rank[0], in->dims[0]);
+  float *r = malloc(n * sizeof(float));
+  for (size_t m = 0; r && m < n / K; m++) {
+    const float *x = in->data[0] + m * K;
+    double ss = 0;
+    for (size_t k = 0; k < K; k++) ss += (double)x[k] * x[k];
+    const double inv = 1.0 / sqrt(ss / (double)K + eps);
+    for (size_t k = 0; k < K; k++) r[m * K + k] = (float)(x[k] * inv * in->data[gk][k]);
+  }
+  return r;
+}
+
+/* norm: x normalized with g (input 2), then matmul_q's reference (no acc). */
+void ref_matmul_q_norm_case(const op_case *c, const op_inputs *in, double *expect) {
+  op_inputs r = *in;
+  float *x = normed_x(in, 2, (size_t)c->p[2], 1e-5);
+  if (!x) return;
+  r.data[0] = x;
+  r.n = 2;
+  ref_matmul_q_case(c, &r, expect);
+  free(x);
+}
+
+/* norm: x normalized with g (input 3), then swiglu_q's reference. */
+void ref_swiglu_q_norm_case(const op_case *c, const op_inputs *in, double *expect) {
+  op_inputs r = *in;
+  float *x = normed_x(in, 3, (size_t)c->p[2], 1e-5);
+  if (!x) return;
+  r.data[0] = x;
+  ref_swiglu_q_case(c, &r, expect);
+  free(x);
+}
+
+/* Rows of n values of D (heads x S) turned as rope does at positions pos +
+ * s (s = row % S): mode 1 NeoX halves, 2 adjacent pairs, frequency
+ * theta^(-2i/D). */
+static float *rotated(const float *x, size_t rows, int32_t S, int32_t D, int32_t pos, int32_t mode, double theta) {
+  float *r = malloc(rows * (size_t)D * sizeof(float));
+  for (size_t row = 0; r && row < rows; row++)
+    for (int32_t i = 0; i < D / 2; i++) {
+      const double angle = (double)(pos + (int32_t)(row % (size_t)S)) * pow(theta, -2.0 * i / D);
+      const size_t a = row * (size_t)D + (size_t)(mode == 2 ? 2 * i : i), b = a + (size_t)(mode == 2 ? 1 : D / 2);
+      const double x1 = x[a], x2 = x[b];
+      r[a] = (float)(x1 * cos(angle) - x2 * sin(angle));
+      r[b] = (float)(x2 * cos(angle) + x1 * sin(angle));
+    }
+  return r;
+}
+
+/* rope (p[8]) with theta (p[9]): q and k rotated, then attention_kv's reference. */
+void ref_attention_kv_rope_case(const op_case *c, const op_inputs *in, double *expect) {
+  const int32_t hq = c->p[0], hkv = c->p[1], S = c->p[2], D = c->p[3];
+  op_inputs r = *in;
+  float *q = rotated(in->data[0], (size_t)(hq * S), S, D, c->p[6], c->p[8], c->p[9]);
+  float *k = rotated(in->data[1], (size_t)(hkv * S), S, D, c->p[6], c->p[8], c->p[9]);
+  if (q && k) {
+    r.data[0] = q;
+    r.data[1] = k;
+    ref_attention_kv_case(c, &r, expect);
+  }
+  free(q);
+  free(k);
 }
