@@ -20,6 +20,9 @@
 //   RLX_BENCH_QUICK=1 node bench/llm_webgpu.mjs   a 256-wide 4-layer model (vocabulary 2048), 1 round
 //   node bench/llm_webgpu.mjs --llamacpp  also: llama.cpp on the same GPU (bench/llm_llamacpp.mjs --gpu vulkan,
 //                                          node-llama-cpp's prebuilt Vulkan build; RLX_LLAMA_REF), same prompt ids
+//   node bench/llm_webgpu.mjs --unfused   the plain step graphs (rms_norm and rope as their own dispatches)
+//   node bench/llm_webgpu.mjs --fused     the fused ones (norms in the products, rotations in attention_kv)
+//                                          (without either: loadGguf's choice, fused on a hardware adapter)
 //   node bench/llm_webgpu.mjs --profile   also: where a decoded token's time goes (the 1-token step run
 //                                          64 times with and without the logits' readback; GPU time per
 //                                          kernel from timestamps where the device has 'timestamp-query')
@@ -104,6 +107,10 @@ const device = await adapter.requestDevice({ requiredLimits: { maxBufferSize: ad
   maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize }, requiredFeatures: wantTimestamps ? ['timestamp-query'] : [] });
 const t0 = performance.now();
 const model = await loadGguf(file, { backend: 'webgpu', gpu: device });
+if (args.unfused !== undefined || args.fused !== undefined) { // the warm step dropped, the steps compiled again
+  model.gpu.free();
+  model.gpu.fuse = args.fused !== undefined;
+}
 const loadSeconds = (performance.now() - t0) / 1000;
 const info = model.info;
 console.log(`llm_webgpu bench: ${path.relative(REPO, file)}: ${info.arch}, ${info.nLayer} layers, ${info.nEmbd} wide, vocabulary ${info.nVocab}, ` +
@@ -125,7 +132,7 @@ for (let r = 0; r <= ROUNDS; r++) { // round 0 warms up (pipelines of the 64-tok
     `generation ${res.stats.generateTokensPerSecond.toFixed(1)} tokens/s\n`);
 }
 if (args.profile !== undefined) await profile(model);
-const result = { file: path.relative(REPO, file), type: TYPE, adapter: `${ai.vendor ?? ''} ${ai.architecture ?? ''} ${ai.device ?? ''}`.trim(),
+const result = { file: path.relative(REPO, file), type: TYPE, fused: model.gpu.fuse, adapter: `${ai.vendor ?? ''} ${ai.architecture ?? ''} ${ai.device ?? ''}`.trim(),
   software: info.software ?? null, rounds: ROUNDS, promptTokensPerSecond: median(rounds.map((x) => x.prompt)),
   generateTokensPerSecond: median(rounds.map((x) => x.gen)), loadSeconds, ids };
 model.free();
@@ -160,7 +167,7 @@ if (args.llamacpp !== undefined) {
     `(median of ${ROUNDS}); ours / llama.cpp ${(result.promptTokensPerSecond / lp).toFixed(2)}x / ${(result.generateTokensPerSecond / lg).toFixed(2)}x; ` +
     `greedy ids the same for the first ${same} of ${N_GEN} (llama.cpp quantizes activations to 8 bits in its dots)`);
 }
-console.log(`llm_webgpu bench: WebGPU prompt ${result.promptTokensPerSecond.toFixed(1)} tokens/s, generation ` +
+console.log(`llm_webgpu bench: WebGPU (${result.fused ? 'fused' : 'unfused'} steps) prompt ${result.promptTokensPerSecond.toFixed(1)} tokens/s, generation ` +
   `${result.generateTokensPerSecond.toFixed(1)} tokens/s (median of ${ROUNDS})` +
   (result.cpuForcedAgree === undefined ? '' : `; CPU greedy: ${result.cpuAgreeBeforeFirstDifference}/${N_GEN} the same before the ` +
     `first difference, ${result.cpuForcedAgree}/${N_GEN} teacher-forced`));

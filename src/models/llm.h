@@ -57,8 +57,10 @@ struct rlx_llm {
 };
 
 /* llm_graph.c: the graph of one step of n tokens: inputs "ids" (i32 [n])
- * and "pos" (i32 [1]), output the logits after the last token [1, n_vocab]. */
-rlx_status rlx_llm_build_step(const rlx_llm *m, int32_t n, rlx_graph **out, rlx_node *logits);
+ * and "pos" (i32 [1]), output the logits after the last token [1, n_vocab];
+ * fuse: the norms inside the products and the rotations inside attention_kv
+ * (the WebGPU steps). */
+rlx_status rlx_llm_build_step(const rlx_llm *m, int32_t n, int fuse, rlx_graph **out, rlx_node *logits);
 /* llm_run.c: binds every weight and cache param of a compiled step to the
  * model's memory (any device: tests/c/test_webgl_llm.c binds a WebGL2
  * step). */
@@ -72,8 +74,9 @@ rlx_status rlx_llm_step_session(rlx_llm *m, int32_t k, rlx_session **out);
  * step of rlx_llm_step_sizes[k] tokens compiled for `device`, its params
  * bound to the model's weights and caches (the caller owns the session);
  * the caller runs the steps and hands the logits after the last token
- * back, with the number of tokens it evaluated at the position. */
-rlx_status rlx_llm_compile_step(const rlx_llm *m, int32_t k, rlx_device device, rlx_session **out);
+ * back, with the number of tokens it evaluated at the position.  fuse:
+ * the fused graph (rlx_llm_build_step), for WebGPU. */
+rlx_status rlx_llm_compile_step(const rlx_llm *m, int32_t k, rlx_device device, int fuse, rlx_session **out);
 rlx_status rlx_llm_set_logits(rlx_llm *m, const float *logits, int32_t n_tokens);
 /* llm_generate.c: a generator whose model the caller evaluates: the prompt
  * is not evaluated here (the context is reset); before every

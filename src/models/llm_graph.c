@@ -15,11 +15,18 @@
  *
  * Every 2-D weight is an i32 param in its file type (matmul_q, gather_q);
  * 1-D ones are f32 params; the caches are f32 params "cache.k.<l>",
- * "cache.v.<l>" [Hkv, C, D]; llm_run.c binds them all. */
+ * "cache.v.<l>" [Hkv, C, D]; llm_run.c binds them all.
+ *
+ * Fused (the WebGPU steps, where each op is a dispatch and dispatches are
+ * what a decoded token costs): the rms_norms ride in the products that
+ * read them (matmul_q's and swiglu_q's norm: Wq, Wk, Wv, the gate and up,
+ * the output) and the rotations in attention_kv (its rope), where the
+ * kernels can: 49 fewer ops per token for a 12-layer model. */
 #include <math.h>
 #include <stdio.h>
 
 #include "../ir/attrs.h"
+#include "../webgpu/wgpu.h" /* RLX_WGPU_ROPE_FREQS: the heads WebGPU's attention_kv rotates */
 #include "llm.h"
 
 typedef struct {
@@ -27,6 +34,7 @@ typedef struct {
   const rlx_llm *m;
   int32_t n;
   rlx_node pos;
+  int fuse_norm, fuse_rope;
 } step_builder;
 
 /* The param node of a weight: i32 words for a 2-D one, f32 for 1-D. */
@@ -60,13 +68,25 @@ static rlx_node linear_plus(step_builder *b, rlx_node r, rlx_node x, const llm_w
 /* x[..., cols] -> [..., rows] = x W^T. */
 static rlx_node linear(step_builder *b, rlx_node x, const llm_weight *w) { return linear_plus(b, RLX_NO_NODE, x, w); }
 
-static rlx_node linear_bias(step_builder *b, rlx_node x, const llm_weight *w, const llm_weight *bias) {
-  rlx_node y = linear(b, x, w);
-  return bias->qtype < 0 ? y : rlx_add(b->g, y, param_of(b, bias));
-}
-
 static rlx_node norm(step_builder *b, rlx_node x, const llm_weight *w) {
   return rlx_rms_norm(b->g, x, param_of(b, w), b->m->info.rms_eps);
+}
+
+/* x (normed by the weight nw) W^T: one matmul_q with its norm when fused. */
+static rlx_node linear_normed(step_builder *b, rlx_node x, const llm_weight *nw, const llm_weight *w) {
+  if (!b->fuse_norm) return linear(b, x, w);
+  rlx_node in[3] = {x, param_of(b, w), param_of(b, nw)};
+  int32_t at[] = {[RLX_IATTR_QTABLE_QTYPE] = w->qtype, [RLX_IATTR_QTABLE_ROWS] = w->rows,
+                  [RLX_IATTR_QTABLE_COLS] = w->cols, [RLX_IATTR_QMATMUL_TRANS] = 0,
+                  [RLX_IATTR_QMATMUL_XQ8] = xq8_for(b, w), [RLX_IATTR_QMATMUL_NORM] = 1};
+  float eps[] = {[RLX_FATTR_QMATMUL_EPS] = b->m->info.rms_eps};
+  return rlx_op_node(b->g, RLX_OP_MATMUL_Q, in, 3, at, RLX_LEN(at), eps, RLX_LEN(eps));
+}
+
+static rlx_node linear_bias(step_builder *b, rlx_node x, const llm_weight *nw, const llm_weight *w,
+                            const llm_weight *bias) {
+  rlx_node y = linear_normed(b, x, nw, w);
+  return bias->qtype < 0 ? y : rlx_add(b->g, y, param_of(b, bias));
 }
 
 /* y[n, H, D] -> [H, n, D]; for one token a reshape (a view: no copy). */
@@ -75,24 +95,32 @@ static rlx_node head_major(step_builder *b, rlx_node y, int32_t h) {
   return b->n == 1 ? rlx_reshape(b->g, y, 3, d3) : rlx_permute(b->g, y, perm);
 }
 
-/* x[n, H * D] -> [H, n, D], normed per head when qk_norm is present, rotated. */
+/* x[n, H * D] -> [H, n, D], normed per head when qk_norm is present,
+ * rotated (unless attention_kv rotates it). */
 static rlx_node heads(step_builder *b, rlx_node x, int32_t h, const llm_weight *qk_norm) {
   const rlx_llm_info *in = &b->m->info;
   int32_t d3[3] = {b->n, h, in->head_dim};
   rlx_node y = rlx_reshape(b->g, x, 3, d3);
   if (qk_norm && qk_norm->qtype >= 0) y = norm(b, y, qk_norm);
-  return rlx_rope_ext(b->g, head_major(b, y, h), b->pos, in->rope_theta, 0, in->rope_neox ? 0 : 1);
+  y = head_major(b, y, h);
+  return b->fuse_rope ? y : rlx_rope_ext(b->g, y, b->pos, in->rope_theta, 0, in->rope_neox ? 0 : 1);
 }
 
-/* h[n, E] -> silu(h Wgate^T) * (h Wup^T): one swiglu_q when the two weights
- * share their type and shape (as they usually do), else its pieces. */
-static rlx_node gate_up(step_builder *b, rlx_node h, const llm_weight *gate, const llm_weight *up) {
+/* x normed by nw, then silu(h Wgate^T) * (h Wup^T): one swiglu_q (with its
+ * norm when fused) when the two weights share their type and shape (as
+ * they usually do), else its pieces. */
+static rlx_node gate_up(step_builder *b, rlx_node x, const llm_weight *nw, const llm_weight *gate,
+                        const llm_weight *up) {
   if (gate->qtype == up->qtype && gate->rows == up->rows && gate->cols == up->cols) {
-    rlx_node in[3] = {h, param_of(b, gate), param_of(b, up)};
+    const int fused = b->fuse_norm;
+    rlx_node in[4] = {fused ? x : norm(b, x, nw), param_of(b, gate), param_of(b, up), fused ? param_of(b, nw) : RLX_NO_NODE};
     int32_t at[] = {[RLX_IATTR_QTABLE_QTYPE] = gate->qtype, [RLX_IATTR_QTABLE_ROWS] = gate->rows,
-                    [RLX_IATTR_QTABLE_COLS] = gate->cols, [RLX_IATTR_QSWIGLU_XQ8] = xq8_for(b, gate)};
-    return rlx_op_node(b->g, RLX_OP_SWIGLU_Q, in, 3, at, RLX_LEN(at), NULL, 0);
+                    [RLX_IATTR_QTABLE_COLS] = gate->cols, [RLX_IATTR_QSWIGLU_XQ8] = xq8_for(b, gate),
+                    [RLX_IATTR_QSWIGLU_NORM] = fused};
+    float eps[] = {[RLX_FATTR_QSWIGLU_EPS] = b->m->info.rms_eps};
+    return rlx_op_node(b->g, RLX_OP_SWIGLU_Q, in, fused ? 4 : 3, at, RLX_LEN(at), eps, RLX_LEN(eps));
   }
+  rlx_node h = norm(b, x, nw);
   return rlx_mul(b->g, rlx_silu(b->g, linear(b, h, gate)), linear(b, h, up));
 }
 
@@ -108,13 +136,16 @@ static rlx_node layer(step_builder *b, rlx_node x, int32_t l) {
   const rlx_llm_info *in = &b->m->info;
   const llm_layer *L = &b->m->layers[l];
   rlx_graph *g = b->g;
-  rlx_node h = norm(b, x, &L->attn_norm);
-  rlx_node q = heads(b, linear_bias(b, h, &L->wq, &L->bq), in->n_head, &L->q_norm);
-  rlx_node k = heads(b, linear_bias(b, h, &L->wk, &L->bk), in->n_head_kv, &L->k_norm);
+  rlx_node h = b->fuse_norm ? x : norm(b, x, &L->attn_norm); /* fused: each product normalizes x */
+  rlx_node q = heads(b, linear_bias(b, h, &L->attn_norm, &L->wq, &L->bq), in->n_head, &L->q_norm);
+  rlx_node k = heads(b, linear_bias(b, h, &L->attn_norm, &L->wk, &L->bk), in->n_head_kv, &L->k_norm);
   int32_t d3[3] = {b->n, in->n_head_kv, in->head_dim};
-  rlx_node v = head_major(b, rlx_reshape(g, linear_bias(b, h, &L->wv, &L->bv), 3, d3), in->n_head_kv);
-  rlx_node a = rlx_attention_kv(g, q, k, v, cache_param(b, "k", l), cache_param(b, "v", l), b->pos,
-                                1.0f / sqrtf((float)in->head_dim));
+  rlx_node v = head_major(b, rlx_reshape(g, linear_bias(b, h, &L->attn_norm, &L->wv, &L->bv), 3, d3), in->n_head_kv);
+  rlx_node kv_in[6] = {q, k, v, cache_param(b, "k", l), cache_param(b, "v", l), b->pos};
+  int32_t at[] = {[RLX_IATTR_ATTENTION_KV_ROPE] = b->fuse_rope ? (in->rope_neox ? 1 : 2) : 0};
+  float f[] = {[RLX_FATTR_ATTENTION_KV_SCALE] = 1.0f / sqrtf((float)in->head_dim),
+               [RLX_FATTR_ATTENTION_KV_THETA] = in->rope_theta};
+  rlx_node a = rlx_op_node(g, RLX_OP_ATTENTION_KV, kv_in, 6, at, RLX_LEN(at), f, RLX_LEN(f));
   int32_t d2[2] = {b->n, in->n_head * in->head_dim};
   a = rlx_reshape(g, a, 2, d2);
   if (l == in->n_layer - 1 && b->n > 1) { /* only the last token's row reaches the logits: the rest of the
@@ -123,14 +154,13 @@ static rlx_node layer(step_builder *b, rlx_node x, int32_t l) {
     x = rlx_narrow(g, x, 0, b->n - 1, 1);
   }
   x = linear_plus(b, x, a, &L->wo);
-  h = norm(b, x, &L->ffn_norm);
-  rlx_node ff = gate_up(b, h, &L->gate, &L->up);
+  rlx_node ff = gate_up(b, x, &L->ffn_norm, &L->gate, &L->up);
   return linear_plus(b, x, ff, &L->down);
 }
 
-rlx_status rlx_llm_build_step(const rlx_llm *m, int32_t n, rlx_graph **out, rlx_node *logits) {
+rlx_status rlx_llm_build_step(const rlx_llm *m, int32_t n, int fuse, rlx_graph **out, rlx_node *logits) {
   const rlx_llm_info *in = &m->info;
-  step_builder b = {rlx_graph_new(), m, n, RLX_NO_NODE};
+  step_builder b = {rlx_graph_new(), m, n, RLX_NO_NODE, fuse, fuse && in->head_dim <= 2 * (int32_t)RLX_WGPU_ROPE_FREQS};
   *out = NULL;
   if (!b.g) return rlx_error(RLX_ERR_NO_MEMORY, "rlx_llm: out of memory building a step");
   int32_t dn[1] = {n}, d1[1] = {1};
@@ -139,8 +169,9 @@ rlx_status rlx_llm_build_step(const rlx_llm *m, int32_t n, rlx_graph **out, rlx_
   const llm_weight *e = &m->token_embd;
   rlx_node x = rlx_gather_q(b.g, param_of(&b, e), ids, e->qtype, e->rows, e->cols);
   for (int32_t l = 0; l < in->n_layer; l++) x = layer(&b, x, l);
-  x = norm(&b, x, &m->output_norm); /* the last token's row: layer() narrowed the last layer */
-  *logits = linear(&b, x, in->tied_output ? &m->token_embd : &m->output);
+  /* the last token's row (layer() narrowed the last layer), normed */
+  *logits = linear_normed(&b, b.fuse_norm ? x : norm(&b, x, &m->output_norm), &m->output_norm,
+                          in->tied_output ? &m->token_embd : &m->output);
   rlx_status st = rlx_graph_status(b.g);
   if (st != RLX_OK) {
     rlx_error(st, "rlx_llm: building a step of %d tokens: %s", (int)n, rlx_graph_error(b.g));

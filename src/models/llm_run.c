@@ -37,7 +37,7 @@ rlx_status rlx_llm_bind_params(const rlx_llm *m, rlx_session *s) {
   return RLX_OK;
 }
 
-rlx_status rlx_llm_compile_step(const rlx_llm *m, int32_t k, rlx_device device, rlx_session **out) {
+rlx_status rlx_llm_compile_step(const rlx_llm *m, int32_t k, rlx_device device, int fuse, rlx_session **out) {
   if (!out) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_compile_step: out is NULL");
   *out = NULL;
   if (!m) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_compile_step: model is NULL");
@@ -46,7 +46,7 @@ rlx_status rlx_llm_compile_step(const rlx_llm *m, int32_t k, rlx_device device, 
                      LLM_N_STEP_SIZES - 1);
   rlx_graph *g;
   rlx_node logits;
-  rlx_status st = rlx_llm_build_step(m, rlx_llm_step_sizes[k], &g, &logits);
+  rlx_status st = rlx_llm_build_step(m, rlx_llm_step_sizes[k], fuse, &g, &logits);
   if (st != RLX_OK) return st;
   rlx_compile_options opt = {device, 0, 0};
   rlx_session *s = NULL;
@@ -63,7 +63,7 @@ rlx_status rlx_llm_compile_step(const rlx_llm *m, int32_t k, rlx_device device, 
 
 rlx_status rlx_llm_step_session(rlx_llm *m, int32_t k, rlx_session **out) {
   if (!m->steps[k]) {
-    rlx_status st = rlx_llm_compile_step(m, k, RLX_DEVICE_CPU, &m->steps[k]);
+    rlx_status st = rlx_llm_compile_step(m, k, RLX_DEVICE_CPU, 0, &m->steps[k]);
     if (st != RLX_OK) return st;
   }
   *out = m->steps[k];

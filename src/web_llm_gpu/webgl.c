@@ -21,7 +21,7 @@ EXPORT(rlx_llm_webgl_step) rlx_session *w_webgl_step(const rlx_llm *m, int32_t k
     rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_webgl_step: max_width must be >= 0, got %d", (int)max_width);
     return NULL;
   }
-  if (rlx_llm_compile_step(m, k, RLX_DEVICE_WEBGL, &s) != RLX_OK) return NULL;
+  if (rlx_llm_compile_step(m, k, RLX_DEVICE_WEBGL, 0, &s) != RLX_OK) return NULL;
   if (max_width > 0 && rlx_gl_prepare(s, max_width) != RLX_OK) {
     rlx_session_free(s);
     return NULL;

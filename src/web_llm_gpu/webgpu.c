@@ -7,11 +7,13 @@
 #define EXPORT(name) __attribute__((export_name(#name)))
 
 /* Step k compiled for WebGPU, its params bound to the model's weights and
- * caches; NULL with rlx_last_error().  Freed with rlx_llm_session_free,
- * before the model. */
-EXPORT(rlx_llm_webgpu_step) rlx_session *w_webgpu_step(const rlx_llm *m, int32_t k) {
+ * caches; NULL with rlx_last_error().  fuse 1: the fused graph (norms in
+ * the products, rotations in attention_kv: what WebGPU runs), 0: the
+ * plain one (to measure the difference).  Freed with
+ * rlx_llm_session_free, before the model. */
+EXPORT(rlx_llm_webgpu_step) rlx_session *w_webgpu_step(const rlx_llm *m, int32_t k, int32_t fuse) {
   rlx_session *s = NULL;
-  return rlx_llm_compile_step(m, k, RLX_DEVICE_WEBGPU, &s) == RLX_OK ? s : NULL;
+  return rlx_llm_compile_step(m, k, RLX_DEVICE_WEBGPU, fuse != 0, &s) == RLX_OK ? s : NULL;
 }
 
 /* The WGSL source of an embedded kernel the JS side runs on its own

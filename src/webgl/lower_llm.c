@@ -30,6 +30,11 @@ static rlx_status table_of(const rlx_gl_ctx *c, int32_t *qt, int32_t *stride) {
   if (xq8_slot >= 0 && c->node->n_iattr > xq8_slot && c->node->iattr[xq8_slot])
     return rlx_error(RLX_ERR_UNSUPPORTED, "webgl: %s with xq8 (x rounded to 8 bits) runs on the CPU only",
                      rlx_op_name(op));
+  /* norm: the slot after xq8 (rlx_attrs.def) */
+  if (xq8_slot >= 0 && c->node->n_iattr > xq8_slot + 1 && c->node->iattr[xq8_slot + 1])
+    return rlx_error(RLX_ERR_UNSUPPORTED,
+                     "webgl: %s with norm runs on the CPU and WebGPU only (WebGL2 takes rms_norm as its own op)",
+                     rlx_op_name(op));
   int32_t qtype = ATTR_I(c->node, QTABLE, QTYPE), rows = ATTR_I(c->node, QTABLE, ROWS), elems = 1, bytes = 0;
   *qt = rlx_wt_of_gguf_type(qtype, &elems, &bytes);
   if (*qt < 0)
@@ -118,6 +123,9 @@ rlx_status rlx_gl_lower_attention_kv(const rlx_gl_ctx *c, rlx_gl_lowering *out) 
   if ((uint64_t)S * (uint64_t)hq * (uint64_t)C > (uint64_t)INT32_MAX)
     return rlx_error(RLX_ERR_UNSUPPORTED, "webgl: attention_kv's %d x %d x %d scores are past what a shader indexes",
                      (int)S, (int)hq, (int)C);
+  if (c->node->n_iattr > RLX_IATTR_ATTENTION_KV_ROPE && ATTR_I(c->node, ATTENTION_KV, ROPE))
+    return rlx_error(RLX_ERR_UNSUPPORTED,
+                     "webgl: attention_kv with rope runs on the CPU and WebGPU only (WebGL2 takes rope as its own op)");
   float scale = ATTR_F(c->node, ATTENTION_KV, SCALE);
   if (!(scale > 0.0f)) scale = 1.0f / sqrtf((float)D);
   kv_write(out, 1, 3, hkv, S, C, D);

@@ -22,16 +22,7 @@
 
 /* ---- rope ---- */
 
-#define ROPE_FREQS ((RLX_WGPU_MAX_UNIFORM - 8) / 3) /* 64: the frequencies one uniform holds */
-
-/* Top 12 significant bits of v (exact). */
-static float top12(float v) {
-  uint32_t bits;
-  memcpy(&bits, &v, sizeof bits);
-  bits &= 0xfffff000u;
-  memcpy(&v, &bits, sizeof v);
-  return v;
-}
+#define ROPE_FREQS RLX_WGPU_ROPE_FREQS
 
 /* The uniform of rope.wgsl and rope_fused.wgsl: the header (threads, S, D,
  * D/2, pos0, i0, n_i, inverse), then per frequency i in [i0, i0 + n_i)
@@ -52,15 +43,7 @@ static void rope_uniform(rlx_wgpu_dispatch *d, const rlx_node_t *n, uint32_t thr
     rlx_wgpu_f32(d, (float)(-2.0 * log2(theta) / (double)D));
     return;
   }
-  for (uint32_t i = i0; i < i0 + n_i; i++) {
-    double g = pow(theta, -2.0 * (double)i / (double)D) / (2.0 * 3.14159265358979323846);
-    float a = top12((float)g);
-    double rest = g - (double)a;
-    float b = top12((float)rest);
-    rlx_wgpu_f32(d, a);
-    rlx_wgpu_f32(d, b);
-    rlx_wgpu_f32(d, (float)(rest - (double)b));
-  }
+  rlx_wgpu_rope_freqs(d, theta, D, i0, n_i);
 }
 
 /* (x[..., S, D][, offset i32 [1]]) -> y[..., S, D], D even; attributes

@@ -1,5 +1,7 @@
 /* lower_common.c - helpers the per-op WebGPU lowerings share: adding a
- * dispatch, bindings, override constants, uniform words, grid sizes. */
+ * dispatch, bindings, override constants, uniform words, grid sizes, rope's
+ * frequency constants. */
+#include <math.h>
 #include <string.h>
 
 #include "wgpu.h"
@@ -62,6 +64,27 @@ void rlx_wgpu_grid1d(rlx_wgpu_dispatch *d, size_t n, uint32_t per_group) {
   d->groups[0] = (uint32_t)(groups < 65535 ? groups : 65535);
   d->groups[1] = (uint32_t)((groups + 65534) / 65535);
   d->groups[2] = 1;
+}
+
+/* Top 12 significant bits of v (exact). */
+static float top12(float v) {
+  uint32_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  bits &= 0xfffff000u;
+  memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+void rlx_wgpu_rope_freqs(rlx_wgpu_dispatch *d, double theta, uint32_t D, uint32_t i0, uint32_t n_i) {
+  for (uint32_t i = i0; i < i0 + n_i; i++) {
+    double g = pow(theta, -2.0 * (double)i / (double)D) / (2.0 * 3.14159265358979323846);
+    float a = top12((float)g);
+    double rest = g - (double)a;
+    float b = top12((float)rest);
+    rlx_wgpu_f32(d, a);
+    rlx_wgpu_f32(d, b);
+    rlx_wgpu_f32(d, (float)(rest - (double)b));
+  }
 }
 
 rlx_status rlx_wgpu_missing(const rlx_wgpu_ctx *c) {

@@ -10,8 +10,9 @@
  *  - gather_q: llm_gather_q.wgsl;
  *  - attention_kv: causal attention with the keys split over workgroups
  *    (llm_attention_kv.wgsl, which also writes this step's k, v into the
- *    caches, inputs 3 and 4 bound writable: the op's side effect), then
- *    the splits merged (llm_attention_kv_merge.wgsl).
+ *    caches, inputs 3 and 4 bound writable: the op's side effect; with
+ *    rope it rotates q and k as it reads them), then the splits merged
+ *    (llm_attention_kv_merge.wgsl).
  * The kernels take the weight type as the override QTYPE, its sub-op code
  * RLX_SUBOP_WT_<TYPE> (include/rlx_subops.def).
  *
@@ -68,13 +69,18 @@ rlx_status rlx_wgpu_lower_matmul_q(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out
   const int trans = ATTR_I(c->node, QMATMUL, TRANS) != 0;
   const uint32_t M = (uint32_t)(rlx_shape_numel(&c->in_node[0]->shape) / (trans ? t.rows : t.cols));
   const char *shader = trans ? "llm_matmul_qt" : M <= MATVEC_MAX_M ? "llm_matvec_q" : "llm_matmul_q";
-  const int acc = c->node->n_inputs > 2;
+  const int norm = c->node->n_iattr > RLX_IATTR_QMATMUL_NORM && ATTR_I(c->node, QMATMUL, NORM);
+  const int acc = !norm && c->node->n_inputs > 2;
   rlx_wgpu_dispatch *d = rlx_wgpu_add(out, shader);
   rlx_wgpu_override(d, "QTYPE", t.subop);
   rlx_wgpu_override(d, "ACC", (uint32_t)acc);
+  if (!trans) { /* the norm needs trans 0 (its shape rule) */
+    rlx_wgpu_override(d, "NORM", (uint32_t)norm);
+    if (M <= MATVEC_MAX_M) rlx_wgpu_override(d, "KFULL", t.cols % 8 == 0);
+  }
   rlx_wgpu_bind(d, RLX_WB_INPUT, 0, 0, 0, 0);
   rlx_wgpu_bind(d, RLX_WB_INPUT, 1, 0, 0, 0);
-  rlx_wgpu_bind(d, RLX_WB_INPUT, acc ? 2 : 0, 0, 0, 0); /* or x as a placeholder, not read */
+  rlx_wgpu_bind(d, RLX_WB_INPUT, c->node->n_inputs > 2 ? 2 : 0, 0, 0, 0); /* acc or g, else x (not read) */
   rlx_wgpu_bind(d, RLX_WB_OUTPUT, 0, 0, 0, 1);
   rlx_wgpu_u32(d, t.rows);
   rlx_wgpu_u32(d, t.cols);
@@ -85,10 +91,12 @@ rlx_status rlx_wgpu_lower_matmul_q(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out
     rlx_wgpu_grid1d(d, (size_t)M * t.chunks, 64);
   } else if (M <= MATVEC_MAX_M) {
     rlx_wgpu_u32(d, t.chunks);
+    rlx_wgpu_f32(d, norm ? ATTR_F(c->node, QMATMUL, EPS) : 0.0f);
     rlx_wgpu_grid1d(d, t.rows, MATVEC_ROWS);
   } else {
     const uint32_t tiles_n = (t.rows + TILE_N - 1) / TILE_N;
     rlx_wgpu_u32(d, tiles_n);
+    rlx_wgpu_f32(d, norm ? ATTR_F(c->node, QMATMUL, EPS) : 0.0f);
     rlx_wgpu_grid1d(d, (size_t)tiles_n * ((M + TILE_M - 1) / TILE_M), 1);
   }
   return RLX_OK;
@@ -125,6 +133,12 @@ rlx_status rlx_wgpu_lower_attention_kv(const rlx_wgpu_ctx *c, rlx_wgpu_lowering 
   if (D > ATTN_MAX_D || Dv > ATTN_MAX_D)
     return rlx_error(RLX_ERR_UNSUPPORTED, "webgpu: attention_kv with heads of %u / %u values (at most %u on WebGPU)",
                      (unsigned)D, (unsigned)Dv, (unsigned)ATTN_MAX_D);
+  const uint32_t rope = c->node->n_iattr > RLX_IATTR_ATTENTION_KV_ROPE ? (uint32_t)ATTR_I(c->node, ATTENTION_KV, ROPE) : 0u;
+  if (rope && D / 2 > RLX_WGPU_ROPE_FREQS)
+    return rlx_error(RLX_ERR_UNSUPPORTED,
+                     "webgpu: attention_kv with rope rotates heads of up to %u values in its kernel (D = %u): build "
+                     "rope as its own op for wider heads",
+                     (unsigned)(2 * RLX_WGPU_ROPE_FREQS), (unsigned)D);
   float scale = ATTR_F(c->node, ATTENTION_KV, SCALE);
   if (!(scale > 0.0f)) scale = 1.0f / sqrtf((float)D);
   const uint32_t rows = S * hq;
@@ -142,6 +156,7 @@ rlx_status rlx_wgpu_lower_attention_kv(const rlx_wgpu_ctx *c, rlx_wgpu_lowering 
   rlx_wgpu_override(d, "NV", (Dv + ATTN_COLS - 1) / ATTN_COLS);
   rlx_wgpu_override(d, "ND", (D + ATTN_LANES - 1) / ATTN_LANES);
   rlx_wgpu_override(d, "DIRECT", splits == 1);
+  rlx_wgpu_override(d, "ROPE", rope);
   for (int32_t k = 0; k < 6; k++) rlx_wgpu_bind(d, RLX_WB_INPUT, k, 0, 0, k == 3 || k == 4); /* caches written */
   if (splits > 1) {
     out->scratch_bytes = part_bytes; /* rounded up to 256 by prepare.c */
@@ -159,6 +174,11 @@ rlx_status rlx_wgpu_lower_attention_kv(const rlx_wgpu_ctx *c, rlx_wgpu_lowering 
   rlx_wgpu_u32(d, splits);
   rlx_wgpu_u32(d, (uint32_t)slots);
   rlx_wgpu_u32(d, (uint32_t)(slots * Dv));
+  if (rope) {
+    rlx_wgpu_u32(d, 0);
+    rlx_wgpu_u32(d, 0);
+    rlx_wgpu_rope_freqs(d, ATTR_F(c->node, ATTENTION_KV, THETA), D, 0, D / 2);
+  }
   rlx_wgpu_grid1d(d, slots, 1);
   if (splits == 1) return RLX_OK;
   d = rlx_wgpu_add(out, "llm_attention_kv_merge");

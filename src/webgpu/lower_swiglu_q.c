@@ -6,6 +6,8 @@
  *  - more rows (prompts): the two products by matmul_q's own lowering (the
  *    tiled llm_matmul_q.wgsl), the gate's into the scratch and the up's into
  *    the output, then llm_silu_mul.wgsl combines them in place.
+ * With norm, the kernels normalize x's rows as they read them
+ * (_llm_norm.wgsl; the prompt path through matmul_q's norm).
  * silu is the CPU's formula with WGSL's exp (wgsl/_llm_silu.wgsl). */
 #include <string.h>
 
@@ -23,15 +25,22 @@
  * placed after out_bytes. */
 static rlx_status product(const rlx_wgpu_ctx *c, int32_t w, int to_scratch, size_t out_bytes,
                           rlx_wgpu_lowering *out) {
+  const int norm = c->node->n_iattr > RLX_IATTR_QSWIGLU_NORM && ATTR_I(c->node, QSWIGLU, NORM);
   rlx_node_t mm = *c->node;
   mm.op = RLX_OP_MATMUL_Q;
-  mm.n_inputs = 2;
+  mm.n_inputs = norm ? 3 : 2;
   mm.inputs[1] = c->node->inputs[w];
+  mm.inputs[2] = c->node->inputs[3]; /* the norm's g (read with norm only) */
   mm.iattr[RLX_IATTR_QMATMUL_TRANS] = 0;
-  mm.n_iattr = RLX_IATTR_QMATMUL_TRANS + 1;
+  mm.iattr[RLX_IATTR_QMATMUL_XQ8] = 0;
+  mm.iattr[RLX_IATTR_QMATMUL_NORM] = norm;
+  mm.n_iattr = RLX_IATTR_QMATMUL_NORM + 1;
+  mm.fattr[RLX_FATTR_QMATMUL_EPS] = norm ? ATTR_F(c->node, QSWIGLU, EPS) : 0.0f;
+  mm.n_fattr = RLX_FATTR_QMATMUL_EPS + 1;
   rlx_wgpu_ctx sub = *c;
   sub.node = &mm;
   sub.in_node[1] = c->in_node[w];
+  sub.in_node[2] = norm ? c->in_node[3] : c->in_node[0];
   rlx_wgpu_lowering l;
   memset(&l, 0, sizeof l);
   rlx_status st = rlx_wgpu_lower_matmul_q(&sub, &l);
@@ -45,6 +54,7 @@ static rlx_status product(const rlx_wgpu_ctx *c, int32_t w, int to_scratch, size
     for (int32_t b = 0; b < d->n_bindings; b++) {
       rlx_wgpu_binding *x = &d->bindings[b];
       if (x->kind == RLX_WB_INPUT && x->index == 1) x->index = w;
+      else if (x->kind == RLX_WB_INPUT && x->index == 2) x->index = 3; /* g */
       else if (x->kind == RLX_WB_SCRATCH) x->offset += shift;
       else if (x->kind == RLX_WB_OUTPUT && to_scratch) *x = (rlx_wgpu_binding){RLX_WB_SCRATCH, 0, 0, out_bytes, 1};
     }
@@ -77,10 +87,16 @@ rlx_status rlx_wgpu_lower_swiglu_q(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out
   if (sub < 0)
     return rlx_error(RLX_ERR_UNSUPPORTED, "webgpu: swiglu_q: weight type %d has no WebGPU kernel", (int)code);
   rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "llm_swiglu_q");
+  const int norm = c->node->n_iattr > RLX_IATTR_QSWIGLU_NORM && ATTR_I(c->node, QSWIGLU, NORM);
   rlx_wgpu_override(d, "QTYPE", (uint32_t)sub);
-  rlx_wgpu_bind_inputs(d, 3);
+  rlx_wgpu_override(d, "NORM", (uint32_t)norm);
+  rlx_wgpu_override(d, "KFULL", K % 8 == 0);
+  for (int32_t k = 0; k < 3; k++) rlx_wgpu_bind(d, RLX_WB_INPUT, k, 0, 0, 0);
+  rlx_wgpu_bind(d, RLX_WB_INPUT, norm ? 3 : 0, 0, 0, 0); /* g, or x (not read) */
+  rlx_wgpu_bind(d, RLX_WB_OUTPUT, 0, 0, 0, 1);
   const uint32_t words[5] = {N, K, M, K / (uint32_t)elems * (uint32_t)block, (K + 7) / 8};
   for (int k = 0; k < 5; k++) rlx_wgpu_u32(d, words[k]);
+  rlx_wgpu_f32(d, norm ? ATTR_F(c->node, QSWIGLU, EPS) : 0.0f);
   rlx_wgpu_grid1d(d, N, MATVEC_ROWS);
   return RLX_OK;
 }

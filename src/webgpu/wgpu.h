@@ -28,10 +28,14 @@
 #include "../compile/plan.h"
 
 #define RLX_WGPU_MAX_BINDINGS 8
-/* u32 words: 8 header words + 3 per frequency of a 128-wide rope head
- * (rope_fused.wgsl).  A dispatch's uniform slot is sized by the words it
- * uses (plan_json.c), so only such dispatches take the larger slots. */
-#define RLX_WGPU_MAX_UNIFORM 200
+/* u32 words: 12 header words + 3 per frequency of a 128-wide rope head
+ * (llm_attention_kv.wgsl with rope; rope_fused.wgsl has 8 header words).
+ * A dispatch's uniform slot is sized by the words it uses (plan_json.c),
+ * so only such dispatches take the larger slots. */
+#define RLX_WGPU_MAX_UNIFORM 204
+/* Rope frequencies whose exact constants one uniform holds: heads of up
+ * to 128 values (rope_fused.wgsl, llm_attention_kv.wgsl). */
+#define RLX_WGPU_ROPE_FREQS 64u
 #define RLX_WGPU_MAX_OVERRIDES 8
 #define RLX_WGPU_MAX_DISPATCH 8 /* per op */
 
@@ -94,6 +98,11 @@ void rlx_wgpu_shape(rlx_wgpu_dispatch *d, const rlx_shape *s);               /* 
 void rlx_wgpu_bcast_strides(rlx_wgpu_dispatch *d, const rlx_shape *in, const rlx_shape *out); /* 8 strides */
 /* groups for n items at `per_group` items per workgroup, spilling into y. */
 void rlx_wgpu_grid1d(rlx_wgpu_dispatch *d, size_t n, uint32_t per_group);
+/* Per rope frequency i in [i0, i0 + n_i) of a D-wide head, g_i = theta^(-2i/D)
+ * / (2 pi) (turns per position, in double) as three f32 words a, b, c with
+ * a and b of 12 significant bits, so that the shaders' products are exact
+ * (_rope_turns.wgsl). */
+void rlx_wgpu_rope_freqs(rlx_wgpu_dispatch *d, double theta, uint32_t D, uint32_t i0, uint32_t n_i);
 /* An op with no WebGPU kernel yet: a clear RLX_ERR_UNSUPPORTED. */
 rlx_status rlx_wgpu_missing(const rlx_wgpu_ctx *c);
 

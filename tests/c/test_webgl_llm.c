@@ -39,7 +39,7 @@ static rlx_session *webgl_step(rlx_llm *m, int32_t n) {
   rlx_graph *g = NULL;
   rlx_node logits;
   rlx_session *s = NULL;
-  assert_int_equal(rlx_llm_build_step(m, n, &g, &logits), RLX_OK);
+  assert_int_equal(rlx_llm_build_step(m, n, 0, &g, &logits), RLX_OK);
   rlx_compile_options opt = {RLX_DEVICE_WEBGL, 0, 1};
   rlx_status st = rlx_compile(g, &logits, 1, &opt, &s);
   rlx_graph_free(g);

@@ -553,7 +553,7 @@ int main(int argc, char **argv) {
   clock_t t0 = clock();
   if (m > 0) failed += _cmocka_run_group_tests("webgl op cases (reference executor vs CPU)", tests, (size_t)m, NULL, NULL);
   double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
-  printf("webgl: %d op cases ran in %.3f s; not run: %d with a fused or CPU-only op (never lowered)%s%s\n", m, secs, n_fused,
+  printf("webgl: %d op cases ran in %.3f s; not run: %d with a fused or CPU-only op, or a CPU and WebGPU variant (never lowered)%s%s\n", m, secs, n_fused,
          n_pending ? "; refused for a missing lowering: " : "", n_pending ? pending_ops + 1 : "");
   free(tests);
   return failed;

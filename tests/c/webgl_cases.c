@@ -33,9 +33,11 @@ rlx_status webgl_case_prepare(webgl_case *w, const op_case *c) {
   if (st != RLX_OK) return fail(w, st, "compile for the CPU");
   if ((st = rlx_compile(w->g, &out, 1, &gl_opt, &w->gl)) != RLX_OK) {
     fail(w, st, "compile for WebGL2");
-    w->pending = st == RLX_ERR_UNSUPPORTED && strstr(w->message, "has no WebGL2 lowering") != NULL;
-    /* refused by design: fused ops and the CPU-only language-model ops */
-    w->fused = w->pending && (strstr(w->message, "(fused_") != NULL || strstr(w->message, "a CPU-only op") != NULL);
+    /* refused by design: fused ops, the CPU-only language-model ops and
+     * the variants that run on the CPU and WebGPU only (norm, rope) */
+    const int by_design = strstr(w->message, "on the CPU and WebGPU only") != NULL;
+    w->pending = st == RLX_ERR_UNSUPPORTED && (strstr(w->message, "has no WebGL2 lowering") != NULL || by_design);
+    w->fused = w->pending && (strstr(w->message, "(fused_") != NULL || strstr(w->message, "a CPU-only op") != NULL || by_design);
     return st;
   }
   w->n_inputs = rlx_session_input_count(w->cpu);

@@ -6,6 +6,8 @@
 //  - the q8_0, q4_0, q4_K and f16 model of each architecture: the logits
 //    after a prompt are the CPU's within LOGIT_TOL and greedy generation
 //    gives the CPU's ids and text;
+//  - the fused steps a hardware GPU runs (llm_graph.c's fuse) on one model
+//    of each architecture: the same logits and tokens, fewer dispatches;
 //  - a prompt of 93 tokens (steps of 64, 16, 4, 4, 4 and 1: the tiled
 //    prompt kernel and every step size at its position) and eval after it;
 //  - a context that fills up ends both runs the same way ('context'),
@@ -95,6 +97,33 @@ if (missing.length) {
         }
       });
     }
+  }
+
+  // A software adapter runs the plain steps; a hardware one the fused steps
+  // (norms in the products, rotations in attention_kv), checked here by
+  // asking for them: the CPU's logits and tokens, 4 L + 1 fewer dispatches.
+  for (const name of ['llama-q8_0', 'qwen2-q4_0', 'qwen3-q4_k']) {
+    test(`${name}: the fused steps give the CPU's logits and greedy tokens with 4 L + 1 fewer dispatches per token`, async () => {
+      const cpu = await onCpu(name);
+      const g = await onGpu(name);
+      try {
+        assert.equal(g.gpu.fuse, false, 'a software adapter runs the plain steps');
+        const last = g.gpu.sizes.length - 1;
+        const plain = (await g.gpu.step('test', last)).dispatchCount;
+        g.gpu.free();
+        g.gpu.fuse = true;
+        const fused = (await g.gpu.step('test', last)).dispatchCount;
+        assert.equal(plain - fused, 4 * g.info.nLayer + 1, `dispatches per token: plain ${plain}, fused ${fused}`);
+        const ids = cpu.tokenize(LONG);
+        worstLogit = Math.max(worstLogit, closeLogits(await g.logits(ids), cpu.logits(ids), `${name} fused`));
+        const want = await cpu.generate(PROMPT, { maxTokens: 6 });
+        const got = await g.generate(PROMPT, { maxTokens: 6 });
+        assert.deepEqual([got.ids, got.text], [want.ids, want.text]);
+      } finally {
+        g.free();
+        cpu.free();
+      }
+    });
   }
 
   test('llama-q8_0: a 93-token prompt (steps 64, 16, 4, 4, 4, 1) and eval after it', async () => {

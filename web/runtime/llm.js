@@ -466,7 +466,7 @@ async function chooseWebGpu(fn, backend, source) {
       'slower than the wasm CPU path (ask for backend \'webgpu\' to use it anyway)' }] };
   }
   return { backend: 'webgpu', fallbacks: [], device: found.device, software: found.software,
-    steps: (mod, handle, info) => new LlmWebGpu(mod, handle, found.device, info) };
+    steps: (mod, handle, info) => new LlmWebGpu(mod, handle, found.device, info, !found.software) };
 }
 
 /**

@@ -73,13 +73,22 @@ export async function webGpuDevice(fn, source, acceptSoftware = true) {
 
 /** The step plans of one model on one device (see the top of this file). */
 export class LlmWebGpu extends LlmGpuSteps {
-  /** mod: the LlmModule of rlx_llm_gpu.wasm; handle: the model; info: the model's info (nCtx, nVocab). */
-  constructor(mod, handle, device, info) {
+  /**
+   * mod: the LlmModule of rlx_llm_gpu.wasm; handle: the model; info: the
+   * model's info (nCtx, nVocab); fuse: the fused step graphs (the norms in
+   * the products, the rotations in attention_kv: a third fewer dispatches,
+   * for a hardware GPU) or the plain ones (a software adapter such as
+   * SwiftShader, where the fused kernels' extra arithmetic costs more than
+   * the dispatches it saves: 0.9 against 1.3 tokens/s on bench/llm_webgpu.mjs's
+   * quick model).
+   */
+  constructor(mod, handle, device, info, fuse = true) {
     super(mod, handle, info);
     this.device = device;
     this.shared = new Map(); // param name -> GPUBuffer: weights and caches, one set
     this.lost = null;
     this.argmax = null; // the greedy kernel (./llm_gpu_greedy.js), made on first use
+    this.fuse = fuse; // which step graphs compile() makes (src/models/llm_graph.c)
     device.lost?.then((info2) => { this.lost = info2; });
   }
 
@@ -94,7 +103,7 @@ export class LlmWebGpu extends LlmGpuSteps {
   }
 
   compile(k) {
-    return this.mod.call('rlx_llm_webgpu_step', this.handle, k);
+    return this.mod.call('rlx_llm_webgpu_step', this.handle, k, this.fuse ? 1 : 0);
   }
 
   session(fn, ptr) {

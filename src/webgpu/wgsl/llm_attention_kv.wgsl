@@ -34,15 +34,24 @@
 // pos + s (< C).  Every workgroup reads the caches only below pos, so no
 // read of this dispatch meets those writes.
 //
+// ROPE 1 / 2 (attention_kv's rope: NeoX halves / adjacent pairs): q and
+// this step's k are rotated where they are read (q[h, s] and k[g, s] at
+// position pos + s, with _rope_turns.wgsl's exact angles, as rope_fused.wgsl
+// rotates them), so the cache receives rotated keys; the cached keys are
+// rotated already.  Heads of up to 128 values (the frequencies' constants
+// fill the uniform).
+//
 // Bindings: 0 q, 1 k, 2 v, 3 k_cache, 4 v_cache (written), 5 pos (i32 [1]),
 // 6 part (scratch) or out (DIRECT), 7 uniform.
 // Uniform words: 0 Hq, 1 S, 2 D, 3 Dv, 4 C, 5 group (Hq / Hkv), 6 scale
 // (f32 bits), 7 SPLITS, 8 workgroups (S Hq SPLITS), 9 (max, sum) offset in
-// part.
+// part, 10-11 unused; with ROPE from 12 on 3 words (a, b, c as f32) per
+// frequency i < D/2.
 
 override NV: u32 = 1u;     // value columns per thread: ceil(Dv / 64)
 override ND: u32 = 1u;     // key columns per lane: ceil(D / 16)
 override DIRECT: u32 = 0u; // one split: write out
+override ROPE: u32 = 0u;   // 0 none, 1 NeoX halves, 2 adjacent pairs
 const T: u32 = 256u;       // threads
 const KT: u32 = 32u;       // keys per tile
 const LN: u32 = 16u;       // score lanes per key
@@ -57,18 +66,49 @@ const LOW: f32 = -3.4028234663852886e38;
 @group(0) @binding(4) var<storage, read_write> vc: array<f32>;
 @group(0) @binding(5) var<storage, read> pos: array<i32>;
 @group(0) @binding(6) var<storage, read_write> part: array<f32>;
-@group(0) @binding(7) var<uniform> U: array<vec4<u32>, 3>;
+@group(0) @binding(7) var<uniform> U: array<vec4<u32>, 51>;
 
 var<workgroup> ps: array<f32, 544>;      // lanes' partial scores [KT keys][17]
 var<workgroup> sc: array<vec4<f32>, 8>;  // the tile's scores
 var<workgroup> pe: array<vec4<f32>, 8>;  // their exponentials
 var<workgroup> red: array<f32, 1024>;    // value sums [VG][256]
 
+//!include _rope_turns.wgsl
+
+fn uw(i: u32) -> u32 { return U[i / 4u][i % 4u]; }
+
+// Element i of a D-wide row rotated at position p (ROPE): v the element,
+// w its partner ((i, i +- D/2) or (2f, 2f + 1)).
+fn rotate(v: f32, w: f32, i: u32, D: u32, p: u32) -> f32 {
+  let half = D / 2u;
+  let f = select(i % half, i / 2u, ROPE == 2u);
+  let o = 12u + 3u * f;
+  let cs = cos_sin_turns(turns(p, bitcast<f32>(uw(o)), bitcast<f32>(uw(o + 1u)), bitcast<f32>(uw(o + 2u))));
+  let first = select(i < half, i % 2u == 0u, ROPE == 2u);
+  return select(v * cs.x + w * cs.y, v * cs.x - w * cs.y, first);
+}
+
+fn partner(i: u32, D: u32) -> u32 {
+  if (ROPE == 2u) { return i ^ 1u; }
+  return select(i + D / 2u, i - D / 2u, i >= D / 2u);
+}
+
+// Element i of the row at b of q (k) at position p, rotated with ROPE.
+fn q_at(b: u32, i: u32, D: u32, p: u32) -> f32 {
+  if (ROPE == 0u) { return q[b + i]; }
+  return rotate(q[b + i], q[b + partner(i, D)], i, D, p);
+}
+
+fn k_at(b: u32, i: u32, D: u32, p: u32) -> f32 {
+  if (ROPE == 0u) { return k[b + i]; }
+  return rotate(k[b + i], k[b + partner(i, D)], i, D, p);
+}
+
 // Element i of key j (value j with V) of kv head g: the cache below p0,
 // this step's rows from p0 on.
 fn key(g: u32, j: u32, i: u32, p0: u32) -> f32 {
   if (j < p0) { return kc[(g * U[1].x + j) * U[0].z + i]; }
-  return k[(g * U[0].y + j - p0) * U[0].z + i];
+  return k_at((g * U[0].y + j - p0) * U[0].z, i, U[0].z, j);
 }
 
 fn value(g: u32, j: u32, i: u32, p0: u32) -> f32 {
@@ -109,7 +149,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
   var kr = 0.0;
   var vr = 0.0;
   if (appends) {
-    if (t < D) { kr = k[(g * S + s) * D + t]; }
+    if (t < D) { kr = k_at((g * S + s) * D, t, D, p0 + s); }
     if (t < Dv) { vr = v[(g * S + s) * Dv + t]; }
   }
   let lane = t % LN;
@@ -121,7 +161,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
   for (var r = 0u; r < ND; r++) {
     let i = lane + LN * r;
     qr[r] = 0.0;
-    if (i < D) { qr[r] = q[(h * S + s) * D + i] * scale; }
+    if (i < D) { qr[r] = q_at((h * S + s) * D, i, D, p0 + s) * scale; }
   }
   var acc = vec4<f32>(0.0); // columns col, col + 64, col + 128, col + 192
   var mx = LOW;

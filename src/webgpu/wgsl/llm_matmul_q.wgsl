@@ -4,11 +4,17 @@
 // chunk of 8 values per thread, each weight byte decoded once per tile
 // row) go to workgroup memory, then every thread accumulates 2 x 4 outputs.
 //
-// Bindings: 0 x, 1 w (u32 words), 2 acc (_llm_acc.wgsl), 3 y, 4 uniform.
-// Uniform words: 0 N, 1 K, 2 M, 3 row stride (bytes), 4 tiles along N.
+// NORM 1 (_llm_norm.wgsl): first 8 threads per row of the tile sum the
+// row's squares; the x tile is x times g, and each output is scaled by its
+// row's factor at the end.
+//
+// Bindings: 0 x, 1 w (u32 words), 2 acc or g (_llm_acc.wgsl), 3 y, 4
+// uniform.  Uniform words: 0 N, 1 K, 2 M, 3 row stride (bytes), 4 tiles
+// along N, 5 the norm's eps (f32 bits).
 
 //!include _llm_quant.wgsl
 //!include _llm_acc.wgsl
+//!include _llm_norm.wgsl
 
 const TM: u32 = 32u;
 const TN: u32 = 64u;
@@ -21,6 +27,7 @@ const TK: u32 = 32u;
 
 var<workgroup> xt: array<f32, 1024>; // [TM][TK]
 var<workgroup> wt: array<f32, 2048>; // [TK][TN]
+var<workgroup> rs: array<f32, 256>;   // NORM: [TM][8] partial sums of squares
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
@@ -38,12 +45,22 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let wc = li % 4u;  // its chunk within the TK step
   var acc0 = vec4<f32>(0.0);
   var acc1 = vec4<f32>(0.0);
+  if (NORM == 1u) {
+    let m = m0 + li / 8u;
+    var s = 0.0;
+    if (m < M) {
+      for (var k = li % 8u; k < K; k += 8u) { s += x[m * K + k] * x[m * K + k]; }
+    }
+    rs[li] = s;
+  }
   for (var k0 = 0u; k0 < K; k0 += TK) {
     for (var r = 0u; r < 4u; r++) {
       let i = li + 256u * r;
       let m = m0 + i / TK;
       let k = k0 + i % TK;
-      xt[i] = select(0.0, x[min(m * K + k, M * K - 1u)], m < M && k < K);
+      var v = select(0.0, x[min(m * K + k, M * K - 1u)], m < M && k < K);
+      if (NORM == 1u) { v *= acc_in[min(k, K - 1u)]; }
+      xt[i] = v;
     }
     var q = Q8(vec4<f32>(0.0), vec4<f32>(0.0));
     if (n0 + wr < N) { q = deq8((n0 + wr) * stride, k0 / 8u + wc, K); }
@@ -63,6 +80,16 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       acc1 += a1 * b;
     }
     workgroupBarrier();
+  }
+  if (NORM == 1u) { // rs was written before the loop's barriers
+    var s0 = 0.0;
+    var s1 = 0.0;
+    for (var p = 0u; p < 8u; p++) {
+      s0 += rs[16u * ty + p];
+      s1 += rs[16u * ty + 8u + p];
+    }
+    acc0 *= norm_scale(s0, K, bitcast<f32>(U[1].y));
+    acc1 *= norm_scale(s1, K, bitcast<f32>(U[1].y));
   }
   for (var j = 0u; j < 4u; j++) {
     let n = n0 + 4u * tx + j;

@@ -35,6 +35,7 @@ fn u(i: u32) -> u32 { return U[i / 4u][i % 4u]; }
 fn top12(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) & 0xfffff000u); }
 
 //!include _rope_turns.wgsl
+//!include _rope_freqs.wgsl
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {

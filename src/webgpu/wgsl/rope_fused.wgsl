@@ -26,6 +26,7 @@ override OFFSET: u32 = 0u;
 fn u(i: u32) -> u32 { return U[i / 4u][i % 4u]; }
 
 //!include _rope_turns.wgsl
+//!include _rope_freqs.wgsl
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
