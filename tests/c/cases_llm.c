@@ -176,14 +176,16 @@ static rlx_node build_swiglu_q_norm(rlx_graph *g, const op_case *c) {
 }
 
 /* The tables as the plain cases; x uniform in [-2, 2) (a norm's input is
- * of any scale); g in [0.5, 1.5). */
+ * of any scale); g in [0.5, 1.5), for swiglu_q in [0.1, 0.4) (normed
+ * values near fill_swiglu_q's x, for the same reason). */
 static void fill_norm(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
   const int swiglu = c->build == build_swiglu_q_norm, gk = swiglu ? 3 : 2;
   if (k > 0 && k < gk) {
     opcase_fill_table(c->p[0], c->p[1], c->p[2], data, n, seed);
     return;
   }
-  for (size_t i = 0; i < n; i++) data[i] = k == gk ? opcase_uniform(seed, i, 0.5f, 1.5f) : opcase_uniform(seed, i, -2.0f, 2.0f);
+  const float lo = k < gk ? -2.0f : swiglu ? 0.1f : 0.5f, hi = k < gk ? 2.0f : swiglu ? 0.4f : 1.5f;
+  for (size_t i = 0; i < n; i++) data[i] = opcase_uniform(seed, i, lo, hi);
 }
 
 static rlx_node build_attention_kv_rope(rlx_graph *g, const op_case *c) {
