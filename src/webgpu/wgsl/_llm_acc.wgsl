@@ -7,12 +7,8 @@ override ACC: u32 = 0u;
 
 @group(0) @binding(2) var<storage, read> acc_in: array<f32>;
 
-// The norm's weight g[k0 .. k0 + 4) (clamped inside K).
-fn norm_g4(k0: u32, K: u32) -> vec4<f32> {
-  if (KFULL == 1u) { return vec4<f32>(acc_in[k0], acc_in[k0 + 1u], acc_in[k0 + 2u], acc_in[k0 + 3u]); }
-  let e = K - 1u;
-  return vec4<f32>(acc_in[min(k0, e)], acc_in[min(k0 + 1u, e)], acc_in[min(k0 + 2u, e)], acc_in[min(k0 + 3u, e)]);
-}
+// The norm's weight g[i] (_llm_norm.wgsl's norm_weight).
+fn norm_weight(i: u32) -> f32 { return acc_in[i]; }
 
 // The output value at flat index i: the product v, plus acc when present.
 fn with_acc(i: u32, v: f32) -> f32 {

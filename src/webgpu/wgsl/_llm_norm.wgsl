@@ -16,6 +16,15 @@ fn norm_live(k0: u32, K: u32) -> vec4<f32> {
   return select(vec4<f32>(0.0), vec4<f32>(1.0), vec4<u32>(k0, k0 + 1u, k0 + 2u, k0 + 3u) < vec4<u32>(K));
 }
 
+// The norm's weight g[k0 .. k0 + 4) (clamped inside K), from the
+// includer's norm_weight(i).
+fn norm_g4(k0: u32, K: u32) -> vec4<f32> {
+  if (KFULL == 1u) { return vec4<f32>(norm_weight(k0), norm_weight(k0 + 1u), norm_weight(k0 + 2u), norm_weight(k0 + 3u)); }
+  let e = K - 1u;
+  return vec4<f32>(norm_weight(min(k0, e)), norm_weight(min(k0 + 1u, e)), norm_weight(min(k0 + 2u, e)),
+                   norm_weight(min(k0 + 3u, e)));
+}
+
 // The squares of the 8 values (a, c) read at k0, those past K left out.
 fn norm_sq8(a: vec4<f32>, c: vec4<f32>, k0: u32, K: u32) -> f32 {
   if (KFULL == 1u || k0 + 8u <= K) { return dot(a, a) + dot(c, c); }

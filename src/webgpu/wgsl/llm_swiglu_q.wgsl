@@ -42,11 +42,7 @@ var<workgroup> part_g: array<vec4<f32>, 256>; // [RPW][TPR]
 var<workgroup> part_u: array<vec4<f32>, 256>;
 var<workgroup> pss: array<vec4<f32>, 256>; // NORM: the threads' sums of squares
 
-fn g4(k0: u32, K: u32) -> vec4<f32> {
-  if (KFULL == 1u) { return vec4<f32>(gn[k0], gn[k0 + 1u], gn[k0 + 2u], gn[k0 + 3u]); }
-  let e = K - 1u;
-  return vec4<f32>(gn[min(k0, e)], gn[min(k0 + 1u, e)], gn[min(k0 + 2u, e)], gn[min(k0 + 3u, e)]);
-}
+fn norm_weight(i: u32) -> f32 { return gn[i]; }
 
 // x[row, k0 .. k0 + 8) (clamped inside its row: the weights are 0 past K).
 fn x8(row: u32, k0: u32, K: u32) -> Q8 {
@@ -84,7 +80,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       up = true;
       let qu = deq8(o, c, K);
       var gw = Q8(vec4<f32>(1.0), vec4<f32>(1.0));
-      if (NORM == 1u) { gw = Q8(g4(8u * c, K), g4(8u * c + 4u, K)); }
+      if (NORM == 1u) { gw = Q8(norm_g4(8u * c, K), norm_g4(8u * c + 4u, K)); }
       for (var m = 0u; m < M; m++) {
         var v = x8(m, 8u * c, K);
         if (NORM == 1u) {
