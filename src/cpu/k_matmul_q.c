@@ -12,7 +12,9 @@
  *    Q4_0), or goes through the type's portable fused dot (the others);
  *  - otherwise (a prompt, or trans 1): weight rows are dequantized a tile
  *    at a time (about 256 KiB) and the tile is multiplied with every x row
- *    by the GEMM, so each weight byte is decoded once per call. */
+ *    by the GEMM, so each weight byte is decoded once per call.
+ * With norm, x's rows are first normalized into the kernel's own buffer
+ * by rms_norm's rows (k_norm.c), then take the paths above. */
 #include <math.h>
 #include <string.h>
 

@@ -12,7 +12,8 @@
  *    into one weight tile (256 KiB) and multiplied with every x row by one
  *    GEMM, so x is packed once per tile for both weights.
  * silu(g) is the silu kernel's g * sigmoid_stable(g) (k_unary.c), then
- * times u: the rounding of silu followed by mul. */
+ * times u: the rounding of silu followed by mul.  With norm, x's rows are
+ * normalized first (as matmul_q's). */
 #include <string.h>
 
 #include "fast_math.h"
