@@ -181,7 +181,7 @@ test('npm pack: the tarball installs offline into a fresh folder and works from 
   try {
     const env = { ...process.env, npm_config_cache: join(dir, 'npm-cache'), npm_config_update_notifier: 'false',
       npm_config_fund: 'false', npm_config_audit: 'false', npm_config_loglevel: 'error' };
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: `${ROOT}web`, env, encoding: 'utf8' }));
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: `${ROOT}web`, env, encoding: 'utf8', timeout: 120_000 }));
     const files = packed[0].files.map((f) => f.path).sort();
     for (const f of ['package.json', 'rlx.js', 'rlx.d.ts', 'pkg/rlx_web.js', 'pkg/rlx_web.d.ts', 'pkg/rlx_web.wasm',
       'pkg/rlx_web_relaxed.wasm', 'pkg/rlx_llm.wasm', 'pkg/rlx_llm_relaxed.wasm', 'pkg/rlx_llm_gpu.wasm', 'pkg/rlx_llm_webgl.wasm', 'runtime/llm_webgpu.js', 'runtime/llm_webgl.js', 'runtime/llm_gpu_steps.js', 'runtime/simd.js', 'runtime/loader.js', 'runtime/wasi.js', 'runtime/webgpu.js', 'runtime/webgraph.js', 'runtime/backends.js']) {
@@ -193,7 +193,7 @@ test('npm pack: the tarball installs offline into a fresh folder and works from 
     const app = join(dir, 'app');
     execFileSync('mkdir', ['-p', app]);
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'rlx-consumer', private: true, type: 'module' }));
-    execFileSync('npm', ['install', '--offline', '--no-save', join(dir, packed[0].filename)], { cwd: app, env, encoding: 'utf8' });
+    execFileSync('npm', ['install', '--offline', '--no-save', join(dir, packed[0].filename)], { cwd: app, env, encoding: 'utf8', timeout: 120_000 });
     assert.ok(readdirSync(join(app, 'node_modules', 'rlx')).includes('rlx.js'));
     writeFileSync(join(app, 'main.mjs'), `
       import Rlx from 'rlx';
@@ -222,7 +222,7 @@ test('npm pack: the tarball installs offline into a fresh folder and works from 
         low: typeof low.mlp_forward, backends: rlx.backends() }));
       rlx.dispose();
     `);
-    const out = JSON.parse(execFileSync(process.execPath, ['main.mjs'], { cwd: app, encoding: 'utf8' }));
+    const out = JSON.parse(execFileSync(process.execPath, ['main.mjs'], { cwd: app, encoding: 'utf8', timeout: 120_000 }));
     assert.equal(out.logits.length, 20);
     const bench = new low.VisionBench('mnist-cnn');
     close(out.logits, bench.forward_cpu(bench.synthetic_batch(1, 2).x, bench.init_params(42)), 'installed package: vision forward');
