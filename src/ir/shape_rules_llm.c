@@ -73,8 +73,6 @@ static rlx_status check_norm(const rlx_graph *g, const rlx_node_t *n, int32_t no
   if (norm && n->n_inputs != k + 1)
     FAIL(RLX_ERR_INVALID_ARG, "norm takes its weight g[%d] as input %d, the last (%d inputs given)", (int)K, (int)k,
          (int)n->n_inputs);
-  if (!norm && n->n_inputs > k && n->op == RLX_OP_SWIGLU_Q)
-    FAIL(RLX_ERR_INVALID_ARG, "input %d (a norm's weight) needs norm 1", (int)k);
   if (norm && (DTYPE(k) != RLX_F32 || IN(k)->rank != 1 || IN(k)->dims[0] != K))
     FAIL(RLX_ERR_SHAPE, "norm's weight (input %d) must be f32 [%d]", (int)k, (int)K);
   return RLX_OK;
@@ -131,6 +129,7 @@ rlx_status rlx_shape_swiglu_q(const rlx_graph *g, rlx_node_t *n, char *msg, size
   if (st == RLX_OK)
     st = check_norm(g, n, ATTR_I(n, QSWIGLU, NORM), 3, ATTR_I(n, QTABLE, COLS), ATTR_F(n, QSWIGLU, EPS), msg, cap);
   if (st != RLX_OK) return st;
+  if (!ATTR_I(n, QSWIGLU, NORM) && n->n_inputs > 3) FAIL(RLX_ERR_INVALID_ARG, "input 3 (a norm's weight) needs norm 1");
   const rlx_shape *x = IN(0);
   if (DTYPE(0) != RLX_F32) FAIL(RLX_ERR_INVALID_ARG, "x must be f32");
   if (x->rank < 1 || x->dims[x->rank - 1] != ATTR_I(n, QTABLE, COLS))

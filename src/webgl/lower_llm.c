@@ -27,11 +27,11 @@ static rlx_status table_of(const rlx_gl_ctx *c, int32_t *qt, int32_t *stride) {
   const int32_t op = c->node->op, xq8_slot = op == RLX_OP_MATMUL_Q   ? RLX_IATTR_QMATMUL_XQ8
                                              : op == RLX_OP_SWIGLU_Q ? RLX_IATTR_QSWIGLU_XQ8
                                                                      : -1;
+  const int32_t norm_slot = op == RLX_OP_MATMUL_Q ? RLX_IATTR_QMATMUL_NORM : op == RLX_OP_SWIGLU_Q ? RLX_IATTR_QSWIGLU_NORM : -1;
   if (xq8_slot >= 0 && c->node->n_iattr > xq8_slot && c->node->iattr[xq8_slot])
     return rlx_error(RLX_ERR_UNSUPPORTED, "webgl: %s with xq8 (x rounded to 8 bits) runs on the CPU only",
                      rlx_op_name(op));
-  /* norm: the slot after xq8 (rlx_attrs.def) */
-  if (xq8_slot >= 0 && c->node->n_iattr > xq8_slot + 1 && c->node->iattr[xq8_slot + 1])
+  if (norm_slot >= 0 && c->node->n_iattr > norm_slot && c->node->iattr[norm_slot])
     return rlx_error(RLX_ERR_UNSUPPORTED,
                      "webgl: %s with norm runs on the CPU and WebGPU only (WebGL2 takes rms_norm as its own op)",
                      rlx_op_name(op));

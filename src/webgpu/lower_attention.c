@@ -22,8 +22,6 @@
 
 /* ---- rope ---- */
 
-#define ROPE_FREQS RLX_WGPU_ROPE_FREQS
-
 /* The uniform of rope.wgsl and rope_fused.wgsl: the header (threads, S, D,
  * D/2, pos0, i0, n_i, inverse), then per frequency i in [i0, i0 + n_i)
  * g_i = freq_i / (2 pi) (turns per position, in double) split into a, b, c
@@ -39,7 +37,7 @@ static void rope_uniform(rlx_wgpu_dispatch *d, const rlx_node_t *n, uint32_t thr
   rlx_wgpu_u32(d, i0);
   rlx_wgpu_u32(d, n_i);
   rlx_wgpu_u32(d, n->n_iattr > 1 && ATTR_I(n, ROPE, INVERSE) ? 1u : 0u);
-  if (n_i > ROPE_FREQS) { /* FREQ_GPU */
+  if (n_i > RLX_WGPU_ROPE_FREQS) { /* FREQ_GPU */
     rlx_wgpu_f32(d, (float)(-2.0 * log2(theta) / (double)D));
     return;
   }
@@ -58,7 +56,7 @@ rlx_status rlx_wgpu_lower_rope(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
   const rlx_shape *s = &c->in_node[0]->shape;
   uint32_t D = (uint32_t)s->dims[s->rank - 1], S = (uint32_t)s->dims[s->rank - 2], half = D / 2;
   size_t rows = rlx_shape_numel(s) / D, table_bytes = (size_t)S * D * sizeof(float);
-  if (half <= ROPE_FREQS) {
+  if (half <= RLX_WGPU_ROPE_FREQS) {
     rlx_wgpu_dispatch *d = rlx_wgpu_add(out, "rope_fused");
     rlx_wgpu_override(d, "PAIRS", pairs);
     rlx_wgpu_override(d, "OFFSET", (uint32_t)has_offset);
@@ -69,8 +67,8 @@ rlx_status rlx_wgpu_lower_rope(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out) {
     rlx_wgpu_grid1d(d, rows * half, 256);
     return RLX_OK;
   }
-  int gpu_freqs = half > ROPE_FREQS * (RLX_WGPU_MAX_DISPATCH - 1);
-  uint32_t per = gpu_freqs ? half : ROPE_FREQS;
+  int gpu_freqs = half > RLX_WGPU_ROPE_FREQS * (RLX_WGPU_MAX_DISPATCH - 1);
+  uint32_t per = gpu_freqs ? half : RLX_WGPU_ROPE_FREQS;
   out->scratch_bytes = rlx_wgpu_align256(table_bytes);
   for (uint32_t i0 = 0; i0 < half; i0 += per) {
     uint32_t n_i = half - i0 < per ? half - i0 : per;

@@ -74,10 +74,7 @@ rlx_status rlx_wgpu_lower_matmul_q(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out
   rlx_wgpu_dispatch *d = rlx_wgpu_add(out, shader);
   rlx_wgpu_override(d, "QTYPE", t.subop);
   rlx_wgpu_override(d, "ACC", (uint32_t)acc);
-  if (!trans) { /* the norm needs trans 0 (its shape rule) */
-    rlx_wgpu_override(d, "NORM", (uint32_t)norm);
-    if (M <= MATVEC_MAX_M) rlx_wgpu_override(d, "KFULL", t.cols % 8 == 0);
-  }
+  if (!trans) rlx_wgpu_override(d, "NORM", (uint32_t)norm); /* the norm needs trans 0 (its shape rule) */
   rlx_wgpu_bind(d, RLX_WB_INPUT, 0, 0, 0, 0);
   rlx_wgpu_bind(d, RLX_WB_INPUT, 1, 0, 0, 0);
   rlx_wgpu_bind(d, RLX_WB_INPUT, c->node->n_inputs > 2 ? 2 : 0, 0, 0, 0); /* acc or g, else x (not read) */

@@ -90,7 +90,6 @@ rlx_status rlx_wgpu_lower_swiglu_q(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out
   const int norm = c->node->n_iattr > RLX_IATTR_QSWIGLU_NORM && ATTR_I(c->node, QSWIGLU, NORM);
   rlx_wgpu_override(d, "QTYPE", (uint32_t)sub);
   rlx_wgpu_override(d, "NORM", (uint32_t)norm);
-  rlx_wgpu_override(d, "KFULL", K % 8 == 0);
   for (int32_t k = 0; k < 3; k++) rlx_wgpu_bind(d, RLX_WB_INPUT, k, 0, 0, 0);
   rlx_wgpu_bind(d, RLX_WB_INPUT, norm ? 3 : 0, 0, 0, 0); /* g, or x (not read) */
   rlx_wgpu_bind(d, RLX_WB_OUTPUT, 0, 0, 0, 1);

@@ -373,6 +373,31 @@ static rlx_node bad_attention_kv(rlx_graph *g, int v) {
   return rlx_attention_kv(g, q, k, k, kc, vc, pos, 0.0f);
 }
 
+/* norm on matmul_q (variants 0-4) and swiglu_q (5): its flag, eps, the
+ * weight's place and shape, trans. */
+static rlx_node bad_norm(rlx_graph *g, int v) {
+  int32_t words = 17;
+  rlx_node x = rlx_input(g, "x", 2, (int32_t[]){3, v == 0 ? 2 : 32}, RLX_F32);
+  rlx_node w = rlx_input(g, "w", 1, &words, RLX_I32);
+  rlx_node gw = rlx_input(g, "g", 1, (int32_t[]){v == 1 ? 16 : 32}, RLX_F32);
+  float eps[1] = {v == 4 ? -1.0f : 1e-5f};
+  if (v == 5)
+    return rlx_op_node(g, RLX_OP_SWIGLU_Q, (rlx_node[]){x, w, w, gw}, 4, (int32_t[]){QT, 2, 32, 0, 0}, 5, eps, 1);
+  const int32_t trans = v == 0, norm = v == 3 ? 2 : 1;
+  return rlx_op_node(g, RLX_OP_MATMUL_Q, (rlx_node[]){x, w, gw}, v == 2 ? 2 : 3, (int32_t[]){QT, 2, 32, trans, 0, norm},
+                     6, eps, 1);
+}
+
+/* rope on attention_kv: its value (0), theta (1), an odd D (2). */
+static rlx_node bad_rope(rlx_graph *g, int v) {
+  const int32_t D = v == 2 ? 5 : 4;
+  rlx_node q = rlx_input(g, "q", 3, (int32_t[]){2, 1, D}, RLX_F32), k = rlx_input(g, "k", 3, (int32_t[]){2, 1, D}, RLX_F32);
+  rlx_node kc = rlx_param(g, "kc", 3, (int32_t[]){2, 8, D}), vc = rlx_param(g, "vc", 3, (int32_t[]){2, 8, D});
+  rlx_node pos = rlx_input(g, "pos", 1, (int32_t[]){1}, RLX_I32);
+  float f[2] = {0.0f, v == 1 ? 0.0f : 10000.0f};
+  return rlx_op_node(g, RLX_OP_ATTENTION_KV, (rlx_node[]){q, k, k, kc, vc, pos}, 6, (int32_t[]){v == 0 ? 3 : 1}, 1, f, 2);
+}
+
 static void shape_rules_refuse(void **state) {
   (void)state;
   expect_refusal(bad_matmul_q, 0, RLX_ERR_INVALID_ARG, "qtype 10 (q2_K) is not a supported GGUF weight type");
@@ -392,6 +417,29 @@ static void shape_rules_refuse(void **state) {
   expect_refusal(bad_attention_kv, 1, RLX_ERR_GRAPH, "k_cache must be an input or param");
   expect_refusal(bad_attention_kv, 2, RLX_ERR_GRAPH, "k_cache is also given as v_cache");
   expect_refusal(bad_attention_kv, 3, RLX_ERR_INVALID_ARG, "pos");
+  expect_refusal(bad_norm, 0, RLX_ERR_INVALID_ARG, "norm normalizes x[..., cols]: it needs trans 0");
+  expect_refusal(bad_norm, 1, RLX_ERR_SHAPE, "norm's weight (input 2) must be f32 [32]");
+  expect_refusal(bad_norm, 2, RLX_ERR_INVALID_ARG, "norm takes its weight g[32] as input 2, the last (2 inputs given)");
+  expect_refusal(bad_norm, 3, RLX_ERR_INVALID_ARG, "norm must be 0 or 1, got 2");
+  expect_refusal(bad_norm, 4, RLX_ERR_INVALID_ARG, "eps must be finite and >= 0");
+  expect_refusal(bad_norm, 5, RLX_ERR_INVALID_ARG, "input 3 (a norm's weight) needs norm 1");
+  expect_refusal(bad_rope, 0, RLX_ERR_INVALID_ARG, "rope must be 0 (none), 1 (NeoX halves) or 2 (pairs), got 3");
+  expect_refusal(bad_rope, 1, RLX_ERR_INVALID_ARG, "rope needs theta > 0");
+  expect_refusal(bad_rope, 2, RLX_ERR_SHAPE, "D (5) must be even");
+  /* WebGPU's attention kernel rotates heads up to 128 wide: wider ones are
+   * refused at compile, by name */
+  rlx_graph *g = rlx_graph_new();
+  const int32_t D = 256;
+  rlx_node q = rlx_input(g, "q", 3, (int32_t[]){1, 1, D}, RLX_F32), k = rlx_input(g, "k", 3, (int32_t[]){1, 1, D}, RLX_F32);
+  rlx_node kc = rlx_param(g, "kc", 3, (int32_t[]){1, 8, D}), vc = rlx_param(g, "vc", 3, (int32_t[]){1, 8, D});
+  rlx_node pos = rlx_input(g, "pos", 1, (int32_t[]){1}, RLX_I32);
+  rlx_node y = rlx_op_node(g, RLX_OP_ATTENTION_KV, (rlx_node[]){q, k, k, kc, vc, pos}, 6, (int32_t[]){2}, 1,
+                           (float[]){0.0f, 10000.0f}, 2);
+  rlx_compile_options opt = {RLX_DEVICE_WEBGPU, 1, 0};
+  rlx_session *s = NULL;
+  assert_int_equal(rlx_compile(g, &y, 1, &opt, &s), RLX_ERR_UNSUPPORTED);
+  assert_contains(rlx_last_error(), "attention_kv with rope rotates heads of up to 128 values in its kernel (D = 256)");
+  rlx_graph_free(g);
 }
 
 /* pos < 0 fails the run with the node named; two identical attention_kv

@@ -37,15 +37,8 @@ var<workgroup> pss: array<vec4<f32>, 256>;  // NORM: the threads' sums of square
 fn dot8(q: Q8, row: u32, k0: u32, K: u32, ga: vec4<f32>, gb: vec4<f32>) -> vec2<f32> {
   let b = row * K;
   let e = K - 1u;
-  var a: vec4<f32>;
-  var c: vec4<f32>;
-  if (KFULL == 1u) {
-    a = vec4<f32>(x[b + k0], x[b + k0 + 1u], x[b + k0 + 2u], x[b + k0 + 3u]);
-    c = vec4<f32>(x[b + k0 + 4u], x[b + k0 + 5u], x[b + k0 + 6u], x[b + k0 + 7u]);
-  } else {
-    a = vec4<f32>(x[b + min(k0, e)], x[b + min(k0 + 1u, e)], x[b + min(k0 + 2u, e)], x[b + min(k0 + 3u, e)]);
-    c = vec4<f32>(x[b + min(k0 + 4u, e)], x[b + min(k0 + 5u, e)], x[b + min(k0 + 6u, e)], x[b + min(k0 + 7u, e)]);
-  }
+  let a = vec4<f32>(x[b + min(k0, e)], x[b + min(k0 + 1u, e)], x[b + min(k0 + 2u, e)], x[b + min(k0 + 3u, e)]);
+  let c = vec4<f32>(x[b + min(k0 + 4u, e)], x[b + min(k0 + 5u, e)], x[b + min(k0 + 6u, e)], x[b + min(k0 + 7u, e)]);
   if (NORM == 1u) { return vec2<f32>(dot(q.a, a * ga) + dot(q.b, c * gb), norm_sq8(a, c, k0, K)); }
   return vec2<f32>(dot(q.a, a) + dot(q.b, c), 0.0);
 }

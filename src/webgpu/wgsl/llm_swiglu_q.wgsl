@@ -47,10 +47,6 @@ fn norm_weight(i: u32) -> f32 { return gn[i]; }
 // x[row, k0 .. k0 + 8) (clamped inside its row: the weights are 0 past K).
 fn x8(row: u32, k0: u32, K: u32) -> Q8 {
   let b = row * K;
-  if (KFULL == 1u) {
-    return Q8(vec4<f32>(x[b + k0], x[b + k0 + 1u], x[b + k0 + 2u], x[b + k0 + 3u]),
-              vec4<f32>(x[b + k0 + 4u], x[b + k0 + 5u], x[b + k0 + 6u], x[b + k0 + 7u]));
-  }
   let e = K - 1u;
   return Q8(vec4<f32>(x[b + min(k0, e)], x[b + min(k0 + 1u, e)], x[b + min(k0 + 2u, e)], x[b + min(k0 + 3u, e)]),
             vec4<f32>(x[b + min(k0 + 4u, e)], x[b + min(k0 + 5u, e)], x[b + min(k0 + 6u, e)], x[b + min(k0 + 7u, e)]));
