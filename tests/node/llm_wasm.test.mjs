@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { loadGguf as loadGgufAny, RlxError } from '../../web/runtime/llm.js';
 import { MODULE_FILES } from '../../web/runtime/simd.js';
+import { FATAL_STATUS } from '../../web/runtime/loader.js';
 
 // The build under test; every load below asks for it (a bad options argument is passed on as it is).
 const SIMD = process.env.RLX_TEST_SIMD ?? 'simd128';
@@ -299,6 +300,25 @@ test('a file past the wasm32 budget (3.5 GiB) is refused before it is read', asy
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('a trap inside the module is a fatal RlxError (the status rlx_web.js uses), and the dead instance refuses work', async () => {
+  const model = await loadGguf(fixture('llama-q4_0'));
+  let err;
+  try {
+    model.mod.call('rlx_llm_position', 0xfffffff0); // reads far outside wasm memory: traps (the public API never passes this)
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof RlxError, `expected an RlxError, got ${err}`);
+  assert.equal(err.status, FATAL_STATUS);
+  assert.equal(err.statusName, 'fatal');
+  assert.ok(err.cause instanceof WebAssembly.RuntimeError, 'the trap is kept as the cause');
+  assert.match(err.message, /fatal error inside the wasm module \(in rlx_llm_position\).*load the model again/);
+  assert.throws(() => model.tokenize('x'), (e) => e instanceof RlxError && e.status === FATAL_STATUS && /fatal error earlier/.test(e.message));
+  const fresh = await loadGguf(fixture('llama-q4_0')); // a new instance works
+  assert.ok(fresh.tokenize('Hello').length > 0);
+  fresh.free();
 });
 
 test('bad arguments are RlxErrors naming the function and the argument', async () => {

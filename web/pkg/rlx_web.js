@@ -44,7 +44,7 @@
 //
 // The low-level Graph / Session API of ../runtime/loader.js is re-exported;
 // runtime() gives the loaded module for it: `runtime().graph()`.
-import { loadRlx, Rlx, RlxError, optionsArg } from '../runtime/loader.js';
+import { loadRlx, Rlx, RlxError, optionsArg, FATAL_STATUS as FATAL } from '../runtime/loader.js';
 import { simdOption } from '../runtime/simd.js';
 import { WebGraph as GraphBase, CompiledGraph, selectCompiled } from '../runtime/webgraph.js';
 import * as backends from '../runtime/backends.js';
@@ -54,7 +54,6 @@ export { loadRlx, Rlx, RlxError, Graph, Session } from '../runtime/loader.js';
 export { CompiledGraph } from '../runtime/webgraph.js';
 
 const INVALID = -1; // RLX_ERR_INVALID_ARG
-const FATAL = -100; // not an rlx_status: the wasm instance trapped
 const MAX_BATCH = 65536;
 const MAX_TRANSFORMER_PARAMS = 1 << 26; // 256 MB of f32 weights: beyond that a tab runs out of memory
 

@@ -26,8 +26,10 @@
 // allocated.  Every bad argument is an RlxError naming the function and the
 // argument; the library's own refusals are RlxErrors with its message.
 //
-// GgufWorker runs the same API in a module Worker (llm_worker.js), so a page
-// generates without blocking its UI; tokens arrive as messages.
+// GgufWorker (llm_worker_client.js) runs the same API in a module Worker
+// (llm_worker.js), so a page generates without blocking its UI; tokens
+// arrive as messages.  The module instance is llm_module.js, the file's
+// bytes come through llm_source.js, shared checks from llm_common.js.
 //
 // Backends: 'cpu' runs the steps in the module (wasm); 'webgpu' loads the
 // module's WebGPU build (rlx_llm_gpu.wasm) and runs them on the GPU
@@ -37,15 +39,16 @@
 // the CPU (software rasterizers such as SwiftShader run slower than the
 // wasm CPU path: the order of backends.js's BACKEND_ORDER), and
 // info.fallbacks says why each GPU backend was not taken.
-import { WasiShim } from './wasi.js';
 import { RlxError, describe, optionsArg } from './loader.js';
-import { simdOption, moduleFile, moduleSimd } from './simd.js';
+import { simdOption, moduleFile } from './simd.js';
 import { Generation } from './llm_stream.js';
+import { STATUS, fail, functionOption, intOption, isNode, now, numberOption } from './llm_common.js';
+import { LlmModule, instantiate } from './llm_module.js';
+import { SOURCE_KINDS, openSource } from './llm_source.js';
 
 export { RlxError };
+export { GgufWorker } from './llm_worker_client.js';
 
-const isNode = typeof process === 'object' && !!process.versions?.node;
-const STATUS = { INVALID_ARG: -1, NO_MEMORY: -4, UNSUPPORTED: -6, STATE: -7 };
 const STOPPED_BY = ['maxTokens', 'eog', 'stop', 'callback', 'context'];
 const BACKENDS = ['auto', 'cpu', 'webgpu', 'webgl'];
 const GPU_WASM = new URL('../pkg/rlx_llm_gpu.wasm', import.meta.url);
@@ -54,248 +57,9 @@ const MAX_STOP = 16;           // stop strings per generation
 const MAX_TEXT = 1 << 26;      // bytes of text to tokenize at once
 const MAX_IDS = 1 << 24;       // ids in one call
 const YIELD_MS = 16;           // a generation lets events in at least this often
-const BLOB_SLICE = 8 << 20;    // bytes per slice() of a Blob without stream()
 const PROGRESS_MS = 50;        // onProgress at most this often while loading
-const now = () => (typeof performance === 'object' ? performance.now() : Date.now());
-
-function fail(fn, message) {
-  return new RlxError(STATUS.INVALID_ARG, `${fn}: ${message}`, 'invalid argument');
-}
 
 function gib(bytes) { return `${(bytes / 2 ** 30).toFixed(2)} GiB`; }
-
-/** The WASI shim plus clock_time_get (the library's timers). */
-class LlmWasi extends WasiShim {
-  imports(module) {
-    const out = super.imports(module);
-    const w = out.wasi_snapshot_preview1;
-    if ('clock_time_get' in w) {
-      w.clock_time_get = (id, _precision, ptr) => {
-        const ms = id === 0 ? Date.now() : now();
-        this.view().setBigUint64(ptr, BigInt(Math.round(ms * 1e6)), true);
-        return 0;
-      };
-    }
-    return out;
-  }
-}
-
-const compiled = new Map(); // module URL -> Promise<WebAssembly.Module>
-
-async function compileModule(source) {
-  if (source instanceof WebAssembly.Module) return source;
-  if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) return WebAssembly.compile(source);
-  const key = String(source);
-  if (!compiled.has(key)) {
-    const p = (async () => {
-      const isFileUrl = source instanceof URL ? source.protocol === 'file:' : /^file:/.test(key);
-      if (isNode && (isFileUrl || !/^https?:/.test(key))) {
-        const { readFile } = await import('node:fs/promises');
-        return WebAssembly.compile(await readFile(isFileUrl ? new URL(key) : key));
-      }
-      const response = await fetch(source);
-      if (!response.ok) throw new Error(`HTTP ${response.status}`);
-      if (WebAssembly.compileStreaming && /^application\/wasm\b/.test(response.headers.get('content-type') ?? '')) {
-        return WebAssembly.compileStreaming(response);
-      }
-      return WebAssembly.compile(await response.arrayBuffer());
-    })();
-    compiled.set(key, p);
-    p.catch(() => compiled.delete(key));
-  }
-  return compiled.get(key);
-}
-
-/** One instance of rlx_llm.wasm with its memory helpers. */
-class LlmModule {
-  constructor(instance, simd) {
-    this.e = instance.exports;
-    this.simd = simd; // 'relaxed' | 'simd128': the build (runtime/simd.js)
-    this.memory = this.e.memory;
-    this.encoder = new TextEncoder();
-    this.decoder = new TextDecoder();
-    this.dead = null; // the trap that ended this instance
-  }
-  u8(ptr, n) { return new Uint8Array(this.memory.buffer, ptr, n); }
-  i32(ptr, n) { return new Int32Array(this.memory.buffer, ptr, n); }
-  f64(ptr, n) { return new Float64Array(this.memory.buffer, ptr, n); }
-  cstring(ptr) {
-    ptr >>>= 0;
-    if (!ptr) return '';
-    const mem = new Uint8Array(this.memory.buffer);
-    let end = ptr;
-    while (end < mem.length && mem[end] !== 0) end++;
-    return this.decoder.decode(mem.subarray(ptr, end));
-  }
-  alloc(bytes) {
-    const ptr = this.call('rlx_wasm_alloc', bytes) >>> 0;
-    if (!ptr) throw new RlxError(STATUS.NO_MEMORY, `wasm out of memory allocating ${bytes} bytes`, 'no memory');
-    return ptr;
-  }
-  free(ptr) { if (ptr) this.call('rlx_wasm_free', ptr); }
-  /** An export called with a trap (a bug, never bad arguments) turned into a 'fatal' RlxError. */
-  call(name, ...args) {
-    if (this.dead) throw new RlxError(-8, `rlx_llm: the module hit a fatal error earlier (${this.dead}); load the model again`, 'fatal');
-    try {
-      return this.e[name](...args);
-    } catch (err) {
-      const trapped = err instanceof WebAssembly.RuntimeError || err?.name === 'WasiExit' ||
-        (err instanceof RangeError && /call stack/i.test(err.message));
-      if (!trapped) throw err;
-      this.dead = err.message;
-      const wrapped = new RlxError(-8, `rlx_llm: fatal error inside the wasm module (in ${name}): ${err.message}. ` +
-        'This is a bug in RLX, not in your arguments; load the model again.', 'fatal');
-      wrapped.cause = err;
-      throw wrapped;
-    }
-  }
-  lastError() { return this.cstring(this.call('rlx_last_error')); }
-  check(status, prefix = '') {
-    if (status < 0) {
-      throw new RlxError(status, prefix + this.lastError(), this.cstring(this.call('rlx_status_name', status)));
-    }
-    return status;
-  }
-  /** Runs fn(t) with t.alloc / t.str / t.i32 blocks freed afterwards. */
-  scoped(fn) {
-    const ptrs = [];
-    const t = {
-      alloc: (n) => { const p = this.alloc(n); ptrs.push(p); return p; },
-      str: (s) => {
-        const bytes = this.encoder.encode(s);
-        const p = t.alloc(bytes.length + 1);
-        const mem = this.u8(p, bytes.length + 1);
-        mem.set(bytes);
-        mem[bytes.length] = 0;
-        return { ptr: p, len: bytes.length };
-      },
-      i32: (values) => {
-        const p = t.alloc(4 * Math.max(values.length, 1));
-        this.i32(p, values.length).set(values);
-        return p;
-      },
-    };
-    try { return fn(t); } finally { for (const p of ptrs) this.free(p); }
-  }
-}
-
-async function instantiate(wasm) {
-  let module;
-  try {
-    module = await compileModule(wasm);
-  } catch (err) {
-    const e = new RlxError(STATUS.INVALID_ARG, `loadGguf: cannot load the language-model module from ${String(wasm).slice(0, 200)}: ${err?.message ?? err}`, 'invalid argument');
-    e.cause = err;
-    throw e;
-  }
-  const wasi = new LlmWasi();
-  const instance = await WebAssembly.instantiate(module, wasi.imports(module));
-  wasi.attach(instance);
-  instance.exports._initialize?.();
-  if (typeof instance.exports.rlx_llm_open !== 'function') {
-    throw new RlxError(STATUS.INVALID_ARG, 'loadGguf: options.wasm is not rlx_llm.wasm (no rlx_llm_open export)', 'invalid argument');
-  }
-  return new LlmModule(instance, moduleSimd(module));
-}
-
-// ---- sources ---------------------------------------------------------------
-
-const SOURCE_KINDS = 'a URL or path, a File or Blob, a Response, an ArrayBuffer or a Uint8Array';
-
-/** { size (bytes, or null when unknown), chunks (async iterable of Uint8Array), name } of a source. */
-async function openSource(fn, source) {
-  if (source instanceof ArrayBuffer) return { size: source.byteLength, chunks: [new Uint8Array(source)], name: 'bytes' };
-  if (ArrayBuffer.isView(source)) {
-    return { size: source.byteLength, chunks: [new Uint8Array(source.buffer, source.byteOffset, source.byteLength)], name: 'bytes' };
-  }
-  if (typeof Blob === 'function' && source instanceof Blob) {
-    const name = typeof source.name === 'string' ? source.name : 'blob';
-    return { size: source.size, chunks: blobChunks(source), name };
-  }
-  if (typeof Response === 'function' && source instanceof Response) return responseSource(fn, source, source.url || 'response');
-  if (typeof source === 'string' || source instanceof URL) {
-    const text = String(source);
-    if (text === '') throw fail(fn, 'source is an empty string (give a URL, a path, a File or bytes)');
-    const isFileUrl = source instanceof URL ? source.protocol === 'file:' : /^file:/i.test(text);
-    if (isNode && (isFileUrl || !/^https?:/i.test(text))) return fileSource(fn, isFileUrl ? new URL(text) : text);
-    let response;
-    try {
-      response = await fetch(source);
-    } catch (err) {
-      const e = new RlxError(STATUS.INVALID_ARG, `${fn}: cannot fetch ${text.slice(0, 200)}: ${err?.message ?? err}`, 'invalid argument');
-      e.cause = err;
-      throw e;
-    }
-    return responseSource(fn, response, text);
-  }
-  throw fail(fn, `source must be ${SOURCE_KINDS}, got ${describe(source)}`);
-}
-
-async function* blobChunks(blob) {
-  if (typeof blob.stream === 'function') {
-    yield* readerChunks(blob.stream().getReader());
-    return;
-  }
-  for (let off = 0; off < blob.size; off += BLOB_SLICE) {
-    yield new Uint8Array(await blob.slice(off, Math.min(off + BLOB_SLICE, blob.size)).arrayBuffer());
-  }
-}
-
-async function* readerChunks(reader) {
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      if (value?.length) yield value;
-    }
-  } finally {
-    reader.releaseLock?.();
-  }
-}
-
-function responseSource(fn, response, name) {
-  if (!response.ok) throw new RlxError(-5, `${fn}: cannot fetch ${name.slice(0, 200)}: HTTP ${response.status}`, 'not found');
-  if (!response.body) throw fail(fn, `the response for ${name.slice(0, 200)} has no body`);
-  if (response.bodyUsed) throw fail(fn, 'the Response body was read already');
-  // Content-Length counts the encoded bytes: only an unencoded body's is the file's size.
-  const encoding = (response.headers.get('content-encoding') ?? 'identity').trim().toLowerCase();
-  const length = response.headers.get('content-length');
-  const size = encoding === 'identity' && length !== null && /^\d+$/.test(length.trim()) ? Number(length) : null;
-  return { size, chunks: readerChunks(response.body.getReader()), name };
-}
-
-async function fileSource(fn, path) {
-  const fs = await import('node:fs');
-  let stat;
-  try {
-    stat = await fs.promises.stat(path);
-  } catch (err) {
-    const e = new RlxError(-5, `${fn}: cannot read ${String(path).slice(0, 200)}: ${err?.code ?? err?.message ?? err}`, 'not found');
-    e.cause = err;
-    throw e;
-  }
-  if (!stat.isFile()) throw fail(fn, `${String(path).slice(0, 200)} is not a file`);
-  // The stream is opened when the first chunk is asked for (never for a refused file).
-  const chunks = (async function* () { yield* fs.createReadStream(path, { highWaterMark: 4 << 20 }); })();
-  return { size: stat.size, chunks, name: String(path) };
-}
-
-function intOption(fn, what, v, min, max, dflt) {
-  if (v === undefined) return dflt;
-  if (!Number.isInteger(v) || v < min || v > max) throw fail(fn, `${what} must be an integer from ${min} to ${max}, got ${describe(v)}`);
-  return v;
-}
-
-function numberOption(fn, what, v, test, rule, dflt) {
-  if (v === undefined) return dflt;
-  if (typeof v !== 'number' || !Number.isFinite(v) || !test(v)) throw fail(fn, `${what} must be ${rule}, got ${describe(v)}`);
-  return v;
-}
-
-function functionOption(fn, what, v) {
-  if (v !== undefined && typeof v !== 'function') throw fail(fn, `${what} must be a function, got ${describe(v)}`);
-  return v;
-}
 
 /**
  * Loads a GGUF language model.  options: { nCtx (KV cache positions; 0 or
@@ -865,108 +629,3 @@ function yieldToEvents() {
   return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
-// ---- the Worker client -------------------------------------------------------
-
-/** RlxError from a Worker's { message, status, statusName }. */
-function remoteError(e) {
-  return new RlxError(e?.status ?? -1, e?.message ?? String(e), e?.statusName ?? '');
-}
-
-/**
- * A model in a module Worker (llm_worker.js): the same calls as GgufModel,
- * each a Promise; generate() streams its tokens to options.onToken as they
- * arrive, and stop() (or options.signal) ends it.
- *
- *   const lm = new GgufWorker();
- *   const info = await lm.load(file, { nCtx: 2048, onProgress });
- *   const r = await lm.generate('Hello', { maxTokens: 32, onToken: (text) => ... });
- *   lm.stop(); await lm.free(); lm.terminate();
- */
-export class GgufWorker {
-  constructor(workerUrl = undefined) {
-    if (typeof Worker !== 'function') throw new RlxError(STATUS.STATE, 'GgufWorker: this environment has no Worker (use loadGguf directly)', 'bad state');
-    this.worker = workerUrl === undefined
-      ? new Worker(new URL('./llm_worker.js', import.meta.url), { type: 'module' })
-      : new Worker(workerUrl, { type: 'module' });
-    this.pending = new Map(); // id -> { resolve, reject, onEvent }
-    this.nextId = 1;
-    this.info = null;
-    this.worker.onmessage = (event) => {
-      const msg = event.data ?? {};
-      const entry = this.pending.get(msg.id);
-      if (!entry) return;
-      if (msg.event) { entry.onEvent?.(msg); return; }
-      this.pending.delete(msg.id);
-      if (msg.ok) entry.resolve(msg.value);
-      else entry.reject(remoteError(msg.error));
-    };
-    this.worker.onerror = (event) => {
-      const err = new RlxError(-8, `GgufWorker: the worker failed: ${event.message ?? 'it could not start'}`, 'fatal');
-      for (const entry of this.pending.values()) entry.reject(err);
-      this.pending.clear();
-    };
-  }
-
-  request(op, args, onEvent) {
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, onEvent });
-      try {
-        this.worker.postMessage({ id, op, ...args });
-      } catch (err) {
-        this.pending.delete(id);
-        reject(fail(`GgufWorker.${op}`, `cannot send the arguments to the worker: ${err?.message ?? err}`));
-      }
-    });
-  }
-
-  /** Loads a model (replacing one loaded before); resolves to its info.  source: a URL (resolved against the page), a File or Blob, or bytes. */
-  async load(source, options = undefined) {
-    const fn = 'GgufWorker.load';
-    const o = optionsArg(fn, options);
-    const onProgress = functionOption(fn, 'options.onProgress', o.onProgress);
-    let src = source;
-    if (typeof source === 'string' || source instanceof URL) {
-      src = new URL(String(source), globalThis.document?.baseURI ?? globalThis.location?.href).href;
-    } else if (!(source instanceof ArrayBuffer || ArrayBuffer.isView(source) || (typeof Blob === 'function' && source instanceof Blob))) {
-      throw fail(fn, `source must be a URL, a File or Blob, an ArrayBuffer or a Uint8Array, got ${describe(source)}`);
-    }
-    const { onProgress: _, ...rest } = o;
-    this.info = await this.request('load', { source: src, options: rest }, (msg) => onProgress?.({ loaded: msg.loaded, total: msg.total }));
-    return this.info;
-  }
-
-  tokenize(text, options = undefined) { return this.request('tokenize', { text, options }); }
-  detokenize(ids) { return this.request('detokenize', { ids }); }
-  reset() { return this.request('reset', {}); }
-  free() { return this.request('free', {}); }
-
-  /** As GgufModel.generate; onToken(text, id) is called as the tokens arrive (its result does not stop the run: use stop()). */
-  async generate(prompt, options = undefined) {
-    const fn = 'GgufWorker.generate';
-    const o = optionsArg(fn, options);
-    const onToken = functionOption(fn, 'options.onToken', o.onToken);
-    const { onToken: _, signal, ...rest } = o;
-    if (signal !== undefined && (signal === null || typeof signal !== 'object' || typeof signal.aborted !== 'boolean')) {
-      throw fail(fn, `options.signal must be an AbortSignal, got ${describe(signal)}`);
-    }
-    const onAbort = () => this.stop();
-    signal?.addEventListener?.('abort', onAbort);
-    try {
-      if (signal?.aborted) this.stop();
-      return await this.request('generate', { prompt, options: rest }, (msg) => onToken?.(msg.text, msg.tokenId));
-    } finally {
-      signal?.removeEventListener?.('abort', onAbort);
-    }
-  }
-
-  /** Ends the running generation (it resolves with stoppedBy 'abort'). */
-  stop() { this.worker.postMessage({ op: 'stop' }); }
-
-  terminate() {
-    this.worker.terminate();
-    const err = new RlxError(STATUS.STATE, 'GgufWorker: terminated', 'bad state');
-    for (const entry of this.pending.values()) entry.reject(err);
-    this.pending.clear();
-  }
-}

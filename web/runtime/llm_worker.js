@@ -5,6 +5,7 @@
 // 'token', text, tokenId } per generated token.  { op: 'stop' } ends the
 // running generation at once (generate() lets messages in while it runs).
 import { loadGguf, RlxError } from './llm.js';
+import { STATUS } from './llm_common.js';
 
 let model = null;
 let loading = null; // the load in progress (a second load waits for it)
@@ -16,7 +17,7 @@ function errorOf(err) {
 }
 
 function needModel(op) {
-  if (!model) throw new RlxError(-7, `GgufWorker.${op}: no model loaded (call load() first)`, 'bad state');
+  if (!model) throw new RlxError(STATUS.STATE, `GgufWorker.${op}: no model loaded (call load() first)`, 'bad state');
   return model;
 }
 
@@ -70,7 +71,7 @@ self.onmessage = async (event) => {
   }
   const post = (data) => self.postMessage({ id: msg.id, ...data });
   try {
-    if (!Object.hasOwn(OPS, msg.op)) throw new RlxError(-1, `GgufWorker: unknown request ${String(msg.op)}`, 'invalid argument');
+    if (!Object.hasOwn(OPS, msg.op)) throw new RlxError(STATUS.INVALID_ARG, `GgufWorker: unknown request ${String(msg.op)}`, 'invalid argument');
     const value = await OPS[msg.op](msg, post);
     post({ ok: true, value });
   } catch (err) {

@@ -29,6 +29,9 @@ const MAX_ELEMENTS = 2 ** 28;   // 1 GiB of 32-bit values: more than one copy ca
 const MAX_ALLOC = 0x7fffffff;   // bytes of one block (size_t is 32-bit in wasm32)
 const MAX_LIST = 1 << 16;       // entries of an integer list (dims, inputs, attributes)
 
+/** The status of an RlxError whose wasm instance trapped (statusName 'fatal'): not an rlx_status. */
+export const FATAL_STATUS = -100;
+
 /** An error from RLX: `status` is the rlx_status code, `statusName` its name. */
 export class RlxError extends Error {
   constructor(status, message, statusName = '') {

@@ -1,0 +1,31 @@
+// llm_common.js - what the language-model runtime files (llm.js,
+// llm_module.js, llm_source.js, llm_worker_client.js) share: the library's
+// status codes, argument errors and option checks (RlxError naming the
+// function and the argument), whether this is Node, and the clock.
+import { FATAL_STATUS, RlxError, describe } from './loader.js';
+
+export const isNode = typeof process === 'object' && !!process.versions?.node;
+export const STATUS = { INVALID_ARG: -1, NOT_FOUND: -5, NO_MEMORY: -4, UNSUPPORTED: -6, STATE: -7, FATAL: FATAL_STATUS };
+export const now = () => (typeof performance === 'object' ? performance.now() : Date.now());
+
+/** An RlxError for a bad argument of fn. */
+export function fail(fn, message) {
+  return new RlxError(STATUS.INVALID_ARG, `${fn}: ${message}`, 'invalid argument');
+}
+
+export function intOption(fn, what, v, min, max, dflt) {
+  if (v === undefined) return dflt;
+  if (!Number.isInteger(v) || v < min || v > max) throw fail(fn, `${what} must be an integer from ${min} to ${max}, got ${describe(v)}`);
+  return v;
+}
+
+export function numberOption(fn, what, v, test, rule, dflt) {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !Number.isFinite(v) || !test(v)) throw fail(fn, `${what} must be ${rule}, got ${describe(v)}`);
+  return v;
+}
+
+export function functionOption(fn, what, v) {
+  if (v !== undefined && typeof v !== 'function') throw fail(fn, `${what} must be a function, got ${describe(v)}`);
+  return v;
+}

@@ -1,0 +1,142 @@
+// llm_module.js - one instance of a language-model module (rlx_llm.wasm or
+// its WebGPU / WebGL2 builds): compiled once per URL, instantiated with the
+// WASI shim, and wrapped with its memory helpers; a trap inside it (a bug,
+// never bad arguments) becomes a 'fatal' RlxError and ends the instance.
+import { WasiShim } from './wasi.js';
+import { RlxError } from './loader.js';
+import { moduleSimd } from './simd.js';
+import { STATUS, isNode, now } from './llm_common.js';
+
+/** The WASI shim plus clock_time_get (the library's timers). */
+class LlmWasi extends WasiShim {
+  imports(module) {
+    const out = super.imports(module);
+    const w = out.wasi_snapshot_preview1;
+    if ('clock_time_get' in w) {
+      w.clock_time_get = (id, _precision, ptr) => {
+        const ms = id === 0 ? Date.now() : now();
+        this.view().setBigUint64(ptr, BigInt(Math.round(ms * 1e6)), true);
+        return 0;
+      };
+    }
+    return out;
+  }
+}
+
+const compiled = new Map(); // module URL -> Promise<WebAssembly.Module>
+
+async function compileModule(source) {
+  if (source instanceof WebAssembly.Module) return source;
+  if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) return WebAssembly.compile(source);
+  const key = String(source);
+  if (!compiled.has(key)) {
+    const p = (async () => {
+      const isFileUrl = source instanceof URL ? source.protocol === 'file:' : /^file:/.test(key);
+      if (isNode && (isFileUrl || !/^https?:/.test(key))) {
+        const { readFile } = await import('node:fs/promises');
+        return WebAssembly.compile(await readFile(isFileUrl ? new URL(key) : key));
+      }
+      const response = await fetch(source);
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      if (WebAssembly.compileStreaming && /^application\/wasm\b/.test(response.headers.get('content-type') ?? '')) {
+        return WebAssembly.compileStreaming(response);
+      }
+      return WebAssembly.compile(await response.arrayBuffer());
+    })();
+    compiled.set(key, p);
+    p.catch(() => compiled.delete(key));
+  }
+  return compiled.get(key);
+}
+
+/** One instance of rlx_llm.wasm with its memory helpers. */
+export class LlmModule {
+  constructor(instance, simd) {
+    this.e = instance.exports;
+    this.simd = simd; // 'relaxed' | 'simd128': the build (runtime/simd.js)
+    this.memory = this.e.memory;
+    this.encoder = new TextEncoder();
+    this.decoder = new TextDecoder();
+    this.dead = null; // the trap that ended this instance
+  }
+  u8(ptr, n) { return new Uint8Array(this.memory.buffer, ptr, n); }
+  i32(ptr, n) { return new Int32Array(this.memory.buffer, ptr, n); }
+  f64(ptr, n) { return new Float64Array(this.memory.buffer, ptr, n); }
+  cstring(ptr) {
+    ptr >>>= 0;
+    if (!ptr) return '';
+    const mem = new Uint8Array(this.memory.buffer);
+    let end = ptr;
+    while (end < mem.length && mem[end] !== 0) end++;
+    return this.decoder.decode(mem.subarray(ptr, end));
+  }
+  alloc(bytes) {
+    const ptr = this.call('rlx_wasm_alloc', bytes) >>> 0;
+    if (!ptr) throw new RlxError(STATUS.NO_MEMORY, `wasm out of memory allocating ${bytes} bytes`, 'no memory');
+    return ptr;
+  }
+  free(ptr) { if (ptr) this.call('rlx_wasm_free', ptr); }
+  /** An export called with a trap (a bug, never bad arguments) turned into a 'fatal' RlxError. */
+  call(name, ...args) {
+    if (this.dead) throw new RlxError(STATUS.FATAL, `rlx_llm: the module hit a fatal error earlier (${this.dead}); load the model again`, 'fatal');
+    try {
+      return this.e[name](...args);
+    } catch (err) {
+      const trapped = err instanceof WebAssembly.RuntimeError || err?.name === 'WasiExit' ||
+        (err instanceof RangeError && /call stack/i.test(err.message));
+      if (!trapped) throw err;
+      this.dead = err.message;
+      const wrapped = new RlxError(STATUS.FATAL, `rlx_llm: fatal error inside the wasm module (in ${name}): ${err.message}. ` +
+        'This is a bug in RLX, not in your arguments; load the model again.', 'fatal');
+      wrapped.cause = err;
+      throw wrapped;
+    }
+  }
+  lastError() { return this.cstring(this.call('rlx_last_error')); }
+  check(status, prefix = '') {
+    if (status < 0) {
+      throw new RlxError(status, prefix + this.lastError(), this.cstring(this.call('rlx_status_name', status)));
+    }
+    return status;
+  }
+  /** Runs fn(t) with t.alloc / t.str / t.i32 blocks freed afterwards. */
+  scoped(fn) {
+    const ptrs = [];
+    const t = {
+      alloc: (n) => { const p = this.alloc(n); ptrs.push(p); return p; },
+      str: (s) => {
+        const bytes = this.encoder.encode(s);
+        const p = t.alloc(bytes.length + 1);
+        const mem = this.u8(p, bytes.length + 1);
+        mem.set(bytes);
+        mem[bytes.length] = 0;
+        return { ptr: p, len: bytes.length };
+      },
+      i32: (values) => {
+        const p = t.alloc(4 * Math.max(values.length, 1));
+        this.i32(p, values.length).set(values);
+        return p;
+      },
+    };
+    try { return fn(t); } finally { for (const p of ptrs) this.free(p); }
+  }
+}
+
+export async function instantiate(wasm) {
+  let module;
+  try {
+    module = await compileModule(wasm);
+  } catch (err) {
+    const e = new RlxError(STATUS.INVALID_ARG, `loadGguf: cannot load the language-model module from ${String(wasm).slice(0, 200)}: ${err?.message ?? err}`, 'invalid argument');
+    e.cause = err;
+    throw e;
+  }
+  const wasi = new LlmWasi();
+  const instance = await WebAssembly.instantiate(module, wasi.imports(module));
+  wasi.attach(instance);
+  instance.exports._initialize?.();
+  if (typeof instance.exports.rlx_llm_open !== 'function') {
+    throw new RlxError(STATUS.INVALID_ARG, 'loadGguf: options.wasm is not rlx_llm.wasm (no rlx_llm_open export)', 'invalid argument');
+  }
+  return new LlmModule(instance, moduleSimd(module));
+}

@@ -1,0 +1,110 @@
+// llm_worker_client.js - GgufWorker: a GGUF model in a module Worker
+// (llm_worker.js runs loadGguf there), the same calls as GgufModel, each a
+// Promise, with tokens and load progress arriving as messages.  llm.js
+// exports it.
+import { RlxError, describe, optionsArg } from './loader.js';
+import { STATUS, fail, functionOption } from './llm_common.js';
+
+/** RlxError from a Worker's { message, status, statusName }. */
+function remoteError(e) {
+  return new RlxError(e?.status ?? -1, e?.message ?? String(e), e?.statusName ?? '');
+}
+
+/**
+ * A model in a module Worker (llm_worker.js): the same calls as GgufModel,
+ * each a Promise; generate() streams its tokens to options.onToken as they
+ * arrive, and stop() (or options.signal) ends it.
+ *
+ *   const lm = new GgufWorker();
+ *   const info = await lm.load(file, { nCtx: 2048, onProgress });
+ *   const r = await lm.generate('Hello', { maxTokens: 32, onToken: (text) => ... });
+ *   lm.stop(); await lm.free(); lm.terminate();
+ */
+export class GgufWorker {
+  constructor(workerUrl = undefined) {
+    if (typeof Worker !== 'function') throw new RlxError(STATUS.STATE, 'GgufWorker: this environment has no Worker (use loadGguf directly)', 'bad state');
+    this.worker = workerUrl === undefined
+      ? new Worker(new URL('./llm_worker.js', import.meta.url), { type: 'module' })
+      : new Worker(workerUrl, { type: 'module' });
+    this.pending = new Map(); // id -> { resolve, reject, onEvent }
+    this.nextId = 1;
+    this.info = null;
+    this.worker.onmessage = (event) => {
+      const msg = event.data ?? {};
+      const entry = this.pending.get(msg.id);
+      if (!entry) return;
+      if (msg.event) { entry.onEvent?.(msg); return; }
+      this.pending.delete(msg.id);
+      if (msg.ok) entry.resolve(msg.value);
+      else entry.reject(remoteError(msg.error));
+    };
+    this.worker.onerror = (event) => {
+      const err = new RlxError(STATUS.FATAL, `GgufWorker: the worker failed: ${event.message ?? 'it could not start'}`, 'fatal');
+      for (const entry of this.pending.values()) entry.reject(err);
+      this.pending.clear();
+    };
+  }
+
+  request(op, args, onEvent) {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, onEvent });
+      try {
+        this.worker.postMessage({ id, op, ...args });
+      } catch (err) {
+        this.pending.delete(id);
+        reject(fail(`GgufWorker.${op}`, `cannot send the arguments to the worker: ${err?.message ?? err}`));
+      }
+    });
+  }
+
+  /** Loads a model (replacing one loaded before); resolves to its info.  source: a URL (resolved against the page), a File or Blob, or bytes. */
+  async load(source, options = undefined) {
+    const fn = 'GgufWorker.load';
+    const o = optionsArg(fn, options);
+    const onProgress = functionOption(fn, 'options.onProgress', o.onProgress);
+    let src = source;
+    if (typeof source === 'string' || source instanceof URL) {
+      src = new URL(String(source), globalThis.document?.baseURI ?? globalThis.location?.href).href;
+    } else if (!(source instanceof ArrayBuffer || ArrayBuffer.isView(source) || (typeof Blob === 'function' && source instanceof Blob))) {
+      throw fail(fn, `source must be a URL, a File or Blob, an ArrayBuffer or a Uint8Array, got ${describe(source)}`);
+    }
+    const { onProgress: _, ...rest } = o;
+    this.info = await this.request('load', { source: src, options: rest }, (msg) => onProgress?.({ loaded: msg.loaded, total: msg.total }));
+    return this.info;
+  }
+
+  tokenize(text, options = undefined) { return this.request('tokenize', { text, options }); }
+  detokenize(ids) { return this.request('detokenize', { ids }); }
+  reset() { return this.request('reset', {}); }
+  free() { return this.request('free', {}); }
+
+  /** As GgufModel.generate; onToken(text, id) is called as the tokens arrive (its result does not stop the run: use stop()). */
+  async generate(prompt, options = undefined) {
+    const fn = 'GgufWorker.generate';
+    const o = optionsArg(fn, options);
+    const onToken = functionOption(fn, 'options.onToken', o.onToken);
+    const { onToken: _, signal, ...rest } = o;
+    if (signal !== undefined && (signal === null || typeof signal !== 'object' || typeof signal.aborted !== 'boolean')) {
+      throw fail(fn, `options.signal must be an AbortSignal, got ${describe(signal)}`);
+    }
+    const onAbort = () => this.stop();
+    signal?.addEventListener?.('abort', onAbort);
+    try {
+      if (signal?.aborted) this.stop();
+      return await this.request('generate', { prompt, options: rest }, (msg) => onToken?.(msg.text, msg.tokenId));
+    } finally {
+      signal?.removeEventListener?.('abort', onAbort);
+    }
+  }
+
+  /** Ends the running generation (it resolves with stoppedBy 'abort'). */
+  stop() { this.worker.postMessage({ op: 'stop' }); }
+
+  terminate() {
+    this.worker.terminate();
+    const err = new RlxError(STATUS.STATE, 'GgufWorker: terminated', 'bad state');
+    for (const entry of this.pending.values()) entry.reject(err);
+    this.pending.clear();
+  }
+}
