@@ -80,12 +80,27 @@ static inline v128_t dot16(v128_t c, const float *x) {
 /* 32 codes (lo: codes 0..15, hi: 16..31) . x[0..32) */
 static inline v128_t dot32(v128_t lo, v128_t hi, const float *x) { return ADD(dot16(lo, x), dot16(hi, x + 16)); }
 
+/* The f16 scales at p, p + step, p + 2 step, p + 3 step as f32 lanes
+ * (rlx_f16_fast's arithmetic, four at a time). */
+static inline v128_t f16x4(const uint8_t *p, size_t step) {
+  uint16_t h[4];
+  for (int k = 0; k < 4; k++) memcpy(&h[k], p + k * step, 2);
+  const v128_t v = wasm_i32x4_make(h[0], h[1], h[2], h[3]);
+  const v128_t em = wasm_v128_and(v, wasm_i32x4_splat(0x7fff)), shifted = wasm_i32x4_shl(em, 13);
+  const v128_t scaled = MUL(shifted, wasm_f32x4_splat(0x1p112f));
+  const v128_t special = wasm_v128_or(shifted, wasm_i32x4_splat(0x7f800000));
+  const v128_t bits = wasm_v128_bitselect(special, scaled, wasm_i32x4_ge(em, wasm_i32x4_splat(0x7c00)));
+  return wasm_v128_or(bits, wasm_i32x4_shl(wasm_v128_and(v, wasm_i32x4_splat(0x8000)), 16));
+}
+/* lane k of v in every lane */
+#define LANE(v, k) wasm_i32x4_shuffle(v, v, k, k, k, k)
+
 static inline v128_t lo4(v128_t v) { return wasm_v128_and(v, wasm_i8x16_splat(15)); }
 static inline v128_t hi4(v128_t v) { return wasm_u8x16_shr(v, 4); }
 
-/* Q8_0 [d f16][32 int8] */
-static inline v128_t block_q8_0(v128_t acc, const uint8_t *p, const float *x) {
-  return MADD(acc, wasm_f32x4_splat(f16(p)), dot32(LD(p + 2), LD(p + 18), x));
+/* Q8_0 [d f16][32 int8]; d: the block's scale in every lane */
+static inline v128_t block_q8_0(v128_t acc, v128_t d, const uint8_t *p, const float *x) {
+  return MADD(acc, d, dot32(LD(p + 2), LD(p + 18), x));
 }
 static void rows_q8_0(const uint8_t *w, size_t stride, const float *x, const float *xsum, int64_t nb, float *y,
                       size_t nrows) {
@@ -94,12 +109,21 @@ static void rows_q8_0(const uint8_t *w, size_t stride, const float *x, const flo
     const uint8_t *p = w;
     v128_t acc = wasm_f32x4_splat(0.0f), acc2 = acc;
     int64_t b = 0;
+    for (; b + 4 <= nb; b += 4, p += 136) { /* the same sums in the same order as the loops below */
+      const v128_t d = f16x4(p, 34);
+      acc = block_q8_0(acc, LANE(d, 0), p, x + 32 * b);
+      if (NSUM == 2) acc2 = block_q8_0(acc2, LANE(d, 1), p + 34, x + 32 * b + 32);
+      else acc = block_q8_0(acc, LANE(d, 1), p + 34, x + 32 * b + 32);
+      acc = block_q8_0(acc, LANE(d, 2), p + 68, x + 32 * b + 64);
+      if (NSUM == 2) acc2 = block_q8_0(acc2, LANE(d, 3), p + 102, x + 32 * b + 96);
+      else acc = block_q8_0(acc, LANE(d, 3), p + 102, x + 32 * b + 96);
+    }
     if (NSUM == 2)
       for (; b + 2 <= nb; b += 2, p += 68) {
-        acc = block_q8_0(acc, p, x + 32 * b);
-        acc2 = block_q8_0(acc2, p + 34, x + 32 * b + 32);
+        acc = block_q8_0(acc, wasm_f32x4_splat(f16(p)), p, x + 32 * b);
+        acc2 = block_q8_0(acc2, wasm_f32x4_splat(f16(p + 34)), p + 34, x + 32 * b + 32);
       }
-    for (; b < nb; b++, p += 34) acc = block_q8_0(acc, p, x + 32 * b);
+    for (; b < nb; b++, p += 34) acc = block_q8_0(acc, wasm_f32x4_splat(f16(p)), p, x + 32 * b);
     y[r] = hsum(SUM_OF(acc, acc2));
   }
 }
@@ -128,7 +152,7 @@ static inline void q5_codes(const uint8_t *qh, const uint8_t *qs, v128_t *lo, v1
  * Q5_0 [d f16][u32 fifth bits][16 nibble bytes] and Q5_1 [d][m][u32][16]:
  * d (code - 8 or 16), or d code + m (affine).  block_32: acc plus one
  * block's d (code - 8 or 16) . x, or d code . x (its m is added by rows_32). */
-static inline v128_t block_32(v128_t acc, const uint8_t *p, const float *x, int five, int affine) {
+static inline v128_t block_32(v128_t acc, v128_t d, const uint8_t *p, const float *x, int five, int affine) {
   const size_t head = 2 + 2 * (size_t)affine;
   v128_t lo, hi;
   if (five) {
@@ -141,7 +165,7 @@ static inline v128_t block_32(v128_t acc, const uint8_t *p, const float *x, int 
     const v128_t off = wasm_i8x16_splat(five ? 16 : 8);
     lo = wasm_i8x16_sub(lo, off), hi = wasm_i8x16_sub(hi, off);
   }
-  return MADD(acc, wasm_f32x4_splat(f16(p)), dot32(lo, hi, x));
+  return MADD(acc, d, dot32(lo, hi, x));
 }
 static inline void rows_32(const uint8_t *w, size_t stride, const float *x, const float *xsum, int64_t nb, float *y,
                            size_t nrows, int five, int affine) {
@@ -151,15 +175,30 @@ static inline void rows_32(const uint8_t *w, size_t stride, const float *x, cons
     v128_t acc = wasm_f32x4_splat(0.0f), acc2 = acc;
     float mins = 0.0f;
     int64_t b = 0;
+    for (; b + 4 <= nb; b += 4, p += 4 * bytes) { /* the same sums in the same order as the loops below */
+      const v128_t d = f16x4(p, bytes);
+      if (affine && NSUM == 2) {
+        mins += f16(p + 2) * xsum[b] + f16(p + bytes + 2) * xsum[b + 1];
+        mins += f16(p + 2 * bytes + 2) * xsum[b + 2] + f16(p + 3 * bytes + 2) * xsum[b + 3];
+      } else if (affine) {
+        for (int k = 0; k < 4; k++) mins += f16(p + k * bytes + 2) * xsum[b + k];
+      }
+      acc = block_32(acc, LANE(d, 0), p, x + 32 * b, five, affine);
+      if (NSUM == 2) acc2 = block_32(acc2, LANE(d, 1), p + bytes, x + 32 * b + 32, five, affine);
+      else acc = block_32(acc, LANE(d, 1), p + bytes, x + 32 * b + 32, five, affine);
+      acc = block_32(acc, LANE(d, 2), p + 2 * bytes, x + 32 * b + 64, five, affine);
+      if (NSUM == 2) acc2 = block_32(acc2, LANE(d, 3), p + 3 * bytes, x + 32 * b + 96, five, affine);
+      else acc = block_32(acc, LANE(d, 3), p + 3 * bytes, x + 32 * b + 96, five, affine);
+    }
     if (NSUM == 2)
       for (; b + 2 <= nb; b += 2, p += 2 * bytes) {
         if (affine) mins += f16(p + 2) * xsum[b] + f16(p + bytes + 2) * xsum[b + 1];
-        acc = block_32(acc, p, x + 32 * b, five, affine);
-        acc2 = block_32(acc2, p + bytes, x + 32 * b + 32, five, affine);
+        acc = block_32(acc, wasm_f32x4_splat(f16(p)), p, x + 32 * b, five, affine);
+        acc2 = block_32(acc2, wasm_f32x4_splat(f16(p + bytes)), p + bytes, x + 32 * b + 32, five, affine);
       }
     for (; b < nb; b++, p += bytes) {
       if (affine) mins += f16(p + 2) * xsum[b];
-      acc = block_32(acc, p, x + 32 * b, five, affine);
+      acc = block_32(acc, wasm_f32x4_splat(f16(p)), p, x + 32 * b, five, affine);
     }
     y[r] = hsum(SUM_OF(acc, acc2)) + mins;
   }
@@ -270,18 +309,26 @@ static inline v128_t idot32(v128_t a, v128_t b, const int8_t *xq) {
   return wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(p), wasm_i32x4_extadd_pairwise_i16x8(r));
 }
 
-/* Q4_0 rows: (codes - 8) . xq. */
+/* Q4_0 rows: (codes - 8) . xq.  q4_0_idot: one block's, as f32 lanes. */
+static inline v128_t q4_0_idot(const uint8_t *p, const int8_t *xq) {
+  const v128_t v = LD(p + 2), eight = wasm_i8x16_splat(8);
+  return CVT(idot32(wasm_i8x16_sub(lo4(v), eight), wasm_i8x16_sub(hi4(v), eight), xq));
+}
 static void rows8_q4_0(const uint8_t *w, size_t stride, const int8_t *xq, const float *xd, const int32_t *xs,
                        int64_t nb, float *y, size_t nrows) {
   (void)xs;
   for (size_t r = 0; r < nrows; r++, w += stride) {
     const uint8_t *p = w;
     v128_t acc = wasm_f32x4_splat(0.0f);
-    for (int64_t b = 0; b < nb; b++, p += 18) {
-      const v128_t v = LD(p + 2), eight = wasm_i8x16_splat(8);
-      const v128_t i = idot32(wasm_i8x16_sub(lo4(v), eight), wasm_i8x16_sub(hi4(v), eight), xq + 32 * b);
-      acc = MADD(acc, wasm_f32x4_splat(f16(p) * xd[b]), CVT(i));
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4, p += 72) { /* four blocks' scales converted at once */
+      const v128_t d = MUL(f16x4(p, 18), LD(xd + b));
+      acc = MADD(acc, LANE(d, 0), q4_0_idot(p, xq + 32 * b));
+      acc = MADD(acc, LANE(d, 1), q4_0_idot(p + 18, xq + 32 * b + 32));
+      acc = MADD(acc, LANE(d, 2), q4_0_idot(p + 36, xq + 32 * b + 64));
+      acc = MADD(acc, LANE(d, 3), q4_0_idot(p + 54, xq + 32 * b + 96));
     }
+    for (; b < nb; b++, p += 18) acc = MADD(acc, wasm_f32x4_splat(f16(p) * xd[b]), q4_0_idot(p, xq + 32 * b));
     y[r] = hsum(acc);
   }
 }
@@ -296,13 +343,15 @@ static inline v128_t ndot32(const uint8_t *c, const int8_t *xq, int32_t xs) {
   return wasm_i32x4_relaxed_dot_i8x16_i7x16_add(LD(xq + 16), hi4(v), i);
 }
 /* 32 Q8_0 codes at c . 32 codes of x: |code| (the 7-bit operand) times x
- * with the code's sign.  A code of -128 gives 0x80, outside the 7 bits:
- * an engine that reads it as 128 (x86) is exact, any other fails the
- * check below. */
+ * with the code's sign, (x ^ m) - m for m = -1 where the code is negative
+ * (x's codes are within +-127: no overflow).  A code of -128 gives 0x80,
+ * outside the 7 bits: an engine that reads it as 128 (x86) is exact, any
+ * other fails the check below. */
 static inline v128_t sdot32(const uint8_t *c, const int8_t *xq) {
-  const v128_t zero = wasm_i8x16_splat(0), c0 = LD(c), c1 = LD(c + 16), x0 = LD(xq), x1 = LD(xq + 16);
-  const v128_t s0 = wasm_v128_bitselect(wasm_i8x16_neg(x0), x0, wasm_i8x16_lt(c0, zero));
-  const v128_t s1 = wasm_v128_bitselect(wasm_i8x16_neg(x1), x1, wasm_i8x16_lt(c1, zero));
+  const v128_t zero = wasm_i8x16_splat(0), c0 = LD(c), c1 = LD(c + 16);
+  const v128_t m0 = wasm_i8x16_lt(c0, zero), m1 = wasm_i8x16_lt(c1, zero);
+  const v128_t s0 = wasm_i8x16_sub(wasm_v128_xor(LD(xq), m0), m0);
+  const v128_t s1 = wasm_i8x16_sub(wasm_v128_xor(LD(xq + 16), m1), m1);
   const v128_t i = wasm_i32x4_relaxed_dot_i8x16_i7x16_add(s0, wasm_i8x16_abs(c0), wasm_i32x4_splat(0));
   return wasm_i32x4_relaxed_dot_i8x16_i7x16_add(s1, wasm_i8x16_abs(c1), i);
 }
@@ -320,6 +369,13 @@ static inline __attribute__((always_inline)) void rows8_dot(const uint8_t *w, si
     const uint8_t *p = w;
     v128_t acc = wasm_f32x4_splat(0.0f), acc2 = acc;
     int64_t b = 0;
+    for (; b + 4 <= nb; b += 4, p += 4 * bytes) { /* four blocks' scales converted at once */
+      const v128_t d = MUL(f16x4(p, bytes), LD(xd + b));
+      acc = MADD(acc, LANE(d, 0), dot_block(p, xq + 32 * b, xs[b], q4));
+      acc2 = MADD(acc2, LANE(d, 1), dot_block(p + bytes, xq + 32 * b + 32, xs[b + 1], q4));
+      acc = MADD(acc, LANE(d, 2), dot_block(p + 2 * bytes, xq + 32 * b + 64, xs[b + 2], q4));
+      acc2 = MADD(acc2, LANE(d, 3), dot_block(p + 3 * bytes, xq + 32 * b + 96, xs[b + 3], q4));
+    }
     for (; b + 2 <= nb; b += 2, p += 2 * bytes) {
       acc = MADD(acc, wasm_f32x4_splat(f16(p) * xd[b]), dot_block(p, xq + 32 * b, xs[b], q4));
       acc2 = MADD(acc2, wasm_f32x4_splat(f16(p + bytes) * xd[b + 1]),
