@@ -5,8 +5,11 @@
  * references.  Up to 4 rows, int8 dot products for Q8_0 and Q4_0 where the
  * CPU has AVX2 (src/cpu/k_matmul_q_x86.c) and for Q4_0 in wasm
  * (k_matmul_q_wasm.c); otherwise the rounded x through the f32 paths.
+ * Also matmul_q (plain and xq8) on weights whose f16 block scales are
+ * subnormal, the weights scaled by 2^-14 and x by 2^14.
  * Parameters (c->p):
  *   matmul_q  {qtype, N, K, acc (1: an acc input of y's shape), x rank, x dims...}
+ *             (MMQ_TINY: {qtype, N, K, xq8, x rank, x dims...})
  *   swiglu_q  {qtype, N, K, x rank, x dims...} */
 #include <math.h>
 #include <stdlib.h>
@@ -86,6 +89,41 @@ static void ref_swiglu_q_xq8(const op_case *c, const op_inputs *in, double *expe
   with_rounded_x(c, in, expect, ref_swiglu_q_case);
 }
 
+/* MMQ_TINY: weights uniform in [-2^-14, 2^-14) quantized (Q8_0's scales
+ * about 4.8e-7, Q4_0's 7.6e-6: f16 subnormals), x uniform in [-2^14,
+ * 2^14), so a scale decoded wrong (flushed, or the exponent off) moves y
+ * by its own size.  K of 9 or 10 blocks: the wasm rows convert four
+ * blocks' scales at once, then the pair and single tails one by one. */
+static rlx_node build_matmul_q_tiny(rlx_graph *g, const op_case *c) {
+  int32_t words = opcase_table_words(c->p[0], c->p[1], c->p[2]);
+  rlx_node in[2] = {rlx_input(g, "x", c->p[4], &c->p[5], RLX_F32), rlx_input(g, "w", 1, &words, RLX_I32)};
+  int32_t at[] = {[RLX_IATTR_QTABLE_QTYPE] = c->p[0], [RLX_IATTR_QTABLE_ROWS] = c->p[1],
+                  [RLX_IATTR_QTABLE_COLS] = c->p[2], [RLX_IATTR_QMATMUL_TRANS] = 0, [RLX_IATTR_QMATMUL_XQ8] = c->p[3]};
+  return rlx_op_node(g, RLX_OP_MATMUL_Q, in, 2, at, RLX_LEN(at), NULL, 0);
+}
+static void fill_tiny(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
+  const float tiny = 0x1p-14f;
+  if (k == 0) {
+    for (size_t i = 0; i < n; i++) data[i] = opcase_uniform(seed, i, -1.0f, 1.0f) / tiny;
+    return;
+  }
+  const size_t count = (size_t)c->p[1] * (size_t)c->p[2];
+  float *v = malloc(count * sizeof(float));
+  memset(data, 0, n * sizeof(float));
+  if (!v) return;
+  for (size_t i = 0; i < count; i++) v[i] = opcase_uniform(seed, i, -1.0f, 1.0f) * tiny;
+  rlx_gguf_quantize((rlx_gguf_type)c->p[0], v, (int64_t)count, data, n * sizeof(float));
+  free(v);
+}
+static void ref_matmul_q_tiny(const op_case *c, const op_inputs *in, double *expect) {
+  op_case plain = *c; /* cases_llm.c's parameter layout: {qtype, N, K, trans 0, ...} */
+  plain.p[3] = 0;
+  if (c->p[3]) with_rounded_x(&plain, in, expect, ref_matmul_q_case);
+  else ref_matmul_q_case(&plain, in, expect);
+}
+
+#define MMQ_TINY(name, qt, N, K, xq8, rank, ...) \
+  {name, build_matmul_q_tiny, ref_matmul_q_tiny, fill_tiny, {qt, N, K, xq8, rank, __VA_ARGS__}, 0, 0, 1e-4}
 #define MMQ8(name, qt, N, K, acc, rank, ...) \
   {name, build_matmul_q_xq8, ref_matmul_q_xq8, fill_xq8, {qt, N, K, acc, rank, __VA_ARGS__}, 0, 0, 1e-4}
 #define SWQ8(name, qt, N, K, rank, ...) \
@@ -110,5 +148,13 @@ const op_case rlx_cases_llm_cpu[] = {
     SWQ8("swiglu_q_xq8_q4_0_rows_3x96", RLX_GGUF_TYPE_Q4_0, 17, 96, 2, 3, 96),
     SWQ8("swiglu_q_xq8_q4_K_rows_2x256", RLX_GGUF_TYPE_Q4_K, 6, 256, 2, 2, 256),
     SWQ8("swiglu_q_xq8_q8_0_prompt_9x64", RLX_GGUF_TYPE_Q8_0, 12, 64, 2, 9, 64),
+    MMQ_TINY("matmul_q_tiny_scales_q8_0_decode_1x320", RLX_GGUF_TYPE_Q8_0, 13, 320, 0, 2, 1, 320),
+    MMQ_TINY("matmul_q_tiny_scales_q8_0_rows_3x288", RLX_GGUF_TYPE_Q8_0, 6, 288, 0, 2, 3, 288),
+    MMQ_TINY("matmul_q_tiny_scales_q4_0_decode_1x288", RLX_GGUF_TYPE_Q4_0, 11, 288, 0, 2, 1, 288),
+    MMQ_TINY("matmul_q_tiny_scales_q4_1_decode_1x320", RLX_GGUF_TYPE_Q4_1, 9, 320, 0, 2, 1, 320),
+    MMQ_TINY("matmul_q_tiny_scales_q5_0_decode_1x320", RLX_GGUF_TYPE_Q5_0, 7, 320, 0, 2, 1, 320),
+    MMQ_TINY("matmul_q_tiny_scales_q5_1_decode_1x288", RLX_GGUF_TYPE_Q5_1, 5, 288, 0, 2, 1, 288),
+    MMQ_TINY("matmul_q_tiny_scales_xq8_q8_0_decode_1x320", RLX_GGUF_TYPE_Q8_0, 13, 320, 1, 2, 1, 320),
+    MMQ_TINY("matmul_q_tiny_scales_xq8_q4_0_decode_1x288", RLX_GGUF_TYPE_Q4_0, 11, 288, 1, 2, 1, 288),
 };
 const int rlx_n_cases_llm_cpu = sizeof rlx_cases_llm_cpu / sizeof rlx_cases_llm_cpu[0];
