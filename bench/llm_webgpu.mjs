@@ -19,7 +19,8 @@
 //   node bench/llm_webgpu.mjs [--type=q8_0|q4_0|q4_k|...] [--model=FILE] [--rounds=3] [--no-cpu]
 //   RLX_BENCH_QUICK=1 node bench/llm_webgpu.mjs   a 256-wide 4-layer model (vocabulary 2048), 1 round
 //   node bench/llm_webgpu.mjs --llamacpp  also: llama.cpp on the same GPU (bench/llm_llamacpp.mjs --gpu vulkan,
-//                                          node-llama-cpp's prebuilt Vulkan build; RLX_LLAMA_REF), same prompt ids
+//                                          node-llama-cpp's prebuilt Vulkan build; RLX_LLAMA_REF: for the GPU machine,
+//                                          bench/llamacpp_vulkan_carry.sh packs it), same prompt ids
 //   node bench/llm_webgpu.mjs --unfused   the plain step graphs (rms_norm and rope as their own dispatches)
 //   node bench/llm_webgpu.mjs --fused     the fused ones (norms in the products, rotations in attention_kv)
 //                                          (without either: loadGguf's choice, fused on a hardware adapter)
