@@ -56,6 +56,8 @@ static inline float f16(const uint8_t *p) {
 #define NSUM 1
 #endif
 #define SUM_OF(acc, acc2) (NSUM == 2 ? ADD(acc, acc2) : (acc))
+/* The sum the odd blocks go to: acc2, or acc itself (then in block order). */
+#define ODD_SUM(acc, acc2) (NSUM == 2 ? &(acc2) : &(acc))
 /* i32 lanes -> f32.  The empty asm hides the widening before it from LLVM
  * 14, which otherwise fuses i16 -> i32 -> f32 into one conversion that it
  * then does lane by lane (ten times slower).  LLVM 19 (the relaxed build)
@@ -107,22 +109,19 @@ static void rows_q8_0(const uint8_t *w, size_t stride, const float *x, const flo
   (void)xsum;
   for (size_t r = 0; r < nrows; r++, w += stride) {
     const uint8_t *p = w;
-    v128_t acc = wasm_f32x4_splat(0.0f), acc2 = acc;
+    v128_t acc = wasm_f32x4_splat(0.0f), acc2 = acc, *odd = ODD_SUM(acc, acc2);
     int64_t b = 0;
-    for (; b + 4 <= nb; b += 4, p += 136) { /* the same sums in the same order as the loops below */
+    for (; b + 4 <= nb; b += 4, p += 136) { /* four blocks' scales converted at once */
       const v128_t d = f16x4(p, 34);
       acc = block_q8_0(acc, LANE(d, 0), p, x + 32 * b);
-      if (NSUM == 2) acc2 = block_q8_0(acc2, LANE(d, 1), p + 34, x + 32 * b + 32);
-      else acc = block_q8_0(acc, LANE(d, 1), p + 34, x + 32 * b + 32);
+      *odd = block_q8_0(*odd, LANE(d, 1), p + 34, x + 32 * b + 32);
       acc = block_q8_0(acc, LANE(d, 2), p + 68, x + 32 * b + 64);
-      if (NSUM == 2) acc2 = block_q8_0(acc2, LANE(d, 3), p + 102, x + 32 * b + 96);
-      else acc = block_q8_0(acc, LANE(d, 3), p + 102, x + 32 * b + 96);
+      *odd = block_q8_0(*odd, LANE(d, 3), p + 102, x + 32 * b + 96);
     }
-    if (NSUM == 2)
-      for (; b + 2 <= nb; b += 2, p += 68) {
-        acc = block_q8_0(acc, wasm_f32x4_splat(f16(p)), p, x + 32 * b);
-        acc2 = block_q8_0(acc2, wasm_f32x4_splat(f16(p + 34)), p + 34, x + 32 * b + 32);
-      }
+    for (; b + 2 <= nb; b += 2, p += 68) {
+      acc = block_q8_0(acc, wasm_f32x4_splat(f16(p)), p, x + 32 * b);
+      *odd = block_q8_0(*odd, wasm_f32x4_splat(f16(p + 34)), p + 34, x + 32 * b + 32);
+    }
     for (; b < nb; b++, p += 34) acc = block_q8_0(acc, wasm_f32x4_splat(f16(p)), p, x + 32 * b);
     y[r] = hsum(SUM_OF(acc, acc2));
   }
@@ -167,35 +166,33 @@ static inline v128_t block_32(v128_t acc, v128_t d, const uint8_t *p, const floa
   }
   return MADD(acc, d, dot32(lo, hi, x));
 }
+/* mins plus two affine blocks' m . sum(x) (m at p + 2 and p + bytes + 2),
+ * added as each build always added them. */
+static inline float pair_mins(float mins, const uint8_t *p, size_t bytes, const float *xsum) {
+  const float m0 = f16(p + 2) * xsum[0], m1 = f16(p + bytes + 2) * xsum[1];
+  return NSUM == 2 ? mins + (m0 + m1) : (mins + m0) + m1;
+}
 static inline void rows_32(const uint8_t *w, size_t stride, const float *x, const float *xsum, int64_t nb, float *y,
                            size_t nrows, int five, int affine) {
   const size_t bytes = 18 + 4 * (size_t)five + 2 * (size_t)affine;
   for (size_t r = 0; r < nrows; r++, w += stride) {
     const uint8_t *p = w;
-    v128_t acc = wasm_f32x4_splat(0.0f), acc2 = acc;
+    v128_t acc = wasm_f32x4_splat(0.0f), acc2 = acc, *odd = ODD_SUM(acc, acc2);
     float mins = 0.0f;
     int64_t b = 0;
-    for (; b + 4 <= nb; b += 4, p += 4 * bytes) { /* the same sums in the same order as the loops below */
+    for (; b + 4 <= nb; b += 4, p += 4 * bytes) { /* four blocks' scales converted at once */
       const v128_t d = f16x4(p, bytes);
-      if (affine && NSUM == 2) {
-        mins += f16(p + 2) * xsum[b] + f16(p + bytes + 2) * xsum[b + 1];
-        mins += f16(p + 2 * bytes + 2) * xsum[b + 2] + f16(p + 3 * bytes + 2) * xsum[b + 3];
-      } else if (affine) {
-        for (int k = 0; k < 4; k++) mins += f16(p + k * bytes + 2) * xsum[b + k];
-      }
+      if (affine) mins = pair_mins(pair_mins(mins, p, bytes, xsum + b), p + 2 * bytes, bytes, xsum + b + 2);
       acc = block_32(acc, LANE(d, 0), p, x + 32 * b, five, affine);
-      if (NSUM == 2) acc2 = block_32(acc2, LANE(d, 1), p + bytes, x + 32 * b + 32, five, affine);
-      else acc = block_32(acc, LANE(d, 1), p + bytes, x + 32 * b + 32, five, affine);
+      *odd = block_32(*odd, LANE(d, 1), p + bytes, x + 32 * b + 32, five, affine);
       acc = block_32(acc, LANE(d, 2), p + 2 * bytes, x + 32 * b + 64, five, affine);
-      if (NSUM == 2) acc2 = block_32(acc2, LANE(d, 3), p + 3 * bytes, x + 32 * b + 96, five, affine);
-      else acc = block_32(acc, LANE(d, 3), p + 3 * bytes, x + 32 * b + 96, five, affine);
+      *odd = block_32(*odd, LANE(d, 3), p + 3 * bytes, x + 32 * b + 96, five, affine);
     }
-    if (NSUM == 2)
-      for (; b + 2 <= nb; b += 2, p += 2 * bytes) {
-        if (affine) mins += f16(p + 2) * xsum[b] + f16(p + bytes + 2) * xsum[b + 1];
-        acc = block_32(acc, wasm_f32x4_splat(f16(p)), p, x + 32 * b, five, affine);
-        acc2 = block_32(acc2, wasm_f32x4_splat(f16(p + bytes)), p + bytes, x + 32 * b + 32, five, affine);
-      }
+    for (; b + 2 <= nb; b += 2, p += 2 * bytes) {
+      if (affine) mins = pair_mins(mins, p, bytes, xsum + b);
+      acc = block_32(acc, wasm_f32x4_splat(f16(p)), p, x + 32 * b, five, affine);
+      *odd = block_32(*odd, wasm_f32x4_splat(f16(p + bytes)), p + bytes, x + 32 * b + 32, five, affine);
+    }
     for (; b < nb; b++, p += bytes) {
       if (affine) mins += f16(p + 2) * xsum[b];
       acc = block_32(acc, wasm_f32x4_splat(f16(p)), p, x + 32 * b, five, affine);
