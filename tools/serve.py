@@ -6,21 +6,28 @@ need, binds 0.0.0.0 by default so a phone on the same network can open the
 LAN URL it prints, and refuses any path that would leave the served root
 (403).  A directory without its trailing slash is redirected to the same
 path on this server (the Location always starts with a single "/", never
-"//host"); an idle connection is closed after 20 s; at most 64 connections
-are served at once and any beyond that get a 503 and are closed.  With
---tls it serves https with a self-signed certificate made once with
-`openssl` into build/tls/ (localhost, 127.0.0.1 and the LAN address in its
-subjectAltName) and reused afterwards; a certificate that lacks the current
-LAN address is made again.
+"//host").  Hostile clients are bounded: a connection silent for
+--idle-timeout seconds is closed; a request's line and headers must all
+arrive within --request-deadline seconds of its first byte, however slowly
+they drip (else a 408 and close); at most --max-connections are served at
+once and at most --max-per-address from one client address (any beyond get
+a 503 and are closed), so one address cannot take every slot.  The limits
+are printed at start.  With --tls it serves https with a self-signed
+certificate made once with `openssl` into build/tls/ (localhost, 127.0.0.1
+and the LAN address in its subjectAltName) and reused afterwards; a
+certificate that lacks the current LAN address is made again.
 
   python3 tools/serve.py [--port N] [--host ADDR] [--root DIR] [--open PAGE]
-                         [--tls] [--tls-dir DIR] [--quiet]
+                         [--tls] [--tls-dir DIR] [--quiet] [--idle-timeout S]
+                         [--request-deadline S] [--max-connections N]
+                         [--max-per-address N]
 
 --port 0 picks a free port; the first line printed is always
 "serving DIR on http(s)://HOST:PORT/" so scripts can read the port.
 """
 import argparse
 import http.server
+import io
 import ipaddress
 import os
 import posixpath
@@ -30,6 +37,7 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
 import urllib.parse
 import webbrowser
 
@@ -37,7 +45,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_ROOT = os.path.join(REPO, "web")
 TLS_DIR = os.path.join(REPO, "build", "tls")
 IDLE_TIMEOUT = 20      # seconds a connection may stay silent (mid-request or between keep-alive requests)
-MAX_CONNECTIONS = 64   # connections served at once (one thread each); more get a 503 and are closed
+REQUEST_DEADLINE = 10  # seconds from a request's first byte to the end of its headers
+MAX_CONNECTIONS = 128  # connections served at once (one thread each); more get a 503 and are closed
+MAX_PER_ADDRESS = 48   # of those from one client address (the browser tests open at most 4 x 6)
 BACKLOG = 128          # accept queue
 
 MIME = {
@@ -81,6 +91,46 @@ def lan_address():
     return None
 
 
+def plain_response(code, reason, text, extra=""):
+    """A whole short plain-text answer that closes the connection, as bytes."""
+    body = "%d %s\n" % (code, text)
+    return ("HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n%s\r\n%s"
+            % (code, reason, len(body), extra, body)).encode()
+
+
+class HeadTimeout(Exception):
+    """A request's line and headers did not all arrive within the request deadline."""
+
+
+class DeadlineReader(io.RawIOBase):
+    """The connection's socket as a raw stream.  Each wait is at most `idle`
+    seconds; once a request's first byte has come (`due` is set), each wait
+    also ends at its deadline, so a drip of bytes cannot stretch it."""
+
+    def __init__(self, sock, idle, deadline):
+        self.sock, self.idle, self.deadline, self.due = sock, idle, deadline, None
+
+    def readable(self):
+        return True
+
+    def readinto(self, buf):
+        now = time.monotonic()
+        if self.due is not None and now >= self.due:
+            raise HeadTimeout
+        self.sock.settimeout(self.idle if self.due is None else min(self.idle, self.due - now))
+        try:
+            n = self.sock.recv_into(buf)
+        except TimeoutError:
+            if self.due is not None and time.monotonic() >= self.due:
+                raise HeadTimeout from None
+            raise
+        finally:
+            self.sock.settimeout(self.idle)  # writes keep the idle timeout
+        if n and self.due is None:
+            self.due = time.monotonic() + self.deadline
+        return n
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     root = DEFAULT_ROOT
     quiet = False
@@ -88,6 +138,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
     sys_version = ""
     protocol_version = "HTTP/1.1"  # keep-alive: every response has a Content-Length
     timeout = IDLE_TIMEOUT  # socket timeout: a stalled client is dropped (StreamRequestHandler.setup)
+    request_deadline = REQUEST_DEADLINE
+
+    def setup(self):
+        super().setup()
+        self.rfile.close()  # the plain socket file; ours bounds every wait of a request head
+        self.head = DeadlineReader(self.connection, self.timeout, self.request_deadline)
+        self.rfile = io.BufferedReader(self.head)
+
+    def handle_one_request(self):
+        self.head.due = None  # the next request's clock starts at its first byte
+        super().handle_one_request()
+
+    def handle(self):
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client went away
+        except HeadTimeout:
+            self.close_connection = True
+            self.log_message("request head not complete in %g s: 408", self.request_deadline)
+            try:
+                self.connection.sendall(plain_response(408, "Request Timeout", "request head too slow"))
+            except OSError:
+                pass
 
     def log_message(self, fmt, *args):
         if not self.quiet:
@@ -159,10 +233,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("X-Content-Type-Options", "nosniff")
             self.end_headers()
             if self.command != "HEAD":
-                try:
-                    shutil.copyfileobj(f, self.wfile)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                shutil.copyfileobj(f, self.wfile)
 
     def do_HEAD(self):
         self.do_GET()
@@ -174,43 +245,60 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 class Server(http.server.ThreadingHTTPServer):
-    """One thread per connection, at most max_connections of them (the
-    others get a 503 and are closed at once); with ssl_context set, the TLS
-    handshake happens in that thread, so a stalled client cannot block the
-    others."""
+    """One thread per connection, at most max_connections of them and at
+    most max_per_address from one client address (the others get a 503 and
+    are closed at once); with ssl_context set, the TLS handshake happens in
+    that thread, so a stalled client cannot block the others."""
     daemon_threads = True
     ssl_context = None
     request_queue_size = BACKLOG
     max_connections = MAX_CONNECTIONS
+    max_per_address = MAX_PER_ADDRESS
 
     def __init__(self, *args, **kwargs):
-        self.slots = threading.BoundedSemaphore(self.max_connections)
+        self.lock = threading.Lock()
+        self.open_from = {}  # client address -> connections being served
         super().__init__(*args, **kwargs)
 
+    def take_slot(self, host):
+        """Counts a connection from host in, or returns why it cannot be."""
+        with self.lock:
+            if sum(self.open_from.values()) >= self.max_connections:
+                return "too many connections"
+            if self.open_from.get(host, 0) >= self.max_per_address:
+                return "too many connections from your address"
+            self.open_from[host] = self.open_from.get(host, 0) + 1
+            return None
+
+    def give_slot(self, host):
+        with self.lock:
+            self.open_from[host] -= 1
+            if not self.open_from[host]:
+                del self.open_from[host]
+
     def process_request(self, request, client_address):
-        if not self.slots.acquire(blocking=False):
-            self.refuse(request)
+        why = self.take_slot(client_address[0])
+        if why:
+            self.refuse(request, why)
             return
         try:
             super().process_request(request, client_address)
         except Exception:
-            self.slots.release()  # e.g. no thread could be started
+            self.give_slot(client_address[0])  # e.g. no thread could be started
             self.shutdown_request(request)
 
     def process_request_thread(self, request, client_address):
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self.slots.release()
+            self.give_slot(client_address[0])
 
-    def refuse(self, request):
+    def refuse(self, request, why):
         """A short 503 (plain HTTP; best effort, never waits on the client), then close."""
         try:
             request.settimeout(0)
             if self.ssl_context is None:
-                request.send(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
-                             b"Content-Length: 25\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
-                             b"503 too many connections\n")
+                request.send(plain_response(503, "Service Unavailable", why, "Retry-After: 1\r\n"))
         except OSError:
             pass
         self.shutdown_request(request)
@@ -275,7 +363,19 @@ def main(argv=None):
     ap.add_argument("--tls", action="store_true", help="https with a self-signed certificate in build/tls/")
     ap.add_argument("--tls-dir", default=TLS_DIR, help="where the certificate lives (default build/tls/)")
     ap.add_argument("--quiet", action="store_true", help="do not log requests")
+    ap.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT, metavar="S",
+                    help="close a connection silent this long (default %g s)" % IDLE_TIMEOUT)
+    ap.add_argument("--request-deadline", type=float, default=REQUEST_DEADLINE, metavar="S",
+                    help="a request's line and headers must arrive within S s of its first byte, else 408 "
+                         "(default %g s)" % REQUEST_DEADLINE)
+    ap.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS, metavar="N",
+                    help="connections served at once; more get a 503 (default %d)" % MAX_CONNECTIONS)
+    ap.add_argument("--max-per-address", type=int, default=MAX_PER_ADDRESS, metavar="N",
+                    help="connections served at once from one client address (default %d)" % MAX_PER_ADDRESS)
     args = ap.parse_args(argv)
+    if not (args.idle_timeout > 0 and args.request_deadline > 0 and args.max_connections > 0
+            and args.max_per_address > 0):
+        ap.error("--idle-timeout, --request-deadline, --max-connections and --max-per-address must be positive")
     if not 0 <= args.port <= 65535:
         ap.error("--port must be between 0 and 65535")
     root = os.path.realpath(args.root)
@@ -288,6 +388,10 @@ def main(argv=None):
 
     Handler.root = root
     Handler.quiet = args.quiet
+    Handler.timeout = args.idle_timeout
+    Handler.request_deadline = args.request_deadline
+    Server.max_connections = args.max_connections
+    Server.max_per_address = args.max_per_address
     Server.address_family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     try:
         httpd = Server((args.host, args.port), Handler)
@@ -307,6 +411,8 @@ def main(argv=None):
     print("  local: %s://localhost:%d/%s" % (scheme, port, page))
     if lan and args.host in ("0.0.0.0", "::", lan):
         print("  LAN:   %s://%s:%d/%s" % (scheme, lan, port, page))
+    print("  limits: idle %g s, request head %g s, %d connections, %d per address"
+          % (args.idle_timeout, args.request_deadline, args.max_connections, args.max_per_address))
     if args.tls:
         print("  (self-signed certificate: the browser warns once)")
     if args.open:

@@ -3,7 +3,10 @@
 // leaving the served root refused with 403 (.., encoded .., backslashes,
 // symlinks), the printed local/LAN URLs, --open without a display, and
 // --tls: a self-signed certificate with localhost, 127.0.0.1 and the LAN
-// address in its SAN (checked with `openssl x509 -text`), made once and reused.
+// address in its SAN (checked with `openssl x509 -text`), made once and reused;
+// the limits printed at start and the --request-deadline and
+// --max-per-address options reaching the server (tests/python/test_serve.py
+// tests the slow-header attack itself).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -57,6 +60,19 @@ function raw(port, path, method = 'GET') {
       resolve({ status: Number(head[0].split(' ')[1]), headers, body: buf.subarray(split + 4) });
     });
   });
+}
+
+/** A connection that sends `bytes` and no more: { connected, answer } (all the server sent until it closed). */
+function stalled(port, bytes) {
+  const sock = net.connect(port, '127.0.0.1');
+  const connected = new Promise((resolve) => sock.once('connect', () => { sock.write(bytes); resolve(); }));
+  const chunks = [];
+  sock.on('data', (d) => chunks.push(d));
+  const answer = new Promise((resolve) => {
+    sock.on('error', () => {});
+    sock.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+  });
+  return { connected, answer };
 }
 
 before(async () => {
@@ -159,8 +175,30 @@ test('prints the local and LAN URLs of the page; --open without a display only p
   }
 });
 
+test('limits: printed at start, --request-deadline and --max-per-address enforced', async () => {
+  assert.match(server.output(), /^ {2}limits: idle \d+ s, request head \d+ s, \d+ connections, \d+ per address$/m);
+  const s = await startServer(['--root', ROOT, '--request-deadline', '1', '--max-per-address', '2', '--idle-timeout', '60']);
+  try {
+    assert.match(s.output(), /^ {2}limits: idle 60 s, request head 1 s, \d+ connections, 2 per address$/m);
+    const heads = [stalled(s.port, 'GET / HTTP/1.1\r\nHost: x\r\n'), stalled(s.port, 'GET / HTTP/1.1\r\nHost: x\r\n')];
+    await Promise.all(heads.map((h) => h.connected));
+    const third = stalled(s.port, '');
+    assert.match(await third.answer, /^HTTP\/1\.1 503 [^]*too many connections from your address/);
+    for (const h of heads) assert.match(await h.answer, /^HTTP\/1\.1 408 /, 'a request head never finished is cut at the deadline');
+    let r;
+    for (let i = 0; i < 300 && r?.status !== 200; i++) { // the slots come back as the server's threads end
+      if (i) await new Promise((done) => setTimeout(done, 100));
+      r = await raw(s.port, '/index.html');
+    }
+    assert.equal(r.status, 200);
+  } finally {
+    await s.stop();
+  }
+});
+
 test('bad arguments exit with a usage error', () => {
-  for (const args of [['--port', '70000'], ['--root', join(TMP, 'missing')], ['--host', 'not-an-ip'], ['--nope']]) {
+  for (const args of [['--port', '70000'], ['--root', join(TMP, 'missing')], ['--host', 'not-an-ip'], ['--nope'],
+    ['--request-deadline', '0'], ['--max-per-address', '-1']]) {
     let code = 0;
     try {
       execFileSync('python3', ['tools/serve.py', ...args], { cwd: REPO, stdio: 'pipe', timeout: 10000 });

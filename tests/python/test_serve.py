@@ -7,6 +7,14 @@ are bounded (one more gets a 503 and is closed, and the server still answers
 once the others are gone); the accept backlog is not the default 5.  The
 server runs in a thread with a 1 s idle timeout and 4 connection slots, so
 the whole file takes a few seconds.
+
+Slow-header (slowloris) clients: a connection that drips a header line
+faster than the idle timeout is answered 408 and closed at the request
+deadline, so drippers holding every slot free them and a fresh request is
+served; one client address is held to its own share of the slots (the
+extra connections get a 503) while another address is still served.  Other
+client addresses are other loopback addresses (127.0.0.2, ...).  Every wait
+is an event with a generous bound, never a measured time.
 """
 import http.server
 import importlib.util
@@ -28,9 +36,9 @@ IDLE = 1.0
 SLOTS = 4
 
 
-def request(port, raw_path, timeout=5):
-    """One raw GET (no client-side normalization): (status, headers dict, body)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+def request(port, raw_path, timeout=5, source="127.0.0.1"):
+    """One raw GET from address source (no client-side normalization): (status, headers dict, body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0)) as s:
         s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % raw_path).encode())
         data = b""
         while True:
@@ -56,28 +64,39 @@ def closed_within(sock, seconds):
         return False
 
 
+def start_server(root, idle, deadline, slots, per_address):
+    """serve.Server on 127.0.0.1:0 in a thread, serving root quietly with these limits."""
+    class Handler(serve.Handler):
+        quiet = True
+        timeout = idle
+        request_deadline = deadline
+
+    class Server(serve.Server):
+        max_connections = slots
+        max_per_address = per_address
+
+    Handler.root = root
+    httpd = Server(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def make_root():
+    root = tempfile.mkdtemp(prefix="rlx-serve-py-")
+    os.makedirs(os.path.join(root, "sub"))
+    with open(os.path.join(root, "index.html"), "w") as f:
+        f.write("root")
+    with open(os.path.join(root, "sub", "index.html"), "w") as f:
+        f.write("sub")
+    return root
+
+
 class ServeDefences(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.root = tempfile.mkdtemp(prefix="rlx-serve-py-")
-        os.makedirs(os.path.join(cls.root, "sub"))
-        with open(os.path.join(cls.root, "index.html"), "w") as f:
-            f.write("root")
-        with open(os.path.join(cls.root, "sub", "index.html"), "w") as f:
-            f.write("sub")
-
-        class Handler(serve.Handler):
-            root = cls.root
-            quiet = True
-            timeout = IDLE
-
-        class Server(serve.Server):
-            max_connections = SLOTS
-
-        cls.httpd = Server(("127.0.0.1", 0), Handler)
+        cls.root = make_root()
+        cls.httpd = start_server(cls.root, IDLE, 10, SLOTS, SLOTS)
         cls.port = cls.httpd.server_address[1]
-        cls.thread = threading.Thread(target=cls.httpd.serve_forever, daemon=True)
-        cls.thread.start()
 
     @classmethod
     def tearDownClass(cls):
@@ -134,6 +153,92 @@ class ServeDefences(unittest.TestCase):
 
     def test_backlog(self):
         self.assertGreaterEqual(serve.Server.request_queue_size, 128)
+
+
+class Dripper:
+    """A slow-header client: from address source it sends a request line and
+    the start of a header, then one more byte of that header every 0.2 s
+    (well inside the idle timeout; one line, so no header-count limit ends it)."""
+
+    def __init__(self, port, source="127.0.0.1"):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30, source_address=(source, 0))
+        self.sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Drip: ")
+        self.stop = threading.Event()
+        threading.Thread(target=self.drip, daemon=True).start()
+
+    def drip(self):
+        while not self.stop.wait(0.2):
+            try:
+                self.sock.sendall(b"a")
+            except OSError:
+                return
+
+    def answer(self, seconds):
+        """What the server sent until it closed the connection, or None if it
+        did not close it within seconds ("reset" when it reset it)."""
+        data, end = b"", time.monotonic() + seconds
+        try:
+            while time.monotonic() < end:
+                self.sock.settimeout(end - time.monotonic())
+                chunk = self.sock.recv(1024)
+                if not chunk:
+                    return data
+                data += chunk
+        except ConnectionResetError:
+            return data or "reset"  # unread drip bytes on the server's side make its close a reset
+        except socket.timeout:
+            pass
+        return None
+
+    def close(self):
+        self.stop.set()
+        self.sock.close()
+
+
+class SlowHeaders(unittest.TestCase):
+    WAIT = 30  # seconds: a bound on events that take about a second, never a measurement
+
+    def setUp(self):
+        self.root = make_root()
+        self.addCleanup(shutil.rmtree, self.root, True)
+        self.clients = []
+        self.addCleanup(lambda: [c.close() for c in self.clients])
+
+    def serve(self, **limits):
+        httpd = start_server(self.root, **limits)
+        self.addCleanup(httpd.server_close)
+        self.addCleanup(httpd.shutdown)
+        return httpd.server_address[1]
+
+    def test_drippers_holding_every_slot_are_cut_at_the_request_deadline(self):
+        port = self.serve(idle=30, deadline=1, slots=4, per_address=4)
+        self.clients = [Dripper(port) for _ in range(4)]
+        for d in self.clients:
+            got = d.answer(self.WAIT)
+            self.assertIsNotNone(got, "a connection dripping headers outlived the 1 s request deadline")
+            self.assertTrue(got == "reset" or got.startswith(b"HTTP/1.1 408 "), got)
+        end = time.monotonic() + self.WAIT
+        while True:  # the slots come back as the server's threads end
+            status, _, body = request(port, "/", self.WAIT)
+            if status == 200 or time.monotonic() > end:
+                break
+            time.sleep(0.1)
+        self.assertEqual((status, body), (200, b"root"))
+
+    def test_one_address_cannot_take_every_slot(self):
+        port = self.serve(idle=60, deadline=60, slots=6, per_address=3)
+        self.clients = [Dripper(port, "127.0.0.2") for _ in range(3)]
+        with socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.2", 0)) as extra:
+            extra.settimeout(self.WAIT)
+            try:
+                data = extra.recv(1024)
+            except socket.timeout:
+                data = b""
+        self.assertTrue(data.startswith(b"HTTP/1.1 503 "), "a 4th connection from 127.0.0.2 was not refused")
+        self.assertIn(b"from your address", data)
+        status, _, body = request(port, "/", self.WAIT, "127.0.0.1")
+        self.assertEqual((status, body), (200, b"root"))  # while 127.0.0.2 still drips
+        self.assertTrue(all(d.answer(0.01) is None for d in self.clients), "the drippers were not held")
 
 
 if __name__ == "__main__":
