@@ -233,7 +233,7 @@ test('generate.html: Stop ends a running generation in the Worker; GgufWorker pa
   // a second), with the context line read at that moment.
   const [promptTokens, usedWhileRunning] = await page.evaluate(() => new Promise((resolve, reject) => {
     const gen = document.getElementById('r-gen');
-    const timer = setTimeout(() => reject(new Error(`no second token in 10 s (r-gen ${gen.dataset.value})`)), 10000);
+    const timer = setTimeout(() => reject(new Error(`no second token in 60 s (r-gen ${gen.dataset.value})`)), 60000);
     const seen = new MutationObserver(() => {
       if (!(Number(gen.dataset.value) >= 2)) return;
       seen.disconnect();

@@ -17,19 +17,15 @@ if (!ready) test('web/pkg/rlx_web.wasm and web/rlx.js present', () => assert.fai
 const rt = ready ? await init() : null;
 const Sdk = ready ? (await import('../../web/rlx.js')).default : null;
 const skip = !ready;
-const FAST_MS = 1000;
 
-/** fn() throws an RlxError (not a fatal one) matching every pattern, within FAST_MS. */
+/** fn() throws an RlxError (not a fatal one) matching every pattern. */
 function rejects(fn, ...patterns) {
-  const t0 = performance.now();
   let err;
   try { fn(); } catch (e) { err = e; }
-  const ms = performance.now() - t0;
   assert.ok(err, `expected an error matching ${patterns.join(' ')}`);
   assert.ok(err instanceof rlx.RlxError, `not an RlxError: ${err?.constructor?.name}: ${err?.message}`);
   assert.notEqual(err.status, -100, `the module trapped: ${err.message}`);
   for (const p of patterns) assert.match(err.message, p);
-  assert.ok(ms < FAST_MS, `took ${ms.toFixed(0)} ms`);
   return err;
 }
 
@@ -104,12 +100,21 @@ test('array-likes claiming 2^32 entries fail at once, before anything is copied'
   const g = rt.graph();
   const x = g.input('x', [2]);
   const s = g.compile([g.op('relu', [x], [], [])]);
-  for (const bad of [huge, sparse, Object.assign(Object.create(null), { length: 2 ** 32 })]) {
+  // Each array-like counts the entries read from it: a refusal reads none.
+  for (const target of [huge, sparse, Object.assign(Object.create(null), { length: 2 ** 32 })]) {
+    let reads = 0;
+    const bad = new Proxy(target, {
+      get(t, key, receiver) {
+        if (typeof key === 'string' && /^\d+$/.test(key)) reads++;
+        return Reflect.get(t, key, receiver);
+      },
+    });
     rejects(() => g.constant([2], bad), /^Graph.constant: data /);
     rejects(() => s.setInput('x', bad), /^Session.setInput: data /);
     rejects(() => rt.f32In(bad), /^Rlx.f32In: values /);
     rejects(() => rt.i32In(bad), /^Rlx.i32In: values /);
     rejects(() => new rlx.WebGraph().constant(bad), /^WebGraph.constant: values /);
+    assert.equal(reads, 0, 'entries were read before the refusal');
   }
   const w = g.param('w', [2]);
   const s2 = g.compile([g.op('mul', [x, w], [], [])]);
@@ -176,9 +181,7 @@ test('CompiledGraph: hostile names, feeds and profile options are clean rejectio
   const w = g.param('w', [2]);
   const c = g.compile_forward(g.mul(x, w), 'cpu');
   rejects(() => c.read_param(Object.create(null)), /^CompiledGraph.read_param: name must be a string/);
-  const t0 = performance.now();
   await rejectsAsync(c.run_async('x'.repeat(1 << 22)), /^CompiledGraph.run_async: feeds must be an object or undefined, got string/);
-  assert.ok(performance.now() - t0 < FAST_MS, 'run_async of a huge string took too long');
   await rejectsAsync(c.profile(null), /^CompiledGraph.profile: options must be an object/);
   await rejectsAsync(c.profile({ repeat: 2 ** 31 }), /^CompiledGraph.profile: repeat must be an integer in \[1, 100000\]/);
   const outs = await c.run_async({ x: [1, 2], w: [3, 4] });
