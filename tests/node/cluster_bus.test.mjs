@@ -2,8 +2,11 @@
 // structured-clone semantics, simulated delays, drops, partitions and frozen
 // tabs; BroadcastChannelBus carries wire buffers between channel instances;
 // the Worker<->page proxy hop transfers one ArrayBuffer per message (the
-// sender's buffer is detached) and never decodes on the page; a cohort and an
-// elastic join run through that hop on real time; garbage is counted, not fatal.
+// sender's buffer is detached) and never decodes on the page, which verifies
+// every buffer's signature before the Worker sees it; a cohort and an
+// elastic join run through that hop on real time (waiting for events, with
+// beats and deadlines far above a loaded machine's stalls); garbage and
+// unsigned or forged buffers are counted, not fatal.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { InProcessHub, BroadcastChannelBus, ProxyBus, proxyRelay, WireBus } from '../../web/cluster/bus.js';
@@ -11,16 +14,8 @@ import { VirtualClock, FreezableClock } from '../../web/cluster/clock.js';
 import { encodeMessage, decodeMessage } from '../../web/cluster/wire.js';
 import { Rank } from '../../web/cluster/protocol.js';
 import { stubCompute } from '../../web/cluster/sim.js';
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(pred, ms = 5000, what = 'condition') {
-  const end = performance.now() + ms;
-  while (!pred()) {
-    if (performance.now() > end) throw new Error(`${what} not reached within ${ms} ms`);
-    await sleep(5);
-  }
-}
+import { SIG_PLACEHOLDER } from '../../web/cluster/auth.js';
+import { waitFor, identities } from './cluster_wait.mjs';
 
 function collect(bus) {
   const got = [];
@@ -124,10 +119,12 @@ test('wire-mode hub: every message crosses as an encoded buffer; garbage is coun
 
 // ---- BroadcastChannel ------------------------------------------------------------------
 
-test('BroadcastChannelBus: wire buffers between channel instances, garbage counted', async () => {
+test('BroadcastChannelBus: signed wire buffers between channel instances, garbage and forgeries counted', async () => {
   const name = `rlx-bc-test-${process.pid}-${Math.random()}`;
-  const a = new BroadcastChannelBus(name, 'a');
-  const b = new BroadcastChannelBus(name, 'b');
+  const [ia, ib, ic] = await identities(3);
+  const a = new BroadcastChannelBus(name, ia);
+  const b = new BroadcastChannelBus(name, ib);
+  const relayOnly = new BroadcastChannelBus(name, 'page');
   const gb = collect(b);
   const raw = new BroadcastChannel(name);
   try {
@@ -135,13 +132,23 @@ test('BroadcastChannelBus: wire buffers between channel instances, garbage count
     a.send('nobody', { type: 'hb' });
     raw.postMessage(new ArrayBuffer(7));
     raw.postMessage({ not: 'a buffer' });
-    await waitFor(() => b.stats.received >= 4, 2000, 'four deliveries');
+    raw.postMessage(encodeMessage({ type: 'hb', from: ia.id, to: null, seq: 9 })); // unsigned, in a's name
+    raw.postMessage(encodeMessage({ type: 'hb', from: ia.id, to: null, seq: 10, pk: ic.pk, sig: SIG_PLACEHOLDER })); // c's key, a's id
+    raw.postMessage(encodeMessage({ type: 'hb', from: ic.id, to: null, seq: 11, pk: ic.pk, sig: 'B'.repeat(86) })); // a wrong signature
+    assert.equal(relayOnly.send(null, { type: 'hb' }), false, 'a bus without an identity cannot send');
+    await waitFor(() => b.stats.received >= 7 && b.stats.unsigned + b.stats.wrongId + b.stats.badSignature >= 4, 'seven deliveries');
+    await waitFor(() => gb.length >= 1, 'the signed message');
     assert.equal(gb.length, 1);
+    assert.equal(gb[0].from, ia.id);
     assert.equal(gb[0].loss, -Infinity);
     assert.deepEqual(Array.from(gb[0].payload), [1, 2]);
     assert.equal(b.stats.notForMe, 1);
-    assert.equal(b.stats.malformed + b.stats.truncated, 2);
+    assert.equal(b.stats.malformed, 1, 'the non-buffer');
+    assert.equal(b.stats.unsigned, 2, 'seven bytes, the unsigned header');
+    assert.equal(b.stats.wrongId, 1);
+    assert.equal(b.stats.badSignature, 1);
   } finally {
+    relayOnly.close();
     a.close();
     b.close();
     raw.close();
@@ -172,7 +179,7 @@ test('ProxyBus transfers one ArrayBuffer per message; the sender copy is detache
   port2.on('message', (buf) => got.push(buf));
   const grads = Float32Array.from({ length: 1000 }, (_, i) => i);
   bus.send('leader', { type: 'grad', loss: NaN, payload: grads });
-  await waitFor(() => got.length === 1, 2000, 'the buffer');
+  await waitFor(() => got.length === 1, 'the buffer');
   assert.equal(workerSide.posts, 1);
   assert.equal(workerSide.detached, 1, 'sender buffer detached by the transfer');
   assert.ok(got[0] instanceof ArrayBuffer);
@@ -185,43 +192,47 @@ test('ProxyBus transfers one ArrayBuffer per message; the sender copy is detache
   port1.close();
 });
 
-test('proxyRelay forwards buffers without decoding them; the Worker side validates', async () => {
+test('proxyRelay forwards buffers without decoding them, verified; the Worker side validates', async () => {
   const clock = new VirtualClock();
   const hub = new InProcessHub({ clock, wire: true });
+  const [iw, io, is] = await identities(3);
   const page = hub.connect('w#page');
-  const other = hub.connect('o');
+  const other = hub.connect(io);
   const gotOther = collect(other);
   const { port1, port2 } = new MessageChannel();
   const { port1: p3, port2: p4 } = new MessageChannel();
   const relay = proxyRelay(port2, page);
   const pageSide = watchTransfers(port2);
-  const worker = new ProxyBus('w', port1);
-  const shared = new ProxyBus('s', p3, { shared: true });
+  const worker = new ProxyBus(iw, port1);
+  const shared = new ProxyBus(is, p3, { shared: true });
   const gotWorker = collect(worker);
   try {
   // page transport -> worker: a good message, garbage, one for someone else
   other.send(null, { type: 'hello', payload: Float32Array.of(3) });
   other.sendRaw(new ArrayBuffer(5)); // garbage
   other.send('x', { type: 'private' });
+  await waitFor(() => other.stats.sent === 3, 'the two messages signed and posted');
   await clock.advance(1);
-  await waitFor(() => worker.stats.received === 3, 2000, 'three buffers into the worker');
-  assert.equal(relay.stats.toWorker, 3, 'the relay forwarded garbage untouched');
-  assert.equal(pageSide.detached, 3, 'each buffer was transferred into the worker');
+  await waitFor(() => relay.stats.toWorker + relay.stats.unverified === 3, 'three buffers at the relay');
+  await waitFor(() => worker.stats.received === 2, 'two buffers into the worker');
+  assert.equal(relay.stats.toWorker, 2, 'the relay forwarded the signed buffers');
+  assert.equal(relay.stats.unverified, 1, 'and dropped the garbage');
+  assert.equal(pageSide.detached, 2, 'each buffer was transferred into the worker');
   assert.deepEqual(gotWorker.map((m) => m.type), ['hello']);
-  assert.equal(worker.stats.malformed, 1, 'five zero bytes: an empty header');
   assert.equal(worker.stats.notForMe, 1);
   // worker -> page transport -> others
   worker.send(null, { type: 'reply', payload: Float32Array.of(4, 5) });
-  await waitFor(() => relay.stats.fromWorker === 1, 2000, 'a buffer out of the worker');
+  await waitFor(() => relay.stats.fromWorker === 1, 'a buffer out of the worker');
   await clock.advance(1);
-  assert.deepEqual(gotOther.map((m) => [m.type, m.from, Array.from(m.payload)]), [['reply', 'w', [4, 5]]]);
+  await waitFor(() => gotOther.length === 1, 'the reply verified at the other end');
+  assert.deepEqual(gotOther.map((m) => [m.type, m.from, Array.from(m.payload)]), [['reply', iw.id, [4, 5]]]);
   // non-buffer traffic on the port: counted by a dedicated port, ignored on a shared one
   port2.postMessage({ cmd: 'ui' });
-  await waitFor(() => worker.stats.malformed === 2, 2000, 'the stray message counted');
+  await waitFor(() => worker.stats.malformed === 1, 'the stray message counted');
   p4.postMessage({ cmd: 'ui' });
-  await sleep(20);
+  p4.postMessage(encodeMessage({ type: 'x', from: 'z', to: null })); // after the stray one, on the same port
+  await waitFor(() => shared.stats.received === 1, 'the buffer behind the stray message');
   assert.equal(shared.stats.malformed, 0);
-  assert.equal(shared.stats.received, 0);
   } finally {
     relay.close();
     for (const x of [worker, shared]) x.close();
@@ -231,19 +242,23 @@ test('proxyRelay forwards buffers without decoding them; the Worker side validat
 
 // ---- a cohort through the hop, on real time -------------------------------------------------
 
-// Short beats for real time; unanimous up to 4 so every tab's bucket is in every step.
-const FAST = { heartbeatMs: 20, collectMs: 200, unanimousUpTo: 4 };
+// Real time: beats short enough to move along, but silence limits (drop,
+// takeover: 100 beats = 3 s) and the step deadline (60 s) far above any
+// stall of a loaded machine, so nothing here depends on its speed; unanimous
+// up to 4 so every tab's bucket is in every step.
+const PATIENT = { heartbeatMs: 30, dropBeats: 100, takeoverBeats: 100, collectMs: 60_000, unanimousUpTo: 4 };
 
 /** One "tab": a rank on a ProxyBus in the worker role, relayed by its page onto a BroadcastChannel. */
-function tab(channel, id, { minMembers, maxSteps }) {
+function tab(channel, identity, { minMembers, maxSteps }) {
+  const id = identity.id;
   const { port1, port2 } = new MessageChannel();
   const workerWatch = watchTransfers(port1);
   const pageWatch = watchTransfers(port2);
   const pageBus = new BroadcastChannelBus(channel, `${id}#page`);
   const relay = proxyRelay(port2, pageBus);
-  const bus = new ProxyBus(id, port1);
+  const bus = new ProxyBus(identity, port1);
   const compute = stubCompute(id, { batch: 3 });
-  const rank = new Rank({ bus, compute, params: Float32Array.from({ length: 32 }, (_, i) => (i % 7) - id.charCodeAt(0) / 50), policy: FAST, discoverMs: 80, minMembers, maxSteps, lr: 0.1 });
+  const rank = new Rank({ bus, compute, params: Float32Array.from({ length: 32 }, (_, i) => (i % 7) - id.charCodeAt(0) / 50), policy: PATIENT, discoverMs: 1500, minMembers, maxSteps, lr: 0.1 });
   return {
     id,
     rank,
@@ -264,12 +279,13 @@ function tab(channel, id, { minMembers, maxSteps }) {
 
 test('a cohort and an elastic join through the encoded proxy hop (real transfers, real time)', async () => {
   const channel = `rlx-proxy-cohort-${process.pid}-${Math.random()}`;
-  const tabs = ['a', 'b', 'c'].map((id) => tab(channel, id, { minMembers: 3, maxSteps: 15 }));
+  const keys = await identities(4);
+  const tabs = keys.slice(0, 3).map((k) => tab(channel, k, { minMembers: 3, maxSteps: 15 }));
   try {
     for (const t of tabs) t.rank.start();
     const leader = tabs[0].rank;
     const synced = (ranks) => ranks.every((r) => r.version === leader.version && !leader.collect && (r === leader || r.role === 'follower'));
-    await waitFor(() => leader.role === 'leader' && leader.step === 15 && synced(tabs.map((t) => t.rank)), 8000, '15 steps');
+    await waitFor(() => leader.role === 'leader' && leader.step === 15 && synced(tabs.map((t) => t.rank)), '15 steps');
     for (const t of tabs) {
       assert.equal(t.rank.hash, leader.hash, `${t.id} bit-identical`);
       assert.ok(Buffer.from(t.rank.params.buffer).equals(Buffer.from(leader.params.buffer)));
@@ -277,11 +293,11 @@ test('a cohort and an elastic join through the encoded proxy hop (real transfers
     assert.ok(leader.history.every((h) => h.contributors.length === 3));
 
     // elastic join through the same kind of hop
-    const late = tab(channel, 'd', {});
+    const late = tab(channel, keys[3], {});
     tabs.push(late);
     leader.maxSteps = 25;
     late.rank.start();
-    await waitFor(() => leader.step === 25 && late.rank.role === 'follower' && synced(tabs.map((t) => t.rank)), 8000, 'the join and 10 more steps');
+    await waitFor(() => leader.step === 25 && late.rank.role === 'follower' && synced(tabs.map((t) => t.rank)), 'the join and 10 more steps');
     assert.equal(late.rank.hash, leader.hash);
     assert.equal(late.rank.stats.elections, 0);
     const after = leader.history.filter((h) => h.members === 4);

@@ -12,6 +12,20 @@
 // endpoint) carry each message as one wire.js ArrayBuffer and also offer
 // sendRaw(buf) / onRaw(fn) so a relay can forward buffers without parsing them.
 //
+// Signed buses. A wire bus built with an identity (auth.js createIdentity;
+// its id is the bus id) signs every message it sends; a verifying bus drops
+// and counts (stats.unsigned / wrongId / badSignature) every buffer whose
+// signature does not verify under its `from`, and (for its message
+// handlers) every (from, seq) met before (stats.duplicates). WebCrypto is
+// asynchronous, so each signing bus signs as soon as send() is called but
+// posts through one promise chain (this._out): buffers leave in the order
+// of the send() calls. Likewise a verifying bus starts each check on
+// arrival and delivers through one chain (this._in): messages reach the
+// handlers in the order they arrived, so each sender's order is kept.
+// BroadcastChannelBus always verifies. ProxyBus trusts its port: the page's
+// proxyRelay verified every buffer before it entered the port. The
+// in-process hub models the wire with trusted ids (no keys), for speed.
+//
 // - BroadcastChannelBus: tabs (or Workers) of one browser on one channel name.
 // - InProcessHub: many endpoints in one JS realm for tests and simulations;
 //   structured-clone semantics, simulated delays, drops, partitions, and
@@ -22,6 +36,7 @@
 //   as one transferred ArrayBuffer: the page never decodes or copies a bucket.
 import { encodeMessage, decodeMessage, WireError } from './wire.js';
 import { realClock } from './clock.js';
+import { isIdentity, signBuffer, sealLead, SIG_PLACEHOLDER, Verifier, verifiedHeader, SeenSet } from './auth.js';
 
 function emptyStats() {
   return {
@@ -35,6 +50,10 @@ function emptyStats() {
     notForMe: 0,
     handlerErrors: 0,
     sendErrors: 0,
+    unsigned: 0,
+    wrongId: 0,
+    badSignature: 0,
+    duplicates: 0,
   };
 }
 
@@ -59,34 +78,80 @@ function callAll(handlers, arg, stats) {
 /**
  * Base of the transports that carry wire.js buffers. Subclasses implement
  * _post(buf, to) and call _receive(data) for whatever arrives.
+ * idOrIdentity: an auth.js identity (the bus signs) or a plain id (it cannot
+ * sign: a trusted hub endpoint, or a relay that only forwards buffers).
+ * verify: check every buffer's signature (see the top of the file).
  */
 export class WireBus {
-  constructor(id, { limits } = {}) {
-    this.id = checkId(id);
+  constructor(idOrIdentity, { limits, verify = false, verifier = null } = {}) {
+    this.identity = isIdentity(idOrIdentity) ? idOrIdentity : null;
+    this.id = checkId(this.identity ? this.identity.id : idOrIdentity);
     this.limits = limits;
     this.closed = false;
     this.stats = emptyStats();
     this._handlers = new Set();
     this._rawHandlers = new Set();
     this._seq = 0;
+    this.verifier = verify ? verifier ?? new Verifier() : null;
+    this._seen = new SeenSet();
+    this._out = Promise.resolve();
+    this._in = Promise.resolve();
+    this._leads = new WeakMap(); // a lead's fields -> Promise of its signed text (one signature for every child)
   }
 
   send(to, msg) {
     if (this.closed) return false;
-    let buf;
-    try {
-      // seq: per-sender message number, so a relay that meets a message twice
-      // (over two transports) can tell a copy from a new one (fabric.js)
-      buf = encodeMessage({ ...msg, from: this.id, to: to ?? null, seq: ++this._seq }, this.limits);
-    } catch (err) {
-      this.stats.sendErrors++;
-      this.stats.lastError = err.message;
-      return false;
+    if (this.verifier && !this.identity) return this._sendError('this bus has no identity to sign with (it only relays)');
+    // seq: per-sender message number, so a relay that meets a message twice
+    // (over two transports) can tell a copy from a new one (fabric.js)
+    const { sig: _sig, pk: _pk, ...rest } = msg;
+    const header = { ...rest, from: this.id, to: to ?? null, seq: ++this._seq };
+    if (!this.identity) {
+      const buf = this._encode(header);
+      if (buf) this._sent(buf, to ?? null);
+      return !!buf;
     }
+    const signed = this._signed(header);
+    this._out = this._out.then(() => signed).then(
+      (buf) => buf && !this.closed && this._sent(buf, to ?? null),
+      (err) => this._sendError(`signing failed: ${err?.message ?? err}`),
+    );
+    return true;
+  }
+
+  async _signed(header) {
+    if (header.lead !== null && typeof header.lead === 'object') {
+      // a relayed lead goes on as the text it was verified as; our own is signed once per step
+      let text = typeof header.lead.text === 'string' ? header.lead.text : this._leads.get(header.lead);
+      if (!text) {
+        text = sealLead(this.identity, header.lead, header.payload);
+        this._leads.set(header.lead, text);
+      }
+      header = { ...header, lead: await text };
+    }
+    const buf = this._encode({ ...header, pk: this.identity.pk, sig: SIG_PLACEHOLDER });
+    return buf && signBuffer(this.identity, buf);
+  }
+
+  _encode(header) {
+    try {
+      return encodeMessage(header, this.limits);
+    } catch (err) {
+      this._sendError(err.message);
+      return null;
+    }
+  }
+
+  _sendError(why) {
+    this.stats.sendErrors++;
+    this.stats.lastError = why;
+    return false;
+  }
+
+  _sent(buf, to) {
     this.stats.sent++;
     this.stats.bytesOut += buf.byteLength;
-    this._post(buf, to ?? null);
-    return true;
+    this._post(buf, to);
   }
 
   /** Forwards an already-encoded buffer untouched (relays use this). */
@@ -104,9 +169,9 @@ export class WireBus {
   }
 
   /**
-   * Receives every incoming buffer undecoded. An endpoint with raw handlers
-   * is a relay: it hands buffers on (possibly transferring them) and does not
-   * decode them for message handlers.
+   * Receives every incoming buffer undecoded (verified, on a verifying bus).
+   * An endpoint with raw handlers is a relay: it hands buffers on (possibly
+   * transferring them) and does not decode them for message handlers.
    */
   onRaw(fn) {
     this._rawHandlers.add(fn);
@@ -123,8 +188,30 @@ export class WireBus {
     if (this.closed) return;
     this.stats.received++;
     this.stats.bytesIn += data?.byteLength ?? 0;
+    if (!this.verifier) {
+      this._accept(data, null);
+      return;
+    }
+    if (!(data instanceof ArrayBuffer)) {
+      this._accept(data, null); // counted as malformed below
+      return;
+    }
+    const checked = this.verifier.check(data); // started now, delivered in arrival order
+    this._in = this._in.then(() => checked).then((r) => {
+      if (this.closed) return;
+      if (!r.ok) {
+        this.stats[r.code]++;
+        this.stats.lastError = r.why;
+        return;
+      }
+      this._accept(data, r.header);
+    });
+  }
+
+  _accept(data, verified) {
     if (this._rawHandlers.size) {
-      callAll(this._rawHandlers, data, this.stats);
+      if (!this.verifier || verified) callAll(this._rawHandlers, data, this.stats);
+      else this.stats.malformed++;
       return;
     }
     let msg;
@@ -146,6 +233,19 @@ export class WireBus {
       this.stats.notForMe++;
       return;
     }
+    if (this.verifier && !this._seen.first(msg)) {
+      this.stats.duplicates++;
+      return;
+    }
+    if (typeof msg.lead === 'string') {
+      // a tree step's lead, verified with the buffer (here, or by the relay in front of a trusted port)
+      try {
+        msg.lead = { ...JSON.parse(msg.lead), text: msg.lead };
+      } catch {
+        this.stats.malformed++;
+        return;
+      }
+    }
     callAll(this._handlers, msg, this.stats);
   }
 
@@ -156,8 +256,8 @@ export class WireBus {
 
 /** Tabs and Workers of one browser (same origin) on one channel name. */
 export class BroadcastChannelBus extends WireBus {
-  constructor(name, id, { BroadcastChannelImpl = globalThis.BroadcastChannel, limits } = {}) {
-    super(id, { limits });
+  constructor(name, idOrIdentity, { BroadcastChannelImpl = globalThis.BroadcastChannel, limits, verifier } = {}) {
+    super(idOrIdentity, { limits, verify: true, verifier });
     if (typeof BroadcastChannelImpl !== 'function') throw new Error('BroadcastChannel is not available here');
     this.channel = new BroadcastChannelImpl(name);
     this.channel.onmessage = (ev) => this._receive(ev.data);
@@ -205,8 +305,8 @@ function listen(port, fn) {
  * messages) are ignored instead of being counted as malformed.
  */
 export class ProxyBus extends WireBus {
-  constructor(id, port, { shared = false, limits } = {}) {
-    super(id, { limits });
+  constructor(idOrIdentity, port, { shared = false, limits } = {}) {
+    super(idOrIdentity, { limits });
     this.port = port;
     this._off = listen(port, (ev) => {
       if (!(ev.data instanceof ArrayBuffer)) {
@@ -238,14 +338,19 @@ export class ProxyBus extends WireBus {
 
 /**
  * The page's end: forwards buffers between the Worker's port and a wire
- * transport, transferring them into the Worker. Nothing is decoded here; the
- * Worker's ProxyBus validates and filters. Returns { stats, close }.
+ * transport, transferring them into the Worker. Payloads are never decoded
+ * here; every buffer bound for the Worker is verified first (auth.js: free
+ * when a verifying link of this page already did), in arrival order, and
+ * one that fails is dropped (stats.unverified), so the Worker's ProxyBus
+ * can trust its port. Returns { stats, close }.
  */
-export function proxyRelay(port, transport) {
+export function proxyRelay(port, transport, { verifier = new Verifier() } = {}) {
   if (typeof transport?.sendRaw !== 'function' || typeof transport?.onRaw !== 'function') {
     throw new TypeError('proxyRelay needs a wire transport (sendRaw/onRaw)');
   }
-  const stats = { toWorker: 0, fromWorker: 0, rejected: 0 };
+  const stats = { toWorker: 0, fromWorker: 0, rejected: 0, unverified: 0 };
+  let chain = Promise.resolve();
+  let closed = false;
   const offPort = listen(port, (ev) => {
     if (!(ev.data instanceof ArrayBuffer)) {
       stats.rejected++;
@@ -259,12 +364,21 @@ export function proxyRelay(port, transport) {
       stats.rejected++;
       return;
     }
-    stats.toWorker++;
-    port.postMessage(buf, [buf]);
+    const checked = verifiedHeader(buf) ? { ok: true } : verifier.check(buf);
+    chain = chain.then(() => checked).then((r) => {
+      if (closed) return;
+      if (!r.ok) {
+        stats.unverified++;
+        return;
+      }
+      stats.toWorker++;
+      port.postMessage(buf, [buf]);
+    });
   });
   return {
     stats,
     close() {
+      closed = true;
       offPort();
       offTransport();
     },
@@ -297,10 +411,12 @@ export class InProcessHub {
     this._group = null;
   }
 
-  connect(id, { clock } = {}) {
-    checkId(id);
+  /** idOrIdentity: a plain id, or (wire mode) an auth.js identity: that endpoint signs what it sends. */
+  connect(idOrIdentity, { clock } = {}) {
+    const id = checkId(isIdentity(idOrIdentity) ? idOrIdentity.id : idOrIdentity);
     if (this.endpoints.has(id)) throw new Error(`id ${id} is already connected`);
-    const ep = this.wire ? new HubWireBus(this, id, clock ?? this.clock) : new HubBus(this, id, clock ?? this.clock);
+    if (id !== idOrIdentity && !this.wire) throw new Error('a signing endpoint needs a wire-mode hub');
+    const ep = this.wire ? new HubWireBus(this, idOrIdentity, clock ?? this.clock) : new HubBus(this, id, clock ?? this.clock);
     this.endpoints.set(id, ep);
     return ep;
   }
@@ -413,8 +529,8 @@ class HubBus {
 
 /** Wire-mode hub endpoint: every other endpoint gets its own copy of the buffer. */
 class HubWireBus extends WireBus {
-  constructor(hub, id, clock) {
-    super(id, { limits: hub.limits });
+  constructor(hub, idOrIdentity, clock) {
+    super(idOrIdentity, { limits: hub.limits });
     this.hub = hub;
     this.clock = clock;
   }

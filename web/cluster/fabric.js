@@ -5,10 +5,15 @@
 // a room. The page that is in both bridges them: what arrives on one link is
 // delivered to this tab's Worker and forwarded to the other links.
 //
-// Every wire buffer carries its sender's rank id (`from`) and a per-sender
-// `seq` (bus.js), so a buffer met twice (a second bridging tab, a direct copy
-// and a forwarded one) is delivered and forwarded once. Only the header is
-// read (wire.js peekHeader); payloads pass untouched. Forwarding from the tab
+// Every wire buffer carries its sender's rank id (`from`), a per-sender
+// `seq` (bus.js) and the sender's signature (auth.js). A buffer is verified
+// before anything else (free when the link that brought it verified it
+// already: BroadcastChannelBus, MeshLink do), in arrival order; one that
+// fails is dropped (stats.unverified). A verified buffer met twice (a second
+// bridging tab, a direct copy and a forwarded one) is delivered and
+// forwarded once: the duplicate set keys on the verified (from, seq), so a
+// forged copy cannot pre-empt the real one. Only the header is read;
+// payloads pass untouched. Forwarding from the tab
 // link into the room skips senders that are in the room themselves (they sent
 // it there already); a buffer never goes back out on the link it came from.
 //
@@ -17,39 +22,20 @@
 //   fabric.add('room', meshLink);              // meshLink.hasRank(id) tells who is in the room
 //   proxyRelay(port, fabric);
 import { peekHeader } from './wire.js';
+import { SeenSet, Verifier, verifiedHeader, markCopy } from './auth.js';
 
-const SEEN_PER_SENDER = 512; // seqs remembered per sender
-const MAX_SENDERS = 4096;
-
-/** The (from, seq) pairs met lately: first(header) is true the first time. Buffers without a seq always pass. */
-export class SeenSet {
-  constructor() {
-    this._seen = new Map(); // sender id -> Set of recent seqs (insertion-ordered)
-  }
-
-  first(h) {
-    if (typeof h.from !== 'string' || !Number.isSafeInteger(h.seq)) return true;
-    let seen = this._seen.get(h.from);
-    if (!seen) {
-      if (this._seen.size >= MAX_SENDERS) this._seen.delete(this._seen.keys().next().value);
-      seen = new Set();
-      this._seen.set(h.from, seen);
-    }
-    if (seen.has(h.seq)) return false;
-    seen.add(h.seq);
-    if (seen.size > SEEN_PER_SENDER) seen.delete(seen.values().next().value);
-    return true;
-  }
-}
+export { SeenSet } from './auth.js';
 
 export class Fabric {
   constructor(selfId) {
     this.selfId = selfId;
     this.links = new Map();
-    this.stats = { delivered: 0, forwarded: 0, duplicates: 0, unreadable: 0 };
+    this.stats = { delivered: 0, forwarded: 0, duplicates: 0, unreadable: 0, unverified: 0 };
     this._handlers = new Set();
     this._seen = new SeenSet();
     this._closed = false;
+    this._verifier = new Verifier();
+    this._chain = Promise.resolve();
   }
 
   /** Adds (or replaces) a link: a wire transport with sendRaw(buf) and onRaw(fn). */
@@ -98,12 +84,19 @@ export class Fabric {
 
   _arrived(from, buf) {
     if (this._closed || !(buf instanceof ArrayBuffer)) return;
-    const h = peekHeader(buf);
-    if (!h) {
-      this.stats.unreadable++;
-      this._deliver(buf); // the Worker's bus counts it as malformed
-      return;
-    }
+    const known = verifiedHeader(buf);
+    const checked = known ? { ok: true, header: known } : this._verifier.check(buf);
+    this._chain = this._chain.then(() => checked).then((r) => {
+      if (this._closed) return;
+      if (!r.ok) {
+        this.stats.unverified++;
+        return;
+      }
+      this._verified(from, buf, r.header);
+    });
+  }
+
+  _verified(from, buf, h) {
     if (h.from === this.selfId || !this._firstTime(h)) {
       this.stats.duplicates++;
       return;
@@ -116,7 +109,7 @@ export class Fabric {
         if (knows && link.hasRank(h.from)) continue; // the sender reaches that link itself
         if (h.to != null && knows && !link.hasRank(h.to)) continue; // the addressee is not there
         this.stats.forwarded++;
-        link.sendRaw(buf.slice(0)); // a copy: the original is transferred into the Worker below
+        link.sendRaw(markCopy(buf.slice(0), h)); // a copy: the original is transferred into the Worker below
       }
     }
     if (forMe) this._deliver(buf);

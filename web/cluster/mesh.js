@@ -34,9 +34,10 @@
 //     RTCPeerConnectionImpl = RTCPeerConnection, onEvent = null })
 //   One MeshLink per room per page: Trystero keeps one room object per appId and roomId.
 //   link.sendRaw(buf) -> bool          to every accepted peer, or only the peer of header.to
-//                                      once that rank id was seen in a `from` of that peer;
+//                                      once that rank's first verified buffer came from that peer;
 //                                      in order per peer (a queue each); false: no one to send to
 //   link.onRaw(fn) -> off              fn(ArrayBuffer, peerId) for every buffer of an accepted peer
+//                                      whose signature verifies (auth.js; others: stats.dropped.unverified)
 //   link.sendToPeers(buf, peerIds) -> n  to those accepted peers only (partial_mesh.js routes by peer)
 //   link.acceptedPeers() / link.connectionOf(peerId)   accepted peer ids; a peer's RTCPeerConnection (or null)
 //   link.hasRank(rankId) -> bool       that rank sent from an accepted peer (fabric.js routing)
@@ -80,6 +81,7 @@
 // when the layout changes, but n - 1 of them). Tabs of one browser share a
 // BroadcastChannel, where every post reaches every tab whatever the topology.
 import { peekHeader } from './wire.js';
+import { Verifier, SeenSet, markCopy } from './auth.js';
 import { PROTOCOL_VERSION as RANK_PROTOCOL } from './protocol.js';
 import { assertNotWorker, classifyIce, icePreflight, peerIceStats, trackPeerConnections } from './ice.js';
 
@@ -103,6 +105,7 @@ export const DEFAULT_TRYSTERO_URL = new URL('../vendor/trystero.js', import.meta
 const HS_ACTION = 'rlx-hs';
 const WIRE_ACTION = 'rlx-wire';
 const MAX_RANKS_PER_PEER = 64;
+const ROUTE_STALE_MS = 10_000;
 
 export const shortId = (id) => (typeof id === 'string' && id ? id.slice(0, 8) : '?');
 
@@ -336,10 +339,14 @@ export class MeshLink extends EventTarget {
     this.handshakeTimeoutMs = handshakeTimeoutMs;
     this.helloRetryMs = helloRetryMs;
     this.closed = false;
-    this.stats = { ...emptyCounters(), dropped: { unaccepted: 0, malformed: 0, noPeers: 0, sendErrors: 0, handlerErrors: 0 }, peers: {} };
+    this.stats = { ...emptyCounters(), dropped: { unaccepted: 0, malformed: 0, unverified: 0, noPeers: 0, sendErrors: 0, handlerErrors: 0 }, peers: {} };
     this._onEvent = onEvent;
     this._peers = new Map();
     this._rankToPeer = new Map();
+    this._routeSeen = new Map(); // rank id -> when its route's peer last brought a new buffer of it
+    this._seen = new SeenSet();
+    this._verifier = new Verifier();
+    this._chain = Promise.resolve();
     this._raw = new Set();
     this._reported = new Set();
     this._refusedReported = new Set();
@@ -732,26 +739,52 @@ export class MeshLink extends EventTarget {
     c.bytesIn += buf.byteLength;
     this.stats.received++;
     this.stats.bytesIn += buf.byteLength;
-    const from = peekHeader(buf)?.from;
-    if (typeof from === 'string' && from.length <= 128 && this._rankToPeer.get(from) !== peerId) {
-      const prev = this._peers.get(this._rankToPeer.get(from));
-      prev?.rankIds.delete(from);
-      this._rankToPeer.set(from, peerId);
-      st.rankIds.add(from);
-      if (st.rankIds.size > MAX_RANKS_PER_PEER) {
-        const oldest = st.rankIds.values().next().value;
-        st.rankIds.delete(oldest);
-        if (this._rankToPeer.get(oldest) === peerId) this._rankToPeer.delete(oldest);
+    const checked = this._verifier.check(buf); // started now, handled in arrival order
+    this._chain = this._chain.then(() => checked).then((r) => {
+      if (this.closed) return;
+      if (!r.ok) {
+        this.stats.dropped.unverified++;
+        return;
       }
-    }
-    const handlers = [...this._raw];
-    handlers.forEach((fn, i) => {
-      try {
-        fn(i === handlers.length - 1 ? buf : buf.slice(0), peerId); // the last may transfer it
-      } catch {
-        this.stats.dropped.handlerErrors++;
-      }
+      this._learnRank(r.header, st, peerId);
+      const handlers = [...this._raw];
+      handlers.forEach((fn, i) => {
+        try {
+          fn(i === handlers.length - 1 ? buf : markCopy(buf.slice(0), r.header), peerId); // the last may transfer it
+        } catch {
+          this.stats.dropped.handlerErrors++;
+        }
+      });
     });
+  }
+
+  /**
+   * Unicast routing: rank `from` is reached through the peer that brought its
+   * first verified buffer (a copy of a buffer met before teaches nothing, so
+   * a peer replaying someone's signed buffers cannot draw its traffic); the
+   * route moves only when that peer left or brought nothing from the rank
+   * for ROUTE_STALE_MS.
+   */
+  _learnRank(h, st, peerId) {
+    const from = h.from;
+    const first = this._seen.first(h);
+    const now = Date.now();
+    const cur = this._rankToPeer.get(from);
+    if (cur === peerId) {
+      if (first) this._routeSeen.set(from, now);
+      return;
+    }
+    const curLive = cur !== undefined && this._peers.get(cur)?.state === 'accepted' && now - (this._routeSeen.get(from) ?? 0) < ROUTE_STALE_MS;
+    if (!first || curLive || st.state !== 'accepted') return;
+    this._peers.get(cur)?.rankIds.delete(from);
+    this._rankToPeer.set(from, peerId);
+    this._routeSeen.set(from, now);
+    st.rankIds.add(from);
+    if (st.rankIds.size > MAX_RANKS_PER_PEER) {
+      const oldest = st.rankIds.values().next().value;
+      st.rankIds.delete(oldest);
+      if (this._rankToPeer.get(oldest) === peerId) this._rankToPeer.delete(oldest);
+    }
   }
 }
 

@@ -18,6 +18,10 @@
 // order, its subtree, the tree's depth, the step deadline) and are relayed
 // by inner ranks; a grad going up the tree is a partial: ids (the ranks it
 // covers) and missing (ranks its sender gave up on).
+// A relayed tree step's params carry the leader's own header as `lead`
+// (auth.js: signed by the leader, verified by the bus); unwrapLead() turns
+// such a message into the leader's params: the lead's fields, the relay's
+// payload and tree slice, from: the leader, via: the relay.
 // A params or grad payload may be packed (compress.js): enc 'f16' | 'int8',
 // n, chunk and the bytes; non-finite scales or halves are 'nonFinite'. A
 // params broadcast whose payload is a delta names the version it applies to
@@ -111,6 +115,19 @@ function vector(msg, paramCount) {
   if (p.length > paramCount) throw new Invalid('oversized', `payload of ${p.length} floats, model has ${paramCount}`);
   if (p.length < paramCount) throw new Invalid('malformed', `payload of ${p.length} floats, model has ${paramCount}`);
   if (!allFinite(p)) throw new Invalid('nonFinite', 'payload holds NaN or Infinity');
+}
+
+const LEAD_FIELDS = ['version', 'step', 'go', 'term', 'model', 'pv', 'members', 'settings', 'excluded', 'base', 'hash', 'enc', 'n', 'chunk'];
+
+/** The leader's params inside a relayed message (see the top); throws Invalid for a bad lead. */
+export function unwrapLead(msg) {
+  const lead = msg.lead;
+  if (lead === null || typeof lead !== 'object' || Array.isArray(lead) || lead.type !== 'params' || typeof lead.from !== 'string') {
+    throw new Invalid('malformed', 'bad lead');
+  }
+  const out = { type: 'params', from: lead.from, via: msg.from, to: msg.to, tree: msg.tree, payload: msg.payload, lead };
+  for (const k of LEAD_FIELDS) if (lead[k] !== undefined) out[k] = lead[k];
+  return out;
 }
 
 /** Throws Invalid(kind) for anything a rank must not act on. */

@@ -39,12 +39,16 @@
 // Tabs bridged into the room by a page (fabric.js) are reached through it;
 // they are not overlay peers.
 //
-//   const mesh = new RoomMesh({ ...MeshLink's options, selfRank: () => fabric.selfId,
+// Presence is signed with the page's rank identity (auth.js; identity()
+// returns it, null before a rank runs: no presence then), as every buffer a
+// MeshLink passes on must be.
+//
+//   const mesh = new RoomMesh({ ...MeshLink's options, selfRank: () => fabric.selfId, identity: () => fabric.identity,
 //     policy: { meshAbove, fanout }, presenceMs = 1000, lingerMs = 2000, tickMs = 250 });
 //   mesh.sendRaw(buf) / mesh.onRaw(fn) / mesh.hasRank(id) / mesh.connections() /
 //   mesh.peers() / mesh.acceptedCount / mesh.stats / await mesh.diagnostics() / await mesh.close()
 import { MeshLink } from './mesh.js';
-import { SeenSet } from './fabric.js';
+import { SeenSet, signBuffer, SIG_PLACEHOLDER, verifiedHeader } from './auth.js';
 import { encode, peekHeader } from './wire.js';
 import { meshFor, DEFAULT_POLICY } from './policy.js';
 import { overlayNeighbours, greeterOf, edgeRoomId } from './overlay.js';
@@ -58,7 +62,7 @@ export class RoomMesh extends EventTarget {
   constructor(opts = {}) {
     super();
     const {
-      selfRank = () => null, policy = {}, presenceMs = 1000, lingerMs = 2000, tickMs = 250,
+      selfRank = () => null, identity = () => null, policy = {}, presenceMs = 1000, lingerMs = 2000, tickMs = 250,
       onEvent = null, MeshLinkImpl = MeshLink, now = () => Date.now(), ...linkOpts
     } = opts;
     if (typeof selfRank !== 'function') throw new TypeError('RoomMesh needs selfRank (a function returning the page\'s rank id or null)');
@@ -78,6 +82,7 @@ export class RoomMesh extends EventTarget {
     this._onEvent = onEvent;
     this._MeshLink = MeshLinkImpl;
     this._selfRank = selfRank;
+    this._identity = identity;
     this._now = now;
     this._rank = null;
     this._leader = null; // the leader this page's own rank follows (its heartbeats say)
@@ -249,7 +254,7 @@ export class RoomMesh extends EventTarget {
 
   _arrived(buf, peerId, via) {
     if (this.closed) return;
-    const h = peekHeader(buf);
+    const h = verifiedHeader(buf) ?? peekHeader(buf); // a MeshLink verified it
     if (h?.type === PRESENCE) {
       if (this._presence(h) && this.mode === 'partial') {
         this.counts.forwarded++;
@@ -318,12 +323,16 @@ export class RoomMesh extends EventTarget {
   }
 
   _sendPresence() {
+    const me = this._identity();
+    if (!me || me.id !== this._rank) return;
     this._beat++;
     const h = { type: PRESENCE, from: this._rank, to: null, seq: -this._beat, beat: this._beat, peer: this.selfId,
-      leader: this._leaderView(), mode: this.mode, n: this.roster.size + 1, ms: this.presenceMs };
+      leader: this._leaderView(), mode: this.mode, n: this.roster.size + 1, ms: this.presenceMs, pk: me.pk, sig: SIG_PLACEHOLDER };
     const buf = encode(h);
     this._seen.first(h);
-    this._route(buf, h, null);
+    signBuffer(me, buf).then(() => {
+      if (!this.closed) this._route(buf, h, null);
+    }, () => {});
   }
 
   _tick() {

@@ -1,7 +1,8 @@
 // policy.js - how the cluster's timing and quorum adapt to the number of live
-// ranks, which topology a step's data path takes (topologyFor), and which of
-// two leadership claims wins. Pure functions, shared by protocol.js and the UI
-// (which shows the policy in effect).
+// ranks, which topology a step's data path takes (topologyFor), which of
+// two leadership claims wins, and the bounds a rank holds every sender to
+// (BOUNDS, enforced by rules.js). Pure functions, shared by protocol.js and
+// the UI (which shows the policy in effect).
 
 export const DEFAULT_POLICY = Object.freeze({
   heartbeatMs: 250, // period for a cohort of up to heartbeatRefPeers
@@ -23,6 +24,36 @@ export const DEFAULT_POLICY = Object.freeze({
   // connections per peer, overlay.js). 0 forces the partial mesh.
   meshAbove: 16,
 });
+
+/**
+ * What a rank accepts from any sender (rules.js): a message breaking one is
+ * dropped and its sender struck; ruleStrikes strikes exclude it.
+ *   termJump       a message's term may exceed the highest term this rank
+ *                  holds by at most this (elections raise it by one; a
+ *                  healed partition by a few); a rank not yet synchronised
+ *                  with any leader takes the first leader's term
+ *   maxVersion     largest parameter version a heartbeat may announce (a
+ *                  takeover continues from it: headroom to 2^53 stays)
+ *   maxPeers       peers a rank keeps; beyond it the longest silent goes
+ *   controlBurst   heartbeats, need and bye of one sender: a burst of this many,
+ *   controlPerBeat then this many per heartbeat period
+ * Heartbeat periods (hbMs) lie in [1, hbMaxMs(overrides)]: the policy's own
+ * largest period; bucket samples in [0, the largest batch x local steps
+ * (settings.js LIMITS, SCALE_LIMITS) x the ranks a partial covers].
+ */
+export const BOUNDS = Object.freeze({
+  termJump: 8,
+  maxVersion: 2 ** 50,
+  maxPeers: 4096,
+  controlBurst: 32,
+  controlPerBeat: 4,
+  ruleStrikes: 8,
+});
+
+/** The longest heartbeat period a peer may announce under these overrides. */
+export function hbMaxMs(overrides = {}) {
+  return Math.max(DEFAULT_POLICY.maxHeartbeatMs, Number(overrides.maxHeartbeatMs) || 0, Number(overrides.heartbeatMs) || 0);
+}
 
 /**
  * Timing and quorum for a cohort of n live ranks:

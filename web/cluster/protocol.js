@@ -58,6 +58,16 @@
 //   reason}; every rank that hears it (or a heartbeat carrying it) halts
 //   too. The params stay the last good ones.
 //
+// Hostile peers (rules.js, with policy.js BOUNDS): on a signed bus a
+// message's `from` is its sender's key (auth.js). params, halt and settings
+// are taken only from the leader this rank follows (a tree step's relayed
+// params carry the leader's signed header: messages.js unwrapLead), a
+// leadership claim only by claimBeats within the term bound, buckets only
+// from the step's members; terms, heartbeat periods, versions and samples
+// are bounded, control messages rate-limited per sender, and the peers map
+// capped (the longest silent goes). A sender that breaks a rule is struck
+// and, past BOUNDS.ruleStrikes, excluded (roster: the reason).
+//
 // At scale and under attack (settings enc, agg, clip, clipMax, strikes):
 // - enc 'auto' | 'f16' | 'int8' packs buckets (with error feedback) and the
 //   leader's updates as deltas that every rank, the leader included, adds to
@@ -70,9 +80,10 @@
 //   travel up as f32 partial means and take the plain mean (the params
 //   still come down as compressed deltas, relayed as they are).
 import { realClock } from './clock.js';
-import { DEFAULT_POLICY, policyFor, claimBeats } from './policy.js';
+import { DEFAULT_POLICY, policyFor, claimBeats, BOUNDS } from './policy.js';
 import { paramsHash, copyF32, allFinite, weightedMean, sgd } from './reduce.js';
-import { validate, Invalid, MAX_ID } from './messages.js';
+import { validate, Invalid, MAX_ID, unwrapLead } from './messages.js';
+import { SenderRules } from './rules.js';
 import { LiveTree } from './tree.js';
 import { Traffic, adoptDelta, unpack } from './compress.js';
 import { aggregate, robustOn, PeerGuard, DEFAULT_ROBUST } from './robust.js';
@@ -202,11 +213,13 @@ export class Rank {
 
     this.traffic = new Traffic();
     this.guard = new PeerGuard();
+    this.rules = new SenderRules(this);
+    this._passedOver = new Set(); // election candidates that were given their time and did not claim
 
     this.stats = {
       sent: 0,
       received: 0,
-      dropped: { malformed: 0, oversized: 0, nonFinite: 0, stale: 0, duplicate: 0, notLeader: 0, refused: 0, excluded: 0 },
+      dropped: { malformed: 0, oversized: 0, nonFinite: 0, stale: 0, duplicate: 0, notLeader: 0, refused: 0, excluded: 0, rule: 0 },
       resyncs: 0,
       excluded: 0,
       computeErrors: 0,
@@ -288,6 +301,7 @@ export class Rank {
         excluded: this.guard.reasonFor(this.id),
       },
     ];
+    const excludedRow = (id) => this.guard.reasonFor(id) ?? this.rules.reasonFor(id);
     for (const p of this.peers.values()) {
       rows.push({
         id: p.id,
@@ -302,8 +316,11 @@ export class Rank {
         samplesPerSec: p.sps,
         hash: p.hash,
         lastSeenMs: now - p.lastSeen,
-        excluded: this.guard.reasonFor(p.id),
+        excluded: excludedRow(p.id),
       });
+    }
+    for (const [id, reason] of this.rules.guard.excluded) {
+      if (!this.peers.has(id)) rows.push({ id, self: false, role: 'excluded', leader: null, term: null, backend: null, fallback: null, step: null, version: null, samplesPerSec: 0, hash: null, lastSeenMs: null, excluded: reason });
     }
     return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
@@ -360,11 +377,15 @@ export class Rank {
     }
   }
 
+  /** The fields every message of this rank carries: its term, and its model key. */
+  _stamp() {
+    return this.model === null ? { term: this.term } : { term: this.term, model: this.model, pv: PROTOCOL_VERSION };
+  }
+
   _send(to, msg) {
     if (this.stopped) return;
     this.stats.sent++;
-    const stamp = this.model === null ? { term: this.term } : { term: this.term, model: this.model, pv: PROTOCOL_VERSION };
-    this.bus.send(to, { ...msg, ...stamp });
+    this.bus.send(to, { ...msg, ...this._stamp() });
   }
 
   _setRole(role) {
@@ -471,6 +492,7 @@ export class Rank {
     this.stats.received++;
     if (this.model !== null && this._refuse(msg)) return;
     try {
+      if (msg?.type === 'params' && msg.lead !== undefined) msg = unwrapLead(msg); // a tree step's params, relayed
       validate(msg, this.paramCount);
     } catch (err) {
       const kind = err instanceof Invalid ? err.kind : 'malformed';
@@ -484,6 +506,11 @@ export class Rank {
       return;
     }
     if (msg.from === this.id) return;
+    const broken = this.rules.check(msg);
+    if (broken) {
+      this.stats.dropped[broken === 'excluded' ? 'excluded' : 'rule']++;
+      return;
+    }
     try {
       this._handle(msg);
     } catch (err) {
@@ -515,7 +542,11 @@ export class Rank {
     const now = this.clock.now();
     let p = this.peers.get(msg.from);
     const isNew = !p;
-    if (!p) {
+    if (p) {
+      this.peers.delete(msg.from); // the map stays in order of last contact: the longest silent first
+      this.peers.set(msg.from, p);
+    } else {
+      if (this.peers.size >= BOUNDS.maxPeers) this._evictSilent();
       p = { id: msg.from, role: 'joining', leader: null, term: msg.term, version: -1, step: 0, hbMs: 0, sps: 0, backend: null, fallback: null, hash: null, lastSeen: now, lastSyncAt: -Infinity };
       this.peers.set(msg.from, p);
     }
@@ -545,6 +576,31 @@ export class Rank {
     return p;
   }
 
+  /** The peers map is full: the longest silent peer (not the leader) goes. */
+  _evictSilent() {
+    for (const id of this.peers.keys()) {
+      if (id === this.leaderId) continue;
+      this.peers.delete(id);
+      this.suspects.delete(id);
+      this.stats.peersDropped++;
+      this._emit('left', { id, reason: 'evicted' });
+      return;
+    }
+  }
+
+  /** rules.js: `from` broke a rule (the message is dropped); excluded: the reason, when this excluded it. */
+  _ruleBroken(from, why, excluded) {
+    this._emit('dropped', { kind: 'rule', from, why });
+    if (!excluded) return;
+    this.stats.excluded++;
+    if (this.role === 'leader') this.guard.excluded.set(from, excluded); // the params broadcasts list it
+    this.peers.delete(from);
+    this.suspects.delete(from);
+    this._emit('excluded', { id: from, reason: excluded });
+    this._emit('roster', { size: this._liveCount() });
+    if (from === this.leaderId && this.role !== 'leader') this._leaderLost(true);
+  }
+
   _handle(msg) {
     const peer = this._touch(msg);
     if ((msg.type === 'halt' || (msg.type === 'hb' && msg.halted)) && msg.from === this.leaderId && !this.halted) {
@@ -569,10 +625,8 @@ export class Rank {
         else this.stats.dropped.notLeader++;
         break;
       case 'params': {
-        // params only ever come from a leader (down a tree, relayed: tree.root names it): treat them as its claim too
-        const origin = msg.tree?.root ?? msg.from;
-        this._onLeaderClaim(origin, msg.term);
-        if (origin === this.leaderId && this.role !== 'leader') {
+        // only from the leader this rank follows (relayed down a tree: from is the leader, via the relay)
+        if (msg.from === this.leaderId && this.role !== 'leader') {
           this._tree.onParams(msg); // a tree step: forward to this rank's children first
           this._onParams(msg);
         } else this.stats.dropped.notLeader++;
@@ -640,6 +694,8 @@ export class Rank {
   }
 
   _follow(leader, term) {
+    this._passedOver.clear();
+    this._waitingFor = null;
     this.leaderId = leader;
     this.term = term;
     this.leaderSeen = this.clock.now();
@@ -687,13 +743,19 @@ export class Rank {
     }
     let candidate = { id: this.id, version: this.version };
     for (const p of this.peers.values()) {
-      if (this.suspects.has(p.id)) continue;
+      if (this.suspects.has(p.id) || this._passedOver.has(p.id)) continue;
       if (p.version > candidate.version || (p.version === candidate.version && p.id < candidate.id)) candidate = p;
     }
     if (candidate.id === this.id) {
       this._claim();
+    } else if (this._waitingFor === candidate.id) {
+      // It had its time and did not claim (gone quiet, or announcing params it does not hold): pass over it.
+      this._passedOver.add(candidate.id);
+      this._waitingFor = null;
+      this._elect();
     } else {
       // Give the better candidate time to claim; re-run if it does not.
+      this._waitingFor = candidate.id;
       this._electAfter = this.clock.now() + this.policy.takeoverMs;
     }
   }
@@ -701,9 +763,10 @@ export class Rank {
   _claim() {
     let term = this.term;
     let version = this.version;
+    const ceiling = this.rules.termCeiling(); // a term heard before this rank synchronised may be out of bounds
     for (const p of this.peers.values()) {
-      term = Math.max(term, p.term);
-      version = Math.max(version, p.version);
+      if (p.term <= ceiling) term = Math.max(term, p.term);
+      version = Math.max(version, Math.min(p.version, BOUNDS.maxVersion));
     }
     this.stats.elections++;
     this.term = term + 1;
@@ -748,7 +811,7 @@ export class Rank {
       this.needSync = false;
       this.stats.adopted++;
       if (Array.isArray(msg.members)) this.members = msg.members;
-      if (msg.settings) this._adoptSettings(msg.tree?.root ?? msg.from, msg.settings);
+      if (msg.settings) this._adoptSettings(msg.from, msg.settings);
       this.guard.adopt(msg.excluded ?? []);
       if (this.role === 'joining') {
         this._setRole('follower');
@@ -921,7 +984,14 @@ export class Rank {
       this.stats.dropped.stale++;
       return;
     }
-    if (c.tree && !this._tree.accept(c, msg)) return; // a partial overlapping what the step holds
+    if (c.tree ? !this._tree.accept(c, msg) : !c.members.has(msg.from)) {
+      // a partial overlapping what the step holds, or (counted by accept / struck here) from outside the step
+      if (!c.tree) {
+        this.stats.dropped.rule++;
+        this.rules.strike(msg.from, `a bucket for step ${c.step}, which it is not a member of`);
+      }
+      return;
+    }
     if (this.guard.isExcluded(msg.from)) {
       this.stats.dropped.excluded++;
       return;

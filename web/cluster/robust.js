@@ -178,8 +178,10 @@ function ratio(a, b) {
 
 /** Strikes and exclusions of the peers of one leader (see the top of the file). */
 export class PeerGuard {
-  constructor({ strikes = DEFAULT_ROBUST.strikes, minCos = DEFAULT_ROBUST.minCos, alpha = DEFAULT_ROBUST.alpha, minObs = DEFAULT_ROBUST.minObs } = {}) {
+  constructor({ strikes = DEFAULT_ROBUST.strikes, minCos = DEFAULT_ROBUST.minCos, alpha = DEFAULT_ROBUST.alpha, minObs = DEFAULT_ROBUST.minObs,
+    what = 'buckets in a row rejected or outliers' } = {}) {
     this.strikes = strikes;
+    this.what = what; // what the strikes count, for the reason
     this.minCos = minCos;
     this.alpha = alpha;
     this.minObs = minObs;
@@ -222,7 +224,7 @@ export class PeerGuard {
     this.count.set(from, c);
     this.last.set(from, reason);
     if (this.strikes > 0 && c >= this.strikes) {
-      const why = `excluded at step ${step}: ${c} buckets in a row rejected or outliers (last: ${reason})`;
+      const why = `excluded at step ${step}: ${c} ${this.what} (last: ${reason})`;
       this.excluded.set(from, why);
       this.count.delete(from);
       return why;

@@ -141,7 +141,7 @@ export class RoomPanel {
     const { slug, paramCount } = this.model();
     try {
       this.link = new RoomMesh({ trystero, roomId: settings.room, password: settings.password, relayUrls: config.relays, rtcConfig,
-        slug, paramCount, selfRank: () => this.fabric.selfId, policy: config.meshPolicy, onEvent: (type, detail) => this._event(type, detail) });
+        slug, paramCount, selfRank: () => this.fabric.selfId, identity: () => this.fabric.identity ?? null, policy: config.meshPolicy, onEvent: (type, detail) => this._event(type, detail) });
     } catch (err) {
       show('room-state', 'error', 'not in a room');
       return this._error(`Cannot join: ${err.message}`);

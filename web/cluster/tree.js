@@ -318,7 +318,7 @@ const SILENT_BEATS = 2.5; // a peer this many beats silent is routed around (tak
 const FIRST_FACTOR = 4; // the first deadline: this many times the usual time of the subtree
 const MIN_FIRST_MS = 250; // a level: above a retransmission timeout (one lost packet is not a dead rank)
 const EWMA = 0.25;
-const TRANSPORT_KEYS = ['from', 'to', 'seq', 'term', 'model', 'pv', 'tree', 'members'];
+const TRANSPORT_KEYS = ['from', 'to', 'seq', 'term', 'model', 'pv', 'tree', 'members', 'lead', 'via'];
 
 function strip(msg) {
   const out = { ...msg };
@@ -409,7 +409,7 @@ export class LiveTree {
     for (const t of out) {
       this.stats.forwarded++;
       s.waiting.set(t.ids[0], t);
-      this.rank._send(t.ids[0], { ...s.base, tree: { root: s.root, k: s.k, n: s.n, at: t.at, ids: t.ids, depth: s.depth, ms: s.ms } });
+      this.rank._send(t.ids[0], { ...s.base, lead: s.lead, tree: { root: s.root, k: s.k, n: s.n, at: t.at, ids: t.ids, depth: s.depth, ms: s.ms } });
     }
   }
 
@@ -452,8 +452,12 @@ export class LiveTree {
     r.members = order; // shards: a rank's place in the order
     const depth = subtreeHeight(order.length, topo.fanout);
     const ms = r.policy.collectMs;
+    const base = strip(msg);
+    const { payload: _p, ...fields } = base;
     const s = {
-      root: r.id, k: topo.fanout, n: order.length, depth, ms, base: strip(msg),
+      root: r.id, k: topo.fanout, n: order.length, depth, ms, base,
+      // the leader's own params header, which every relay passes on unchanged (signed once: auth.js)
+      lead: { ...fields, ...r._stamp(), from: r.id },
       waiting: new Map(), have: new Set(), missing: new Set(), t0: r.clock.now(), timer: null,
     };
     c.tree = s;
@@ -477,6 +481,11 @@ export class LiveTree {
   accept(c, msg) {
     const s = c.tree;
     const ids = Array.isArray(msg.ids) ? msg.ids : [msg.from];
+    if (!ids.includes(msg.from) || ids.some((id) => !c.members.has(id))) {
+      this.rank.stats.dropped.rule++;
+      this.rank.rules.strike(msg.from, `a partial for step ${c.step} naming ranks outside it`);
+      return false;
+    }
     if (ids.some((id) => s.have.has(id) || id === this.rank.id)) {
       this.stats.overlap++;
       this.rank.stats.dropped.duplicate++;
@@ -532,8 +541,8 @@ export class LiveTree {
     const cur = this.node;
     if (cur && cur.term === msg.term && cur.version === msg.version) {
       // the same step again, from an ancestor that re-attached this subtree: answer it from now on
-      if (cur.parent !== msg.from) {
-        cur.parent = msg.from;
+      if (cur.parent !== (msg.via ?? msg.from)) {
+        cur.parent = msg.via ?? msg.from;
         if (cur.sent) {
           this.stats.resent++;
           r._send(cur.parent, cur.sent);
@@ -546,7 +555,7 @@ export class LiveTree {
     const height = subtreeHeight(t.ids.length, t.k);
     const s = {
       root: t.root, k: t.k, n: t.n, at: t.at, ids: t.ids, depth: t.depth, ms: t.ms, height,
-      version: msg.version, term: msg.term, step: msg.step, parent: msg.from, base: strip(msg),
+      version: msg.version, term: msg.term, step: msg.step, parent: msg.via ?? msg.from, base: strip(msg), lead: msg.lead,
       waiting: new Map(), have: new Set(), missing: new Set(), sum: null, single: null, samples: 0, loss: 0,
       // this rank's own bucket: computed already for this version (it went to the leader directly)?
       own: r._computedVersion === msg.version ? 'gone' : 'pending',
@@ -559,7 +568,7 @@ export class LiveTree {
       s.first = r.clock.setTimeout(() => this._first(s), this._firstMs(s, height, slot * height));
       s.final = r.clock.setTimeout(() => this._finish(s, true), slot * (height + 0.5));
     }
-    this.last = { topology: 'tree', fanout: t.k, depth: t.depth, role: s.waiting.size ? 'inner' : 'leaf', parent: msg.from, children: s.waiting.size, version: msg.version };
+    this.last = { topology: 'tree', fanout: t.k, depth: t.depth, role: s.waiting.size ? 'inner' : 'leaf', parent: s.parent, children: s.waiting.size, version: msg.version };
   }
 
   /** This rank's own bucket {version, loss, samples, grads}; false: not a tree step here. */
@@ -594,6 +603,11 @@ export class LiveTree {
     }
     if (!(msg.payload instanceof Float32Array)) {
       r.stats.dropped.malformed++; // partials travel in f32
+      return true;
+    }
+    if (!msg.ids.includes(msg.from) || msg.ids.some((id) => !s.ids.includes(id))) {
+      r.stats.dropped.rule++;
+      r.rules.strike(msg.from, 'a partial naming ranks outside this subtree');
       return true;
     }
     if (msg.ids.some((id) => s.have.has(id) || id === r.id)) {

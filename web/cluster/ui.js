@@ -12,6 +12,7 @@
 // stop(), setMaxSteps(n), params() -> Promise<Uint32Array bits as Array> }.
 import { BroadcastChannelBus, proxyRelay } from './bus.js';
 import { encodeMessage } from './wire.js';
+import { createIdentity, signBuffer, SIG_PLACEHOLDER } from './auth.js';
 import { LossPlot, AccuracyPlot } from '../train-view.js';
 import { checkSettings } from './settings.js';
 import { topologyOverrides } from './policy.js';
@@ -255,8 +256,10 @@ function channelName() {
   return `rlx-cluster${cohortName ? `/${cohortName}` : ''}`;
 }
 
-function start() {
-  if (run) return;
+let starting = false;
+
+async function start() {
+  if (run || starting) return;
   showError(null);
   const { settings, errors } = formSettings();
   errors.push(...topologyOverrides(topoQuery).errors);
@@ -266,11 +269,25 @@ function start() {
     return;
   }
   const slug = settings.model;
-  const id = crypto.randomUUID();
+  // this run's key pair: its rank id is derived from the public key (auth.js)
+  starting = true;
+  let identity;
+  try {
+    identity = await createIdentity();
+  } catch (err) {
+    showError(`Cannot start: ${err.message}`);
+    return;
+  } finally {
+    starting = false;
+  }
+  if (run) return;
+  const id = identity.id;
   const { port1, port2 } = new MessageChannel();
   fabric.selfId = id;
+  fabric.identity = identity;
   const relay = proxyRelay(port2, fabric);
-  run = { id, slug, relay, port: port2 };
+  const paramCount = models.find((m) => m.slug === slug)?.params;
+  run = { id, slug, relay, port: port2, bye: signedBye(identity, { model: `${slug}/${paramCount}`, pv: hello?.protocol }) };
   points = [];
   accuracy = [];
   lossPlot.clear();
@@ -283,7 +300,7 @@ function start() {
   worker.postMessage({
     cmd: 'start',
     port: port1,
-    id,
+    keys: { privateKey: identity.privateKey, publicKey: identity.publicKey },
     slug,
     backend: settings.backend,
     batch: settings.batch,
@@ -293,6 +310,18 @@ function start() {
     scale: settings.scale,
     ...topoQuery,
   }, [port1]);
+}
+
+/**
+ * The goodbye this page sends for its rank when the tab closes, signed at
+ * start (a closing page cannot wait for WebCrypto): the last message of
+ * this identity, so its seq is the largest there is.
+ */
+function signedBye(identity, stamp) {
+  const buf = encodeMessage({ type: 'bye', from: identity.id, to: null, seq: Number.MAX_SAFE_INTEGER, term: 0, ...stamp, pk: identity.pk, sig: SIG_PLACEHOLDER });
+  const out = { buf: null };
+  signBuffer(identity, buf).then((b) => { out.buf = b; }, () => {});
+  return out;
 }
 
 function teardown() {
@@ -311,10 +340,9 @@ function stop() {
 
 /** On close: the page says goodbye for its rank, so the peers need not wait for its silence. */
 function goodbye() {
-  if (!run || !sayGoodbye || !state) return;
-  const stamp = state.settings?.model ? { model: `${state.settings.model}/${info?.paramCount}`, pv: hello?.protocol } : {};
+  if (!run || !sayGoodbye || !state || !run.bye.buf) return;
   try {
-    fabric.sendRaw(encodeMessage({ type: 'bye', from: run.id, to: null, term: state.term, ...stamp }));
+    fabric.sendRaw(run.bye.buf.slice(0));
   } catch {
     // closing anyway
   }

@@ -9,8 +9,10 @@
 //
 // Messages in (from the page, on `self`):
 //   { cmd: 'hello' }                            -> { type: 'hello', models, version, protocol }
-//   { cmd: 'start', port, id, slug, backend, batch, lr, maxSteps, minMembers, seed, tree, fanout }
+//   { cmd: 'start', port, keys, slug, backend, batch, lr, maxSteps, minMembers, seed, tree, fanout }
 //                                               port: the MessagePort of the bus hop (transferred);
+//                                               keys: { privateKey, publicKey } CryptoKeys of this rank (auth.js:
+//                                               the rank id is derived from the public key; the bus signs with them);
 //                                               minMembers: ranks the cohort's first step waits for;
 //                                               tree, fanout: the page's ?tree= / ?fanout= (policy.js topologyOverrides)
 //                                               scale: { enc, sync, H, outerLr, outerMomentum, agg, clip, clipMax,
@@ -36,6 +38,7 @@
 // ignores them.
 import init, * as rlx from '../pkg/rlx_web.js';
 import { ProxyBus } from './bus.js';
+import { identityFromKeys } from './auth.js';
 import { Rank, PROTOCOL_VERSION } from './protocol.js';
 import { Buckets, resolveBackend } from './compute.js';
 import { loadTrainingSet, Shards, subsetFits, loadSubset, scoreBatch } from './data.js';
@@ -145,7 +148,9 @@ function evaluate(s, params) {
 
 async function start(opts) {
   if (session) throw new Error('already running: stop first');
-  const { port, id, seed = 1 } = opts;
+  const { port, seed = 1 } = opts;
+  const identity = await identityFromKeys(opts.keys);
+  const id = identity.id;
   const topo = topologyOverrides({ tree: opts.tree, fanout: opts.fanout });
   if (topo.errors.length) throw new Error(topo.errors.join('; '));
   if (!port) throw new Error('start needs the bus port');
@@ -228,7 +233,7 @@ async function start(opts) {
       s.grads.free(); // stopped while starting
       return;
     }
-    s.bus = new LossTap(new ProxyBus(id, port), s);
+    s.bus = new LossTap(new ProxyBus(identity, port), s);
     const modes = syncModes({
       settings: () => s.rank.settings,
       lr: () => s.rank.lr,
