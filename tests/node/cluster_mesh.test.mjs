@@ -21,6 +21,7 @@ import {
 } from '../../web/cluster/mesh.js';
 import { classifyIce, parseCandidate, candidatesFromSdp, peerIceStats, icePreflight, trackPeerConnections } from '../../web/cluster/ice.js';
 import { encode, peekHeader } from '../../web/cluster/wire.js';
+import { createIdentity, signBuffer, SIG_PLACEHOLDER } from '../../web/cluster/auth.js';
 import { PROTOCOL_VERSION } from '../../web/cluster/protocol.js';
 import { startRelay, matchFilter } from '../../tools/nostr_relay.mjs';
 import { FakeNet, StatsPC } from './cluster_fake_trystero.mjs';
@@ -55,10 +56,17 @@ function link(net, { slug = 'mnist-cnn', paramCount = 5258, form, events, mute, 
   return { l, evs, got, id: mod.selfId, of: (type) => evs.filter((e) => e.type === type) };
 }
 
-function wireBuf(from, to, floats = 4, fill = (i) => i) {
+// Rank identities by name (auth.js): a MeshLink passes on signed buffers only.
+const RANKS = Object.fromEntries(await Promise.all(['rank-a', 'rank-b', 'rank-c', 'rank-x', 'rank-unknown'].map(async (n) => [n, await createIdentity()])));
+const rid = (name) => RANKS[name]?.id ?? name;
+
+/** A buffer from rank `from` to `to` (names of RANKS): signed; other names give an unsigned one. */
+async function wireBuf(from, to, floats = 4, fill = (i) => i) {
   const p = new Float32Array(floats);
   for (let i = 0; i < floats; i++) p[i] = fill(i);
-  return encode({ type: 'test', from, to }, p);
+  const me = RANKS[from];
+  if (!me) return encode({ type: 'test', from, to }, p);
+  return signBuffer(me, encode({ type: 'test', from: me.id, to: to === null ? null : rid(to), pk: me.pk, sig: SIG_PLACEHOLDER }, p));
 }
 
 // ---- (1) the Trystero API shape ----------------------------------------------------------
@@ -221,7 +229,7 @@ for (const [form, events] of [['object', 'property'], ['tuple', 'function']]) {
     assert.equal(net.sent('rlx-wire').length, 0, 'nothing on the wire before anyone sends');
 
     // 1 MiB of payload, every bit pattern distinct, arrives intact at both others.
-    const big = wireBuf('rank-a', null, 1 << 18, (i) => i * 1.0001 - 7);
+    const big = await wireBuf('rank-a', null, 1 << 18, (i) => i * 1.0001 - 7);
     const copy = big.slice(0);
     assert.equal(a.l.sendRaw(big), true);
     await until(() => b.got.length === 1 && c.got.length === 1, 3000, '1 MiB at b and c');
@@ -234,22 +242,22 @@ for (const [form, events] of [['object', 'property'], ['tuple', 'function']]) {
     assert.equal(b.l.stats.peers[a.id].received, 1);
 
     // b learns rank-b2 lives on... c sends from rank-c; then a unicast from b to rank-c goes to c only.
-    c.l.sendRaw(wireBuf('rank-c', null));
+    c.l.sendRaw(await wireBuf('rank-c', null));
     await until(() => b.got.length === 2 && a.got.length === 1, 3000, 'c broadcast');
-    assert.equal(b.l.hasRank('rank-c'), true);
+    assert.equal(b.l.hasRank(rid('rank-c')), true);
     assert.equal(b.l.hasRank('rank-zz'), false);
     const before = net.sent('rlx-wire', b.id).length;
-    b.l.sendRaw(wireBuf('rank-b', 'rank-c'));
+    b.l.sendRaw(await wireBuf('rank-b', 'rank-c'));
     await until(() => c.got.length === 2, 3000, 'unicast at c');
     const after = net.sent('rlx-wire', b.id).slice(before);
     assert.deepEqual(after.map((e) => e.to), [c.id], 'unicast: one copy, to the peer that sent from rank-c');
-    await sleep(20);
-    assert.equal(a.got.length, 1, 'a did not get the unicast');
     // b holds a connection to every peer of the room; its data path (unicast) used one
     assert.deepEqual(b.l.connections(), { held: 2, accepted: 2, unicastPeers: 1, unicast: { [c.id]: 1 } });
     // An unknown addressee falls back to a broadcast (receivers filter by `to`).
-    b.l.sendRaw(wireBuf('rank-b', 'rank-unknown'));
+    b.l.sendRaw(await wireBuf('rank-b', 'rank-unknown'));
     await until(() => a.got.length === 2 && c.got.length === 3, 3000, 'fallback broadcast');
+    // b's buffers reach a in order: had the unicast gone to a, it would be there before the fallback
+    assert.equal(a.got.length, 2, 'a did not get the unicast');
 
     const d = await b.l.diagnostics();
     assert.equal(d.peers.length, 2);
@@ -262,7 +270,7 @@ for (const [form, events] of [['object', 'property'], ['tuple', 'function']]) {
 
     await c.l.close();
     await until(() => a.of('peer-leave').length === 1 && b.of('peer-leave').length === 1, 3000, 'leave');
-    assert.equal(b.l.hasRank('rank-c'), false, 'a peer that left takes its rank ids along');
+    assert.equal(b.l.hasRank(rid('rank-c')), false, 'a peer that left takes its rank ids along');
     await a.l.close();
     await b.l.close();
   });
@@ -274,8 +282,9 @@ test('MeshLink keeps each peer\'s buffers in order although a large send takes l
   const a = link(net);
   const b = link(net);
   await until(() => a.l.acceptedCount === 1 && b.l.acceptedCount === 1, 3000, 'accepted');
-  a.l.sendRaw(wireBuf('rank-a', null, 1 << 18));
-  a.l.sendRaw(wireBuf('rank-a', null, 4));
+  const [large, small] = [await wireBuf('rank-a', null, 1 << 18), await wireBuf('rank-a', null, 4)];
+  a.l.sendRaw(large);
+  a.l.sendRaw(small);
   assert.equal(a.l.peers()[0].queued, 2);
   await until(() => b.got.length === 2, 3000, 'both buffers');
   assert.deepEqual(b.got.map((buf) => buf.byteLength > 1000), [true, false], 'the large one first, as sent');
@@ -305,13 +314,12 @@ test('MeshLink refuses another model, parameter count or protocol, with the reas
     await until(() => a.l.peers().find((p) => p.peerId === x.id).remoteReason, 3000, 'the remote reason kept too');
     assert.match(rowA.remoteReason ?? a.l.peers().find((p) => p.peerId === x.id).remoteReason, pattern);
 
-    a.l.sendRaw(wireBuf('rank-a', null));
-    x.l.sendRaw(wireBuf('rank-x', null));
+    a.l.sendRaw(await wireBuf('rank-a', null));
+    x.l.sendRaw(await wireBuf('rank-x', null));
     await until(() => b.got.length === 1, 3000, 'b gets a');
-    await sleep(20);
     assert.equal(net.sent('rlx-wire').filter((e) => e.to === x.id || e.from === x.id).length, 0, 'no buffer to or from the refused peer');
     assert.equal(x.got.length, 0);
-    assert.equal(x.l.sendRaw(wireBuf('rank-x', null)), false, 'a tab refused by everyone has no one to send to');
+    assert.equal(x.l.sendRaw(await wireBuf('rank-x', null)), false, 'a tab refused by everyone has no one to send to');
     for (const p of [a, b, x]) await p.l.close();
   }
 });
@@ -321,7 +329,7 @@ test('buffers from a peer that is not accepted are dropped and counted', async (
   const a = link(net);
   const x = link(net, { slug: 'other' });
   await until(() => a.of('peer-refused').length === 1, 3000, 'refusal');
-  net.find(x.id)._send('rlx-wire', new Uint8Array(wireBuf('rank-x', null)), [a.id]); // a misbehaving peer sends anyway
+  net.find(x.id)._send('rlx-wire', new Uint8Array(await wireBuf('rank-x', null)), [a.id]); // a misbehaving peer sends anyway
   await until(() => a.l.stats.dropped.unaccepted === 1, 3000, 'the drop');
   assert.equal(a.got.length, 0);
   await a.l.close();
@@ -381,13 +389,13 @@ test('handshake timeout: a peer that joins but never answers is abandoned and re
   await sleep(200);
   assert.equal(a.of('peer-failed').length, 1, 'once');
   assert.equal(net.sent('rlx-hs', a.id).filter((e) => e.data.t === 'hello').length, hellos, 'no more hellos after giving up');
-  assert.equal(a.l.sendRaw(wireBuf('r', null)), false);
+  assert.equal(a.l.sendRaw(await wireBuf('r', null)), false);
   await a.l.close();
   await mute.l.close();
 });
 
-test('peekHeader reads the header only; helloMismatch', () => {
-  const buf = wireBuf('me', 'you', 8);
+test('peekHeader reads the header only; helloMismatch', async () => {
+  const buf = await wireBuf('me', 'you', 8);
   assert.deepEqual(peekHeader(buf), { type: 'test', from: 'me', to: 'you' });
   assert.equal(peekHeader(new ArrayBuffer(2)), null);
   const bad = new Uint8Array(buf.slice(0));

@@ -292,6 +292,49 @@ export class Verifier {
   }
 }
 
+/**
+ * A Verifier for links that meet the same buffer many times (a flooded
+ * overlay): a copy of a (from, seq) that verified already is reported as
+ * { ok: false, code: 'duplicate' } without verifying it again; a copy that
+ * arrives while the first is being checked waits for that verdict. Only
+ * verified pairs are remembered, so a forged copy that came first does not
+ * shadow the real one.
+ */
+export class OnceVerifier extends Verifier {
+  constructor(opts) {
+    super(opts);
+    this.stats.duplicate = 0;
+    this._seen = new SeenSet();
+    this._pending = new Map(); // 'from seq' -> Promise of the first copy's verdict
+  }
+
+  async check(buf) {
+    let h = null;
+    try {
+      h = JSON.parse(utf8Decoder.decode(new Uint8Array(buf, 4, new DataView(buf).getUint32(0, true))));
+    } catch {
+      return super.check(buf);
+    }
+    if (!h || typeof h.from !== 'string' || !Number.isSafeInteger(h.seq)) return super.check(buf);
+    const key = `${h.from} ${h.seq}`;
+    const first = this._pending.get(key);
+    if (first && (await first)) return this._duplicate();
+    if (this._seen.has(h)) return this._duplicate();
+    const r = super.check(buf);
+    const verdict = r.then((x) => x.ok);
+    this._pending.set(key, verdict);
+    const out = await r;
+    this._pending.delete(key);
+    if (out.ok) this._seen.first(out.header);
+    return out;
+  }
+
+  _duplicate() {
+    this.stats.duplicate++;
+    return fail('duplicate', 'a copy of a buffer verified before');
+  }
+}
+
 // ---- duplicates --------------------------------------------------------------------------
 
 const SEEN_PER_SENDER = 512; // seqs remembered per sender
@@ -301,6 +344,11 @@ const MAX_SENDERS = 4096;
 export class SeenSet {
   constructor() {
     this._seen = new Map(); // sender id -> Set of recent seqs (insertion-ordered)
+  }
+
+  /** Whether (from, seq) was met (without recording it). */
+  has(h) {
+    return typeof h.from === 'string' && !!this._seen.get(h.from)?.has(h.seq);
   }
 
   first(h) {

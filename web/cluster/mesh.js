@@ -31,7 +31,7 @@
 //     appId = 'rlx-cluster', relayUrls = [] (Trystero's public Nostr relays), rtcConfig = iceConfig(),
 //     handshakeTimeoutMs = 20000, helloRetryMs = 2000, preflight = null (an icePreflight() result:
 //     sharpens failure diagnoses), trackAttempts = true (see ice.js trackPeerConnections),
-//     RTCPeerConnectionImpl = RTCPeerConnection, onEvent = null })
+//     RTCPeerConnectionImpl = RTCPeerConnection, onEvent = null, verifier = null (auth.js OnceVerifier; shared by a RoomMesh's links) })
 //   One MeshLink per room per page: Trystero keeps one room object per appId and roomId.
 //   link.sendRaw(buf) -> bool          to every accepted peer, or only the peer of header.to
 //                                      once that rank's first verified buffer came from that peer;
@@ -81,7 +81,7 @@
 // when the layout changes, but n - 1 of them). Tabs of one browser share a
 // BroadcastChannel, where every post reaches every tab whatever the topology.
 import { peekHeader } from './wire.js';
-import { Verifier, SeenSet, markCopy } from './auth.js';
+import { OnceVerifier, SeenSet, markCopy } from './auth.js';
 import { PROTOCOL_VERSION as RANK_PROTOCOL } from './protocol.js';
 import { assertNotWorker, classifyIce, icePreflight, peerIceStats, trackPeerConnections } from './ice.js';
 
@@ -319,7 +319,7 @@ export class MeshLink extends EventTarget {
   constructor({
     trystero, roomId, password = '', appId = APP_ID, relayUrls = [], rtcConfig = null, slug, paramCount,
     protocol = RANK_PROTOCOL, handshakeTimeoutMs = DEFAULT_HANDSHAKE_TIMEOUT_MS, helloRetryMs = 2000,
-    trackAttempts = true, RTCPeerConnectionImpl = globalThis.RTCPeerConnection, preflight = null, onEvent = null,
+    trackAttempts = true, RTCPeerConnectionImpl = globalThis.RTCPeerConnection, preflight = null, onEvent = null, verifier = null,
   } = {}) {
     super();
     assertNotWorker('MeshLink');
@@ -339,13 +339,13 @@ export class MeshLink extends EventTarget {
     this.handshakeTimeoutMs = handshakeTimeoutMs;
     this.helloRetryMs = helloRetryMs;
     this.closed = false;
-    this.stats = { ...emptyCounters(), dropped: { unaccepted: 0, malformed: 0, unverified: 0, noPeers: 0, sendErrors: 0, handlerErrors: 0 }, peers: {} };
+    this.stats = { ...emptyCounters(), dropped: { unaccepted: 0, malformed: 0, unverified: 0, duplicates: 0, noPeers: 0, sendErrors: 0, handlerErrors: 0 }, peers: {} };
     this._onEvent = onEvent;
     this._peers = new Map();
     this._rankToPeer = new Map();
     this._routeSeen = new Map(); // rank id -> when its route's peer last brought a new buffer of it
     this._seen = new SeenSet();
-    this._verifier = new Verifier();
+    this._verifier = verifier ?? new OnceVerifier(); // a flooded overlay brings copies: each (from, seq) is verified once
     this._chain = Promise.resolve();
     this._raw = new Set();
     this._reported = new Set();
@@ -743,7 +743,8 @@ export class MeshLink extends EventTarget {
     this._chain = this._chain.then(() => checked).then((r) => {
       if (this.closed) return;
       if (!r.ok) {
-        this.stats.dropped.unverified++;
+        if (r.code === 'duplicate') this.stats.dropped.duplicates++;
+        else this.stats.dropped.unverified++;
         return;
       }
       this._learnRank(r.header, st, peerId);

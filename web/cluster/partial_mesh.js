@@ -48,7 +48,7 @@
 //   mesh.sendRaw(buf) / mesh.onRaw(fn) / mesh.hasRank(id) / mesh.connections() /
 //   mesh.peers() / mesh.acceptedCount / mesh.stats / await mesh.diagnostics() / await mesh.close()
 import { MeshLink } from './mesh.js';
-import { SeenSet, signBuffer, SIG_PLACEHOLDER, verifiedHeader } from './auth.js';
+import { SeenSet, OnceVerifier, signBuffer, SIG_PLACEHOLDER, verifiedHeader } from './auth.js';
 import { encode, peekHeader } from './wire.js';
 import { meshFor, DEFAULT_POLICY } from './policy.js';
 import { overlayNeighbours, greeterOf, edgeRoomId } from './overlay.js';
@@ -89,6 +89,7 @@ export class RoomMesh extends EventTarget {
     this._beat = 0;
     this._lastPresence = -Infinity;
     this._seen = new SeenSet();
+    this._verifier = new OnceVerifier();
     this._raw = new Set();
     this._edges = new Map(); // neighbour rank -> MeshLink
     this._closing = new Map(); // room id -> Promise of a leaving link
@@ -434,6 +435,7 @@ export class RoomMesh extends EventTarget {
     const link = new this._MeshLink({
       ...this._linkOpts,
       roomId,
+      verifier: this._verifier, // one for every link: a flooded copy is verified once, whichever link brings it
       trackAttempts: track && this._linkOpts.trackAttempts !== false,
       preflight: this._preflight ?? null,
       onEvent: (type, d) => {
