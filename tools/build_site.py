@@ -8,15 +8,20 @@ CSS url() and @import; in JavaScript import/export ... from, import '...',
 import('...'), new URL('...', import.meta.url) (the wasm, the data, Workers),
 new Worker('...'), fetch('...') and importScripts('...'), comments skipped.  A
 template literal `a-${x}.bin` is the glob a-*.bin.  http(s) URLs are left
-alone; a local reference that does not resolve is an error, and so is a
+alone; a local reference that does not resolve is an error, and so are a
 non-ASCII byte before <head> (Hugging Face inserts a script at an offset it
-counts in characters and applies in bytes).  It copies the files to --out,
-writes .nojekyll and README.md (the Space card), and walks its own output
-again, failing on any reference there that does not resolve.
+counts in characters and applies in bytes), a symbolic link that leads out
+of the root (named, for a file or a folder) and a script that ends inside a
+string, template or comment.  Every scan is one pass over its file.  It
+copies the files to --out, writes .nojekyll and README.md (the Space card),
+and walks its own output again, failing on any reference there that does
+not resolve.
 
   python3 tools/build_site.py [--root web] [--out build/site] [--verbose]
 """
 import argparse
+import bisect
+import collections
 import fnmatch
 import glob
 import os
@@ -47,8 +52,11 @@ CARD = {  # the Hugging Face Space card (README.md front matter)
 HF_COLORS = ("red", "yellow", "green", "blue", "indigo", "purple", "pink", "gray")
 
 STR = r"""(?P<q>['"`])(?P<s>(?:\\.|(?!(?P=q))[^\\\n])*)(?P=q)"""  # one JS string or template literal
+# What stands between import / export and from: [default,] then * [as ns], { ... } or a name.  Each part
+# ends at a fixed character (no lazy run up to the next "from"), so the scan stays linear.
+CLAUSE = r"(?:type\s+)?(?:[\w$]+\s*,\s*)?(?:\*\s*(?:as\s+[\w$]+\s*)?|\{[^{}]*\}\s*|[\w$]+\s+)"
 JS_PATTERNS = [  # (what, regex, resolved against: 'file' (the module) or 'doc' (the page / worker))
-    ("import", r"\b(?:import|export)\s+(?:type\s+)?[\w$*{}\s,]*?\bfrom\s*" + STR, "file"),
+    ("import", r"\b(?:import|export)\s+" + CLAUSE + r"from\s*" + STR, "file"),
     ("import", r"\bimport\s*" + STR, "file"),
     ("import()", r"\bimport\s*\(\s*" + STR + r"\s*[,)]", "file"),
     ("new Worker(new URL())", r"\bnew\s+(?:Shared)?Worker\s*\(\s*new\s+URL\s*\(\s*" + STR
@@ -60,11 +68,11 @@ JS_PATTERNS = [  # (what, regex, resolved against: 'file' (the module) or 'doc' 
 ]
 JS_PATTERNS = [(what, re.compile(rx), base) for what, rx, base in JS_PATTERNS]
 CSS_URL = re.compile(r"""url\(\s*(?P<q>['"]?)(?P<s>[^'")\s]+)(?P=q)\s*\)|@import\s+(?P<q2>['"])(?P<s2>[^'"]+)(?P=q2)""")
-TAG = re.compile(r"<(?P<tag>[a-zA-Z][\w-]*)(?P<attrs>(?:\s+[^\s=>]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s>]+))?)*)\s*/?>")
-ATTR = re.compile(r"""([^\s=>]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+)))?""")
+MARKUP = re.compile(r"<!--|<([a-zA-Z][^\s/>]*)")  # a comment or a start tag (its name)
+ATTR = re.compile(r"""[\s/]*([^\s/>][^\s/>=]*)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+)))?""")
 URL_ATTRS = {"script": "src", "img": "src", "source": "src", "audio": "src", "video": "src", "iframe": "src",
              "embed": "src", "link": "href", "a": "href"}
-RAW_BLOCK = re.compile(r"<(script|style)\b([^>]*)>(.*?)</\1\s*>", re.S | re.I)
+RAW_END = {tag: re.compile(r"</%s\s*>" % tag, re.I) for tag in ("script", "style")}  # raw text up to these
 REGEX_BEFORE = set("(,=:[!&|?{};+-*%<>~^")
 REGEX_WORDS = {"return", "typeof", "case", "do", "else", "in", "of", "new", "delete", "void", "throw",
                "instanceof", "yield", "await"}
@@ -75,25 +83,48 @@ class SiteError(Exception):
     """The site cannot be built: one line per problem."""
 
 
+class BadSource(Exception):
+    """A file that no browser can parse: (offset, what is wrong there)."""
+
+
 def blank(text):
     """text with everything but newlines turned into spaces (offsets and lines stay put)."""
     return re.sub(r"[^\n]", " ", text)
 
 
+def blank_spans(text, start, end, fill=blank):
+    """text (str or bytes) with each span from start to end (an unclosed one: to the end of text) replaced
+    by fill(span), in one pass."""
+    out, pos = [], 0
+    while (i := text.find(start, pos)) >= 0:
+        j = text.find(end, i + len(start))
+        j = len(text) if j < 0 else j + len(end)
+        out += [text[pos:i], fill(text[i:j])]
+        pos = j
+    return text[:0].join(out + [text[pos:]])
+
+
 def mask_js_comments(s):
-    """s with its // and /* */ comments blanked; strings, templates and regex literals are kept."""
-    out, i, n, prev, stack = [], 0, len(s), "", []  # stack: brace depth inside each open ${
+    """s with its // and /* */ comments blanked; strings, templates and regex literals are kept.  One pass:
+    a '/' that opens no regex literal on its line is a division, and `dead` keeps the (offset, in-class)
+    states such a scan went through, so no later scan goes through them again.  Raises BadSource where a
+    string, template or comment runs off the end of s."""
+    out, i, n, prev, stack, dead = [], 0, len(s), "", [], set()  # stack: brace depth inside each open ${
     while i < n:
         c, j = s[i], i + 1
         if c in "'\"":
             while j < n and s[j] not in (c, "\n"):
                 j += 2 if s[j] == "\\" else 1
+            if j >= n:
+                raise BadSource(i, "a string literal is not closed before the end")
             j += 1
         elif c == "`" or (c == "}" and stack and stack[-1] == 0):
             if c == "}":
                 stack.pop()
             while j < n and s[j] != "`" and s[j:j + 2] != "${":
                 j += 2 if s[j] == "\\" else 1
+            if j >= n:
+                raise BadSource(i, "a template literal is not closed before the end")
             if s[j:j + 2] == "${":
                 stack.append(0)
                 j += 2
@@ -102,16 +133,23 @@ def mask_js_comments(s):
         elif s.startswith("//", i) or s.startswith("/*", i):
             line = s[j] == "/"
             j = s.find("\n" if line else "*/", i + 2)
+            if j < 0 and not line:
+                raise BadSource(i, "a /* comment is not closed before the end")
             j = n if j < 0 else j if line else j + 2
             out.append(blank(s[i:j]))
             i = j
             continue
         elif c == "/" and (prev == "" or prev in REGEX_BEFORE or prev in REGEX_WORDS):
-            cls = False
-            while j < n and s[j] != "\n" and (cls or s[j] != "/"):
+            cls, states = False, []
+            while j < n and s[j] != "\n" and (cls or s[j] != "/") and (j, cls) not in dead:
+                states.append((j, cls))
                 cls = (cls or s[j] == "[") and s[j] != "]"
                 j += 2 if s[j] == "\\" else 1
-            j = j + 1 if j < n and s[j] == "/" else i + 1  # unclosed: a division after all
+            if j < n and s[j] == "/" and not cls:
+                j += 1
+            else:  # unclosed: a division after all
+                dead.update(states)
+                j = i + 1
         elif c in "{}" and stack:
             stack[-1] += 1 if c == "{" else -1
         elif c.isalnum() or c in "_$":
@@ -126,7 +164,10 @@ def mask_js_comments(s):
 
 def js_refs(text, at=0):
     """(offset, what, literal, base) of every reference in JavaScript source."""
-    code, found = mask_js_comments(text), {}
+    try:
+        code, found = mask_js_comments(text), {}
+    except BadSource as e:
+        raise BadSource(at + e.args[0], e.args[1]) from None
     for what, rx, base in JS_PATTERNS:
         for m in rx.finditer(code):
             key = m.start("s")
@@ -139,38 +180,57 @@ def js_refs(text, at=0):
 
 
 def css_refs(text, at=0):
-    text = re.sub(r"/\*.*?\*/", lambda m: blank(m.group()), text, flags=re.S)
+    text = blank_spans(text, "/*", "*/")
     return [(at + m.start("s" if m.group("s") else "s2"), "css url()", m.group("s") or m.group("s2"), "file")
             for m in CSS_URL.finditer(text)]
 
 
+def tag_attrs(text, pos):
+    """({name: (value, offset)}, offset just past the tag) of the start tag whose name ends at pos."""
+    attrs = {}
+    while a := ATTR.match(text, pos):
+        attrs[a.group(1).lower()] = (next((v for v in a.groups()[1:] if v is not None), ""), a.start(1))
+        pos = a.end()
+    end = text.find(">", pos)
+    return attrs, len(text) if end < 0 else end + 1
+
+
 def html_refs(text):
-    text = re.sub(r"<!--.*?-->", lambda m: blank(m.group()), text, flags=re.S)
-    refs = []
-    for m in RAW_BLOCK.finditer(text):  # inline scripts and styles, then blank them for the tag scan
-        scan = css_refs if m.group(1).lower() == "style" else js_refs
-        if not re.search(r"\ssrc\s*=", m.group(2)):
-            refs += scan(m.group(3), m.start(3))
-    text = RAW_BLOCK.sub(lambda m: m.group()[:m.start(3) - m.start()] + blank(m.group(3)), text)
-    for m in TAG.finditer(text):
-        tag, attrs = m.group("tag").lower(), {}
-        for a in ATTR.finditer(m.group("attrs")):
-            value = next((v for v in a.groups()[1:] if v is not None), "")
-            attrs[a.group(1).lower()] = (value, m.start("attrs") + a.start())
+    """The references of a page, in one pass like a browser's: comments skipped, the URL attribute of
+    each tag, the text of inline scripts and styles scanned as JavaScript and CSS."""
+    refs, pos = [], 0
+    while m := MARKUP.search(text, pos):
+        if not m.group(1):  # <!--
+            end = text.find("-->", m.end())
+            pos = len(text) if end < 0 else end + 3
+            continue
+        tag = m.group(1).lower()
+        attrs, pos = tag_attrs(text, m.end())
         name = URL_ATTRS.get(tag)
         if name in attrs:
             refs.append((attrs[name][1], "<%s %s>" % (tag, name), attrs[name][0].strip(), "file"))
+        if tag in RAW_END:
+            close = RAW_END[tag].search(text, pos)
+            end = close.start() if close else len(text)
+            if "src" not in attrs:
+                refs += (css_refs if tag == "style" else js_refs)(text[pos:end], pos)
+            pos = close.end() if close else len(text)
     return refs
 
 
-def position(text, offset):
-    line = text.count("\n", 0, offset) + 1
-    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+def line_starts(text):
+    return [0] + [m.end() for m in re.finditer("\n", text)]
+
+
+def position(starts, offset):
+    """(line, column) of offset, given line_starts() of its text."""
+    line = bisect.bisect_right(starts, offset)
+    return line, offset - starts[line - 1] + 1
 
 
 def ascii_prologue_error(data, shown):
     """An error line when the bytes before <head> (the whole file without one) are not all ASCII."""
-    stripped = re.sub(rb"<!--.*?-->", lambda m: b" " * len(m.group()), data, flags=re.S)
+    stripped = blank_spans(data, b"<!--", b"-->", lambda span: b" " * len(span))
     head = re.search(rb"<head[\s>/]", stripped, re.I)
     end = head.start() if head else len(data)
     found = re.search(rb"[\x80-\xff]", data[:end])
@@ -191,17 +251,20 @@ class Walk:
 
     def __init__(self, root, optional=OPTIONAL):
         self.root, self.optional = os.path.abspath(root), optional
+        self.real_root, self.link_out = os.path.realpath(root), {}
         self.files, self.errors, self.external, self.dynamic = [], [], [], []
         pages = sorted(f for f in os.listdir(self.root) if f.endswith(".html") and os.path.isfile(self.path(f)))
         if "index.html" not in pages:
             self.errors.append("%s: no index.html (the Space's app_file)" % self.shown("index.html"))
-        queue, seen = [(p, "") for p in pages], set()
+        queue = collections.deque((p, "") for p in pages if not self.leaves_root(p, self.shown(p)))
+        seen, listed = set(), set()
         while queue:
-            rel, doc = queue.pop(0)
+            rel, doc = queue.popleft()
             if (rel, doc) in seen:
                 continue
             seen.add((rel, doc))
-            if rel not in self.files:
+            if rel not in listed:
+                listed.add(rel)
                 self.files.append(rel)
             queue += self.visit(rel, doc)
 
@@ -212,24 +275,49 @@ class Walk:
         p = os.path.relpath(self.path(rel))
         return self.path(rel) if p.startswith("..") else p
 
+    def inside(self, rel):
+        real = os.path.realpath(self.path(rel))
+        return real == self.real_root or real.startswith(self.real_root + os.sep)
+
+    def leaves_root(self, rel, what):
+        """True, with an error naming the link, when a symbolic link takes rel out of the root."""
+        if rel not in self.link_out:  # rel -> the first of its folders (or itself) that leads out, or None
+            parts = rel.split("/")
+            self.link_out[rel] = None if self.inside(rel) else next(
+                p for p in ("/".join(parts[:k]) for k in range(1, len(parts) + 1)) if not self.inside(p))
+        link = self.link_out[rel]
+        if link:
+            self.errors.append("%s: %s is a link to %s, outside the site root" % (
+                what, self.shown(link), os.path.realpath(self.path(link))))
+        return link is not None
+
     def visit(self, rel, doc):
         """The (file, document dir) pairs that rel refers to; problems go to self.errors."""
         ext = posixpath.splitext(rel)[1].lower()
         if ext not in (".html", ".htm", ".js", ".mjs", ".css"):
             return []
-        with open(self.path(rel), "rb") as f:
-            data = f.read()
+        try:
+            with open(self.path(rel), "rb") as f:
+                data = f.read()
+        except OSError as e:
+            self.errors.append("%s: cannot be read: %s" % (self.shown(rel), e.strerror or e))
+            return []
         text, here = data.decode("utf-8", "replace"), posixpath.dirname(rel)
-        if ext in (".html", ".htm"):
-            problem = ascii_prologue_error(data, self.shown(rel))
-            if problem:
-                self.errors.append(problem)
-            refs, doc = html_refs(text), here
-        else:
-            refs = css_refs(text) if ext == ".css" else js_refs(text)
+        starts = line_starts(text)
+        try:
+            if ext in (".html", ".htm"):
+                problem = ascii_prologue_error(data, self.shown(rel))
+                if problem:
+                    self.errors.append(problem)
+                refs, doc = html_refs(text), here
+            else:
+                refs = css_refs(text) if ext == ".css" else js_refs(text)
+        except BadSource as e:
+            self.errors.append("%s:%d:%d: %s" % ((self.shown(rel),) + position(starts, e.args[0]) + (e.args[1],)))
+            return []
         out = []
         for offset, what, literal, base in sorted(refs):
-            where = "%s:%d:%d" % ((self.shown(rel),) + position(text, offset))
+            where = "%s:%d:%d" % ((self.shown(rel),) + position(starts, offset))
             for target in self.resolve(literal, here if base == "file" else doc, where, what):
                 out.append((target, posixpath.dirname(target) if "Worker" in what else doc))
         return out
@@ -268,7 +356,7 @@ class Walk:
             found, shown_rel = ([rel] if os.path.isfile(self.path(rel)) else []), rel
         if not found and not any(fnmatch.fnmatch(shown_rel, p) for p in self.optional):
             self.errors.append("%s: %s '%s': %s does not exist" % (where, what, spec, self.shown(shown_rel)))
-        return found
+        return [f for f in found if not self.leaves_root(f, "%s: %s '%s'" % (where, what, spec))]
 
 
 def copy_files(root, out, files):

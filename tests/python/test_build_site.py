@@ -7,7 +7,14 @@ reference; the re-walk of the output catches a file the copy left out; a
 non-ASCII byte before <head> is refused with its line and character, one
 after <head> is fine; the card has exactly the allowed keys; .nojekyll is
 written.  With the build outputs present, the real site holds its pages,
-the cluster worker and the wasm.  Standard library only.
+the cluster worker and the wasm.  Hostile trees: a symbolic link out of the
+root (a file, a folder, a page) is refused with the link named, one inside
+it is followed; a file that ends inside a string, template or comment is a
+build error with its place, and no prefix of a file makes the walk raise;
+inputs that made the old scans quadratic (32,000 `export ` lines, unclosed
+regex literals, tags and comments, 32,000 references) give the right
+references, with no time asserted: the test runner's timeout is the bound.
+Standard library only.
 
 Run: python3 -m unittest tests/python/test_build_site.py -v
 """
@@ -256,6 +263,124 @@ class Card(unittest.TestCase):
             f.write("")
         tree.build()
         self.assertFalse(os.path.exists(os.path.join(tree.out, "m.js")))
+
+
+class Links(unittest.TestCase):
+    def tree(self, files):
+        tree = Tree(self, files)
+        self.outside = os.path.join(tree.tmp.name, "outside")
+        os.makedirs(self.outside)
+        with open(os.path.join(self.outside, "secret.png"), "w") as f:
+            f.write("secret")
+        return tree
+
+    def assertRefused(self, tree, *fragments):
+        with self.assertRaises(build_site.SiteError) as cm:
+            tree.build()
+        text = "\n".join(cm.exception.args[0])
+        for f in fragments + ("outside the site root",):
+            self.assertIn(f, text)
+        self.assertFalse(os.path.exists(tree.out), "nothing is written")
+
+    def test_a_file_link_out_of_the_root_is_refused(self):
+        tree = self.tree({"index.html": page('<img src="./pic.png">')})
+        os.symlink(os.path.join(self.outside, "secret.png"), os.path.join(tree.root, "pic.png"))
+        self.assertRefused(tree, "index.html:7:6: <img src> './pic.png': ", "pic.png is a link to " + self.outside)
+
+    def test_a_folder_link_out_of_the_root_is_refused(self):
+        tree = self.tree({"index.html": page('<img src="./assets/secret.png">')})
+        os.symlink(self.outside, os.path.join(tree.root, "assets"))
+        self.assertRefused(tree, "'./assets/secret.png': ", "assets is a link to " + self.outside)
+
+    def test_a_page_link_out_of_the_root_is_refused(self):
+        tree = self.tree({"index.html": page()})
+        with open(os.path.join(self.outside, "page.html"), "w") as f:
+            f.write(page())
+        os.symlink(os.path.join(self.outside, "page.html"), os.path.join(tree.root, "other.html"))
+        self.assertRefused(tree, "other.html is a link to " + self.outside)
+
+    def test_a_link_inside_the_root_is_followed(self):
+        tree = self.tree({"index.html": page('<img src="./alias.png"><img src="./more/real.png">'), "real.png": "x"})
+        os.symlink("real.png", os.path.join(tree.root, "alias.png"))
+        os.symlink(".", os.path.join(tree.root, "more"))
+        (count, _), _ = tree.build()
+        with open(os.path.join(tree.out, "alias.png")) as f:
+            self.assertEqual(f.read(), "x")
+        self.assertEqual(count, 5)  # index.html, alias.png, more/real.png, README.md, .nojekyll
+
+
+TRICKY_JS = ("import a from './a.js'; const s = 'q\\'t', d = \"x\", t = `p${ {k: `n${1}`} }q`;\n"
+             "/* block */ const r = /[/]\\//g; // line\nfetch('./b.json'); const half = a / 2 / 1;\n")
+
+
+class BadInput(unittest.TestCase):
+    def assertBuildError(self, files, *fragments):
+        with self.assertRaises(build_site.SiteError) as cm:
+            Tree(self, files).build()
+        text = "\n".join(cm.exception.args[0])
+        for f in fragments:
+            self.assertIn(f, text)
+
+    def test_js_that_ends_inside_a_literal_or_comment_is_a_build_error(self):
+        self.assertBuildError({"index.html": MAIN, "main.js": "x = '\\"},
+                              "main.js:1:5: a string literal is not closed before the end")
+        self.assertBuildError({"index.html": MAIN, "main.js": "\nx = `a${b}"}, "main.js:2:10: a template literal")
+        self.assertBuildError({"index.html": MAIN, "main.js": "x; /* never closed"}, "main.js:1:4: a /* comment")
+        self.assertBuildError({"index.html": page("<script>\nx = 'a\\</script>")}, "index.html:8:5: a string literal")
+
+    def test_no_prefix_of_a_file_makes_the_walk_raise(self):
+        for n in range(len(TRICKY_JS) + 1):
+            with self.subTest(prefix=TRICKY_JS[:n]):
+                Tree(self, {"index.html": MAIN, "main.js": TRICKY_JS[:n], "a.js": "", "b.json": ""}).walk()
+        w = Tree(self, {"index.html": MAIN, "main.js": TRICKY_JS, "a.js": "", "b.json": ""}).walk()
+        self.assertEqual((w.errors, sorted(w.files)), ([], ["a.js", "b.json", "index.html", "main.js"]))
+
+    def test_an_unreadable_file_is_named(self):
+        tree = Tree(self, CASES["static import"][0])
+
+        def no_m_js(path, *args):
+            if path.endswith("m.js"):
+                raise PermissionError(13, "Permission denied")
+            return open(path, *args)
+
+        with mock.patch.object(build_site, "open", no_m_js, create=True):
+            with self.assertRaises(build_site.SiteError) as cm:
+                tree.build()
+        self.assertRegex(cm.exception.args[0][0], r"m\.js: cannot be read: Permission denied$")
+
+
+class BigInputs(unittest.TestCase):
+    """Shapes that made the old scans quadratic (one took 105 s for 224 KB); each must give the right
+    references.  No time is asserted: the test runner's timeout is the bound."""
+
+    def assertFinds(self, files, want):
+        w = Tree(self, files).walk()
+        self.assertEqual(w.errors, [])
+        self.assertEqual(sorted(w.files), sorted(want))
+
+    def test_32000_export_lines(self):
+        js = "export { a } from './m.js';\nexport * as n from './n.js';\n" + "export " * 32000  # 224 KB
+        self.assertFinds({"index.html": MAIN, "main.js": js, "m.js": "", "n.js": ""},
+                         ["index.html", "main.js", "m.js", "n.js"])
+
+    def test_unclosed_regex_literals(self):
+        js = "x = (/[" * 30000 + "\nimport('./m.js');\n"
+        self.assertFinds({"index.html": MAIN, "main.js": js, "m.js": ""}, ["index.html", "main.js", "m.js"])
+
+    def test_32000_references(self):
+        js = "import './m.js';\n" * 32000 + "\nimport './gone.js';"
+        w = Tree(self, {"index.html": MAIN, "main.js": js, "m.js": ""}).walk()
+        self.assertEqual(len(w.errors), 1)
+        self.assertRegex(w.errors[0], r"main\.js:32002:9: import './gone\.js': .*gone\.js does not exist$")
+
+    def test_unclosed_tags_and_comments(self):
+        html = page("<a " * 50000 + '><img src="./p.png">')
+        self.assertFinds({"index.html": html, "p.png": ""}, ["index.html", "p.png"])
+        css = "body { background: url(./bg.png); }\n" + "/* " * 50000
+        self.assertFinds({"index.html": page(head='<link rel="stylesheet" href="./s.css">'), "s.css": css,
+                          "bg.png": ""}, ["index.html", "s.css", "bg.png"])
+        html = page('<img src="./p.png">' + "<!-- <script " * 30000)
+        self.assertFinds({"index.html": html, "p.png": ""}, ["index.html", "p.png"])
 
 
 NEEDED = ["web/pkg/rlx_web.wasm", "web/rlx.js", "web/data/fashion-mnist-train.bin"]
