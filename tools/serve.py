@@ -9,13 +9,14 @@ path on this server (the Location always starts with a single "/", never
 "//host").  Hostile clients are bounded: a connection silent for
 --idle-timeout seconds is closed; a request's line and headers must all
 arrive within --request-deadline seconds of its first byte, however slowly
-they drip (else a 408 and close); at most --max-connections are served at
-once and at most --max-per-address from one client address (any beyond get
-a 503 and are closed), so one address cannot take every slot.  The limits
-are printed at start.  With --tls it serves https with a self-signed
-certificate made once with `openssl` into build/tls/ (localhost, 127.0.0.1
-and the LAN address in its subjectAltName) and reused afterwards; a
-certificate that lacks the current LAN address is made again.
+they drip (else a 408 and close), and a TLS handshake within as long; at
+most --max-connections are served at once and at most --max-per-address
+from one client address (any beyond get a 503 and are closed), so one
+address cannot take every slot.  The limits are printed at start.  With
+--tls it serves https with a self-signed certificate made once with
+`openssl` into build/tls/ (localhost, 127.0.0.1 and the LAN address in its
+subjectAltName) and reused afterwards; a certificate that lacks the current
+LAN address is made again.
 
   python3 tools/serve.py [--port N] [--host ADDR] [--root DIR] [--open PAGE]
                          [--tls] [--tls-dir DIR] [--quiet] [--idle-timeout S]
@@ -248,7 +249,9 @@ class Server(http.server.ThreadingHTTPServer):
     """One thread per connection, at most max_connections of them and at
     most max_per_address from one client address (the others get a 503 and
     are closed at once); with ssl_context set, the TLS handshake happens in
-    that thread, so a stalled client cannot block the others."""
+    that thread, so a stalled client cannot block the others, and it must
+    end within the request deadline (the handshake's timeout is for all of
+    it, not for each read)."""
     daemon_threads = True
     ssl_context = None
     request_queue_size = BACKLOG
@@ -306,7 +309,7 @@ class Server(http.server.ThreadingHTTPServer):
     def finish_request(self, request, client_address):
         if self.ssl_context is not None:
             try:
-                request.settimeout(30)
+                request.settimeout(self.RequestHandlerClass.request_deadline)  # for the whole handshake
                 request = self.ssl_context.wrap_socket(request, server_side=True)
             except (ssl.SSLError, OSError):
                 return  # e.g. a browser that refused the self-signed certificate

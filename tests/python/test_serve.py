@@ -13,14 +13,18 @@ faster than the idle timeout is answered 408 and closed at the request
 deadline, so drippers holding every slot free them and a fresh request is
 served; one client address is held to its own share of the slots (the
 extra connections get a 503) while another address is still served.  Other
-client addresses are other loopback addresses (127.0.0.2, ...).  Every wait
-is an event with a generous bound, never a measured time.
+client addresses are other loopback addresses (127.0.0.2, ...).  A TLS
+handshake dripped byte by byte is cut at the request deadline too.  Every
+wait is an event with a generous bound, never a measured time.
 """
 import http.server
+import contextlib
 import importlib.util
+import io
 import os
 import shutil
 import socket
+import ssl
 import tempfile
 import threading
 import time
@@ -160,16 +164,16 @@ class Dripper:
     the start of a header, then one more byte of that header every 0.2 s
     (well inside the idle timeout; one line, so no header-count limit ends it)."""
 
-    def __init__(self, port, source="127.0.0.1"):
+    def __init__(self, port, source="127.0.0.1", start=b"GET / HTTP/1.1\r\nHost: x\r\nX-Drip: ", byte=b"a"):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=30, source_address=(source, 0))
-        self.sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Drip: ")
-        self.stop = threading.Event()
+        self.sock.sendall(start)
+        self.byte, self.stop = byte, threading.Event()
         threading.Thread(target=self.drip, daemon=True).start()
 
     def drip(self):
         while not self.stop.wait(0.2):
             try:
-                self.sock.sendall(b"a")
+                self.sock.sendall(self.byte)
             except OSError:
                 return
 
@@ -204,10 +208,15 @@ class SlowHeaders(unittest.TestCase):
         self.clients = []
         self.addCleanup(lambda: [c.close() for c in self.clients])
 
-    def serve(self, **limits):
+    def serve(self, tls=False, **limits):
         httpd = start_server(self.root, **limits)
         self.addCleanup(httpd.server_close)
         self.addCleanup(httpd.shutdown)
+        if tls:
+            with contextlib.redirect_stdout(io.StringIO()):
+                cert, key = serve.ensure_certificate(None, os.path.join(self.root, "tls"))
+            httpd.ssl_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            httpd.ssl_context.load_cert_chain(cert, key)
         return httpd.server_address[1]
 
     def test_drippers_holding_every_slot_are_cut_at_the_request_deadline(self):
@@ -224,6 +233,13 @@ class SlowHeaders(unittest.TestCase):
                 break
             time.sleep(0.1)
         self.assertEqual((status, body), (200, b"root"))
+
+    @unittest.skipUnless(shutil.which("openssl"), "needs the openssl command")
+    def test_a_dripped_tls_handshake_is_cut_at_the_request_deadline(self):
+        port = self.serve(tls=True, idle=30, deadline=1, slots=4, per_address=4)
+        # A handshake record of 512 bytes announced, then one byte of it every 0.2 s.
+        self.clients = [Dripper(port, start=b"\x16\x03\x01\x02\x00", byte=b"\x01")]
+        self.assertIsNotNone(self.clients[0].answer(20), "a dripped TLS handshake outlived the 1 s deadline")
 
     def test_one_address_cannot_take_every_slot(self):
         port = self.serve(idle=60, deadline=60, slots=6, per_address=3)
