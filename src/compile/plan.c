@@ -22,6 +22,7 @@ void rlx_plan_free(rlx_plan *p) {
     if (nd->data) rlx_free(nd->data, rlx_shape_numel(&nd->shape) * sizeof(float));
   }
   rlx_free(p->graph.nodes, (size_t)p->graph.cap_nodes * sizeof(rlx_node_t)); /* compact may stop part way */
+  rlx_name_set_free(&p->graph.names);
   rlx_free(p->loc, n * sizeof(rlx_loc));
   rlx_free(p->steps, n * sizeof(int32_t));
   rlx_free(p->first_step, n * sizeof(int32_t));
@@ -78,64 +79,8 @@ static rlx_status compact(const rlx_graph *g, const rlx_node *outputs, int32_t n
   return RLX_OK;
 }
 
-typedef struct {
-  int32_t id;
-  size_t size;
-} arena_value;
-
-static int by_size_desc(const void *a, const void *b) {
-  const arena_value *x = a, *y = b;
-  if (x->size != y->size) return x->size < y->size ? 1 : -1;
-  return x->id - y->id;
-}
-
-static size_t padded_numel(const rlx_node_t *n, size_t align) {
-  size_t s = rlx_shape_numel(&n->shape);
-  return (s + align - 1) / align * align;
-}
-
 static int lifetimes_overlap(const rlx_plan *p, int32_t a, int32_t b) {
   return p->first_step[a] <= p->last_step[b] && p->first_step[b] <= p->last_step[a];
-}
-
-rlx_status rlx_plan_pack(const rlx_plan *p, const int8_t *group, size_t *offset, size_t *group_floats) {
-  int32_t n = p->graph.n_nodes, count = 0;
-  arena_value *vals = rlx_calloc((size_t)n + 1, sizeof *vals);
-  arena_value *busy = rlx_calloc((size_t)n + 1, sizeof *busy);
-  if (!vals || !busy) {
-    rlx_free(vals, ((size_t)n + 1) * sizeof *vals);
-    rlx_free(busy, ((size_t)n + 1) * sizeof *busy);
-    return RLX_ERR_NO_MEMORY;
-  }
-  for (int32_t id = 0; id < n; id++)
-    if (p->first_step[id] >= 0) vals[count++] = (arena_value){id, padded_numel(&p->graph.nodes[id], p->arena_align)};
-  qsort(vals, (size_t)count, sizeof *vals, by_size_desc);
-  for (int32_t i = 0; i < count; i++) {
-    const int32_t a = vals[i].id, ga = group ? group[a] : 0;
-    /* Placed values of the group alive at the same time, sorted by offset. */
-    int32_t nb = 0;
-    for (int32_t j = 0; j < i; j++)
-      if ((group ? group[vals[j].id] : 0) == ga && lifetimes_overlap(p, a, vals[j].id)) {
-        int32_t at = nb++;
-        size_t off = offset[vals[j].id];
-        while (at > 0 && offset[busy[at - 1].id] > off) {
-          busy[at] = busy[at - 1];
-          at--;
-        }
-        busy[at] = vals[j];
-      }
-    size_t o = 0;
-    for (int32_t j = 0; j < nb; j++) {
-      size_t start = offset[busy[j].id];
-      if (start >= o + vals[i].size) break;
-      if (start + busy[j].size > o) o = start + busy[j].size;
-    }
-    offset[a] = o;
-    if (o + vals[i].size > group_floats[ga]) group_floats[ga] = o + vals[i].size;
-  }
-  rlx_free(vals, ((size_t)n + 1) * sizeof *vals);
-  rlx_free(busy, ((size_t)n + 1) * sizeof *busy);
-  return RLX_OK;
 }
 
 /* One arena for the whole plan. */

@@ -33,10 +33,18 @@ void rlx_session_free(rlx_session *s) {
   rlx_free(s->input_data, (size_t)p->n_inputs * sizeof(float *));
   rlx_free(s->param_data, (size_t)p->n_params * sizeof(float *));
   rlx_free(s->input_set, (size_t)p->n_inputs);
+  rlx_name_set_free(&s->param_names);
   rlx_free(s->arena, p->arena_floats * sizeof(float));
   if (s->backend && s->backend->free_state) s->backend->free_state(s);
   rlx_plan_free(p);
   rlx_free(s, sizeof *s);
+}
+
+static const char *param_name_at(const void *ctx, uint32_t idx, size_t *len) {
+  const rlx_session *s = ctx;
+  const char *name = s->plan.graph.nodes[s->plan.params[idx]].name;
+  *len = strlen(name);
+  return name;
 }
 
 /* Host copies of inputs, and the arena of backends that run on the host
@@ -52,6 +60,12 @@ static rlx_status alloc_buffers(rlx_session *s) {
   if (p->n_params && !(s->param_bound = rlx_calloc((size_t)p->n_params, 1))) return RLX_ERR_NO_MEMORY;
   for (int32_t i = 0; i < p->n_inputs; i++)
     if (!(s->input_data[i] = rlx_calloc(node_numel(s, p->inputs[i]), sizeof(float)))) return RLX_ERR_NO_MEMORY;
+  for (int32_t i = 0; i < p->n_params; i++) {
+    const char *name = s->plan.graph.nodes[p->params[i]].name;
+    if (rlx_name_set_find(&s->param_names, param_name_at, s, name, strlen(name)) < 0 &&
+        rlx_name_set_add(&s->param_names, param_name_at, s, (uint32_t)i, "compile") != RLX_OK)
+      return RLX_ERR_NO_MEMORY;
+  }
   if (s->backend->host_arena && p->arena_floats && !(s->arena = rlx_calloc(p->arena_floats, sizeof(float))))
     return RLX_ERR_NO_MEMORY;
   return RLX_OK;
@@ -104,6 +118,7 @@ static float *param_storage(rlx_session *s, int32_t i) {
 
 /* Index of the input/param called name in ids, or -1. */
 static int32_t find_named(const rlx_session *s, const int32_t *ids, int32_t n, const char *name) {
+  if (ids == s->plan.params) return (int32_t)rlx_name_set_find(&s->param_names, param_name_at, s, name, strlen(name));
   for (int32_t i = 0; i < n; i++)
     if (strcmp(s->plan.graph.nodes[ids[i]].name, name) == 0) return i;
   return -1;

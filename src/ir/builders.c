@@ -41,13 +41,6 @@ rlx_node rlx_op_node(rlx_graph *g, rlx_op op, const rlx_node *inputs, int32_t n_
   return rlx_graph_append(g, &p);
 }
 
-rlx_node rlx_graph_find(const rlx_graph *g, const char *name) {
-  if (!g || !name) return RLX_NO_NODE;
-  for (int32_t i = 0; i < g->n_nodes; i++)
-    if (g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0) return i;
-  return RLX_NO_NODE;
-}
-
 static rlx_node leaf(rlx_graph *g, rlx_op op, const char *name, int32_t rank, const int32_t *dims,
                      rlx_dtype dt, const float *data) {
   rlx_node_t p;

@@ -25,6 +25,7 @@ void rlx_graph_free(rlx_graph *g) {
   if (!g) return;
   for (int32_t i = 0; i < g->n_nodes; i++) node_release(&g->nodes[i]);
   rlx_free(g->nodes, (size_t)g->cap_nodes * sizeof(rlx_node_t));
+  rlx_name_set_free(&g->names);
   rlx_strfree(g->error);
   rlx_free(g, sizeof *g);
 }
@@ -100,6 +101,33 @@ static rlx_status grow(rlx_graph *g) {
   g->nodes = p;
   g->cap_nodes = cap;
   return RLX_OK;
+}
+
+static const char *node_name_at(const void *ctx, uint32_t idx, size_t *len) {
+  const char *name = ((const rlx_graph *)ctx)->nodes[idx].name;
+  *len = strlen(name);
+  return name;
+}
+
+/* Keeps the name index current as node id is appended (0: out of memory,
+ * the index as it was). */
+static int index_name(rlx_graph *g, int32_t id) {
+  if (g->indexed != id) return 1;
+  if (g->nodes[id].name && rlx_name_set_add(&g->names, node_name_at, g, (uint32_t)id, "rlx_graph_append") != RLX_OK)
+    return 0;
+  g->indexed++;
+  return 1;
+}
+
+rlx_node rlx_graph_find(const rlx_graph *g, const char *name) {
+  if (!g || !name) return RLX_NO_NODE;
+  if (g->indexed == g->n_nodes) {
+    int64_t i = rlx_name_set_find(&g->names, node_name_at, g, name, strlen(name));
+    return i < 0 ? RLX_NO_NODE : (rlx_node)i;
+  }
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0) return i;
+  return RLX_NO_NODE;
 }
 
 /* Input k of `op` may be an i32 index tensor. */
@@ -216,6 +244,10 @@ rlx_node rlx_graph_append(rlx_graph *g, const rlx_node_t *proto) {
     memcpy(n.data, data, bytes);
   }
   g->nodes[g->n_nodes] = n;
+  if (!index_name(g, g->n_nodes)) {
+    node_release(&g->nodes[g->n_nodes]);
+    return graph_fail(g, RLX_ERR_NO_MEMORY, "out of memory adding a node");
+  }
   return g->n_nodes++;
 }
 

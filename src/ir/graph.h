@@ -6,6 +6,7 @@
 #define RLX_GRAPH_H
 
 #include "../core/core.h"
+#include "../core/name_set.h"
 #include "attrs.h"
 
 typedef struct {
@@ -32,6 +33,11 @@ struct rlx_graph {
   int32_t n_nodes, cap_nodes;
   rlx_status status; /* first builder error */
   char *error;       /* its message (owned) */
+  /* The named nodes (inputs, params) by name, kept by rlx_graph_append
+   * while it has appended every node (indexed == n_nodes); a graph written
+   * otherwise (the planner's copies) is searched node by node. */
+  rlx_name_set names;
+  int32_t indexed;
 };
 
 /* Shape rule: validate n's inputs and attributes and set n->shape (and
