@@ -94,7 +94,7 @@ struct rlx_gguf {
   size_t n_strs, cap_strs;
   char *arena;
   size_t arena_len, arena_cap;
-  name_set kv_set, tensor_set;
+  rlx_name_set kv_set, tensor_set;
 };
 
 static const char *kv_name_at(const void *ctx, uint32_t idx, size_t *len) {
@@ -115,8 +115,8 @@ void rlx_gguf_free(rlx_gguf *g) {
   rlx_free(g->tensors, g->cap_tensors * sizeof *g->tensors);
   rlx_free(g->strs, g->cap_strs * sizeof *g->strs);
   rlx_free(g->arena, g->arena_cap);
-  rlx_gguf_set_free(&g->kv_set);
-  rlx_gguf_set_free(&g->tensor_set);
+  rlx_name_set_free(&g->kv_set);
+  rlx_name_set_free(&g->tensor_set);
   rlx_free(g, sizeof *g);
 }
 
@@ -272,7 +272,7 @@ static rlx_status parse_kvs(parser *p, uint64_t n_kv) {
     char shown[96];
     snprintf(p->where, sizeof p->where, "metadata entry %llu ('%s')", (unsigned long long)i,
              show(shown, sizeof shown, g->arena + e->key_off, (size_t)e->key_len));
-    if (rlx_gguf_set_find(&g->kv_set, kv_name_at, g, g->arena + e->key_off, (size_t)e->key_len) >= 0)
+    if (rlx_name_set_find(&g->kv_set, kv_name_at, g, g->arena + e->key_off, (size_t)e->key_len) >= 0)
       return rlx_error(RLX_ERR_INVALID_ARG, "GGUF: %s repeats a key", p->where);
     if ((st = take_u32(p, &e->type, "the value type")) != RLX_OK) return st;
     if (e->type >= 13)
@@ -280,7 +280,7 @@ static rlx_status parse_kvs(parser *p, uint64_t n_kv) {
     e->elem_type = e->type;
     if ((st = parse_value(p, e)) != RLX_OK) return st;
     g->n_kv++;
-    if ((st = rlx_gguf_set_add(&g->kv_set, kv_name_at, g, (uint32_t)(g->n_kv - 1))) != RLX_OK) return st;
+    if ((st = rlx_name_set_add(&g->kv_set, kv_name_at, g, (uint32_t)(g->n_kv - 1), "GGUF")) != RLX_OK) return st;
   }
   p->where[0] = 0;
   return RLX_OK;
@@ -449,10 +449,11 @@ static rlx_status parse(rlx_gguf *g, uint64_t budget) {
     tensor_entry *t = &g->tensors[g->n_tensors];
     memset(t, 0, sizeof *t);
     if ((st = parse_tensor(&p, t)) != RLX_OK) return st;
-    if (rlx_gguf_set_find(&g->tensor_set, tensor_name_at, g, g->arena + t->name_off, (size_t)t->name_len) >= 0)
+    if (rlx_name_set_find(&g->tensor_set, tensor_name_at, g, g->arena + t->name_off, (size_t)t->name_len) >= 0)
       return rlx_error(RLX_ERR_INVALID_ARG, "GGUF: %s repeats a tensor name", p.where);
     g->n_tensors++;
-    if ((st = rlx_gguf_set_add(&g->tensor_set, tensor_name_at, g, (uint32_t)(g->n_tensors - 1))) != RLX_OK) return st;
+    if ((st = rlx_name_set_add(&g->tensor_set, tensor_name_at, g, (uint32_t)(g->n_tensors - 1), "GGUF")) != RLX_OK)
+      return st;
   }
   p.where[0] = 0;
   return check_data(&p, budget);
@@ -529,10 +530,10 @@ int64_t rlx_gguf_kv_count(const rlx_gguf *g) { return g ? g->n_kv : 0; }
 int64_t rlx_gguf_tensor_count(const rlx_gguf *g) { return g ? g->n_tensors : 0; }
 
 int64_t rlx_gguf_find_kv(const rlx_gguf *g, const char *key) {
-  return g && key ? rlx_gguf_set_find(&g->kv_set, kv_name_at, g, key, strlen(key)) : -1;
+  return g && key ? rlx_name_set_find(&g->kv_set, kv_name_at, g, key, strlen(key)) : -1;
 }
 int64_t rlx_gguf_find_tensor(const rlx_gguf *g, const char *name) {
-  return g && name ? rlx_gguf_set_find(&g->tensor_set, tensor_name_at, g, name, strlen(name)) : -1;
+  return g && name ? rlx_name_set_find(&g->tensor_set, tensor_name_at, g, name, strlen(name)) : -1;
 }
 
 static void fill_value(const rlx_gguf *g, const kv_entry *e, rlx_gguf_value *v) {

@@ -31,7 +31,7 @@ struct rlx_gguf_writer {
   uint32_t alignment;
   w_tensor *tensors;
   size_t n_tensors, cap_tensors;
-  name_set keys, names;
+  rlx_name_set keys, names;
 };
 
 static const char *w_key_at(const void *ctx, uint32_t idx, size_t *len) {
@@ -62,8 +62,8 @@ void rlx_gguf_writer_free(rlx_gguf_writer *w) {
   rlx_free(w->key_at, w->cap_key_at * sizeof *w->key_at);
   for (size_t i = 0; i < w->n_tensors; i++) rlx_free(w->tensors[i].name, w->tensors[i].name_len + 1);
   rlx_free(w->tensors, w->cap_tensors * sizeof *w->tensors);
-  rlx_gguf_set_free(&w->keys);
-  rlx_gguf_set_free(&w->names);
+  rlx_name_set_free(&w->keys);
+  rlx_name_set_free(&w->names);
   rlx_free(w, sizeof *w);
 }
 
@@ -102,7 +102,7 @@ static rlx_status w_begin(rlx_gguf_writer *w, const char *key, uint32_t type, ui
   size_t len = strlen(key);
   if (len > RLX_GGUF_MAX_KEY)
     return rlx_error(RLX_ERR_INVALID_ARG, "%s: key of %zu bytes (at most %d)", fn, len, RLX_GGUF_MAX_KEY);
-  if (rlx_gguf_set_find(&w->keys, w_key_at, w, key, len) >= 0)
+  if (rlx_name_set_find(&w->keys, w_key_at, w, key, len) >= 0)
     return rlx_error(RLX_ERR_INVALID_ARG, "%s: key '%s' is already set", fn, key);
   if (w->n_kv >= MAX_ENTRIES) return rlx_error(RLX_ERR_INVALID_ARG, "%s: more than %u entries", fn, MAX_ENTRIES);
   if (body > UINT64_MAX - 12 - len) return rlx_error(RLX_ERR_NO_MEMORY, "%s: value too large", fn);
@@ -115,7 +115,7 @@ static rlx_status w_begin(rlx_gguf_writer *w, const char *key, uint32_t type, ui
   w_put_u64(w, len);
   w_put(w, key, len);
   w_put_u32(w, type);
-  if ((st = rlx_gguf_set_add(&w->keys, w_key_at, w, (uint32_t)w->n_kv)) != RLX_OK) {
+  if ((st = rlx_name_set_add(&w->keys, w_key_at, w, (uint32_t)w->n_kv, "GGUF")) != RLX_OK) {
     w->kv_len = start;
     return st;
   }
@@ -221,7 +221,7 @@ rlx_status rlx_gguf_writer_add_tensor(rlx_gguf_writer *w, const char *name, rlx_
   size_t len = strlen(name);
   if (len > RLX_GGUF_MAX_NAME)
     return rlx_error(RLX_ERR_INVALID_ARG, "%s: name '%s' has %zu bytes (at most %d)", fn, name, len, RLX_GGUF_MAX_NAME);
-  if (rlx_gguf_set_find(&w->names, w_name_at, w, name, len) >= 0)
+  if (rlx_name_set_find(&w->names, w_name_at, w, name, len) >= 0)
     return rlx_error(RLX_ERR_INVALID_ARG, "%s: tensor '%s' is already added", fn, name);
   if (n_dims < 0 || n_dims > RLX_GGUF_MAX_DIMS)
     return rlx_error(RLX_ERR_INVALID_ARG, "%s: tensor '%s' has %d dims (0 to %d)", fn, name, (int)n_dims,
@@ -257,7 +257,7 @@ rlx_status rlx_gguf_writer_add_tensor(rlx_gguf_writer *w, const char *name, rlx_
   t.data = data;
   t.bytes = bytes;
   w->tensors[w->n_tensors] = t;
-  if ((st = rlx_gguf_set_add(&w->names, w_name_at, w, (uint32_t)w->n_tensors)) != RLX_OK) {
+  if ((st = rlx_name_set_add(&w->names, w_name_at, w, (uint32_t)w->n_tensors, "GGUF")) != RLX_OK) {
     rlx_free(t.name, len + 1);
     return st;
   }
