@@ -84,8 +84,14 @@ void rlx_llm_reset(rlx_llm *m);
 rlx_status rlx_llm_eval(rlx_llm *m, const int32_t *ids, size_t n, float *logits);
 
 /* ---- generation ----------------------------------------------------------- */
+/* A temperature below this is greedy, as 0 is: dividing logits by a
+ * vanishing temperature overflows floats (1e-38 turned every logit into
+ * inf or NaN), and no draw below it differs from the argmax in practice. */
+#define RLX_LLM_MIN_TEMPERATURE 1e-6f
+
 typedef struct {
-  float temperature;     /* 0: greedy (argmax, lowest id on ties) */
+  float temperature;     /* 0, or anything below RLX_LLM_MIN_TEMPERATURE: greedy
+                            (argmax, lowest id on ties) */
   int32_t top_k;         /* 0: off */
   float top_p;           /* 1: off */
   float min_p;           /* 0: off */

@@ -27,6 +27,7 @@ extern const int32_t rlx_llm_step_sizes[LLM_N_STEP_SIZES];
 typedef struct {
   char name[64];
   int32_t qtype;      /* rlx_gguf_type; -1 for a missing optional tensor */
+  int32_t matrix;     /* 1: a 2-D weight (of any rows, 1 too: a 1-token vocab, n_ff 1) */
   int32_t rows, cols; /* 1-D: rows 1 */
   void *data;
   size_t bytes;       /* bound bytes (a multiple of 4) */
@@ -89,7 +90,8 @@ rlx_status rlx_llm_generator_new_external(rlx_llm *m, const int32_t *prompt_ids,
 /* The sampled token next() will want evaluated, or -1. */
 int32_t rlx_llm_generator_pending(const rlx_llm_generator *gen);
 /* 1 when the generator's choice is the plain argmax of the logits (lowest
- * id on ties): temperature 0 and no repetition penalty. */
+ * id on ties): a temperature below RLX_LLM_MIN_TEMPERATURE and no
+ * repetition penalty. */
 int rlx_llm_generator_greedy(const rlx_llm_generator *gen);
 /* next() for a greedy external generator whose caller evaluated the
  * pending token and took the argmax of its logits itself (on the GPU):

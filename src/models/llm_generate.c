@@ -88,6 +88,9 @@ static rlx_status generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n_
   if (!m) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_generator_new: model is NULL");
   if (!prompt_ids || n_prompt == 0)
     return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_generator_new: the prompt has no tokens");
+  if (n_prompt > (size_t)m->info.n_ctx)
+    return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_generator_new: a prompt of %zu tokens does not fit the context of %d "
+                     "tokens", n_prompt, (int)m->info.n_ctx);
   rlx_llm_sampling def = rlx_llm_sampling_default();
   if (!s) s = &def;
   rlx_status st = check_sampling(s);
@@ -113,8 +116,9 @@ static rlx_status generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n_
     if (st == RLX_ERR_NO_MEMORY) rlx_error(st, "rlx_llm_generator_new: out of memory");
   }
   /* The history ends within the context: after the prompt, one token per
-   * free position plus the last one sampled (never max_tokens ids). */
-  const size_t room = n_prompt <= (size_t)m->info.n_ctx ? (size_t)m->info.n_ctx - n_prompt + 1 : 0;
+   * free position plus the last one sampled (never max_tokens ids); every
+   * next() and next_chosen() ends generation at a full context. */
+  const size_t room = (size_t)m->info.n_ctx - n_prompt + 1;
   const size_t most = (size_t)s->max_tokens < room ? (size_t)s->max_tokens : room;
   if (st == RLX_OK && !grow((void **)&gen->history, &gen->cap_history, n_prompt + most + 1, sizeof(int32_t)))
     st = rlx_error(RLX_ERR_NO_MEMORY, "rlx_llm_generator_new: out of memory");
@@ -220,6 +224,7 @@ static rlx_status accept(rlx_llm_generator *gen, int32_t tok, int32_t *id, const
                          int *done) {
   rlx_llm *m = gen->m;
   if (rlx_tokenizer_is_eog(m->tok, tok)) return finish(gen, 1, text, len, done);
+  if (gen->n_history >= gen->cap_history) return finish(gen, 4, text, len, done); /* sized for the context */
   gen->history[gen->n_history++] = tok;
   gen->stats.generated_tokens++;
   gen->pending = tok;
@@ -257,6 +262,10 @@ rlx_status rlx_llm_generator_next(rlx_llm_generator *gen, int32_t *id, const cha
   rlx_llm *m = gen->m;
   const double t0 = now_seconds();
   if (gen->stats.generated_tokens >= gen->s.max_tokens) return finish(gen, 0, text, len, done);
+  if (!gen->external && (size_t)m->pos + (gen->pending >= 0) != gen->n_history)
+    return rlx_error(RLX_ERR_STATE, "rlx_llm_generator_next: the model's context moved under the generator (%zu tokens "
+                     "in it, %d evaluated): rlx_llm_eval or rlx_llm_reset was called since it began", gen->n_history,
+                     (int)m->pos);
   if (gen->pending >= 0) {
     const int evaluated = gen->external && (size_t)m->pos == gen->n_history; /* by the caller */
     if (!evaluated && m->pos >= m->info.n_ctx) return finish(gen, 4, text, len, done);
@@ -274,7 +283,8 @@ rlx_status rlx_llm_generator_next(rlx_llm_generator *gen, int32_t *id, const cha
 }
 
 int rlx_llm_generator_greedy(const rlx_llm_generator *gen) {
-  return gen && gen->s.temperature == 0.0f && (gen->s.repeat_penalty == 1.0f || gen->s.repeat_last_n == 0);
+  return gen && gen->s.temperature < RLX_LLM_MIN_TEMPERATURE &&
+         (gen->s.repeat_penalty == 1.0f || gen->s.repeat_last_n == 0);
 }
 
 rlx_status rlx_llm_generator_next_chosen(rlx_llm_generator *gen, int32_t tok, int32_t *id, const char **text,
@@ -293,6 +303,8 @@ rlx_status rlx_llm_generator_next_chosen(rlx_llm_generator *gen, int32_t tok, in
                      tok == -1 ? "%s: the logits after token %d hold NaN or +inf, or are all -inf"
                                : "%s: token %d is outside the vocabulary", fn, tok == -1 ? (int)gen->pending : (int)tok);
   if (gen->stats.generated_tokens >= gen->s.max_tokens) return finish(gen, 0, text, len, done);
+  /* The pending token had no room in the context: nothing was evaluated. */
+  if (m->pos >= m->info.n_ctx) return finish(gen, 4, text, len, done);
   m->pos++; /* the caller evaluated the pending token (its logits stay with the caller) */
   gen->pending = -1;
   return accept(gen, tok, id, text, len, done);

@@ -41,7 +41,7 @@ typedef struct {
 static rlx_node param_of(step_builder *b, const llm_weight *w) {
   rlx_node found = rlx_graph_find(b->g, w->name);
   if (found != RLX_NO_NODE) return found; /* the tied output reuses token_embd */
-  if (w->rows == 1) {
+  if (!w->matrix) {
     int32_t d[1] = {w->cols};
     return rlx_param(b->g, w->name, 1, d);
   }

@@ -151,6 +151,7 @@ static rlx_status weight(rlx_llm *m, const char *name, int64_t cols, int64_t row
     return FAIL(RLX_ERR_SHAPE, "rlx_llm_open: tensor '%s' has dims [%s]; the model's hyperparameters need %s", name,
                 got, need);
   }
+  w->matrix = rows != 0;
   w->rows = rows ? (int32_t)rows : 1;
   w->cols = (int32_t)cols;
   if (!rows) { /* 1-D: f32, aligned */

@@ -80,7 +80,7 @@ rlx_status rlx_llm_eval(rlx_llm *m, const int32_t *ids, size_t n, float *logits)
   if (!m) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_eval: model is NULL");
   if (!ids || n == 0) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_eval: no ids to evaluate");
   const rlx_llm_info *in = &m->info;
-  if (n > (size_t)(in->n_ctx - m->pos))
+  if (m->pos < 0 || m->pos > in->n_ctx || n > (size_t)(in->n_ctx - m->pos)) /* the room, never wrapped */
     return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_eval: %zu tokens at position %d do not fit the context of %d "
                      "tokens", n, (int)m->pos, (int)in->n_ctx);
   for (size_t i = 0; i < n; i++)
@@ -112,7 +112,7 @@ rlx_status rlx_llm_eval(rlx_llm *m, const int32_t *ids, size_t n, float *logits)
 
 rlx_status rlx_llm_set_logits(rlx_llm *m, const float *logits, int32_t n_tokens) {
   if (!m || !logits) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_set_logits: %s is NULL", m ? "logits" : "model");
-  if (n_tokens < 1 || n_tokens > m->info.n_ctx - m->pos)
+  if (n_tokens < 1 || m->pos < 0 || m->pos > m->info.n_ctx || n_tokens > m->info.n_ctx - m->pos)
     return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_set_logits: %d tokens at position %d do not fit the context of %d",
                      (int)n_tokens, (int)m->pos, (int)m->info.n_ctx);
   memcpy(m->logits, logits, (size_t)m->info.n_vocab * sizeof(float));

@@ -1,15 +1,18 @@
 /* sampler.c - the token sampler (sampler.h): penalties, top-k, top-p,
  * min-p, temperature and the draw, on a candidate list kept in the sampler
- * between calls so sampling allocates only when the vocab grows. */
+ * between calls so sampling allocates only when the vocab grows.  The
+ * candidates' logits are doubles: a penalty or a temperature applied to
+ * any finite float logit stays finite (no inf - inf = NaN in the draw). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "rlx_llm.h" /* RLX_LLM_MIN_TEMPERATURE */
 #include "sampler.h"
 #include "../core/core.h"
 
 typedef struct {
-  float logit;
+  double logit;
   int32_t id;
 } cand;
 
@@ -135,12 +138,12 @@ rlx_status rlx_sampler_sample(rlx_sampler *s, const float *logits, int32_t n_voc
       cand *x = &c[h[i]];
       if (s->seen[h[i]]) continue;
       s->seen[h[i]] = 1;
-      x->logit = x->logit <= 0.0f ? x->logit * p->repeat_penalty : x->logit / p->repeat_penalty;
+      x->logit = x->logit <= 0.0 ? x->logit * p->repeat_penalty : x->logit / p->repeat_penalty;
     }
     for (size_t i = 0; i < w; i++) s->seen[h[i]] = 0;
   }
 
-  if (p->temperature == 0.0f) { /* greedy */
+  if (p->temperature < RLX_LLM_MIN_TEMPERATURE) { /* greedy */
     size_t best = 0;
     for (size_t i = 1; i < n; i++)
       if (c[i].logit > c[best].logit) best = i;
@@ -161,10 +164,10 @@ rlx_status rlx_sampler_sample(rlx_sampler *s, const float *logits, int32_t n_voc
   }
   if (p->top_p < 1.0f) { /* the smallest prefix whose probability reaches top_p */
     double mx = c[0].logit, sum = 0.0, cum = 0.0;
-    for (size_t i = 0; i < m; i++) sum += exp((double)c[i].logit - mx);
+    for (size_t i = 0; i < m; i++) sum += exp(c[i].logit - mx);
     size_t keep = m;
     for (size_t i = 0; i < m; i++) {
-      cum += exp((double)c[i].logit - mx) / sum;
+      cum += exp(c[i].logit - mx) / sum;
       if (cum >= p->top_p) {
         keep = i + 1;
         break;
@@ -173,7 +176,7 @@ rlx_status rlx_sampler_sample(rlx_sampler *s, const float *logits, int32_t n_voc
     m = keep;
   }
   if (p->min_p > 0.0f) { /* logit >= max + log(min_p) */
-    float floor_logit = c[0].logit + logf(p->min_p);
+    double floor_logit = c[0].logit + log(p->min_p);
     size_t keep = 1;
     while (keep < m && c[keep].logit >= floor_logit) keep++;
     m = keep;
@@ -181,11 +184,11 @@ rlx_status rlx_sampler_sample(rlx_sampler *s, const float *logits, int32_t n_voc
   double mx = -INFINITY, sum = 0.0;
   for (size_t i = 0; i < m; i++)
     if (c[i].logit / p->temperature > mx) mx = c[i].logit / p->temperature;
-  for (size_t i = 0; i < m; i++) sum += exp((double)(c[i].logit / p->temperature) - mx);
+  for (size_t i = 0; i < m; i++) sum += exp(c[i].logit / p->temperature - mx);
   double u = (double)(rlx_hash64(p->seed, s->draws++) >> 11) * (1.0 / 9007199254740992.0) * sum, cum = 0.0;
   size_t pick = 0;
   for (size_t i = 0; i < m; i++) {
-    double e = exp((double)(c[i].logit / p->temperature) - mx);
+    double e = exp(c[i].logit / p->temperature - mx);
     if (e <= 0.0) continue;
     pick = i;
     cum += e;

@@ -3,7 +3,8 @@
  * repeat_last_n tokens, top-k, top-p, min-p, temperature, then a draw from
  * the softmax with the library's counter-based PRNG (splitmix64 over seed
  * and a per-sampler draw count, so a seed gives the same tokens on every
- * platform; not llama.cpp's mt19937 stream).  temperature 0 is greedy: the
+ * platform; not llama.cpp's mt19937 stream).  A temperature below
+ * RLX_LLM_MIN_TEMPERATURE (include/rlx_llm.h), 0 included, is greedy: the
  * highest penalized logit, the lowest id on ties. */
 #ifndef RLX_SAMPLER_H
 #define RLX_SAMPLER_H
@@ -13,7 +14,7 @@
 #include "rlx.h"
 
 typedef struct {
-  float temperature;     /* >= 0; 0 = greedy */
+  float temperature;     /* >= 0; below RLX_LLM_MIN_TEMPERATURE: greedy */
   int32_t top_k;         /* <= 0: off */
   float top_p;           /* in [0, 1]; 1: off */
   float min_p;           /* in [0, 1]; 0: off */

@@ -124,7 +124,18 @@ rlx_status tok_bpe_split(const rlx_tokenizer *t, const char *text, size_t len, u
 uint32_t tok_byte_to_cpt(unsigned char b);
 int tok_cpt_to_byte(uint32_t cp); /* -1 if cp is not one of the 256 */
 /* The piece of id, rendered with special = 1 (tokenizer_text.c); into buf
- * when it fits, returns its length. */
-size_t tok_render_piece(const rlx_tokenizer *t, int32_t id, char *buf, size_t cap);
+ * when it fits, returns its length (64-bit: counted without wrapping in
+ * wasm32 too). */
+uint64_t tok_render_piece(const rlx_tokenizer *t, int32_t id, char *buf, size_t cap);
+/* Every token's piece is cached at load.  A piece is at most its token's
+ * text, but for one rule: byte-level BPE renders each character outside
+ * GPT-2's 256 as "[UNK_BYTE_0x<its hex><the whole token>]" (llama.cpp's),
+ * quadratic in the token's length: 37,837 CJK characters would render to
+ * 4 GiB.  A vocab whose pieces take more than TOK_PIECE_PER_TEXT_BYTE bytes
+ * per byte of token text, plus TOK_PIECE_SLACK, is refused before they are
+ * allocated (a real vocab's pieces are about its text; a few foreign
+ * characters in short tokens fit many times over). */
+#define TOK_PIECE_PER_TEXT_BYTE 16
+#define TOK_PIECE_SLACK (1 << 20)
 
 #endif

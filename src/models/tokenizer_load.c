@@ -154,23 +154,24 @@ static rlx_status read_tokens(const rlx_gguf *g, rlx_tokenizer *t) {
   if (v.count == 0 || v.count > (1u << 30))
     return rlx_error(RLX_ERR_INVALID_ARG, KEY("tokens") " has %llu entries (1 to 2^30 allowed)",
                      (unsigned long long)v.count);
-  size_t n = (size_t)v.count, total = 0;
+  size_t n = (size_t)v.count;
+  uint64_t total = 0; /* 64-bit: sums of lengths never wrap, in wasm32 either */
   char tmp[32];
   for (size_t i = 0; i < n; i++) {
     const char *s;
     uint64_t len;
     if ((st = rlx_gguf_array_string(g, kv, i, &s, &len)) != RLX_OK) return st;
-    total += len ? (size_t)len : (size_t)snprintf(tmp, sizeof tmp, "[EMPTY_%zu]", i);
+    total += len ? len : (uint64_t)snprintf(tmp, sizeof tmp, "[EMPTY_%zu]", i);
     if (total > UINT32_MAX) return rlx_error(RLX_ERR_INVALID_ARG, KEY("tokens") " holds more than 4 GiB of text");
   }
   t->n_vocab = (int32_t)n;
-  t->text_bytes = total ? total : 1;
+  t->text_bytes = total ? (size_t)total : 1;
   t->n_slots = pow2_at_least(2 * (uint64_t)n);
   t->text = rlx_malloc(t->text_bytes);
-  t->text_off = rlx_malloc((n + 1) * sizeof *t->text_off);
+  t->text_off = rlx_calloc(n + 1, sizeof *t->text_off); /* calloc: a count * size that would wrap is refused */
   t->scores = rlx_calloc(n, sizeof *t->scores);
   t->attr = rlx_calloc(n, sizeof *t->attr);
-  t->slots = rlx_malloc((size_t)t->n_slots * sizeof *t->slots);
+  t->slots = rlx_calloc(t->n_slots, sizeof *t->slots);
   if (!t->text || !t->text_off || !t->scores || !t->attr || !t->slots)
     return rlx_error(RLX_ERR_NO_MEMORY, "rlx_tokenizer_from_gguf: out of memory for %zu tokens", n);
   memset(t->slots, 0xFF, (size_t)t->n_slots * sizeof *t->slots);
@@ -359,10 +360,10 @@ static int by_len_cmp(const void *a, const void *b) {
 }
 
 static rlx_status build_caches(rlx_tokenizer *t) {
-  size_t n = (size_t)t->n_vocab, n_sp = 0, total = 0;
+  size_t n = (size_t)t->n_vocab, n_sp = 0;
   for (size_t i = 0; i < n; i++) n_sp += (t->attr[i] & (TOK_CONTROL | TOK_USER_DEFINED | TOK_UNKNOWN)) != 0;
-  by_len *tmp = rlx_malloc((n_sp ? n_sp : 1) * sizeof *tmp);
-  t->special = rlx_malloc((n_sp ? n_sp : 1) * sizeof *t->special);
+  by_len *tmp = rlx_calloc(n_sp ? n_sp : 1, sizeof *tmp);
+  t->special = rlx_calloc(n_sp ? n_sp : 1, sizeof *t->special);
   if (!tmp || !t->special) {
     rlx_free(tmp, (n_sp ? n_sp : 1) * sizeof *tmp);
     rlx_free(t->special, (n_sp ? n_sp : 1) * sizeof *t->special);
@@ -377,18 +378,28 @@ static rlx_status build_caches(rlx_tokenizer *t) {
   for (size_t k = 0; k < n_sp; k++) t->special[k] = tmp[k].id;
   rlx_free(tmp, (n_sp ? n_sp : 1) * sizeof *tmp);
 
+  /* The pieces are sized before anything is allocated for them, and
+   * bounded by the tokens' text (TOK_PIECE_PER_TEXT_BYTE). */
+  const uint64_t most_u64 = (uint64_t)TOK_PIECE_PER_TEXT_BYTE * t->text_bytes + TOK_PIECE_SLACK;
+  const uint64_t most = most_u64 < UINT32_MAX ? most_u64 : UINT32_MAX;
+  uint64_t total = 0;
   for (size_t i = 0; i < n; i++) {
-    total += tok_render_piece(t, (int32_t)i, NULL, 0);
-    if (total > UINT32_MAX) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_tokenizer_from_gguf: pieces exceed 4 GiB");
+    const uint64_t bytes = tok_render_piece(t, (int32_t)i, NULL, 0);
+    total += bytes;
+    if (total > most)
+      return rlx_error(RLX_ERR_INVALID_ARG, "rlx_tokenizer_from_gguf: " KEY("tokens") " renders to pieces of more than "
+                       "%llu bytes (%d per byte of the tokens' %zu bytes of text, plus %d); token %zu alone renders to "
+                       "%llu bytes", (unsigned long long)most, TOK_PIECE_PER_TEXT_BYTE, t->text_bytes, TOK_PIECE_SLACK, i,
+                       (unsigned long long)bytes);
   }
-  t->piece_bytes = total ? total : 1;
+  t->piece_bytes = total ? (size_t)total : 1;
   t->piece = rlx_malloc(t->piece_bytes);
-  t->piece_off = rlx_malloc((n + 1) * sizeof *t->piece_off);
+  t->piece_off = rlx_calloc(n + 1, sizeof *t->piece_off);
   if (!t->piece || !t->piece_off) return rlx_error(RLX_ERR_NO_MEMORY, "rlx_tokenizer_from_gguf: out of memory");
   size_t off = 0;
   for (size_t i = 0; i < n; i++) {
     t->piece_off[i] = (uint32_t)off;
-    off += tok_render_piece(t, (int32_t)i, t->piece + off, total - off);
+    off += (size_t)tok_render_piece(t, (int32_t)i, t->piece + off, (size_t)total - off);
   }
   t->piece_off[n] = (uint32_t)off;
   return RLX_OK;

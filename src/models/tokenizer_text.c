@@ -7,7 +7,9 @@
 #include "tokenizer_impl.h"
 #include "../core/core.h"
 
-static void put(char *buf, size_t cap, size_t *n, const void *s, size_t len) {
+/* Appends s[len] at buf + *n when it fits in cap; counts it always (in 64
+ * bits: a count past 4 GiB does not wrap in wasm32, see TOK_PIECE_SLACK). */
+static void put(char *buf, size_t cap, uint64_t *n, const void *s, size_t len) {
   if (buf && *n + len <= cap) memcpy(buf + *n, s, len);
   *n += len;
 }
@@ -21,8 +23,8 @@ static int hexval(char c) {
 
 /* Byte-level text back to bytes; a character outside the 256 gives
  * "[UNK_BYTE_0x<its utf-8 in hex><the token's text>]" as llama.cpp does. */
-static size_t decode_byte_level(const char *s, size_t len, char *buf, size_t cap) {
-  size_t n = 0;
+static uint64_t decode_byte_level(const char *s, size_t len, char *buf, size_t cap) {
+  uint64_t n = 0;
   for (size_t i = 0; i < len;) {
     uint32_t cp = tok_utf8_decode((const unsigned char *)s, len, &i);
     int b = tok_cpt_to_byte(cp);
@@ -45,8 +47,9 @@ static size_t decode_byte_level(const char *s, size_t len, char *buf, size_t cap
   return n;
 }
 
-size_t tok_render_piece(const rlx_tokenizer *t, int32_t id, char *buf, size_t cap) {
-  size_t len, n = 0;
+uint64_t tok_render_piece(const rlx_tokenizer *t, int32_t id, char *buf, size_t cap) {
+  size_t len;
+  uint64_t n = 0;
   const char *s = tok_text(t, id, &len);
   uint16_t a = t->attr[id];
   if (a & (TOK_UNKNOWN | TOK_CONTROL | TOK_USER_DEFINED)) {
@@ -80,8 +83,12 @@ static const char *piece_of(const rlx_tokenizer *t, int32_t id, int special, siz
   return t->piece + t->piece_off[id];
 }
 
-static rlx_status finish(const char *fn, char *buf, size_t cap, size_t need) {
-  if (need > cap) return rlx_error(RLX_ERR_INVALID_ARG, "%s: %zu bytes do not fit in %zu", fn, need, cap);
+/* need counted in 64 bits: past what size_t holds (wasm32), *len says
+ * SIZE_MAX and the call is refused as not fitting. */
+static rlx_status finish(const char *fn, char *buf, size_t cap, uint64_t need, size_t *len) {
+  *len = need < SIZE_MAX ? (size_t)need : SIZE_MAX;
+  if (need > cap)
+    return rlx_error(RLX_ERR_INVALID_ARG, "%s: %llu bytes do not fit in %zu", fn, (unsigned long long)need, cap);
   if (need < cap) buf[need] = 0;
   return RLX_OK;
 }
@@ -94,9 +101,8 @@ rlx_status rlx_tokenizer_piece(const rlx_tokenizer *t, int32_t id, char *buf, si
     return rlx_error(RLX_ERR_INVALID_ARG, "rlx_tokenizer_piece: id %d outside the vocab (%d tokens)", id, t->n_vocab);
   size_t n;
   const char *p = piece_of(t, id, special, &n);
-  *len = n;
   if (n <= cap && n) memcpy(buf, p, n);
-  return finish("rlx_tokenizer_piece", buf, cap, n);
+  return finish("rlx_tokenizer_piece", buf, cap, n, len);
 }
 
 /* llama.cpp's clean_up_tokenization_spaces passes, in place; the new length. */
@@ -152,7 +158,7 @@ rlx_status rlx_tokenizer_decode(const rlx_tokenizer *t, const int32_t *ids, size
   }
   if (skip_special && t->add_eos && n > 0 && ids[n - 1] == t->eos) n--;
   /* the text before clean-up: into buf when it fits, else a scratch buffer */
-  size_t total = 0;
+  uint64_t total = 0; /* 64-bit: many long pieces do not wrap in wasm32 */
   for (size_t i = 0; i < n; i++) {
     size_t m;
     const char *p = piece_of(t, ids[i], special, &m);
@@ -162,11 +168,10 @@ rlx_status rlx_tokenizer_decode(const rlx_tokenizer *t, const int32_t *ids, size
   tok_buf scratch = {0};
   char *out = buf;
   if (total > cap) {
-    if (!t->clean_spaces) {
-      *len = total;
-      return finish("rlx_tokenizer_decode", buf, cap, total);
-    }
-    if (!tok_reserve(&scratch, total)) return rlx_error(RLX_ERR_NO_MEMORY, "rlx_tokenizer_decode: out of memory");
+    if (!t->clean_spaces) return finish("rlx_tokenizer_decode", buf, cap, total, len);
+    if (total > SIZE_MAX / 2 || !tok_reserve(&scratch, (size_t)total))
+      return rlx_error(RLX_ERR_NO_MEMORY, "rlx_tokenizer_decode: out of memory for %llu bytes of text",
+                       (unsigned long long)total);
     out = scratch.p;
   }
   size_t w = 0;
@@ -180,8 +185,7 @@ rlx_status rlx_tokenizer_decode(const rlx_tokenizer *t, const int32_t *ids, size
   if (t->clean_spaces) w = clean_spaces(out, w);
   if (out != buf && w <= cap && w) memcpy(buf, out, w);
   tok_buf_free(&scratch);
-  *len = w;
-  return finish("rlx_tokenizer_decode", buf, cap, w);
+  return finish("rlx_tokenizer_decode", buf, cap, w, len);
 }
 
 /* ---- streaming ---------------------------------------------------------------------- */
@@ -211,9 +215,11 @@ static size_t seq_len(unsigned c, unsigned *lo, unsigned *hi) {
 }
 
 /* Runs held + piece through the validator; writes to out when write is set.
- * Returns the output size; *keep is how many trailing bytes to hold. */
-static size_t detok_run(const rlx_detok *d, const char *piece, size_t plen, char *out, int write, size_t *keep) {
-  size_t total = d->n_held + plen, o = 0, i = 0;
+ * Returns the output size (64-bit: three bytes per bad byte do not wrap in
+ * wasm32); *keep is how many trailing bytes to hold. */
+static uint64_t detok_run(const rlx_detok *d, const char *piece, size_t plen, char *out, int write, size_t *keep) {
+  size_t total = d->n_held + plen, i = 0;
+  uint64_t o = 0;
 #define AT(k) ((k) < d->n_held ? d->held[k] : (unsigned char)piece[(k) - d->n_held])
   *keep = 0;
   while (i < total) {
@@ -248,9 +254,8 @@ rlx_status rlx_detok_push(rlx_detok *d, const rlx_tokenizer *t, int32_t id, char
   if (d->n_held > 3) return rlx_error(RLX_ERR_STATE, "rlx_detok_push: the detokenizer was not initialised");
   size_t plen, keep;
   const char *p = piece_of(t, id, d->special, &plen);
-  size_t need = detok_run(d, p, plen, NULL, 0, &keep);
-  *len = need;
-  if (need > cap) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_detok_push: %zu bytes do not fit in %zu", need, cap);
+  const uint64_t need = detok_run(d, p, plen, NULL, 0, &keep);
+  if (need > cap) return finish("rlx_detok_push", out, cap, need, len);
   detok_run(d, p, plen, out, 1, &keep);
   unsigned char held[4];
   size_t total = d->n_held + plen;
@@ -260,7 +265,7 @@ rlx_status rlx_detok_push(rlx_detok *d, const rlx_tokenizer *t, int32_t id, char
   }
   memcpy(d->held, held, keep);
   d->n_held = (uint32_t)keep;
-  return finish("rlx_detok_push", out, cap, need);
+  return finish("rlx_detok_push", out, cap, need, len);
 }
 
 rlx_status rlx_text_as_streamed(const char *in, size_t n, char *out, size_t cap, size_t *len) {
@@ -269,21 +274,19 @@ rlx_status rlx_text_as_streamed(const char *in, size_t n, char *out, size_t cap,
   rlx_detok d;
   rlx_detok_init(&d, 0);
   size_t keep;
-  const size_t body = detok_run(&d, in ? in : "", n, NULL, 0, &keep), need = body + (keep ? 3 : 0);
-  *len = need;
-  if (need > cap) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_text_as_streamed: %zu bytes do not fit in %zu", need, cap);
+  const uint64_t body = detok_run(&d, in ? in : "", n, NULL, 0, &keep), need = body + (keep ? 3 : 0);
+  if (need > cap) return finish("rlx_text_as_streamed", out, cap, need, len);
   detok_run(&d, in ? in : "", n, out, 1, &keep);
   if (keep) memcpy(out + body, "\xEF\xBF\xBD", 3); /* a character cut by the end, as flush gives it */
-  return finish("rlx_text_as_streamed", out, cap, need);
+  return finish("rlx_text_as_streamed", out, cap, need, len);
 }
 
 rlx_status rlx_detok_flush(rlx_detok *d, char *out, size_t cap, size_t *len) {
   if (len) *len = 0;
   if (!d || !len || (!out && cap)) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_detok_flush: null argument");
   size_t need = d->n_held ? 3 : 0;
-  *len = need;
-  if (need > cap) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_detok_flush: %zu bytes do not fit in %zu", need, cap);
+  if (need > cap) return finish("rlx_detok_flush", out, cap, need, len);
   if (need) memcpy(out, "\xEF\xBF\xBD", 3);
   d->n_held = 0;
-  return finish("rlx_detok_flush", out, cap, need);
+  return finish("rlx_detok_flush", out, cap, need, len);
 }

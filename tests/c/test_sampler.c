@@ -4,7 +4,8 @@
  * the softmax, top-p and min-p cutting where llama.cpp's rules say,
  * repetition penalty (divide positive logits, multiply negative ones, each
  * id of the window once), masked (-inf) tokens never drawn, bad parameters
- * and inputs refused with a message, allocation failures. */
+ * and inputs refused with a message, allocation failures, a vanishing
+ * temperature greedy and huge finite logits never NaN. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include "check_alloc.h"
+#include "rlx_llm.h" /* RLX_LLM_MIN_TEMPERATURE */
 #include "../../src/models/sampler.h"
 
 static rlx_sampler_params plain(float temperature) {
@@ -77,6 +79,36 @@ static void top_k_one_and_cold_temperature_are_greedy(void **state) {
   rlx_sampler_free(g);
   rlx_sampler_free(a);
   rlx_sampler_free(b);
+}
+
+/* Below RLX_LLM_MIN_TEMPERATURE the draw is the argmax: logits / 1e-38
+ * overflow floats, and the sampler once picked the last candidate then.
+ * Huge finite logits, divided by a penalty under 1 or a temperature, do
+ * not overflow into inf - inf either. */
+static void vanishing_temperature_and_huge_logits(void **state) {
+  (void)state;
+  const float temps[] = {1e-38f, 1e-45f, 1e-30f, RLX_LLM_MIN_TEMPERATURE * 0.99f};
+  const float l[] = {5, 40, 20, -10, 10, 2.5f};
+  for (size_t k = 0; k < sizeof temps / sizeof temps[0]; k++)
+    for (uint64_t seed = 0; seed < 20; seed++) {
+      rlx_sampler_params p = plain(temps[k]);
+      p.seed = seed;
+      rlx_sampler *s = make(p);
+      assert_int_equal(draw(s, l, 6, NULL, 0), 1);
+      rlx_sampler_free(s);
+    }
+  const float huge[] = {-3e38f, 3e38f, 1e38f, 3.4e38f, 0};
+  rlx_sampler_params p = plain(0.5f);
+  p.top_p = 0.9f;
+  p.repeat_penalty = 0.25f; /* divides the positive logits of the window: 3e38 / 0.25 */
+  p.repeat_last_n = 1;
+  const int32_t hist[] = {1};
+  for (uint64_t seed = 0; seed < 20; seed++) {
+    p.seed = seed;
+    rlx_sampler *s = make(p);
+    assert_int_equal(draw(s, huge, 5, hist, 1), 1);
+    rlx_sampler_free(s);
+  }
 }
 
 static void seeded_draws_repeat(void **state) {
@@ -255,6 +287,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(greedy),
       cmocka_unit_test(top_k_one_and_cold_temperature_are_greedy),
+      cmocka_unit_test(vanishing_temperature_and_huge_logits),
       cmocka_unit_test(seeded_draws_repeat),
       cmocka_unit_test(frequencies_top_p_min_p),
       cmocka_unit_test(repetition_penalty),
