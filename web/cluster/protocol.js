@@ -568,9 +568,6 @@ export class Rank {
         fallback: msg.fallback ?? null,
         hash: msg.hash ?? null,
       });
-    } else if (msg.type === 'grad' && this.role === 'leader') {
-      p.leader = this.id;
-      if (p.role === 'joining') p.role = 'follower';
     }
     if (isNew) this._emit('roster', { size: this._liveCount(), joined: msg.from });
     return p;
