@@ -14,7 +14,7 @@ import { VirtualClock, FreezableClock } from '../../web/cluster/clock.js';
 import { encodeMessage, decodeMessage } from '../../web/cluster/wire.js';
 import { Rank } from '../../web/cluster/protocol.js';
 import { stubCompute } from '../../web/cluster/sim.js';
-import { SIG_PLACEHOLDER } from '../../web/cluster/auth.js';
+import { SIG_PLACEHOLDER, signBuffer, Verifier } from '../../web/cluster/auth.js';
 import { waitFor, identities } from './cluster_wait.mjs';
 
 function collect(bus) {
@@ -313,5 +313,30 @@ test('a cohort and an elastic join through the encoded proxy hop (real transfers
     }
   } finally {
     for (const t of tabs) t.close();
+  }
+});
+
+// ---- what signing costs -----------------------------------------------------------------------
+
+test('signing and verifying a 2-rank step: the time it adds, reported (not asserted)', async (t) => {
+  const [leader, follower] = await identities(2);
+  const verifier = new Verifier();
+  for (const [model, n] of [['mnist-cnn', 5258], ['mnist-mlp', 101_770]]) {
+    const payload = Float32Array.from({ length: n }, (_, i) => Math.sin(i));
+    const msg = (who, type) => encodeMessage({ type, from: who.id, to: null, seq: 1, term: 1, version: 7, step: 7, go: true, loss: 0.5, samples: 32, pk: who.pk, sig: SIG_PLACEHOLDER, payload });
+    const rounds = 40;
+    let ms = 0;
+    for (let i = 0; i < rounds + 5; i++) {
+      const p = msg(leader, 'params');
+      const g = msg(follower, 'grad');
+      const t0 = performance.now();
+      // a step's critical path: the params signed, verified; the bucket signed, verified
+      await signBuffer(leader, p);
+      assert.ok((await verifier.check(p)).ok);
+      await signBuffer(follower, g);
+      assert.ok((await verifier.check(g)).ok);
+      if (i >= 5) ms += performance.now() - t0;
+    }
+    t.diagnostic(`${model} (${n} parameters, ${(4 * n / 1024).toFixed(0)} KiB a message): signing + verifying one step's params and bucket: ${(ms / rounds).toFixed(2)} ms`);
   }
 });

@@ -35,7 +35,8 @@
 // / `accStep`: the leader's test accuracy of the params after step accStep
 // on the held-out Fashion-MNIST images (every EVAL_EVERY steps and at the
 // step limit; models that do not take them have none); the Rank itself
-// ignores them.
+// ignores them. In a tree step they ride in the leader's signed lead too
+// (auth.js), so a relay passes them on and cannot change them.
 import init, * as rlx from '../pkg/rlx_web.js';
 import { ProxyBus } from './bus.js';
 import { identityFromKeys } from './auth.js';
@@ -94,23 +95,28 @@ class LossTap {
   send(to, msg) {
     const s = this.session;
     if (msg.type === 'params' && s.rank?.role === 'leader' && s.lastStep) {
-      msg = { ...msg, loss: s.lastStep.loss, lossStep: s.lastStep.step, cohortSps: s.rank.status().cohortSamplesPerSec ?? 0 };
+      const extra = { loss: s.lastStep.loss, lossStep: s.lastStep.step, cohortSps: s.rank.status().cohortSamplesPerSec ?? 0 };
       if (s.accPoints.length) {
         const [accStep, acc] = s.accPoints[s.accPoints.length - 1];
-        msg.acc = acc;
-        msg.accStep = accStep;
+        extra.acc = acc;
+        extra.accStep = accStep;
       }
+      msg = { ...msg, ...extra };
+      // a tree step: into the leader's own header too (the step's one object: signed once), which relays pass on
+      if (msg.lead && typeof msg.lead === 'object' && msg.lead.text === undefined && msg.lead.lossStep === undefined) Object.assign(msg.lead, extra);
     }
     return this.inner.send(to, msg);
   }
 
   onMessage(fn) {
     return this.inner.onMessage((msg) => {
-      if (msg.type === 'params' && typeof msg.loss === 'number' && Number.isSafeInteger(msg.lossStep)) {
-        this.session.cohortPoint(msg.lossStep, msg.loss, typeof msg.cohortSps === 'number' ? msg.cohortSps : null);
+      // relayed down a tree: the leader's own (signed) header says it, not the relay's
+      const m = msg.type === 'params' && msg.lead && typeof msg.lead === 'object' ? msg.lead : msg;
+      if (msg.type === 'params' && typeof m.loss === 'number' && Number.isSafeInteger(m.lossStep)) {
+        this.session.cohortPoint(m.lossStep, m.loss, typeof m.cohortSps === 'number' ? m.cohortSps : null);
       }
-      if (msg.type === 'params' && typeof msg.acc === 'number' && msg.acc >= 0 && msg.acc <= 1 && Number.isSafeInteger(msg.accStep)) {
-        this.session.accPoint(msg.accStep, msg.acc);
+      if (msg.type === 'params' && typeof m.acc === 'number' && m.acc >= 0 && m.acc <= 1 && Number.isSafeInteger(m.accStep)) {
+        this.session.accPoint(m.accStep, m.acc);
       }
       fn(msg);
     });
