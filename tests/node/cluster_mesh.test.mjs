@@ -25,6 +25,7 @@ import { createIdentity, signBuffer, SIG_PLACEHOLDER } from '../../web/cluster/a
 import { PROTOCOL_VERSION } from '../../web/cluster/protocol.js';
 import { startRelay, matchFilter } from '../../tools/nostr_relay.mjs';
 import { FakeNet, StatsPC } from './cluster_fake_trystero.mjs';
+import { PATIENCE_MS } from './cluster_wait.mjs';
 
 const BUNDLE = new URL('../../web/vendor/trystero.js', import.meta.url);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -195,7 +196,7 @@ test('the real trystero 0.25.4 room (in Node, against tools/nostr_relay.mjs): sh
     assert.equal(l.selfId, mod.selfId);
     assert.equal(l._room.events, 'property', '0.25.4: onPeerJoin is an assignable property');
     assert.equal(l._hs.form, 'object', '0.25.4: makeAction returns an object');
-    await until(() => frames.some((f) => f[0] === 'EVENT') && relay.stats.forwarded > 0, 8000, 'an announcement through the relay');
+    await until(() => frames.some((f) => f[0] === 'EVENT') && relay.stats.forwarded > 0, PATIENCE_MS, 'an announcement through the relay');
     const req = frames.find((f) => f[0] === 'REQ');
     assert.ok(Array.isArray(req[2].kinds) && Array.isArray(req[2]['#x']), `REQ filter uses kinds and #x: ${JSON.stringify(req[2])}`);
     const ev = frames.find((f) => f[0] === 'EVENT')[1];
@@ -222,7 +223,7 @@ for (const [form, events] of [['object', 'property'], ['tuple', 'function']]) {
     const a = link(net, { form, events });
     const b = link(net, { form, events });
     const c = link(net, { form, events });
-    await until(() => a.l.acceptedCount === 2 && b.l.acceptedCount === 2 && c.l.acceptedCount === 2, 3000, 'three accepted pairs');
+    await until(() => a.l.acceptedCount === 2 && b.l.acceptedCount === 2 && c.l.acceptedCount === 2, PATIENCE_MS, 'three accepted pairs');
     assert.equal(a.of('peer-join').length, 2);
     assert.equal(a.of('peer-accepted').length, 2);
     assert.equal(a.of('peer-accepted')[0].remote.slug, 'mnist-cnn');
@@ -232,7 +233,7 @@ for (const [form, events] of [['object', 'property'], ['tuple', 'function']]) {
     const big = await wireBuf('rank-a', null, 1 << 18, (i) => i * 1.0001 - 7);
     const copy = big.slice(0);
     assert.equal(a.l.sendRaw(big), true);
-    await until(() => b.got.length === 1 && c.got.length === 1, 3000, '1 MiB at b and c');
+    await until(() => b.got.length === 1 && c.got.length === 1, PATIENCE_MS, '1 MiB at b and c');
     for (const got of [b.got[0], c.got[0]]) {
       assert.ok(got instanceof ArrayBuffer);
       assert.deepEqual(new Uint8Array(got), new Uint8Array(copy));
@@ -243,19 +244,19 @@ for (const [form, events] of [['object', 'property'], ['tuple', 'function']]) {
 
     // b learns rank-b2 lives on... c sends from rank-c; then a unicast from b to rank-c goes to c only.
     c.l.sendRaw(await wireBuf('rank-c', null));
-    await until(() => b.got.length === 2 && a.got.length === 1, 3000, 'c broadcast');
+    await until(() => b.got.length === 2 && a.got.length === 1, PATIENCE_MS, 'c broadcast');
     assert.equal(b.l.hasRank(rid('rank-c')), true);
     assert.equal(b.l.hasRank('rank-zz'), false);
     const before = net.sent('rlx-wire', b.id).length;
     b.l.sendRaw(await wireBuf('rank-b', 'rank-c'));
-    await until(() => c.got.length === 2, 3000, 'unicast at c');
+    await until(() => c.got.length === 2, PATIENCE_MS, 'unicast at c');
     const after = net.sent('rlx-wire', b.id).slice(before);
     assert.deepEqual(after.map((e) => e.to), [c.id], 'unicast: one copy, to the peer that sent from rank-c');
     // b holds a connection to every peer of the room; its data path (unicast) used one
     assert.deepEqual(b.l.connections(), { held: 2, accepted: 2, unicastPeers: 1, unicast: { [c.id]: 1 } });
     // An unknown addressee falls back to a broadcast (receivers filter by `to`).
     b.l.sendRaw(await wireBuf('rank-b', 'rank-unknown'));
-    await until(() => a.got.length === 2 && c.got.length === 3, 3000, 'fallback broadcast');
+    await until(() => a.got.length === 2 && c.got.length === 3, PATIENCE_MS, 'fallback broadcast');
     // b's buffers reach a in order: had the unicast gone to a, it would be there before the fallback
     assert.equal(a.got.length, 2, 'a did not get the unicast');
 
@@ -269,7 +270,7 @@ for (const [form, events] of [['object', 'property'], ['tuple', 'function']]) {
     assert.equal(b.of('diagnostics').length, 1);
 
     await c.l.close();
-    await until(() => a.of('peer-leave').length === 1 && b.of('peer-leave').length === 1, 3000, 'leave');
+    await until(() => a.of('peer-leave').length === 1 && b.of('peer-leave').length === 1, PATIENCE_MS, 'leave');
     assert.equal(b.l.hasRank(rid('rank-c')), false, 'a peer that left takes its rank ids along');
     await a.l.close();
     await b.l.close();
@@ -281,14 +282,14 @@ test('MeshLink keeps each peer\'s buffers in order although a large send takes l
   net.bytesPerMs = 20000; // 1 MiB: ~50 ms, 100 bytes: ~0
   const a = link(net);
   const b = link(net);
-  await until(() => a.l.acceptedCount === 1 && b.l.acceptedCount === 1, 3000, 'accepted');
+  await until(() => a.l.acceptedCount === 1 && b.l.acceptedCount === 1, PATIENCE_MS, 'accepted');
   const [large, small] = [await wireBuf('rank-a', null, 1 << 18), await wireBuf('rank-a', null, 4)];
   a.l.sendRaw(large);
   a.l.sendRaw(small);
   assert.equal(a.l.peers()[0].queued, 2);
-  await until(() => b.got.length === 2, 3000, 'both buffers');
+  await until(() => b.got.length === 2, PATIENCE_MS, 'both buffers');
   assert.deepEqual(b.got.map((buf) => buf.byteLength > 1000), [true, false], 'the large one first, as sent');
-  await until(() => a.l.peers()[0].queued === 0, 3000, 'the queue drains');
+  await until(() => a.l.peers()[0].queued === 0, PATIENCE_MS, 'the queue drains');
 });
 
 test('MeshLink refuses another model, parameter count or protocol, with the reason on both sides; refused peers get no buffers', async () => {
@@ -301,7 +302,7 @@ test('MeshLink refuses another model, parameter count or protocol, with the reas
     const a = link(net);
     const b = link(net);
     const x = link(net, other);
-    await until(() => a.l.acceptedCount === 1 && b.l.acceptedCount === 1, 3000, 'a and b accept each other');
+    await until(() => a.l.acceptedCount === 1 && b.l.acceptedCount === 1, PATIENCE_MS, 'a and b accept each other');
     await until(() => a.of('peer-refused').length === 1 && b.of('peer-refused').length === 1 && x.of('peer-refused').length === 2,
       3000, 'refusals on both sides');
     for (const r of [...a.of('peer-refused'), ...b.of('peer-refused'), ...x.of('peer-refused')]) {
@@ -311,12 +312,12 @@ test('MeshLink refuses another model, parameter count or protocol, with the reas
     assert.equal(a.of('peer-refused')[0].peerId, x.id);
     const rowA = a.l.peers().find((p) => p.peerId === x.id);
     assert.equal(rowA.state, 'refused');
-    await until(() => a.l.peers().find((p) => p.peerId === x.id).remoteReason, 3000, 'the remote reason kept too');
+    await until(() => a.l.peers().find((p) => p.peerId === x.id).remoteReason, PATIENCE_MS, 'the remote reason kept too');
     assert.match(rowA.remoteReason ?? a.l.peers().find((p) => p.peerId === x.id).remoteReason, pattern);
 
     a.l.sendRaw(await wireBuf('rank-a', null));
     x.l.sendRaw(await wireBuf('rank-x', null));
-    await until(() => b.got.length === 1, 3000, 'b gets a');
+    await until(() => b.got.length === 1, PATIENCE_MS, 'b gets a');
     assert.equal(net.sent('rlx-wire').filter((e) => e.to === x.id || e.from === x.id).length, 0, 'no buffer to or from the refused peer');
     assert.equal(x.got.length, 0);
     assert.equal(x.l.sendRaw(await wireBuf('rank-x', null)), false, 'a tab refused by everyone has no one to send to');
@@ -328,9 +329,9 @@ test('buffers from a peer that is not accepted are dropped and counted', async (
   const net = new FakeNet();
   const a = link(net);
   const x = link(net, { slug: 'other' });
-  await until(() => a.of('peer-refused').length === 1, 3000, 'refusal');
+  await until(() => a.of('peer-refused').length === 1, PATIENCE_MS, 'refusal');
   net.find(x.id)._send('rlx-wire', new Uint8Array(await wireBuf('rank-x', null)), [a.id]); // a misbehaving peer sends anyway
-  await until(() => a.l.stats.dropped.unaccepted === 1, 3000, 'the drop');
+  await until(() => a.l.stats.dropped.unaccepted === 1, PATIENCE_MS, 'the drop');
   assert.equal(a.got.length, 0);
   await a.l.close();
   await x.l.close();
@@ -340,7 +341,7 @@ test('the wrong room password is a refusal that names it', async () => {
   const net = new FakeNet();
   const a = link(net, { password: 'one' });
   const b = link(net, { password: 'two' });
-  await until(() => a.of('peer-refused').length === 1 && b.of('peer-refused').length === 1, 3000, 'password refusals');
+  await until(() => a.of('peer-refused').length === 1 && b.of('peer-refused').length === 1, PATIENCE_MS, 'password refusals');
   assert.match(a.of('peer-refused')[0].reason, /wrong room password/);
   await a.l.close();
   await b.l.close();
@@ -360,7 +361,7 @@ test('failure messages: name the peer, count the connected, TURN only when none 
 
   const b = link(net);
   const c = link(net);
-  await until(() => a.l.acceptedCount === 2, 3000, 'two accepted');
+  await until(() => a.l.acceptedCount === 2, PATIENCE_MS, 'two accepted');
   net.fail(a.id, 'yyyyyyyyanotherpeer');
   const m1 = a.of('peer-failed')[1].message;
   assert.match(m1, /peer yyyyyyyy/);
@@ -378,8 +379,8 @@ test('handshake timeout: a peer that joins but never answers is abandoned and re
   const net = new FakeNet();
   const a = link(net, { handshakeTimeoutMs: 150, helloRetryMs: 40 });
   const mute = link(net, { mute: true, handshakeTimeoutMs: 60000 });
-  await until(() => a.of('peer-join').length === 1, 3000, 'join');
-  await until(() => a.of('peer-failed').length === 1, 3000, 'timeout');
+  await until(() => a.of('peer-join').length === 1, PATIENCE_MS, 'join');
+  await until(() => a.of('peer-failed').length === 1, PATIENCE_MS, 'timeout');
   const f = a.of('peer-failed')[0];
   assert.equal(f.peerId, mute.id);
   assert.match(f.message, /finished no handshake within 150 ms/);
@@ -523,25 +524,33 @@ test('nostr_relay.mjs: REQ/EOSE, EVENT/OK, forwarding to matching subscriptions 
   a.send(['REQ', 'sa', { kinds: [20001], '#x': ['topic-1'], since: now - 5 }]);
   b.send(['REQ', 'sb', { kinds: [20001], '#x': ['topic-1', 'topic-2'] }]);
   b.send(['REQ', 'sb-other', { kinds: [20002] }]);
-  await until(() => a.inbox.length === 1 && b.inbox.length === 2, 3000, 'EOSE');
+  await until(() => a.inbox.length === 1 && b.inbox.length === 2, PATIENCE_MS, 'EOSE');
   assert.deepEqual(a.inbox[0], ['EOSE', 'sa']);
   const ev = { id: 'e1', pubkey: 'pk', kind: 20001, created_at: now, tags: [['x', 'topic-1']], content: 'hello', sig: 's' };
   a.send(['EVENT', ev]);
-  await until(() => a.inbox.length === 3 && b.inbox.length === 3, 3000, 'OK and forwards');
+  await until(() => a.inbox.length === 3 && b.inbox.length === 3, PATIENCE_MS, 'OK and forwards');
   assert.deepEqual(a.inbox.find((m) => m[0] === 'OK'), ['OK', 'e1', true, '']);
   assert.deepEqual(a.inbox.find((m) => m[0] === 'EVENT'), ['EVENT', 'sa', ev], 'the sender gets its own event');
   assert.deepEqual(b.inbox[2], ['EVENT', 'sb', ev]);
+  // b's socket is ordered: once the relay answers a REQ sent after CLOSE, it has handled the CLOSE
+  const probe = async (id) => {
+    const n = b.inbox.length;
+    b.send(['REQ', id, { kinds: [29999] }]);
+    await until(() => b.inbox.some((m, i) => i >= n && m[0] === 'EOSE' && m[1] === id), 30_000, `EOSE of ${id}`);
+    b.send(['CLOSE', id]);
+    return b.inbox.filter((m) => m[0] !== 'EOSE');
+  };
   b.send(['CLOSE', 'sb']);
-  await sleep(30);
+  await probe('probe-1');
   a.send(['EVENT', { ...ev, id: 'e2' }]);
   a.send(['EVENT', { ...ev, id: 'e3', tags: [['x', 'elsewhere']] }]);
-  await until(() => a.inbox.filter((m) => m[0] === 'OK').length === 3, 3000, 'OKs');
-  await sleep(50);
-  assert.equal(b.inbox.length, 3, 'nothing after CLOSE, nothing for another topic');
+  await until(() => a.inbox.filter((m) => m[0] === 'OK').length === 3, 30_000, 'OKs');
+  // anything the relay sent b for e2 / e3 went out before its answer to a later REQ
+  assert.deepEqual(await probe('probe-2'), [['EVENT', 'sb', ev]], 'nothing after CLOSE, nothing for another topic');
   assert.equal(a.inbox.filter((m) => m[0] === 'EVENT').length, 2, 'e2 matched, e3 did not');
   a.send(['EVENT', { nope: 1 }]);
   a.ws.send('not json');
-  await until(() => a.inbox.filter((m) => m[0] === 'NOTICE').length === 2, 3000, 'NOTICEs');
+  await until(() => a.inbox.filter((m) => m[0] === 'NOTICE').length === 2, PATIENCE_MS, 'NOTICEs');
   assert.equal(relay.stats.events, 3);
   assert.equal(relay.stats.open, 2);
   assert.ok(!matchFilter({ since: now + 3600 }, ev), 'since is honoured (with slack 0)');
