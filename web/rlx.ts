@@ -505,7 +505,7 @@ export interface TokenizeOptions {
 export interface GenerateOptions {
   /** Default 64. */
   maxTokens?: number;
-  /** 0 (default): greedy. */
+  /** 0 (default), or anything below 1e-6 (RLX_LLM_MIN_TEMPERATURE): greedy. */
   temperature?: number;
   topK?: number; topP?: number; minP?: number; repeatPenalty?: number; repeatLastN?: number;
   seed?: number | bigint;

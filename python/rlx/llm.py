@@ -253,8 +253,9 @@ class LanguageModel(_native.Handle):
                  repeat_last_n=64, seed=0, stop=(), on_token=None):
         """Generates up to max_tokens tokens after the prompt (text, tokenized
         as tokenize() does with the file's BOS rule, or token ids), starting
-        from an empty context.  Greedy when temperature is 0 (argmax, lowest
-        id on ties); else llama.cpp's chain: repeat_penalty over the last
+        from an empty context.  Greedy when temperature is 0, or below 1e-6
+        (RLX_LLM_MIN_TEMPERATURE: argmax, lowest id on ties); else
+        llama.cpp's chain: repeat_penalty over the last
         repeat_last_n tokens (-1: all), top_k (0: off), top_p (1: off), min_p
         (0: off), temperature, a draw seeded by seed.  Stops at an
         end-of-generation token, a stop string (a str or a sequence of str;

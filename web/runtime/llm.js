@@ -428,7 +428,7 @@ export class GgufModel {
   /**
    * Generates from a prompt (text, tokenized as tokenize() does, or ids).
    * options (the library's defaults where left out: greedy, 64 tokens):
-   * maxTokens, temperature (0: greedy), topK (0: off), topP (1: off), minP
+   * maxTokens, temperature (0, or anything below 1e-6: greedy), topK (0: off), topP (1: off), minP
    * (0: off), repeatPenalty (1: off), repeatLastN, seed (an integer >= 0 or
    * a BigInt below 2^64), stop (strings; the text before one is kept),
    * onToken(text, id) (each generated token with the text it completes,
@@ -467,7 +467,7 @@ export class GgufModel {
     }
     const d = this.defaults;
     const maxTokens = intOption(fn, 'options.maxTokens', o.maxTokens, 0, 1 << 24, d.maxTokens);
-    const temperature = numberOption(fn, 'options.temperature', o.temperature, (v) => v >= 0, 'a number >= 0 (0: greedy)', d.temperature);
+    const temperature = numberOption(fn, 'options.temperature', o.temperature, (v) => v >= 0, 'a number >= 0 (below 1e-6: greedy)', d.temperature);
     const topK = intOption(fn, 'options.topK', o.topK, 0, 0x7fffffff, d.topK);
     const topP = numberOption(fn, 'options.topP', o.topP, (v) => v >= 0 && v <= 1, 'a number from 0 to 1 (1: off)', d.topP);
     const minP = numberOption(fn, 'options.minP', o.minP, (v) => v >= 0 && v <= 1, 'a number from 0 to 1 (0: off)', d.minP);
