@@ -697,6 +697,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     open_size = (size_t)end;
   }
 
+  /* RLX_FUZZ_LLM_DUMP=path: the file this input makes, written there (make
+   * writes the seeds' models so that tests/node/llm_files_wasm.test.mjs
+   * opens them with the wasm module). */
+  const char *dump = getenv("RLX_FUZZ_LLM_DUMP");
+  if (dump) {
+    FILE *f = fopen(dump, "wb");
+    CHECK(f && fwrite(image, 1, open_size, f) == open_size && fclose(f) == 0);
+  }
+
   /* Options: n_ctx 0 (the model's, when that is small), in range, or outside. */
   const uint8_t o = u8(r);
   rlx_llm_options opt = {0, 0, 0};
