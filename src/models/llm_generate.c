@@ -48,8 +48,11 @@ rlx_llm_sampling rlx_llm_sampling_default(void) {
   return s;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+/* *p holding at least need elements (0: out of memory, or a size that
+ * would wrap size_t: need is counted in 64 bits, for wasm32). */
+static int grow(void **p, size_t *cap, uint64_t need, size_t elem) {
   if (need <= *cap) return 1;
+  if (need > SIZE_MAX / 2 / elem) return 0;
   size_t c = *cap ? *cap : 64;
   while (c < need) c *= 2;
   void *q = rlx_realloc(*p, *cap * elem, c * elem);
@@ -120,7 +123,7 @@ static rlx_status generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n_
    * next() and next_chosen() ends generation at a full context. */
   const size_t room = (size_t)m->info.n_ctx - n_prompt + 1;
   const size_t most = (size_t)s->max_tokens < room ? (size_t)s->max_tokens : room;
-  if (st == RLX_OK && !grow((void **)&gen->history, &gen->cap_history, n_prompt + most + 1, sizeof(int32_t)))
+  if (st == RLX_OK && !grow((void **)&gen->history, &gen->cap_history, (uint64_t)n_prompt + most + 1, sizeof(int32_t)))
     st = rlx_error(RLX_ERR_NO_MEMORY, "rlx_llm_generator_new: out of memory");
   if (st == RLX_OK) {
     memcpy(gen->history, prompt_ids, n_prompt * sizeof(int32_t));
@@ -152,7 +155,7 @@ rlx_status rlx_llm_generator_new_external(rlx_llm *m, const int32_t *prompt_ids,
 int32_t rlx_llm_generator_pending(const rlx_llm_generator *gen) { return gen && !gen->done ? gen->pending : -1; }
 
 static rlx_status hold(rlx_llm_generator *gen, const char *p, size_t n) {
-  if (!grow((void **)&gen->held, &gen->cap_held, gen->n_held + n + 1, 1))
+  if (!grow((void **)&gen->held, &gen->cap_held, (uint64_t)gen->n_held + n + 1, 1))
     return rlx_error(RLX_ERR_NO_MEMORY, "rlx_llm_generator_next: out of memory");
   memcpy(gen->held + gen->n_held, p, n);
   gen->n_held += n;
@@ -161,7 +164,7 @@ static rlx_status hold(rlx_llm_generator *gen, const char *p, size_t n) {
 
 /* Moves held[0, n) to text (NUL-terminated); keeps the rest held. */
 static rlx_status release(rlx_llm_generator *gen, size_t n, const char **text, size_t *len) {
-  if (!grow((void **)&gen->text, &gen->cap_text, n + 1, 1))
+  if (!grow((void **)&gen->text, &gen->cap_text, (uint64_t)n + 1, 1))
     return rlx_error(RLX_ERR_NO_MEMORY, "rlx_llm_generator_next: out of memory");
   memcpy(gen->text, gen->held, n);
   gen->text[n] = 0;
