@@ -164,8 +164,8 @@ static rlx_graph *graph_copy(const rlx_graph *g) {
       memcpy(d->data, g->nodes[id].data, bytes);
     }
   }
-  if (c->n_nodes != g->n_nodes) {
-    c->n_nodes++; /* free the partly copied node too */
+  if (c->n_nodes != g->n_nodes || rlx_graph_index(c) != RLX_OK) {
+    if (c->n_nodes != g->n_nodes) c->n_nodes++; /* free the partly copied node too */
     rlx_graph_free(c);
     return NULL;
   }
@@ -205,6 +205,7 @@ static rlx_status plan_from(const rlx_graph *g, const rlx_node *outputs, int32_t
   int32_t *remap = rlx_calloc((size_t)g->n_nodes, sizeof(int32_t));
   if (!remap) return rlx_error(RLX_ERR_NO_MEMORY, "compile: out of memory");
   st = compact(g, outputs, n_outputs, p, remap);
+  if (st == RLX_OK) st = rlx_graph_index(&p->graph); /* inputs and params found by name */
   size_t n = (size_t)p->graph.n_nodes;
   if (st == RLX_OK) {
     p->loc = rlx_calloc(n, sizeof(rlx_loc));

@@ -33,18 +33,10 @@ void rlx_session_free(rlx_session *s) {
   rlx_free(s->input_data, (size_t)p->n_inputs * sizeof(float *));
   rlx_free(s->param_data, (size_t)p->n_params * sizeof(float *));
   rlx_free(s->input_set, (size_t)p->n_inputs);
-  rlx_name_set_free(&s->param_names);
   rlx_free(s->arena, p->arena_floats * sizeof(float));
   if (s->backend && s->backend->free_state) s->backend->free_state(s);
   rlx_plan_free(p);
   rlx_free(s, sizeof *s);
-}
-
-static const char *param_name_at(const void *ctx, uint32_t idx, size_t *len) {
-  const rlx_session *s = ctx;
-  const char *name = s->plan.graph.nodes[s->plan.params[idx]].name;
-  *len = strlen(name);
-  return name;
 }
 
 /* Host copies of inputs, and the arena of backends that run on the host
@@ -60,12 +52,6 @@ static rlx_status alloc_buffers(rlx_session *s) {
   if (p->n_params && !(s->param_bound = rlx_calloc((size_t)p->n_params, 1))) return RLX_ERR_NO_MEMORY;
   for (int32_t i = 0; i < p->n_inputs; i++)
     if (!(s->input_data[i] = rlx_calloc(node_numel(s, p->inputs[i]), sizeof(float)))) return RLX_ERR_NO_MEMORY;
-  for (int32_t i = 0; i < p->n_params; i++) {
-    const char *name = s->plan.graph.nodes[p->params[i]].name;
-    if (rlx_name_set_find(&s->param_names, param_name_at, s, name, strlen(name)) < 0 &&
-        rlx_name_set_add(&s->param_names, param_name_at, s, (uint32_t)i, "compile") != RLX_OK)
-      return RLX_ERR_NO_MEMORY;
-  }
   if (s->backend->host_arena && p->arena_floats && !(s->arena = rlx_calloc(p->arena_floats, sizeof(float))))
     return RLX_ERR_NO_MEMORY;
   return RLX_OK;
@@ -116,12 +102,13 @@ static float *param_storage(rlx_session *s, int32_t i) {
   return s->param_data[i];
 }
 
-/* Index of the input/param called name in ids, or -1. */
-static int32_t find_named(const rlx_session *s, const int32_t *ids, int32_t n, const char *name) {
-  if (ids == s->plan.params) return (int32_t)rlx_name_set_find(&s->param_names, param_name_at, s, name, strlen(name));
-  for (int32_t i = 0; i < n; i++)
-    if (strcmp(s->plan.graph.nodes[ids[i]].name, name) == 0) return i;
-  return -1;
+/* Index of the input (want_param 0) or param called name, or -1 (the
+ * plan's graph indexes its names). */
+static int32_t find_named(const rlx_session *s, int want_param, const char *name) {
+  const rlx_node id = rlx_graph_find(&s->plan.graph, name);
+  if (id == RLX_NO_NODE) return -1;
+  const rlx_loc *l = &s->plan.loc[id];
+  return l->kind == (want_param ? RLX_LOC_PARAM : RLX_LOC_INPUT) ? l->index : -1;
 }
 
 static rlx_status lookup(const rlx_session *s, const char *name, size_t len, int want_param, int32_t *index,
@@ -129,8 +116,7 @@ static rlx_status lookup(const rlx_session *s, const char *name, size_t len, int
   if (!s) return rlx_error(RLX_ERR_INVALID_ARG, "%s: session is NULL", what);
   if (!name) return rlx_error(RLX_ERR_INVALID_ARG, "%s: name is NULL", what);
   const int32_t *ids = want_param ? s->plan.params : s->plan.inputs;
-  int32_t n = want_param ? s->plan.n_params : s->plan.n_inputs;
-  int32_t i = find_named(s, ids, n, name);
+  int32_t i = find_named(s, want_param, name);
   if (i < 0) return rlx_error(RLX_ERR_NOT_FOUND, "%s: no %s named '%s'", what, want_param ? "param" : "input", name);
   size_t want = node_numel(s, ids[i]);
   if (len != want)
@@ -171,7 +157,7 @@ rlx_status rlx_session_get_param(const rlx_session *s, const char *name, float *
 rlx_status rlx_session_bind_param(rlx_session *s, const char *name, void *data, size_t bytes) {
   if (!s) return rlx_error(RLX_ERR_INVALID_ARG, "bind_param: session is NULL");
   if (!name) return rlx_error(RLX_ERR_INVALID_ARG, "bind_param: name is NULL");
-  int32_t i = find_named(s, s->plan.params, s->plan.n_params, name);
+  int32_t i = find_named(s, 1, name);
   if (i < 0) return rlx_error(RLX_ERR_NOT_FOUND, "bind_param: no param named '%s'", name);
   size_t need = node_numel(s, s->plan.params[i]) * sizeof(float);
   if (!data) return rlx_error(RLX_ERR_INVALID_ARG, "bind_param: data for '%s' is NULL", name);

@@ -20,7 +20,6 @@ struct rlx_session {
   uint8_t *input_set;   /* per input: set since compile */
   float **param_data;   /* per param (i32 params hold int32 bits) */
   uint8_t *param_bound; /* per param: param_data is the caller's memory (rlx_session_bind_param) */
-  rlx_name_set param_names; /* the params by name */
   int ran;              /* outputs are valid */
 };
 

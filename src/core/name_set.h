@@ -19,9 +19,9 @@ typedef struct {
 
 /* The index whose name is name[len], or -1. */
 int64_t rlx_name_set_find(const rlx_name_set *s, rlx_name_at_fn at, const void *ctx, const char *name, size_t len);
-/* Adds idx (whose name is not in the set yet); RLX_ERR_NO_MEMORY (the
- * message naming `what`) when the set cannot grow, the set unchanged. */
-rlx_status rlx_name_set_add(rlx_name_set *s, rlx_name_at_fn at, const void *ctx, uint32_t idx, const char *what);
+/* Adds idx (whose name is not in the set yet); RLX_ERR_NO_MEMORY, with no
+ * message (the caller's), when the set cannot grow, the set unchanged. */
+rlx_status rlx_name_set_add(rlx_name_set *s, rlx_name_at_fn at, const void *ctx, uint32_t idx);
 void rlx_name_set_free(rlx_name_set *s);
 
 #endif

@@ -109,25 +109,16 @@ static const char *node_name_at(const void *ctx, uint32_t idx, size_t *len) {
   return name;
 }
 
-/* Keeps the name index current as node id is appended (0: out of memory,
- * the index as it was). */
-static int index_name(rlx_graph *g, int32_t id) {
-  if (g->indexed != id) return 1;
-  if (g->nodes[id].name && rlx_name_set_add(&g->names, node_name_at, g, (uint32_t)id, "rlx_graph_append") != RLX_OK)
-    return 0;
-  g->indexed++;
-  return 1;
+rlx_status rlx_graph_index(rlx_graph *g) {
+  for (; g->indexed < g->n_nodes; g->indexed++)
+    if (g->nodes[g->indexed].name && rlx_name_set_add(&g->names, node_name_at, g, (uint32_t)g->indexed) != RLX_OK)
+      return RLX_ERR_NO_MEMORY;
+  return RLX_OK;
 }
 
 rlx_node rlx_graph_find(const rlx_graph *g, const char *name) {
-  if (!g || !name) return RLX_NO_NODE;
-  if (g->indexed == g->n_nodes) {
-    int64_t i = rlx_name_set_find(&g->names, node_name_at, g, name, strlen(name));
-    return i < 0 ? RLX_NO_NODE : (rlx_node)i;
-  }
-  for (int32_t i = 0; i < g->n_nodes; i++)
-    if (g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0) return i;
-  return RLX_NO_NODE;
+  const int64_t i = g && name ? rlx_name_set_find(&g->names, node_name_at, g, name, strlen(name)) : -1;
+  return i < 0 ? RLX_NO_NODE : (rlx_node)i;
 }
 
 /* Input k of `op` may be an i32 index tensor. */
@@ -243,12 +234,13 @@ rlx_node rlx_graph_append(rlx_graph *g, const rlx_node_t *proto) {
     }
     memcpy(n.data, data, bytes);
   }
-  g->nodes[g->n_nodes] = n;
-  if (!index_name(g, g->n_nodes)) {
-    node_release(&g->nodes[g->n_nodes]);
+  g->nodes[g->n_nodes++] = n;
+  if (rlx_graph_index(g) != RLX_OK) { /* a named node: an input or param, no data */
+    g->n_nodes--;
+    rlx_strfree(n.name);
     return graph_fail(g, RLX_ERR_NO_MEMORY, "out of memory adding a node");
   }
-  return g->n_nodes++;
+  return g->n_nodes - 1;
 }
 
 rlx_status rlx_graph_verify(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs) {

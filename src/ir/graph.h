@@ -33,12 +33,17 @@ struct rlx_graph {
   int32_t n_nodes, cap_nodes;
   rlx_status status; /* first builder error */
   char *error;       /* its message (owned) */
-  /* The named nodes (inputs, params) by name, kept by rlx_graph_append
-   * while it has appended every node (indexed == n_nodes); a graph written
-   * otherwise (the planner's copies) is searched node by node. */
+  /* The named nodes (inputs, params) of nodes [0, indexed) by name, for
+   * rlx_graph_find: rlx_graph_append adds each node's name; a graph whose
+   * nodes are written directly (the planner's copies) calls
+   * rlx_graph_index after. */
   rlx_name_set names;
   int32_t indexed;
 };
+
+/* Adds the names of nodes [indexed, n_nodes) to the index:
+ * RLX_ERR_NO_MEMORY (no message) or RLX_OK. */
+rlx_status rlx_graph_index(rlx_graph *g);
 
 /* Shape rule: validate n's inputs and attributes and set n->shape (and
  * normalize attributes).  On failure return a status and write a message

@@ -46,13 +46,11 @@ const rlx_attr_row *rlx_attr_set_row(rlx_attr_set set, int32_t k) {
 void rlx_attr_set_sizes(rlx_attr_set set, int32_t *n_int, int32_t *n_float, int *has_list) {
   *n_int = *n_float = *has_list = 0;
   for (; (int)set > RLX_ATTRS_NONE && set < RLX_ATTRS_COUNT; set = attr_base[set]) /* the set's rows, its base's */
-    for (int32_t i = 0; i < N_ATTR_ROWS; i++) {
-      const rlx_attr_row *r = &attr_rows[i];
-      if (r->set != set) continue;
-      if (r->type == RLX_ATTR_FLOAT) ++*n_float;
-      else ++*n_int;
-      if (r->type == RLX_ATTR_INTS) *has_list = 1;
-    }
+    for (int32_t i = 0; i < N_ATTR_ROWS; i++)
+      if (attr_rows[i].set == set) {
+        ++*(attr_rows[i].type == RLX_ATTR_FLOAT ? n_float : n_int);
+        *has_list |= attr_rows[i].type == RLX_ATTR_INTS;
+      }
 }
 
 static int is_op(rlx_op op) { return (int)op >= 0 && op < RLX_OP_COUNT; }

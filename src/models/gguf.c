@@ -280,7 +280,7 @@ static rlx_status parse_kvs(parser *p, uint64_t n_kv) {
     e->elem_type = e->type;
     if ((st = parse_value(p, e)) != RLX_OK) return st;
     g->n_kv++;
-    if ((st = rlx_name_set_add(&g->kv_set, kv_name_at, g, (uint32_t)(g->n_kv - 1), "GGUF")) != RLX_OK) return st;
+    if ((st = rlx_gguf_name_add(&g->kv_set, kv_name_at, g, (uint32_t)(g->n_kv - 1))) != RLX_OK) return st;
   }
   p->where[0] = 0;
   return RLX_OK;
@@ -452,7 +452,7 @@ static rlx_status parse(rlx_gguf *g, uint64_t budget) {
     if (rlx_name_set_find(&g->tensor_set, tensor_name_at, g, g->arena + t->name_off, (size_t)t->name_len) >= 0)
       return rlx_error(RLX_ERR_INVALID_ARG, "GGUF: %s repeats a tensor name", p.where);
     g->n_tensors++;
-    if ((st = rlx_name_set_add(&g->tensor_set, tensor_name_at, g, (uint32_t)(g->n_tensors - 1), "GGUF")) != RLX_OK)
+    if ((st = rlx_gguf_name_add(&g->tensor_set, tensor_name_at, g, (uint32_t)(g->n_tensors - 1))) != RLX_OK)
       return st;
   }
   p.where[0] = 0;

@@ -1,5 +1,5 @@
 /* gguf_common.c - the GGUF reader's and writer's shared pieces
- * (gguf_common.h): value types, the growing array. */
+ * (gguf_common.h): value types, the growing array, names added to an index. */
 #include <string.h>
 
 #include "gguf_common.h"
@@ -22,4 +22,9 @@ rlx_status rlx_gguf_grow(void **items, size_t *cap, size_t used, size_t item, si
   *items = p;
   *cap = cap2;
   return RLX_OK;
+}
+
+rlx_status rlx_gguf_name_add(rlx_name_set *s, rlx_name_at_fn at, const void *ctx, uint32_t idx) {
+  if (rlx_name_set_add(s, at, ctx, idx) == RLX_OK) return RLX_OK;
+  return rlx_error(RLX_ERR_NO_MEMORY, "GGUF: out of memory for a name index of %u entries", s->n + 1);
 }

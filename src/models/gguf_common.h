@@ -22,4 +22,7 @@ int rlx_gguf_vtype_number(uint32_t t);          /* a number type (bool included)
  * at most `most` items; what names them in the out-of-memory message. */
 rlx_status rlx_gguf_grow(void **items, size_t *cap, size_t used, size_t item, size_t most, const char *what);
 
+/* rlx_name_set_add with the out-of-memory message. */
+rlx_status rlx_gguf_name_add(rlx_name_set *s, rlx_name_at_fn at, const void *ctx, uint32_t idx);
+
 #endif

@@ -115,7 +115,7 @@ static rlx_status w_begin(rlx_gguf_writer *w, const char *key, uint32_t type, ui
   w_put_u64(w, len);
   w_put(w, key, len);
   w_put_u32(w, type);
-  if ((st = rlx_name_set_add(&w->keys, w_key_at, w, (uint32_t)w->n_kv, "GGUF")) != RLX_OK) {
+  if ((st = rlx_gguf_name_add(&w->keys, w_key_at, w, (uint32_t)w->n_kv)) != RLX_OK) {
     w->kv_len = start;
     return st;
   }
@@ -257,7 +257,7 @@ rlx_status rlx_gguf_writer_add_tensor(rlx_gguf_writer *w, const char *name, rlx_
   t.data = data;
   t.bytes = bytes;
   w->tensors[w->n_tensors] = t;
-  if ((st = rlx_name_set_add(&w->names, w_name_at, w, (uint32_t)w->n_tensors, "GGUF")) != RLX_OK) {
+  if ((st = rlx_gguf_name_add(&w->names, w_name_at, w, (uint32_t)w->n_tensors)) != RLX_OK) {
     rlx_free(t.name, len + 1);
     return st;
   }

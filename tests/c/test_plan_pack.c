@@ -1,5 +1,5 @@
 /* test_plan_pack.c - the arena packer (rlx_plan_pack, src/compile/plan_pack.c)
- * against the plain greedy rule it implements with a segment tree: values
+ * against the plain greedy rule it implements with an index of steps: values
  * largest first (ties by id), each at the lowest offset free over its
  * lifetime among those placed before it in its group.  Random lifetimes,
  * sizes and groups, short-lived and long-lived values, values never read;
