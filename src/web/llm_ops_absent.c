@@ -16,6 +16,8 @@
 #include "../ir/graph.h"
 #include "../webgpu/wgpu.h"
 
+#include "llm_absent.h"
+
 #define ABSENT_MSG "%s is a language-model op, left out of this module (rlx_web.wasm): run language models with rlx_llm.wasm"
 
 static rlx_status absent_rule(const rlx_node_t *n, char *msg, size_t cap) {
@@ -25,7 +27,8 @@ static rlx_status absent_rule(const rlx_node_t *n, char *msg, size_t cap) {
 
 /* Never reached (no graph here holds these ops), but the kernel, gradient
  * and lowering tables name them. */
-static rlx_status absent(rlx_op op) { return rlx_error(RLX_ERR_UNSUPPORTED, "run: " ABSENT_MSG, rlx_op_name(op)); }
+rlx_status rlx_llm_op_absent(rlx_op op) { return rlx_error(RLX_ERR_UNSUPPORTED, ABSENT_MSG, rlx_op_name(op)); }
+#define absent rlx_llm_op_absent
 
 #define ABSENT(name)                                                                                             \
   rlx_status rlx_shape_##name(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap);                         \

@@ -4,11 +4,9 @@
  * keep it within its size budget).  Unreachable: the module's shape rules
  * refuse these ops (llm_ops_absent.c), so no graph holds them. */
 #include "../webgl/gl.h"
+#include "llm_absent.h"
 
-static rlx_status absent(const rlx_gl_ctx *c) {
-  return rlx_error(RLX_ERR_UNSUPPORTED, "webgl: %s is a language-model op, left out of this module (rlx_web.wasm)",
-                   rlx_op_name(c->node->op));
-}
+static rlx_status absent(const rlx_gl_ctx *c) { return rlx_llm_op_absent(c->node->op); }
 rlx_status rlx_gl_lower_matmul_q(const rlx_gl_ctx *c, rlx_gl_lowering *out) { return (void)out, absent(c); }
 rlx_status rlx_gl_lower_gather_q(const rlx_gl_ctx *c, rlx_gl_lowering *out) { return (void)out, absent(c); }
 rlx_status rlx_gl_lower_swiglu_q(const rlx_gl_ctx *c, rlx_gl_lowering *out) { return (void)out, absent(c); }
