@@ -38,7 +38,7 @@ static const char usage_text[] =
     "        [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
     "        [--repeat-last-n N] [--seed S] [--stop TEXT]... [--ctx N] [--ids] [--xq8]\n"
     "        generate text with a GGUF language model (llama, qwen2, qwen3), streamed to\n"
-    "        stdout; greedy unless --temperature > 0; speed to stderr; --ids ends with\n"
+    "        stdout; greedy unless --temperature >= 1e-6; speed to stderr; --ids ends with\n"
     "        a JSON line {\"prompt_ids\": [...], \"ids\": [...]}; --xq8 rounds the input\n"
     "        of each quantized product to 8 bits first (int8 dot products, as llama.cpp)\n"
     "  tokenize --model FILE.gguf --text TEXT [--text TEXT]... [--no-bos] [--no-special]\n"
