@@ -246,7 +246,7 @@ test('cluster.html: models labelled with their backends, a WebGL2 rank in its Wo
 });
 
 test('cluster.html: a mixed cohort (CPU, WebGPU, WebGL2 tabs) trains with bit-identical parameters',
-  { skip: why ?? false, timeout: 120000 }, async () => {
+  { skip: why ?? false, timeout: 420000 }, async () => {
   const backends = ['cpu', 'webgpu', 'webgl'];
   // Enough steps for the WebGPU rank (SwiftShader here: its first step compiles for seconds) to take part.
   const steps = 30;
@@ -260,7 +260,7 @@ test('cluster.html: a mixed cohort (CPU, WebGPU, WebGL2 tabs) trains with bit-id
       await tab.page.waitForFunction((b) => window.rlxCluster.info?.backend === b, b, { timeout: 60000 });
       void i;
     }
-    await waitSynced(tabs, steps, 3, 90000);
+    await waitSynced(tabs, steps, 3, 300000);
     const states = await Promise.all(tabs.map(({ page }) => state(page)));
     assert.deepEqual(states.map((s) => s.roster.find((r) => r.self).backend), backends, 'each rank computes on what it asked for');
     for (const s of states) assert.deepEqual(s.roster.map((r) => r.backend).sort(), [...backends].sort());

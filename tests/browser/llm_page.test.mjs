@@ -56,9 +56,9 @@ const state = (page) => page.$eval('#status', (el) => el.dataset.state);
 const settled = (page, states, timeout = 20000) => page.waitForFunction((s) => s.includes(document.getElementById('status').dataset.state),
   states, { timeout });
 const storeSays = (page, states) => page.waitForFunction((s) => s.includes(document.getElementById('store-note').dataset.state),
-  states, { timeout: 20000 });
+  states, { timeout: 90000 });
 const contextIs = (page, id, n) => page.waitForFunction(([i, v]) => document.getElementById(i).dataset.value === String(v),
-  [id, n], { timeout: 10000 });
+  [id, n], { timeout: 60000 });
 
 /** Greedy generation of PROMPT on the page: { ids, text } once finished. */
 async function greedy(page) {
@@ -88,7 +88,7 @@ function drop(page, files) {
   }, files);
 }
 
-test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node's`, { skip: why ?? false, timeout: 60000 }, async (t) => {
+test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node's`, { skip: why ?? false, timeout: 240000 }, async (t) => {
   const { page, problems } = await newPage(browser);
   await page.setViewportSize({ width: 1280, height: 1000 });
   await page.goto(`${server.url}generate.html?model=${FIXTURE}&autoload=1`);
@@ -157,7 +157,7 @@ test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node
   await page.close();
 });
 
-test('generate.html: bad sampling fields and a URL off this server are refused next to their fields', { skip: why ?? false, timeout: 30000 }, async () => {
+test('generate.html: bad sampling fields and a URL off this server are refused next to their fields', { skip: why ?? false, timeout: 120000 }, async () => {
   const { page, problems } = await newPage(browser);
   await page.goto(`${server.url}generate.html?model=${FIXTURE}&autoload=1`);
   await settled(page, ['ready', 'error']);
@@ -200,7 +200,7 @@ test('generate.html: bad sampling fields and a URL off this server are refused n
   await page.fill('#topP', '1');
   await page.fill('#maxTokens', '4');
   await page.fill('#prompt', 'The miller counted the sacks twice, then the sacks counted the miller.');
-  await page.waitForFunction(() => Number(document.getElementById('c-prompt').dataset.value) > 8, null, { timeout: 10000 });
+  await page.waitForFunction(() => Number(document.getElementById('c-prompt').dataset.value) > 8, null, { timeout: 60000 });
   assert.equal(Number(await valueOf(page, '#c-left')), 0);
   assert.match(await page.textContent('#prompt-error'), /^the prompt is \d+ tokens, longer than the context \(8\)/);
   await page.click('#generate');
@@ -220,7 +220,7 @@ test('generate.html: bad sampling fields and a URL off this server are refused n
   await page.close();
 });
 
-test('generate.html: Stop ends a running generation in the Worker; GgufWorker passes RlxErrors back', { skip: why ?? false, timeout: 30000 }, async () => {
+test('generate.html: Stop ends a running generation in the Worker; GgufWorker passes RlxErrors back', { skip: why ?? false, timeout: 120000 }, async () => {
   const { page, problems } = await newPage(browser);
   await page.goto(`${server.url}generate.html?model=${FIXTURE}&autoload=1`);
   await settled(page, ['ready', 'error']);
@@ -272,7 +272,7 @@ test('generate.html: Stop ends a running generation in the Worker; GgufWorker pa
 });
 
 test(`generate.html: a dropped ${FIXTURE} loads, is kept in OPFS across a reload, loads from there to the same tokens, and Forget removes it`,
-  { skip: why ?? false, timeout: 90000 }, async () => {
+  { skip: why ?? false, timeout: 240000 }, async () => {
     const { page, problems } = await newPage(browser);
     await page.goto(`${server.url}generate.html`);
     await storeSays(page, ['none']);
