@@ -6,7 +6,8 @@
 // every buffer's signature before the Worker sees it; a cohort and an
 // elastic join run through that hop on real time (waiting for events, with
 // beats and deadlines far above a loaded machine's stalls); garbage and
-// unsigned or forged buffers are counted, not fatal.
+// unsigned or forged buffers are counted, not fatal; a signing bus says
+// when its sends have left (drained).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { InProcessHub, BroadcastChannelBus, ProxyBus, proxyRelay, WireBus } from '../../web/cluster/bus.js';
@@ -153,6 +154,33 @@ test('BroadcastChannelBus: signed wire buffers between channel instances, garbag
     b.close();
     raw.close();
   }
+});
+
+test('a signing bus says when its sends have left (drained); a check leaves the buffer as it came', async () => {
+  const [ia, ib] = await identities(2);
+  const { port1, port2 } = new MessageChannel();
+  const bus = new ProxyBus(ia, port1);
+  const got = [];
+  port2.on('message', (buf) => got.push(buf));
+  assert.equal(bus.drained(), null, 'nothing sent');
+  bus.send(null, { type: 'params', payload: Float32Array.of(1, 2, 3) });
+  bus.send(null, { type: 'hb' });
+  const sending = bus.drained();
+  assert.ok(sending instanceof Promise, 'two messages being signed');
+  await sending;
+  assert.equal(bus.drained(), null);
+  await waitFor(() => got.length === 2, 'both buffers');
+  const verifier = new Verifier();
+  const before = new Uint8Array(got[0].slice(0));
+  assert.ok((await verifier.check(got[0])).ok);
+  assert.deepEqual(new Uint8Array(got[0]), before, 'the signature is in place after the check');
+  const forged = got[0].slice(0);
+  new Uint8Array(forged)[forged.byteLength - 1] ^= 1; // one payload bit
+  assert.equal((await verifier.check(forged)).code, 'badSignature');
+  assert.ok((await verifier.check(got[1])).ok);
+  assert.equal((await new Verifier().check(await signBuffer(ib, encodeMessage({ type: 'hb', from: ib.id, to: null, seq: 1, pk: ib.pk, sig: SIG_PLACEHOLDER })))).ok, true);
+  bus.close();
+  port1.close();
 });
 
 // ---- the proxy hop -----------------------------------------------------------------------

@@ -189,6 +189,22 @@ export function markCopy(copy, header) {
 const fail = (code, why) => ({ ok: false, code, why });
 
 /**
+ * subtle.verify over `buf` as it reads with its signature set to the
+ * placeholder, without copying it here: WebCrypto takes its copy of the
+ * bytes when called, so the signature is put back at once.
+ */
+function verifyInPlace(alg, key, sig, buf, at) {
+  const bytes = new Uint8Array(buf);
+  const saved = bytes.slice(at, at + SIG_CHARS);
+  writeAscii(bytes, at, SIG_PLACEHOLDER);
+  try {
+    return subtleOf().verify(alg, key, sig, bytes);
+  } finally {
+    bytes.set(saved, at);
+  }
+}
+
+/**
  * Checks signed buffers: { ok: true, header } or { ok: false, code, why }
  * with code 'unsigned' (no pk / sig), 'wrongId' (from is not id(pk)),
  * 'badSignature' (or a bad lead). Imported keys are cached (at most maxKeys).
@@ -217,16 +233,18 @@ export class Verifier {
     return entry;
   }
 
-  /** Whether `sigText` signs `bytes` under pk and pk is `from`'s key: null (yes) or a failure. */
-  async _signed(from, pk, sigText, bytes) {
+  /**
+   * Whether `sigText` signs what `verify(alg, key, sig)` checks (it calls
+   * subtle.verify) under pk, and pk is `from`'s key: null (yes) or a failure.
+   */
+  async _signed(from, pk, sigText, verify) {
     if (typeof pk !== 'string' || pk.length > MAX_PK || typeof sigText !== 'string' || sigText.length !== SIG_CHARS) return fail('unsigned', 'no pk or sig');
     const k = await this._key(pk);
     if (!k) return fail('unsigned', 'pk is not a public key');
     if (k.id !== from) return fail('wrongId', 'from is not the id of pk');
-    const sig = fromB64url(sigText);
     let ok = false;
     try {
-      ok = await subtleOf().verify(ALGS[pk[0]].sign, k.key, sig, bytes);
+      ok = await verify(ALGS[pk[0]].sign, k.key, fromB64url(sigText));
     } catch {
       ok = false;
     }
@@ -255,11 +273,9 @@ export class Verifier {
       return fail('unsigned', 'unreadable header');
     }
     if (!header || typeof header !== 'object' || typeof header.from !== 'string') return fail('unsigned', 'no from');
-    const sigText = new TextDecoder().decode(new Uint8Array(buf, at, SIG_CHARS));
+    const sigText = utf8Decoder.decode(new Uint8Array(buf, at, SIG_CHARS));
     if (header.sig !== sigText) return fail('unsigned', 'sig is not the last field');
-    const bytes = new Uint8Array(buf.slice(0));
-    writeAscii(bytes, at, SIG_PLACEHOLDER);
-    const bad = await this._signed(header.from, header.pk, sigText, bytes);
+    const bad = await this._signed(header.from, header.pk, sigText, (alg, key, sig) => verifyInPlace(alg, key, sig, buf, at));
     if (bad) return bad;
     if (header.lead !== undefined) {
       const lead = await this._lead(header.lead, buf);
@@ -284,7 +300,7 @@ export class Verifier {
     const payload = new Uint8Array(buf, 4 + h);
     const [ph, bad] = await Promise.all([
       payloadHash(payload),
-      this._signed(lead.from, lead.pk, sigText, utf8.encode(text.slice(0, text.length - 2 - SIG_CHARS) + SIG_PLACEHOLDER + '"}')),
+      this._signed(lead.from, lead.pk, sigText, (alg, key, sig) => subtleOf().verify(alg, key, sig, utf8.encode(text.slice(0, text.length - 2 - SIG_CHARS) + SIG_PLACEHOLDER + '"}'))),
     ]);
     if (bad) return fail('badSignature', `lead: ${bad.why}`);
     if (lead.ph !== ph) return fail('badSignature', 'lead is over another payload');

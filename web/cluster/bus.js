@@ -19,7 +19,9 @@
 // handlers) every (from, seq) met before (stats.duplicates). WebCrypto is
 // asynchronous, so each signing bus signs as soon as send() is called but
 // posts through one promise chain (this._out): buffers leave in the order
-// of the send() calls. Likewise a verifying bus starts each check on
+// of the send() calls (drained() says when they all left: a thread that is
+// about to compute synchronously waits for it, or the signatures would wait
+// for the compute). Likewise a verifying bus starts each check on
 // arrival and delivers through one chain (this._in): messages reach the
 // handlers in the order they arrived, so each sender's order is kept.
 // BroadcastChannelBus always verifies. ProxyBus trusts its port: the page's
@@ -95,6 +97,7 @@ export class WireBus {
     this.verifier = verify ? verifier ?? new Verifier() : null;
     this._seen = new SeenSet();
     this._out = Promise.resolve();
+    this._signing = 0; // sends not yet out of this._out
     this._in = Promise.resolve();
     this._leads = new WeakMap(); // a lead's fields -> Promise of its signed text (one signature for every child)
   }
@@ -112,11 +115,28 @@ export class WireBus {
       return !!buf;
     }
     const signed = this._signed(header);
+    this._signing++;
     this._out = this._out.then(() => signed).then(
-      (buf) => buf && !this.closed && this._sent(buf, to ?? null),
-      (err) => this._sendError(`signing failed: ${err?.message ?? err}`),
+      (buf) => {
+        this._signing--;
+        return buf && !this.closed && this._sent(buf, to ?? null);
+      },
+      (err) => {
+        this._signing--;
+        return this._sendError(`signing failed: ${err?.message ?? err}`);
+      },
     );
     return true;
+  }
+
+  /**
+   * null when every message sent so far has left, else a promise of that.
+   * WebCrypto hands a signature back on this thread, so a long synchronous
+   * task (a Worker's compute) started before it holds the message back until
+   * it ends: such a caller waits for this first (worker.js).
+   */
+  drained() {
+    return this._signing ? this._out : null;
   }
 
   async _signed(header) {

@@ -122,6 +122,10 @@ class LossTap {
     });
   }
 
+  drained() {
+    return this.inner.drained();
+  }
+
   close() {
     this.inner.close();
   }
@@ -267,7 +271,12 @@ async function start(opts) {
       // encoding, lockstep / periodic, aggregation: the leader's are in force (protocol.js, periodic.js)
       settings: { model: model.slug, batch, optimizer: 'sgd', ...scale },
       info: { backend: resolved.backend, fallback: resolved.fallback },
-      compute: modes.compute,
+      // the messages sent before a compute (the step's params) are signed and out first: a
+      // synchronous compute would hold the signatures, so the step, back until it ends (bus.js drained)
+      compute: (params, version, ctx) => {
+        const sending = s.bus.drained();
+        return sending ? sending.then(() => modes.compute(params, version, ctx)) : modes.compute(params, version, ctx);
+      },
       update: modes.update,
       onEvent: (type, data) => {
         if (type === 'step') {
