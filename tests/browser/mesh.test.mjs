@@ -105,7 +105,8 @@ function inside() {
     timing(`preflight host ${pre.host} (${pre.candidates.map((x) => `${x.protocol} ${x.address}`).join(', ')}) in ${pre.ms} ms`);
 
     const id = room('mesh');
-    const joined = await Promise.all([a, b, c].map((p, i) => join(p, { ...base(), roomId: id, rankId: `rank-${'abc'[i]}` })));
+    const joined = await Promise.all([a, b, c].map((p) => join(p, { ...base(), roomId: id })));
+    const rankA = joined[0].rankId;
     await Promise.all([a, b, c].map((p) => accepted(p, 2)));
     const acc = await events(a, 'peer-accepted');
     timing(`accepted by both others ${Math.round(Math.max(...acc.map((e) => e.at)) - joined[0].joinedAt)} ms after join`);
@@ -117,7 +118,7 @@ function inside() {
     for (const r of [rb, rc]) {
       assert.equal(r.byteLength, s1.byteLength);
       assert.equal(r.digest, s1.digest, '1 MiB intact');
-      assert.equal(r.header.from, 'rank-a');
+      assert.equal(r.header.from, rankA);
     }
     const s2 = await send(b, { bytes: MiB, seed: 11 });
     const [ra, rc2] = await Promise.all([receivedAt(a, 0), receivedAt(c, 1)]);
@@ -125,12 +126,12 @@ function inside() {
     assert.equal(ra.digest, s2.digest, '1 MiB intact the other way');
     timing(`1 MiB a->b ${Math.round(rb.at - s1.at)} ms, a->c ${Math.round(rc.at - s1.at)} ms, b->a ${Math.round(ra.at - s2.at)} ms`);
 
-    // b has seen rank-a in a's `from`: a buffer addressed to rank-a goes to a alone.
+    // b has seen a's rank id in a's verified buffers: a buffer addressed to it goes to a alone.
     const before = await call(b, () => JSON.parse(JSON.stringify(window.meshTest.stats())));
-    const s3 = await send(b, { bytes: 64, to: 'rank-a', seed: 3 });
+    const s3 = await send(b, { bytes: 64, to: rankA, seed: 3 });
     const ru = await receivedAt(a, 1);
     assert.equal(ru.digest, s3.digest);
-    assert.equal(ru.header.to, 'rank-a');
+    assert.equal(ru.header.to, rankA);
     await new Promise((r) => setTimeout(r, 300));
     assert.equal((await call(c, () => window.meshTest.received().length)), 2, 'c did not get the unicast');
     const afterStats = await call(b, () => JSON.parse(JSON.stringify(window.meshTest.stats())));
@@ -163,7 +164,7 @@ function inside() {
     assert.ok(meshRoom, 'needs the room of the first test');
     await call(c, () => window.meshTest.close());
     await open(c); // a fresh page: a fresh Trystero peer id
-    await join(c, { ...base(), roomId: meshRoom, rankId: 'rank-mlp', slug: 'mnist-mlp', paramCount: 101770 });
+    await join(c, { ...base(), roomId: meshRoom, slug: 'mnist-mlp', paramCount: 101770 });
     const refusedBy = (p, n) => p.page.waitForFunction((k) => window.meshTest.events().filter((e) => e.type === 'peer-refused').length >= k,
       n, { timeout: 25000, polling: 50 });
     await Promise.all([refusedBy(a, 1), refusedBy(b, 1), refusedBy(c, 2)]);
@@ -184,7 +185,7 @@ function inside() {
     const d = { page: await context.newPage(), problems: [] };
     await open(d);
     const t1 = Date.now();
-    await join(d, { ...base(), roomId: meshRoom, rankId: 'rank-d', rtcConfig: { iceServers: [], iceTransportPolicy: 'relay' } });
+    await join(d, { ...base(), roomId: meshRoom, rtcConfig: { iceServers: [], iceTransportPolicy: 'relay' } });
     const failed = (p, n) => p.page.waitForFunction((k) => window.meshTest.events().filter((e) => e.type === 'peer-failed').length >= k,
       n, { timeout: 50000, polling: 200 });
     await Promise.all([failed(a, 1), failed(b, 1), failed(d, 2)]);
@@ -225,7 +226,7 @@ function inside() {
     timing(`relay preflight: relay ${pre.relay} (${pre.relayed.join(', ')}) in ${pre.ms} ms`);
 
     const id = room('relay');
-    const joined = await Promise.all([a, b].map((p, i) => join(p, { ...base(), rtcConfig, roomId: id, rankId: `relay-${i}` })));
+    const joined = await Promise.all([a, b].map((p) => join(p, { ...base(), rtcConfig, roomId: id })));
     await Promise.all([a, b].map((p) => accepted(p, 1, 30000)));
     const acc = await events(b, 'peer-accepted');
     timing(`relay-only accepted ${Math.round(acc[0].at - joined[1].joinedAt)} ms after join`);
