@@ -6,7 +6,7 @@
 // churn (joins, silent departures, goodbyes, a crash in the middle of a step),
 // a leader crash, and a check that every live rank ends bit-identical; for
 // the tree, the connections per peer of the partial mesh (overlay.js).
-// Prints a table (README "The cluster") and writes JSON.
+// Prints a table (docs/cluster.md, "1,000 ranks, simulated") and writes JSON.
 //
 //   node bench/cluster_scale.mjs [--sizes=10,100,1000] [--topologies=star,tree] [--fanout=4] [--out=FILE] [--quiet]
 // About 12 minutes on a 2-core machine, 10 of them the star at 1,000 ranks

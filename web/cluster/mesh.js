@@ -71,7 +71,7 @@
 // that rank's peer only. connections() measures a MeshLink: { held: the
 // RTCPeerConnections Trystero holds for the room, accepted, unicastPeers:
 // the peers that got a buffer addressed to one rank }. The options weighed
-// (README, "The cluster", and partial_mesh.js): js-libp2p with WebRTC and
+// (docs/cluster.md, "Connections per peer", and partial_mesh.js): js-libp2p with WebRTC and
 // gossipsub (a bounded-degree mesh, but browser-to-browser WebRTC signals
 // through a libp2p circuit-relay server, the stack bundles to 1.08 MB
 // minified / 301 KB gzipped against Trystero's 62 / 23 KB, and gossipsub

@@ -59,7 +59,7 @@ export function meshCensus(ranks, leaderId, fanout) {
   return { maxLinks: max, meanLinks: sum / Math.max(1, ids.length), dataOffOverlay: offOverlay, survivesOneDeath: survives };
 }
 
-/** The links of the table in README: 100 Mbit/s up and down, 5-25 ms access latency each way, 0.1% packet loss. */
+/** The links of the table in docs/cluster.md: 100 Mbit/s up and down, 5-25 ms access latency each way, 0.1% packet loss. */
 export const DEFAULT_LINK = Object.freeze({ upMbps: 100, downMbps: 100, accessMs: [5, 25], jitterMs: 2, packetLoss: 0.001, mtu: 1200, rtoMs: 200 });
 
 const HEADER_PAD = (n) => (n + 3) & ~3;
