@@ -479,25 +479,39 @@ test-cli: build/rlx $(LM_FIXTURES)
 	tests/cli/accuracy.sh
 	node tests/cli/llm_ref.mjs
 
-# The Python bindings (python/rlx) over build/librlx.so.
+# The Python bindings (python/rlx) over build/librlx.so (the tests find the
+# package in python/ themselves).
 test-python: build/librlx.so $(LM_FIXTURES)
-	PYTHONPATH=python $(PYTHON) -m unittest discover -s tests/python -v
+	$(PYTHON) -m unittest discover -s tests/python -v
 
-# The worked examples (the same classifier in C and Python); each checks
-# that its first loss is ln(10) and that the loss falls, and exits non-zero if not.
+# The worked examples (the same classifier in C, Python and JS); each checks
+# that its first loss is ln(10) and that training lowered the loss of held-out
+# images, and exits 1 if not: at the default 100 steps, at 20, and with
+# --lr 0, where nothing is learned and the check must fail (example_fails).
+# The Python ones use python/rlx when the package is not installed.
 build/examples/%: examples/c/%.c build/librlx.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< build/librlx.a $(LDLIBS)
+example_fails = @out=$$($(1) 2>&1); rc=$$?; \
+  if [ $$rc = 1 ] && printf '%s\n' "$$out" | grep -q '^FAIL: the loss did not fall'; then \
+    echo "ok: $(1) fails its check"; \
+  else printf '%s\n' "$$out"; echo "$(1) exited $$rc, want 1 and 'FAIL: the loss did not fall'"; exit 1; fi
 test-examples: build/examples/classifier build/examples/generate build/librlx.so $(LM_FIXTURES)
 	build/examples/classifier
-	PYTHONPATH=python $(PYTHON) examples/python/classifier.py
+	build/examples/classifier --steps 20
+	$(call example_fails,build/examples/classifier --steps 5 --lr 0)
+	$(PYTHON) examples/python/classifier.py
+	$(PYTHON) examples/python/classifier.py --steps 20
+	$(call example_fails,$(PYTHON) examples/python/classifier.py --steps 5 --lr 0)
 	build/examples/generate
-	PYTHONPATH=python $(PYTHON) examples/python/generate.py
+	$(PYTHON) examples/python/generate.py
 	@$(MAKE) --no-print-directory test-examples-js
 
 # The same classifier described with the JS SDK (web/rlx.js) in Node.
 test-examples-js: wasm sdk $(LM_FIXTURES)
 	node examples/js/classifier.mjs
+	node examples/js/classifier.mjs --steps 20
+	$(call example_fails,node examples/js/classifier.mjs --steps 5 --lr 0)
 	node examples/js/generate.mjs
 
 # The relaxed-SIMD builds of the wasm modules (make wasm builds them too).

@@ -3,13 +3,14 @@
 # Debian packages (compilers, wasm sysroot, test framework, BLAS, browser,
 # data; clang-19 compiles the relaxed-SIMD kernels: tools/relaxed_simd.mk;
 # gcc-multilib, lib32stdc++-12-dev and qemu-user build and run the 32-bit
-# fuzzers of tests/fuzz/fuzz.mk)
+# fuzzers of tests/fuzz/fuzz.mk; python3-venv and pkgconf: the venv and
+# pkg-config installs of tests/cli/test_install.sh)
 # and the npm packages of package-lock.json.  Idempotent; takes well
 # under a second when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(clang clang-19 lld binaryen wasi-libc libclang-rt-14-dev libclang-rt-14-dev-wasm32 libcmocka-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist make gcc nodejs python3 openssl chromium python3-numpy coturn gcc-multilib lib32stdc++-12-dev qemu-user)
+debs=(clang clang-19 lld binaryen wasi-libc libclang-rt-14-dev libclang-rt-14-dev-wasm32 libcmocka-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist make gcc nodejs python3 python3-venv pkgconf openssl chromium python3-numpy coturn gcc-multilib lib32stdc++-12-dev qemu-user)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

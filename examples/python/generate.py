@@ -8,13 +8,22 @@ Checks (exit status 1 when one fails): the streamed pieces join to the
 returned text, which equals detokenize(ids) (SentencePiece's detokenize
 drops a leading space); greedy generation and the seeded sample repeat.
 
+Uses the installed rlx package (pip install ./python), else the one of this
+repository (python/rlx, with build/librlx.so).
 Run: make build/librlx.so lm-fixtures &&
-     PYTHONPATH=python python3 examples/python/generate.py [FILE.gguf] [PROMPT]
+     python3 examples/python/generate.py [FILE.gguf] [PROMPT]
      (default: build/lm/qwen3-q8_0.gguf)
 """
+import os
 import sys
 
-import rlx
+try:
+    import rlx
+except ModuleNotFoundError as e:  # not installed: the package of this repository
+    if e.name != "rlx":
+        raise
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    import rlx
 
 
 def main():

@@ -1,11 +1,12 @@
 """rlx - Python bindings of RLX, a small ML runtime: describe models in code
 as graphs of tensor ops, differentiate them, compile and run them on the CPU.
 
-A thin ctypes layer over build/librlx.so (standard library only; numpy
-arrays are accepted and returned when numpy is installed).  The library is
-found through $RLX_LIBRARY, else at ../../build/librlx.so next to this
-package (run `make native` to build it), else as an installed librlx
-(`make install`) through ctypes.util.find_library("rlx").
+A thin ctypes layer over the native library librlx.so (standard library
+only; numpy arrays are accepted and returned when numpy is installed).
+`pip install ./python` in the repository builds the library and ships it in
+the package; the library is looked for through $RLX_LIBRARY, then that copy,
+then the repository's build/ (in-tree use, `make native`), then an
+installed one (`make install`; pkg-config, the loader's path): _locate.py.
 
     import rlx
     g = rlx.Graph()

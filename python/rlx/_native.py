@@ -2,18 +2,18 @@
 include/rlx.h, include/rlx_models.h and include/rlx_llm.h that the package
 uses.
 
-The library is found through the RLX_LIBRARY environment variable, else at
-../../build/librlx.so relative to this package (the repository layout), else
-as an installed library (`make install`) by ctypes.util.find_library("rlx")
-(the loader's cache, LD_LIBRARY_PATH).  It is loaded on first use, so
-`import rlx` works before the library is built.
+Where the library is looked for, in order, is _locate.py's: $RLX_LIBRARY,
+the copy inside the package (a wheel built in the repository), the
+repository's build/librlx.so (in-tree use), `pkg-config --variable=libdir
+rlx` (`make install`), the loader's search path.  It is loaded on first use,
+so `import rlx` works before the library is built.
 """
 
 import ctypes
-import ctypes.util
 import os
 import threading
 
+from . import _locate
 from .errors import RlxError, RlxLibraryError, INVALID_ARG, STATE
 
 c_int32 = ctypes.c_int32
@@ -228,24 +228,20 @@ _lib = None
 _lock = threading.Lock()
 
 
-def _repo_library():
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.normpath(os.path.join(here, "..", "..", "build", "librlx.so"))
-
-
 def library_path():
-    """Where librlx.so is looked for: $RLX_LIBRARY, else build/librlx.so of
-    the repository that holds this package when it exists, else the installed
-    library that ctypes.util.find_library("rlx") names (e.g. "librlx.so.0",
-    loaded through the loader's search path), else the repository path
-    (which does not exist: the error names it)."""
-    env = os.environ.get("RLX_LIBRARY")
-    if env:
-        return env
-    repo = _repo_library()
-    if os.path.exists(repo):
-        return repo
-    return ctypes.util.find_library("rlx") or repo
+    """What the library is loaded from: a path, or a bare name from
+    ctypes.util.find_library that the loader resolves (see _locate.py for
+    the order).  Raises RlxLibraryError, listing where it looked, when no
+    library is found."""
+    found, tried = _locate.find()
+    if found is None:
+        raise RlxLibraryError("the RLX library (librlx.so) was not found; looked at:\n  " + "\n  ".join(tried) +
+                              "\nBuild it (run `make native` in the repository), install it (`make install`, "
+                              "found through pkg-config), or set RLX_LIBRARY to the path of librlx.so.")
+    if os.environ.get("RLX_LIBRARY") and not os.path.exists(found):
+        raise RlxLibraryError("RLX_LIBRARY is %s, which does not exist: point it at librlx.so (run `make native` "
+                              "in the repository to build one), or unset it" % found)
+    return found
 
 
 def lib():
@@ -256,12 +252,6 @@ def lib():
     with _lock:
         if _lib is None:
             path = library_path()
-            # A bare name from find_library is resolved by the loader.
-            if os.sep in path and not os.path.exists(path):
-                raise RlxLibraryError(
-                    "the RLX library was not found at %s%s: run `make native` in the repository "
-                    "(or `make install`, or set RLX_LIBRARY to the path of librlx.so)"
-                    % (path, "" if os.environ.get("RLX_LIBRARY") else " nor by ctypes.util.find_library('rlx')"))
             try:
                 handle = ctypes.CDLL(path)
             except OSError as e:
@@ -271,8 +261,8 @@ def lib():
                 try:
                     fn = getattr(handle, name)
                 except AttributeError:
-                    raise RlxLibraryError("%s does not export %s: it is out of date, run `make native`"
-                                          % (path, name)) from None
+                    raise RlxLibraryError("%s does not export %s: it is older than this package (run `make native`, "
+                                          "or install the library of the same version)" % (path, name)) from None
                 fn.restype = res
                 fn.argtypes = args
             _lib = handle

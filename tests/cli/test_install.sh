@@ -5,8 +5,12 @@
 # examples/c/classifier.c built with `pkg-config --cflags --libs rlx`
 # (dynamically, and statically with --static) and run, the Python binding
 # (python/rlx copied out of the repository) on the installed library through
-# RLX_LIBRARY and through ctypes.util.find_library, DESTDIR staging and
-# `make uninstall`.  Needs build/librlx.{a,so} (make native).  About 20 s.
+# RLX_LIBRARY, pkg-config and ctypes.util.find_library, the Python package
+# installed by pip into a venv (build/test-install-venv) with no index: from
+# the repository (the wheel ships librlx.so), then from a copy of python/
+# (it takes the installed library through pkg-config, and refuses to build
+# without one), DESTDIR staging and `make uninstall`.  Needs
+# build/librlx.{a,so} (make native) and python3-venv.  About a minute.
 #   tests/cli/test_install.sh
 set -u
 cd "$(dirname "$0")/../.."
@@ -22,7 +26,7 @@ fail() {
 }
 ok() { echo "ok: $*"; }
 
-for tool in pkg-config readelf; do
+for tool in pkg-config readelf "$PYTHON"; do
   command -v $tool >/dev/null || { echo "test_install: $tool is not installed" >&2; exit 1; }
 done
 
@@ -106,24 +110,81 @@ print("path", _native.library_path())
 print("loaded", sorted(set(re.findall(r"(/\S*librlx\S*)", maps))))
 print("version", rlx.version())
 assert list(s.output(0)) == [0, 0, 2, 4, 6, 8], list(s.output(0))'
-check_python() { # DESCRIPTION ENV...: the snippet above loads librlx from $prefix/lib
-  local desc=$1
-  shift
-  if env -u RLX_LIBRARY "$@" PYTHONPATH="$tmp/py" "$PYTHON" -c "$where" >"$tmp/py.out" 2>&1 \
-     && grep -q "^loaded \['$prefix/lib/librlx.so.$version'\]" "$tmp/py.out"; then
-    ok "python/rlx $desc ($(grep '^path' "$tmp/py.out"))"
+# check_python DESCRIPTION PYTHON LIBRARY ENV...: the snippet above, run in
+# $tmp with ENV (and no RLX_LIBRARY, PKG_CONFIG_PATH unless ENV sets them),
+# loads LIBRARY and nothing else.
+check_python() {
+  local desc=$1 python=$2 want=$3
+  shift 3
+  if (cd "$tmp" && env -u RLX_LIBRARY -u PKG_CONFIG_PATH "$@" "$python" -c "$where") >"$tmp/py.out" 2>&1 \
+     && grep -q "^loaded \['$want'\]" "$tmp/py.out"; then
+    ok "$desc ($(grep '^path' "$tmp/py.out"))"
   else
-    cat "$tmp/py.out"; fail "python/rlx $desc"
+    cat "$tmp/py.out"; fail "$desc: want $want loaded"
   fi
 }
-check_python "through RLX_LIBRARY" RLX_LIBRARY="$prefix/lib/librlx.so"
-check_python "through ctypes.util.find_library (LD_LIBRARY_PATH)" LD_LIBRARY_PATH="$prefix/lib"
-# The worked example on the installed library.
-if (cd "$tmp" && RLX_LIBRARY="$prefix/lib/librlx.so" PYTHONPATH="$tmp/py" "$PYTHON" "$ROOT/examples/python/classifier.py" \
-      --synthetic) >"$tmp/pyc.out" 2>&1; then
-  ok "examples/python/classifier.py on the installed library"
+installed=$prefix/lib/librlx.so.$version
+check_python "python/rlx through RLX_LIBRARY" "$PYTHON" "$installed" PYTHONPATH="$tmp/py" RLX_LIBRARY="$prefix/lib/librlx.so"
+check_python "python/rlx through pkg-config" "$PYTHON" "$installed" PYTHONPATH="$tmp/py" PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+check_python "python/rlx through ctypes.util.find_library (LD_LIBRARY_PATH)" "$PYTHON" "$installed" PYTHONPATH="$tmp/py" \
+  LD_LIBRARY_PATH="$prefix/lib"
+# No library anywhere: the error lists where it looked.
+(cd "$tmp" && env -u RLX_LIBRARY -u PKG_CONFIG_PATH PYTHONPATH="$tmp/py" "$PYTHON" -c "$where") >"$tmp/py.out" 2>&1
+for pattern in 'RlxLibraryError: the RLX library \(librlx.so\) was not found; looked at:' '^  \$RLX_LIBRARY: not set' \
+  "^  $tmp/py/rlx/librlx.so \(inside the package\): not there" "^  the repository's build/: the package is not in" \
+  '^  pkg-config --variable=libdir rlx: no rlx.pc' '^  ctypes.util.find_library\("rlx"\).*: not found' 'set RLX_LIBRARY'; do
+  grep -qE -- "$pattern" "$tmp/py.out" || fail "python/rlx without a library: no /$pattern/ in: $(cat "$tmp/py.out")"
+done
+
+# ---- Python: pip install into a venv, with no index ------------------------------
+venv=$ROOT/build/test-install-venv
+# pip_install SOURCE ENV...: pip install --no-index SOURCE into the venv, run in
+# $tmp with ENV (and no RLX_LIBRARY, PKG_CONFIG_PATH unless ENV sets them).
+pip_install() {
+  local src=$1
+  shift
+  (cd "$tmp" && env -u RLX_LIBRARY -u PKG_CONFIG_PATH "$@" timeout 300 "$venv/bin/python" -m pip \
+     --disable-pip-version-check --no-cache-dir install --no-index --force-reinstall "$src") >"$tmp/pip.log" 2>&1
+}
+# From the repository: the wheel ships build/librlx.so; the package, outside
+# the repository, loads that copy and runs the worked example, and
+# RLX_LIBRARY still overrides the copy.
+if ! timeout 300 "$PYTHON" -m venv --clear "$venv" >"$tmp/venv.log" 2>&1; then
+  cat "$tmp/venv.log"; fail "$PYTHON -m venv (on Debian it needs python3-venv: make setup)"
+elif ! pip_install "$ROOT/python"; then
+  cat "$tmp/pip.log"; fail "pip install --no-index ./python"
 else
-  cat "$tmp/pyc.out"; fail "examples/python/classifier.py on the installed library"
+  site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')
+  grep -qE "rlx-$version-py3-none-[a-z]+_[a-z0-9_]+\.whl" "$tmp/pip.log" \
+    || fail "pip install ./python: no platform wheel rlx-$version-py3-none-<platform>.whl: $(grep -i whl "$tmp/pip.log")"
+  check_python "pip install ./python: the wheel's librlx.so" "$venv/bin/python" "$site/rlx/librlx.so"
+  check_python "pip install ./python, RLX_LIBRARY over the wheel's copy" "$venv/bin/python" "$installed" \
+    RLX_LIBRARY="$prefix/lib/librlx.so"
+  if (cd "$tmp" && env -u RLX_LIBRARY -u PYTHONPATH "$venv/bin/python" "$ROOT/examples/python/classifier.py" --synthetic \
+        --steps 20) >"$tmp/pyc.out" 2>&1; then
+    ok "examples/python/classifier.py on the installed package"
+  else
+    cat "$tmp/pyc.out"; fail "examples/python/classifier.py on the installed package"
+  fi
+
+  # From a copy of python/ outside the repository: with no library installed
+  # the build stops and says where it looked; with one (pkg-config), a pure
+  # wheel that loads it.
+  cp -r python "$tmp/pysrc"
+  find "$tmp/pysrc" -name __pycache__ -prune -exec rm -rf {} +
+  if pip_install "$tmp/pysrc"; then
+    fail "pip install of python/ outside the repository succeeded with no library installed"
+  elif ! grep -q "outside the RLX repository" "$tmp/pip.log" || ! grep -q "set RLX_LIBRARY" "$tmp/pip.log"; then
+    fail "pip install of python/ outside the repository, no library: no clear message: $(tail -20 "$tmp/pip.log")"
+  fi
+  if pip_install "$tmp/pysrc" PKG_CONFIG_PATH="$prefix/lib/pkgconfig"; then
+    grep -q "rlx-$version-py3-none-any.whl" "$tmp/pip.log" || fail "python/ outside the repository: not a pure wheel"
+    [ -e "$site/rlx/librlx.so" ] && fail "python/ outside the repository: the wheel ships a library"
+    check_python "pip install of python/ outside the repository: the installed library through pkg-config" \
+      "$venv/bin/python" "$installed" PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+  else
+    cat "$tmp/pip.log"; fail "pip install of python/ outside the repository with PKG_CONFIG_PATH"
+  fi
 fi
 
 # ---- DESTDIR staging and uninstall ------------------------------------------------
