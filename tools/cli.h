@@ -1,10 +1,12 @@
 /* cli.h - shared pieces of the rlx command-line tool (tools/rlx_cli.c and
- * tools/cli_*.c): exit codes, argument parsing that reports instead of
- * crashing, timing, and building a vision model with its param nodes. */
+ * tools/cli_*.c): exit codes, the commands' option tables and the argument
+ * parsing, usage and help drawn from them (tools/cli_usage.c), timing, and
+ * building a vision model with its param nodes. */
 #ifndef RLX_CLI_H
 #define RLX_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rlx_models.h"
 
@@ -13,6 +15,47 @@
 #define CLI_OK 0
 #define CLI_FAILED 1
 #define CLI_USAGE 2
+
+/* ---- commands and options ----------------------------------------------
+ * Each command describes itself once, in a cli_command with its table of
+ * options; from that one table come its usage line (rlx help, rlx <command>
+ * --help, the missing-option messages), its help, the options the parser
+ * accepts (any other is reported as unknown) and the required ones, checked
+ * in the order the usage line names them. */
+#define CLI_OPTIONAL 0
+#define CLI_REQUIRED 1 /* must be given */
+#define CLI_ONE_OF 2   /* adjacent CLI_ONE_OF options: exactly one of them must be given */
+#define CLI_REPEATED 4 /* or'ed in: may be given more than once */
+
+typedef struct {
+  const char *name;  /* "--model"; a positional argument: its placeholder ("FILE.gguf") */
+  const char *alias; /* a short name ("-m") or NULL */
+  const char *value; /* what follows the option ("M"); NULL for a flag or a positional */
+  int need;          /* CLI_OPTIONAL, CLI_REQUIRED or CLI_ONE_OF, | CLI_REPEATED */
+  const char *help;  /* one sentence */
+} cli_option;
+
+typedef struct cli_command {
+  const char *name;
+  int (*run)(int argc, char **argv); /* argv[1] is the command's name */
+  const char *summary;               /* one line, for rlx help */
+  const char *about;                 /* more, for rlx <command> --help (or NULL) */
+  const cli_option *options;         /* ends with an entry whose name is NULL */
+  void (*notes)(char *buf, size_t cap); /* writes a paragraph shown after the options in --help (or NULL) */
+} cli_command;
+
+/* The commands, in the order rlx help lists them; NULL-terminated. */
+extern const cli_command *const cli_commands[];
+extern const cli_command cli_train_command, cli_info_command, cli_bench_command, cli_generate_command,
+    cli_tokenize_command, cli_next_tokens_command, cli_gguf_info_command, cli_export_gguf_command;
+const cli_command *cli_find_command(const char *name);
+
+/* "rlx <command> --help": usage line, about, options, notes. */
+void cli_print_help(const cli_command *c);
+/* The start of "rlx help": every command's usage line and summary. */
+void cli_print_overview(FILE *f);
+/* Prints "usage: rlx <command> ..." (wrapped) to f. */
+void cli_print_usage(FILE *f, const cli_command *c);
 
 /* Prints "rlx <cmd>: <message>" plus a hint to stderr; returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
@@ -23,28 +66,44 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 /* Prints "rlx <cmd>: <what>: <rlx_last_error()>" to stderr; returns code. */
 int cli_lib_error(const char *cmd, int code, const char *what);
 
-/* Option scanning: argv[*i] is the option; its value is the next word or the
- * part after '='.  Each returns 1 and advances *i on success, or prints a
- * usage error and returns 0. */
+/* Option scanning over a command's table: argv[*i] is the option; its value
+ * is the next word or the part after '='.  The cli_opt_* each return 1 and
+ * advance past the value on success, or print a usage error and return 0. */
 typedef struct {
-  const char *cmd;     /* sub-command, for messages */
+  const cli_command *command;
+  const char *cmd;     /* its name, for messages */
   int argc;
   char **argv;
   int i;               /* current word */
   const char *name;    /* option being parsed, without any "=value" */
   const char *inline_value;
   char name_buf[64];
+  int opt;             /* the current word's index in the command's options (-1: none) */
+  uint64_t seen;       /* bit k: options[k] was given */
+  int help;            /* --help or -h was given */
+  int failed;          /* a usage error was printed */
 } cli_args;
 
-void cli_args_init(cli_args *a, const char *cmd, int argc, char **argv, int first);
-/* The next word: returns 0 at the end.  Splits "--opt=value". */
+void cli_args_init(cli_args *a, const cli_command *c, int argc, char **argv);
+/* The next option or positional argument of the command's table: returns 0
+ * at the end, at --help / -h, and after reporting a word the table does not
+ * have (an unknown option, an unexpected argument).  Splits "--opt=value". */
 int cli_args_next(cli_args *a);
-/* 1 if the current word is an option (starts with '-' and is not a number). */
+/* After the loop over cli_args_next: prints the help after --help (returns
+ * CLI_OK); after an error, or when a required option is missing (the first
+ * in the usage line's order is reported, with the usage line), returns
+ * CLI_USAGE; otherwise returns -1: the command goes on. */
+int cli_args_end(cli_args *a);
+/* 1 if the current word is an option (starts with '-' and is not just "-"). */
 int cli_args_is_option(const cli_args *a);
 int cli_opt_string(cli_args *a, const char **out);
 int cli_opt_long(cli_args *a, long min, long max, long *out);
 int cli_opt_float(cli_args *a, double min, double max, double *out);
 int cli_opt_u64(cli_args *a, uint64_t *out);
+
+/* A number as text, for defaults named in help strings. */
+#define CLI_STR(x) CLI_STR_(x)
+#define CLI_STR_(x) #x
 
 /* Fills info for a model slug; prints a usage error naming the known models. */
 int cli_model_info(const char *cmd, const char *slug, rlx_vision_info *info);
@@ -84,14 +143,5 @@ void cli_progress_clear(void);
 
 /* splitmix64: the tool's own deterministic RNG for shuffling. */
 uint64_t cli_rand(uint64_t *state);
-
-int cli_train(int argc, char **argv);
-int cli_info(int argc, char **argv);
-int cli_bench(int argc, char **argv);
-int cli_generate(int argc, char **argv);
-int cli_tokenize(int argc, char **argv);
-int cli_next_tokens(int argc, char **argv);
-int cli_gguf_info(int argc, char **argv);
-int cli_export_gguf(int argc, char **argv);
 
 #endif

@@ -37,17 +37,32 @@ static void print_info(const rlx_vision_info *info) {
          info->train_webgl ? "webgl" : "");
 }
 
-int cli_info(int argc, char **argv) {
+static int cli_info(int argc, char **argv);
+static const cli_option info_options[] = {
+    {"M", NULL, NULL, CLI_OPTIONAL, "one model (default: every model)"},
+    {NULL},
+};
+const cli_command cli_info_command = {"info", cli_info, "a model's input, params and sizes (every model without M)",
+                                      "Prints a vision model's input, its params (name, shape, size), their total "
+                                      "and the backends it trains on.",
+                                      info_options, NULL};
+
+static int cli_info(int argc, char **argv) {
   rlx_vision_info info;
-  if (argc > 3) return cli_usage_error("info", "takes at most one model (got '%s' after '%s')", argv[3], argv[2]);
-  if (argc == 3) {
-    if (argv[2][0] == '-') return cli_usage_error("info", "unknown option '%s' (usage: rlx info [MODEL])", argv[2]);
-    if (!cli_model_info("info", argv[2], &info)) return CLI_USAGE;
+  const char *model = NULL;
+  cli_args a;
+  cli_args_init(&a, &cli_info_command, argc, argv);
+  while (cli_args_next(&a)) model = a.name;
+  int end = cli_args_end(&a);
+  if (end >= 0) return end;
+  if (model) {
+    if (!cli_model_info("info", model, &info)) return CLI_USAGE;
     print_info(&info);
     return CLI_OK;
   }
   for (int32_t i = 0; i < rlx_vision_count(); i++) {
-    if (rlx_vision_info_get(rlx_vision_slug(i), &info) != RLX_OK) return cli_lib_error("info", CLI_FAILED, "model table");
+    if (rlx_vision_info_get(rlx_vision_slug(i), &info) != RLX_OK)
+      return cli_lib_error("info", CLI_FAILED, "model table");
     printf("%s", i ? "\n" : "");
     print_info(&info);
   }
@@ -111,20 +126,40 @@ done:
   return result;
 }
 
-int cli_bench(int argc, char **argv) {
+#define BENCH_BATCH 32
+#define BENCH_STEPS 10
+enum { B_MODEL, B_BATCH, B_STEPS, B_END };
+static const cli_option bench_options[] = {
+    [B_MODEL] = {"--model", "-m", "M", CLI_OPTIONAL, "one model (default: every model; rlx info lists them)"},
+    [B_BATCH] = {"--batch", NULL, "B", CLI_OPTIONAL, "samples per step (default " CLI_STR(BENCH_BATCH) ")"},
+    [B_STEPS] = {"--steps", NULL, "N", CLI_OPTIONAL, "timed steps per model (default "
+                 CLI_STR(BENCH_STEPS) ")"},
+    [B_END] = {NULL},
+};
+static int cli_bench(int argc, char **argv);
+const cli_command cli_bench_command = {
+    "bench", cli_bench, "training-step throughput (samples/s) on synthetic data",
+    "Times the training step (forward, backward, SGD update) of each model on synthetic data after "
+    CLI_STR(BENCH_WARMUP) " warm-up steps: a table of ms/step and samples/s on stdout; which model is in which "
+    "phase on stderr.",
+    bench_options, NULL};
+
+static int cli_bench(int argc, char **argv) {
   const char *model = NULL;
-  long batch = 32, steps = 10;
+  long batch = BENCH_BATCH, steps = BENCH_STEPS;
   cli_args a;
-  cli_args_init(&a, "bench", argc, argv, 2);
+  cli_args_init(&a, &cli_bench_command, argc, argv);
   while (cli_args_next(&a)) {
-    int ok;
-    if (strcmp(a.name, "--model") == 0 || strcmp(a.name, "-m") == 0) ok = cli_opt_string(&a, &model);
-    else if (strcmp(a.name, "--batch") == 0) ok = cli_opt_long(&a, 1, 4096, &batch);
-    else if (strcmp(a.name, "--steps") == 0) ok = cli_opt_long(&a, 1, 1000000, &steps);
-    else if (cli_args_is_option(&a)) return cli_usage_error("bench", "unknown option '%s'", a.name);
-    else return cli_usage_error("bench", "unexpected argument '%s'", a.name);
+    int ok = 0;
+    switch (a.opt) {
+    case B_MODEL: ok = cli_opt_string(&a, &model); break;
+    case B_BATCH: ok = cli_opt_long(&a, 1, 4096, &batch); break;
+    case B_STEPS: ok = cli_opt_long(&a, 1, 1000000, &steps); break;
+    }
     if (!ok) return CLI_USAGE;
   }
+  int end = cli_args_end(&a);
+  if (end >= 0) return end;
   rlx_vision_info info;
   if (model && !cli_model_info("bench", model, &info)) return CLI_USAGE;
   printf("training step (forward, backward, SGD update), synthetic data, batch %ld, %ld steps after %d warm-up\n",

@@ -1,15 +1,7 @@
-/* cli_llm.c - the GGUF and language-model commands of the rlx tool:
- *   rlx generate --model FILE (--prompt TEXT | --prompt-ids I,J,..)
- *       [sampling] [--ids] : streams the generated text to stdout, the speed
- *       to stderr; --ids ends with a JSON line {"prompt_ids": [..], "ids": [..]};
- *   rlx tokenize --model FILE --text TEXT [--text TEXT ...] [--no-bos]
- *       [--no-special] : a JSON array of ids per text, one line each;
- *   rlx next-tokens --model FILE --ids PROMPT [--follow I,J,..] : the greedy
- *       next token (and the margin over the runner-up) after the prompt and
- *       after each forced token: a teacher-forced greedy trace;
- *   rlx gguf-info FILE : the file's header, and what the model is and takes
- *       in memory when it is a language model we run;
- *   rlx export-gguf --out FILE ... : the transformer as a llama GGUF file. */
+/* cli_llm.c - the GGUF and language-model commands of the rlx tool, each
+ * with its option table (the usage and help come from it): generate,
+ * tokenize, next-tokens (a teacher-forced greedy trace), gguf-info and
+ * export-gguf (the transformer of rlx_models.h as a llama GGUF file). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +57,6 @@ static int opt_range(cli_args *a, double min, double max, float *out) {
 }
 
 static int open_model(const char *cmd, const char *path, long ctx, int xq8, rlx_llm **m) {
-  if (!path) return cli_usage_error(cmd, "--model FILE is required (a GGUF file)"), 0;
   rlx_llm_options opt = {(int32_t)ctx, 0, xq8};
   if (rlx_llm_open_file(path, &opt, m) != RLX_OK) return cli_lib_error(cmd, CLI_USAGE, "loading the model"), 0;
   return 1;
@@ -105,37 +96,89 @@ static void print_json_ids(const int32_t *ids, size_t n) {
   printf("]");
 }
 
-int cli_generate(int argc, char **argv) {
+#define XQ8_HELP \
+  "round the input of each quantized product to 8 bits first (int8 dot products, as llama.cpp does; the CPU)"
+
+enum { G_MODEL, G_PROMPT, G_PROMPT_IDS, G_MAX_TOKENS, G_TEMPERATURE, G_TOP_K, G_TOP_P, G_MIN_P, G_REPEAT_PENALTY,
+       G_REPEAT_LAST_N, G_SEED, G_STOP, G_CTX, G_IDS, G_XQ8, G_END };
+static const cli_option generate_options[] = {
+    [G_MODEL] = {"--model", NULL, "FILE.gguf", CLI_REQUIRED, "a GGUF language model (llama, qwen2, qwen3)"},
+    [G_PROMPT] = {"--prompt", NULL, "TEXT", CLI_ONE_OF, "the prompt, tokenized as the file asks (BOS, special tokens)"},
+    [G_PROMPT_IDS] = {"--prompt-ids", NULL, "I,J,..", CLI_ONE_OF, "the prompt as token ids"},
+    [G_MAX_TOKENS] = {"--max-tokens", NULL, "N", CLI_OPTIONAL, "tokens to generate at most"},
+    [G_TEMPERATURE] = {"--temperature", NULL, "T", CLI_OPTIONAL, "how far sampling strays from the likeliest "
+                       "token; a small one is greedy (see below)"},
+    [G_TOP_K] = {"--top-k", NULL, "K", CLI_OPTIONAL, "sample among the K likeliest tokens only (0: off)"},
+    [G_TOP_P] = {"--top-p", NULL, "P", CLI_OPTIONAL, "sample among the likeliest tokens whose probabilities add up "
+                 "to P (1: off)"},
+    [G_MIN_P] = {"--min-p", NULL, "P", CLI_OPTIONAL, "drop the tokens less likely than P times the likeliest "
+                 "(0: off)"},
+    [G_REPEAT_PENALTY] = {"--repeat-penalty", NULL, "R", CLI_OPTIONAL, "penalize the tokens of the last "
+                          "--repeat-last-n by R (1: off)"},
+    [G_REPEAT_LAST_N] = {"--repeat-last-n", NULL, "N", CLI_OPTIONAL, "how many recent tokens the penalty looks back "
+                         "over (-1: all of them)"},
+    [G_SEED] = {"--seed", NULL, "S", CLI_OPTIONAL, "the sampler's seed"},
+    [G_STOP] = {"--stop", NULL, "TEXT", CLI_OPTIONAL | CLI_REPEATED, "stop where the output shows TEXT (what comes "
+                "before it is kept); at most " CLI_STR(MAX_STOP)},
+    [G_CTX] = {"--ctx", NULL, "N", CLI_OPTIONAL, "positions of the KV cache (default: the model's context length, at "
+               "most " CLI_STR(RLX_LLM_DEFAULT_CTX) ")"},
+    [G_IDS] = {"--ids", NULL, NULL, CLI_OPTIONAL, "end with a JSON line {\"prompt_ids\": [...], \"ids\": [...]}"},
+    [G_XQ8] = {"--xq8", NULL, NULL, CLI_OPTIONAL, XQ8_HELP},
+    [G_END] = {NULL},
+};
+
+/* The sampling defaults, from the library. */
+static void generate_notes(char *buf, size_t cap) {
+  rlx_llm_sampling s = rlx_llm_sampling_default();
+  snprintf(buf, cap, "Defaults (rlx_llm_sampling_default): %d tokens, temperature %g, top-k %d, top-p %g, min-p %g, "
+           "repeat penalty %g over the last %d tokens, seed %llu. A temperature below %g is greedy (the likeliest "
+           "token, the lowest id on ties).", (int)s.max_tokens, (double)s.temperature, (int)s.top_k, (double)s.top_p,
+           (double)s.min_p, (double)s.repeat_penalty, (int)s.repeat_last_n, (unsigned long long)s.seed,
+           (double)RLX_LLM_MIN_TEMPERATURE);
+}
+
+static int cli_generate(int argc, char **argv);
+const cli_command cli_generate_command = {
+    "generate", cli_generate, "generate text with a GGUF language model (llama, qwen2, qwen3)",
+    "Streams the text a GGUF language model generates after the prompt to stdout, then the speed (prompt and "
+    "generated tokens per second) and what stopped it to stderr.",
+    generate_options, generate_notes};
+
+static int cli_generate(int argc, char **argv) {
   const char *cmd = "generate", *model = NULL, *prompt = NULL, *ids_text = NULL, *stop[MAX_STOP];
   rlx_llm_sampling s = rlx_llm_sampling_default();
   long ctx = 0, lv;
   int print_ids = 0, xq8 = 0;
   cli_args a;
-  cli_args_init(&a, cmd, argc, argv, 2);
+  cli_args_init(&a, &cli_generate_command, argc, argv);
   while (cli_args_next(&a)) {
-    const char *o = a.name;
-    if (!strcmp(o, "--model")) { if (!cli_opt_string(&a, &model)) return CLI_USAGE; }
-    else if (!strcmp(o, "--prompt")) { if (!cli_opt_string(&a, &prompt)) return CLI_USAGE; }
-    else if (!strcmp(o, "--prompt-ids")) { if (!cli_opt_string(&a, &ids_text)) return CLI_USAGE; }
-    else if (!strcmp(o, "--max-tokens")) { if (!cli_opt_long(&a, 0, 1 << 24, &lv)) return CLI_USAGE; s.max_tokens = (int32_t)lv; }
-    else if (!strcmp(o, "--temperature")) { if (!opt_range(&a, 0, 100, &s.temperature)) return CLI_USAGE; }
-    else if (!strcmp(o, "--top-k")) { if (!cli_opt_long(&a, 0, INT32_MAX, &lv)) return CLI_USAGE; s.top_k = (int32_t)lv; }
-    else if (!strcmp(o, "--top-p")) { if (!opt_range(&a, 0, 1, &s.top_p)) return CLI_USAGE; }
-    else if (!strcmp(o, "--min-p")) { if (!opt_range(&a, 0, 1, &s.min_p)) return CLI_USAGE; }
-    else if (!strcmp(o, "--repeat-penalty")) { if (!opt_range(&a, 1e-3, 100, &s.repeat_penalty)) return CLI_USAGE; }
-    else if (!strcmp(o, "--repeat-last-n")) { if (!cli_opt_long(&a, -1, INT32_MAX, &lv)) return CLI_USAGE; s.repeat_last_n = (int32_t)lv; }
-    else if (!strcmp(o, "--seed")) { if (!cli_opt_u64(&a, &s.seed)) return CLI_USAGE; }
-    else if (!strcmp(o, "--ctx")) { if (!cli_opt_long(&a, 1, 1 << 24, &ctx)) return CLI_USAGE; }
-    else if (!strcmp(o, "--ids")) print_ids = 1;
-    else if (!strcmp(o, "--xq8")) xq8 = 1;
-    else if (!strcmp(o, "--stop")) {
+    int ok = 1;
+    switch (a.opt) {
+    case G_MODEL: ok = cli_opt_string(&a, &model); break;
+    case G_PROMPT: ok = cli_opt_string(&a, &prompt); break;
+    case G_PROMPT_IDS: ok = cli_opt_string(&a, &ids_text); break;
+    case G_MAX_TOKENS: ok = cli_opt_long(&a, 0, 1 << 24, &lv) && (s.max_tokens = (int32_t)lv, 1); break;
+    case G_TEMPERATURE: ok = opt_range(&a, 0, 100, &s.temperature); break;
+    case G_TOP_K: ok = cli_opt_long(&a, 0, INT32_MAX, &lv) && (s.top_k = (int32_t)lv, 1); break;
+    case G_TOP_P: ok = opt_range(&a, 0, 1, &s.top_p); break;
+    case G_MIN_P: ok = opt_range(&a, 0, 1, &s.min_p); break;
+    case G_REPEAT_PENALTY: ok = opt_range(&a, 1e-3, 100, &s.repeat_penalty); break;
+    case G_REPEAT_LAST_N: ok = cli_opt_long(&a, -1, INT32_MAX, &lv) && (s.repeat_last_n = (int32_t)lv, 1); break;
+    case G_SEED: ok = cli_opt_u64(&a, &s.seed); break;
+    case G_CTX: ok = cli_opt_long(&a, 1, 1 << 24, &ctx); break;
+    case G_IDS: print_ids = 1; break;
+    case G_XQ8: xq8 = 1; break;
+    case G_STOP:
       if (s.n_stop == MAX_STOP) return cli_usage_error(cmd, "at most %d --stop strings", MAX_STOP);
-      if (!cli_opt_string(&a, &stop[s.n_stop])) return CLI_USAGE;
-      s.n_stop++;
-    } else return cli_usage_error(cmd, "unknown option '%s'", o);
+      ok = cli_opt_string(&a, &stop[s.n_stop]);
+      s.n_stop += ok;
+      break;
+    }
+    if (!ok) return CLI_USAGE;
   }
+  int end = cli_args_end(&a);
+  if (end >= 0) return end;
   s.stop = stop;
-  if (!prompt == !ids_text) return cli_usage_error(cmd, "give one of --prompt TEXT or --prompt-ids I,J,..");
   int32_t *ids = NULL;
   size_t n_ids = 0;
   if (ids_text && !parse_ids(cmd, "--prompt-ids", ids_text, &ids, &n_ids)) return CLI_USAGE;
@@ -176,36 +219,51 @@ int cli_generate(int argc, char **argv) {
   return code;
 }
 
-int cli_tokenize(int argc, char **argv) {
+enum { T_MODEL, T_TEXT, T_NO_BOS, T_NO_SPECIAL, T_END };
+static const cli_option tokenize_options[] = {
+    [T_MODEL] = {"--model", NULL, "FILE.gguf", CLI_REQUIRED, "a GGUF language model"},
+    [T_TEXT] = {"--text", NULL, "TEXT", CLI_REQUIRED | CLI_REPEATED, "a text to tokenize (any word, empty too)"},
+    [T_NO_BOS] = {"--no-bos", NULL, NULL, CLI_OPTIONAL, "no BOS token in front (default: as the file asks)"},
+    [T_NO_SPECIAL] = {"--no-special", NULL, NULL, CLI_OPTIONAL, "the text of special tokens stays plain text"},
+    [T_END] = {NULL},
+};
+static int cli_tokenize(int argc, char **argv);
+const cli_command cli_tokenize_command = {
+    "tokenize", cli_tokenize, "the token ids of each text as a JSON array, one line each",
+    "Prints the token ids of each --text as a JSON array, one line per text, in order: the ids generate feeds "
+    "the model (BOS as the file asks, special tokens parsed).",
+    tokenize_options, NULL};
+
+static int cli_tokenize(int argc, char **argv) {
   const char *cmd = "tokenize", *model = NULL;
   int add_bos = -1, special = 1, n_text = 0;
+  const char **texts = malloc((size_t)argc * sizeof *texts);
+  if (!texts) return cli_usage_error(cmd, "out of memory");
   cli_args a;
-  cli_args_init(&a, cmd, argc, argv, 2);
+  cli_args_init(&a, &cli_tokenize_command, argc, argv);
   while (cli_args_next(&a)) {
-    const char *o = a.name, *v;
-    if (!strcmp(o, "--model")) { if (!cli_opt_string(&a, &model)) return CLI_USAGE; }
-    else if (!strcmp(o, "--no-bos")) add_bos = 0;
-    else if (!strcmp(o, "--no-special")) special = 0;
-    else if (!strcmp(o, "--text")) { /* an empty text is a case too */
-      if (!a.inline_value && a.i + 1 >= argc) return cli_usage_error(cmd, "--text needs a value");
-      v = a.inline_value ? a.inline_value : argv[++a.i];
-      (void)v;
-      n_text++;
-    } else return cli_usage_error(cmd, "unknown option '%s'", o);
+    int ok = 1;
+    switch (a.opt) {
+    case T_MODEL: ok = cli_opt_string(&a, &model); break;
+    case T_NO_BOS: add_bos = 0; break;
+    case T_NO_SPECIAL: special = 0; break;
+    case T_TEXT: /* an empty text, or one starting with "--", is a case too */
+      if (!a.inline_value && a.i + 1 >= argc) ok = (cli_usage_error(cmd, "--text needs a value"), 0);
+      else texts[n_text++] = a.inline_value ? a.inline_value : argv[++a.i];
+      break;
+    }
+    if (!ok) return free(texts), CLI_USAGE;
   }
-  if (!n_text) return cli_usage_error(cmd, "give at least one --text TEXT");
+  int end = cli_args_end(&a);
+  if (end >= 0) return free(texts), end;
   rlx_llm *m;
-  if (!open_model(cmd, model, 0, 0, &m)) return CLI_USAGE;
-  /* Second pass: the texts in order. */
-  cli_args_init(&a, cmd, argc, argv, 2);
+  if (!open_model(cmd, model, 0, 0, &m)) return free(texts), CLI_USAGE;
   int code = CLI_OK;
-  while (code == CLI_OK && cli_args_next(&a)) {
-    if (strcmp(a.name, "--text") != 0) continue;
-    const char *text = a.inline_value ? a.inline_value : argv[++a.i];
-    size_t n = 0, len = strlen(text);
-    rlx_llm_tokenize(m, text, len, add_bos, special, NULL, 0, &n);
+  for (int t = 0; code == CLI_OK && t < n_text; t++) {
+    size_t n = 0, len = strlen(texts[t]);
+    rlx_llm_tokenize(m, texts[t], len, add_bos, special, NULL, 0, &n);
     int32_t *ids = malloc((n ? n : 1) * sizeof *ids);
-    if (!ids || rlx_llm_tokenize(m, text, len, add_bos, special, ids, n, &n) != RLX_OK) {
+    if (!ids || rlx_llm_tokenize(m, texts[t], len, add_bos, special, ids, n, &n) != RLX_OK) {
       code = ids ? cli_lib_error(cmd, CLI_FAILED, "tokenizing") : cli_usage_error(cmd, "out of memory");
     } else {
       print_json_ids(ids, n);
@@ -213,6 +271,7 @@ int cli_tokenize(int argc, char **argv) {
     }
     free(ids);
   }
+  free(texts);
   rlx_llm_free(m);
   return code;
 }
@@ -228,20 +287,39 @@ static void top2(const float *logits, int32_t n, int32_t *best, int32_t *second)
   }
 }
 
-int cli_next_tokens(int argc, char **argv) {
+enum { N_MODEL, N_IDS, N_FOLLOW, N_XQ8, N_END };
+static const cli_option next_tokens_options[] = {
+    [N_MODEL] = {"--model", NULL, "FILE.gguf", CLI_REQUIRED, "a GGUF language model"},
+    [N_IDS] = {"--ids", NULL, "I,J,..", CLI_REQUIRED, "the prompt's token ids"},
+    [N_FOLLOW] = {"--follow", NULL, "K,L,..", CLI_OPTIONAL, "tokens forced after the prompt, one at a time"},
+    [N_XQ8] = {"--xq8", NULL, NULL, CLI_OPTIONAL, XQ8_HELP},
+    [N_END] = {NULL},
+};
+static int cli_next_tokens(int argc, char **argv);
+const cli_command cli_next_tokens_command = {
+    "next-tokens", cli_next_tokens,
+    "the greedy next token, its runner-up and their logit margin after the prompt and after each forced token",
+    "A teacher-forced greedy trace: after the prompt, and after each --follow token fed in turn, one line "
+    "'BEST SECOND MARGIN': the likeliest next token, the runner-up and the difference of their logits.",
+    next_tokens_options, NULL};
+
+static int cli_next_tokens(int argc, char **argv) {
   const char *cmd = "next-tokens", *model = NULL, *prompt = NULL, *follow = NULL;
   int xq8 = 0;
   cli_args a;
-  cli_args_init(&a, cmd, argc, argv, 2);
+  cli_args_init(&a, &cli_next_tokens_command, argc, argv);
   while (cli_args_next(&a)) {
-    const char *o = a.name;
-    if (!strcmp(o, "--model")) { if (!cli_opt_string(&a, &model)) return CLI_USAGE; }
-    else if (!strcmp(o, "--ids")) { if (!cli_opt_string(&a, &prompt)) return CLI_USAGE; }
-    else if (!strcmp(o, "--follow")) { if (!cli_opt_string(&a, &follow)) return CLI_USAGE; }
-    else if (!strcmp(o, "--xq8")) xq8 = 1;
-    else return cli_usage_error(cmd, "unknown option '%s'", o);
+    int ok = 1;
+    switch (a.opt) {
+    case N_MODEL: ok = cli_opt_string(&a, &model); break;
+    case N_IDS: ok = cli_opt_string(&a, &prompt); break;
+    case N_FOLLOW: ok = cli_opt_string(&a, &follow); break;
+    case N_XQ8: xq8 = 1; break;
+    }
+    if (!ok) return CLI_USAGE;
   }
-  if (!prompt) return cli_usage_error(cmd, "--ids I,J,.. (the prompt's token ids) is required");
+  int end = cli_args_end(&a);
+  if (end >= 0) return end;
   int32_t *p = NULL, *f = NULL;
   size_t np = 0, nf = 0;
   if (!parse_ids(cmd, "--ids", prompt, &p, &np) || (follow && !parse_ids(cmd, "--follow", follow, &f, &nf)))
@@ -269,17 +347,32 @@ int cli_next_tokens(int argc, char **argv) {
   return code;
 }
 
-int cli_gguf_info(int argc, char **argv) {
-  const char *cmd = "gguf-info";
-  if (argc != 3 || argv[2][0] == '-') return cli_usage_error(cmd, "usage: rlx gguf-info FILE.gguf");
+static const cli_option gguf_info_options[] = {
+    {"FILE.gguf", NULL, NULL, CLI_REQUIRED, "a GGUF file"},
+    {NULL},
+};
+static int cli_gguf_info(int argc, char **argv);
+const cli_command cli_gguf_info_command = {
+    "gguf-info", cli_gguf_info, "the file's header; a language model's shape, weight types and memory",
+    "Prints a GGUF file's header (version, metadata entries, tensors, bytes of tensor data) and, for a language "
+    "model rlx runs, its architecture, shape, tokenizer, weight types and the memory it takes.",
+    gguf_info_options, NULL};
+
+static int cli_gguf_info(int argc, char **argv) {
+  const char *cmd = "gguf-info", *path = NULL;
+  cli_args a;
+  cli_args_init(&a, &cli_gguf_info_command, argc, argv);
+  while (cli_args_next(&a)) path = a.name;
+  int end = cli_args_end(&a);
+  if (end >= 0) return end;
   rlx_gguf *g;
-  if (rlx_gguf_open_file(argv[2], RLX_GGUF_NO_BUDGET, &g) != RLX_OK) return cli_lib_error(cmd, CLI_USAGE, "reading");
-  printf("%s: GGUF v%u, %lld metadata entries, %lld tensors, %.1f MiB of tensor data (alignment %u)\n", argv[2],
+  if (rlx_gguf_open_file(path, RLX_GGUF_NO_BUDGET, &g) != RLX_OK) return cli_lib_error(cmd, CLI_USAGE, "reading");
+  printf("%s: GGUF v%u, %lld metadata entries, %lld tensors, %.1f MiB of tensor data (alignment %u)\n", path,
          (unsigned)rlx_gguf_version(g), (long long)rlx_gguf_kv_count(g), (long long)rlx_gguf_tensor_count(g),
          (double)rlx_gguf_data_bytes(g) / 1048576.0, (unsigned)rlx_gguf_alignment(g));
   rlx_gguf_free(g);
   rlx_llm *m;
-  if (rlx_llm_open_file(argv[2], NULL, &m) != RLX_OK) {
+  if (rlx_llm_open_file(path, NULL, &m) != RLX_OK) {
     printf("  not a language model rlx runs: %s\n", rlx_last_error());
     return CLI_OK;
   }
@@ -300,28 +393,56 @@ int cli_gguf_info(int argc, char **argv) {
   return CLI_OK;
 }
 
-/* rlx export-gguf --out FILE [--type T] [--vocab V --dim D --layers L
- * --heads H --ffn F --seed S]: the transformer of rlx_models.h (its
- * synthesized weights) as a llama GGUF file. */
-int cli_export_gguf(int argc, char **argv) {
+/* The transformer export-gguf writes unless told otherwise. */
+#define EXPORT_VOCAB 320
+#define EXPORT_DIM 128
+#define EXPORT_LAYERS 2
+#define EXPORT_HEADS 4
+#define EXPORT_FFN 256
+#define EXPORT_SEED 1
+enum { E_OUT, E_TYPE, E_VOCAB, E_DIM, E_LAYERS, E_HEADS, E_FFN, E_SEED, E_END };
+static const cli_option export_options[] = {
+    [E_OUT] = {"--out", NULL, "FILE.gguf", CLI_REQUIRED, "the file to write"},
+    [E_TYPE] = {"--type", NULL, "T", CLI_OPTIONAL, "the weights' GGUF type: f32, f16, bf16, q8_0, q4_0, q4_K, ... "
+                "(default f32)"},
+    [E_VOCAB] = {"--vocab", NULL, "V", CLI_OPTIONAL, "vocabulary size (default " CLI_STR(EXPORT_VOCAB) ")"},
+    [E_DIM] = {"--dim", NULL, "D", CLI_OPTIONAL, "model width, a multiple of --heads (default "
+               CLI_STR(EXPORT_DIM) ")"},
+    [E_LAYERS] = {"--layers", NULL, "L", CLI_OPTIONAL, "blocks (default " CLI_STR(EXPORT_LAYERS) ")"},
+    [E_HEADS] = {"--heads", NULL, "H", CLI_OPTIONAL, "attention heads (default " CLI_STR(EXPORT_HEADS) ")"},
+    [E_FFN] = {"--ffn", NULL, "F", CLI_OPTIONAL, "feed-forward width (default " CLI_STR(EXPORT_FFN) ")"},
+    [E_SEED] = {"--seed", NULL, "S", CLI_OPTIONAL, "seeds the weights (default " CLI_STR(EXPORT_SEED) ")"},
+    [E_END] = {NULL},
+};
+static int cli_export_gguf(int argc, char **argv);
+const cli_command cli_export_gguf_command = {
+    "export-gguf", cli_export_gguf, "the transformer (seeded weights) as a llama GGUF file",
+    "Writes the transformer of rlx_models.h, with the weights its seed gives, as a llama GGUF file that "
+    "generate, gguf-info and the web pages read.",
+    export_options, NULL};
+
+static int cli_export_gguf(int argc, char **argv) {
   const char *cmd = "export-gguf", *out = NULL, *type_name = "f32";
-  rlx_transformer_config c = {320, 128, 2, 4, 32, 256, 1, 0, 0};
+  rlx_transformer_config c = {EXPORT_VOCAB, EXPORT_DIM, EXPORT_LAYERS, EXPORT_HEADS, 0, EXPORT_FFN, EXPORT_SEED, 0, 0};
   long v;
   cli_args a;
-  cli_args_init(&a, cmd, argc, argv, 2);
+  cli_args_init(&a, &cli_export_gguf_command, argc, argv);
   while (cli_args_next(&a)) {
-    const char *o = a.name;
-    if (!strcmp(o, "--out")) { if (!cli_opt_string(&a, &out)) return CLI_USAGE; }
-    else if (!strcmp(o, "--type")) { if (!cli_opt_string(&a, &type_name)) return CLI_USAGE; }
-    else if (!strcmp(o, "--vocab")) { if (!cli_opt_long(&a, 1, 1 << 20, &v)) return CLI_USAGE; c.vocab = (int32_t)v; }
-    else if (!strcmp(o, "--dim")) { if (!cli_opt_long(&a, 2, 1 << 14, &v)) return CLI_USAGE; c.dim = (int32_t)v; }
-    else if (!strcmp(o, "--layers")) { if (!cli_opt_long(&a, 0, 256, &v)) return CLI_USAGE; c.n_layers = (int32_t)v; }
-    else if (!strcmp(o, "--heads")) { if (!cli_opt_long(&a, 1, 1024, &v)) return CLI_USAGE; c.n_heads = (int32_t)v; }
-    else if (!strcmp(o, "--ffn")) { if (!cli_opt_long(&a, 1, 1 << 16, &v)) return CLI_USAGE; c.ffn = (int32_t)v; }
-    else if (!strcmp(o, "--seed")) { if (!cli_opt_u64(&a, &c.seed)) return CLI_USAGE; }
-    else return cli_usage_error(cmd, "unknown option '%s'", o);
+    int ok = 1;
+    switch (a.opt) {
+    case E_OUT: ok = cli_opt_string(&a, &out); break;
+    case E_TYPE: ok = cli_opt_string(&a, &type_name); break;
+    case E_VOCAB: ok = cli_opt_long(&a, 1, 1 << 20, &v) && (c.vocab = (int32_t)v, 1); break;
+    case E_DIM: ok = cli_opt_long(&a, 2, 1 << 14, &v) && (c.dim = (int32_t)v, 1); break;
+    case E_LAYERS: ok = cli_opt_long(&a, 0, 256, &v) && (c.n_layers = (int32_t)v, 1); break;
+    case E_HEADS: ok = cli_opt_long(&a, 1, 1024, &v) && (c.n_heads = (int32_t)v, 1); break;
+    case E_FFN: ok = cli_opt_long(&a, 1, 1 << 16, &v) && (c.ffn = (int32_t)v, 1); break;
+    case E_SEED: ok = cli_opt_u64(&a, &c.seed); break;
+    }
+    if (!ok) return CLI_USAGE;
   }
-  if (!out) return cli_usage_error(cmd, "--out FILE is required");
+  int end = cli_args_end(&a);
+  if (end >= 0) return end;
   int32_t type = rlx_gguf_type_from_name(type_name);
   if (type < 0) return cli_usage_error(cmd, "unknown --type '%s' (f32, f16, bf16, q8_0, q4_0, q4_K, ...)", type_name);
   if (c.dim % c.n_heads) return cli_usage_error(cmd, "--dim %d is not a multiple of --heads %d", (int)c.dim, (int)c.n_heads);

@@ -108,7 +108,7 @@ for (const [args, pattern] of [
   [['generate', '--model', path.join(fixtures, 'qwen3-q8_0.gguf'), '--prompt-ids', '1,x'], /token ids separated by commas/],
   [['generate', '--model', path.join(fixtures, 'qwen3-q8_0.gguf'), '--prompt-ids', '99999'], /outside the vocabulary/],
   [['generate', '--model', path.join(fixtures, 'qwen3-q8_0.gguf'), '--prompt', 'x', '--ctx', '100000'], /n_ctx/],
-  [['tokenize', '--model', path.join(fixtures, 'qwen3-q8_0.gguf')], /at least one --text/],
+  [['tokenize', '--model', path.join(fixtures, 'qwen3-q8_0.gguf')], /--text TEXT is required/],
   [['gguf-info', 'Makefile'], /gguf-info/],
 ]) {
   try {

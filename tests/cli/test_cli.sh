@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test_cli.sh - the rlx command-line tool (build/rlx, made by `make`): every
-# bad argument exits 2 with a message on stderr (never a crash), `info`
-# describes the models, a short training run prints a falling loss and a
+# bad argument exits 2 with a message on stderr (never a crash), a missing
+# required option is the first one of the usage line, every command answers
+# --help and -h with its usage (the same lines rlx help and the errors show),
+# `info` describes the models, a short training run prints a falling loss and a
 # test accuracy, synthetic training and `bench` run; train and bench print
 # their progress on stderr (plain lines when stderr is not a terminal,
 # lines rewritten in place on one) and keep their results on stdout.
@@ -48,7 +50,7 @@ expect_message() {
 # ---- bad usage -----------------------------------------------------------------
 expect_usage "no command"
 expect_message "unknown command" "unknown command 'fly'" fly
-expect_message "train without a model" "--model is required" train
+expect_message "train without a model" "--model M is required" train
 expect_message "unknown model" "unknown model 'nope'.*mnist-cnn" train --model nope
 expect_message "model without value" "--model needs a value" train --model
 expect_message "model followed by option" "--model needs a value" train --model --epochs 1
@@ -80,16 +82,72 @@ head -c 5000 /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz >"$tmp
 expect_message "synthetic limit too large" "--limit 100000000 is above" train --model resnet --limit 100000000
 expect_message "batch above the samples" "--batch 64 is larger than the 50" train --model mnist-mlp --limit 50 --batch 64
 expect_message "info of an unknown model" "unknown model" info nope
-expect_message "info with two models" "at most one model" info mnist-cnn mnist-mlp
+expect_message "info with two models" "unexpected argument 'mnist-mlp'" info mnist-cnn mnist-mlp
 expect_message "info with an option" "unknown option" info --all
 expect_message "bench of an unknown model" "unknown model" bench --model nope
 expect_message "bench with zero steps" "--steps must be" bench --steps 0
 expect_message "bench with negative batch" "--batch must be" bench --batch -1
 expect_message "bench steps without value" "--steps needs a value" bench --steps
 
-# ---- help and info ---------------------------------------------------------------
-"$RLX" help >"$tmp/out" 2>&1 || fail "rlx help exited $?"
+# ---- missing options: the first one missing in the order of the usage line ----------
+expect_message "generate without anything" "^rlx generate: --model FILE.gguf is required" generate
+expect_message "generate without a model" "^rlx generate: --model FILE.gguf is required" generate --prompt hi
+expect_message "generate without a prompt" "^rlx generate: give one of --prompt TEXT or --prompt-ids I,J,..$" \
+  generate --model m.gguf
+expect_message "generate with two prompts" "^rlx generate: give only one of --prompt TEXT or --prompt-ids" \
+  generate --model m.gguf --prompt hi --prompt-ids 1,2
+expect_message "tokenize without anything" "^rlx tokenize: --model FILE.gguf is required" tokenize
+expect_message "tokenize without a text" "^rlx tokenize: --text TEXT is required" tokenize --model m.gguf
+expect_message "next-tokens without anything" "^rlx next-tokens: --model FILE.gguf is required" next-tokens
+expect_message "next-tokens without ids" "^rlx next-tokens: --ids I,J,.. is required" next-tokens --model m.gguf
+expect_message "export-gguf without --out" "^rlx export-gguf: --out FILE.gguf is required" export-gguf --type f16
+expect_message "gguf-info without a file" "^rlx gguf-info: FILE.gguf is required" gguf-info
+expect_message "gguf-info with two files" "unexpected argument 'b.gguf'" gguf-info a.gguf b.gguf
+expect_message "unknown option of generate" "unknown option '--temp'" generate --model m.gguf --temp 1
+# the usage lines under the message are those of --help
+"$RLX" generate --model m.gguf 2>"$tmp/err"
+"$RLX" generate --help >"$tmp/help"
+usage_lines=$(sed -n '/^usage: rlx generate/,/^(run /p' "$tmp/err" | sed '$d')
+[ -n "$usage_lines" ] && [ "$usage_lines" = "$(sed -n '1,/^$/p' "$tmp/help" | sed '$d')" ] ||
+  fail "the usage under a missing-option message is not the one of --help: $(cat "$tmp/err")"
+
+# ---- help: rlx help, and --help / -h on every command it lists -------------------------
+"$RLX" help >"$tmp/out" 2>"$tmp/err" || fail "rlx help exited $?"
 grep -q "usage: rlx" "$tmp/out" || fail "rlx help prints no usage"
+[ -s "$tmp/err" ] && fail "rlx help wrote to stderr: $(cat "$tmp/err")"
+"$RLX" --help >"$tmp/out2" 2>&1 && cmp -s "$tmp/out" "$tmp/out2" || fail "rlx --help is not rlx help"
+commands=$(sed -n 's/^  \([a-z][a-z-]*\)\( .*\)\{0,1\}$/\1/p' "$tmp/out")
+for c in train info bench generate tokenize next-tokens gguf-info export-gguf; do
+  echo "$commands" | grep -qx "$c" || fail "rlx help does not list $c: $(cat "$tmp/out")"
+done
+for c in $commands; do
+  for flag in --help -h; do
+    if "$RLX" "$c" $flag >"$tmp/h.out" 2>"$tmp/h.err"; then
+      head -1 "$tmp/h.out" | grep -q "^usage: rlx $c\b" || fail "rlx $c $flag: no usage line first: $(head -3 "$tmp/h.out")"
+      [ -s "$tmp/h.err" ] && fail "rlx $c $flag wrote to stderr: $(cat "$tmp/h.err")"
+    else
+      fail "rlx $c $flag exited $?: $(cat "$tmp/h.err")"
+    fi
+  done
+  cmp -s "$tmp/h.out" <("$RLX" help "$c" 2>&1) || fail "rlx help $c differs from rlx $c -h"
+  # rlx help shows the same usage pieces (its lines wrap at other places)
+  mine=$(sed -n '1,/^$/p' "$tmp/h.out" | sed "s/^usage: rlx $c//" | tr -s ' \n' ' ' | sed 's/^ //; s/ $//')
+  listed=$(sed -n "/^  $c\( \|\$\)/,/^        [a-z]/p" "$tmp/out" | sed '$d' | sed "s/^  $c//" | tr -s ' \n' ' ' |
+           sed 's/^ //; s/ $//')
+  [ "$mine" = "$listed" ] || fail "rlx $c: the usage of --help ('$mine') is not the one rlx help lists ('$listed')"
+  # every option of the usage line is explained under options:
+  for o in $(echo "$mine" | grep -oE -- '--[a-z0-9-]+' | sort -u); do
+    grep -qE -- "^  (-[a-z], )?$o( |$)" "$tmp/h.out" || fail "rlx $c --help: $o is not explained"
+  done
+done
+grep -q "^  -m, --model M " <("$RLX" train --help) || fail "rlx train --help does not show -m"
+# --help is an option only where an option may stand: as a value it is a value
+lm=build/lm/llama-f32.gguf
+if [ -f "$lm" ]; then
+  "$RLX" tokenize --model "$lm" --text --help --text -h >"$tmp/out" 2>"$tmp/err" || fail "tokenize --text --help: $(cat "$tmp/err")"
+  [ "$(grep -c '^\[' "$tmp/out")" -eq 2 ] || fail "tokenize --text --help --text -h: not two lines of ids: $(cat "$tmp/out")"
+fi
+expect_message "help of an unknown command" "unknown command 'fly'" help fly
 "$RLX" info mnist-cnn >"$tmp/out" 2>&1 || fail "rlx info mnist-cnn exited $?"
 grep -q "5258" "$tmp/out" || fail "rlx info mnist-cnn does not show 5258 params: $(cat "$tmp/out")"
 grep -q "conv1_w.*\[8, 1, 3, 3\].*72" "$tmp/out" || fail "rlx info mnist-cnn lacks conv1_w [8, 1, 3, 3] 72"
