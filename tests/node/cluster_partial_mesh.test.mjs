@@ -144,8 +144,8 @@ const N = 30;
 const FANOUT = 4;
 // Every hop verifies signatures (auth.js) and 30 pages share two cores with whatever else runs: the step
 // deadline is far above a loaded machine's delays, so a step takes every bucket that was sent, however slow.
-const PATIENT = { collectMs: 20_000 };
-const SLOW = 3; // waits below are this many times what an idle machine needs
+const PATIENT = { collectMs: 60_000 };
+const SLOW = 8; // waits below are this many times what an idle machine needs
 const BOUND = FANOUT + 3; // a parent, FANOUT children, 2 ring neighbours at most (overlay.js)
 
 /** Each page's open connections, and the pages whose overlay links are all up. */
