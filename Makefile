@@ -72,6 +72,19 @@ native: build/librlx.a build/librlx.so
 # setup) to web/rlx.js + web/rlx.d.ts, build outputs (gitignored) like the wasm.
 sdk: web/rlx.js web/rlx.d.ts
 wasm: web/pkg/rlx_web.wasm build/wasm-tests/opcases.wasm
+# The library's enum values for JS and Python (status codes and their
+# rlx_status_name names, dtypes, attention masks, devices, optimizers),
+# generated from include/rlx.h and src/core/core.c by tools/gen_constants.py:
+# build outputs (gitignored), which tests/node/constants.test.mjs checks
+# against the header, and the only place the runtimes take them from.
+CONSTANTS_SRC := tools/gen_constants.py include/rlx.h src/core/core.c
+web/runtime/constants.js: $(CONSTANTS_SRC)
+	$(PYTHON) tools/gen_constants.py --js $@
+python/rlx/_constants.py: $(CONSTANTS_SRC)
+	$(PYTHON) tools/gen_constants.py --py $@
+wasm sdk: web/runtime/constants.js
+native: python/rlx/_constants.py
+test-node: python/rlx/_constants.py
 
 $(NATIVE_DIR)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
@@ -185,7 +198,7 @@ install: build/librlx.a build/librlx.so
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/,$(notdir $(INSTALL_HDRS))) $(DESTDIR)$(LIBDIR)/pkgconfig/rlx.pc \
 	  $(addprefix $(DESTDIR)$(LIBDIR)/,librlx.a librlx.so librlx.so.$(RLX_SOMAJOR) librlx.so.$(RLX_VERSION))
-test-install: build/librlx.a build/librlx.so
+test-install: build/librlx.a build/librlx.so python/rlx/_constants.py
 	tests/cli/test_install.sh
 
 web/pkg/rlx_web.wasm: $(WEB_LIB_OBJ) $(WEB_OBJ)
@@ -481,7 +494,7 @@ test-cli: build/rlx $(LM_FIXTURES)
 
 # The Python bindings (python/rlx) over build/librlx.so (the tests find the
 # package in python/ themselves).
-test-python: build/librlx.so $(LM_FIXTURES)
+test-python: build/librlx.so python/rlx/_constants.py $(LM_FIXTURES)
 	$(PYTHON) -m unittest discover -s tests/python -v
 
 # The worked examples (the same classifier in C, Python and JS); each checks
@@ -496,7 +509,7 @@ example_fails = @out=$$($(1) 2>&1); rc=$$?; \
   if [ $$rc = 1 ] && printf '%s\n' "$$out" | grep -q '^FAIL: the loss did not fall'; then \
     echo "ok: $(1) fails its check"; \
   else printf '%s\n' "$$out"; echo "$(1) exited $$rc, want 1 and 'FAIL: the loss did not fall'"; exit 1; fi
-test-examples: build/examples/classifier build/examples/generate build/librlx.so $(LM_FIXTURES)
+test-examples: build/examples/classifier build/examples/generate build/librlx.so python/rlx/_constants.py $(LM_FIXTURES)
 	build/examples/classifier
 	build/examples/classifier --steps 20
 	$(call example_fails,build/examples/classifier --steps 5 --lr 0)
@@ -530,4 +543,4 @@ site: all
 	$(PYTHON) tools/build_site.py --out build/site
 
 clean:
-	rm -rf build web/pkg/*.wasm web/data
+	rm -rf build web/pkg/*.wasm web/data web/runtime/constants.js python/rlx/_constants.py

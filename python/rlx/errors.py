@@ -13,29 +13,18 @@ depends on the status, so callers can also catch the usual built-in base:
     RLX_ERR_UNSUPPORTED    RlxUnsupported        NotImplementedError
     RLX_ERR_STATE          RlxStateError         RuntimeError
     RLX_ERR_NUMERIC        RlxNumericError       ArithmeticError
+
+The codes (OK, INVALID_ARG, ... NUMERIC) and STATUS_NAMES (code -> the
+name rlx_status_name gives it) come from _constants.py, which `make`
+generates from include/rlx.h and src/core/core.c.
 """
 
-OK = 0
-INVALID_ARG = -1
-SHAPE = -2
-GRAPH = -3
-NO_MEMORY = -4
-NOT_FOUND = -5
-UNSUPPORTED = -6
-STATE = -7
-NUMERIC = -8
-
-STATUS_NAMES = {
-    OK: "ok",
-    INVALID_ARG: "invalid argument",
-    SHAPE: "shape mismatch",
-    GRAPH: "bad graph",
-    NO_MEMORY: "out of memory",
-    NOT_FOUND: "not found",
-    UNSUPPORTED: "unsupported",
-    STATE: "bad state",
-    NUMERIC: "numeric error",
-}
+try:
+    from ._constants import (OK, INVALID_ARG, SHAPE, GRAPH, NO_MEMORY, NOT_FOUND, UNSUPPORTED, STATE, NUMERIC,
+                             STATUS_NAME as STATUS_NAMES)
+except ImportError as e:  # a checkout where make has not run
+    raise ImportError("rlx: %s; rlx/_constants.py is generated from include/rlx.h: run `make` (or "
+                      "`make python/rlx/_constants.py`) in the repository" % e) from None
 
 
 class RlxError(Exception):
@@ -44,7 +33,7 @@ class RlxError(Exception):
 
     Attributes:
         status: the negative rlx_status code (see rlx.errors).
-        status_name: a short name of the code ("shape mismatch", ...).
+        status_name: the code's name from rlx_status_name ("shape error", ...).
         message: the library's message, e.g. "node 2 (add): ...; got
             add(node 0 [2, 3], node 1 [4])".
     """

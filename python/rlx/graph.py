@@ -23,11 +23,9 @@ import weakref
 from . import _buffers, _native
 from ._native import lib, check, fail, decode, int32_array
 from .errors import RlxError, NOT_FOUND, STATE
+from ._constants import DTYPE, DEVICE as _DEVICES, MASK as _MASKS, OPTIMIZER as _OPTIMIZERS
 
-_DTYPES = {"f32": 0, "float32": 0, "i32": 1, "int32": 1}
-_DEVICES = {"cpu": 0, "webgpu": 1, "webgl": 2}
-_MASKS = {"none": 0, "causal": 1, "sliding": 2, "padding": 3, "bias": 4}
-_OPTIMIZERS = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 3}
+_DTYPES = dict(DTYPE, float32=DTYPE["f32"], int32=DTYPE["i32"])
 
 _op_ids = {}
 
@@ -328,7 +326,7 @@ class Graph(_native.Handle):
             fail("input '%s': dtype must be 'f32' or 'i32', got %r" % (name, dtype))
         dims, rank = int32_array(_shape(shape))
         return self._build("input", lib().rlx_input, name.encode(), rank, dims, _DTYPES[dtype],
-                           dtype="i32" if _DTYPES[dtype] else "f32", name=name)
+                           dtype="i32" if _DTYPES[dtype] == DTYPE["i32"] else "f32", name=name)
 
     def param(self, name, shape):
         """A trainable parameter (zero at compile; Session.set_param)."""

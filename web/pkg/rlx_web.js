@@ -49,11 +49,11 @@ import { simdOption } from '../runtime/simd.js';
 import { WebGraph as GraphBase, CompiledGraph, selectCompiled } from '../runtime/webgraph.js';
 import * as backends from '../runtime/backends.js';
 import { initTried, SessionCache, splitFlat, concatF32, compileMlp, requireBackend } from '../runtime/gpu_entry.js';
+import { STATUS } from '../runtime/constants.js';
 
 export { loadRlx, Rlx, RlxError, Graph, Session } from '../runtime/loader.js';
 export { CompiledGraph } from '../runtime/webgraph.js';
 
-const INVALID = -1; // RLX_ERR_INVALID_ARG
 const MAX_BATCH = 65536;
 const MAX_TRANSFORMER_PARAMS = 1 << 26; // 256 MB of f32 weights: beyond that a tab runs out of memory
 
@@ -146,7 +146,7 @@ function deadError() {
 
 /** The loaded runtime, or a clear error before init(). */
 function live() {
-  if (!current) throw new RlxError(-7, 'rlx_web: not initialized: call `await init()` first', 'bad state');
+  if (!current) throw new RlxError(STATUS.STATE, 'rlx_web: not initialized: call `await init()` first');
   if (current.dead) throw deadError();
   return current.rt;
 }
@@ -159,7 +159,7 @@ export function runtime() {
 // ---- argument checks --------------------------------------------------------
 
 function fail(fn, message) {
-  return new RlxError(INVALID, `${fn}: ${message}`, 'invalid argument');
+  return new RlxError(STATUS.INVALID_ARG, `${fn}: ${message}`);
 }
 
 function describe(v) {
@@ -632,7 +632,7 @@ export class VisionBench {
   }
 
   _live(fn) {
-    if (this._freed) throw new RlxError(-7, `VisionBench.${fn}: this VisionBench (${this._slug}) was freed`, 'bad state');
+    if (this._freed) throw new RlxError(STATUS.STATE, `VisionBench.${fn}: this VisionBench (${this._slug}) was freed`);
     return live();
   }
 

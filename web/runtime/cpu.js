@@ -11,6 +11,7 @@
 // The session belongs to whoever compiled it unless { owns: true }: free()
 // then frees it too (CompiledGraph frees its session itself).
 import { Executor, executorError } from './executor.js';
+import { STATUS } from './constants.js';
 
 export class CpuExecutor extends Executor {
   constructor(rt, ptr, { owns = false } = {}) {
@@ -32,7 +33,7 @@ export class CpuExecutor extends Executor {
   }
 
   _checkLive() {
-    if (!this.ptr) throw executorError(-7, this.label, 'already freed', 'bad state');
+    if (!this.ptr) throw executorError(STATUS.STATE, this.label, 'already freed');
   }
 
   /** status < 0: an RlxError carrying the library's message. */

@@ -38,10 +38,7 @@
 // backend" are Errors with a `reason` (WebGpuUnavailableError,
 // WebGlUnavailableError).  checkExecutor() lists what an object lacks.
 import { RlxError } from './loader.js';
-
-const INVALID = -1;   // RLX_ERR_INVALID_ARG
-const NOT_FOUND = -5; // RLX_ERR_NOT_FOUND
-const STATE = -7;     // RLX_ERR_STATE
+import { STATUS } from './constants.js';
 
 /** The members of the contract (runSync / readParamSync are optional). */
 export const EXECUTOR_MEMBERS = Object.freeze(['backend', 'inputs', 'params', 'outputCount', 'prepare', 'setInput',
@@ -73,8 +70,8 @@ export function float32Values(data) {
   return data instanceof Float32Array ? data : Float32Array.from(data);
 }
 
-/** An RlxError "label: detail" that keeps the detail for callers that relabel it. */
-export function executorError(status, label, detail, statusName) {
+/** An RlxError "label: detail" that keeps the detail for callers that relabel it (statusName: rlx_status_name's by default). */
+export function executorError(status, label, detail, statusName = undefined) {
   const err = new RlxError(status, `${label}: ${detail}`, statusName);
   err.detail = detail;
   return err;
@@ -85,7 +82,7 @@ function feedEntries(feeds) {
   if (feeds === undefined || feeds === null) return [];
   if (feeds instanceof Map || Array.isArray(feeds)) return [...feeds];
   if (typeof feeds === 'object') return Object.entries(feeds);
-  throw new RlxError(INVALID, `run: feeds must be an object { name: data }, a Map or [name, data] pairs, got ${typeof feeds}`, 'invalid argument');
+  throw new RlxError(STATUS.INVALID_ARG, `run: feeds must be an object { name: data }, a Map or [name, data] pairs, got ${typeof feeds}`);
 }
 
 /**
@@ -112,8 +109,7 @@ export class Executor {
   _index(list, kind, name) {
     const i = list.findIndex((x) => x.name === name);
     if (i < 0) {
-      throw executorError(NOT_FOUND, this.label, `no ${kind} named '${name}' (${kind}s: ${list.map((x) => x.name).join(', ') || 'none'})`,
-        'not found');
+      throw executorError(STATUS.NOT_FOUND, this.label, `no ${kind} named '${name}' (${kind}s: ${list.map((x) => x.name).join(', ') || 'none'})`);
     }
     return i;
   }
@@ -121,8 +117,7 @@ export class Executor {
   _length(kind, entry, data) {
     const n = data?.length;
     if (typeof n !== 'number' || n !== entry.count) {
-      throw executorError(INVALID, this.label, `set_${kind}: '${entry.name}' holds ${entry.count} values, got ${n ?? 'nothing'}`,
-        'invalid argument');
+      throw executorError(STATUS.INVALID_ARG, this.label, `set_${kind}: '${entry.name}' holds ${entry.count} values, got ${n ?? 'nothing'}`);
     }
   }
 
@@ -153,8 +148,8 @@ export class Executor {
     if (this.params.some((p) => p.name === name)) this.setParam(name, data);
     else if (this.inputs.some((x) => x.name === name)) this.setInput(name, data);
     else {
-      throw executorError(NOT_FOUND, this.label, `no input or param named '${name}' (inputs: ${this.inputs.map((x) => x.name).join(', ') ||
-        'none'}; params: ${this.params.map((p) => p.name).join(', ') || 'none'})`, 'not found');
+      throw executorError(STATUS.NOT_FOUND, this.label, `no input or param named '${name}' (inputs: ${this.inputs.map((x) => x.name).join(', ') ||
+        'none'}; params: ${this.params.map((p) => p.name).join(', ') || 'none'})`);
     }
   }
 
@@ -188,9 +183,9 @@ export class Executor {
   /** Output i of the last run (a Float32Array). */
   output(i) {
     if (!Number.isInteger(i) || i < 0 || i >= this.outputCount) {
-      throw executorError(NOT_FOUND, this.label, `output ${i} does not exist (${this.outputCount} outputs)`, 'not found');
+      throw executorError(STATUS.NOT_FOUND, this.label, `output ${i} does not exist (${this.outputCount} outputs)`);
     }
-    if (!this.outputs) throw executorError(STATE, this.label, 'the graph has not run yet (await run() first)', 'bad state');
+    if (!this.outputs) throw executorError(STATUS.STATE, this.label, 'the graph has not run yet (await run() first)');
     return this.outputs[i];
   }
 }

@@ -12,9 +12,8 @@
 // builds it again or reports why it cannot.
 import { RlxError } from './loader.js';
 import * as backends from './backends.js';
+import { STATUS, STATUS_NAME } from './constants.js';
 
-const STATE = -7;        // RLX_ERR_STATE
-const UNSUPPORTED = -6;  // RLX_ERR_UNSUPPORTED
 const LABEL = { webgpu: 'WebGPU', webgl: 'WebGL2' };
 const INIT_CALL = { webgpu: 'await init_webgpu()', webgl: 'await init_webgl()' };
 
@@ -31,12 +30,12 @@ export function requireBackend(fn, rt, backend) {
   const gpu = backend === 'webgpu' ? backends.webgpuRuntime() : backends.webglRuntime(rt);
   if (gpu) return gpu;
   if (backend === 'webgpu' && !initTried.webgpu) {
-    return fail(new RlxError(STATE, `${fn}: ${LABEL[backend]} is not initialized: call \`${INIT_CALL[backend]}\` first ` +
-      '(it resolves to true when the backend can run here)', 'bad state'), 'not-initialized');
+    return fail(new RlxError(STATUS.STATE, `${fn}: ${LABEL[backend]} is not initialized: call \`${INIT_CALL[backend]}\` first ` +
+      '(it resolves to true when the backend can run here)'), 'not-initialized');
   }
   const reason = backends.environment(rt)[backend].reason ?? `${LABEL[backend]} is not available here`;
   const hint = /lost/.test(reason) ? ` (\`${INIT_CALL[backend]}\` again may get a new one)` : '';
-  return fail(new RlxError(UNSUPPORTED, `${fn}: ${LABEL[backend]} cannot run here: ${reason}${hint}`, 'unsupported'),
+  return fail(new RlxError(STATUS.UNSUPPORTED, `${fn}: ${LABEL[backend]} cannot run here: ${reason}${hint}`),
     /lost/.test(reason) ? 'device-lost' : 'unavailable');
 }
 
@@ -53,8 +52,8 @@ function fail(err, reason) {
 export function gpuError(fn, backend, err) {
   if (err instanceof RlxError && err.message.startsWith(`${fn}:`)) return err;
   const message = err?.message ?? String(err);
-  const status = err instanceof RlxError ? err.status : UNSUPPORTED;
-  const name = err instanceof RlxError ? err.statusName : 'unsupported';
+  const status = err instanceof RlxError ? err.status : STATUS.UNSUPPORTED;
+  const name = err instanceof RlxError ? err.statusName : STATUS_NAME[STATUS.UNSUPPORTED];
   const hint = err?.reason === 'context-lost' || err?.reason === 'device-lost'
     ? ` (\`${INIT_CALL[backend]}\` again gets a new ${backend === 'webgl' ? 'context' : 'device'})` : '';
   const wrapped = new RlxError(status, `${fn}: ${LABEL[backend]} could not run it: ${message}${hint}`, name);

@@ -1,16 +1,18 @@
 // llm_common.js - what the language-model runtime files (llm.js,
-// llm_module.js, llm_source.js, llm_worker_client.js) share: the library's
-// status codes, argument errors and option checks (RlxError naming the
-// function and the argument), whether this is Node, and the clock.
+// llm_module.js, llm_source.js, llm_worker_client.js) share: the status
+// codes (the library's, from ./constants.js, and FATAL), argument errors
+// and option checks (RlxError naming the function and the argument),
+// whether this is Node, and the clock.
 import { FATAL_STATUS, RlxError, describe } from './loader.js';
+import { STATUS as RLX_STATUS } from './constants.js';
 
 export const isNode = typeof process === 'object' && !!process.versions?.node;
-export const STATUS = { INVALID_ARG: -1, NOT_FOUND: -5, NO_MEMORY: -4, UNSUPPORTED: -6, STATE: -7, FATAL: FATAL_STATUS };
+export const STATUS = Object.freeze({ ...RLX_STATUS, FATAL: FATAL_STATUS });
 export const now = () => (typeof performance === 'object' ? performance.now() : Date.now());
 
 /** An RlxError for a bad argument of fn. */
 export function fail(fn, message) {
-  return new RlxError(STATUS.INVALID_ARG, `${fn}: ${message}`, 'invalid argument');
+  return new RlxError(STATUS.INVALID_ARG, `${fn}: ${message}`);
 }
 
 export function intOption(fn, what, v, min, max, dflt) {

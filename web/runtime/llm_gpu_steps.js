@@ -15,12 +15,11 @@
 //   gpuError(fn, err)      -> the RlxError for a failure of the GPU (reason 'unavailable', ...)
 //   freeShared()           frees the shared weights and caches
 import { RlxError } from './loader.js';
-
-const STATUS = { INVALID_ARG: -1, UNSUPPORTED: -6 };
+import { STATUS } from './constants.js';
 
 /** An RlxError for a GPU API that cannot run the model here (api: 'WebGPU' | 'WebGL2'); reason 'unavailable' (or the executor's). */
 export function gpuUnavailable(api, fn, why, reason = 'unavailable') {
-  const err = new RlxError(STATUS.UNSUPPORTED, `${fn}: ${api} cannot run the model here: ${why}`, 'unsupported');
+  const err = new RlxError(STATUS.UNSUPPORTED, `${fn}: ${api} cannot run the model here: ${why}`);
   err.reason = reason;
   return err;
 }
@@ -75,11 +74,10 @@ export class LlmGpuSteps {
     const size = this.sizes[k];
     if (!Number.isInteger(pos) || pos < 0 || pos > this.nCtx - size) {
       throw new RlxError(STATUS.INVALID_ARG, `${fn}: pos must be an integer from 0 to ${this.nCtx - size} ` +
-        `(a ${size}-token step in a context of ${this.nCtx}), got ${pos}`, 'invalid argument');
+        `(a ${size}-token step in a context of ${this.nCtx}), got ${pos}`);
     }
     if (ids.length !== size) {
-      throw new RlxError(STATUS.INVALID_ARG, `${fn}: ids must hold ${size} token ids for the ${size}-token step, got ${ids.length}`,
-        'invalid argument');
+      throw new RlxError(STATUS.INVALID_ARG, `${fn}: ids must hold ${size} token ids for the ${size}-token step, got ${ids.length}`);
     }
     const s = await this.step(fn, k);
     try {
@@ -100,8 +98,7 @@ export class LlmGpuSteps {
     const pos0 = m.call('rlx_llm_position', this.handle);
     const n = ids.length;
     if (n > this.nCtx - pos0) {
-      throw new RlxError(STATUS.INVALID_ARG, `${fn}: ${n} tokens at position ${pos0} do not fit the context of ${this.nCtx} tokens`,
-        'invalid argument');
+      throw new RlxError(STATUS.INVALID_ARG, `${fn}: ${n} tokens at position ${pos0} do not fit the context of ${this.nCtx} tokens`);
     }
     let done = 0;
     let logits = null;

@@ -20,11 +20,9 @@
 // memory helpers only free blocks that alloc() handed out.
 import { WasiShim } from './wasi.js';
 import { simdOption, moduleFile, moduleSimd } from './simd.js';
+import { STATUS, STATUS_NAME, DEVICE, DTYPE, OPTIMIZER } from './constants.js';
 
 const isNode = typeof process === 'object' && !!process.versions?.node;
-const DEVICES = { cpu: 0, webgpu: 1, webgl: 2 };
-const OPTIMIZERS = { sgd: 0, momentum: 1, adam: 2, adamw: 3 };
-const STATUS = { INVALID_ARG: -1, STATE: -7 };
 const MAX_ELEMENTS = 2 ** 28;   // 1 GiB of 32-bit values: more than one copy can take in wasm32 memory
 const MAX_ALLOC = 0x7fffffff;   // bytes of one block (size_t is 32-bit in wasm32)
 const MAX_LIST = 1 << 16;       // entries of an integer list (dims, inputs, attributes)
@@ -32,9 +30,9 @@ const MAX_LIST = 1 << 16;       // entries of an integer list (dims, inputs, att
 /** The status of an RlxError whose wasm instance trapped (statusName 'fatal'): not an rlx_status. */
 export const FATAL_STATUS = -100;
 
-/** An error from RLX: `status` is the rlx_status code, `statusName` its name. */
+/** An error from RLX: `status` is the rlx_status code, `statusName` its name (by default rlx_status_name's). */
 export class RlxError extends Error {
-  constructor(status, message, statusName = '') {
+  constructor(status, message, statusName = Object.hasOwn(STATUS_NAME, status) ? STATUS_NAME[status] : '') {
     const text = (v) => (typeof v === 'string' && v ? v : null);
     super(text(message) ?? text(statusName) ?? `rlx status ${typeof status === 'number' ? status : '?'}`);
     this.name = 'RlxError';
@@ -44,7 +42,7 @@ export class RlxError extends Error {
 }
 
 function fail(fn, message) {
-  return new RlxError(STATUS.INVALID_ARG, `${fn}: ${message}`, 'invalid argument');
+  return new RlxError(STATUS.INVALID_ARG, `${fn}: ${message}`);
 }
 
 /** v in a few words for an error message. */
@@ -101,7 +99,7 @@ function nameArg(fn, v, what = 'name') {
 
 function indexArg(fn, what, v, count) {
   if (!Number.isInteger(v) || v < 0 || v >= count) {
-    throw new RlxError(-5, `${fn}: ${what} ${typeof v === 'number' ? v : describe(v)} does not exist (there are ${count})`, 'not found');
+    throw new RlxError(STATUS.NOT_FOUND, `${fn}: ${what} ${typeof v === 'number' ? v : describe(v)} does not exist (there are ${count})`);
   }
   return v;
 }
@@ -144,7 +142,7 @@ export async function loadRlx(source = undefined, opts = undefined) {
     module = await compileModule(source);
   } catch (err) {
     const where = typeof source === 'string' || source instanceof URL ? ` from ${String(source).slice(0, 200)}` : '';
-    const wrapped = new RlxError(STATUS.INVALID_ARG, `${fn}: cannot load the module${where}: ${err?.message ?? err}`, 'invalid argument');
+    const wrapped = new RlxError(STATUS.INVALID_ARG, `${fn}: cannot load the module${where}: ${err?.message ?? err}`);
     wrapped.cause = err;
     throw wrapped;
   }
@@ -160,7 +158,7 @@ export class Rlx {
   constructor(instance, simd = 'simd128') {
     const e = instance?.exports;
     if (!(e?.memory instanceof WebAssembly.Memory) || typeof e.rlx_op_count !== 'function') {
-      throw new RlxError(STATUS.STATE, 'Rlx: needs an instance of rlx_web.wasm (use loadRlx())', 'bad state');
+      throw new RlxError(STATUS.STATE, 'Rlx: needs an instance of rlx_web.wasm (use loadRlx())');
     }
     this.instance = instance;
     this.simd = simd === 'relaxed' ? 'relaxed' : 'simd128';
@@ -180,7 +178,7 @@ export class Rlx {
       throw fail('Rlx.alloc', `bytes must be an integer in [0, ${MAX_ALLOC}], got ${describe(bytes)}`);
     }
     const ptr = this.exports.rlx_wasm_alloc(bytes) >>> 0;
-    if (!ptr) throw new RlxError(-4, `wasm out of memory allocating ${bytes} bytes`, 'no memory');
+    if (!ptr) throw new RlxError(STATUS.NO_MEMORY, `wasm out of memory allocating ${bytes} bytes`);
     this.allocations.set(ptr, bytes);
     return ptr;
   }
@@ -316,9 +314,9 @@ function nodeArg(fn, what, v) {
 }
 
 function deviceArg(fn, device = 'cpu') {
-  if (typeof device === 'string' && Object.hasOwn(DEVICES, device)) return DEVICES[device];
-  if (Number.isInteger(device) && Object.values(DEVICES).includes(device)) return device;
-  throw fail(fn, `unknown device ${describe(device)} (cpu, webgpu, webgl)`);
+  if (typeof device === 'string' && Object.hasOwn(DEVICE, device)) return DEVICE[device];
+  if (Number.isInteger(device) && Object.values(DEVICE).includes(device)) return device;
+  throw fail(fn, `unknown device ${describe(device)} (${Object.keys(DEVICE).join(', ')})`);
 }
 
 function finiteArg(fn, what, v, dflt) {
@@ -330,13 +328,13 @@ function finiteArg(fn, what, v, dflt) {
 /** A graph under construction.  Builders return node ids (numbers). */
 export class Graph {
   constructor(rlx) {
-    if (!(rlx instanceof Rlx)) throw new RlxError(STATUS.STATE, 'Graph: needs a loaded Rlx (rlx.graph())', 'bad state');
+    if (!(rlx instanceof Rlx)) throw new RlxError(STATUS.STATE, 'Graph: needs a loaded Rlx (rlx.graph())');
     this.rlx = rlx;
     this.ptr = rlx.exports.rlx_graph_new();
-    if (!this.ptr) rlx.check(-4, `cannot create graph: ${rlx.lastError()}`);
+    if (!this.ptr) rlx.check(STATUS.NO_MEMORY, `cannot create graph: ${rlx.lastError()}`);
   }
   live() {
-    if (!this.ptr) throw new RlxError(STATUS.STATE, 'graph already freed', 'bad state');
+    if (!this.ptr) throw new RlxError(STATUS.STATE, 'graph already freed');
     return this.ptr;
   }
   /** Node id, or throws the graph's first builder error. */
@@ -344,12 +342,12 @@ export class Graph {
     if (Number.isInteger(id) && id >= 0) return id;
     const e = this.rlx.exports;
     const msg = this.rlx.cstring(e.rlx_graph_error(this.ptr)) || this.rlx.lastError();
-    return this.rlx.check(e.rlx_graph_status(this.ptr) || -3, msg);
+    return this.rlx.check(e.rlx_graph_status(this.ptr) || STATUS.GRAPH, msg);
   }
   input(name, dims, dtype = 'f32') {
     nameArg('Graph.input', name);
     const d = intList('Graph.input', 'dims', dims);
-    const dt = dtype === 'i32' ? 1 : 0;
+    const dt = dtype === 'i32' ? DTYPE.i32 : DTYPE.f32;
     return this.node(this.rlx.scoped((t) =>
       this.rlx.exports.rlx_input(this.live(), t.str(name), d.length, t.i32(d), dt)));
   }
@@ -381,7 +379,7 @@ export class Graph {
     const fa = typedArg('Graph.op', 'fattr', fattr ?? [], Float32Array);
     return this.node(this.rlx.scoped((t) => {
       const op = e.rlx_op_from_name(t.str(name));
-      if (op >= this.rlx.opCount) throw new RlxError(STATUS.INVALID_ARG, `unknown op "${name}"`, 'invalid argument');
+      if (op >= this.rlx.opCount) throw new RlxError(STATUS.INVALID_ARG, `unknown op "${name}"`);
       return e.rlx_op_node(this.live(), op, t.i32(ins), ins.length, t.i32(ia), ia.length, t.f32(fa), fa.length);
     }));
   }
@@ -391,7 +389,7 @@ export class Graph {
     return this.rlx.scoped((t) => {
       const dims = t.bytes(4 * 8);
       const rank = this.rlx.exports.rlx_node_shape(this.live(), node, dims);
-      if (rank < 0) throw new RlxError(-3, `no node ${node} in this graph`, 'bad graph');
+      if (rank < 0) throw new RlxError(STATUS.GRAPH, `no node ${node} in this graph`);
       return Array.from(this.rlx.readI32(dims, rank));
     });
   }
@@ -429,10 +427,10 @@ export class Graph {
     const op = optionsArg(fn, opt, 'opt');
     const o = optionsArg(fn, opts, 'opts');
     const kindName = op.kind ?? 'sgd';
-    if (typeof kindName !== 'string' || !Object.hasOwn(OPTIMIZERS, kindName)) {
-      throw fail(fn, `unknown optimizer ${describe(op.kind)} (sgd, momentum, adam, adamw)`);
+    if (typeof kindName !== 'string' || !Object.hasOwn(OPTIMIZER, kindName)) {
+      throw fail(fn, `unknown optimizer ${describe(op.kind)} (${Object.keys(OPTIMIZER).join(', ')})`);
     }
-    const kind = OPTIMIZERS[kindName];
+    const kind = OPTIMIZER[kindName];
     const device = deviceArg(fn, o.device);
     const num = (key, dflt) => finiteArg(fn, `opt.${key}`, op[key], dflt);
     const nums = [num('lr', 0.01), num('momentum', 0), num('beta1', 0), num('beta2', 0), num('eps', 0), num('weightDecay', 0)];
@@ -457,13 +455,13 @@ export class Session {
   /** Made by Graph.compile / compileTrain: a pointer that is not a live session of rlx is refused. */
   constructor(rlx, ptr) {
     if (!(rlx instanceof Rlx) || !rlx.sessions.has(ptr)) {
-      throw new RlxError(STATUS.STATE, 'Session: not a live session (sessions come from Graph.compile / compileTrain)', 'bad state');
+      throw new RlxError(STATUS.STATE, 'Session: not a live session (sessions come from Graph.compile / compileTrain)');
     }
     this.rlx = rlx;
     this.ptr = ptr;
   }
   live() {
-    if (!this.ptr) throw new RlxError(STATUS.STATE, 'session already freed', 'bad state');
+    if (!this.ptr) throw new RlxError(STATUS.STATE, 'session already freed');
     return this.ptr;
   }
   setParam(name, data) {
@@ -504,7 +502,7 @@ export class Session {
     return this.rlx.scoped((t) => {
       const dims = t.bytes(4 * 8);
       const rank = this.rlx.exports.rlx_session_output_shape(this.live(), i, dims);
-      if (rank < 0) throw new RlxError(-5, `no output ${i} (the session has ${this.outputCount})`, 'not found');
+      if (rank < 0) throw new RlxError(STATUS.NOT_FOUND, `no output ${i} (the session has ${this.outputCount})`);
       return Array.from(this.rlx.readI32(dims, rank));
     });
   }

@@ -10,6 +10,7 @@
 // engine lacks it).  A relaxed build carries a custom section "rlx.simd"
 // holding "relaxed", so a module given by the caller is reported truly.
 import { RlxError, describe } from './loader.js';
+import { STATUS } from './constants.js';
 
 export const SIMD_CHOICES = ['auto', 'relaxed', 'simd128'];
 
@@ -44,10 +45,10 @@ export function relaxedSimdSupported() {
 /** The checked simd option: 'auto' (undefined), 'relaxed' or 'simd128'. */
 export function simdOption(fn, v, what = 'options.simd') {
   if (v === undefined) return 'auto';
-  if (!SIMD_CHOICES.includes(v)) throw new RlxError(-1, `${fn}: ${what} must be ${SIMD_CHOICES.map((c) => `'${c}'`).join(', ')}, got ${describe(v)}`, 'invalid argument');
+  if (!SIMD_CHOICES.includes(v)) throw new RlxError(STATUS.INVALID_ARG, `${fn}: ${what} must be ${SIMD_CHOICES.map((c) => `'${c}'`).join(', ')}, got ${describe(v)}`);
   if (v === 'relaxed' && !relaxedSimdSupported()) {
-    throw new RlxError(-6, `${fn}: ${what} 'relaxed': this engine does not support relaxed SIMD ` +
-      "(Node 20 needs --experimental-wasm-relaxed-simd); use 'auto' or 'simd128'", 'unsupported');
+    throw new RlxError(STATUS.UNSUPPORTED, `${fn}: ${what} 'relaxed': this engine does not support relaxed SIMD ` +
+      "(Node 20 needs --experimental-wasm-relaxed-simd); use 'auto' or 'simd128'");
   }
   return v;
 }

@@ -20,16 +20,12 @@
 // the node, its op and the shapes involved.
 import { Rlx, RlxError, optionsArg, typedArg } from './loader.js';
 import * as backends from './backends.js';
+import { STATUS, DTYPE, MASK, DEVICE, OPTIMIZER } from './constants.js';
 
-const INVALID = -1; // RLX_ERR_INVALID_ARG
-const STATE = -7;   // RLX_ERR_STATE
-const UNSUPPORTED = -6;
-const DEVICES = { cpu: 0, webgpu: 1, webgl: 2 };
-const MASKS = { none: 0, causal: 1, sliding: 2, padding: 3, bias: 4 };
-const DTYPES = { f32: 0, float32: 0, i32: 1, int32: 1 };
+const DTYPES = Object.freeze({ ...DTYPE, float32: DTYPE.f32, int32: DTYPE.i32 });
 
 function fail(fn, message) {
-  return new RlxError(INVALID, `${fn}: ${message}`, 'invalid argument');
+  return new RlxError(STATUS.INVALID_ARG, `${fn}: ${message}`);
 }
 
 function describe(v) {
@@ -96,7 +92,7 @@ const ROPE_LAYOUTS = ['neox', 'pairs'];
 export class WebGraph {
   /** rt: the loaded runtime (../pkg/rlx_web.js passes the live one). */
   constructor(rt) {
-    if (!rt?.graph) throw new RlxError(STATE, 'WebGraph: no runtime: call `await init()` first', 'bad state');
+    if (!rt?.graph) throw new RlxError(STATUS.STATE, 'WebGraph: no runtime: call `await init()` first');
     this._rt = rt;
     this._g = rt.graph();
     this._params = []; // node ids, in creation order
@@ -105,7 +101,7 @@ export class WebGraph {
 
   // ---- state ------------------------------------------------------------------
   _ptr(fn) {
-    if (!this._g.ptr) throw new RlxError(STATE, `WebGraph.${fn}: the graph was freed`, 'bad state');
+    if (!this._g.ptr) throw new RlxError(STATUS.STATE, `WebGraph.${fn}: the graph was freed`);
     return this._g.ptr;
   }
 
@@ -116,11 +112,11 @@ export class WebGraph {
     const before = e.rlx_graph_status(g);
     if (before < 0) {
       const msg = this._rt.cstring(e.rlx_graph_error(g));
-      throw new RlxError(STATE, `WebGraph.${fn}: the graph has an error from an earlier builder (build a new graph): ${msg}`, 'bad state');
+      throw new RlxError(STATUS.STATE, `WebGraph.${fn}: the graph has an error from an earlier builder (build a new graph): ${msg}`);
     }
     const id = call(g);
     if (id >= 0 && e.rlx_graph_status(g) === 0) return id;
-    const status = e.rlx_graph_status(g) || INVALID;
+    const status = e.rlx_graph_status(g) || STATUS.INVALID_ARG;
     const msg = this._rt.cstring(e.rlx_graph_error(g)) || this._rt.lastError();
     throw new RlxError(status, msg, this._rt.statusName(status));
   }
@@ -213,7 +209,7 @@ export class WebGraph {
     const e = this._rt.exports;
     const op = this._rt.scoped((t) => e.rlx_op_from_name(t.str(name)));
     if (op >= this._rt.opCount) {
-      throw new RlxError(-5, `WebGraph.op: unknown op "${name}" (known: ${this._rt.opNames().join(', ')})`, 'not found');
+      throw new RlxError(STATUS.NOT_FOUND, `WebGraph.op: unknown op "${name}" (known: ${this._rt.opNames().join(', ')})`);
     }
     const positional = Object.keys(attrs).every((k) => k === 'ints' || k === 'floats');
     const { ints, floats } = positional ? positionalAttrs(fn, attrs) : namedAttrs(fn, opAttrs(this._rt, op), attrs);
@@ -225,7 +221,7 @@ export class WebGraph {
   opAttrs(name) {
     if (typeof name !== 'string') throw fail('WebGraph.opAttrs', `name must be an op name (a string), got ${describe(name)}`);
     const op = this._rt.scoped((t) => this._rt.exports.rlx_op_from_name(t.str(name)));
-    if (op >= this._rt.opCount) throw new RlxError(-5, `WebGraph.opAttrs: unknown op "${name}"`, 'not found');
+    if (op >= this._rt.opCount) throw new RlxError(STATUS.NOT_FOUND, `WebGraph.opAttrs: unknown op "${name}"`);
     return opAttrs(this._rt, op).map((a) => ({ ...a }));
   }
 
@@ -349,14 +345,14 @@ export class WebGraph {
   attention(q, k, v, opts) {
     const fn = 'WebGraph.attention';
     const { mask = 'none', window = 0, maskTensor, mask_tensor, scale = 0 } = optionsArg(fn, opts);
-    if (typeof mask !== 'string' || !Object.hasOwn(MASKS, mask)) throw fail(fn, `mask must be one of ${Object.keys(MASKS).join(', ')}, got ${describe(mask)}`);
+    if (typeof mask !== 'string' || !Object.hasOwn(MASK, mask)) throw fail(fn, `mask must be one of ${Object.keys(MASK).join(', ')}, got ${describe(mask)}`);
     const m = maskTensor ?? mask_tensor;
     const inputs = [q, k, v];
     if (mask === 'padding' || mask === 'bias') {
       if (m === undefined) throw fail(fn, `mask '${mask}' needs maskTensor`);
       inputs.push(m);
     }
-    return this.op('attention', inputs, { mask: MASKS[mask], window, scale });
+    return this.op('attention', inputs, { mask: MASK[mask], window, scale });
   }
 
   /** x[N, C, H, W] * w[O, C/groups, KH, KW] -> [N, O, OH, OW]; stride, padding, dilation: int or [h, w]. */
@@ -410,7 +406,7 @@ export class WebGraph {
 
   /** The param names of a vision model (overridden by ../pkg/rlx_web.js, which has the metadata). */
   _visionParamNames() {
-    throw new RlxError(STATE, 'WebGraph.add_vision: model metadata is not available', 'bad state');
+    throw new RlxError(STATUS.STATE, 'WebGraph.add_vision: model metadata is not available');
   }
 
   // ---- compile ------------------------------------------------------------------------
@@ -500,14 +496,12 @@ export class WebGraph {
   }
 }
 
-const OPTIMIZERS = { sgd: 0, momentum: 1, adam: 2, adamw: 3 };
-
 /** The optimizer of compile_train as the numbers rlx_compile_train takes (0: the library's default). */
 function optimizerArgs(fn, o) {
   if (o === null || typeof o !== 'object' || Array.isArray(o)) throw fail(fn, `optimizer must be an object { kind, lr, ... }, got ${describe(o)}`);
   const kindName = o.kind ?? 'sgd';
-  const kind = typeof kindName === 'string' && Object.hasOwn(OPTIMIZERS, kindName) ? OPTIMIZERS[kindName] : undefined;
-  if (kind === undefined) throw fail(fn, `optimizer.kind must be one of ${Object.keys(OPTIMIZERS).join(', ')}, got ${describe(o.kind)}`);
+  const kind = typeof kindName === 'string' && Object.hasOwn(OPTIMIZER, kindName) ? OPTIMIZER[kindName] : undefined;
+  if (kind === undefined) throw fail(fn, `optimizer.kind must be one of ${Object.keys(OPTIMIZER).join(', ')}, got ${describe(o.kind)}`);
   const num = (name, dflt) => {
     const v = o[name] ?? dflt;
     if (typeof v !== 'number' || !Number.isFinite(v)) throw fail(fn, `optimizer.${name} must be a finite number, got ${describe(v)}`);
@@ -614,7 +608,7 @@ export function selectCompiled(fn, graph, plan, outs, kind, skipFusion = false, 
   const compile = compileTrain ?? ((out, dev) =>
     rt.scoped((t) => rt.exports.rlx_compile(graph._ptr(fn), t.i32(outs), outs.length, dev, skipFusion ? 1 : 0, 0, out)));
   const { compiled, fallbacks } = backends.select(plan, (b) => compileOn(graph, b, kind, compile),
-  (message) => new RlxError(UNSUPPORTED, `${fn}: ${message}`, 'unsupported'));
+  (message) => new RlxError(STATUS.UNSUPPORTED, `${fn}: ${message}`));
   compiled.fallbacks = fallbacks;
   compiled.requested = plan.request;
   if (kind === 'backward') {
@@ -632,7 +626,7 @@ function compileOn(graph, backend, kind, compile) {
   const ptr = rt.scoped((t) => {
     const out = t.bytes(4);
     rt.writeI32(out, [0]);
-    rt.check(compile(out, DEVICES[backend]));
+    rt.check(compile(out, DEVICE[backend]));
     return rt.readI32(out, 1)[0] >>> 0;
   });
   rt.sessions.add(ptr); // a live session: CompiledGraph takes only these
@@ -680,7 +674,7 @@ function relabel(fn, err) {
 export class CompiledGraph {
   constructor(rt, ptr, backend, kind, executor) {
     if (!(rt instanceof Rlx) || !rt.sessions.has(ptr) || executor === null || typeof executor !== 'object') {
-      throw new RlxError(STATE, 'CompiledGraph: not a live compiled session (compile_forward / compile_backward / compile_train make them)', 'bad state');
+      throw new RlxError(STATUS.STATE, 'CompiledGraph: not a live compiled session (compile_forward / compile_backward / compile_train make them)');
     }
     this._rt = rt;
     this._ptr = ptr;
@@ -695,7 +689,7 @@ export class CompiledGraph {
       const rank = e.rlx_session_input_shape(ptr, i, dims);
       const shape = Array.from(rt.readI32(dims, Math.max(rank, 0)));
       return { name: rt.cstring(e.rlx_session_input_name(ptr, i)), shape, size: numel(shape),
-        dtype: e.rlx_session_input_dtype(ptr, i) === 1 ? 'i32' : 'f32' };
+        dtype: e.rlx_session_input_dtype(ptr, i) === DTYPE.i32 ? 'i32' : 'f32' };
     }));
     this.params = Array.from({ length: e.rlx_session_param_count(ptr) }, (_, i) => ({
       name: rt.cstring(e.rlx_session_param_name(ptr, i)), size: e.rlx_session_param_len(ptr, i) >>> 0,
@@ -704,7 +698,7 @@ export class CompiledGraph {
   }
 
   _live(fn) {
-    if (!this._ptr) throw new RlxError(STATE, `CompiledGraph.${fn}: this compiled graph was freed`, 'bad state');
+    if (!this._ptr) throw new RlxError(STATUS.STATE, `CompiledGraph.${fn}: this compiled graph was freed`);
     return this._ptr;
   }
 
@@ -723,8 +717,8 @@ export class CompiledGraph {
     const isParam = this.params.some((p) => p.name === name);
     const input = this.inputs.find((i) => i.name === name);
     if (!isParam && !input) {
-      throw new RlxError(-5, `${fn}: no input or param named '${name}' (inputs: ${this.input_names().join(', ') || 'none'}; ` +
-        `params: ${this.param_names().join(', ') || 'none'})`, 'not found');
+      throw new RlxError(STATUS.NOT_FOUND, `${fn}: no input or param named '${name}' (inputs: ${this.input_names().join(', ') || 'none'}; ` +
+        `params: ${this.param_names().join(', ') || 'none'})`);
     }
     const values = data instanceof Int32Array && input ? data : floatData(fn, `'${name}'`, data);
     try {
@@ -738,7 +732,7 @@ export class CompiledGraph {
   set_lr(lr) {
     const fn = 'CompiledGraph.set_lr';
     this._live('set_lr');
-    if (this.kind !== 'train') throw new RlxError(STATE, `${fn}: only a graph from compile_train has a learning rate (this one is ${this.kind})`, 'bad state');
+    if (this.kind !== 'train') throw new RlxError(STATUS.STATE, `${fn}: only a graph from compile_train has a learning rate (this one is ${this.kind})`);
     if (typeof lr !== 'number' || !Number.isFinite(lr)) throw fail(fn, `lr must be a finite number, got ${describe(lr)}`);
     this.feed('rlx.lr', [lr]);
   }
@@ -789,7 +783,7 @@ export class CompiledGraph {
 
   _index(fn, i) {
     if (!Number.isInteger(i) || i < 0 || i >= this._outputCount) {
-      throw new RlxError(-5, `CompiledGraph.${fn}: output ${typeof i === 'number' ? i : describe(i)} does not exist (${this._outputCount} outputs)`, 'not found');
+      throw new RlxError(STATUS.NOT_FOUND, `CompiledGraph.${fn}: output ${typeof i === 'number' ? i : describe(i)} does not exist (${this._outputCount} outputs)`);
     }
     return i;
   }
@@ -828,7 +822,7 @@ export class CompiledGraph {
     this._live('read_param');
     if (typeof name !== 'string') throw fail(fn, `name must be a string, got ${describe(name)}`);
     const p = this.params.find((q) => q.name === name);
-    if (!p) throw new RlxError(-5, `${fn}: no param named '${name}' (params: ${this.param_names().join(', ') || 'none'})`, 'not found');
+    if (!p) throw new RlxError(STATUS.NOT_FOUND, `${fn}: no param named '${name}' (params: ${this.param_names().join(', ') || 'none'})`);
     const ex = this.executor;
     if (typeof ex.readParamSync === 'function') {
       try {
