@@ -102,3 +102,6 @@ bench-llm: build/rlx build/make_test_lm web/pkg/rlx_llm.wasm $(LLM_WASM_RELAXED)
 	node bench/llm.mjs --out=$(BENCH_DIR)/llm.json
 	node bench/llm.mjs --xq8 --out=$(BENCH_DIR)/llm_xq8.json
 bench: bench-llm
+
+# The benches load web/runtime/, which imports the generated constants.
+bench bench-models bench-size bench-gpu bench-webgl bench-gpu-chromium bench-llm: web/runtime/constants.js
