@@ -126,7 +126,6 @@ async function main() {
   show('version', rt.version());
   show('simd', rt.simd);
   show('gemm', rt.gemmPath());
-  show('preferred', rlx.preferred_backend());
   const good = applyQuery(query, QUERY_RULES, (m) => { $('error').textContent += `${$('error').textContent ? '\n' : ''}${m}`; },
     ['autostart']);
   if (good && query.get('steps')) pauseEvery = Number(query.get('steps'));

@@ -8,6 +8,7 @@
 //   const f = readFields({ steps: intRule(1, 20000), lr: numberRule({ gt: 0 }) });
 //   if (!f.ok) return;   // the messages are on the page
 //   applyQuery(query, { steps: intRule(1, 20000) }, report); // URL -> controls
+//   status('error', notStarted(f.errors)); // "Not started: fix learning rate, test every (marked above)."
 
 const $ = (id) => document.getElementById(id);
 
@@ -48,6 +49,25 @@ function mark(id, error) {
   if (note) note.textContent = error ?? '';
   if (error) el.setAttribute('aria-invalid', 'true');
   else el.removeAttribute('aria-invalid');
+}
+
+/**
+ * The name a person sees for control id: the text of its <label> (the
+ * label's own words, without a trailing "(hint)" and without the options
+ * or messages inside it), else its aria-label, else the id.
+ */
+export function labelOf(id) {
+  const el = $(id);
+  const label = el?.closest('label') ?? (el ? document.querySelector(`label[for="${id}"]`) : null);
+  let text = '';
+  for (const node of label?.childNodes ?? []) if (node.nodeType === Node.TEXT_NODE) text += node.textContent;
+  text = text.replace(/\s+/g, ' ').trim().replace(/\s*\([^()]*\)$/, '');
+  return text || el?.getAttribute('aria-label') || id;
+}
+
+/** The sentence for a run refused because of bad fields (readFields' errors, or { id: message }). */
+export function notStarted(errors) {
+  return `Not started: fix ${Object.keys(errors).map(labelOf).join(', ')} (marked above).`;
 }
 
 /** rules: { id: rule } -> { ok, values, errors } with every message shown next to its control. */

@@ -5,10 +5,16 @@
 // the backend (the CPU, WebGPU, WebGL2 or auto, and what runs); sampling settings
 // checked next to their fields (fields.js); the prompt's tokens and the
 // context used and left, live; the text streamed in as it is generated,
-// Stop, and tokens per second for the prompt and generation.
+// Stop, and tokens per second for the prompt and generation.  Each load
+// runs in a fresh Worker: the model loaded before stays usable until the
+// new one has loaded, and a failed load leaves it (the error is shown next
+// to the control that picked the file).  The stages of a load are said
+// (reading, compiling GPU pipelines); a software GPU picked by name is timed
+// against the CPU on a few tokens and the page warns with that figure.
 import { show, status, showError } from './page-status.js';
-import { readFields, applyQuery, intRule, choiceRule } from './fields.js';
+import { readFields, applyQuery, intRule, choiceRule, notStarted } from './fields.js';
 import { GgufWorker } from './runtime/llm.js';
+import { slowdown, slowdownText } from './software-gpu.js';
 import { acceptDrops } from './gguf-drop.js';
 import { KeptFile } from './gguf-kept.js';
 
@@ -18,8 +24,10 @@ const query = new URLSearchParams(location.search);
 const TEST_MODELS = ['llama-q4_0', 'qwen2-q8_0', 'qwen3-q4_k'];
 const testModelUrl = (name) => new URL(`./data/lm/${name}.gguf`, import.meta.url);
 
-const lm = new GgufWorker();
+const PROBE = { prompt: 'The', maxTokens: 4 }; // the greedy run timed on a software GPU and on the CPU
+let lm = null;        // the GgufWorker holding the model in use (info), or null
 let info = null;
+let loadedName = '';  // the file it came from
 let busy = false;
 let source = 'model'; // the model control used last: 'model' | 'file' | 'url' | 'kept'
 let chosen = null;    // the file picked or dropped last
@@ -85,6 +93,8 @@ function setBusy(on, generating = false) {
 }
 
 const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(bytes < 2 ** 24 ? 2 : 0)} MiB`;
+/** "1 token", "12 tokens". */
+const tokens = (n) => `${n.toLocaleString('en-US')} token${n === 1 ? '' : 's'}`;
 function count(n) {
   if (n >= 1e9) return `${(n / 1e9).toFixed(2)} B`;
   if (n >= 1e6) return `${(n / 1e6).toFixed(2)} M`;
@@ -136,6 +146,13 @@ function pickSource() {
   return { src: testModelUrl(name).href, name: `${name}.gguf` };
 }
 
+/** Where a failed load's message goes: next to the control that picked the file, or the backend's. */
+function noteFor(err, from) {
+  if (/options\.(backend|xq8)\b/.test(err?.message ?? '')) return 'backend';
+  return from === 'kept' ? 'file' : from;
+}
+const CONTROL_NAMES = { file: 'the file picker', model: 'the test model list', url: 'the URL box', backend: 'the backend' };
+
 async function load() {
   $('error').textContent = '';
   const f = readFields(LOAD);
@@ -144,35 +161,83 @@ async function load() {
     status('error', 'Not loaded: fix the marked field.');
     return;
   }
+  const from = source;
   setBusy(true);
-  info = null;
-  for (const id of ['c-prompt', 'c-used', 'c-size', 'c-left']) show(id, '', '-');
   $('load-progress').value = 0;
   status('loading', `Loading ${picked.name}...`);
   const t0 = performance.now();
+  let compiling = 0; // when the GPU pipelines began to compile
+  // A fresh Worker: the model loaded before stays in use until this one has loaded (a failed load leaves it).
+  const next = new GgufWorker();
   try {
-    info = await lm.load(picked.src, {
+    const nextInfo = await next.load(picked.src, {
       nCtx: f.values.nCtx,
       backend: f.values.backend, // 'cpu', 'webgpu' (navigator.gpu of the Worker), 'webgl' (its OffscreenCanvas) or 'auto'
       xq8: $('xq8').checked, // the CPU only: refused with 'webgpu' / 'webgl', not applied where 'auto' picks a GPU
-      onProgress: ({ loaded, total }) => {
+      onProgress: ({ loaded, total, stage }) => {
+        if (stage === 'compiling') {
+          compiling = performance.now();
+          $('load-progress').removeAttribute('value'); // no measure of this stage: indeterminate
+          status('compiling', `Compiling GPU pipelines for ${picked.name} and uploading its weights (${mib(loaded)} read)...`);
+          return;
+        }
         if (total) $('load-progress').value = loaded / total;
         status('loading', `Loading ${picked.name}: ${mib(loaded)}${total ? ` of ${mib(total)}` : ''}...`);
       },
     });
+    const old = lm;
+    [lm, info, loadedName] = [next, nextInfo, picked.name];
+    old?.terminate(); // the previous model's memory goes with its Worker
     $('load-progress').value = 1;
+    for (const id of ['c-prompt', 'c-used', 'c-size', 'c-left']) show(id, '', '-');
     showInfo(info);
     const s = ((performance.now() - t0) / 1000).toFixed(2);
-    status('ready', `Loaded ${picked.name} (${mib(info.fileBytes)})${picked.from ?? ''} in ${s} s.`);
+    const compiled = compiling ? `, ${((performance.now() - compiling) / 1000).toFixed(2)} s of it compiling GPU pipelines` : '';
+    await warnSoftware(picked);
+    status('ready', `Loaded ${picked.name} (${mib(info.fileBytes)})${picked.from ?? ''} in ${s} s${compiled}.`);
     if (picked.keep) kept.keep(picked.src).catch(showError);
   } catch (err) {
-    showError(err);
-    if (source === 'model' && err?.statusName === 'not found') {
-      $('error').textContent += '\n(make lm-web-fixtures puts the test models on this server)';
-    }
+    next.terminate();
+    const where = noteFor(err, from);
+    $(`${where}-error`).textContent = `${err?.message ?? err}${from === 'model' && err?.statusName === 'not found'
+      ? ' (make lm-web-fixtures puts the test models on this server)' : ''}`;
+    $('load-progress').value = info ? 1 : 0;
+    status('error', `Not loaded: ${picked.name} (the reason is next to ${CONTROL_NAMES[where]}).` +
+      `${info ? ` ${loadedName} is still loaded: Generate uses it.` : ''}`);
   } finally {
     setBusy(false);
     countPrompt();
+  }
+}
+
+/**
+ * On a software GPU (picked by name; auto never takes one): the same few
+ * greedy tokens timed there and on the CPU (the file loaded again in a
+ * second Worker for that, then dropped), and the warning with the figure.
+ */
+async function warnSoftware(picked) {
+  const el = $('software-warning');
+  el.textContent = '';
+  delete el.dataset.ratio;
+  if (!info.software) return;
+  const gpuName = { webgpu: 'WebGPU', webgl: 'WebGL2' }[info.backend];
+  status('measuring', `${gpuName} here is ${info.software}, a software renderer: timing ${PROBE.maxTokens} tokens on it and on the CPU...`);
+  const perToken = async (w) => {
+    const { stats: st } = await w.generate(PROBE.prompt, { maxTokens: PROBE.maxTokens, temperature: 0 });
+    return st.generatedTokens ? (1000 * st.generateSeconds) / st.generatedTokens : (1000 * st.promptSeconds) / st.promptTokens;
+  };
+  const cpu = new GgufWorker();
+  try {
+    const gpuMs = await perToken(lm);
+    await cpu.load(picked.src, { nCtx: Math.min(64, info.nCtx), backend: 'cpu' });
+    const s = slowdown(info.backend, info.software, 'a generated token', gpuMs, await perToken(cpu));
+    el.textContent = slowdownText(s, 'Load it with backend CPU (wasm) or auto for this browser.');
+    el.dataset.ratio = String(s.ratio);
+  } catch (err) {
+    el.textContent = `${gpuName} here is ${info.software}, a software renderer (usually much slower than the CPU); ` +
+      `timing it against the CPU failed: ${err?.message ?? err}`;
+  } finally {
+    cpu.terminate();
   }
 }
 
@@ -181,12 +246,13 @@ function showContext(promptTokens, generated) {
   const n = info.nCtx;
   const used = Math.min(n, promptTokens + generated);
   show('c-prompt', promptTokens, promptTokens.toLocaleString('en-US'));
+  $('c-prompt-unit').textContent = promptTokens === 1 ? 'token' : 'tokens';
   show('c-used', used, used.toLocaleString('en-US'));
   show('c-size', n, n.toLocaleString('en-US'));
   show('c-left', n - used, (n - used).toLocaleString('en-US'));
   const tooLong = promptTokens > n;
   $('prompt-error').textContent = tooLong
-    ? `the prompt is ${promptTokens.toLocaleString('en-US')} tokens, longer than the context (${n.toLocaleString('en-US')}): shorten it or load with a larger context`
+    ? `the prompt is ${tokens(promptTokens)}, longer than the context (${n.toLocaleString('en-US')}): shorten it or load with a larger context`
     : '';
   if (tooLong) $('prompt').setAttribute('aria-invalid', 'true');
   else $('prompt').removeAttribute('aria-invalid');
@@ -209,7 +275,7 @@ async function generate() {
   $('error').textContent = '';
   const f = readFields(SAMPLING);
   if (!f.ok) {
-    status('error', `Not started: fix ${Object.keys(f.errors).join(', ')} (marked above).`);
+    status('error', notStarted(f.errors));
     return;
   }
   const { prompt, ...options } = f.values;
@@ -226,7 +292,7 @@ async function generate() {
   }
   if (!showContext(promptTokens, 0)) {
     setBusy(false);
-    status('error', `Not started: the prompt is ${promptTokens} tokens; the context holds ${info.nCtx} (see the prompt).`);
+    status('error', `Not started: the prompt is ${tokens(promptTokens)}; the context holds ${info.nCtx} (see the prompt).`);
     return;
   }
   setBusy(true, true);
@@ -247,7 +313,7 @@ async function generate() {
         showContext(promptTokens, n);
         const s = (performance.now() - first) / 1000;
         if (n > 1 && s > 0) show('r-gen-rate', (n - 1) / s, ((n - 1) / s).toFixed(1));
-        status('running', `Generating: ${n} tokens...`);
+        status('running', `Generating: ${tokens(n)}...`);
       },
     });
     const st = result.stats;
@@ -261,7 +327,7 @@ async function generate() {
     showContext(st.promptTokens, st.generatedTokens);
     const why = { maxTokens: 'max tokens', eog: 'end-of-generation token', stop: 'a stop string', abort: 'Stop', context: 'a full context' };
     status(result.stoppedBy === 'abort' ? 'stopped' : 'finished',
-      `${result.stoppedBy === 'abort' ? 'Stopped' : 'Finished'}: ${st.generatedTokens} tokens (ended by ${why[result.stoppedBy] ?? result.stoppedBy}).`);
+      `${result.stoppedBy === 'abort' ? 'Stopped' : 'Finished'}: ${tokens(st.generatedTokens)} (ended by ${why[result.stoppedBy] ?? result.stoppedBy}).`);
   } catch (err) {
     showError(err);
   } finally {
@@ -310,7 +376,7 @@ async function main() {
   $('load').addEventListener('click', () => { if (!busy) load(); });
   $('generate').addEventListener('click', () => { if (!busy) generate(); });
   $('stop-run').addEventListener('click', () => {
-    lm.stop();
+    lm?.stop();
     status('stopping', 'Stopping...');
   });
   setBusy(false);

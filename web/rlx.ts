@@ -445,8 +445,11 @@ export type GgufSource = string | URL | Blob | Response | ArrayBuffer | ArrayBuf
 export interface LoadGgufOptions {
   /** KV cache positions; 0 or undefined: the model's context length, at most 4096. */
   nCtx?: number;
-  /** Called as the file's bytes arrive (total null when the size is not known in advance). */
-  onProgress?: (p: { loaded: number; total: number | null }) => void;
+  /**
+   * Called as the file's bytes arrive (total null when the size is not known in advance); then once
+   * with stage 'compiling' while a GPU backend builds its pipelines and uploads the weights.
+   */
+  onProgress?: (p: { loaded: number; total: number | null; stage?: 'compiling' }) => void;
   /** Where rlx_llm.wasm is (default: pkg/rlx_llm.wasm next to runtime/llm.js). */
   wasm?: string | URL | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
   /** Which build of rlx_llm.wasm to load when `wasm` is not given (default 'auto'; see SimdChoice). */

@@ -3,7 +3,8 @@
 // plot, a confusion matrix with per-class accuracy, and a grid of test
 // images with predicted and true labels.  Drawing is throttled to one
 // redraw per animation frame and at most REDRAW_MS apart, so a page can
-// feed it every step without slowing training.  Everything shown carries
+// feed it every step without slowing training.  noLearning() words the
+// warning for a run that ended without learning.  Everything shown carries
 // its value in data-* attributes for the browser tests.
 import { drawChart } from './chart.js';
 
@@ -144,4 +145,23 @@ export function renderGrid(container, { pixels, labels, side }, predictions, nam
     fig.dataset.label = String(labels[i]);
     fig.lastChild.textContent = known ? `${names[p]}${p === labels[i] ? '' : ` (is ${names[labels[i]]})`}` : names[labels[i]];
   });
+}
+
+/**
+ * Why a run that ended without diverging did not learn, or '' when it did:
+ * the loss far above where it began (more than twice the first step's), or
+ * the test accuracy (when measured) within a fifth of chance (1 / classes).
+ * firstLoss: the first step's loss; lastLoss: the loss at the end (smoothed).
+ */
+export function noLearning({ firstLoss, lastLoss, accuracy = NaN, classes = 10 }) {
+  const chance = 1 / classes;
+  const rose = lastLoss > 2 * firstLoss;
+  const atChance = Number.isFinite(accuracy) && accuracy < 1.2 * chance;
+  if (!rose && !atChance) return '';
+  const loss = `${firstLoss.toPrecision(4)} at the first step, ${lastLoss.toPrecision(4)} at the end`;
+  const acc = atChance ? ` and the test accuracy, ${(100 * accuracy).toFixed(1)}%, is no better than chance ` +
+    `(${(100 * chance).toFixed(0)}% for ${classes} classes)` : '';
+  if (lastLoss >= firstLoss) return `The loss did not fall (${loss})${acc}: the learning rate may be too high; try a smaller one.`;
+  return `The loss fell (${loss}) but the test accuracy, ${(100 * accuracy).toFixed(1)}%, is no better than chance ` +
+    `(${(100 * chance).toFixed(0)}% for ${classes} classes): train for more steps, or try another learning rate.`;
 }

@@ -10,12 +10,14 @@
 //               { cmd: 'stop' }      (acted on after the step in flight)
 // Messages out: { id, progress: { phase, text, step, steps, losses: [[step, loss], ...], samplesPerSec } }
 //               { id, progress: { phase: 'eval', step, accuracy, perClass, confusion, predictions } }
+//               { id, progress: { phase: 'measured', slowdown } }   (a software GPU: software-gpu.js)
 //               { id, ok: true, result: { status: 'finished' | 'stopped' | 'diverged', step, ... } }
 //               { id, ok: false, error }
 import init, * as rlx from './pkg/rlx_web.js';
 import { loadSubset, scoreBatch, subsetFits, Shards } from './cluster/data.js';
 import { makeOptimizer } from './optim.js';
 import { serve, yieldToEvents } from './worker-rpc.js';
+import { SoftwareProbe } from './software-gpu.js';
 
 export const GRID = 24; // test samples shown with their predictions
 const EVAL_BATCH = 100;
@@ -86,6 +88,8 @@ async function train(s, post) {
     const stepFn = fused
       ? (x, labels, p) => bench[`train_step_${backend}`](x, labels, p, opt.lr)
       : (x, labels, p) => bench[`grads_${backend}`](x, labels, p);
+    // A software GPU picked by name: a few of its steps against the same step on the CPU.
+    const probe = new SoftwareProbe(rlx.backend_environment()[backend]?.software, backend, 'a training step');
     const shards = new Shards(data.train, { seed: s.seed });
     const pending = [];
     let step = 0, trainMs = 0, lastPost = performance.now();
@@ -105,8 +109,13 @@ async function train(s, post) {
       }
       if (fused) params = out.slice(1);
       else opt.step(params, out.subarray(1));
-      // The first step compiles: it is left out of the rate.
-      if (step > 0) trainMs += performance.now() - t0;
+      // The first step compiles: it is left out of the rate (and of the probe).
+      const ms = performance.now() - t0;
+      if (step > 0) trainMs += ms;
+      if (step > 0 && probe.add(ms, step === s.steps - 1)) {
+        const cpuStep = fused ? () => bench.train_step_cpu(x, labels, params, opt.lr) : () => bench.grads_cpu(x, labels, params);
+        post({ phase: 'measured', slowdown: await probe.measure(cpuStep) });
+      }
       step++;
       pending.push([step, loss]);
       const evalNow = step % s.evalEvery === 0 || step === s.steps;

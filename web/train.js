@@ -1,11 +1,15 @@
 // train.js - the UI of train.html: settings checked (fields.js), the run in
 // train-worker.js, a status that says what is happening (loading,
-// compiling, step n, evaluating, finished / stopped / diverged at step n),
-// live loss and accuracy plots, the confusion matrix and the test-image
-// grid (train-view.js).
+// compiling, step n, evaluating, finished / stopped / diverged at step n,
+// and a warning when a finished run did not learn), the time since the run
+// began (compiling included), live loss and accuracy plots, the confusion
+// matrix and the test-image grid (train-view.js); a software GPU picked by
+// name is warned about with its slowdown against the CPU, measured on the
+// run's first steps (software-gpu.js).
 import { show, status, showError } from './page-status.js';
-import { readFields, applyQuery, intRule, numberRule, choiceRule } from './fields.js';
-import { LossPlot, AccuracyPlot, renderConfusion, renderGrid } from './train-view.js';
+import { readFields, applyQuery, intRule, numberRule, choiceRule, notStarted } from './fields.js';
+import { LossPlot, AccuracyPlot, renderConfusion, renderGrid, noLearning } from './train-view.js';
+import { softwareNotice, slowdownText } from './software-gpu.js';
 import { OPTIMIZERS } from './optim.js';
 import { connect } from './worker-rpc.js';
 
@@ -42,9 +46,15 @@ function setRunning(on) {
   $('stop').disabled = !on;
 }
 
-/** What auto picks for the model shown, and why not the others. */
+/** What auto picks for the model shown, and why not the others; or that the backend picked is a software GPU. */
 function noteBackends() {
   if (!hello) return;
+  const picked = $('backend').value;
+  if (picked !== 'auto') {
+    const software = hello.backends[picked]?.software;
+    $('backend-note').textContent = software ? softwareNotice(picked, software) : '';
+    return;
+  }
   const auto = hello.auto[$('model').value];
   const skipped = auto?.skipped?.map((s) => `${s.backend}: ${s.reason}`) ?? [];
   $('backend-note').textContent = `auto runs ${$('model').value} on ${auto?.backend ?? 'cpu'}` +
@@ -69,6 +79,7 @@ $('optimizer').addEventListener('change', () => {
   lastOptimizer = $('optimizer').value;
 });
 $('model').addEventListener('change', noteBackends);
+$('backend').addEventListener('change', noteBackends);
 $('plots').addEventListener('change', () => {
   lossPlot.enabled = accPlot.enabled = $('plots').checked;
   if ($('plots').checked) {
@@ -81,7 +92,7 @@ async function train() {
   $('error').textContent = '';
   const f = readFields(RULES);
   if (!f.ok) {
-    status('error', `Not started: fix ${Object.keys(f.errors).join(', ')} (marked above).`);
+    status('error', notStarted(f.errors));
     return;
   }
   const v = f.values;
@@ -92,10 +103,14 @@ async function train() {
   $('confusion-note').textContent = '';
   renderGrid($('grid'), hello.grid, null);
   for (const id of ['r-step', 'r-loss', 'r-acc', 'r-rate', 'r-time']) show(id, '', '-');
+  $('software-warning').textContent = '';
+  delete $('software-warning').dataset.ratio;
+  delete $('status').dataset.warning;
   const backend = v.backend === 'auto' ? hello.auto[v.model].backend : v.backend;
   show('r-backend', backend, v.backend === 'auto' ? `${backend} (auto)` : backend);
   $('progress').removeAttribute('value'); // indeterminate until the first step is done
-  const t0 = performance.now();
+  const t0 = performance.now(); // elapsed counts from here: compiling included
+  const ticker = setInterval(() => showElapsed(t0), 250);
   try {
     const result = await call('train', {
       slug: v.model, backend, optimizer: { kind: v.optimizer, lr: v.lr }, batch: v.batch, steps: v.steps,
@@ -109,20 +124,37 @@ async function train() {
     } else if (result.status === 'stopped') {
       status('stopped', `Stopped at step ${result.step} of ${v.steps}${rate}.`);
     } else {
-      const acc = $('r-acc').dataset.value;
-      status('finished', `Finished: ${result.step} steps${rate}, test accuracy ${(100 * Number(acc)).toFixed(1)}%.`);
+      const acc = Number($('r-acc').dataset.value);
+      const warning = noLearning({ firstLoss: lossPlot.raw[0]?.[1], lastLoss: lossPlot.ema, accuracy: acc,
+        classes: hello.models.find((m) => m.slug === v.model)?.num_classes ?? 10 });
+      status('finished', `Finished: ${result.step} steps${rate}, test accuracy ${(100 * acc).toFixed(1)}%.` +
+        `${warning ? ` ${warning}` : ''}`);
+      if (warning) $('status').dataset.warning = 'no-learning';
     }
     $('progress').value = result.step / v.steps;
   } catch (err) {
     fail(err);
     $('progress').value = 0;
   } finally {
+    clearInterval(ticker);
+    showElapsed(t0);
     setRunning(false);
   }
 }
 
+/** The time since the run began, and whether it is still compiling. */
+function showElapsed(t0) {
+  const ms = performance.now() - t0;
+  show('r-time', ms, `${(ms / 1000).toFixed(1)} s${$('status').dataset.state === 'compiling' ? ', compiling' : ''}`);
+}
+
 function onProgress(p, t0) {
-  show('r-time', performance.now() - t0, `${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  if (p.phase === 'measured') {
+    if (!p.slowdown) return;
+    $('software-warning').textContent = slowdownText(p.slowdown, 'Pick cpu (or auto) for this browser.');
+    $('software-warning').dataset.ratio = String(p.slowdown.ratio);
+    return;
+  }
   if (p.phase === 'eval') {
     accPlot.add(p.step, p.accuracy);
     show('r-acc', p.accuracy, `${(100 * p.accuracy).toFixed(1)}%`);
@@ -141,6 +173,7 @@ function onProgress(p, t0) {
   }
   if (Number.isFinite(p.samplesPerSec)) show('r-rate', p.samplesPerSec, Math.round(p.samplesPerSec).toLocaleString('en-US'));
   if (p.text) status(p.phase, `${p.text[0].toUpperCase()}${p.text.slice(1)}...`);
+  showElapsed(t0);
 }
 
 async function main() {

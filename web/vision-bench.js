@@ -3,11 +3,15 @@
 // (fields.js), says what the run is doing (compiling, step n, evaluating,
 // finished, stopped, diverged at step n), draws the loss and, on
 // Fashion-MNIST, the test accuracy as it goes and the confusion matrix
-// (train-view.js), the forward check and a table row per run.  Values shown
-// carry their full value in data-value for the browser tests.
-import { preferred_backend } from './pkg/rlx_web.js';
-import { readFields, applyQuery, intRule, numberRule, choiceRule } from './fields.js';
-import { LossPlot, AccuracyPlot, renderConfusion } from './train-view.js';
+// (train-view.js), the forward check and a table row per run with the
+// training rate and the whole run's wall time (evaluations and compiling
+// included).  A software GPU is warned about with its slowdown against the
+// CPU, measured on the run's first steps (software-gpu.js); a run whose loss
+// rose is warned about.  Values shown carry their full value in data-value
+// for the browser tests.
+import { readFields, applyQuery, intRule, numberRule, choiceRule, notStarted } from './fields.js';
+import { LossPlot, AccuracyPlot, renderConfusion, noLearning } from './train-view.js';
+import { softwareNotice, slowdownText } from './software-gpu.js';
 import { connect } from './worker-rpc.js';
 
 const $ = (id) => document.getElementById(id);
@@ -19,6 +23,7 @@ const lossPlot = new LossPlot(document.getElementById('loss-chart'), { smoothing
 const accPlot = new AccuracyPlot(document.getElementById('acc-chart'));
 const models = new Map(); // slug -> vision_model_info, plus fashion: why it cannot train on Fashion-MNIST (or null)
 let evals = 0; // test evaluations per Fashion-MNIST run (the Worker's EVALS)
+let backends = {}; // backend -> { available, reason, software } (the Worker's)
 
 const RULES = {
   model: choiceRule(),
@@ -82,21 +87,21 @@ function urlRules(rules) {
 function settings(slug) {
   const f = readFields(RULES);
   if (!f.ok) {
-    status('error', `Not started: fix ${Object.keys(f.errors).join(', ')} (marked above).`);
+    status('error', notStarted(f.errors));
     return null;
   }
   const { backend, data, batch, steps, lr, seed } = f.values;
   const why = data === 'fashion' && models.get(slug)?.fashion;
   if (why) {
     markField('data', `${why}: pick synthetic, or mnist-mlp or mnist-cnn`);
-    status('error', 'Not started: fix data (marked above).');
+    status('error', notStarted({ data: why }));
     return null;
   }
   return { slug, backend, data, batch, steps, lr, seed };
 }
 
 function clearResult(data) {
-  for (const id of ['r-model', 'r-forward', 'r-step', 'r-steps', 'r-samples', 'r-loss', 'r-acc', 'logits', 'logits-sum']) {
+  for (const id of ['r-model', 'r-forward', 'r-step', 'r-steps', 'r-samples', 'r-wall', 'r-loss', 'r-acc', 'logits', 'logits-sum']) {
     show(id, '', '-');
   }
   lossPlot.clear();
@@ -104,6 +109,15 @@ function clearResult(data) {
   $('confusion').replaceChildren();
   $('confusion-note').textContent = '';
   $('acc-box').hidden = $('confusion-box').hidden = data !== 'fashion';
+  noteBackend();
+}
+
+/** Before a run: whether the backend picked is a software GPU (the run then measures the slowdown). */
+function noteBackend() {
+  const picked = $('backend').value;
+  const software = backends[picked]?.software;
+  $('software-warning').textContent = software ? softwareNotice(picked, software) : '';
+  delete $('software-warning').dataset.ratio;
 }
 
 /** One test evaluation: the accuracy plot, the stat and the confusion matrix. */
@@ -138,6 +152,11 @@ async function runOne(slug, label) {
   $('progress').removeAttribute('value'); // indeterminate while it compiles
   status('compiling', `${label}${slug} on ${s.backend}: compiling and timing the forward pass...`);
   const result = await call('run', s, (p) => {
+    if (p.slowdown) {
+      $('software-warning').textContent = slowdownText(p.slowdown, 'Pick cpu for this browser.');
+      $('software-warning').dataset.ratio = String(p.slowdown.ratio);
+      return;
+    }
     if (p.eval) {
       showEval(p.eval);
       return;
@@ -162,6 +181,7 @@ function showResult(r, label = '') {
   show('r-step', r.stepMs, `${fixed(r.stepMs)} ms`);
   show('r-steps', r.stepsPerSec, fixed(r.stepsPerSec, 1));
   show('r-samples', r.samplesPerSec, fixed(r.samplesPerSec, 0));
+  show('r-wall', r.totalMs, wallText(r));
   const first = r.losses[0];
   const last = r.losses[r.losses.length - 1];
   show('r-loss', last, `${fixed(first, 4)} \u2192 ${fixed(last, 4)}`);
@@ -171,15 +191,26 @@ function showResult(r, label = '') {
   lossPlot.redraw.flush();
   accPlot.redraw.flush();
   const acc = r.test ? `, test accuracy ${(100 * r.test.accuracy).toFixed(1)}% after step ${r.test.step}` : '';
+  const warning = r.diverged ? '' : noLearning({ firstLoss: first, lastLoss: lossPlot.ema, accuracy: r.test?.accuracy,
+    classes: models.get(r.slug)?.num_classes ?? 10 });
   if (r.diverged) {
     status('diverged', `${label}${r.slug}: diverged at step ${r.steps}: the loss became ${r.losses[r.losses.length - 1]}. ` +
       'Try a smaller learning rate.');
   } else if (r.stopped) {
     status('stopped', `${label}${r.slug}: stopped after ${r.steps} of ${r.requested} steps${acc}.`);
   } else {
-    status('finished', `${label}${r.slug}: finished, ${r.steps} steps${acc}.`);
+    status('finished', `${label}${r.slug}: finished, ${r.steps} steps${acc}.${warning ? ` ${warning}` : ''}`);
   }
+  if (warning) $('progress-text').dataset.warning = 'no-learning';
+  else delete $('progress-text').dataset.warning;
   $('progress').value = r.requested ? r.steps / r.requested : 1;
+}
+
+/** The whole run's wall time and what besides training steps it holds: "12.3 s (10 test evaluations: 8.1 s; compiling: 0.4 s)". */
+function wallText(r) {
+  const parts = [r.evals ? `${r.evals} test evaluation${r.evals === 1 ? '' : 's'}: ${(r.evalMs / 1000).toFixed(1)} s` : '',
+    `compiling: ${(r.compileMs / 1000).toFixed(1)} s`].filter(Boolean);
+  return `${(r.totalMs / 1000).toFixed(1)} s (${parts.join('; ')})`;
 }
 
 function addTableRow(r) {
@@ -194,6 +225,7 @@ function addTableRow(r) {
   cell(tr, fixed(r.stepMs));
   cell(tr, fixed(r.stepsPerSec, 1));
   cell(tr, fixed(r.samplesPerSec, 0));
+  cell(tr, `${fixed(r.totalMs / 1000, 1)}${r.evals ? ` (${fixed(r.evalMs / 1000, 1)})` : ''}`);
   cell(tr, `${fixed(r.losses[0], 3)} \u2192 ${fixed(r.losses[r.losses.length - 1], 3)}`);
   cell(tr, r.test ? `${(100 * r.test.accuracy).toFixed(1)}%` : '-');
   $('table').tBodies[0].append(tr);
@@ -235,19 +267,21 @@ function fillModels(list) {
   }
 }
 
-/** Enables the backends the Worker can run; the others say why not. */
+/** Enables the backends the Worker can run (a software GPU named so); the others say why not. */
 function fillBackends(available) {
+  backends = available;
   const names = { cpu: 'cpu (WebAssembly)', webgpu: 'webgpu', webgl: 'webgl (WebGL2)' };
   const usable = [];
   for (const opt of $('backend').options) {
     const status = available[opt.value] ?? { available: false, reason: 'unknown' };
     opt.disabled = !status.available;
-    opt.textContent = status.available ? names[opt.value] : `${opt.value} (not available)`;
+    opt.textContent = status.available ? `${names[opt.value]}${status.software ? ` (${status.software}, software)` : ''}`
+      : `${opt.value} (not available)`;
     opt.title = status.reason ?? '';
-    if (status.available) usable.push(opt.value);
+    if (status.available) usable.push(`${opt.value}${status.software ? ` (${status.software}, a software renderer)` : ''}`);
   }
   const why = Object.entries(available).filter(([, st]) => !st.available).map(([b, st]) => `${b}: ${st.reason}`);
-  $('backend-note').textContent = `This browser offers ${preferred_backend()}; the Worker can run ${usable.join(', ')}` +
+  $('backend-note').textContent = `The Worker can run ${usable.join(', ')}` +
     `${why.length ? ` (not ${why.join('; ')})` : ''}. Forward, backward and the SGD update all run on the backend picked.`;
 }
 
@@ -259,7 +293,9 @@ async function main() {
   const good = applyQuery(query, urlRules(RULES), (m) => { $('error').textContent += `${$('error').textContent ? '\n' : ''}${m}`; },
     ['autorun']);
   for (const id of ['model', 'data']) $(id).addEventListener('change', noteData);
+  $('backend').addEventListener('change', noteBackend);
   noteData();
+  noteBackend();
   setBusy(false);
   status('ready', `Ready: RLX ${hello.version}.${good ? '' : ' Some URL settings were refused (see above); nothing ran.'}`);
   $('run').addEventListener('click', () => guarded(() => runOne($('model').value, '')));

@@ -4,7 +4,9 @@
 // picks among those available here), posting progress as it goes.  The
 // training batches are one synthetic batch (the benchmark) or, for the 28x28
 // models, the Fashion-MNIST subset (cluster/data.js), then with the test
-// accuracy measured EVALS times per run.
+// accuracy measured EVALS times per run.  On a software GPU picked by name
+// (SwiftShader), the first steps are timed against the same step on the CPU
+// (software-gpu.js) and the page warns with that figure.
 //
 // Messages in:  { id, cmd: 'hello' }
 //               { id, cmd: 'run', slug, backend, data: 'synthetic' | 'fashion', batch, steps, lr, seed }
@@ -12,10 +14,12 @@
 // Messages out: { id, progress: { phase, text } }    (a long phase begins)
 //               { id, progress: { step, steps, loss, losses: [[step, loss], ...], elapsedMs } }
 //               { id, progress: { eval: { step, accuracy, evaluated, confusion } } }   (fashion only)
+//               { id, progress: { slowdown } }      (a software GPU: its measured slowdown against the CPU)
 //               { id, ok: true, result }  |  { id, ok: false, error }
 import init, * as rlx from './pkg/rlx_web.js';
 import { loadSubset, scoreSet, subsetFits, Shards } from './cluster/data.js';
 import { serve, yieldToEvents } from './worker-rpc.js';
+import { SoftwareProbe } from './software-gpu.js';
 
 const YIELD_MS = 40; // longest stretch of work between two looks at the message queue
 const EVALS = 10; // test evaluations per Fashion-MNIST run: every ceil(steps / EVALS) steps and at the last
@@ -55,9 +59,11 @@ async function hello() {
  * Forward timing, then `steps` SGD steps on one synthetic batch or on
  * Fashion-MNIST batches (after one untimed warm-up step that also compiles
  * the training plan).  samplesPerSec counts the training steps only; the
- * test evaluations are in evalMs.
+ * test evaluations are in evalMs, compiling in compileMs, and totalMs is the
+ * whole run (compiling, forward timing, steps and evaluations).
  */
 async function run({ slug, backend, data = 'synthetic', batch, steps, lr, seed }, post) {
+  const start = performance.now();
   await init();
   const where = rlx.parse_backend(backend);
   if (where === 'auto') throw new Error(`unknown backend "${backend}" (pick cpu, webgpu or webgl)`);
@@ -72,6 +78,8 @@ async function run({ slug, backend, data = 'synthetic', batch, steps, lr, seed }
     let params = bench.init_params(seed);
     const { x, labels } = bench.synthetic_batch(seed, batch);
 
+    const probe = new SoftwareProbe(rlx.backend_environment()[where]?.software, where, 'a training step');
+    let compileMs = 0;
     const phase = async (kind, text) => {
       post({ phase: kind, text });
       await yieldToEvents();
@@ -103,7 +111,9 @@ async function run({ slug, backend, data = 'synthetic', batch, steps, lr, seed }
     };
     // Forward: the first call compiles; then as many calls as fit in ~150 ms (at least 3).
     await phase('compiling', `compiling the forward pass for ${where}`);
+    let c0 = performance.now();
     const logits = await forward(x, params);
+    compileMs += performance.now() - c0;
     await phase('timing', 'timing the forward pass');
     let forwards = 0;
     const f0 = performance.now();
@@ -119,7 +129,9 @@ async function run({ slug, backend, data = 'synthetic', batch, steps, lr, seed }
     if (!stopRequested) {
       await phase('compiling', `compiling the training step for ${where}`);
       const b = batchAt(0);
+      c0 = performance.now();
       compileStep = (await trainStep(b.x, b.labels, params, lr))[0]; // compiles the training plan
+      compileMs += performance.now() - c0;
     }
     let done = 0;
     let diverged = false;
@@ -130,7 +142,9 @@ async function run({ slug, backend, data = 'synthetic', batch, steps, lr, seed }
       const b = batchAt(step);
       const s0 = performance.now();
       const out = await trainStep(b.x, b.labels, params, lr);
-      workMs += performance.now() - s0;
+      const ms = performance.now() - s0;
+      workMs += ms;
+      if (probe.add(ms, step === steps - 1)) post({ slowdown: await probe.measure(() => bench.train_step_cpu(b.x, b.labels, params, lr)) });
       const loss = out[0];
       losses.push(loss);
       pending.push([step + 1, loss]);
@@ -139,7 +153,7 @@ async function run({ slug, backend, data = 'synthetic', batch, steps, lr, seed }
       done++;
       const evalNow = fashion && !diverged && (done % evalEvery === 0 || done === steps);
       if (performance.now() - last > YIELD_MS || step === steps - 1 || diverged || evalNow) {
-        post({ step: done, steps, loss, losses: pending, elapsedMs: performance.now() - t0 });
+        post({ step: done, steps, loss, losses: pending, elapsedMs: performance.now() - start });
         pending = [];
         await yieldToEvents();
         if (evalNow && !stopRequested) await evaluate(done);
@@ -166,6 +180,8 @@ async function run({ slug, backend, data = 'synthetic', batch, steps, lr, seed }
       stepsPerSec: 1000 / stepMs,
       samplesPerSec: (1000 * batch) / stepMs,
       wallMs,
+      totalMs: performance.now() - start,
+      compileMs,
       evals,
       evalMs,
       test: lastEval, // the last test evaluation (fashion), or null

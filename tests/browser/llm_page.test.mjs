@@ -9,7 +9,13 @@
 // used and left are shown (a prompt longer than the context is refused
 // before running); the backend selector offers the CPU, WebGPU, WebGL2 and
 // auto: on WebGPU and on WebGL2 (SwiftShader here) the Worker generates the
-// same greedy tokens, and auto says why it stays on the CPU; a .gguf file
+// same greedy tokens, with a warning that gives the software renderer's
+// slowdown against the CPU (measured at load: only its form is checked) and
+// a "compiling GPU pipelines" stage once the bytes are in; auto says why it
+// stays on the CPU; a file that is not a model, loaded after a good one,
+// leaves that one in use (Generate still runs it) with the reason next to
+// the file picker; the sampling fields' messages name them by their labels
+// and one token is "1 token"; a .gguf file
 // dropped on the page loads (anything else is refused next to the picker),
 // is kept in the Origin Private File System and offered again after a
 // reload, where it loads to the same greedy tokens, until Forget; a full
@@ -88,8 +94,17 @@ function drop(page, files) {
   }, files);
 }
 
-test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node's`, { skip: why ?? false, timeout: 240000 }, async (t) => {
+test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node's`, { skip: why ?? false, timeout: 300000 }, async (t) => {
   const { page, problems } = await newPage(browser);
+  // Each state and text of the status, in order (from each page load on).
+  await page.addInitScript(() => {
+    window.statuses = [];
+    new MutationObserver(() => {
+      const el = document.getElementById('status');
+      const last = window.statuses.at(-1);
+      if (el && last !== `${el.dataset.state}|${el.textContent}`) window.statuses.push(`${el.dataset.state}|${el.textContent}`);
+    }).observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
+  });
   await page.setViewportSize({ width: 1280, height: 1000 });
   await page.goto(`${server.url}generate.html?model=${FIXTURE}&autoload=1`);
   await settled(page, ['ready', 'error']);
@@ -105,6 +120,7 @@ test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node
     [['cpu', false], ['webgpu', false], ['webgl', false], ['auto', false]]);
   assert.equal(await page.$eval('#backend', (el) => el.value), 'cpu');
   assert.equal(await valueOf(page, '#i-backend'), 'cpu');
+  assert.equal(await page.textContent('#software-warning'), '', 'no software-GPU warning on the CPU');
 
   // The prompt's tokens and the context left, as typed; then what the run used.
   const P = expected.promptIds.length;
@@ -128,10 +144,22 @@ test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node
   // WebGPU and WebGL2 (an OffscreenCanvas's context) asked for in the URL: the Worker runs the steps there, to the same tokens.
   for (const [backend, shown] of [['webgpu', /WebGPU \(SwiftShader\)/], ['webgl', /WebGL2 \(SwiftShader\)/]]) {
     await page.goto(`${server.url}generate.html?model=${FIXTURE}&backend=${backend}&autoload=1`);
-    await settled(page, ['ready', 'error']);
+    await settled(page, ['ready', 'error'], 150000); // compiling on SwiftShader, then a few tokens timed on it and on the CPU
     assert.equal(await state(page), 'ready', await page.textContent('#error'));
     assert.equal(await valueOf(page, '#i-backend'), backend);
     assert.match(await page.textContent('#i-backend'), shown);
+    const name = { webgpu: 'WebGPU', webgl: 'WebGL2' }[backend];
+    assert.match(await page.textContent('#software-warning'), new RegExp(`^${name} here is SwiftShader, a software renderer \\(no graphics hardware\\): ` +
+      '\\d+(\\.\\d)?x (slower than the CPU|faster than the CPU here); a generated token took [\\d.]+ ms on it and [\\d.]+ ms on the CPU ' +
+      '\\(measured in this run\\)\\.'));
+    assert.ok(Number(await page.$eval('#software-warning', (el) => el.dataset.ratio)) > 0, 'the ratio is kept in data-ratio');
+    // Once the bytes are in, a stage of its own while the GPU pipelines compile; then the comparison with the CPU.
+    const seen = (await page.evaluate(() => window.statuses)).map((x) => x.split('|'));
+    const full = seen.findIndex(([st, text]) => st === 'loading' && /: 0\.80 MiB of 0\.80 MiB\.\.\.$/.test(text));
+    const compiling = seen.findIndex(([st, text]) => st === 'compiling' && /^Compiling GPU pipelines for /.test(text));
+    const measuring = seen.findIndex(([st]) => st === 'measuring');
+    assert.ok(full >= 0 && compiling > full && measuring > compiling, `statuses: ${JSON.stringify(seen)}`);
+    assert.match(await page.textContent('#status'), /^Loaded .* in [\d.]+ s, [\d.]+ s of it compiling GPU pipelines\.$/);
     const onGpu = await greedy(page);
     assert.deepEqual(onGpu.ids, expected.ids, `${backend} in the Worker generates the tokens Node does on the CPU`);
     assert.equal(onGpu.text, expected.text);
@@ -167,6 +195,7 @@ test('generate.html: bad sampling fields and a URL off this server are refused n
   await page.fill('#maxTokens', '0');
   await page.click('#generate');
   assert.equal(await state(page), 'error');
+  assert.equal(await page.textContent('#status'), 'Not started: fix max tokens, temperature, top-p (marked above).');
   assert.match(await page.textContent('#temperature-error'), /from 0 to 100/);
   assert.match(await page.textContent('#topP-error'), /from 0 to 1/);
   assert.match(await page.textContent('#maxTokens-error'), /outside 1 to 100000/);
@@ -175,6 +204,23 @@ test('generate.html: bad sampling fields and a URL off this server are refused n
   await page.click('#load');
   assert.match(await page.textContent('#url-error'), /only this server's URLs/);
   assert.equal(await valueOf(page, '#i-arch'), 'llama', 'the loaded model stays');
+  // A file that is not a model: refused next to the picker; the model loaded before stays and generates.
+  await page.setInputFiles('#file', { name: 'notamodel.gguf', mimeType: 'application/octet-stream', buffer: Buffer.from('hello, not a model') });
+  await page.click('#load');
+  await settled(page, ['ready', 'error']);
+  assert.match(await page.textContent('#file-error'), /notamodel\.gguf: GGUF: not a GGUF file \(magic 'hell', want 'GGUF'\)/);
+  assert.equal(await page.textContent('#error'), '', 'the message is next to the picker, not in the general box');
+  assert.equal(await page.textContent('#status'),
+    `Not loaded: notamodel.gguf (the reason is next to the file picker). ${FIXTURE}.gguf is still loaded: Generate uses it.`);
+  assert.equal(await page.isEnabled('#generate'), true);
+  assert.equal(await valueOf(page, '#i-arch'), 'llama');
+  await page.fill('#topP', '1');
+  assert.deepEqual((await greedy(page)).ids, expected.ids, 'Generate runs the model loaded before');
+  await page.fill('#maxTokens', '1');
+  await page.click('#generate');
+  await settled(page, ['finished', 'stopped', 'error']);
+  assert.match(await page.textContent('#status'), /^Finished: 1 token \(ended by /);
+  assert.match(await page.$eval('#repeatLastN', (el) => el.closest('label').textContent), /-1: all/, 'the hint says what -1 means');
   // A file picked from disk: a File, read by the Worker with stream(); with 8 positions of context,
   // and a browser whose storage quota is full (writes into OPFS fail): the model loads all the same.
   await page.evaluate(() => {
@@ -203,11 +249,12 @@ test('generate.html: bad sampling fields and a URL off this server are refused n
   await page.waitForFunction(() => Number(document.getElementById('c-prompt').dataset.value) > 8, null, { timeout: 60000 });
   assert.equal(Number(await valueOf(page, '#c-left')), 0);
   assert.match(await page.textContent('#prompt-error'), /^the prompt is \d+ tokens, longer than the context \(8\)/);
+  const lastRun = () => page.evaluate(() => [document.getElementById('output').dataset.ids, document.getElementById('r-stopped').textContent]);
+  const before = await lastRun(); // the run made with the llama model above
   await page.click('#generate');
   await settled(page, ['error', 'finished', 'stopped']);
   assert.match(await page.textContent('#status'), /^Not started: the prompt is \d+ tokens; the context holds 8/);
-  assert.equal(await page.textContent('#output'), '', 'nothing ran');
-  assert.equal(await page.textContent('#r-stopped'), '-');
+  assert.deepEqual(await lastRun(), before, 'nothing ran');
 
   // No OPFS at all: said, and the file loads from the disk.
   await page.evaluate(() => { delete StorageManager.prototype.getDirectory; });

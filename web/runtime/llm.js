@@ -64,7 +64,9 @@ function gib(bytes) { return `${(bytes / 2 ** 30).toFixed(2)} GiB`; }
 /**
  * Loads a GGUF language model.  options: { nCtx (KV cache positions; 0 or
  * undefined: the model's context length, at most 4096), onProgress({ loaded,
- * total }) (total null when the size is not known in advance), wasm (where
+ * total, stage }) (total null when the size is not known in advance; stage
+ * 'compiling' once, after the bytes are in, while a GPU backend builds its
+ * pipelines and uploads the weights, else undefined), wasm (where
  * rlx_llm.wasm is: URL, path, bytes or a WebAssembly.Module), simd ('auto'
  * (the default): the relaxed-SIMD build where the engine has relaxed SIMD;
  * 'simd128' forces the plain build, 'relaxed' the relaxed one; see
@@ -189,6 +191,7 @@ export async function loadGguf(source, options = undefined) {
     gpu = null; // and so is the GPU context
     if (model.gpu) {
       try {
+        onProgress?.({ loaded, total: src.size, stage: 'compiling' });
         await model.gpu.warm(fn); // the decoding step's plan and the weights' upload: part of loading
       } catch (err) {
         model.free();

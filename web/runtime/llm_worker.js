@@ -27,7 +27,7 @@ const OPS = {
     while (loading) await loading.catch(() => {});
     model?.free();
     model = null;
-    const opts = { ...(msg.options ?? {}), onProgress: ({ loaded, total }) => post({ event: 'progress', loaded, total }) };
+    const opts = { ...(msg.options ?? {}), onProgress: ({ loaded, total, stage }) => post({ event: 'progress', loaded, total, stage }) };
     loading = loadGguf(msg.source, opts);
     try {
       model = await loading;

@@ -70,7 +70,7 @@ export class GgufWorker {
       throw fail(fn, `source must be a URL, a File or Blob, an ArrayBuffer or a Uint8Array, got ${describe(source)}`);
     }
     const { onProgress: _, ...rest } = o;
-    this.info = await this.request('load', { source: src, options: rest }, (msg) => onProgress?.({ loaded: msg.loaded, total: msg.total }));
+    this.info = await this.request('load', { source: src, options: rest }, (msg) => onProgress?.({ loaded: msg.loaded, total: msg.total, stage: msg.stage }));
     return this.info;
   }
 
