@@ -38,6 +38,8 @@ export { RlxError } from './pkg/rlx_web.js';
 // the interfaces below, so rlx.d.ts stands alone).
 // @ts-ignore: a JavaScript module without a declaration file
 import * as llm from './runtime/llm.js';
+// @ts-ignore: generated from include/rlx.h (tools/gen_constants.py), without a declaration file
+import { STATUS } from './runtime/constants.js';
 
 /** Float data. */
 export type Floats = Float32Array | number[];
@@ -138,7 +140,7 @@ export interface TransformerConfig {
 }
 
 function fail(message: string): Error {
-  return new low.RlxError(-1, message, 'invalid argument');
+  return new low.RlxError(STATUS.INVALID_ARG, message);
 }
 
 /** v in a few words for an error message (never calls into v). */
@@ -158,7 +160,7 @@ function optionsOf<T extends object>(fn: string, v: T | undefined, what = 'optio
 }
 
 function disposedError(what: string): Error {
-  return new low.RlxError(-7, `${what} was disposed`, 'bad state');
+  return new low.RlxError(STATUS.STATE, `${what} was disposed`);
 }
 
 /** Lets the event loop run (a page stays responsive during long loops). */

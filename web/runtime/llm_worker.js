@@ -13,7 +13,7 @@ let abort = null;   // the running generation's AbortController
 
 function errorOf(err) {
   if (err instanceof RlxError) return { message: err.message, status: err.status, statusName: err.statusName };
-  return { message: String(err?.message ?? err), status: -8, statusName: 'fatal' };
+  return { message: String(err?.message ?? err), status: STATUS.FATAL, statusName: 'fatal' };
 }
 
 function needModel(op) {
