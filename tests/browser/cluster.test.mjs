@@ -10,9 +10,11 @@
 // in force, and training goes on with identical parameters. A mixed cohort
 // (a CPU, a WebGPU and a WebGL2 tab) trains with bit-identical parameters; a
 // diverging run (huge learning rate) ends on every tab with a message; bad
-// settings are refused in plain words; a follower shows the leader's
-// settings in force; a tab of another model is refused on both sides; a run
-// that reaches its step limit says finished. Without the subset file a tab
+// URL values are named (URL key and value) as the page loads and hold
+// autostart back, bad form values by the field's label; a follower shows the
+// leader's settings in force; a tab of another model on the same channel is
+// refused on both sides and neither shows the other's steps, loss or
+// accuracy; a run that reaches its step limit says finished. Without the subset file a tab
 // trains on synthetic data and says so; the page keeps an ASCII prologue and
 // fits a phone.
 import { test, before, after } from 'node:test';
@@ -303,15 +305,18 @@ test('cluster.html: divergence ends the run on every tab with a message (no live
   }
 });
 
-test('cluster.html: bad settings are refused in plain words; a follower shows the leader settings; ' +
-  'another model is refused on both sides', { skip: why ?? false, timeout: 40000 }, async () => {
+test('cluster.html: bad URL values are named as the page loads, form values by their labels; a follower shows the leader ' +
+  'settings; another model is refused on both sides, and each model keeps its own figures', { skip: why ?? false, timeout: 60000 }, async () => {
   const context = await browser.newContext();
   try {
-    for (const [query, want] of [
-      ['batch=100000', /^Cannot start: batch per rank: "100000" is not a whole number from 1 to 512\.$/],
-      ['lr=-1', /learning rate: "-1" is not a number above 0/],
-      ['lr=', /learning rate: "" is not a number above 0/],
-      ['backend=bogus', /backend: "bogus" is not one of auto, cpu, webgpu, webgl/],
+    const held = '\\. The form keeps its own value instead; not started \\(Start trains with the form as it is\\)\\.$';
+    for (const [query, want, room] of [
+      ['batch=100000', new RegExp(`^In the URL: batch: "100000" is not a whole number from 1 to 512${held}`)],
+      ['lr=-1', /^In the URL: lr: "-1" is not a number above 0/],
+      ['lr=', /^In the URL: lr: "" is not a number above 0/],
+      ['backend=bogus', /^In the URL: backend: "bogus" is not one of auto, cpu, webgpu, webgl\./],
+      ['steps=x&min=0&relays=nope', /^In the URL: steps: "x" is not a whole number from 0 to 1,000,000; min: "0" is not a whole number from 1 to 64\. The form keeps its own values/,
+        /^In the URL: relays: relay "nope" is not a URL/],
       ['model=nonsense', /Unknown model "nonsense" in the URL: known models are mnist-cnn/],
     ]) {
       const { page, problems } = await newPage(context);
@@ -320,8 +325,31 @@ test('cluster.html: bad settings are refused in plain words; a follower shows th
       const text = await page.textContent('#error');
       assert.match(text, want, query);
       assert.doesNotMatch(text, /at \w+ \(|\.js:\d+/, 'no stack trace');
+      if (room) assert.match(await page.textContent('#room-error'), room, query);
       assert.notEqual(await valueOf(page, '#status'), 'running');
       assert.equal(await page.isEnabled('#start'), true, `${query}: Start stays usable`);
+      assert.deepEqual(problems, []);
+      await page.close();
+    }
+    // the form's values: a refusal names each field by the label the page shows
+    {
+      const { page, problems } = await newPage(context);
+      await page.goto(`${server.url}cluster.html?cohort=labels`);
+      await page.waitForFunction(() => !document.getElementById('start').disabled, null, { timeout: 10000 });
+      await page.evaluate(() => {
+        const bad = { lr: '-1', steps: '-1', 'sync-h': '0', 'sync-clip': '-1', batch: '0', 'room-password': 'x'.repeat(300), 'room-id': 'good-room' };
+        document.getElementById('batch').append(new Option('0', '0'));
+        for (const [id, v] of Object.entries(bad)) document.getElementById(id).value = v;
+      });
+      await page.click('#start');
+      await page.click('#room-join');
+      const label = (id) => page.$eval(`#${id}`, (el) => el.closest('label').firstChild.textContent.trim());
+      const text = await page.textContent('#error');
+      for (const id of ['lr', 'steps', 'sync-h', 'sync-clip', 'batch']) {
+        const name = await label(id);
+        assert.ok(text.includes(`${name}: "`), `the message names #${id} as its label "${name}": ${text}`);
+      }
+      assert.match(await page.textContent('#room-error'), new RegExp(`^Cannot join: ${await label('room-password')}: at most 256 characters`));
       assert.deepEqual(problems, []);
       await page.close();
     }
@@ -344,6 +372,17 @@ test('cluster.html: bad settings are refused in plain words; a follower shows th
     await a.page.waitForFunction(() => (window.rlxCluster.state?.refused ?? []).length === 1, null, { timeout: 10000 });
     assert.match(await a.page.textContent('#refused'), /trains mnist-mlp\/101770; this cohort trains mnist-cnn\/5258/);
     assert.equal((await state(a.page)).roster.length, 2, 'the refused tab is not a member');
+    // each model's tabs keep their own figures: c leads its own cohort of one, far behind a's, and never shows
+    // a's steps, loss or accuracy (nor a c's)
+    await c.page.waitForFunction(() => window.rlxCluster.state?.role === 'leader' && window.rlxCluster.state.step >= 5, null, { timeout: 20000 });
+    for (const t of [a, c]) {
+      const [s, curve, acc] = await t.page.evaluate(() => [window.rlxCluster.state, window.rlxCluster.points, window.rlxCluster.accuracy]);
+      const steps = curve.map((p) => p[0]);
+      assert.deepEqual(steps, steps.map((_, i) => i), `${s.settings.model}: a loss point of another cohort (steps ${steps.slice(-8)} at step ${s.step})`);
+      assert.ok(steps[steps.length - 1] < s.step, `${s.settings.model}: a loss point of step ${steps[steps.length - 1]} at step ${s.step}`);
+      assert.equal(s.loss, curve[curve.length - 1][1], 'the cohort loss shown is its own last point');
+      for (const [k] of acc) assert.ok(k <= s.step, `${s.settings.model}: test accuracy of step ${k} at step ${s.step}`);
+    }
     for (const t of [a, b, c]) assert.deepEqual(t.problems, []);
   } finally {
     await context.close();

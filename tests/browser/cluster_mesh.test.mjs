@@ -31,27 +31,14 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, rmSync } from 'node:fs';
 import { REPO } from './helpers.mjs';
-import { isolate, launchPeerBrowser, startRelay, startTurn, turnMissing, stopAll, LEAVE_NOISE } from './mesh_env.mjs';
+import { namespacedTests, launchPeerBrowser, startRelay, startTurn, turnMissing, stopAll, LEAVE_NOISE } from './mesh_env.mjs';
 import { buildSite, httpServer } from './static_site.mjs';
 
-const iso = isolate(import.meta.url, { timeoutMs: 300000 });
 const why = ['web/vendor/trystero.js', 'web/pkg/rlx_web.wasm'].map((f) => (existsSync(`${REPO}${f}`) ? null : `${f} is missing: run make`)).find(Boolean);
 const STEPS = 20;
 const BATCH = 32;
 
-if (why || iso.mode === 'skip') {
-  test('cluster.html across Chromium processes over WebRTC', { skip: why ?? iso.reason }, () => {});
-} else if (iso.mode === 'outer') {
-  test('cluster.html across Chromium processes over WebRTC (in a loopback-only network namespace)', { timeout: 310000 }, async (t) => {
-    const r = await iso.run();
-    for (const line of r.timings) t.diagnostic(line);
-    assert.equal(r.code, 0, `the namespaced run failed:\n${r.output.slice(-8000)}`);
-    assert.ok(r.passed > 0 && r.failed === 0, `the namespaced run passed ${r.passed}, failed ${r.failed}:\n${r.output.slice(-4000)}`);
-    assert.equal(r.skipped, 0, `skipped inside the namespace:\n${r.output.slice(-3000)}`);
-  });
-} else {
-  inside();
-}
+namespacedTests(import.meta.url, { title: 'cluster.html across Chromium processes over WebRTC', timeoutMs: 300000, skip: why }, inside);
 
 function timing(line) {
   console.error(`mesh timing: ${line}`);

@@ -7,6 +7,11 @@
 //                                          RLX_NETNS=1 and resolves { code, output, timings,
 //                                          passed, failed, skipped } (counts of the inner run)
 //       { mode: 'skip', reason }           unshare is not possible here: skip, never run on the real network
+//   namespacedTests(import.meta.url, { title, timeoutMs, skip }, inside)
+//                                          a test file's frame on isolate(): inside() declares the tests
+//                                          in the namespace; outside, one test named title re-runs the
+//                                          file and asserts every inner test passed (none skipped), or
+//                                          is skipped with the reason (skip: why the file cannot run)
 //   inLoopbackNamespace() -> bool         RLX_NETNS=1 and no interface but lo
 //   launchPeerBrowser({ permissions, killable }) -> { browser, context, page, problems, close(), kill() }
 //       (kill: SIGKILL of the browser process, when killable: true)
@@ -21,6 +26,8 @@
 //   stopAll()                              stops everything started here (call it in `after`)
 // Child processes are started in their own process group and killed by that
 // group id only; nothing here touches processes it did not start.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
@@ -120,6 +127,23 @@ export function isolate(fileUrl, { timeoutMs = 120000 } = {}) {
       });
     }),
   };
+}
+
+export function namespacedTests(fileUrl, { title, timeoutMs, skip = null }, inside) {
+  const iso = isolate(fileUrl, { timeoutMs });
+  if (skip || iso.mode === 'skip') {
+    test(title, { skip: skip ?? iso.reason }, () => {});
+  } else if (iso.mode === 'outer') {
+    test(`${title} (in a loopback-only network namespace)`, { timeout: timeoutMs + 10000 }, async (t) => {
+      const r = await iso.run();
+      for (const line of r.timings) t.diagnostic(line);
+      assert.equal(r.code, 0, `the namespaced run failed:\n${r.output.slice(-8000)}`);
+      assert.ok(r.passed > 0 && r.failed === 0, `the namespaced run passed ${r.passed}, failed ${r.failed}:\n${r.output.slice(-4000)}`);
+      assert.equal(r.skipped, 0, `skipped inside the namespace:\n${r.output.slice(-3000)}`);
+    });
+  } else {
+    inside();
+  }
 }
 
 /** What Chromium logs on the other side of every peer that leaves a Trystero room: noise, not a problem. */

@@ -6,7 +6,14 @@
 // its QR code (qr.js), the ICE preflight (before any peer exists), one row
 // per peer (handshake, connection state, selected candidate pair, candidates
 // gathered and received, bytes), per-peer failures with the case that
-// applies, and refusals (another model or protocol) with their reason.
+// applies, refusals (another model or protocol) with their reason, and the
+// signalling relays that do not answer (relay_watch.js), named within
+// RELAY_WAIT_MS with what to do.
+//
+// Open a room (and Join) put this tab's rank in the room's cohort: onEnter()
+// starts it when none runs, and its first step waits for ROOM_MIN ranks, as
+// the join URL's does (min=): the opener and the first device that joins
+// train from the cohort's first step, and neither trains alone first.
 //
 // URL options: ?room=ID&password=P (join on load), &relays=ws://...,wss://...
 // (signalling relays), &turn=url|user|cred;... (TURN after the default STUN),
@@ -15,13 +22,18 @@
 // LAN or loopback-only room), &p2p=URL (another Trystero module), &mesh=partial|full|auto
 // (the room's connections, partial_mesh.js: a full mesh up to policy.meshAbove peers,
 // a partial mesh of the tree's links and a ring above; &fanout= applies to both). No
-// RTCPeerConnection is made in the Worker: this runs on the page.
+// RTCPeerConnection is made in the Worker: this runs on the page. A bad URL
+// option is named when the page loads (urlProblem()), not only at Join.
 import { loadTrystero, parseTurn, parseRelays, iceConfig, preflightFor, classifyIce, DEFAULT_TRYSTERO_URL,
   DEFAULT_ICE_SERVERS } from './mesh.js';
 import { RoomMesh } from './partial_mesh.js';
 import { meshFor, meshOverrides, topologyOverrides, DEFAULT_POLICY } from './policy.js';
 import { drawQr } from './qr.js';
 import { checkSettings, newRoom } from './settings.js';
+import { RelayWatch } from './relay_watch.js';
+
+/** Ranks the first step of a room's cohort waits for: the opener and one device. */
+export const ROOM_MIN = 2;
 
 const $ = (id) => document.getElementById(id);
 const short = (id) => (id ? id.slice(0, 8) : '-');
@@ -46,13 +58,16 @@ export class RoomPanel {
   /**
    * fabric: the page's Fabric; model(): { slug, paramCount } of the model
    * chosen now; query: the page's URLSearchParams; onChange(): the room
-   * state changed (the page re-enables controls).
+   * state changed (the page re-enables controls); onEnter(): Open a room or
+   * Join put this page in a room (the page starts its rank).
    */
-  constructor({ fabric, model, query, onChange = () => {} }) {
+  constructor({ fabric, model, query, onChange = () => {}, onEnter = () => {} }) {
     this.fabric = fabric;
     this.model = model;
     this.query = query;
     this.onChange = onChange;
+    this.onEnter = onEnter;
+    this.relayWatch = null;
     this.link = null;
     this.joinedAt = null;
     this.connectedAt = null;
@@ -63,27 +78,52 @@ export class RoomPanel {
     this._timer = 0;
     this._config = null;
     $('room-open').addEventListener('click', () => this.open());
-    $('room-join').addEventListener('click', () => this.join());
+    $('room-join').addEventListener('click', () => this.join().then(() => this.link && this.onEnter()));
     $('room-leave').addEventListener('click', () => this.leave());
     $('room-copy').addEventListener('click', () => navigator.clipboard?.writeText($('room-url').dataset.value ?? ''));
     $('room-id').value = query.get('room') ?? '';
     $('room-password').value = query.get('password') ?? '';
     this._render();
+    const problem = this.urlProblem();
+    if (problem) this._error(`In the URL: ${problem}.`);
   }
 
   get joined() {
     return !!this.link;
   }
 
+  /** What is wrong with the room's URL options (a sentence naming the option), or ''. */
+  urlProblem() {
+    try {
+      this._urlConfig();
+      return '';
+    } catch (err) {
+      return err.message;
+    }
+  }
+
   /** The options of the URL, checked: { relays, turn, relayOnly, p2p } or throws a plain Error. */
   _urlConfig() {
     const q = this.query;
-    const relays = q.get('relays') ? parseRelays(q.get('relays')) : [];
+    const named = (key, parse) => {
+      try {
+        return parse();
+      } catch (err) {
+        throw new Error(`${key}: ${err.message.replace(new RegExp(`^${key}: `), '')}`);
+      }
+    };
+    const relays = q.get('relays') ? named('relays', () => parseRelays(q.get('relays'))) : [];
     const turn = q.get('turn') ? parseTurn(q.get('turn')) : [];
     const relayOnly = q.get('ice') === 'relay';
     if (q.get('ice') && !relayOnly) throw new Error(`ice: ${JSON.stringify(q.get('ice'))} is not "relay" (the only option)`);
     if (relayOnly && !turn.length) throw new Error('ice=relay needs a TURN server: add &turn=turn:HOST:PORT|USER|CREDENTIAL');
-    const p2p = q.get('p2p') ? new URL(q.get('p2p'), location.href).href : DEFAULT_TRYSTERO_URL;
+    const p2p = q.get('p2p') ? named('p2p', () => {
+      try {
+        return new URL(q.get('p2p'), location.href).href;
+      } catch {
+        throw new Error(`${JSON.stringify(q.get('p2p'))} is not a URL`);
+      }
+    }) : DEFAULT_TRYSTERO_URL;
     const stunText = q.get('stun');
     let stun = DEFAULT_ICE_SERVERS;
     if (stunText === 'none') stun = [];
@@ -100,12 +140,13 @@ export class RoomPanel {
     return { relays, turn, relayOnly, p2p, stun, meshPolicy: { ...mesh.overrides, ...topo.overrides } };
   }
 
-  /** A fresh room id and password, then join it. */
-  open() {
+  /** A fresh room id and password, then join it; the page's rank goes in with it (onEnter). */
+  async open() {
     const { room, password } = newRoom();
     $('room-id').value = room;
     $('room-password').value = password;
-    return this.join();
+    await this.join();
+    if (this.link) this.onEnter();
   }
 
   /** Joins the room of the form fields (a second call while in one is ignored). */
@@ -151,6 +192,7 @@ export class RoomPanel {
     this.failures = [];
     this.refusals = [];
     this.fabric.add('room', this.link);
+    this.relayWatch = new RelayWatch({ sockets: trystero.getRelaySockets, onChange: () => this._renderRelays() });
     this._timer = setInterval(() => this._diagnose(), DIAG_MS);
     this._render();
     this.onChange();
@@ -159,6 +201,9 @@ export class RoomPanel {
   async leave() {
     if (!this.link) return;
     clearInterval(this._timer);
+    this.relayWatch?.close();
+    this.relayWatch = null;
+    this._renderRelays();
     this.fabric.remove('room');
     const link = this.link;
     this.link = null;
@@ -175,6 +220,7 @@ export class RoomPanel {
     if (c.password) u.searchParams.set('password', c.password);
     u.searchParams.set('model', this.model().slug);
     for (const key of ['relays', 'turn', 'ice', 'stun', 'p2p', 'mesh', 'fanout']) if (this.query.get(key)) u.searchParams.set(key, this.query.get(key));
+    u.searchParams.set('min', String(ROOM_MIN));
     u.searchParams.set('autostart', '1');
     return u.href;
   }
@@ -192,6 +238,7 @@ export class RoomPanel {
       refusals: this.refusals.slice(),
       stats: this.link ? { sent: this.link.stats.sent, received: this.link.stats.received, bytesOut: this.link.stats.bytesOut, bytesIn: this.link.stats.bytesIn } : null,
       connections: this.link?.connections() ?? null, // mode, held, accepted, overlay links (partial_mesh.js)
+      relays: this.relayWatch?.relays() ?? [],
       url: this.joined ? this.joinUrl() : null,
     };
   }
@@ -212,6 +259,7 @@ export class RoomPanel {
 
   async _diagnose() {
     if (!this.link) return;
+    this.relayWatch?.poll();
     try {
       this.lastDiagnostics = await this.link.diagnostics();
     } catch (err) {
@@ -276,6 +324,25 @@ export class RoomPanel {
     show('mesh', c ? `${c.mode}:${c.held}` : `${meshAbove}`, `${rule} (the tree's links and a ring: at most ${k} + 3 per peer)${now}`);
   }
 
+  /** The relays that do not answer, by URL, and what to do; '' when every relay answers (relay_watch.js). */
+  _renderRelays() {
+    const el = $('room-relays');
+    const all = this.relayWatch?.relays() ?? [];
+    const bad = all.filter((r) => r.state === 'unreachable');
+    const up = all.filter((r) => r.state === 'connected').length;
+    el.hidden = all.length === 0;
+    el.className = bad.length ? 'error' : 'note';
+    el.dataset.value = bad.map((r) => r.url).join(' ');
+    if (!bad.length) {
+      el.textContent = all.length ? `Signalling relays: ${up} of ${all.length} connected.` : '';
+      return;
+    }
+    el.textContent = `Signalling relay${bad.length > 1 ? 's' : ''} not reachable: ${bad.map((r) => `${r.url} (${r.why})`).join(', ')}; ` +
+      `${up} of ${all.length} connected${up ? '' : ': no device can find this one'}. Devices meet through a signalling relay they ` +
+      "share: check this device's network, or give every device the same reachable relays with " +
+      '?relays=wss://HOST,wss://HOST2 in the page URL (node tools/nostr_relay.mjs runs one on a LAN).';
+  }
+
   _renderPreflight() {
     const p = this.preflight;
     const refl = p.reflexive.length ? `; public address ${p.reflexive.join(', ')} (it is in screenshots too)` : '';
@@ -309,7 +376,9 @@ export class RoomPanel {
         why.className = 'reason';
         const td = document.createElement('td');
         td.colSpan = 7;
-        td.textContent = classifyIce({ preflight: this.preflight, peer: p }).message;
+        const text = document.createElement('div'); // as wide as the screen, not the table (cluster.html)
+        text.textContent = classifyIce({ preflight: this.preflight, peer: p }).message;
+        td.append(text);
         why.append(td);
         body.append(why);
       }

@@ -9,6 +9,8 @@
 //
 //   const { settings, errors } = checkSettings(raw, { models: ['mnist-cnn', ...] });
 //   errors: [] or ['learning rate: ...', ...]; settings: the parsed values.
+//   A refusal names the setting by its label (LABELS: the page's field labels);
+//   with { byKey: true } by its key instead (raw from the URL: 'steps: "x" ...').
 
 export const BACKENDS = Object.freeze(['auto', 'cpu', 'webgpu', 'webgl']);
 export const LIMITS = Object.freeze({
@@ -44,18 +46,22 @@ export const SCALE_LIMITS = Object.freeze({
   clipMax: [0, 1e12],
   strikes: [1, 1000],
 });
-const SCALE_LABELS = {
+export const LABELS = Object.freeze({
+  model: 'model', backend: 'backend', batch: 'batch per rank', lr: 'learning rate', steps: 'stop at step',
+  min: 'ranks to wait for', room: 'room', password: 'room password',
   enc: 'encoding', sync: 'sync', H: 'local steps H', outerLr: 'outer learning rate', outerMomentum: 'outer momentum',
   agg: 'aggregation', clip: 'clip (x median norm)', clipMax: 'clip (largest norm)', strikes: 'strikes',
-};
+});
+const labelOf = (byKey) => (key) => (byKey ? key : LABELS[key]);
 
 /** The sync settings of raw (missing ones take SCALE_DEFAULTS): { scale, errors }. */
-export function checkScale(raw = {}) {
+export function checkScale(raw = {}, { byKey = false } = {}) {
   const errors = [];
   const scale = {};
+  const labelFor = labelOf(byKey);
   for (const [key, def] of Object.entries(SCALE_DEFAULTS)) {
     const given = raw[key];
-    const label = SCALE_LABELS[key];
+    const label = labelFor(key);
     if (given === undefined || given === null || given === '') {
       scale[key] = def;
     } else if (SCALE_CHOICES[key]) {
@@ -63,7 +69,7 @@ export function checkScale(raw = {}) {
       if (SCALE_CHOICES[key].includes(v)) scale[key] = v;
       else errors.push(`${label}: ${JSON.stringify(v.slice(0, 32))} is not one of ${SCALE_CHOICES[key].join(', ')}`);
     } else if (key === 'H' || key === 'strikes') {
-      scale[key] = integer(key, label, given, SCALE_LIMITS[key], errors);
+      scale[key] = integer(label, given, SCALE_LIMITS[key], errors);
     } else {
       const v = number(given);
       const [lo, hi] = SCALE_LIMITS[key];
@@ -81,7 +87,7 @@ function number(text) {
   return Number(text);
 }
 
-function integer(name, label, raw, [lo, hi], errors) {
+function integer(label, raw, [lo, hi], errors) {
   const v = number(raw);
   if (!Number.isInteger(v) || v < lo || v > hi) {
     errors.push(`${label}: ${JSON.stringify(String(raw ?? ''))} is not a whole number from ${lo} to ${hi.toLocaleString('en')}`);
@@ -96,29 +102,30 @@ function integer(name, label, raw, [lo, hi], errors) {
  * known slugs. Returns
  * { settings: { model, backend, batch, lr, steps, min, room, password, scale }, errors }.
  */
-export function checkSettings(raw, { models = [] } = {}) {
+export function checkSettings(raw, { models = [], byKey = false } = {}) {
   const errors = [];
+  const label = labelOf(byKey);
   const model = String(raw.model ?? '');
   if (!models.includes(model)) {
-    errors.push(`model: ${JSON.stringify(model)} is not one of ${models.join(', ') || '(no models loaded)'}`);
+    errors.push(`${label('model')}: ${JSON.stringify(model)} is not one of ${models.join(', ') || '(no models loaded)'}`);
   }
   const backend = String(raw.backend ?? 'auto');
-  if (!BACKENDS.includes(backend)) errors.push(`backend: ${JSON.stringify(backend)} is not one of ${BACKENDS.join(', ')}`);
-  const batch = integer('batch', 'batch per rank', raw.batch, LIMITS.batch, errors);
+  if (!BACKENDS.includes(backend)) errors.push(`${label('backend')}: ${JSON.stringify(backend)} is not one of ${BACKENDS.join(', ')}`);
+  const batch = integer(label('batch'), raw.batch, LIMITS.batch, errors);
   const lrValue = number(raw.lr);
   let lr = null;
   if (!Number.isFinite(lrValue) || lrValue <= LIMITS.lr[0] || lrValue > LIMITS.lr[1]) {
-    errors.push(`learning rate: ${JSON.stringify(String(raw.lr ?? ''))} is not a number above 0 and at most ${LIMITS.lr[1].toExponential()}`);
+    errors.push(`${label('lr')}: ${JSON.stringify(String(raw.lr ?? ''))} is not a number above 0 and at most ${LIMITS.lr[1].toExponential()}`);
   } else {
     lr = lrValue;
   }
-  const steps = integer('steps', 'stop at step', raw.steps ?? '0', LIMITS.steps, errors);
-  const min = integer('min', 'ranks to wait for', raw.min ?? '1', LIMITS.min, errors);
+  const steps = integer(label('steps'), raw.steps ?? '0', LIMITS.steps, errors);
+  const min = integer(label('min'), raw.min ?? '1', LIMITS.min, errors);
   const room = raw.room ? String(raw.room) : '';
-  if (room && !ROOM.test(room)) errors.push('room: a room id is 4 to 64 letters, digits, - or _');
+  if (room && !ROOM.test(room)) errors.push(`${label('room')}: a room id is 4 to 64 letters, digits, - or _`);
   const password = raw.password ? String(raw.password) : '';
-  if (password.length > 256) errors.push('room password: at most 256 characters');
-  const { scale, errors: scaleErrors } = checkScale(raw);
+  if (password.length > 256) errors.push(`${label('password')}: at most 256 characters`);
+  const { scale, errors: scaleErrors } = checkScale(raw, { byKey });
   errors.push(...scaleErrors);
   return { settings: { model, backend, batch, lr, steps, min, room, password, scale }, errors };
 }

@@ -17,12 +17,21 @@ export function scaleRaw($, query) {
   return raw;
 }
 
-/** URL values into the fields (a value a select lacks is added, so settings.js can refuse it by name). */
-export function applyScaleQuery($, query) {
-  for (const [key, id] of Object.entries(FIELDS)) {
+/** The URL's values of the fields' keys (h= for H= too), by key. */
+export function scaleQuery(query) {
+  const raw = {};
+  for (const key of Object.keys(FIELDS)) {
     const v = query.get(key) ?? query.get(key.toLowerCase());
-    const el = $(id);
-    if (v === null || !el) continue;
+    if (v !== null) raw[key] = v;
+  }
+  return raw;
+}
+
+/** URL values into the fields but those of the keys in `skip` (refused: the field keeps its value). */
+export function applyScaleQuery($, query, skip = new Set()) {
+  for (const [key, v] of Object.entries(scaleQuery(query))) {
+    const el = $(FIELDS[key]);
+    if (skip.has(key) || !el) continue;
     if (el.tagName === 'SELECT' && ![...el.options].some((o) => o.value === v)) el.append(new Option(v, v));
     el.value = v;
   }

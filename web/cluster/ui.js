@@ -5,7 +5,10 @@
 // (what the run is doing, or how it ended), the roster, the cohort's loss
 // curve and test accuracy (train-view.js), samples/s, step, parameter version and hash, the settings the
 // leader put in force, refused peers and the policy in force. Every input is
-// checked by settings.js before a rank starts. No training happens here.
+// checked by settings.js: the URL's values when the page loads (a bad one is
+// named by its URL key, e.g. 'steps: "x" is not a whole number ...', stays out
+// of the form and holds autostart back), the form's before a rank starts
+// (named by the field's label). No training happens here.
 //
 // Shown values carry their full value in data-value for the browser tests;
 // window.rlxCluster is a debug hook: { state, info, points, accuracy, start(),
@@ -17,14 +20,14 @@ import { LossPlot, AccuracyPlot } from '../train-view.js';
 import { checkSettings } from './settings.js';
 import { topologyOverrides } from './policy.js';
 import { Fabric } from './fabric.js';
-import { RoomPanel } from './room_ui.js';
-import { scaleRaw, applyScaleQuery, setScaleDisabled, renderScale } from './sync_ui.js';
+import { RoomPanel, ROOM_MIN } from './room_ui.js';
+import { scaleRaw, scaleQuery, applyScaleQuery, setScaleDisabled, renderScale } from './sync_ui.js';
 
 const $ = (id) => document.getElementById(id);
 const query = new URLSearchParams(location.search);
 const cohortName = query.get('cohort') ?? '';
 const sayGoodbye = query.get('bye') !== '0';
-const minText = query.get('min') ?? '1';
+let minText = query.get('min') ?? '1'; // '1' when the URL's is bad (urlErrors)
 const topoQuery = { tree: query.get('tree') ?? '', fanout: query.get('fanout') ?? '' }; // ?tree=1|0, ?fanout=N
 
 const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
@@ -45,6 +48,7 @@ const room = new RoomPanel({
   query,
   model: () => ({ slug: $('model').value, paramCount: models.find((m) => m.slug === $('model').value)?.params ?? 0 }),
   onChange: () => setRunning(!!run),
+  onEnter: () => start({ minAtLeast: ROOM_MIN }), // Open a room / Join: this tab's rank trains with the room
 });
 const replies = new Map();
 
@@ -75,9 +79,9 @@ function showError(err) {
   if (err) console.warn(text); // a warning: the page keeps working (Start again)
 }
 
-/** The form's values as settings.js checks them. */
-function formSettings() {
-  return checkSettings({
+/** The form's values, unchecked. */
+function formRaw() {
+  return {
     ...scaleRaw($, query), // encoding, lockstep / periodic, aggregation (sync_ui.js)
     model: $('model').value,
     backend: $('backend').value,
@@ -85,7 +89,12 @@ function formSettings() {
     lr: $('lr').value,
     steps: $('steps').value,
     min: minText,
-  }, { models: models.map((m) => m.slug) });
+  };
+}
+
+/** The form's values as settings.js checks them. */
+function formSettings() {
+  return checkSettings(formRaw(), { models: models.map((m) => m.slug) });
 }
 
 const short = (id) => (id ? id.slice(0, 8) : '-');
@@ -205,7 +214,10 @@ function renderStatus(s) {
   }
   const leaderRow = s.roster.find((r) => r.id === s.leader);
   show('role', s.role, s.role);
-  if (run) setStatus(s.phase, s.phase === 'finished' ? `finished at step ${s.step}` : undefined);
+  if (run) {
+    setStatus(s.phase, s.phase === 'finished' ? `finished at step ${s.step}`
+      : s.phase === 'waiting' ? `waiting for ranks (${s.roster.length} of ${s.minMembers})` : undefined);
+  }
   if (s.halted) showError(`Training ${s.phase === 'diverged' ? 'stopped' : 'halted'}: ${s.halted}`);
   show('leader', s.leader ?? '', s.leader ? `${short(s.leader)}${s.leader === s.id ? ' (this tab)' : ''}` : 'none yet');
   show('step', s.step);
@@ -258,10 +270,12 @@ function channelName() {
 
 let starting = false;
 
-async function start() {
+/** minAtLeast: the first step waits for at least this many ranks (a room's, room_ui.js ROOM_MIN). */
+async function start({ minAtLeast = 1 } = {}) {
   if (run || starting) return;
   showError(null);
   const { settings, errors } = formSettings();
+  if (settings.min !== null) settings.min = Math.max(settings.min, minAtLeast);
   errors.push(...topologyOverrides(topoQuery).errors);
   if (errors.length) {
     showError(`Cannot start: ${errors.join('; ')}.`);
@@ -368,6 +382,10 @@ worker.onmessage = (event) => {
       setRunning(false);
       if (want !== null && !models.some((m) => m.slug === want)) {
         showError(`Unknown model ${JSON.stringify(want)} in the URL: known models are ${models.map((m) => m.slug).join(', ')}.`);
+      } else if (urlErrors.length) {
+        showError(`In the URL: ${urlErrors.join('; ')}. The form keeps its own value${urlErrors.length > 1 ? 's' : ''} instead` +
+          `${query.get('autostart') === '1' ? '; not started (Start trains with the form as it is)' : ''}.`);
+        if (query.get('room')) room.join();
       } else {
         // a join URL: into the room first, then (autostart) the rank
         (query.get('room') ? room.join() : Promise.resolve()).then(() => {
@@ -427,14 +445,32 @@ addEventListener('resize', () => {
   accPlot.draw();
 });
 
-for (const [key, id] of [['backend', 'backend'], ['batch', 'batch'], ['lr', 'lr'], ['steps', 'steps']]) {
-  const v = query.get(key);
-  if (v === null) continue;
-  const el = $(id);
-  if (el.tagName === 'SELECT' && ![...el.options].some((o) => o.value === v)) el.append(new Option(v, v));
-  el.value = v;
+/**
+ * The URL's settings checked as the page loads, named by their URL keys
+ * (settings.js byKey, policy.js): the errors. Good values go into the form,
+ * bad ones stay out of it (a number field could not even hold "x").
+ */
+function checkQuery() {
+  const fields = ['backend', 'batch', 'lr', 'steps']; // URL keys that are the ids of their form fields
+  const given = scaleQuery(query);
+  for (const key of [...fields, 'min']) if (query.has(key)) given[key] = query.get(key);
+  // the model is checked once the Worker listed the models (hello)
+  const { errors } = checkSettings({ ...formRaw(), ...given, model: '-' }, { models: ['-'], byKey: true });
+  errors.push(...topologyOverrides(topoQuery).errors);
+  const bad = new Set(errors.map((e) => e.slice(0, e.indexOf(':'))));
+  for (const key of fields) {
+    const v = query.get(key);
+    if (v === null || bad.has(key)) continue;
+    const el = $(key);
+    if (el.tagName === 'SELECT' && ![...el.options].some((o) => o.value === v)) el.append(new Option(v, v));
+    el.value = v;
+  }
+  applyScaleQuery($, query, bad);
+  if (bad.has('min')) minText = '1';
+  return errors;
 }
-applyScaleQuery($, query);
+
+const urlErrors = checkQuery();
 lossPlot.draw();
 accPlot.draw();
 worker.postMessage({ cmd: 'hello' });

@@ -94,6 +94,7 @@ class LossTap {
 
   send(to, msg) {
     const s = this.session;
+    if (msg.type === 'params' && s.rank?.role === 'leader') s.memberOf(msg.lead && typeof msg.lead === 'object' ? msg.lead : msg);
     if (msg.type === 'params' && s.rank?.role === 'leader' && s.lastStep) {
       const extra = { loss: s.lastStep.loss, lossStep: s.lastStep.step, cohortSps: s.rank.status().cohortSamplesPerSec ?? 0 };
       if (s.accPoints.length) {
@@ -110,15 +111,21 @@ class LossTap {
 
   onMessage(fn) {
     return this.inner.onMessage((msg) => {
+      fn(msg);
+      if (msg.type !== 'params') return;
       // relayed down a tree: the leader's own (signed) header says it, not the relay's
-      const m = msg.type === 'params' && msg.lead && typeof msg.lead === 'object' ? msg.lead : msg;
-      if (msg.type === 'params' && typeof m.loss === 'number' && Number.isSafeInteger(m.lossStep)) {
+      const m = msg.lead && typeof msg.lead === 'object' ? msg.lead : msg;
+      // only this cohort's figures: the leader this rank follows (after the Rank took the message), of its
+      // model and protocol; a tab of another model on the same channel is refused, and so are its numbers
+      const rank = this.session.rank;
+      if (!rank || m.from !== rank.leaderId || m.from === rank.id || msg.model !== rank.model || msg.pv !== PROTOCOL_VERSION) return;
+      this.session.memberOf(m);
+      if (typeof m.loss === 'number' && Number.isSafeInteger(m.lossStep)) {
         this.session.cohortPoint(m.lossStep, m.loss, typeof m.cohortSps === 'number' ? m.cohortSps : null);
       }
-      if (msg.type === 'params' && typeof m.acc === 'number' && m.acc >= 0 && m.acc <= 1 && Number.isSafeInteger(m.accStep)) {
+      if (typeof m.acc === 'number' && m.acc >= 0 && m.acc <= 1 && Number.isSafeInteger(m.accStep)) {
         this.session.accPoint(m.accStep, m.acc);
       }
-      fn(msg);
     });
   }
 
@@ -186,6 +193,7 @@ async function start(opts) {
     cohortSps: 0,
     samplesTotal: 0, // samples of every step this rank resolved as leader
     lastCompute: null, // this rank's last bucket: step, shard index / count, loss
+    firstStep: null, // the first step whose params named this rank a member: { step, ranks } (where it joined the cohort's work)
     lastEvent: null,
     timer: 0,
     cohortPoint(step, loss, sps) {
@@ -198,6 +206,12 @@ async function start(opts) {
       this.newPoints.push([step, loss]);
       if (this.points.length > MAX_POINTS) this.points.shift();
       if (sps !== null) this.cohortSps = sps;
+    },
+    memberOf(params) {
+      const members = Array.isArray(params.members) ? params.members : [];
+      if (!this.firstStep && params.go === true && Number.isSafeInteger(params.step) && members.includes(this.id)) {
+        this.firstStep = { step: params.step, ranks: members.length };
+      }
     },
     accPoint(step, acc) {
       const last = this.accPoints[this.accPoints.length - 1];
@@ -343,6 +357,7 @@ function sendStatus(s) {
     cohortSamplesPerSec: s.cohortSps,
     samplesTotal: s.samplesTotal,
     shard: s.lastCompute,
+    firstStep: s.firstStep,
     points: s.newPoints.splice(0),
     accPoints: s.newAccPoints.splice(0),
     roster: s.rank.roster(),
