@@ -178,3 +178,42 @@ test('random garbage never escapes as anything but a WireError', () => {
   }
   assert.ok(decoded < 3000);
 });
+
+test('the cluster throws RlxErrors whose status says what went wrong', async () => {
+  const { RlxError } = await import('../../web/runtime/loader.js');
+  const { STATUS } = await import('../../web/runtime/constants.js');
+  const { validate, Invalid } = await import('../../web/cluster/messages.js');
+  const { parseTurn, parseRelays, iceConfig, checkTrysteroApi } = await import('../../web/cluster/mesh.js');
+  const { InProcessHub } = await import('../../web/cluster/bus.js');
+  const { Rank } = await import('../../web/cluster/protocol.js');
+  const { treeLayout } = await import('../../web/cluster/tree.js');
+  const { pack } = await import('../../web/cluster/compress.js');
+  const { Buckets } = await import('../../web/cluster/compute.js');
+  const { qrMatrix } = await import('../../web/cluster/qr.js');
+  const { aggregate } = await import('../../web/cluster/robust.js');
+  const { LocalSteps } = await import('../../web/cluster/periodic.js');
+  const { edgeRoomId } = await import('../../web/cluster/overlay.js');
+  const is = (status, message, extra = () => true) => (e) =>
+    e instanceof RlxError && e.status === status && e.message === message && extra(e);
+  const { INVALID_ARG, STATE } = STATUS;
+  // Wire and message errors keep their classes, codes and kinds.
+  assert.throws(() => decode(new ArrayBuffer(2)), is(INVALID_ARG, 'wire: 2 bytes, shorter than the 4-byte length prefix', (e) => e instanceof WireError && e.code === 'truncated'));
+  assert.throws(() => validate({ type: 'nope', from: 'a', term: 0 }, 4), is(INVALID_ARG, 'unknown type nope', (e) => e instanceof Invalid && e.kind === 'malformed'));
+  // Bad arguments, settings and URL values.
+  assert.throws(() => parseTurn(42), is(INVALID_ARG, 'turn: expected a string like turn:host:3478|user|credential'));
+  assert.throws(() => parseRelays('http://x'), is(INVALID_ARG, 'relay "http://x": only ws:// and wss:// relays are supported'));
+  assert.throws(() => iceConfig({ relayOnly: true }), is(INVALID_ARG, 'relay-only mode needs a TURN server (?turn=url|user|credential)'));
+  assert.throws(() => checkTrysteroApi(null), is(INVALID_ARG, 'mesh module: expected an ES module, got null'));
+  assert.throws(() => new Rank({}), is(INVALID_ARG, 'Rank needs a bus'));
+  assert.throws(() => treeLayout([], 2), is(INVALID_ARG, 'treeLayout needs members'));
+  assert.throws(() => pack(new Float32Array(1), 'f8'), is(INVALID_ARG, 'pack: unknown encoding f8'));
+  assert.throws(() => new Buckets(null, 'mlp', 'cuda'), is(INVALID_ARG, 'Buckets: backend must be cpu, webgpu or webgl, got cuda'));
+  assert.throws(() => qrMatrix(42), is(INVALID_ARG, 'qrMatrix: text must be a string'));
+  assert.throws(() => aggregate([], 1, { rule: 'max' }), is(INVALID_ARG, 'aggregate: rule must be one of mean, trimmed, median'));
+  await assert.rejects(new LocalSteps().run(new Float32Array(1), { H: 0, lr: 0.1, grads: () => null }), is(INVALID_ARG, 'LocalSteps: H must be a positive integer'));
+  assert.throws(() => edgeRoomId('r', 'a', 'a'), is(INVALID_ARG, 'edgeRoomId needs two different rank ids'));
+  // Calls out of order.
+  const hub = new InProcessHub();
+  hub.connect('a');
+  assert.throws(() => hub.connect('a'), is(STATE, 'id a is already connected'));
+});

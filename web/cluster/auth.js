@@ -26,10 +26,12 @@
 // buffer once: a Fabric and proxyRelay trust what a verifying link marked.
 // SeenSet (first time a verified (from, seq) is met) lives here too: it is
 // keyed on the verified sender, so a forged seq cannot pre-empt a real one.
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 const subtleOf = () => {
   const s = globalThis.crypto?.subtle;
-  if (!s) throw new Error('WebCrypto (crypto.subtle) is not available: the cluster needs a secure context (https or localhost)');
+  if (!s) throw new RlxError(STATUS.UNSUPPORTED, 'WebCrypto (crypto.subtle) is not available: the cluster needs a secure context (https or localhost)');
   return s;
 };
 
@@ -109,13 +111,13 @@ export async function createIdentity({ algorithm = 'auto' } = {}) {
       lastErr = err;
     }
   }
-  throw new Error(`no signature algorithm available (Ed25519, ECDSA P-256): ${lastErr?.message ?? lastErr}`);
+  throw new RlxError(STATUS.UNSUPPORTED, `no signature algorithm available (Ed25519, ECDSA P-256): ${lastErr?.message ?? lastErr}`);
 }
 
 /** The identity of a key pair handed over (e.g. posted to a Worker as CryptoKeys). */
 export async function identityFromKeys({ privateKey, publicKey } = {}) {
   const name = publicKey?.algorithm?.name;
-  if (!privateKey || (name !== 'Ed25519' && name !== 'ECDSA')) throw new TypeError('identityFromKeys needs an Ed25519 or ECDSA P-256 key pair');
+  if (!privateKey || (name !== 'Ed25519' && name !== 'ECDSA')) throw new RlxError(STATUS.INVALID_ARG, 'identityFromKeys needs an Ed25519 or ECDSA P-256 key pair');
   return describe(name === 'Ed25519' ? 'e' : 'p', privateKey, publicKey);
 }
 
@@ -150,7 +152,7 @@ function writeAscii(bytes, at, text) {
 /** Signs a buffer encoded with pk and sig: SIG_PLACEHOLDER (last); writes the signature in place. */
 export async function signBuffer(identity, buf) {
   const at = sigOffset(buf);
-  if (at < 0) throw new Error('signBuffer: the header does not end with a sig placeholder');
+  if (at < 0) throw new RlxError(STATUS.INVALID_ARG, 'signBuffer: the header does not end with a sig placeholder');
   const sig = await subtleOf().sign(ALGS[identity.pk[0]].sign, identity.privateKey, buf);
   writeAscii(new Uint8Array(buf), at, b64url(new Uint8Array(sig)));
   return buf;

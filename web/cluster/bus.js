@@ -39,6 +39,8 @@
 import { encodeMessage, decodeMessage, WireError } from './wire.js';
 import { realClock } from './clock.js';
 import { isIdentity, signBuffer, sealLead, SIG_PLACEHOLDER, Verifier, verifiedHeader, SeenSet } from './auth.js';
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 function emptyStats() {
   return {
@@ -61,7 +63,7 @@ function emptyStats() {
 
 function checkId(id) {
   if (typeof id !== 'string' || id.length === 0 || id.length > 128) {
-    throw new TypeError('bus id must be a non-empty string of at most 128 characters');
+    throw new RlxError(STATUS.INVALID_ARG, 'bus id must be a non-empty string of at most 128 characters');
   }
   return id;
 }
@@ -270,7 +272,7 @@ export class WireBus {
   }
 
   _post() {
-    throw new Error('WireBus subclasses implement _post');
+    throw new RlxError(STATUS.UNSUPPORTED, 'WireBus subclasses implement _post');
   }
 }
 
@@ -278,7 +280,7 @@ export class WireBus {
 export class BroadcastChannelBus extends WireBus {
   constructor(name, idOrIdentity, { BroadcastChannelImpl = globalThis.BroadcastChannel, limits, verifier } = {}) {
     super(idOrIdentity, { limits, verify: true, verifier });
-    if (typeof BroadcastChannelImpl !== 'function') throw new Error('BroadcastChannel is not available here');
+    if (typeof BroadcastChannelImpl !== 'function') throw new RlxError(STATUS.UNSUPPORTED, 'BroadcastChannel is not available here');
     this.channel = new BroadcastChannelImpl(name);
     this.channel.onmessage = (ev) => this._receive(ev.data);
     this.channel.onmessageerror = () => {
@@ -314,7 +316,7 @@ function listen(port, fn) {
     port.on('message', wrap);
     return () => port.off('message', wrap);
   }
-  throw new TypeError('port must support addEventListener or on');
+  throw new RlxError(STATUS.INVALID_ARG, 'port must support addEventListener or on');
 }
 
 /**
@@ -366,7 +368,7 @@ export class ProxyBus extends WireBus {
  */
 export function proxyRelay(port, transport, { verifier = new Verifier() } = {}) {
   if (typeof transport?.sendRaw !== 'function' || typeof transport?.onRaw !== 'function') {
-    throw new TypeError('proxyRelay needs a wire transport (sendRaw/onRaw)');
+    throw new RlxError(STATUS.INVALID_ARG, 'proxyRelay needs a wire transport (sendRaw/onRaw)');
   }
   const stats = { toWorker: 0, fromWorker: 0, rejected: 0, unverified: 0 };
   let chain = Promise.resolve();
@@ -434,8 +436,8 @@ export class InProcessHub {
   /** idOrIdentity: a plain id, or (wire mode) an auth.js identity: that endpoint signs what it sends. */
   connect(idOrIdentity, { clock } = {}) {
     const id = checkId(isIdentity(idOrIdentity) ? idOrIdentity.id : idOrIdentity);
-    if (this.endpoints.has(id)) throw new Error(`id ${id} is already connected`);
-    if (id !== idOrIdentity && !this.wire) throw new Error('a signing endpoint needs a wire-mode hub');
+    if (this.endpoints.has(id)) throw new RlxError(STATUS.STATE, `id ${id} is already connected`);
+    if (id !== idOrIdentity && !this.wire) throw new RlxError(STATUS.INVALID_ARG, 'a signing endpoint needs a wire-mode hub');
     const ep = this.wire ? new HubWireBus(this, idOrIdentity, clock ?? this.clock) : new HubBus(this, id, clock ?? this.clock);
     this.endpoints.set(id, ep);
     return ep;

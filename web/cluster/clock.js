@@ -4,6 +4,8 @@
 // minutes of protocol time, in well under a second); FreezableClock wraps a
 // clock to model a suspended tab whose timers stop firing and then all fire
 // late when it wakes up.
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 const perf = globalThis.performance;
 
@@ -67,7 +69,7 @@ export class VirtualClock {
     while (this._heap.length && this._heap[0].at <= end) {
       const at = this._heap[0].at;
       if (at === this.t && ++sameInstant > 100_000) {
-        throw new Error(`simulated time stuck at ${at} ms: timers keep rescheduling with no delay`);
+        throw new RlxError(STATUS.STATE, `simulated time stuck at ${at} ms: timers keep rescheduling with no delay`);
       }
       if (at !== this.t) sameInstant = 0;
       this.t = at;
@@ -93,7 +95,7 @@ export class VirtualClock {
   async runUntil(predicate, maxMs = 60_000, stepMs = 10) {
     const start = this.t;
     while (!predicate()) {
-      if (this.t - start >= maxMs) throw new Error(`condition not reached within ${maxMs} ms of simulated time`);
+      if (this.t - start >= maxMs) throw new RlxError(STATUS.STATE, `condition not reached within ${maxMs} ms of simulated time`);
       await this.advance(stepMs);
     }
     return this.t - start;

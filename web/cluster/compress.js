@@ -37,6 +37,8 @@
 // (structure: encoding, counts, byte length); messages.js calls
 // packedProblem() (values: non-finite scales or halves) before a rank acts.
 import { paramsHash } from './reduce.js';
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 export const ENCODINGS = Object.freeze(['f32', 'f16', 'int8']);
 export const ENCODING_SETTINGS = Object.freeze(['auto', ...ENCODINGS]);
@@ -56,7 +58,7 @@ export function encodedBytes(enc, n, chunk = DEFAULT_CHUNK) {
   if (enc === 'f32') return 4 * n;
   if (enc === 'f16') return 2 * n;
   if (enc === 'int8') return 4 * Math.ceil(n / chunk) + n;
-  throw new TypeError(`unknown encoding ${String(enc)}`);
+  throw new RlxError(STATUS.INVALID_ARG, `unknown encoding ${String(enc)}`);
 }
 
 const pad4 = (b) => (b + 3) & ~3;
@@ -156,7 +158,7 @@ export function pack(values, enc, { chunk = DEFAULT_CHUNK } = {}) {
     }
     return { enc, n, chunk, payload: bytes };
   }
-  throw new TypeError(`pack: unknown encoding ${String(enc)}`);
+  throw new RlxError(STATUS.INVALID_ARG, `pack: unknown encoding ${String(enc)}`);
 }
 
 /** { enc, n, chunk?, payload } -> Float32Array of the n decoded values (a new array for f16 / int8). */
@@ -183,7 +185,7 @@ export function unpack(packed, out = new Float32Array(packed.n)) {
     }
     return out;
   }
-  throw new TypeError(`unpack: unknown encoding ${String(enc)}`);
+  throw new RlxError(STATUS.INVALID_ARG, `unpack: unknown encoding ${String(enc)}`);
 }
 
 /** The scales of an int8 payload as f32 (a view when aligned, else a copy). */
@@ -194,7 +196,7 @@ function scaleView(bytes, chunks) {
 
 function checkChunk(chunk) {
   if (!Number.isInteger(chunk) || chunk < CHUNK_LIMITS[0] || chunk > CHUNK_LIMITS[1]) {
-    throw new TypeError(`int8 chunk must be an integer from ${CHUNK_LIMITS[0]} to ${CHUNK_LIMITS[1]}`);
+    throw new RlxError(STATUS.INVALID_ARG, `int8 chunk must be an integer from ${CHUNK_LIMITS[0]} to ${CHUNK_LIMITS[1]}`);
   }
 }
 
@@ -202,22 +204,22 @@ function checkChunk(chunk) {
 
 /**
  * Structure of a header that names an encoding, against the payload's byte
- * length (padded to 4): returns the unpadded byte count, or throws an Error
+ * length (padded to 4): returns the unpadded byte count, or throws an RlxError (INVALID_ARG)
  * saying what is wrong (wire.js turns it into a WireError 'malformed').
  */
 export function packedLayout(header, payloadBytes, maxValues = 1 << 26) {
   const { enc, n, chunk } = header;
-  if (enc !== 'f16' && enc !== 'int8') throw new Error(`unknown payload encoding ${typeof enc === 'string' ? JSON.stringify(enc.slice(0, 16)) : typeof enc}`);
-  if (!Number.isSafeInteger(n) || n < 1 || n > maxValues) throw new Error(`${enc} payload needs a value count n from 1 to ${maxValues}`);
+  if (enc !== 'f16' && enc !== 'int8') throw new RlxError(STATUS.INVALID_ARG, `unknown payload encoding ${typeof enc === 'string' ? JSON.stringify(enc.slice(0, 16)) : typeof enc}`);
+  if (!Number.isSafeInteger(n) || n < 1 || n > maxValues) throw new RlxError(STATUS.INVALID_ARG, `${enc} payload needs a value count n from 1 to ${maxValues}`);
   if (enc === 'int8') {
     if (!Number.isSafeInteger(chunk) || chunk < CHUNK_LIMITS[0] || chunk > CHUNK_LIMITS[1]) {
-      throw new Error(`int8 payload needs chunk from ${CHUNK_LIMITS[0]} to ${CHUNK_LIMITS[1]}`);
+      throw new RlxError(STATUS.INVALID_ARG, `int8 payload needs chunk from ${CHUNK_LIMITS[0]} to ${CHUNK_LIMITS[1]}`);
     }
   } else if (chunk !== undefined) {
-    throw new Error('an f16 payload has no chunk');
+    throw new RlxError(STATUS.INVALID_ARG, 'an f16 payload has no chunk');
   }
   const bytes = encodedBytes(enc, n, chunk);
-  if (payloadBytes !== pad4(bytes)) throw new Error(`${enc} payload of ${n} values is ${pad4(bytes)} bytes, got ${payloadBytes}`);
+  if (payloadBytes !== pad4(bytes)) throw new RlxError(STATUS.INVALID_ARG, `${enc} payload of ${n} values is ${pad4(bytes)} bytes, got ${payloadBytes}`);
   return bytes;
 }
 

@@ -13,6 +13,8 @@
 // A GPU that fails mid-run (a lost device or context) is not retried
 // forever: the rank moves to the CPU, calls onFallback(reason) so the roster
 // can say so, and the bucket of that step is computed there.
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 const LABEL = { cpu: 'CPU', webgpu: 'WebGPU', webgl: 'WebGL2' };
 const METHOD = { cpu: 'grads_cpu', webgpu: 'grads_webgpu', webgl: 'grads_webgl' };
@@ -21,7 +23,7 @@ const METHOD = { cpu: 'grads_cpu', webgpu: 'grads_webgpu', webgl: 'grads_webgl' 
 export class Buckets {
   /** rlx: the loaded ../pkg/rlx_web.js module; backend: what resolveBackend chose. */
   constructor(rlx, slug, backend = 'cpu', { onFallback = null } = {}) {
-    if (!METHOD[backend]) throw new TypeError(`Buckets: backend must be cpu, webgpu or webgl, got ${String(backend)}`);
+    if (!METHOD[backend]) throw new RlxError(STATUS.INVALID_ARG, `Buckets: backend must be cpu, webgpu or webgl, got ${String(backend)}`);
     this.bench = new rlx.VisionBench(slug);
     this.info = this.bench.info();
     this.paramCount = this.info.param_flat_len;
@@ -34,7 +36,7 @@ export class Buckets {
    * loss, samples, backend }, directly on cpu and webgl, a Promise on webgpu.
    */
   run(x, labels, params) {
-    if (!this.bench) throw new Error('Buckets: used after free()');
+    if (!this.bench) throw new RlxError(STATUS.STATE, 'Buckets: used after free()');
     const backend = this.backend;
     let out;
     try {

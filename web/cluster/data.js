@@ -16,6 +16,8 @@
 // step see disjoint samples, and a rank walks through its shard batch after
 // batch as the steps go by (wrapping around at its end).
 import { rng } from './sim.js';
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 const MAGIC = 0x44584c52; // "RLXD" read as a little-endian u32
 const HEADER = 24;
@@ -32,27 +34,27 @@ export function subsetFits(info) {
 
 /**
  * A subset file (ArrayBuffer or view) -> a set whose samples are the pixels
- * / 255 as f32.  Throws an Error saying what is wrong with a bad file.
+ * / 255 as f32.  Throws an RlxError (INVALID_ARG; UNSUPPORTED for another version) saying what is wrong with a bad file.
  */
 export function parseSubset(data, source = 'Fashion-MNIST subset') {
   const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-  if (bytes.length < HEADER) throw new Error(`${source}: ${bytes.length} bytes, shorter than the ${HEADER}-byte header`);
+  if (bytes.length < HEADER) throw new RlxError(STATUS.INVALID_ARG, `${source}: ${bytes.length} bytes, shorter than the ${HEADER}-byte header`);
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const u32 = (k) => dv.getUint32(4 * k, true);
-  if (u32(0) !== MAGIC) throw new Error(`${source}: not an RLXD file (bad magic)`);
-  if (u32(1) !== 1) throw new Error(`${source}: unsupported version ${u32(1)}`);
+  if (u32(0) !== MAGIC) throw new RlxError(STATUS.INVALID_ARG, `${source}: not an RLXD file (bad magic)`);
+  if (u32(1) !== 1) throw new RlxError(STATUS.UNSUPPORTED, `${source}: unsupported version ${u32(1)}`);
   const count = u32(2);
   const rows = u32(3);
   const cols = u32(4);
   const classes = u32(5);
   const inputLen = rows * cols;
-  if (count === 0 || inputLen === 0 || classes === 0) throw new Error(`${source}: empty (count ${count}, ${rows}x${cols}, ${classes} classes)`);
+  if (count === 0 || inputLen === 0 || classes === 0) throw new RlxError(STATUS.INVALID_ARG, `${source}: empty (count ${count}, ${rows}x${cols}, ${classes} classes)`);
   const want = HEADER + count * (inputLen + 1);
-  if (bytes.length !== want) throw new Error(`${source}: ${bytes.length} bytes, expected ${want} for ${count} samples of ${rows}x${cols}`);
+  if (bytes.length !== want) throw new RlxError(STATUS.INVALID_ARG, `${source}: ${bytes.length} bytes, expected ${want} for ${count} samples of ${rows}x${cols}`);
   const pixels = bytes.subarray(HEADER, HEADER + count * inputLen);
   const labels = bytes.subarray(HEADER + count * inputLen);
   for (let i = 0; i < count; i++) {
-    if (labels[i] >= classes) throw new Error(`${source}: label ${labels[i]} of sample ${i} is not below ${classes}`);
+    if (labels[i] >= classes) throw new RlxError(STATUS.INVALID_ARG, `${source}: label ${labels[i]} of sample ${i} is not below ${classes}`);
   }
   return {
     kind: 'fashion-mnist',
@@ -68,11 +70,11 @@ export function parseSubset(data, source = 'Fashion-MNIST subset') {
   };
 }
 
-/** A split of the subset, fetched and parsed; throws an Error saying what is wrong (missing file: run make). */
+/** A split of the subset, fetched and parsed; throws an RlxError saying what is wrong (a missing file is NOT_FOUND: run make). */
 export async function loadSubset(split, fetchImpl = globalThis.fetch) {
   const url = subsetUrl(split);
   const res = await fetchImpl(url);
-  if (!res.ok) throw new Error(`the Fashion-MNIST ${split} subset (web/data/fashion-mnist-${split}.bin) answered ${res.status}: run make`);
+  if (!res.ok) throw new RlxError(STATUS.NOT_FOUND, `the Fashion-MNIST ${split} subset (web/data/fashion-mnist-${split}.bin) answered ${res.status}: run make`);
   return parseSubset(await res.arrayBuffer(), `web/data/fashion-mnist-${split}.bin`);
 }
 
@@ -176,7 +178,7 @@ export class Shards {
 
   /** Indices (into the set) of the batch rank `index` of `count` trains on at `step`. */
   indices(step, index, count, batch) {
-    if (!(count >= 1 && index >= 0 && index < count)) throw new RangeError(`rank index ${index} of ${count}`);
+    if (!(count >= 1 && index >= 0 && index < count)) throw new RlxError(STATUS.INVALID_ARG, `rank index ${index} of ${count}`);
     // A cohort larger than the set: ranks beyond it share samples (index mod n).
     const n = this.set.count;
     const c = Math.min(count, n);

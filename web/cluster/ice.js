@@ -28,6 +28,9 @@
 //     an attempt that never connected can still be diagnosed after Trystero drops it.
 //   classifyIce({ preflight, peer, iceServers }) -> { case, message, needsTurn }   the four causes of
 //     "could not connect" (see the function), or 'connected' / 'unknown'.
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
+
 const TYPES = ['host', 'srflx', 'relay', 'prflx'];
 
 function now() {
@@ -37,7 +40,7 @@ function now() {
 /** Throws in a Worker: the mesh is the page's job. */
 export function assertNotWorker(what = 'WebRTC') {
   if (typeof globalThis.WorkerGlobalScope === 'function' && globalThis instanceof globalThis.WorkerGlobalScope) {
-    throw new Error(`${what} runs on the page (main thread): RTCPeerConnection does not exist in a Worker`);
+    throw new RlxError(STATUS.UNSUPPORTED, `${what} runs on the page (main thread): RTCPeerConnection does not exist in a Worker`);
   }
 }
 
@@ -97,7 +100,7 @@ function countServers(iceServers = []) {
 export async function icePreflight({ iceServers = [], iceTransportPolicy = 'all', timeoutMs = 5000,
   RTCPeerConnectionImpl = globalThis.RTCPeerConnection } = {}) {
   assertNotWorker('the ICE preflight');
-  if (typeof RTCPeerConnectionImpl !== 'function') throw new Error('RTCPeerConnection is not available in this browser');
+  if (typeof RTCPeerConnectionImpl !== 'function') throw new RlxError(STATUS.UNSUPPORTED, 'RTCPeerConnection is not available in this browser');
   const t0 = now();
   const seen = new Map();
   const errors = [];
@@ -200,7 +203,7 @@ function bump(rec, side, line) {
 }
 
 export function trackPeerConnections(Base, { keepClosedMs = 120000 } = {}) {
-  if (typeof Base !== 'function') throw new TypeError('trackPeerConnections needs an RTCPeerConnection constructor');
+  if (typeof Base !== 'function') throw new RlxError(STATUS.INVALID_ARG, 'trackPeerConnections needs an RTCPeerConnection constructor');
   const records = new Set();
   const prune = () => {
     const t = Date.now();

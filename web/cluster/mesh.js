@@ -17,7 +17,7 @@
 //                                      iceTransportPolicy 'relay' when relayOnly (needs TURN)
 // Loading:
 //   await loadTrystero(url = DEFAULT_TRYSTERO_URL)   import + checkTrysteroApi (the page passes ?p2p=)
-//   checkTrysteroApi(mod) -> mod       throws a TypeError naming what is missing
+//   checkTrysteroApi(mod) -> mod       throws an RlxError (INVALID_ARG) naming what is missing
 //   adaptRoom(room)                    one shape over Trystero 0.25+ (makeAction returns
 //                                      { send, onMessage }, onPeerJoin is an assignable property)
 //                                      and the legacy API ([send, get, progress] tuples,
@@ -84,6 +84,8 @@ import { peekHeader } from './wire.js';
 import { OnceVerifier, SeenSet, markCopy } from './auth.js';
 import { PROTOCOL_VERSION as RANK_PROTOCOL } from './protocol.js';
 import { assertNotWorker, classifyIce, icePreflight, peerIceStats, trackPeerConnections } from './ice.js';
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 export { icePreflight, classifyIce } from './ice.js';
 
@@ -114,15 +116,15 @@ export const shortId = (id) => (typeof id === 'string' && id ? id.slice(0, 8) : 
 /** '?turn=' text -> RTCIceServer[]: entries 'url|user|credential' joined by ';'. */
 export function parseTurn(text) {
   if (text == null) return [];
-  if (typeof text !== 'string') throw new TypeError('turn: expected a string like turn:host:3478|user|credential');
+  if (typeof text !== 'string') throw new RlxError(STATUS.INVALID_ARG, 'turn: expected a string like turn:host:3478|user|credential');
   const out = [];
   text.split(';').map((e) => e.trim()).filter(Boolean).forEach((entry, i) => {
     const fields = entry.split('|');
     const where = `turn entry ${i + 1} (${JSON.stringify(entry.length > 80 ? `${entry.slice(0, 80)}...` : entry)})`;
-    if (fields.length !== 3) throw new Error(`${where}: expected url|user|credential, got ${fields.length} field${fields.length === 1 ? '' : 's'}`);
+    if (fields.length !== 3) throw new RlxError(STATUS.INVALID_ARG, `${where}: expected url|user|credential, got ${fields.length} field${fields.length === 1 ? '' : 's'}`);
     const [urls, username, credential] = fields.map((f) => f.trim());
-    if (!/^turns?:[^\s|;]+$/i.test(urls)) throw new Error(`${where}: the url must start with turn: or turns:`);
-    if (!username || !credential) throw new Error(`${where}: the user and the credential must not be empty`);
+    if (!/^turns?:[^\s|;]+$/i.test(urls)) throw new RlxError(STATUS.INVALID_ARG, `${where}: the url must start with turn: or turns:`);
+    if (!username || !credential) throw new RlxError(STATUS.INVALID_ARG, `${where}: the user and the credential must not be empty`);
     out.push({ urls, username, credential });
   });
   return out;
@@ -131,15 +133,15 @@ export function parseTurn(text) {
 /** '?relays=' text -> signalling relay URLs (comma-separated ws:// or wss://). */
 export function parseRelays(text) {
   if (text == null) return [];
-  if (typeof text !== 'string') throw new TypeError('relays: expected a comma-separated list of ws:// or wss:// URLs');
+  if (typeof text !== 'string') throw new RlxError(STATUS.INVALID_ARG, 'relays: expected a comma-separated list of ws:// or wss:// URLs');
   return text.split(',').map((u) => u.trim()).filter(Boolean).map((u) => {
     let url;
     try {
       url = new URL(u);
     } catch {
-      throw new Error(`relay ${JSON.stringify(u)} is not a URL (expected ws://HOST:PORT or wss://HOST)`);
+      throw new RlxError(STATUS.INVALID_ARG, `relay ${JSON.stringify(u)} is not a URL (expected ws://HOST:PORT or wss://HOST)`);
     }
-    if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw new Error(`relay ${JSON.stringify(u)}: only ws:// and wss:// relays are supported`);
+    if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw new RlxError(STATUS.INVALID_ARG, `relay ${JSON.stringify(u)}: only ws:// and wss:// relays are supported`);
     return u;
   });
 }
@@ -147,7 +149,7 @@ export function parseRelays(text) {
 /** rtcConfig for Trystero: STUN first (a direct path is always tried first), TURN after. */
 export function iceConfig({ turn = [], relayOnly = false, stun = DEFAULT_ICE_SERVERS } = {}) {
   const turnServers = typeof turn === 'string' ? parseTurn(turn) : [...turn];
-  if (relayOnly && turnServers.length === 0) throw new Error('relay-only mode needs a TURN server (?turn=url|user|credential)');
+  if (relayOnly && turnServers.length === 0) throw new RlxError(STATUS.INVALID_ARG, 'relay-only mode needs a TURN server (?turn=url|user|credential)');
   const config = { iceServers: [...stun.map((s) => ({ ...s })), ...turnServers.map((s) => ({ ...s }))] };
   if (relayOnly) config.iceTransportPolicy = 'relay';
   return config;
@@ -157,13 +159,13 @@ export function iceConfig({ turn = [], relayOnly = false, stun = DEFAULT_ICE_SER
 
 export function checkTrysteroApi(mod) {
   if (!mod || (typeof mod !== 'object' && typeof mod !== 'function')) {
-    throw new TypeError(`mesh module: expected an ES module, got ${mod === null ? 'null' : typeof mod}`);
+    throw new RlxError(STATUS.INVALID_ARG, `mesh module: expected an ES module, got ${mod === null ? 'null' : typeof mod}`);
   }
   const missing = [];
   if (typeof mod.joinRoom !== 'function') missing.push('joinRoom (a function)');
   if (mod.selfId !== undefined && typeof mod.selfId !== 'string') missing.push('selfId (a string)');
   if (missing.length) {
-    throw new TypeError(`mesh module lacks ${missing.join(' and ')}; exports: [${Object.keys(mod).join(', ')}]. ` +
+    throw new RlxError(STATUS.INVALID_ARG, `mesh module lacks ${missing.join(' and ')}; exports: [${Object.keys(mod).join(', ')}]. ` +
       'Is ?p2p= pointing at a Trystero build?');
   }
   return mod;
@@ -175,12 +177,12 @@ export async function loadTrystero(url = DEFAULT_TRYSTERO_URL) {
     mod = await import(url);
   } catch (err) {
     const hint = url === DEFAULT_TRYSTERO_URL ? ' (run `make web/vendor/trystero.js`)' : '';
-    throw new Error(`could not load the mesh module ${url}${hint}: ${err?.message ?? err}`);
+    throw new RlxError(STATUS.INVALID_ARG, `could not load the mesh module ${url}${hint}: ${err?.message ?? err}`);
   }
   try {
     return checkTrysteroApi(mod);
   } catch (err) {
-    throw new TypeError(`${url}: ${err.message}`);
+    throw new RlxError(STATUS.INVALID_ARG, `${url}: ${err.message}`);
   }
 }
 
@@ -189,7 +191,7 @@ export function adaptAction(action, name = '?') {
   if (Array.isArray(action)) {
     const [send, get] = action;
     if (typeof send !== 'function' || typeof get !== 'function') {
-      throw new TypeError(`makeAction('${name}') returned a tuple without [send, onMessage] functions`);
+      throw new RlxError(STATUS.INVALID_ARG, `makeAction('${name}') returned a tuple without [send, onMessage] functions`);
     }
     return { form: 'tuple', send: (data, targets) => send(data, targets), onMessage: (fn) => get((data, peerId) => fn(data, peerId)) };
   }
@@ -207,7 +209,7 @@ export function adaptAction(action, name = '?') {
     };
   }
   const got = action === null ? 'null' : Array.isArray(action) ? 'an array' : typeof action === 'object' ? `{${Object.keys(action).join(', ')}}` : typeof action;
-  throw new TypeError(`makeAction('${name}') returned ${got}: expected { send, onMessage } (Trystero 0.25+) or [send, onMessage, onProgress]`);
+  throw new RlxError(STATUS.INVALID_ARG, `makeAction('${name}') returned ${got}: expected { send, onMessage } (Trystero 0.25+) or [send, onMessage, onProgress]`);
 }
 
 function hasSetter(obj, key) {
@@ -227,9 +229,9 @@ function eventHook(room, key) {
   return null;
 }
 
-/** One room shape over both Trystero APIs; throws a TypeError naming what is missing. */
+/** One room shape over both Trystero APIs; throws an RlxError (INVALID_ARG) naming what is missing. */
 export function adaptRoom(room) {
-  if (!room || typeof room !== 'object') throw new TypeError(`joinRoom returned ${room === null ? 'null' : typeof room}, not a room`);
+  if (!room || typeof room !== 'object') throw new RlxError(STATUS.INVALID_ARG, `joinRoom returned ${room === null ? 'null' : typeof room}, not a room`);
   const missing = [];
   if (typeof room.makeAction !== 'function') missing.push('makeAction (a function)');
   if (typeof room.leave !== 'function') missing.push('leave (a function)');
@@ -237,7 +239,7 @@ export function adaptRoom(room) {
   const onLeave = eventHook(room, 'onPeerLeave');
   if (!onJoin) missing.push('onPeerJoin (an assignable property or a function taking a callback)');
   if (!onLeave) missing.push('onPeerLeave (an assignable property or a function taking a callback)');
-  if (missing.length) throw new TypeError(`the Trystero room lacks ${missing.join(', ')}; it has [${Object.keys(room).join(', ')}]`);
+  if (missing.length) throw new RlxError(STATUS.INVALID_ARG, `the Trystero room lacks ${missing.join(', ')}; it has [${Object.keys(room).join(', ')}]`);
   return {
     events: hasSetter(room, 'onPeerJoin') || typeof room.onPeerJoin !== 'function' ? 'property' : 'function',
     action: (name) => adaptAction(room.makeAction(name), name),
@@ -324,13 +326,13 @@ export class MeshLink extends EventTarget {
     super();
     assertNotWorker('MeshLink');
     if (globalThis.isSecureContext === false) {
-      throw new Error('the mesh needs a secure context (https, or http://localhost): Trystero uses crypto.subtle; serve with tools/serve.py --tls');
+      throw new RlxError(STATUS.UNSUPPORTED, 'the mesh needs a secure context (https, or http://localhost): Trystero uses crypto.subtle; serve with tools/serve.py --tls');
     }
     checkTrysteroApi(trystero);
-    if (typeof roomId !== 'string' || !roomId) throw new TypeError('MeshLink needs a roomId (a non-empty string)');
-    if (typeof slug !== 'string' || !slug) throw new TypeError('MeshLink needs the model slug (the handshake compares it)');
-    if (!Number.isSafeInteger(paramCount) || paramCount < 0) throw new TypeError('MeshLink needs paramCount (a non-negative integer)');
-    if (!(handshakeTimeoutMs > 0)) throw new TypeError('handshakeTimeoutMs must be a positive number');
+    if (typeof roomId !== 'string' || !roomId) throw new RlxError(STATUS.INVALID_ARG, 'MeshLink needs a roomId (a non-empty string)');
+    if (typeof slug !== 'string' || !slug) throw new RlxError(STATUS.INVALID_ARG, 'MeshLink needs the model slug (the handshake compares it)');
+    if (!Number.isSafeInteger(paramCount) || paramCount < 0) throw new RlxError(STATUS.INVALID_ARG, 'MeshLink needs paramCount (a non-negative integer)');
+    if (!(handshakeTimeoutMs > 0)) throw new RlxError(STATUS.INVALID_ARG, 'handshakeTimeoutMs must be a positive number');
     this.roomId = roomId;
     this.selfId = trystero.selfId ?? null;
     this.hello = { t: 'hello', mesh: MESH_VERSION, protocol, app: appId, slug, paramCount };

@@ -29,6 +29,8 @@
 // excluded ({id, reason}).
 import { allFinite } from './reduce.js';
 import { packedProblem } from './compress.js';
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 const TYPES = new Set(['hb', 'need', 'params', 'grad', 'halt', 'bye']);
 const ROLES = new Set(['joining', 'follower', 'leader']);
@@ -57,9 +59,11 @@ function treeOf(msg) {
   if (t.k > 1024 || t.n > MAX_MEMBERS || t.depth > 64 || t.ms > 3_600_000 || t.at + t.ids.length > t.n) throw new Invalid('malformed', 'tree out of range');
 }
 
-export class Invalid extends Error {
+/** A message that breaks the rules (an RlxError of status INVALID_ARG); `kind` is malformed, oversized or nonFinite. */
+export class Invalid extends RlxError {
   constructor(kind, why) {
-    super(why);
+    super(STATUS.INVALID_ARG, why);
+    this.name = 'Invalid';
     this.kind = kind;
   }
 }

@@ -25,6 +25,8 @@
 //   edgeRoomId(roomId, a, b)              -> the Trystero room of the link between ranks a and b
 //   connected(edges, without)             -> whether the overlay minus `without` is one component
 import { splitSubtree } from './tree.js';
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 /** The overlay's order: the leader first (when it is one of `ranks`), then the others sorted, as tree.js lays out a step. */
 export function overlayOrder(ranks, leader = null) {
@@ -34,7 +36,7 @@ export function overlayOrder(ranks, leader = null) {
 }
 
 function checkFanout(fanout) {
-  if (!Number.isInteger(fanout) || fanout < 1) throw new TypeError(`fanout must be a positive integer, got ${fanout}`);
+  if (!Number.isInteger(fanout) || fanout < 1) throw new RlxError(STATUS.INVALID_ARG, `fanout must be a positive integer, got ${fanout}`);
 }
 
 /** parent and children of every rank of `order` under tree.js's pre-order split (one walk, O(n)). */
@@ -95,8 +97,8 @@ export function greeterOf(ranks, leader = null) {
 
 /** The Trystero room of the link between ranks a and b (the same name from both ends). */
 export function edgeRoomId(roomId, a, b) {
-  if (typeof roomId !== 'string' || !roomId) throw new TypeError('edgeRoomId needs the room id');
-  if (typeof a !== 'string' || typeof b !== 'string' || !a || !b || a === b) throw new TypeError('edgeRoomId needs two different rank ids');
+  if (typeof roomId !== 'string' || !roomId) throw new RlxError(STATUS.INVALID_ARG, 'edgeRoomId needs the room id');
+  if (typeof a !== 'string' || typeof b !== 'string' || !a || !b || a === b) throw new RlxError(STATUS.INVALID_ARG, 'edgeRoomId needs two different rank ids');
   return a < b ? `${roomId}/link/${a}/${b}` : `${roomId}/link/${b}/${a}`;
 }
 

@@ -52,6 +52,8 @@ import { SeenSet, OnceVerifier, signBuffer, SIG_PLACEHOLDER, verifiedHeader } fr
 import { encode, peekHeader } from './wire.js';
 import { meshFor, DEFAULT_POLICY } from './policy.js';
 import { overlayNeighbours, greeterOf, edgeRoomId } from './overlay.js';
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 export const PRESENCE = 'mesh-here';
 const EXPIRE_PERIODS = 4;
@@ -65,9 +67,9 @@ export class RoomMesh extends EventTarget {
       selfRank = () => null, identity = () => null, policy = {}, presenceMs = 1000, lingerMs = 2000, tickMs = 250,
       onEvent = null, MeshLinkImpl = MeshLink, now = () => Date.now(), ...linkOpts
     } = opts;
-    if (typeof selfRank !== 'function') throw new TypeError('RoomMesh needs selfRank (a function returning the page\'s rank id or null)');
+    if (typeof selfRank !== 'function') throw new RlxError(STATUS.INVALID_ARG, 'RoomMesh needs selfRank (a function returning the page\'s rank id or null)');
     for (const [k, v] of Object.entries({ presenceMs, lingerMs, tickMs })) {
-      if (!(v > 0)) throw new TypeError(`RoomMesh ${k} must be a positive number of ms`);
+      if (!(v > 0)) throw new RlxError(STATUS.INVALID_ARG, `RoomMesh ${k} must be a positive number of ms`);
     }
     this.roomId = linkOpts.roomId;
     this.selfId = linkOpts.trystero?.selfId ?? null;

@@ -26,6 +26,8 @@
 // step deadline by H (a round computes H buckets).
 import { sgd } from './reduce.js';
 import { DEFAULT_POLICY } from './policy.js';
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 export const SYNC_MODES = Object.freeze(['lockstep', 'periodic']);
 export const INNER_OPTIMIZERS = Object.freeze(['sgd', 'momentum', 'adam']);
@@ -45,8 +47,8 @@ export class LocalSteps {
    * the bucket of inner step h at p; it may return a Promise.
    */
   async run(params, { H, lr, optimizer = 'sgd', grads }) {
-    if (!Number.isInteger(H) || H < 1) throw new TypeError('LocalSteps: H must be a positive integer');
-    if (!INNER_OPTIMIZERS.includes(optimizer)) throw new TypeError(`LocalSteps: optimizer must be one of ${INNER_OPTIMIZERS.join(', ')}`);
+    if (!Number.isInteger(H) || H < 1) throw new RlxError(STATUS.INVALID_ARG, 'LocalSteps: H must be a positive integer');
+    if (!INNER_OPTIMIZERS.includes(optimizer)) throw new RlxError(STATUS.INVALID_ARG, `LocalSteps: optimizer must be one of ${INNER_OPTIMIZERS.join(', ')}`);
     const n = params.length;
     const local = Float32Array.from(params);
     const st = this._state(optimizer, n);
@@ -56,7 +58,7 @@ export class LocalSteps {
       let b = grads(local, h);
       if (b && typeof b.then === 'function') b = await b;
       const g = b.grads;
-      if (!(g instanceof Float32Array) || g.length !== n) throw new TypeError('LocalSteps: grads must return a Float32Array of the model size');
+      if (!(g instanceof Float32Array) || g.length !== n) throw new RlxError(STATUS.INVALID_ARG, 'LocalSteps: grads must return a Float32Array of the model size');
       loss += b.loss * b.samples;
       samples += b.samples;
       this._apply(st, local, g, lr);

@@ -87,6 +87,8 @@ import { SenderRules } from './rules.js';
 import { LiveTree } from './tree.js';
 import { Traffic, adoptDelta, unpack } from './compress.js';
 import { aggregate, robustOn, PeerGuard, DEFAULT_ROBUST } from './robust.js';
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 export { DEFAULT_POLICY, policyFor, claimBeats } from './policy.js';
 export { paramsHash, weightedMean, sgd } from './reduce.js';
@@ -145,12 +147,12 @@ export class Rank {
       model = null,
       settings = {},
     } = opts ?? {};
-    if (!bus || typeof bus.send !== 'function' || typeof bus.onMessage !== 'function') throw new TypeError('Rank needs a bus');
-    if (typeof compute !== 'function') throw new TypeError('Rank needs a compute function');
-    if (!(params instanceof Float32Array) || params.length === 0) throw new TypeError('Rank needs initial params (Float32Array)');
-    if (typeof id !== 'string' || !id || id.length > MAX_ID) throw new TypeError('Rank id must be a short non-empty string');
-    if (bus.id !== undefined && bus.id !== id) throw new Error(`rank id ${id} differs from bus id ${bus.id}`);
-    if (model !== null && (typeof model !== 'string' || !model || model.length > 64)) throw new TypeError('Rank model must be a short string or null');
+    if (!bus || typeof bus.send !== 'function' || typeof bus.onMessage !== 'function') throw new RlxError(STATUS.INVALID_ARG, 'Rank needs a bus');
+    if (typeof compute !== 'function') throw new RlxError(STATUS.INVALID_ARG, 'Rank needs a compute function');
+    if (!(params instanceof Float32Array) || params.length === 0) throw new RlxError(STATUS.INVALID_ARG, 'Rank needs initial params (Float32Array)');
+    if (typeof id !== 'string' || !id || id.length > MAX_ID) throw new RlxError(STATUS.INVALID_ARG, 'Rank id must be a short non-empty string');
+    if (bus.id !== undefined && bus.id !== id) throw new RlxError(STATUS.INVALID_ARG, `rank id ${id} differs from bus id ${bus.id}`);
+    if (model !== null && (typeof model !== 'string' || !model || model.length > 64)) throw new RlxError(STATUS.INVALID_ARG, 'Rank model must be a short string or null');
 
     this.id = id;
     this.bus = bus;

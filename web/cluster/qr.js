@@ -10,9 +10,11 @@
 //   qrSvg(url, { scale = 4, margin = 4, ecc })       // '<svg ...>' string, viewBox in module units
 //
 // Text longer than a version-40 symbol holds at that ECC level throws an
-// Error that names the byte count and the maximum.
+// RlxError (INVALID_ARG) that names the byte count and the maximum.
 
 import qrcode from '../vendor/qrcode.js';
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 /** Most UTF-8 bytes one QR code (version 40, byte mode) holds per ECC level. */
 export const QR_MAX_BYTES = Object.freeze({ L: 2953, M: 2331, Q: 1663, H: 1273 });
@@ -20,12 +22,12 @@ export const QR_MAX_BYTES = Object.freeze({ L: 2953, M: 2331, Q: 1663, H: 1273 }
 const utf8 = new TextEncoder();
 
 export function qrMatrix(text, { ecc = 'M' } = {}) {
-  if (typeof text !== 'string') throw new TypeError('qrMatrix: text must be a string');
-  if (!(ecc in QR_MAX_BYTES)) throw new Error(`qrMatrix: error correction level must be L, M, Q or H, not ${ecc}`);
+  if (typeof text !== 'string') throw new RlxError(STATUS.INVALID_ARG, 'qrMatrix: text must be a string');
+  if (!(ecc in QR_MAX_BYTES)) throw new RlxError(STATUS.INVALID_ARG, `qrMatrix: error correction level must be L, M, Q or H, not ${ecc}`);
   const bytes = utf8.encode(text);
   const max = QR_MAX_BYTES[ecc];
   if (bytes.length > max) {
-    throw new Error(`Text too long for a QR code: ${bytes.length} bytes (UTF-8); the maximum at error correction ${ecc} is ${max} bytes`);
+    throw new RlxError(STATUS.INVALID_ARG, `Text too long for a QR code: ${bytes.length} bytes (UTF-8); the maximum at error correction ${ecc} is ${max} bytes`);
   }
   const qr = qrcode(0, ecc);              // type number 0 = smallest version that fits
   // qrcode-generator turns the string into bytes with the factory's
@@ -35,7 +37,7 @@ export function qrMatrix(text, { ecc = 'M' } = {}) {
   qrcode.stringToBytes = () => Array.from(bytes);
   try { qr.addData(text, 'Byte'); } finally { qrcode.stringToBytes = saved; }
   try { qr.make(); } catch (e) {          // the library throws plain strings
-    throw new Error(`QR encoding failed for ${bytes.length} bytes at error correction ${ecc}: ${e}`);
+    throw new RlxError(STATUS.INVALID_ARG, `QR encoding failed for ${bytes.length} bytes at error correction ${ecc}: ${e}`);
   }
   const size = qr.getModuleCount();
   const modules = new Uint8Array(size * size);

@@ -33,6 +33,8 @@
 // peer is excluded with a reason, and a good bucket resets its count. The
 // leader leaves excluded ranks out of its steps and lists them (with the
 // reason) on its params broadcasts, so every rank's roster can say why.
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 export const RULES = Object.freeze(['mean', 'trimmed', 'median']);
 export const DEFAULT_ROBUST = Object.freeze({ rule: 'mean', clip: 0, clipMax: 0, trim: 0.2, outlier: 10, minCos: -0.1, alpha: 0.02, minObs: 20, strikes: 5 });
@@ -104,9 +106,9 @@ function medianWithout(col, r) {
 export function aggregate(buckets, paramCount, opts = {}) {
   const { rule = 'mean', clip = 0, clipMax = 0, trim = DEFAULT_ROBUST.trim } = opts;
   const outlierAt = opts.outlier ?? (clip > 0 ? clip : DEFAULT_ROBUST.outlier);
-  if (!RULES.includes(rule)) throw new TypeError(`aggregate: rule must be one of ${RULES.join(', ')}`);
+  if (!RULES.includes(rule)) throw new RlxError(STATUS.INVALID_ARG, `aggregate: rule must be one of ${RULES.join(', ')}`);
   const n = buckets.length;
-  if (n === 0) throw new TypeError('aggregate: no buckets');
+  if (n === 0) throw new RlxError(STATUS.INVALID_ARG, 'aggregate: no buckets');
   const norms = buckets.map((b) => norm(b.grads));
   const med = median(norms);
   let limit = Infinity;

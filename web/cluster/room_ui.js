@@ -31,6 +31,8 @@ import { meshFor, meshOverrides, topologyOverrides, DEFAULT_POLICY } from './pol
 import { drawQr } from './qr.js';
 import { checkSettings, newRoom } from './settings.js';
 import { RelayWatch } from './relay_watch.js';
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 /** Ranks the first step of a room's cohort waits for: the opener and one device. */
 export const ROOM_MIN = 2;
@@ -102,26 +104,26 @@ export class RoomPanel {
     }
   }
 
-  /** The options of the URL, checked: { relays, turn, relayOnly, p2p } or throws a plain Error. */
+  /** The options of the URL, checked: { relays, turn, relayOnly, p2p } or throws an RlxError (INVALID_ARG). */
   _urlConfig() {
     const q = this.query;
     const named = (key, parse) => {
       try {
         return parse();
       } catch (err) {
-        throw new Error(`${key}: ${err.message.replace(new RegExp(`^${key}: `), '')}`);
+        throw new RlxError(STATUS.INVALID_ARG, `${key}: ${err.message.replace(new RegExp(`^${key}: `), '')}`);
       }
     };
     const relays = q.get('relays') ? named('relays', () => parseRelays(q.get('relays'))) : [];
     const turn = q.get('turn') ? parseTurn(q.get('turn')) : [];
     const relayOnly = q.get('ice') === 'relay';
-    if (q.get('ice') && !relayOnly) throw new Error(`ice: ${JSON.stringify(q.get('ice'))} is not "relay" (the only option)`);
-    if (relayOnly && !turn.length) throw new Error('ice=relay needs a TURN server: add &turn=turn:HOST:PORT|USER|CREDENTIAL');
+    if (q.get('ice') && !relayOnly) throw new RlxError(STATUS.INVALID_ARG, `ice: ${JSON.stringify(q.get('ice'))} is not "relay" (the only option)`);
+    if (relayOnly && !turn.length) throw new RlxError(STATUS.INVALID_ARG, 'ice=relay needs a TURN server: add &turn=turn:HOST:PORT|USER|CREDENTIAL');
     const p2p = q.get('p2p') ? named('p2p', () => {
       try {
         return new URL(q.get('p2p'), location.href).href;
       } catch {
-        throw new Error(`${JSON.stringify(q.get('p2p'))} is not a URL`);
+        throw new RlxError(STATUS.INVALID_ARG, `${JSON.stringify(q.get('p2p'))} is not a URL`);
       }
     }) : DEFAULT_TRYSTERO_URL;
     const stunText = q.get('stun');
@@ -129,14 +131,14 @@ export class RoomPanel {
     if (stunText === 'none') stun = [];
     else if (stunText) {
       stun = stunText.split(',').map((u) => u.trim()).filter(Boolean).map((urls) => {
-        if (!/^stuns?:[^\s,]+$/i.test(urls)) throw new Error(`stun: ${JSON.stringify(urls)} is not a stun: URL (or use stun=none)`);
+        if (!/^stuns?:[^\s,]+$/i.test(urls)) throw new RlxError(STATUS.INVALID_ARG, `stun: ${JSON.stringify(urls)} is not a stun: URL (or use stun=none)`);
         return { urls };
       });
     }
     const mesh = meshOverrides({ mesh: q.get('mesh') ?? '' });
     const topo = topologyOverrides({ fanout: q.get('fanout') ?? '' });
     const errors = [...mesh.errors, ...topo.errors];
-    if (errors.length) throw new Error(errors.join('; '));
+    if (errors.length) throw new RlxError(STATUS.INVALID_ARG, errors.join('; '));
     return { relays, turn, relayOnly, p2p, stun, meshPolicy: { ...mesh.overrides, ...topo.overrides } };
   }
 

@@ -35,6 +35,8 @@ import { VirtualClock } from './clock.js';
 import { Rank } from './protocol.js';
 import { rng, taskWeights } from './sim.js';
 import { overlayEdges, connected } from './overlay.js';
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 /**
  * The partial mesh (overlay.js) the live ranks would hold in a WebRTC room:
@@ -292,7 +294,7 @@ export async function runScale({
   const until = async (pred, what, maxMs = maxSimMs) => {
     const t0 = clock.now();
     while (!pred()) {
-      if (clock.now() - t0 > maxMs) throw new Error(`n=${n} ${topology}: ${what} not reached within ${maxMs} ms of simulated time`);
+      if (clock.now() - t0 > maxMs) throw new RlxError(STATUS.STATE, `n=${n} ${topology}: ${what} not reached within ${maxMs} ms of simulated time`);
       await clock.advance(10);
     }
     return clock.now() - t0;

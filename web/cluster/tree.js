@@ -53,11 +53,13 @@ import { realClock, VirtualClock } from './clock.js';
 import { InProcessHub } from './bus.js';
 import { sgd, paramsHash, copyF32 } from './reduce.js';
 import { topologyFor } from './policy.js';
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 /** Complete k-ary layout of `members` (members[0] is the root). */
 export function treeLayout(members, fanout) {
-  if (!Array.isArray(members) || members.length === 0) throw new TypeError('treeLayout needs members');
-  if (!Number.isInteger(fanout) || fanout < 1) throw new TypeError('fanout must be a positive integer');
+  if (!Array.isArray(members) || members.length === 0) throw new RlxError(STATUS.INVALID_ARG, 'treeLayout needs members');
+  if (!Number.isInteger(fanout) || fanout < 1) throw new RlxError(STATUS.INVALID_ARG, 'fanout must be a positive integer');
   const index = new Map(members.map((id, i) => [id, i]));
   const childrenAt = (i) => members.slice(fanout * i + 1, Math.min(members.length, fanout * i + 1 + fanout));
   let depth = 0;
@@ -118,7 +120,7 @@ export class TreeRank {
 
   /** Root only: run `steps` steps over `members` (root first). */
   run(members, steps) {
-    if (members[0] !== this.id) throw new Error('the root must be members[0]');
+    if (members[0] !== this.id) throw new RlxError(STATUS.INVALID_ARG, 'the root must be members[0]');
     this.maxSteps = this.step + steps;
     if (this.version < 0) this.version = 0;
     this._down({ version: this.version, step: this.step, members, payload: this.params });
@@ -281,7 +283,7 @@ export async function simulateTree({ n, fanout = 4, dim = 16, steps = 3, lr = 0.
       for (const id of kill.ids) ranks[ids.indexOf(id)].stop();
       killed = true;
     }
-    if (clock.now() > 1e6) throw new Error('tree simulation did not finish');
+    if (clock.now() > 1e6) throw new RlxError(STATUS.STATE, 'tree simulation did not finish');
   }
   const egress = ranks.map((r) => ({ id: r.id, msgs: r.stats.sentMsgs / steps, floats: r.stats.sentFloats / steps, perStepMax: r.stats.perStepMax }));
   return { root, ranks, egress, layout: treeLayout(ids, fanout), ms: clock.now() };

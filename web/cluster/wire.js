@@ -26,6 +26,8 @@
 export const WIRE_LIMITS = Object.freeze({ maxHeaderBytes: 1 << 16, maxBytes: 1 << 28 });
 
 import { packedLayout } from './compress.js';
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 const NF_KEY = '$nf';
 const NF_VALUES = { NaN: NaN, Infinity: Infinity, '-Infinity': -Infinity };
@@ -35,10 +37,10 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 const utf8Encoder = new TextEncoder();
 const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
 
-/** A buffer that is not a valid message; `code` says which kind of bad. */
-export class WireError extends Error {
+/** A buffer that is not a valid message (an RlxError of status INVALID_ARG); `code` says which kind of bad. */
+export class WireError extends RlxError {
   constructor(code, message) {
-    super(`wire: ${message}`);
+    super(STATUS.INVALID_ARG, `wire: ${message}`);
     this.name = 'WireError';
     this.code = code;
   }

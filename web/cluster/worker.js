@@ -46,6 +46,8 @@ import { loadTrainingSet, Shards, subsetFits, loadSubset, scoreBatch } from './d
 import { checkSettings } from './settings.js';
 import { topologyOverrides } from './policy.js';
 import { syncModes, collectMs } from './periodic.js';
+import { RlxError } from '../runtime/errors.js';
+import { STATUS } from '../runtime/constants.js';
 
 const STATUS_MS = 100;
 const MAX_POINTS = 2000; // loss points kept per run
@@ -164,17 +166,17 @@ function evaluate(s, params) {
 }
 
 async function start(opts) {
-  if (session) throw new Error('already running: stop first');
+  if (session) throw new RlxError(STATUS.STATE, 'already running: stop first');
   const { port, seed = 1 } = opts;
   const identity = await identityFromKeys(opts.keys);
   const id = identity.id;
   const topo = topologyOverrides({ tree: opts.tree, fanout: opts.fanout });
-  if (topo.errors.length) throw new Error(topo.errors.join('; '));
-  if (!port) throw new Error('start needs the bus port');
+  if (topo.errors.length) throw new RlxError(STATUS.INVALID_ARG, topo.errors.join('; '));
+  if (!port) throw new RlxError(STATUS.INVALID_ARG, 'start needs the bus port');
   await init();
   const checked = checkSettings({ ...opts.scale, model: opts.slug, backend: opts.backend, batch: opts.batch, lr: opts.lr, steps: opts.maxSteps, min: opts.minMembers },
     { models: rlx.list_vision_models() });
-  if (checked.errors.length) throw new Error(checked.errors.join('; '));
+  if (checked.errors.length) throw new RlxError(STATUS.INVALID_ARG, checked.errors.join('; '));
   const { model: slug, backend, batch, lr, steps: maxSteps, min: minMembers, scale } = checked.settings;
   const s = {
     id,
@@ -400,10 +402,10 @@ self.onmessage = async (event) => {
         const r = session?.rank;
         if (!r) break;
         if (r.role !== 'leader') {
-          throw new Error(`the leader's tab sets the step limit; this cohort's is ${r.cohortSettings().maxSteps || 'none'}`);
+          throw new RlxError(STATUS.STATE, `the leader's tab sets the step limit; this cohort's is ${r.cohortSettings().maxSteps || 'none'}`);
         }
         const v = Number(msg.value);
-        if (!Number.isInteger(v) || v < 0) throw new Error(`stop at step: ${JSON.stringify(String(msg.value))} is not a whole number of 0 or more`);
+        if (!Number.isInteger(v) || v < 0) throw new RlxError(STATUS.INVALID_ARG, `stop at step: ${JSON.stringify(String(msg.value))} is not a whole number of 0 or more`);
         r.maxSteps = v > 0 ? v : Infinity;
         r.setTraining(true); // re-checks whether a step can start now
         sendStatus(session);
@@ -413,7 +415,7 @@ self.onmessage = async (event) => {
         post({ type: 'params', reqId: msg.reqId, params: session?.rank ? session.rank.params.slice() : null, version: session?.rank?.version ?? -1 });
         break;
       default:
-        throw new Error(`unknown command ${msg.cmd}`);
+        throw new RlxError(STATUS.INVALID_ARG, `unknown command ${msg.cmd}`);
     }
   } catch (err) {
     if (err?.stack) console.warn(err.stack);

@@ -20,7 +20,10 @@
 // memory helpers only free blocks that alloc() handed out.
 import { WasiShim } from './wasi.js';
 import { simdOption, moduleFile, moduleSimd } from './simd.js';
-import { STATUS, STATUS_NAME, DEVICE, DTYPE, OPTIMIZER } from './constants.js';
+import { STATUS, DEVICE, DTYPE, OPTIMIZER } from './constants.js';
+import { RlxError } from './errors.js';
+
+export { RlxError };
 
 const isNode = typeof process === 'object' && !!process.versions?.node;
 const MAX_ELEMENTS = 2 ** 28;   // 1 GiB of 32-bit values: more than one copy can take in wasm32 memory
@@ -29,17 +32,6 @@ const MAX_LIST = 1 << 16;       // entries of an integer list (dims, inputs, att
 
 /** The status of an RlxError whose wasm instance trapped (statusName 'fatal'): not an rlx_status. */
 export const FATAL_STATUS = -100;
-
-/** An error from RLX: `status` is the rlx_status code, `statusName` its name (by default rlx_status_name's). */
-export class RlxError extends Error {
-  constructor(status, message, statusName = Object.hasOwn(STATUS_NAME, status) ? STATUS_NAME[status] : '') {
-    const text = (v) => (typeof v === 'string' && v ? v : null);
-    super(text(message) ?? text(statusName) ?? `rlx status ${typeof status === 'number' ? status : '?'}`);
-    this.name = 'RlxError';
-    this.status = status;
-    this.statusName = statusName;
-  }
-}
 
 function fail(fn, message) {
   return new RlxError(STATUS.INVALID_ARG, `${fn}: ${message}`);
