@@ -194,6 +194,15 @@ test('RlxError made with hostile values still constructs', { skip }, () => {
   const e = new rlx.RlxError(Object.create(null), Object.create(null), Symbol('s'));
   assert.equal(e.message, 'rlx status ?');
   assert.equal(new rlx.RlxError(-1, 'boom').message, 'boom');
+  // without a statusName the default is looked up by status: only a number is a key
+  const huge = Object.assign(Object.create(null), { length: 2 ** 32 });
+  for (const status of [huge, new Array(2 ** 32 - 1), Symbol('s'), { toString() { throw new Error('no'); } }]) {
+    const d = new rlx.RlxError(status);
+    assert.equal(d.message, 'rlx status ?');
+    assert.equal(d.statusName, '');
+  }
+  assert.equal(new rlx.RlxError(-1).statusName, 'invalid argument');
+  assert.equal(new rlx.RlxError(-1).message, 'invalid argument');
 });
 
 test('bench_webgl / bench_webgpu: nothing is allocated before the backend is known to run here', { skip }, () => {
