@@ -114,23 +114,36 @@ $(GLSL_WEB_GEN): tools/embed_sources.sh $(SUBOPS_DEF) $(OPS_DEF) $(GLSL_SRC) $(w
 	sh tools/embed_sources.sh --gzip ../../src/core/inflate.h --consts $(SUBOPS_DEF) $(OPS_DEF) glsl \
 	  --twins-absent ../../src/webgl/gl.h rlx_glref_args rlx_glref_find .frag $@ rlx_glsl_source \
 	  $(filter-out src/webgl/glsl/llm_%,$(GLSL_SRC))
-# The language-model ops (shape rules, kernels, gradient rules, WebGPU
-# lowerings and their llm_*.wgsl kernels) stay out of the training module:
-# src/web/llm_ops_absent.c stands in for them there.
+# The training module embeds no llm_*.wgsl kernels (it has no language-model
+# ops: MODULE_FAMILIES below).
 WGSL_WEB_GEN := build/gen/wgsl_sources_web.c
 $(WGSL_WEB_GEN): tools/embed_sources.sh $(SUBOPS_DEF) $(OPS_DEF) $(WGSL_SRC) $(wildcard src/webgpu/wgsl)
 	@mkdir -p $(dir $@)
 	sh tools/embed_sources.sh --gzip ../../src/core/inflate.h --consts $(SUBOPS_DEF) $(OPS_DEF) wgsl $@ rlx_wgsl_source \
 	  $(filter-out src/webgpu/wgsl/llm_%,$(WGSL_SRC))
-LLM_KERNEL_OBJ := build/wasm/src/cpu/k_matmul_q.o build/wasm/src/cpu/k_matmul_q_wasm.o build/wasm/src/cpu/k_attention_kv.o build/wasm/src/ir/shape_rules_llm.o \
-                  build/wasm/src/webgpu/lower_llm.o build/wasm/src/cpu/k_swiglu_q.o build/wasm/src/webgpu/lower_swiglu_q.o \
-                  build/wasm/src/autodiff/rules_llm.o
-WEB_LIB_OBJ := $(filter-out build/wasm/src/webgl/reference.o build/wasm/src/webgl/ref_%.o $(LLM_KERNEL_OBJ) \
-                 build/wasm/$(GLSL_GEN:.c=.o) build/wasm/$(WGSL_GEN:.c=.o),$(WASM_OBJ)) build/wasm/$(GLSL_WEB_GEN:.c=.o) \
+# Op families (include/rlx_ops.def, src/core/families.h): each module
+# leaves some out (RLX_WITHOUT_<FAMILY>_OPS).  The files holding a table of
+# functions per op (FAMILY_TABLE_SRC) are built once per module kind with
+# its flags, in build/wasm-<kind>/; a left-out family's rows are NULL there,
+# so wasm-ld drops its shape rules, kernels, gradient rules and lowerings,
+# and a graph holding one of its ops is refused by name.  The training
+# module (web) has no language-model ops; the language-model modules (llm,
+# and their GPU builds) no vision or training ops.
+FAMILY_TABLE_SRC := src/ir/shape_rules.c src/cpu/executor.c src/autodiff/grad.c src/webgpu/prepare.c src/webgl/plan_gl.c
+MODULE_FAMILIES_web := -DRLX_WITHOUT_LLM_OPS
+MODULE_FAMILIES_llm := -DRLX_WITHOUT_VISION_OPS -DRLX_WITHOUT_TRAINING_OPS
+# $(call families,KIND,OBJECTS): OBJECTS with KIND's builds of the table files.
+families = $(foreach o,$(2),$(if $(filter $(o),$(FAMILY_TABLE_SRC:%.c=build/wasm/%.o)),$(o:build/wasm/%=build/wasm-$(1)/%),$(o)))
+# (Optimized as their build/wasm/ twins: the kernels' table -O2, the rest -Oz.)
+define family_tables
+$(FAMILY_TABLE_SRC:%.c=build/wasm-$(1)/%.o): build/wasm-$(1)/%.o: %.c $$(HDRS)
+	@mkdir -p $$(dir $$@)
+	$$(WASMCC) $$(WASM_CFLAGS) $$(if $$(filter src/cpu/%,$$<),-O2,-Oz) $$(MODULE_FAMILIES_$(1)) -c $$< -o $$@
+endef
+$(foreach k,web llm,$(eval $(call family_tables,$(k))))
+WEB_LIB_OBJ := $(call families,web,$(filter-out build/wasm/src/webgl/reference.o build/wasm/src/webgl/ref_%.o \
+                 build/wasm/$(GLSL_GEN:.c=.o) build/wasm/$(WGSL_GEN:.c=.o),$(WASM_OBJ))) build/wasm/$(GLSL_WEB_GEN:.c=.o) \
                build/wasm/$(WGSL_WEB_GEN:.c=.o)
-# WebGL2's language-model lowerings and their llm_*.frag shaders stay out
-# too (src/web/webgl_llm_absent.c stands in).
-WEB_LIB_OBJ := $(filter-out build/wasm/src/webgl/lower_llm.o,$(WEB_LIB_OBJ))
 # Size: the kernels (src/cpu) are built for speed, everything else in the
 # browser module (graph, compiler, autodiff, models, exports) for size.
 # Among the kernels, the GEMM micro-kernels, packing and convolution (most of
@@ -209,10 +222,9 @@ web/pkg/rlx_web.wasm: $(WEB_LIB_OBJ) $(WEB_OBJ)
 # The language-model module (web/runtime/llm.js loads it): src/web_llm/*.c
 # with the graph, compiler, CPU executor and kernels, GGUF, tokenizer,
 # sampler and src/models/llm_*.c; no WebGPU / WebGL2 backend
-# (src/core/backends.c built again without them), no autodiff, and
-# src/web_llm/training_ops_absent.c in place of the backward, convolution
-# and pooling kernels (LLM_ABSENT_KERNELS).  wasm-ld drops what the exports
-# do not reach.  Its quantized matmul (k_matmul_q*.c: most of a token's
+# (src/core/backends.c built again without them), no autodiff, and no
+# vision or training ops (MODULE_FAMILIES_llm).  wasm-ld drops what the
+# exports do not reach.  Its quantized matmul (k_matmul_q*.c: most of a token's
 # time) gets -O3, the weight types' row kernels (gguf_quants.c: the fused
 # dots and dequantizers of the K and Q4_1/Q5 types) -O2 (-Oz in the
 # training module; -O3 measured no clearly faster here, 15 KB larger).
@@ -223,11 +235,9 @@ LLM_WEB_SRC := $(sort $(wildcard src/web_llm/*.c))
 LLM_WEB_OBJ := $(LLM_WEB_SRC:%.c=build/wasm/%.o)
 LLM_O3_OBJ  := $(patsubst %.c,build/wasm-llm/%.o,$(wildcard src/cpu/k_matmul_q*.c))
 LLM_O2_OBJ  := build/wasm-llm/src/models/gguf_quants.o
-LLM_ABSENT_KERNELS := k_conv k_conv_grad conv_common k_pool k_pool_grad k_attention_grad k_norm_grad k_grad_layout \
-                      k_grad_softmax k_grad_pointwise
-LLM_LIB_OBJ := $(filter-out build/wasm/src/core/backends.o $(patsubst build/wasm-llm/%,build/wasm/%,$(LLM_O3_OBJ) $(LLM_O2_OBJ)) \
-                 $(LLM_ABSENT_KERNELS:%=build/wasm/src/cpu/%.o),\
-                 $(filter $(foreach d,core ir compile cpu models,build/wasm/src/$(d)/%),$(WASM_OBJ))) \
+LLM_LIB_OBJ := $(call families,llm,$(filter-out build/wasm/src/core/backends.o \
+                 $(patsubst build/wasm-llm/%,build/wasm/%,$(LLM_O3_OBJ) $(LLM_O2_OBJ)),\
+                 $(filter $(foreach d,core ir compile cpu models,build/wasm/src/$(d)/%),$(WASM_OBJ)))) \
                build/wasm-llm/src/core/backends.o $(LLM_O3_OBJ) $(LLM_O2_OBJ)
 $(LLM_WEB_OBJ): WASM_CFLAGS += -Oz
 build/wasm-llm/src/core/backends.o: src/core/backends.c $(HDRS)
@@ -253,7 +263,7 @@ wasm: web/pkg/rlx_llm.wasm
 # and src/web_llm_gpu/*.c (the steps compiled for WebGPU).
 LLM_GPU_WEB_OBJ := $(LLM_WEB_OBJ) $(patsubst %.c,build/wasm/%.o,src/web_llm_gpu/exports.c src/web_llm_gpu/webgpu.c src/web/exports_webgpu.c)
 LLM_GPU_LIB_OBJ := $(filter-out build/wasm-llm/src/core/backends.o,$(LLM_LIB_OBJ)) build/wasm-llm-gpu/src/core/backends.o \
-                   $(filter build/wasm/src/webgpu/%,$(WASM_OBJ)) build/wasm/$(WGSL_GEN:.c=.o)
+                   $(call families,llm,$(filter build/wasm/src/webgpu/%,$(WASM_OBJ))) build/wasm/$(WGSL_GEN:.c=.o)
 $(filter build/wasm/src/web_llm_gpu/%,$(LLM_GPU_WEB_OBJ)): WASM_CFLAGS += -Oz
 build/wasm-llm-gpu/src/core/backends.o: src/core/backends.c $(HDRS)
 	@mkdir -p $(dir $@)
@@ -279,7 +289,8 @@ $(GLSL_LLM_GEN): tools/embed_sources.sh $(SUBOPS_DEF) $(OPS_DEF) $(GLSL_SRC) $(w
 LLM_GL_WEB_OBJ := $(LLM_WEB_OBJ) $(patsubst %.c,build/wasm/%.o,src/web_llm_gpu/exports.c src/web_llm_gpu/webgl.c \
                     src/web/exports_webgl.c src/web/webgl_no_reference.c)
 LLM_GL_LIB_OBJ := $(filter-out build/wasm-llm/src/core/backends.o,$(LLM_LIB_OBJ)) build/wasm-llm-gl/src/core/backends.o \
-                  $(filter-out build/wasm/src/webgl/reference.o build/wasm/src/webgl/ref_%.o,$(filter build/wasm/src/webgl/%,$(WASM_OBJ))) \
+                  $(call families,llm,$(filter-out build/wasm/src/webgl/reference.o build/wasm/src/webgl/ref_%.o,\
+                    $(filter build/wasm/src/webgl/%,$(WASM_OBJ)))) \
                   build/wasm/$(GLSL_LLM_GEN:.c=.o)
 $(filter build/wasm/src/web_llm_gpu/%,$(LLM_GL_WEB_OBJ)): WASM_CFLAGS += -Oz
 build/wasm-llm-gl/src/core/backends.o: src/core/backends.c $(HDRS)
@@ -355,6 +366,21 @@ build/tests-asan/test_webgl_plan: $(GL_TEST_DEPS) $(ASAN_SUPPORT_OBJ) $(ASAN_OBJ
 	$(CC) $(CFLAGS) -O1 $(SAN_FLAGS) -Itests/c -o $@ $< tests/c/webgl_cases.c $(ASAN_SUPPORT_OBJ) $(ASAN_OBJ) -lcmocka $(LDLIBS)
 test-webgl: build/tests/test_webgl_plan
 	build/tests/test_webgl_plan
+
+# A build without an op family (src/core/families.h): src/webgpu/prepare.c
+# built without the vision ops, linked ahead of the library, so WebGPU has
+# no conv2d lowering (tests/c/test_op_families.c).
+build/tests/prepare_no_vision.o: src/webgpu/prepare.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DRLX_WITHOUT_VISION_OPS -c $< -o $@
+build/tests-asan/prepare_no_vision.o: src/webgpu/prepare.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -O1 $(SAN_FLAGS) -DRLX_WITHOUT_VISION_OPS -c $< -o $@
+build/tests/test_op_families: tests/c/test_op_families.c build/tests/prepare_no_vision.o build/librlx.a
+	$(CC) $(CFLAGS) -Itests/c -o $@ $< build/tests/prepare_no_vision.o build/librlx.a -lcmocka $(LDLIBS)
+build/tests-asan/test_op_families: tests/c/test_op_families.c build/tests-asan/prepare_no_vision.o $(ASAN_OBJ)
+	$(CC) $(CFLAGS) -O1 $(SAN_FLAGS) -Itests/c -o $@ $< build/tests-asan/prepare_no_vision.o \
+	  $(filter-out build/asan/src/webgpu/prepare.o,$(ASAN_OBJ)) -lcmocka $(LDLIBS)
 
 # Native reference outputs of every op case, compared against wasm in Node.
 build/tests/opcases_native.bin: build/tests/dump_opcases

@@ -1,13 +1,16 @@
 /* grad.c - the reverse walk: seed the loss with the d_output input, visit
  * nodes in reverse order, let each op's rule push adjoints to its inputs,
- * and sum contributions from several consumers. */
+ * and sum contributions from several consumers.  The rules table follows
+ * the op families the build has (src/core/families.h). */
 #include "grad.h"
+
+#include "../core/families.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static const rlx_grad_rule rules[RLX_OP_COUNT] = {
-#define RLX_OP(ID, name, min_in, max_in, rule, attrs) [RLX_OP_##ID] = rlx_grad_##name,
+#define RLX_OP(ID, name, min_in, max_in, rule, attrs) [RLX_OP_##ID] = RLX_IF_BUILT(rlx_grad_##name),
 #include "rlx_ops.def"
 #undef RLX_OP
 };
@@ -107,6 +110,7 @@ static rlx_status walk(rlx_grad_ctx *c, rlx_node loss, const rlx_node *wrt, int3
   for (int32_t id = loss; id >= 0; id--) {
     rlx_op op = g->nodes[id].op; /* rules append nodes: no pointers kept across them */
     if (c->adj[id] == RLX_NO_NODE || g->nodes[id].n_inputs == 0) continue;
+    if (!rules[op]) return rlx_op_absent(op, "grad", NULL); /* a family this build leaves out */
     rlx_status st = rules[op](c, id, c->adj[id]);
     if (st != RLX_OK) return st;
     if (g->status != RLX_OK)

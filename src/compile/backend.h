@@ -23,6 +23,10 @@ typedef struct rlx_backend {
   int fuses;          /* 1: plans keep the fusion passes (unless the options skip them) */
   size_t arena_align; /* floats every arena value is aligned to; 0: the planner's default */
   int host_arena;     /* 1: the session holds plan.arena_floats on the host */
+  /* 1 when this build of the backend has op (a kernel or lowering of a
+   * family the build has, src/core/families.h); rlx_compile refuses a plan
+   * holding another op by name before prepare.  NULL: every op. */
+  int (*supports_op)(rlx_op op);
   /* Binds the built plan to the device and sets s->state; NULL: nothing to do.
    * May rewrite the plan's arena offsets (rlx_plan_check must still hold). */
   rlx_status (*prepare)(rlx_session *s);

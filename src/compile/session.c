@@ -78,6 +78,15 @@ rlx_status rlx_compile(const rlx_graph *g, const rlx_node *outputs, int32_t n_ou
     rlx_free(s, sizeof *s);
     return st; /* message set by the planner */
   }
+  for (int32_t i = 0; b->supports_op && i < s->plan.graph.n_nodes; i++)
+    if (!b->supports_op(s->plan.graph.nodes[i].op)) {
+      rlx_op op = s->plan.graph.nodes[i].op;
+      rlx_plan_free(&s->plan);
+      rlx_free(s, sizeof *s);
+      char where[64];
+      snprintf(where, sizeof where, "this module's %s backend", b->name);
+      return rlx_op_absent(op, "rlx_compile", where);
+    }
   s->device = opt->device;
   s->backend = b;
   s->debug_poison = opt->debug_poison != 0;

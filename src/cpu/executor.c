@@ -3,17 +3,19 @@
  * arena region is filled with NaN once its value is dead, so a kernel that
  * reads freed memory (or a planner that overlaps live values) shows up as
  * NaN in the outputs.  Also the CPU backend's table (src/compile/backend.h):
- * its state is the kernels' scratch, kept across runs. */
+ * its state is the kernels' scratch, kept across runs.  The table holds
+ * the kernels of the op families the build has (src/core/families.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../compile/session.h"
+#include "../core/families.h"
 #include "kernels.h"
 
 const rlx_cpu_kernel rlx_cpu_kernels[RLX_OP_COUNT] = {
-#define RLX_OP(ID, name, min_in, max_in, rule, attrs) [RLX_OP_##ID] = rlx_cpu_##name,
+#define RLX_OP(ID, name, min_in, max_in, rule, attrs) [RLX_OP_##ID] = RLX_IF_BUILT(rlx_cpu_##name),
 #include "rlx_ops.def"
 #undef RLX_OP
 };
@@ -108,11 +110,14 @@ static void cpu_free_state(rlx_session *s) {
   s->state = NULL;
 }
 
+static int cpu_supports(rlx_op op) { return rlx_cpu_kernels[op] != NULL; }
+
 const rlx_backend rlx_backend_cpu = {
     .name = "CPU",
     .device = RLX_DEVICE_CPU,
     .fuses = 1,
     .host_arena = 1,
+    .supports_op = cpu_supports,
     .prepare = cpu_prepare,
     .run = cpu_execute,
     .free_state = cpu_free_state,

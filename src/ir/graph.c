@@ -169,6 +169,7 @@ static rlx_status infer(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap
   rlx_status st = check_inputs(g, n, msg, cap);
   if (st != RLX_OK) return st;
   if (n->op != RLX_OP_INPUT && n->op != RLX_OP_PARAM && n->op != RLX_OP_CONSTANT) n->dtype = RLX_F32;
+  if (!rlx_op_built(n->op)) return rlx_op_absent_message(n->op, msg, cap), RLX_ERR_UNSUPPORTED;
   st = rlx_op_table[n->op].shape(g, n, msg, cap);
   if (st != RLX_OK) return st;
   size_t numel = 1;

@@ -57,7 +57,17 @@ typedef struct {
   uint8_t attrs; /* rlx_attr_set: its named attributes (include/rlx_attrs.def) */
 } rlx_op_info;
 
+/* Built per module (src/ir/shape_rules.c): an op of a family the build
+ * leaves out (src/core/families.h) has a NULL shape rule. */
 extern const rlx_op_info rlx_op_table[RLX_OP_COUNT];
+
+/* 1 when this build has op (its family is built), else 0 (src/ir/op_info.c). */
+int rlx_op_built(rlx_op op);
+/* RLX_ERR_UNSUPPORTED with "<who>: op <name> is not in <where> (a <family>
+ * op: those are in <module>)"; where NULL: "this module". */
+rlx_status rlx_op_absent(rlx_op op, const char *who, const char *where);
+/* The same message written into msg (for shape-rule style callers). */
+void rlx_op_absent_message(rlx_op op, char *msg, size_t cap);
 
 size_t rlx_shape_numel(const rlx_shape *s);
 int rlx_shape_equal(const rlx_shape *a, const rlx_shape *b);

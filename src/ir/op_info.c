@@ -1,7 +1,12 @@
 /* op_info.c - the op table's facts (include/rlx_op_info.h): arity and the
  * named attributes of each op, from include/rlx_ops.def and
- * include/rlx_attrs.def (src/ir/attrs.h). */
+ * include/rlx_attrs.def (src/ir/attrs.h); each op's family
+ * (src/core/families.h) and the refusal of an op this build leaves out. */
 #include "rlx_op_info.h"
+
+#include <stdio.h>
+
+#include "../core/families.h"
 #include "attrs.h"
 #include "graph.h"
 
@@ -77,4 +82,37 @@ const char *rlx_op_attr_type(rlx_op op, int32_t k) {
 int32_t rlx_op_attr_slot(rlx_op op, int32_t k) {
   const rlx_attr_row *r = op_attr(op, k);
   return r ? r->slot : -1;
+}
+
+static const uint8_t op_family[RLX_OP_COUNT] = {
+#define RLX_OP(ID, name, min_in, max_in, rule, attrs) [RLX_OP_##ID] = RLX_FAMILY_OF_ROW,
+#include "rlx_ops.def"
+#undef RLX_OP
+};
+
+/* Each family as a message names it, and the module that has it. */
+static const struct {
+  const char *name, *module;
+} families[RLX_FAMILY_COUNT] = {
+    [RLX_FAMILY_CORE] = {"core", "every module"},
+    [RLX_FAMILY_LLM] = {"language-model", "rlx_llm.wasm"},
+    [RLX_FAMILY_VISION] = {"vision", "rlx_web.wasm"},
+    [RLX_FAMILY_TRAINING] = {"training (backward)", "rlx_web.wasm"},
+};
+
+int rlx_op_built(rlx_op op) { return is_op(op) && rlx_op_table[op].shape != NULL; }
+
+/* "op conv2d is not in this module (a vision op: those are in rlx_web.wasm)". */
+static void absent_message(rlx_op op, const char *where, char *msg, size_t cap) {
+  int f = is_op(op) ? op_family[op] : RLX_FAMILY_CORE;
+  snprintf(msg, cap, "op %s is not in %s (a %s op: those are in %s)", is_op(op) ? rlx_op_table[op].name : "(unknown)",
+           where, families[f].name, families[f].module);
+}
+
+void rlx_op_absent_message(rlx_op op, char *msg, size_t cap) { absent_message(op, "this module", msg, cap); }
+
+rlx_status rlx_op_absent(rlx_op op, const char *who, const char *where) {
+  char msg[256];
+  absent_message(op, where ? where : "this module", msg, sizeof msg);
+  return rlx_error(RLX_ERR_UNSUPPORTED, "%s: %s", who, msg);
 }

@@ -1,14 +1,19 @@
 /* shape_rules.c - one shape rule per op family: validates inputs and
  * attributes, normalizes negative axes, and sets the output shape.  Messages
- * say what is wrong; graph.c adds the node, op and input shapes. */
+ * say what is wrong; graph.c adds the node, op and input shapes.  The op
+ * table here follows the op families the build has (src/core/families.h):
+ * the browser modules build this file once each with theirs. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "../core/families.h"
 #include "graph.h"
 #include "rlx_op_info.h"
 
-#define RULE(name) static rlx_status rlx_shape_##name(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap)
+/* A rule of a family the build leaves out is never referenced (unused). */
+#define RULE(name) \
+  static __attribute__((unused)) rlx_status rlx_shape_##name(const rlx_graph *g, rlx_node_t *n, char *msg, size_t cap)
 #define FAIL(code, ...) return (snprintf(msg, cap, __VA_ARGS__), (code))
 #define IN(k) (&g->nodes[n->inputs[k]].shape)
 
@@ -616,7 +621,7 @@ rlx_status rlx_shape_attention_kv(const rlx_graph *g, rlx_node_t *n, char *msg, 
 
 const rlx_op_info rlx_op_table[RLX_OP_COUNT] = {
 #define RLX_OP(ID, op_name, min_in, max_in, rule, set)                                          \
-  [RLX_OP_##ID] = {.name = #op_name, .shape = rlx_shape_##rule, .min_inputs = min_in, .max_inputs = max_in, \
+  [RLX_OP_##ID] = {.name = #op_name, .shape = RLX_IF_BUILT(rlx_shape_##rule), .min_inputs = min_in, .max_inputs = max_in, \
                    .attrs = RLX_ATTRS_##set},
 #include "rlx_ops.def"
 #undef RLX_OP

@@ -15,6 +15,7 @@ const rlx_backend rlx_backend_webgl = {
     .device = RLX_DEVICE_WEBGL,
     .fuses = 0,
     .host_arena = 1,
+    .supports_op = rlx_gl_supports,
     .prepare = gl_prepare,
     .run = rlx_gl_execute,
     .runner = "web/runtime/webgl.js",

@@ -80,6 +80,8 @@ static inline rlx_gl_state *rlx_gl_state_of(const rlx_session *s) { return (rlx_
 /* (Re)plans the textures and passes of a compiled WEBGL session with
  * textures at most max_width wide (0: the default). */
 rlx_status rlx_gl_prepare(rlx_session *s, int32_t max_width);
+/* 1 when this build has op's lowering (plan_gl.c; src/core/families.h). */
+int rlx_gl_supports(rlx_op op);
 void rlx_gl_state_free(rlx_session *s);
 
 /* Texture layout of count floats: near square, width = min(ceil(sqrt(count)),

@@ -17,15 +17,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../core/families.h"
 #include "gl_plan.h"
 
 typedef rlx_status (*gl_lower_fn)(const rlx_gl_ctx *c, rlx_gl_lowering *out);
 
 static const gl_lower_fn lowerings[RLX_OP_COUNT] = {
-#define RLX_OP(ID, name, min_in, max_in, rule, attrs) [RLX_OP_##ID] = rlx_gl_lower_##name,
+#define RLX_OP(ID, name, min_in, max_in, rule, attrs) [RLX_OP_##ID] = RLX_IF_BUILT(rlx_gl_lower_##name),
 #include "rlx_ops.def"
 #undef RLX_OP
 };
+
+int rlx_gl_supports(rlx_op op) { return lowerings[op] != NULL; }
 
 /* The smallest w with w * w >= n. */
 static size_t ceil_sqrt(size_t n) {

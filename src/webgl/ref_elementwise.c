@@ -88,8 +88,11 @@ static float silu_derivative(float x) {
   return s + x * (e * r * r);
 }
 
+/* pointwise_grad.frag: an unknown code gives NaN, as the shader does. */
 void rlx_glref_pointwise_grad(const rlx_glref_args *a) {
-  int gelu = rlx_gl_define_value(a->pass, "OP", 0) == RLX_SUBOP_GELU_GRAD;
+  const int32_t op = rlx_gl_define_value(a->pass, "OP", 0);
   for (size_t i = 0; i < a->out_n; i++)
-    a->out[i] = a->in[1][i] * (gelu ? gelu_derivative(a->in[0][i]) : silu_derivative(a->in[0][i]));
+    a->out[i] = op == RLX_SUBOP_GELU_GRAD   ? a->in[1][i] * gelu_derivative(a->in[0][i])
+                : op == RLX_SUBOP_SILU_GRAD ? a->in[1][i] * silu_derivative(a->in[0][i])
+                                            : NAN;
 }

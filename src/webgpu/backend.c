@@ -19,6 +19,7 @@ const rlx_backend rlx_backend_webgpu = {
     .fuses = 0,
     .arena_align = RLX_WGPU_ALIGN_FLOATS,
     .host_arena = 0,
+    .supports_op = rlx_wgpu_supports,
     .prepare = rlx_wgpu_prepare,
     .run = NULL,
     .runner = "web/runtime/webgpu.js",

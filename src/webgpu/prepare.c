@@ -3,16 +3,20 @@
  * the compile with a clear message), colours the values into arenas that
  * never alias an op's inputs and output, packs each arena (the planner's
  * packer, rlx_plan_pack), and indexes the constants.  See webgpu_plan.h
- * for why there are several arenas. */
+ * for why there are several arenas.  The lowerings table follows the op
+ * families the build has (src/core/families.h). */
 #include <string.h>
 
+#include "../core/families.h"
 #include "webgpu_plan.h"
 
 static const rlx_wgpu_lower_fn lowerings[RLX_OP_COUNT] = {
-#define RLX_OP(ID, name, min_in, max_in, rule, attrs) rlx_wgpu_lower_##name,
+#define RLX_OP(ID, name, min_in, max_in, rule, attrs) [RLX_OP_##ID] = RLX_IF_BUILT(rlx_wgpu_lower_##name),
 #include "rlx_ops.def"
 #undef RLX_OP
 };
+
+int rlx_wgpu_supports(rlx_op op) { return lowerings[op] != NULL; }
 
 /* One dispatch's sanity: a known shader, bindings in range, grid sizes,
  * and no buffer both read-only and writable (nor overlapping writable

@@ -48,6 +48,8 @@ static inline rlx_wgpu_state *rlx_wgpu_state_of(const rlx_session *s) { return (
 /* Lowers every step (checking each dispatch), colours and places the
  * arenas, indexes constants and counts host steps.  Sets s->state. */
 rlx_status rlx_wgpu_prepare(rlx_session *s);
+/* 1 when this build has op's lowering (prepare.c; src/core/families.h). */
+int rlx_wgpu_supports(rlx_op op);
 void rlx_wgpu_state_free(rlx_session *s);
 
 /* Runs the lowering of step node id into out (zeroed first) with its checks. */

@@ -1,7 +1,7 @@
 #version 300 es
 // binary.frag - broadcasting binary ops and comparisons, OP chosen by a
 // define (src/webgl/lower_elementwise.c): OP_ADD .. OP_GE, the binary rows
-// of include/rlx_ops.def (the #else branch is OP_GE).
+// of include/rlx_ops.def (any other code gives NaN).
 // u_in0 = a, u_in1 = b; u_i = the iteration block (operands a, b).
 // MUL3 = 1: a OP (b * c) with u_in2 = c, operand 2 of the iteration block
 // (the planner's fused add/sub of a product, src/webgl/plan_gl.c).
@@ -65,8 +65,10 @@ float bin_op(float x, float y) {
   return x <= y ? 1.0 : 0.0;
 #elif OP == OP_GT
   return x > y ? 1.0 : 0.0;
-#else
+#elif OP == OP_GE
   return x >= y ? 1.0 : 0.0;
+#else
+  return RLX_NAN;  // an unknown code: NaN, never another op's result
 #endif
 }
 

@@ -26,12 +26,14 @@ float rlx_derivative(float x) {
   float r = 1.0 / (1.0 + e);
   float s = t >= 0.0 ? r : e * r;
   return s + x * (e * r * r) * k2 * (1.0 + 3.0 * c * x2);
-#else
+#elif OP == OP_SILU_GRAD
   x = rlx_clamp_abs(x, 88.0);
   float e = exp(-abs(x));
   float r = 1.0 / (1.0 + e);
   float s = x >= 0.0 ? r : e * r;
   return s + x * (e * r * r);
+#else
+  return RLX_NAN;  // an unknown code: NaN, never another op's result
 #endif
 }
 

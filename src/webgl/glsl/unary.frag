@@ -1,7 +1,7 @@
 #version 300 es
 // unary.frag - elementwise unary ops, OP chosen by a define
 // (src/webgl/lower_elementwise.c): OP_NEG .. OP_SILU, the unary rows of
-// include/rlx_ops.def (gelu is the tanh form; the #else branch is OP_SILU).
+// include/rlx_ops.def (gelu is the tanh form; any other code gives NaN).
 // u_in0 = x, same element count as the output.  Domain edges are explicit
 // (GLSL leaves log, sqrt and inversesqrt undefined there): log(0) = -inf,
 // log(x < 0) = NaN, sqrt(x < 0) = NaN, rsqrt(+-0) = +-inf; sigmoid and tanh
@@ -65,8 +65,10 @@ float un_op(float x) {
   return x < 0.0 ? 0.0 : x;
 #elif OP == OP_GELU
   return x * rlx_sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x));
-#else
+#elif OP == OP_SILU
   return x * rlx_sigmoid(x);
+#else
+  return RLX_NAN;  // an unknown code: NaN, never another op's result
 #endif
 }
 

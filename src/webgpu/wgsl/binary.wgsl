@@ -93,7 +93,8 @@ fn apply(x: f32, v: f32) -> f32 {
     case OP_LT: { return bool_f(!un && x < v); }
     case OP_LE: { return bool_f(!un && x <= v); }
     case OP_GT: { return bool_f(!un && x > v); }
-    default: { return bool_f(!un && x >= v); } // OP_GE
+    case OP_GE: { return bool_f(!un && x >= v); }
+    default: { return nan(); } // an unknown code: NaN, never another op's result
   }
 }
 

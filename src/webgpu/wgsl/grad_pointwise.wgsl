@@ -1,7 +1,7 @@
 // grad_pointwise.wgsl - backward of the pointwise activations:
 //   dx = dy * f'(x) for f = gelu (tanh approximation) or silu.
 // Bindings: 0 x, 1 dy (read), 2 dx (write), 3 uniform.
-// Overrides: OP (OP_GELU_GRAD, OP_SILU_GRAD).  Uniform words: n.  One vec4 per thread.
+// Overrides: OP (OP_GELU_GRAD, OP_SILU_GRAD; any other code gives NaN).  Uniform words: n.  One vec4 per thread.
 // The derivatives are those of src/cpu/k_grad_pointwise.c: x clamped where
 // f' has saturated, sigmoid and its slope from e = e^-|t| (no overflow).
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
@@ -62,7 +62,9 @@ fn silu_derivative(v: f32) -> f32 {
 
 fn deriv(v: f32) -> f32 {
   if (OP == OP_GELU_GRAD) { return gelu_derivative(v); }
-  return silu_derivative(v);
+  if (OP == OP_SILU_GRAD) { return silu_derivative(v); }
+  var bits = 0x7fc00000u; // an unknown code: NaN, never another op's result
+  return bitcast<f32>(bits);
 }
 
 @compute @workgroup_size(256)

@@ -83,7 +83,8 @@ fn f(v: f32) -> f32 {
     case OP_SIGMOID: { return sigmoid_stable(v); }
     case OP_RELU: { return select(v, 0.0, v < 0.0); }
     case OP_GELU: { return v * sigmoid_stable(2.0 * 0.7978845608028654 * (v + 0.044715 * v * v * v)); }
-    default: { return v * sigmoid_stable(v); } // OP_SILU
+    case OP_SILU: { return v * sigmoid_stable(v); }
+    default: { return from_bits(0x7fc00000u); } // an unknown code: NaN, never another op's result
   }
 }
 
