@@ -14,7 +14,7 @@
 import { show, status, showError } from './page-status.js';
 import { readFields, applyQuery, intRule, choiceRule, notStarted } from './fields.js';
 import { GgufWorker } from './runtime/llm.js';
-import { slowdown, slowdownText } from './software-gpu.js';
+import { slowdown, slowdownText, gpuName } from './software-gpu.js';
 import { acceptDrops } from './gguf-drop.js';
 import { KeptFile } from './gguf-kept.js';
 
@@ -112,8 +112,8 @@ function showInfo(i) {
   show('i-vocab', i.nVocab, `${i.nVocab.toLocaleString('en-US')} (${i.tokenizer})`);
   show('i-simd', i.simd, i.simd === 'relaxed' ? 'relaxed SIMD' : 'SIMD128');
   const why = i.fallbacks.map((f) => `not ${f.backend}: ${f.reason}`).join('; ');
-  const gpuName = { webgpu: 'WebGPU', webgl: 'WebGL2' }[i.backend];
-  show('i-backend', i.backend, `${gpuName ? `${gpuName}${i.software ? ` (${i.software})` : ''}` : 'CPU (wasm)'}` +
+  const gpu = gpuName(i.backend);
+  show('i-backend', i.backend, `${gpu ? `${gpu}${i.software ? ` (${i.software})` : ''}` : 'CPU (wasm)'}` +
     `${i.xq8 ? ', 8-bit activations' : ''}${why ? ` (${why})` : ''}`);
 }
 
@@ -220,8 +220,7 @@ async function warnSoftware(picked) {
   el.textContent = '';
   delete el.dataset.ratio;
   if (!info.software) return;
-  const gpuName = { webgpu: 'WebGPU', webgl: 'WebGL2' }[info.backend];
-  status('measuring', `${gpuName} here is ${info.software}, a software renderer: timing ${PROBE.maxTokens} tokens on it and on the CPU...`);
+  status('measuring', `${gpuName(info.backend)} here is ${info.software}, a software renderer: timing ${PROBE.maxTokens} tokens on it and on the CPU...`);
   const perToken = async (w) => {
     const { stats: st } = await w.generate(PROBE.prompt, { maxTokens: PROBE.maxTokens, temperature: 0 });
     return st.generatedTokens ? (1000 * st.generateSeconds) / st.generatedTokens : (1000 * st.promptSeconds) / st.promptTokens;
@@ -234,7 +233,7 @@ async function warnSoftware(picked) {
     el.textContent = slowdownText(s, 'Load it with backend CPU (wasm) or auto for this browser.');
     el.dataset.ratio = String(s.ratio);
   } catch (err) {
-    el.textContent = `${gpuName} here is ${info.software}, a software renderer (usually much slower than the CPU); ` +
+    el.textContent = `${gpuName(info.backend)} here is ${info.software}, a software renderer (usually much slower than the CPU); ` +
       `timing it against the CPU failed: ${err?.message ?? err}`;
   } finally {
     cpu.terminate();

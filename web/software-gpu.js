@@ -60,6 +60,8 @@ export class SoftwareProbe {
 }
 
 const NAMES = { webgpu: 'WebGPU', webgl: 'WebGL2' };
+/** A GPU backend's name for people ('WebGPU', 'WebGL2'); undefined for the CPU. */
+export const gpuName = (backend) => NAMES[backend];
 const ms = (v) => (v >= 100 ? `${v.toFixed(0)} ms` : `${v.toPrecision(2)} ms`);
 
 /** The measured figure: "26x" or "1.4x". */
