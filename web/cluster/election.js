@@ -73,6 +73,7 @@ export class ElectionMethods {
     if (this.stopped) return;
     try {
       const now = this.clock.now();
+      this.rules.noteActivity();
       const pol = this.policy;
       const late = now - this._tickDue;
       if (late > pol.heartbeatMs / 4) {

@@ -6,7 +6,13 @@
 //     range, heartbeat versions below maxVersion, bucket samples below the
 //     largest batch x local steps (settings.js) per rank a bucket covers;
 //   - rates: heartbeats, need and bye of one sender are a token bucket
-//     (controlBurst, then controlPerBeat a heartbeat period);
+//     (controlBurst, then controlPerBeat a heartbeat period). Time this
+//     rank itself stood still (a synchronous compute, such as a WebGL2 step
+//     in its Worker, or a suspended tab) raises the bucket's cap by what
+//     the sender could send meanwhile: the messages held back arrive at
+//     once afterwards and are no flood. A stall is a gap of over two
+//     heartbeat periods between two things this rank handles (a message
+//     or its own tick, which comes every period while it runs);
 //   - who may send what is the Rank's (protocol.js): params, halt and
 //     settings only from the leader it follows, buckets only from the
 //     step's members (it calls strike() for the latter).
@@ -27,7 +33,9 @@ export class SenderRules {
     this.rank = rank;
     this.guard = new PeerGuard({ strikes: BOUNDS.ruleStrikes, what: 'broken rules' });
     this.highestTerm = 0;
-    this._tokens = new Map(); // sender -> { tokens, at }
+    this._tokens = new Map(); // sender -> { tokens, at, stalled }
+    this._lastActive = null; // when this rank last handled a message or a tick
+    this.stalledMs = 0; // time this rank stood still, summed (noteActivity)
     this.stats = { broken: 0, excluded: 0 };
   }
 
@@ -43,6 +51,7 @@ export class SenderRules {
    * 'excluded' for a sender excluded already; any other reason struck it.
    */
   check(msg) {
+    this.noteActivity();
     if (this.guard.isExcluded(msg.from)) return 'excluded';
     const why = this._broken(msg);
     if (why) {
@@ -70,18 +79,29 @@ export class SenderRules {
     return null;
   }
 
+  /** This rank handled something now (a message, its tick): a gap since the last over two periods was a stall of its own. */
+  noteActivity() {
+    const now = this.rank.clock.now();
+    const per = this.rank.policy.heartbeatMs;
+    if (this._lastActive !== null && now - this._lastActive > 2 * per) this.stalledMs += now - this._lastActive - per;
+    this._lastActive = now;
+  }
+
   /** Token bucket of one sender's control messages. */
   _spend(from) {
     const now = this.rank.clock.now();
     let b = this._tokens.get(from);
     if (!b) {
       if (this._tokens.size >= BOUNDS.maxPeers) this._tokens.delete(this._tokens.keys().next().value);
-      b = { tokens: BOUNDS.controlBurst, at: now };
+      b = { tokens: BOUNDS.controlBurst, at: now, stalled: this.stalledMs };
       this._tokens.set(from, b);
     }
     const per = this.rank.policy.heartbeatMs;
-    b.tokens = Math.min(BOUNDS.controlBurst, b.tokens + ((now - b.at) * BOUNDS.controlPerBeat) / per);
+    const rate = BOUNDS.controlPerBeat / per;
+    const cap = BOUNDS.controlBurst + (this.stalledMs - b.stalled) * rate; // the burst, and what our stall held back
+    b.tokens = Math.max(b.tokens, Math.min(cap, b.tokens + (now - b.at) * rate));
     b.at = now;
+    b.stalled = this.stalledMs;
     if (b.tokens < 1) return false;
     b.tokens -= 1;
     return true;
