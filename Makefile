@@ -498,14 +498,17 @@ test-node: wasm sdk build/tests/opcases_native.bin build/tests/models_native.jso
 	$(call node_test,node,600,$(filter-out $(WEBGPU_TESTS),$(NODE_TESTS)))
 	$(call node_test,node-relaxed,600,$(RELAXED_TESTS),RLX_TEST_SIMD=relaxed,$(NODE_RELAXED_FLAG))
 
-# Every op case and the training steps on WebGPU (web/runtime/webgpu.js on
+# The op cases and the training steps on WebGPU (web/runtime/webgpu.js on
 # Dawn for Node; Chromium's SwiftShader as the Vulkan driver when present)
-# against the CPU.  RLX_CASES=substring runs only the matching op cases.
+# against the CPU: every 4th op case (test-browser runs them all on the same
+# shaders in Chromium; RLX_CASE_STRIDE=1 for all of them here).
+# RLX_CASES=substring runs only the matching op cases.
 SWIFTSHADER_ICD := $(wildcard /usr/lib/chromium/vk_swiftshader_icd.json)
 DAWN_ENV := $(if $(SWIFTSHADER_ICD),LD_LIBRARY_PATH=/usr/lib/chromium$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} \
             VK_ICD_FILENAMES=$(SWIFTSHADER_ICD))
+RLX_CASE_STRIDE ?= 4
 test-webgpu: wasm sdk
-	$(call node_test,webgpu,1200,$(WEBGPU_TESTS),$(DAWN_ENV))
+	$(call node_test,webgpu,1200,$(WEBGPU_TESTS),$(DAWN_ENV) RLX_CASE_STRIDE=$(RLX_CASE_STRIDE))
 
 # The pages in Debian's chromium (playwright-core) against tools/serve.py.
 test-browser: wasm sdk build/wasm-tests/webgl_cases.wasm

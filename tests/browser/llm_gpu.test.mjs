@@ -1,7 +1,9 @@
 // llm_gpu.test.mjs - GGUF language models on Chromium's GPU backends
 // (headless, SwiftShader; flags in helpers.mjs), on the page's main thread,
 // for the q8_0, q4_0, q4_K and f16 test models of each architecture
-// (build/lm, through a route), each also loaded on the CPU module:
+// (build/lm, through a route; WebGPU: the half of them that
+// tests/node/llm_webgpu.test.mjs leaves out, tests/common/lm_names.mjs),
+// each also loaded on the CPU module:
 // WebGPU: loadGguf(..., { backend: 'webgpu' }) (rlx_llm_gpu.wasm,
 // web/runtime/llm_webgpu.js): the logits after a prompt agree within
 // LOGIT_TOL (as tests/node/llm_webgpu.test.mjs: f32 on both sides, sums in
@@ -23,8 +25,10 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { startServer, launch, lmPage, missing, REPO } from './helpers.mjs';
+import { LM_NAMES, lmHalf } from '../common/lm_names.mjs';
 
-const NAMES = ['llama', 'qwen2', 'qwen3'].flatMap((a) => ['q8_0', 'q4_0', 'q4_k', 'f16'].map((t) => `${a}-${t}`));
+const NAMES = LM_NAMES;
+const GPU_NAMES = lmHalf(1);
 const LOGIT_TOL = 1e-3;
 const PROMPT = 'The small river ran past the old mill';
 const TEXT = `${PROMPT}, and the miller counted the sacks of grain by the door`;
@@ -47,7 +51,7 @@ after(async () => {
   await server?.stop();
 });
 
-test(`${NAMES.length} test models on WebGPU in Chromium: logits within ${LOGIT_TOL} and greedy tokens equal to the CPU's`,
+test(`${GPU_NAMES.length} test models on WebGPU in Chromium: logits within ${LOGIT_TOL} and greedy tokens equal to the CPU's`,
   { skip: why ?? false, timeout: 600000 }, async (t) => {
     const { page, problems } = await lmPage(browser, server);
     const got = await page.evaluate(async ({ names, prompt }) => {
@@ -84,10 +88,10 @@ test(`${NAMES.length} test models on WebGPU in Chromium: logits within ${LOGIT_T
       out.push({ auto: auto.info.backend, fallbacks: auto.info.fallbacks });
       auto.free();
       return out;
-    }, { names: NAMES, prompt: PROMPT });
+    }, { names: GPU_NAMES, prompt: PROMPT });
     const autoRow = got.pop();
     let worst = 0;
-    for (const [i, name] of NAMES.entries()) {
+    for (const [i, name] of GPU_NAMES.entries()) {
       const r = got[i];
       assert.equal(r.name, name);
       assert.equal(r.backend, 'webgpu');

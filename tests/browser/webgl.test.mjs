@@ -1,9 +1,10 @@
 // webgl.test.mjs - the WebGL2 executor (web/runtime/webgl.js) in Debian's
 // chromium (headless, SwiftShader; playwright-core, flags in helpers.mjs):
 // every op case of build/wasm-tests/webgl_cases.wasm whose ops have WebGL2
-// lowerings, drawn on the page's <canvas> and again in a Worker
-// (OffscreenCanvas, textures at most 7 texels wide so every tensor spans
-// rows with padding), each compared with the CPU run of the same case in
+// lowerings, the even-numbered ones drawn on the page's <canvas> and the odd
+// ones in a Worker (OffscreenCanvas, textures at most 7 texels wide so every
+// tensor spans rows with padding; an op's cases fall on both sides), each
+// compared with the CPU run of the same case in
 // the same wasm module: |gpu - cpu| <= tol (1 + |cpu|), tol = 1e-4 or the
 // case's larger tolerance (webgl_runner.mjs says why).  Cases whose ops have
 // no lowering yet are counted as skipped.  Also: a 100003-value tensor,
@@ -14,7 +15,7 @@
 // SwiftShader draws on two cores), started in before(); each test awaits
 // and checks its own run (their time limits allow for sharing the cores).
 // Build first: make wasm build/wasm-tests/webgl_cases.wasm.  RLX_CASES=substring
-// runs only the cases whose name contains it.
+// runs only the cases whose name contains it, each on both sides.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -48,8 +49,10 @@ before(async () => {
     const t0 = Date.now();
     return run.then((r) => ({ r, ms: Date.now() - t0 }), (error) => ({ error }));
   };
-  pageRun = timed(page.evaluate((filter) => window.rlxWebgl.runCases({ filter }), FILTER));
-  workerRun = timed(workerPage.evaluate((filter) => window.rlxWebgl.inWorker({ filter, maxWidth: 7 }), FILTER));
+  // Without a filter each side takes half of the cases (every other one).
+  const [pagePart, workerPart] = FILTER ? [[0, 1], [0, 1]] : [[0, 2], [1, 2]];
+  pageRun = timed(page.evaluate(([filter, part]) => window.rlxWebgl.runCases({ filter, part }), [FILTER, pagePart]));
+  workerRun = timed(workerPage.evaluate(([filter, part]) => window.rlxWebgl.inWorker({ filter, part, maxWidth: 7 }), [FILTER, workerPart]));
 });
 
 after(async () => {

@@ -50,15 +50,17 @@ function maxErr(got, want) {
 /**
  * Runs every case whose name contains `filter` with textures at most
  * `maxWidth` wide (0: the plan's default).  `canvas`: passed to
- * createWebGlSession (all sessions then share its context).  Returns one
- * entry per case: { name, skipped } or { name, error } or
+ * createWebGlSession (all sessions then share its context).  `part` [k, m]:
+ * only the cases whose index is k modulo m.  Returns one entry per case:
+ * { name, skipped } or { name, error } or
  * { name, maxErr, tol, at, got, want, passes }.
  */
-export async function runCases({ filter = '', maxWidth = 0, canvas } = {}) {
+export async function runCases({ filter = '', maxWidth = 0, canvas, part = [0, 1] } = {}) {
   const { instance, e, cstr } = await loadCases();
   const results = [];
   const n = e.webgl_case_count();
   for (let i = 0; i < n; i++) {
+    if (i % part[1] !== part[0]) continue;
     const name = cstr(e.webgl_case_name(i));
     if (filter && !name.includes(filter)) continue;
     let r = runCase(instance, e, cstr, i, name, maxWidth, canvas);

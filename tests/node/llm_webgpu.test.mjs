@@ -3,9 +3,10 @@
 // (web/runtime/llm_webgpu.js over web/pkg/rlx_llm_gpu.wasm, the step plans
 // run by web/runtime/webgpu.js) against the CPU module (rlx_llm.wasm) on
 // the seeded test models of build/lm/ (make lm-fixtures):
-//  - the q8_0, q4_0, q4_K and f16 model of each architecture: the logits
-//    after a prompt are the CPU's within LOGIT_TOL and greedy generation
-//    gives the CPU's ids and text;
+//  - half of the q8_0, q4_0, q4_K and f16 models of the architectures
+//    (tests/common/lm_names.mjs; Chromium checks the other half): the
+//    logits after a prompt are the CPU's within LOGIT_TOL and greedy
+//    generation gives the CPU's ids and text;
 //  - the fused steps a hardware GPU runs (llm_graph.c's fuse) on one model
 //    of each architecture: the same logits and tokens, fewer dispatches;
 //  - a prompt of 93 tokens (steps of 64, 16, 4, 4, 4 and 1: the tiled
@@ -27,12 +28,11 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dawnEnv, dawnDevice, rerunTestFileWithDawn } from '../../tools/dawn_node.mjs';
 import { loadGguf, RlxError } from '../../web/runtime/llm.js';
+import { LM_NAMES, lmHalf } from '../common/lm_names.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const GPU_WASM = `${ROOT}web/pkg/rlx_llm_gpu.wasm`;
 const fixture = (name) => `${ROOT}build/lm/${name}.gguf`;
-const ARCHS = ['llama', 'qwen2', 'qwen3'];
-const TYPES = ['q8_0', 'q4_0', 'q4_k', 'f16'];
 const LOGIT_TOL = 1e-3; // |gpu - cpu| <= LOGIT_TOL * (1 + |cpu|), see above
 const PROMPT = 'The small river ran past the old mill';
 const LONG = 'The small river ran past the old mill, and the miller\'s daughter counted the sacks: 12, 24, 36, 48. ' +
@@ -57,7 +57,7 @@ function closeLogits(got, want, what) {
   return worst;
 }
 
-const missing = [GPU_WASM, ...ARCHS.flatMap((a) => TYPES.map((t) => fixture(`${a}-${t}`)))].filter((f) => !existsSync(f));
+const missing = [GPU_WASM, ...LM_NAMES.map(fixture)].filter((f) => !existsSync(f));
 if (missing.length) {
   test('llm webgpu: build outputs present', () => assert.fail(`missing ${missing.join(', ')}: run \`make wasm lm-fixtures\``));
 } else if (Object.keys(dawnEnv()).length > 0 && !process.env.RLX_DAWN_REEXEC) {
@@ -72,31 +72,28 @@ if (missing.length) {
   const onCpu = (name, options = {}) => loadGguf(fixture(name), { backend: 'cpu', simd: 'simd128', ...options });
   let worstLogit = 0;
 
-  for (const arch of ARCHS) {
-    for (const type of TYPES) {
-      const name = `${arch}-${type}`;
-      test(`${name}: logits within ${LOGIT_TOL} and greedy tokens equal to the CPU's`, async () => {
-        const cpu = await onCpu(name);
-        const g = await onGpu(name);
-        try {
-          assert.equal(g.info.backend, 'webgpu');
-          assert.equal(g.info.software, 'SwiftShader');
-          const ids = cpu.tokenize(PROMPT);
-          worstLogit = Math.max(worstLogit, closeLogits(await g.logits(ids), cpu.logits(ids), name));
-          assert.equal(g.position, ids.length);
-          const want = await cpu.generate(PROMPT, { maxTokens: 4 });
-          const got = await g.generate(PROMPT, { maxTokens: 4 });
-          assert.deepEqual(got.ids, want.ids);
-          assert.equal(got.text, want.text);
-          assert.equal(got.stoppedBy, want.stoppedBy);
-          assert.equal(got.stats.promptTokens, ids.length);
-          assert.ok(got.stats.generateTokensPerSecond > 0);
-        } finally {
-          g.free();
-          cpu.free();
-        }
-      });
-    }
+  for (const name of lmHalf(0)) {
+    test(`${name}: logits within ${LOGIT_TOL} and greedy tokens equal to the CPU's`, async () => {
+      const cpu = await onCpu(name);
+      const g = await onGpu(name);
+      try {
+        assert.equal(g.info.backend, 'webgpu');
+        assert.equal(g.info.software, 'SwiftShader');
+        const ids = cpu.tokenize(PROMPT);
+        worstLogit = Math.max(worstLogit, closeLogits(await g.logits(ids), cpu.logits(ids), name));
+        assert.equal(g.position, ids.length);
+        const want = await cpu.generate(PROMPT, { maxTokens: 4 });
+        const got = await g.generate(PROMPT, { maxTokens: 4 });
+        assert.deepEqual(got.ids, want.ids);
+        assert.equal(got.text, want.text);
+        assert.equal(got.stoppedBy, want.stoppedBy);
+        assert.equal(got.stats.promptTokens, ids.length);
+        assert.ok(got.stats.generateTokensPerSecond > 0);
+      } finally {
+        g.free();
+        cpu.free();
+      }
+    });
   }
 
   // A software adapter runs the plain steps; a hardware one the fused steps

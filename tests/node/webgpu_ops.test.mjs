@@ -17,7 +17,9 @@
 // transformer's, and the executor itself through web/runtime/loader.js
 // (outputs, params, constants, pipeline cache, errors, lost device).
 //
-// Env: RLX_CASES=substring runs only the op cases whose name contains it.
+// Env: RLX_CASES=substring runs only the op cases whose name contains it;
+// RLX_CASE_STRIDE=k only every k-th case (make test passes 4: Chromium's run,
+// tests/browser/webgpu_ops.test.mjs, checks every case on the same shaders).
 // Build first: make build/wasm-tests/opcases.wasm.  Run: make test-webgpu, or
 // node --test tests/node/webgpu_ops.test.mjs (the Vulkan driver environment
 // for Dawn is added when missing, by re-running this file).
@@ -37,6 +39,7 @@ const root = new URL('../../', import.meta.url);
 const WASM = new URL('build/wasm-tests/opcases.wasm', root);
 const WEB_WASM = new URL('web/pkg/rlx_web.wasm', root);
 const FILTER = process.env.RLX_CASES || '';
+const STRIDE = Math.max(1, Math.floor(Number(process.env.RLX_CASE_STRIDE)) || 1);
 
 // Op-case tolerances and the comparison: tests/common/gpu_compare.mjs (shared
 // with the Chromium run, tests/browser/webgpu_ops.test.mjs).
@@ -116,7 +119,7 @@ if (!existsSync(WASM)) {
     const t0 = performance.now();
 
     const n = e.gpucase_count();
-    for (let i = 0; i < n; i++) {
+    for (let i = 0; i < n; i += FILTER ? 1 : STRIDE) {
       const name = cstr(e.gpucase_name(i));
       if (FILTER && !name.includes(FILTER)) continue;
       test(name, async (t) => {
@@ -358,7 +361,7 @@ if (!existsSync(WASM)) {
       const skipped = Object.values(stats.skipped).reduce((a, b) => a + b, 0);
       const fams = Object.entries(stats.skipped).map(([f, c]) => `${f}: ${c}`).join(', ') || 'none';
       const line = `webgpu summary: ${stats.passed} passed, ${skipped} skipped (pending families ${fams}), ` +
-        `${stats.refusedByDesign} fused cases refused by design, ${secs} s`;
+        `${stats.refusedByDesign} fused cases refused by design${STRIDE > 1 && !FILTER ? `, every ${STRIDE}th case of ${n}` : ''}, ${secs} s`;
       console.log(line);
       t.diagnostic(line);
       if (pendingFiles().length === 0) assert.equal(skipped, 0, 'no pending lowering files remain, yet cases were skipped');
