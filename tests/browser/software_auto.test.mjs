@@ -5,10 +5,8 @@
 // for each in its fallbacks - backend_candidates, select_backend,
 // WebGraph.compile_forward, the SDK's model.resolve('auto') and
 // trainStep, on the page and in a module Worker; an explicit 'webgpu' or
-// 'webgl' still runs there.  A training step of mnist-cnn (batch 16) on each
-// backend is timed (median of 5): the CPU is faster than both here (about
-// 20x WebGL2 and 250x WebGPU on this 2-core machine), which is why 'auto'
-// takes it.
+// 'webgl' still runs there.  (How much slower a software GPU is, the pages
+// measure in their run: web/software-gpu.js.)
 // Fake adapters and contexts: tests/node/backends_software.test.mjs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -105,38 +103,3 @@ test("SwiftShader WebGPU and WebGL2 are software: 'auto' resolves to the CPU wit
     assert.deepEqual(problems, []);
     await page.close();
   });
-
-test('a training step of mnist-cnn is faster on the CPU than on SwiftShader WebGPU or WebGL2 (why auto takes the CPU)', { skip: why ?? false, timeout: 180000 }, async (t) => {
-  const { page, problems } = await newPage(browser);
-  await page.goto(`${server.url}tests/browser/gpu_parity_page.html`);
-  const ms = await page.evaluate(async () => {
-    const m = await import('/web/pkg/rlx_web.js');
-    await m.default();
-    await m.init_webgpu();
-    const bench = new m.VisionBench('mnist-cnn');
-    const params = bench.init_params(1);
-    const { x, labels } = bench.synthetic_batch(1, 16);
-    const steps = {
-      cpu: async () => bench.train_step_cpu(x, labels, params, 0.01),
-      webgpu: async () => bench.train_step_webgpu(x, labels, params, 0.01),
-      webgl: async () => bench.train_step_webgl(x, labels, params, 0.01),
-    };
-    const out = {};
-    for (const [b, step] of Object.entries(steps)) {
-      await step(); // compile and warm up
-      const times = [];
-      for (let i = 0; i < 5; i++) {
-        const t0 = performance.now();
-        await step();
-        times.push(performance.now() - t0);
-      }
-      out[b] = times.sort((p, q) => p - q)[2]; // the median
-    }
-    bench.free();
-    return out;
-  });
-  t.diagnostic(`mnist-cnn batch 16, ms per training step: cpu ${ms.cpu.toFixed(1)}, webgpu ${ms.webgpu.toFixed(1)}, webgl ${ms.webgl.toFixed(1)}`);
-  for (const b of ['webgpu', 'webgl']) assert.ok(ms.cpu < ms[b], `the CPU (${ms.cpu} ms) is not faster than ${b} (${ms[b]} ms) on SwiftShader`);
-  assert.deepEqual(problems, []);
-  await page.close();
-});

@@ -74,3 +74,9 @@ export function allowedRefusal(status, message, pending) {
 // a missed update or a stale input is off by far more from the first or
 // second step on.
 export const TRAIN_TOL = 2e-3;
+
+// The vision models whose WebGPU training parity Chromium's page checks
+// (tests/browser/train_gpu.test.mjs); Dawn in Node checks the others
+// (tests/node/webgpu_ops.test.mjs). Both run web/runtime/webgpu.js on the
+// same shaders; the convolution models are split between them.
+export const WEBGPU_TRAIN_IN_CHROMIUM = Object.freeze(['mnist-cnn', 'resnet']);
