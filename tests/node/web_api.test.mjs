@@ -59,8 +59,8 @@ test('init() is idempotent and start()/runtime() work after it', { skip }, async
   assert.match(rt.version(), /\d+\.\d+/);
 });
 
-test('before init() every entry point throws a clear error', { skip }, async () => {
-  const fresh = await import(`../../web/pkg/rlx_web.js?fresh=${Date.now()}`);
+/** Run in a fresh module graph (a worker thread): the instance is shared by every importer of the runtime here. */
+async function beforeInit(fresh) {
   throwsClear(() => fresh.mlp_forward([1], 1, 1, 1, [1], [1], [1], [1]), /init\(\)/);
   throwsClear(() => fresh.list_vision_models(), /init\(\)/);
   throwsClear(() => new fresh.VisionBench('mnist-cnn'), /init\(\)/);
@@ -70,6 +70,23 @@ test('before init() every entry point throws a clear error', { skip }, async () 
   const [a, b] = await Promise.all([fresh.default(), fresh.default()]);
   assert.equal(a, b, 'concurrent init() calls share one instance');
   assert.equal(fresh.list_vision_models().length, 4);
+}
+
+test('before init() every entry point throws a clear error', { skip }, async () => {
+  const moduleUrl = new URL('../../web/pkg/rlx_web.js', import.meta.url).href;
+  const code = `import assert from 'node:assert/strict';
+    import { parentPort } from 'node:worker_threads';
+    import * as rlx from ${JSON.stringify(moduleUrl)};
+    ${throwsClear}
+    ${beforeInit}
+    beforeInit(rlx).then(() => parentPort.postMessage(null), (err) => parentPort.postMessage(String(err?.message ?? err)));`;
+  const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(code)}`));
+  const failure = await new Promise((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  await worker.terminate();
+  assert.equal(failure, null);
 });
 
 test('backend, parse_backend, preferred_backend', { skip }, () => {

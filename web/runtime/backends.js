@@ -1,8 +1,8 @@
 // backends.js - which backend runs a model or a graph here.
 //
-// Four parts, used by ../pkg/rlx_web.js (which exports them as
-// init_webgpu, init_webgl, backend_environment, backend_candidates and
-// select_backend) and by ./webgraph.js:
+// Four parts, used by ./select.js (init_webgpu, init_webgl,
+// backend_environment, backend_candidates and select_backend) and by
+// ./webgraph.js:
 //  - the environment: what this page, Worker or Node process can run, each
 //    backend with `available` and, when not, the `reason`.  A GPU backend is
 //    available only when its executor can really run plans here: WebGPU needs

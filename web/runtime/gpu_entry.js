@@ -1,10 +1,10 @@
-// gpu_entry.js - the machinery behind the GPU entry points of
-// ../pkg/rlx_web.js (mlp_*_gpu, mlp_*_webgl, VisionBench.*_webgpu /
-// *_webgl): a check that the backend was initialized, a cache of compiled
-// graphs keyed by shape and backend, one-at-a-time use of a WebGPU session
-// (feeding and running are separate GPU calls, so two overlapping calls must
-// not interleave), and errors that say why a GPU could not do the work, so a
-// caller can fall back to the CPU.
+// gpu_entry.js - the machinery behind the GPU paths of ./models.js (the
+// MLP) and ./vision.js (VisionBench on 'webgpu' / 'webgl'): a check that
+// the backend was initialized, a cache of compiled graphs keyed by shape
+// and backend, one-at-a-time use of a WebGPU session (feeding and running
+// are separate GPU calls, so two overlapping calls must not interleave), and
+// errors that say why a GPU could not do the work, so a caller can fall back
+// to the CPU.
 //
 // A compiled graph is rebuilt when the wasm instance or the GPU device
 // changed (init_webgpu after a lost device), and dropped after any failure
@@ -17,7 +17,7 @@ import { STATUS, STATUS_NAME } from './constants.js';
 const LABEL = { webgpu: 'WebGPU', webgl: 'WebGL2' };
 const INIT_CALL = { webgpu: 'await init_webgpu()', webgl: 'await init_webgl()' };
 
-/** Whether init_webgpu ran (set by ../pkg/rlx_web.js); WebGL2 needs no init call. */
+/** Whether init_webgpu ran (set by ./select.js); WebGL2 needs no init call. */
 export const initTried = { webgpu: false, webgl: false };
 
 /**

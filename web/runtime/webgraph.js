@@ -3,8 +3,8 @@
 // compile it for 'cpu', 'webgpu', 'webgl' or 'auto', and the
 // CompiledGraph moves data by name (feed), runs (sync on cpu and webgl, a
 // Promise on webgpu; run_async everywhere) and reads outputs, all through
-// its executor (the contract of ./executor.js).  Exported by ../pkg/rlx_web.js,
-// which binds it to the live wasm instance:
+// its executor (the contract of ./executor.js).  ./vision.js binds it to the
+// live wasm instance (the WebGraph of the SDK and of ../pkg/rlx_web.js):
 //
 //   const g = new WebGraph();
 //   const x = g.input('x', [64, 784]), labels = g.input('labels', [64], 'i32');
@@ -90,7 +90,7 @@ const numel = (dims) => dims.reduce((a, b) => a * b, 1);
 const ROPE_LAYOUTS = ['neox', 'pairs'];
 
 export class WebGraph {
-  /** rt: the loaded runtime (../pkg/rlx_web.js passes the live one). */
+  /** rt: the loaded runtime (./vision.js's WebGraph passes the live one). */
   constructor(rt) {
     if (!rt?.graph) throw new RlxError(STATUS.STATE, 'WebGraph: no runtime: call `await init()` first');
     this._rt = rt;
@@ -404,7 +404,7 @@ export class WebGraph {
     return { x: this.find('x'), labels: this.find('labels'), logits, loss, params };
   }
 
-  /** The param names of a vision model (overridden by ../pkg/rlx_web.js, which has the metadata). */
+  /** The param names of a vision model (overridden by ./vision.js, which has the metadata). */
   _visionParamNames() {
     throw new RlxError(STATUS.STATE, 'WebGraph.add_vision: model metadata is not available');
   }
