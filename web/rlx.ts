@@ -1,6 +1,8 @@
 // rlx.ts - the RLX SDK, the documented way in: a small, typed, camelCase API
-// over ./pkg/rlx_web.js (the spec's snake_case surface, kept as the
-// low-level / compatibility layer) for pages, Workers and Node.  Compiled to
+// over the runtime modules (./runtime/instance.js, select.js, vision.js,
+// models.js: the backend is a parameter there) for pages, Workers and Node.
+// ./pkg/rlx_web.js, the spec's snake_case surface over the same modules, is
+// the low-level / compatibility layer, reachable as Rlx.wasm.  Compiled to
 // rlx.js + rlx.d.ts by `make sdk` (npm typescript).
 //
 //   import Rlx from './rlx.js';
@@ -25,15 +27,31 @@
 // obtained by Rlx.init (device creation is asynchronous); WebGL2 initialises
 // itself on first use.  forwardCpu, trainStepCpu and benchCpu (synchronous)
 // are deprecated aliases of forward / trainStep / bench with { backend: 'cpu' }.
-import init, * as low from './pkg/rlx_web.js';
+import type * as Low from './pkg/rlx_web.js';
 import type {
   BackendEnvironment, BackendFallback, BackendName, BackendRequest, CompiledGraph, InitInput, Seed,
   SimdBuild, SimdChoice, VisionModelInfo, WebGraph,
 } from './pkg/rlx_web.js';
+// The compatibility module, only as Rlx.wasm: the SDK itself runs on the runtime modules below.
+import * as low from './pkg/rlx_web.js';
+// The runtime modules (plain JS without declaration files: their types are
+// those of ./pkg/rlx_web.d.ts, which re-exports them, and Bench below).
+// @ts-ignore: a JavaScript module without a declaration file
+import * as instanceJs from './runtime/instance.js';
+// @ts-ignore: a JavaScript module without a declaration file
+import * as selectJs from './runtime/select.js';
+// @ts-ignore: a JavaScript module without a declaration file
+import * as visionJs from './runtime/vision.js';
+// @ts-ignore: a JavaScript module without a declaration file
+import * as modelsJs from './runtime/models.js';
+// @ts-ignore: a JavaScript module without a declaration file
+import { RlxError as RlxErrorJs } from './runtime/loader.js';
 
 export type { BackendEnvironment, BackendFallback, BackendName, BackendRequest, VisionModelInfo, WebGraph, CompiledGraph };
 export type { SimdBuild, SimdChoice };
-export { RlxError } from './pkg/rlx_web.js';
+/** An error from RLX: status is the rlx_status code; reason, where given, says why a backend could not run. */
+export const RlxError = RlxErrorJs as typeof Low.RlxError;
+export type RlxError = Low.RlxError;
 // GGUF language models: ./runtime/llm.js over pkg/rlx_llm.wasm (plain JS; its types are
 // the interfaces below, so rlx.d.ts stands alone).
 // @ts-ignore: a JavaScript module without a declaration file
@@ -45,6 +63,22 @@ import { STATUS } from './runtime/constants.js';
 export type Floats = Float32Array | number[];
 /** Class ids in [0, num_classes). */
 export type Labels = Int32Array | Float32Array | number[];
+
+/** ./runtime/vision.js's VisionBench: the backend is the first argument (a Promise on 'webgpu'). */
+interface Bench extends Pick<Low.VisionBench, 'slug' | 'info' | 'init_params' | 'synthetic_batch' | 'free'> {
+  forward(backend: BackendName, x: Floats, params: Floats): Float32Array | Promise<Float32Array>;
+  train_step(backend: BackendName, x: Floats, labels: Labels, params: Floats, lr: number): Float32Array | Promise<Float32Array>;
+  grads(backend: BackendName, x: Floats, labels: Labels, params: Floats): Float32Array | Promise<Float32Array>;
+  bench(backend: BackendName, steps: number, seed: Seed, lr: number, batch?: number): Float32Array | Promise<Float32Array>;
+}
+
+/** What the SDK uses of the runtime modules. */
+interface Runtime extends Pick<typeof Low, 'runtime' | 'init_webgpu' | 'init_webgl' | 'backend_environment' |
+  'list_vision_models' | 'select_backend' | 'transformer_next_logits' | 'transformer_logits' | 'WebGraph'> {
+  init: typeof Low.default;
+  VisionBench: new (slug: string) => Bench;
+}
+const run = { ...instanceJs, ...selectJs, ...visionJs, ...modelsJs } as Runtime;
 
 export interface InitOptions {
   /** Where rlx_web.wasm is (default: next to pkg/rlx_web.js, or its relaxed-SIMD build as `simd` picks). */
@@ -140,7 +174,7 @@ export interface TransformerConfig {
 }
 
 function fail(message: string): Error {
-  return new low.RlxError(STATUS.INVALID_ARG, message);
+  return new RlxError(STATUS.INVALID_ARG, message);
 }
 
 /** v in a few words for an error message (never calls into v). */
@@ -160,37 +194,37 @@ function optionsOf<T extends object>(fn: string, v: T | undefined, what = 'optio
 }
 
 function disposedError(what: string): Error {
-  return new low.RlxError(STATUS.STATE, `${what} was disposed`);
+  return new RlxError(STATUS.STATE, `${what} was disposed`);
 }
 
 /** Lets the event loop run (a page stays responsive during long loops). */
 const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
 
-/** What a method of VisionModel runs: the snake_case entry points of VisionBench, one per backend. */
+/** What a method of VisionModel runs: an entry point of VisionBench, given the backend. */
 type BenchOp = 'forward' | 'train_step' | 'grads';
 
 /**
  * One vision model: init, data, forward, gradients, train step and
  * benchmark, the same methods on every backend ({ backend }: 'auto' by
  * default, or 'cpu' | 'webgpu' | 'webgl'), each returning a Promise.  The
- * work is done by the low-level VisionBench of ./pkg/rlx_web.js (its
- * forward_cpu / forward_webgpu / forward_webgl, ...): the SDK only chooses
- * the backend, says why, and shapes the results.
+ * work is done by VisionBench of ./runtime/vision.js (forward(backend, ...),
+ * train_step, grads, bench): the SDK only chooses the backend, says why, and
+ * shapes the results.
  */
 export class VisionModel {
   readonly slug: string;
   readonly info: VisionModelInfo;
-  private bench_: low.VisionBench | null;
+  private bench_: Bench | null;
   private resolved = new Map<string, Resolved>();
 
   /** @internal use Rlx.vision(). */
   constructor(slug: string) {
-    this.bench_ = new low.VisionBench(slug);
+    this.bench_ = new run.VisionBench(slug);
     this.info = this.bench_.info();
     this.slug = this.info.slug;
   }
 
-  #live(): low.VisionBench {
+  #live(): Bench {
     if (!this.bench_) throw disposedError(`the model ${this.slug}`);
     return this.bench_;
   }
@@ -226,7 +260,7 @@ export class VisionModel {
     const key = `${training ? 'train' : 'forward'}:${batch}:${request}`;
     let r = this.resolved.get(key);
     if (!r) {
-      const sel = low.select_backend(this.slug, request, { batch, training });
+      const sel = run.select_backend(this.slug, request, { batch, training });
       sel.compiled.free(); // a probe: VisionBench compiles (and caches) what it runs
       r = { backend: sel.backend, fallbacks: sel.fallbacks };
       this.resolved.set(key, r);
@@ -238,9 +272,8 @@ export class VisionModel {
   async #call(op: BenchOp, training: boolean, x: Floats, request: BackendRequest,
     args: unknown[]): Promise<{ out: Float32Array; backend: BackendName }> {
     const { backend } = this.resolve(request, { training, batch: this.#batchOf(x) });
-    const bench = this.#live() as unknown as Record<string, (...a: unknown[]) => Float32Array | Promise<Float32Array>>;
-    const out = await bench[`${op}_${backend === 'webgpu' ? 'webgpu' : backend === 'webgl' ? 'webgl' : 'cpu'}`]!(x, ...args);
-    return { out, backend };
+    const bench = this.#live() as unknown as Record<BenchOp, (...a: unknown[]) => Float32Array | Promise<Float32Array>>;
+    return { out: await bench[op](backend, x, ...args), backend };
   }
 
   /** Logits [batch, num_classes] for x [batch, ...input_dims]. */
@@ -303,18 +336,18 @@ export class VisionModel {
 
   /** @deprecated use `await forward(x, params, { backend: 'cpu' })`. Logits on the CPU, synchronously. */
   forwardCpu(x: Floats, params: Floats): Float32Array {
-    return this.#live().forward_cpu(x, params);
+    return this.#live().forward('cpu', x, params) as Float32Array;
   }
 
   /** @deprecated use `await trainStep(x, labels, params, lr, { backend: 'cpu' })`. One SGD step on the CPU, synchronously. */
   trainStepCpu(x: Floats, labels: Labels, params: Floats, lr: number): { loss: number; params: Float32Array } {
-    const out = this.#live().train_step_cpu(x, labels, params, lr);
+    const out = this.#live().train_step('cpu', x, labels, params, lr) as Float32Array;
     return { loss: out[0]!, params: out.slice(1) };
   }
 
   /** @deprecated use `await bench({ steps, seed, lr, batch, backend: 'cpu' })`. `steps` SGD steps inside wasm. */
   benchCpu(steps: number, seed: Seed, lr: number, batch = 1): { initialLoss: number; finalLoss: number; stepsPerSec: number } {
-    const [initialLoss, finalLoss, stepsPerSec] = this.#live().bench_cpu(steps, seed, lr, batch);
+    const [initialLoss, finalLoss, stepsPerSec] = this.#live().bench('cpu', steps, seed, lr, batch) as Float32Array;
     return { initialLoss: initialLoss!, finalLoss: finalLoss!, stepsPerSec: stepsPerSec! };
   }
 
@@ -348,12 +381,12 @@ export class Transformer {
 
   /** Logits of the next token: vocab values. */
   nextLogits(tokens: Floats): Float32Array {
-    return low.transformer_next_logits(tokens, ...this.#args());
+    return run.transformer_next_logits(tokens, ...this.#args());
   }
 
   /** Logits of every position: tokens.length * vocab values. */
   logits(tokens: Floats): Float32Array {
-    return low.transformer_logits(tokens, ...this.#args());
+    return run.transformer_logits(tokens, ...this.#args());
   }
 
   dispose(): void {
@@ -363,7 +396,7 @@ export class Transformer {
 
 /** The SDK: one per page or Worker (they share the wasm instance). */
 export class Rlx {
-  /** The low-level module (./pkg/rlx_web.js): mlp_*, VisionBench, WebGraph, Graph / Session, ... */
+  /** The low-level / compatibility module (./pkg/rlx_web.js): mlp_*, VisionBench, WebGraph, Graph / Session, ... */
   readonly wasm: typeof low = low;
   private owned = new Set<{ dispose(): void } | { free(): void }>();
   private disposed = false;
@@ -373,11 +406,11 @@ export class Rlx {
   /** Loads the wasm and, unless turned off, the GPU backends; never fails for a missing GPU. */
   static async init(options?: InitOptions): Promise<Rlx> {
     options = optionsOf('Rlx.init', options);
-    await init({ module_or_path: options.wasm, simd: options.simd });
+    await run.init({ module_or_path: options.wasm, simd: options.simd });
     const webgpu = options.webgpu ?? true;
-    if (webgpu !== false) await low.init_webgpu(webgpu === true ? undefined : webgpu);
-    else await low.init_webgpu(false);
-    await low.init_webgl(options.webgl ?? true);
+    if (webgpu !== false) await run.init_webgpu(webgpu === true ? undefined : webgpu);
+    else await run.init_webgpu(false);
+    await run.init_webgl(options.webgl ?? true);
     return new Rlx();
   }
 
@@ -392,22 +425,22 @@ export class Rlx {
 
   /** The library's version. */
   get version(): string {
-    return low.runtime().version();
+    return run.runtime().version();
   }
 
   /** Which build of the module runs: 'relaxed' (relaxed SIMD) or 'simd128'. */
   get simd(): SimdBuild {
-    return low.runtime().simd;
+    return run.runtime().simd;
   }
 
   /** What runs here: each backend available or the reason it is not. */
   backends(): BackendEnvironment {
-    return low.backend_environment();
+    return run.backend_environment();
   }
 
   /** Canonical slugs of the vision models. */
   visionModels(): string[] {
-    return low.list_vision_models();
+    return run.list_vision_models();
   }
 
   /** A vision model by slug or alias (mnist-cnn, mnist-mlp, cifar-cnn, resnet). */
@@ -419,7 +452,7 @@ export class Rlx {
   /** A new WebGraph: describe a model in code, then compile_forward / compile_backward. */
   graph(): WebGraph {
     this.#live();
-    return this.#own(new low.WebGraph());
+    return this.#own(new run.WebGraph());
   }
 
   /** A decoder-only transformer (RMSNorm, RoPE, causal attention, SwiGLU). */
