@@ -8,8 +8,9 @@
 // Workers time, the pages word the warning.
 //
 //   const probe = new SoftwareProbe(env.webgpu.software, 'webgpu', 'a training step');
-//   if (probe.add(gpuMs)) post({ slowdown: await probe.measure(() => bench.train_step_cpu(...)) });
+//   if (probe.add(gpuMs)) post({ slowdown: await probe.measure(() => bench.train_step('cpu', ...)) });
 //   page: el.textContent = slowdownText(p.slowdown, 'pick cpu');
+import { BACKEND_LABEL } from './runtime/backends.js';
 
 export const GPU_SAMPLES = 3; // GPU steps timed (after the one that compiles): their median
 const CPU_SAMPLES = 3;        // CPU calls timed after the compiling one: their median
@@ -59,9 +60,8 @@ export class SoftwareProbe {
   }
 }
 
-const NAMES = { webgpu: 'WebGPU', webgl: 'WebGL2' };
-/** A GPU backend's name for people ('WebGPU', 'WebGL2'); undefined for the CPU. */
-export const gpuName = (backend) => NAMES[backend];
+/** A GPU backend's name for people ('WebGPU', 'WebGL2': ./runtime/backends.js); undefined for the CPU. */
+export const gpuName = (backend) => (backend === 'cpu' ? undefined : BACKEND_LABEL[backend]);
 const ms = (v) => (v >= 100 ? `${v.toFixed(0)} ms` : `${v.toPrecision(2)} ms`);
 
 /** The measured figure: "26x" or "1.4x". */
@@ -72,7 +72,7 @@ export function ratioText(ratio) {
 
 /** The warning for a software GPU picked by name; advice: what to pick instead (used when it is slower). */
 export function slowdownText(s, advice) {
-  const name = NAMES[s.backend] ?? s.backend;
+  const name = gpuName(s.backend) ?? s.backend;
   const head = `${name} here is ${s.software}, a software renderer (no graphics hardware):`;
   const times = `${s.what} took ${ms(s.gpuMs)} on it and ${ms(s.cpuMs)} on the CPU (measured in this run)`;
   if (s.ratio >= 1) return `${head} ${ratioText(s.ratio)} slower than the CPU; ${times}. ${advice}`;
@@ -81,6 +81,6 @@ export function slowdownText(s, advice) {
 
 /** The note before a run on a software GPU picked by name (the figure comes once it is measured). */
 export function softwareNotice(backend, software) {
-  return `${NAMES[backend] ?? backend} here is ${software}, a software renderer (no graphics hardware): ` +
+  return `${gpuName(backend) ?? backend} here is ${software}, a software renderer (no graphics hardware): ` +
     'usually much slower than the CPU; the run measures by how much.';
 }

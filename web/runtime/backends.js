@@ -33,6 +33,9 @@ import * as webglExecutor from './webgl.js';
 
 export const BACKEND_ORDER = Object.freeze(['webgpu', 'webgl', 'cpu']);
 
+/** Each backend's name for people: the one table of them (pages, the cluster and errors use it). */
+export const BACKEND_LABEL = Object.freeze({ cpu: 'CPU', webgpu: 'WebGPU', webgl: 'WebGL2' });
+
 const ALIASES = {
   cpu: 'cpu', wasm: 'cpu',
   webgpu: 'webgpu', gpu: 'webgpu', wgpu: 'webgpu',
@@ -306,7 +309,6 @@ function webglStatus(rt, refresh) {
 
 // ---- the executor of each backend ----------------------------------------------------
 
-const LABEL = { cpu: 'CPU', webgpu: 'WebGPU', webgl: 'WebGL2' };
 
 /**
  * The factory of backend's executor: make(ptr) -> an object with the
@@ -323,7 +325,7 @@ export function executorFor(rt, backend) {
   }
   if (backend === 'webgl') {
     const gl = webglRuntime(rt);
-    if (!gl) throw new Error(environment(rt).webgl.reason ?? `${LABEL.webgl} is not available here`);
+    if (!gl) throw new Error(environment(rt).webgl.reason ?? `${BACKEND_LABEL.webgl} is not available here`);
     return (ptr) => gl.executor.createWebGlSession(rt, ptr, gl.canvas ? { canvas: gl.canvas } : {});
   }
   throw new Error(`no executor for backend ${backend}`);
@@ -347,7 +349,7 @@ export function environment(rt, { refresh = false } = {}) {
 export function softwareReason(backend, name) {
   const what = backend === 'webgpu' ? 'adapter' : 'renderer';
   return /^an? /.test(name)
-    ? `${LABEL[backend]} runs on ${name}; the wasm CPU path is faster`
+    ? `${BACKEND_LABEL[backend]} runs on ${name}; the wasm CPU path is faster`
     : `a software ${what} (${name}); the wasm CPU path is faster`;
 }
 
@@ -365,11 +367,11 @@ export function candidates(env, model, request, training) {
   const skipped = [];
   const viable = [];
   for (const b of BACKEND_ORDER) {
-    const status = env?.[b] ?? { available: false, reason: `${LABEL[b]} status unknown` };
+    const status = env?.[b] ?? { available: false, reason: `${BACKEND_LABEL[b]} status unknown` };
     let reason = null;
-    if (!status.available) reason = status.reason || `${LABEL[b]} is not available here`;
+    if (!status.available) reason = status.reason || `${BACKEND_LABEL[b]} is not available here`;
     else if (training && model?.trainable && model.trainable[b] === false) {
-      reason = `${model.label} cannot train on ${LABEL[b]} in this build`;
+      reason = `${model.label} cannot train on ${BACKEND_LABEL[b]} in this build`;
     } else if (request === 'auto' && b !== 'cpu' && status.software) {
       reason = softwareReason(b, String(status.software));
     }
@@ -389,7 +391,7 @@ export function candidates(env, model, request, training) {
   if (viable.includes(request)) {
     return { request, candidates: [request], skipped: skipped.filter((s) => s.backend !== request), refusal: null };
   }
-  const why = skipped.find((s) => s.backend === request)?.reason ?? `${LABEL[request]} is not available here`;
+  const why = skipped.find((s) => s.backend === request)?.reason ?? `${BACKEND_LABEL[request]} is not available here`;
   return { request, candidates: [], skipped, refusal: `${request} was requested but cannot be used: ${why}` };
 }
 

@@ -14,8 +14,9 @@ import { RlxError } from './loader.js';
 import * as backends from './backends.js';
 import { STATUS, STATUS_NAME } from './constants.js';
 
-const LABEL = { webgpu: 'WebGPU', webgl: 'WebGL2' };
-const INIT_CALL = { webgpu: 'await init_webgpu()', webgl: 'await init_webgl()' };
+const LABEL = backends.BACKEND_LABEL;
+/** The call that brings backend up again: `await init_webgpu()` / `await init_webgl()`. */
+const initCall = (backend) => `await init_${backend}()`;
 
 /** Whether init_webgpu ran (set by ./select.js); WebGL2 needs no init call. */
 export const initTried = { webgpu: false, webgl: false };
@@ -30,11 +31,11 @@ export function requireBackend(fn, rt, backend) {
   const gpu = backend === 'webgpu' ? backends.webgpuRuntime() : backends.webglRuntime(rt);
   if (gpu) return gpu;
   if (backend === 'webgpu' && !initTried.webgpu) {
-    return fail(new RlxError(STATUS.STATE, `${fn}: ${LABEL[backend]} is not initialized: call \`${INIT_CALL[backend]}\` first ` +
+    return fail(new RlxError(STATUS.STATE, `${fn}: ${LABEL[backend]} is not initialized: call \`${initCall(backend)}\` first ` +
       '(it resolves to true when the backend can run here)'), 'not-initialized');
   }
   const reason = backends.environment(rt)[backend].reason ?? `${LABEL[backend]} is not available here`;
-  const hint = /lost/.test(reason) ? ` (\`${INIT_CALL[backend]}\` again may get a new one)` : '';
+  const hint = /lost/.test(reason) ? ` (\`${initCall(backend)}\` again may get a new one)` : '';
   return fail(new RlxError(STATUS.UNSUPPORTED, `${fn}: ${LABEL[backend]} cannot run here: ${reason}${hint}`),
     /lost/.test(reason) ? 'device-lost' : 'unavailable');
 }
@@ -55,7 +56,7 @@ export function gpuError(fn, backend, err) {
   const status = err instanceof RlxError ? err.status : STATUS.UNSUPPORTED;
   const name = err instanceof RlxError ? err.statusName : STATUS_NAME[STATUS.UNSUPPORTED];
   const hint = err?.reason === 'context-lost' || err?.reason === 'device-lost'
-    ? ` (\`${INIT_CALL[backend]}\` again gets a new ${backend === 'webgl' ? 'context' : 'device'})` : '';
+    ? ` (\`${initCall(backend)}\` again gets a new ${backend === 'webgl' ? 'context' : 'device'})` : '';
   const wrapped = new RlxError(status, `${fn}: ${LABEL[backend]} could not run it: ${message}${hint}`, name);
   wrapped.reason = err?.reason ?? 'gpu-error';
   wrapped.cause = err;
