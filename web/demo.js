@@ -1,12 +1,14 @@
 // demo.js - the MLP demo page (index.html): trains the task of demo-task.js
-// with mlp_train_step from pkg/rlx_web.js, a few steps per animation frame
+// with mlp_train_step of runtime/models.js, a few steps per animation frame
 // so the page stays responsive, and draws the loss curve and the current
 // fit.  Training pauses every `steps` steps (URL ?steps=, default 3000) and
 // Train goes on from there; a new seed starts over at once (the seed fixes
 // the task and the initial weights).  The numbers shown carry their full
 // value in data-value (the browser tests compare them with the same
 // computation in Node).
-import init, * as rlx from './pkg/rlx_web.js';
+import { init } from './runtime/instance.js';
+import { backend } from './runtime/select.js';
+import { mlpForward, mlp_loss, mlp_train_step } from './runtime/models.js';
 import { makeTask, splitParams } from './demo-task.js';
 import { drawChart } from './chart.js';
 import { readFields, applyQuery, intRule, choiceRule } from './fields.js';
@@ -38,7 +40,7 @@ function showError(err) {
 
 function lossOf(s) {
   const [i, h, o] = s.task.dims;
-  return rlx.mlp_loss(s.task.x, s.task.t, i, h, o, s.p.w1, s.p.b1, s.p.w2, s.p.b2);
+  return mlp_loss(s.task.x, s.task.t, i, h, o, s.p.w1, s.p.b1, s.p.w2, s.p.b2);
 }
 
 /** Starts over with the seed in the box; false (and a message by the box) when it is not a valid seed. */
@@ -65,7 +67,7 @@ function render() {
   const s = state;
   drawChart($('loss-chart'), [{ points: s.history, label: 'loss' }], { logY: true, xLabel: 'steps' });
   const [i, h, o] = s.task.dims;
-  const y = rlx.mlp_forward(s.task.x, i, h, o, s.p.w1, s.p.b1, s.p.w2, s.p.b2);
+  const y = mlpForward('cpu', s.task.x, i, h, o, s.p.w1, s.p.b1, s.p.w2, s.p.b2);
   const xs = Array.from(s.task.x);
   drawChart($('fit-chart'), [
     { points: xs.map((x, k) => [x, s.task.t[k]]), label: 'target' },
@@ -81,7 +83,7 @@ function frame() {
     const lr = Number($('lr').value);
     const t0 = performance.now();
     for (let k = 0; k < STEPS_PER_FRAME && s.step < pauseAt; k++) {
-      const flat = rlx.mlp_train_step(s.task.x, s.task.t, i, h, o, s.p.w1, s.p.b1, s.p.w2, s.p.b2, lr);
+      const flat = mlp_train_step(s.task.x, s.task.t, i, h, o, s.p.w1, s.p.b1, s.p.w2, s.p.b2, lr);
       s.p = splitParams(flat);
       s.step++;
       s.history.push([s.step, lossOf(s)]);
@@ -122,7 +124,7 @@ function toggle() {
 
 async function main() {
   const rt = await init();
-  show('backend', rlx.backend());
+  show('backend', backend());
   show('version', rt.version());
   show('simd', rt.simd);
   show('gemm', rt.gemmPath());

@@ -1,17 +1,20 @@
 // gpu-check.js - the "Backends" section of index.html: runs the demo's MLP
-// (the task of demo-task.js, seed 1) once through mlp_forward and mlp_grads
-// on the CPU and through the same calls on every GPU backend this browser
-// offers (mlp_forward_gpu / mlp_grads_gpu on WebGPU, mlp_forward_webgl /
-// mlp_grads_webgl on WebGL2), and shows the largest difference from the CPU
+// (the task of demo-task.js, seed 1) once through mlpForward and mlpGrads
+// of runtime/models.js on the CPU and on every GPU backend this browser
+// offers (WebGPU, WebGL2: the backend is their first argument), and shows the largest difference from the CPU
 // per backend.  A backend that is missing or fails shows why.  Each value
 // carries its full number in data-value for the browser tests.  The line
 // "This browser offers" lists every backend that can run here (the CPU
 // first), a software renderer (SwiftShader) named as such, as soon as the
 // GPUs are probed; one whose cross-check then fails is marked so.
-import init, * as rlx from './pkg/rlx_web.js';
+import { init } from './runtime/instance.js';
+import { init_webgpu, init_webgl, backend_environment } from './runtime/select.js';
+import { mlpForward, mlpGrads } from './runtime/models.js';
+import { BACKEND_ORDER } from './runtime/backends.js';
 import { makeTask } from './demo-task.js';
 
 const TOLERANCE = 1e-4; // relative: |gpu - cpu| <= tol * (1 + |cpu|)
+const GPUS = BACKEND_ORDER.filter((b) => b !== 'cpu'); // webgpu, webgl
 const $ = (id) => document.getElementById(id);
 
 /** Largest |a - b| / (1 + |b|) over the elements. */
@@ -35,8 +38,8 @@ function show(backend, state, text, value = '') {
  * cross-check's state, where it ran (one that did not match is marked).
  */
 function offered(results = {}) {
-  const env = rlx.backend_environment();
-  const names = ['cpu', ...['webgpu', 'webgl'].filter((b) => env[b]?.available)];
+  const env = backend_environment();
+  const names = ['cpu', ...GPUS.filter((b) => env[b]?.available)];
   return names.map((b) => {
     const notes = [env[b]?.software ? `${env[b].software}, a software renderer` : '',
       results[b] && results[b] !== 'match' ? `but its cross-check below: ${results[b]}` : ''].filter(Boolean);
@@ -46,7 +49,7 @@ function offered(results = {}) {
 
 async function checkOne(backend, available, forward, grads, cpu) {
   if (!available) {
-    show(backend, 'unavailable', `not available: ${rlx.backend_environment()[backend].reason}`);
+    show(backend, 'unavailable', `not available: ${backend_environment()[backend].reason}`);
     return 'unavailable';
   }
   try {
@@ -72,15 +75,16 @@ async function main() {
   const task = makeTask(1);
   const [i, h, o] = task.dims;
   const args = [i, h, o, task.w1, task.b1, task.w2, task.b2];
-  const cpu = { y: rlx.mlp_forward(task.x, ...args), g: rlx.mlp_grads(task.x, task.t, ...args) };
+  const cpu = { y: mlpForward('cpu', task.x, ...args), g: mlpGrads('cpu', task.x, task.t, ...args) };
   $('preferred').textContent = 'checking...';
-  const [webgpu, webgl] = await Promise.all([rlx.init_webgpu(), rlx.init_webgl()]);
+  const [webgpu, webgl] = await Promise.all([init_webgpu(), init_webgl()]);
+  const available = { webgpu, webgl };
   $('preferred').textContent = offered();
   $('preferred').dataset.state = 'probed';
-  const results = {
-    webgpu: await checkOne('webgpu', webgpu, () => rlx.mlp_forward_gpu(task.x, ...args), () => rlx.mlp_grads_gpu(task.x, task.t, ...args), cpu),
-    webgl: await checkOne('webgl', webgl, () => rlx.mlp_forward_webgl(task.x, ...args), () => rlx.mlp_grads_webgl(task.x, task.t, ...args), cpu),
-  };
+  const results = {};
+  for (const b of GPUS) {
+    results[b] = await checkOne(b, available[b], () => mlpForward(b, task.x, ...args), () => mlpGrads(b, task.x, task.t, ...args), cpu);
+  }
   $('preferred').textContent = offered(results);
   $('preferred').dataset.state = 'checked';
   $('gpu-check').dataset.done = '1';

@@ -13,7 +13,9 @@
 //               { id, progress: { phase: 'measured', slowdown } }   (a software GPU: software-gpu.js)
 //               { id, ok: true, result: { status: 'finished' | 'stopped' | 'diverged', step, ... } }
 //               { id, ok: false, error }
-import init, * as rlx from './pkg/rlx_web.js';
+import { init, runtime } from './runtime/instance.js';
+import { init_webgpu, init_webgl, backend_environment, backend_candidates, parse_backend } from './runtime/select.js';
+import { VisionBench, list_vision_models, vision_model_info } from './runtime/vision.js';
 import { loadSubset, scoreBatch, subsetFits, Shards } from './cluster/data.js';
 import { makeOptimizer } from './optim.js';
 import { serve, yieldToEvents } from './worker-rpc.js';
@@ -27,19 +29,19 @@ let data = null; // { train, test, grid: { pixels, labels } }
 
 async function hello() {
   await init();
-  await Promise.all([rlx.init_webgpu(), rlx.init_webgl()]);
+  await Promise.all([init_webgpu(), init_webgl()]);
   const [train, test] = await Promise.all([loadSubset('train'), loadSubset('test')]);
   const grid = { pixels: new Float32Array(GRID * test.inputLen), labels: new Int32Array(GRID) };
   for (let i = 0; i < GRID; i++) grid.labels[i] = test.sample(i, grid.pixels, i * test.inputLen);
   data = { train, test, grid };
-  const env = rlx.backend_environment();
-  const models = rlx.list_vision_models().map((slug) => rlx.vision_model_info(slug)).filter(subsetFits);
+  const env = backend_environment();
+  const models = list_vision_models().map((slug) => vision_model_info(slug)).filter(subsetFits);
   const auto = Object.fromEntries(models.map((m) => {
-    const c = rlx.backend_candidates(m.slug, 'auto');
+    const c = backend_candidates(m.slug, 'auto');
     return [m.slug, { backend: c.candidates[0], skipped: c.skipped }];
   }));
   return {
-    version: rlx.runtime().version(),
+    version: runtime().version(),
     backends: { cpu: env.cpu, webgpu: env.webgpu, webgl: env.webgl },
     models,
     auto,
@@ -75,21 +77,21 @@ async function evaluate(forward, params, classes) {
 async function train(s, post) {
   if (!data) throw new Error('the data is not loaded yet');
   stopRequested = false;
-  const where = rlx.parse_backend(s.backend);
-  const backend = where === 'auto' ? rlx.backend_candidates(s.slug, 'auto').candidates[0] : where;
-  const bench = new rlx.VisionBench(s.slug);
+  const where = parse_backend(s.backend);
+  const backend = where === 'auto' ? backend_candidates(s.slug, 'auto').candidates[0] : where;
+  const bench = new VisionBench(s.slug);
   try {
     const info = bench.info();
     if (!subsetFits(info)) throw new Error(`${s.slug} does not take 28x28 images with 10 classes`);
     let params = bench.init_params(s.seed);
     const opt = makeOptimizer(s.optimizer, params.length);
     const fused = opt.kind === 'sgd';
-    const forward = (x, p) => bench[`forward_${backend}`](x, p);
+    const forward = (x, p) => bench.forward(backend, x, p);
     const stepFn = fused
-      ? (x, labels, p) => bench[`train_step_${backend}`](x, labels, p, opt.lr)
-      : (x, labels, p) => bench[`grads_${backend}`](x, labels, p);
+      ? (x, labels, p) => bench.train_step(backend, x, labels, p, opt.lr)
+      : (x, labels, p) => bench.grads(backend, x, labels, p);
     // A software GPU picked by name: a few of its steps against the same step on the CPU.
-    const probe = new SoftwareProbe(rlx.backend_environment()[backend]?.software, backend, 'a training step');
+    const probe = new SoftwareProbe(backend_environment()[backend]?.software, backend, 'a training step');
     const shards = new Shards(data.train, { seed: s.seed });
     const pending = [];
     let step = 0, trainMs = 0, lastPost = performance.now();
@@ -113,7 +115,7 @@ async function train(s, post) {
       const ms = performance.now() - t0;
       if (step > 0) trainMs += ms;
       if (step > 0 && probe.add(ms, step === s.steps - 1)) {
-        const cpuStep = fused ? () => bench.train_step_cpu(x, labels, params, opt.lr) : () => bench.grads_cpu(x, labels, params);
+        const cpuStep = fused ? () => bench.train_step('cpu', x, labels, params, opt.lr) : () => bench.grads('cpu', x, labels, params);
         post({ phase: 'measured', slowdown: await probe.measure(cpuStep) });
       }
       step++;

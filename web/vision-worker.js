@@ -1,5 +1,5 @@
 // vision-worker.js - the compute side of vision-bench.html, in a module
-// Worker so the page never blocks: loads pkg/rlx_web.js and runs VisionBench
+// Worker so the page never blocks: runs runtime/vision.js's VisionBench
 // forward / training runs on the CPU, WebGPU or WebGL2 (whichever the page
 // picks among those available here), posting progress as it goes.  The
 // training batches are one synthetic batch (the benchmark) or, for the 28x28
@@ -16,7 +16,9 @@
 //               { id, progress: { eval: { step, accuracy, evaluated, confusion } } }   (fashion only)
 //               { id, progress: { slowdown } }      (a software GPU: its measured slowdown against the CPU)
 //               { id, ok: true, result }  |  { id, ok: false, error }
-import init, * as rlx from './pkg/rlx_web.js';
+import { init, runtime } from './runtime/instance.js';
+import { backend as syncBackend, preferred_backend, parse_backend, init_webgpu, init_webgl, backend_environment } from './runtime/select.js';
+import { VisionBench, list_vision_models, vision_model_info } from './runtime/vision.js';
 import { loadSubset, scoreSet, subsetFits, Shards } from './cluster/data.js';
 import { serve, yieldToEvents } from './worker-rpc.js';
 import { SoftwareProbe } from './software-gpu.js';
@@ -40,17 +42,17 @@ function whyNotFashion(info) {
 
 async function hello() {
   await init();
-  await Promise.all([rlx.init_webgpu(), rlx.init_webgl()]);
-  const env = rlx.backend_environment();
+  await Promise.all([init_webgpu(), init_webgl()]);
+  const env = backend_environment();
   return {
     backends: { cpu: env.cpu, webgpu: env.webgpu, webgl: env.webgl },
-    models: rlx.list_vision_models().map((slug) => {
-      const info = rlx.vision_model_info(slug);
+    models: list_vision_models().map((slug) => {
+      const info = vision_model_info(slug);
       return { ...info, fashion: whyNotFashion(info) };
     }),
-    backend: rlx.backend(),
-    preferred: rlx.preferred_backend(),
-    version: rlx.runtime().version(),
+    backend: syncBackend(),
+    preferred: preferred_backend(),
+    version: runtime().version(),
     evals: EVALS,
   };
 }
@@ -65,20 +67,20 @@ async function hello() {
 async function run({ slug, backend, data = 'synthetic', batch, steps, lr, seed }, post) {
   const start = performance.now();
   await init();
-  const where = rlx.parse_backend(backend);
+  const where = parse_backend(backend);
   if (where === 'auto') throw new Error(`unknown backend "${backend}" (pick cpu, webgpu or webgl)`);
   if (data !== 'synthetic' && data !== 'fashion') throw new Error(`unknown data "${data}" (pick synthetic or fashion)`);
   stopRequested = false;
-  const bench = new rlx.VisionBench(slug);
-  // VisionBench.forward_cpu / _webgpu / _webgl and train_step_*: awaited (Promises on WebGPU).
-  const forward = (x, params) => bench[`forward_${where}`](x, params);
-  const trainStep = (x, labels, params, lr) => bench[`train_step_${where}`](x, labels, params, lr);
+  const bench = new VisionBench(slug);
+  // VisionBench.forward / train_step on the backend picked: awaited (Promises on WebGPU).
+  const forward = (x, params) => bench.forward(where, x, params);
+  const trainStep = (x, labels, params, lr) => bench.train_step(where, x, labels, params, lr);
   try {
     const info = bench.info();
     let params = bench.init_params(seed);
     const { x, labels } = bench.synthetic_batch(seed, batch);
 
-    const probe = new SoftwareProbe(rlx.backend_environment()[where]?.software, where, 'a training step');
+    const probe = new SoftwareProbe(backend_environment()[where]?.software, where, 'a training step');
     let compileMs = 0;
     const phase = async (kind, text) => {
       post({ phase: kind, text });
@@ -144,7 +146,7 @@ async function run({ slug, backend, data = 'synthetic', batch, steps, lr, seed }
       const out = await trainStep(b.x, b.labels, params, lr);
       const ms = performance.now() - s0;
       workMs += ms;
-      if (probe.add(ms, step === steps - 1)) post({ slowdown: await probe.measure(() => bench.train_step_cpu(b.x, b.labels, params, lr)) });
+      if (probe.add(ms, step === steps - 1)) post({ slowdown: await probe.measure(() => bench.train_step('cpu', b.x, b.labels, params, lr)) });
       const loss = out[0];
       losses.push(loss);
       pending.push([step + 1, loss]);

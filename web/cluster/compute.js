@@ -1,12 +1,12 @@
 // compute.js - one rank's gradient bucket on the backend it resolved to, and
-// that resolution. Buckets come from VisionBench.grads_cpu / grads_webgpu
-// (a Promise) / grads_webgl of ../pkg/rlx_web.js: the gradients of the MEAN
+// that resolution. Buckets come from VisionBench.grads(backend, ...) of
+// ../runtime/vision.js (a Promise on webgpu): the gradients of the MEAN
 // loss over the batch, so buckets of different sizes combine by their
 // sample-weighted mean (reduce.js), whatever backend each rank runs on.
 //
-//   await init();
-//   const r = await resolveBackend(rlx, 'mnist-cnn', 'auto', { batch: 32 });
-//   const b = new Buckets(rlx, 'mnist-cnn', r.backend, { onFallback });
+//   await init();                                   // ../runtime/instance.js
+//   const r = await resolveBackend('mnist-cnn', 'auto', { batch: 32 });
+//   const b = new Buckets(vision, 'mnist-cnn', r.backend, { onFallback });
 //   const { grads, loss, samples } = await b.run(x, labels, params);
 //   b.free();
 //
@@ -15,15 +15,18 @@
 // can say so, and the bucket of that step is computed there.
 import { RlxError } from '../runtime/errors.js';
 import { STATUS } from '../runtime/constants.js';
-
-const LABEL = { cpu: 'CPU', webgpu: 'WebGPU', webgl: 'WebGL2' };
-const METHOD = { cpu: 'grads_cpu', webgpu: 'grads_webgpu', webgl: 'grads_webgl' };
+import { BACKEND_ORDER, BACKEND_LABEL as LABEL } from '../runtime/backends.js';
+import { parse_backend, init_webgpu, init_webgl, select_backend } from '../runtime/select.js';
 
 /** Gradient buckets of one vision model on one backend (cpu, webgpu or webgl). */
 export class Buckets {
-  /** rlx: the loaded ../pkg/rlx_web.js module; backend: what resolveBackend chose. */
+  /**
+   * rlx: a module with VisionBench (../runtime/vision.js, or the
+   * compatibility module ../pkg/rlx_web.js), after init(); backend: what
+   * resolveBackend chose.
+   */
   constructor(rlx, slug, backend = 'cpu', { onFallback = null } = {}) {
-    if (!METHOD[backend]) throw new RlxError(STATUS.INVALID_ARG, `Buckets: backend must be cpu, webgpu or webgl, got ${String(backend)}`);
+    if (!BACKEND_ORDER.includes(backend)) throw new RlxError(STATUS.INVALID_ARG, `Buckets: backend must be cpu, webgpu or webgl, got ${String(backend)}`);
     this.bench = new rlx.VisionBench(slug);
     this.info = this.bench.info();
     this.paramCount = this.info.param_flat_len;
@@ -40,7 +43,7 @@ export class Buckets {
     const backend = this.backend;
     let out;
     try {
-      out = this.bench[METHOD[backend]](x, labels, params);
+      out = this.bench.grads(backend, x, labels, params);
     } catch (err) {
       return this._fallBack(err, x, labels, params);
     }
@@ -72,21 +75,21 @@ export class Buckets {
 
 /**
  * The backend a rank of `slug` trains on for a request ('auto', 'cpu',
- * 'webgpu', 'webgl'), with select_backend of rlx_web.js (`rlx` is that
- * module, after init()): { requested, backend, fallback, candidates }.
+ * 'webgpu', 'webgl'), with select_backend of ../runtime/select.js (after
+ * init()): { requested, backend, fallback, candidates }.
  *   backend   what the training graph compiled for (the rank computes there)
  *   fallback  why it is not what was asked for (null when it is, or when
  *             'auto' found nothing to skip)
  * Asking for a GPU backend initialises it first (init_webgpu / init_webgl).
  * An explicit GPU request that cannot be met runs on the CPU with the reason.
  */
-export async function resolveBackend(rlx, slug, request, { batch = 1 } = {}) {
-  const requested = rlx.parse_backend(String(request ?? 'auto'));
-  if (requested === 'auto' || requested === 'webgpu') await rlx.init_webgpu();
-  if (requested === 'auto' || requested === 'webgl') await rlx.init_webgl();
+export async function resolveBackend(slug, request, { batch = 1 } = {}) {
+  const requested = parse_backend(String(request ?? 'auto'));
+  if (requested === 'auto' || requested === 'webgpu') await init_webgpu();
+  if (requested === 'auto' || requested === 'webgl') await init_webgl();
   let sel;
   try {
-    sel = rlx.select_backend(slug, requested, { batch, training: true });
+    sel = select_backend(slug, requested, { batch, training: true });
   } catch (err) {
     return { requested, backend: 'cpu', fallback: String(err?.message ?? err), candidates: [] };
   }

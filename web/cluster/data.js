@@ -7,7 +7,7 @@
 //   const set = syntheticSet(bench, 512, seed);                       // a VisionBench
 //   const shards = new Shards(set, { seed: 1 });
 //   const { x, labels } = shards.batch(step, index, count, batch);
-//   const { accuracy, confusion } = await scoreSet(testSet, (x) => bench.forward_cpu(x, params));
+//   const { accuracy, confusion } = await scoreSet(testSet, (x) => bench.forward('cpu', x, params));
 //
 // A set is { kind, source, count, inputLen, classes, sample(i, dst, at) ->
 // label } (sample writes input i at dst[at..] and returns its label).  Shards shuffles the sample order once (seeded, so every rank

@@ -37,7 +37,9 @@
 // step limit; models that do not take them have none); the Rank itself
 // ignores them. In a tree step they ride in the leader's signed lead too
 // (auth.js), so a relay passes them on and cannot change them.
-import init, * as rlx from '../pkg/rlx_web.js';
+import { init, runtime } from '../runtime/instance.js';
+import * as vision from '../runtime/vision.js';
+import { BACKEND_ORDER } from '../runtime/backends.js';
 import { ProxyBus } from './bus.js';
 import { identityFromKeys } from './auth.js';
 import { Rank, PROTOCOL_VERSION } from './protocol.js';
@@ -66,17 +68,17 @@ function errorText(err) {
 
 async function hello() {
   await init();
-  const models = rlx.list_vision_models().map((slug) => {
-    const i = rlx.vision_model_info(slug);
+  const models = vision.list_vision_models().map((slug) => {
+    const i = vision.vision_model_info(slug);
     return {
       slug: i.slug,
       title: i.title,
       params: i.param_flat_len,
       input: i.input_dims,
-      trainsOn: ['cpu', 'webgpu', 'webgl'].filter((b) => i[`${b}_train`]),
+      trainsOn: BACKEND_ORDER.filter((b) => i[`${b}_train`]),
     };
   });
-  return { type: 'hello', models, version: rlx.runtime().version(), protocol: PROTOCOL_VERSION };
+  return { type: 'hello', models, version: runtime().version(), protocol: PROTOCOL_VERSION };
 }
 
 /**
@@ -159,7 +161,7 @@ function evaluate(s, params) {
   let correct = 0, seen = 0;
   for (let start = 0; start + EVAL_BATCH <= test.count; start += EVAL_BATCH) {
     for (let k = 0; k < EVAL_BATCH; k++) labels[k] = test.sample(start + k, x, k * test.inputLen);
-    correct += scoreBatch(s.evalBench.forward_cpu(x, params), labels, classes).correct;
+    correct += scoreBatch(s.evalBench.forward('cpu', x, params), labels, classes).correct;
     seen += EVAL_BATCH;
   }
   return seen ? correct / seen : NaN;
@@ -175,7 +177,7 @@ async function start(opts) {
   if (!port) throw new RlxError(STATUS.INVALID_ARG, 'start needs the bus port');
   await init();
   const checked = checkSettings({ ...opts.scale, model: opts.slug, backend: opts.backend, batch: opts.batch, lr: opts.lr, steps: opts.maxSteps, min: opts.minMembers },
-    { models: rlx.list_vision_models() });
+    { models: vision.list_vision_models() });
   if (checked.errors.length) throw new RlxError(STATUS.INVALID_ARG, checked.errors.join('; '));
   const { model: slug, backend, batch, lr, steps: maxSteps, min: minMembers, scale } = checked.settings;
   const s = {
@@ -224,15 +226,15 @@ async function start(opts) {
   };
   session = s;
   try {
-    const model = rlx.vision_model_info(slug);
-    const resolved = await resolveBackend(rlx, model.slug, backend, { batch });
-    const bench = new rlx.VisionBench(model.slug);
+    const model = vision.vision_model_info(slug);
+    const resolved = await resolveBackend(model.slug, backend, { batch });
+    const bench = new vision.VisionBench(model.slug);
     const params = bench.init_params(seed);
     const { set, why } = await loadTrainingSet(model, bench, { seed });
     bench.free();
     s.test = await loadTestSet(model);
-    if (s.test) s.evalBench = new rlx.VisionBench(model.slug);
-    s.grads = new Buckets(rlx, model.slug, resolved.backend, {
+    if (s.test) s.evalBench = new vision.VisionBench(model.slug);
+    s.grads = new Buckets(vision, model.slug, resolved.backend, {
       onFallback: (reason) => {
         s.info.backend = 'cpu';
         s.info.fallback = reason;
