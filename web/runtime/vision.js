@@ -341,7 +341,7 @@ export class VisionBench {
   }
 
   /**
-   * bench_cpu on a GPU: params and batch set once, then `steps` training
+   * bench on a GPU: params and batch set once, then `steps` training
    * steps with everything on the device.  Nothing is allocated before the
    * backend is known to run here and the graph for this batch compiled (the
    * executor checks the device's limits): params and batch are made in feed().
