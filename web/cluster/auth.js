@@ -206,6 +206,15 @@ function verifyInPlace(alg, key, sig, buf, at) {
   }
 }
 
+/** A buffer's header (its JSON, whatever value that is), or undefined when unreadable. */
+function headerOf(buf) {
+  try {
+    return JSON.parse(utf8Decoder.decode(new Uint8Array(buf, 4, new DataView(buf).getUint32(0, true))));
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Checks signed buffers: { ok: true, header } or { ok: false, code, why }
  * with code 'unsigned' (no pk / sig), 'wrongId' (from is not id(pk)),
@@ -253,8 +262,9 @@ export class Verifier {
     return ok ? null : fail('badSignature', 'the signature does not verify');
   }
 
-  async check(buf) {
-    const r = await this._check(buf);
+  /** `header`: the buffer's header when the caller parsed it already (headerOf), else read here. */
+  async check(buf, header = undefined) {
+    const r = await this._check(buf, header);
     if (r.ok) {
       this.stats.verified++;
       VERIFIED.set(buf, r.header);
@@ -262,18 +272,13 @@ export class Verifier {
     return r;
   }
 
-  async _check(buf) {
+  async _check(buf, parsed) {
     const known = verifiedHeader(buf);
     if (known) return { ok: true, header: known };
     const at = sigOffset(buf);
     if (at < 0) return fail('unsigned', 'no signature');
-    let header;
-    try {
-      const h = new DataView(buf).getUint32(0, true);
-      header = JSON.parse(utf8Decoder.decode(new Uint8Array(buf, 4, h)));
-    } catch {
-      return fail('unsigned', 'unreadable header');
-    }
+    const header = parsed === undefined ? headerOf(buf) : parsed;
+    if (header === undefined) return fail('unsigned', 'unreadable header');
     if (!header || typeof header !== 'object' || typeof header.from !== 'string') return fail('unsigned', 'no from');
     const sigText = utf8Decoder.decode(new Uint8Array(buf, at, SIG_CHARS));
     if (header.sig !== sigText) return fail('unsigned', 'sig is not the last field');
@@ -327,18 +332,13 @@ export class OnceVerifier extends Verifier {
   }
 
   async check(buf) {
-    let h = null;
-    try {
-      h = JSON.parse(utf8Decoder.decode(new Uint8Array(buf, 4, new DataView(buf).getUint32(0, true))));
-    } catch {
-      return super.check(buf);
-    }
-    if (!h || typeof h.from !== 'string' || !Number.isSafeInteger(h.seq)) return super.check(buf);
+    const h = headerOf(buf); // read once, for the (from, seq) here and for the verdict
+    if (!h || typeof h.from !== 'string' || !Number.isSafeInteger(h.seq)) return super.check(buf, h);
     const key = `${h.from} ${h.seq}`;
     const first = this._pending.get(key);
     if (first && (await first)) return this._duplicate();
     if (this._seen.has(h)) return this._duplicate();
-    const r = super.check(buf);
+    const r = super.check(buf, h);
     const verdict = r.then((x) => x.ok);
     this._pending.set(key, verdict);
     const out = await r;
