@@ -500,13 +500,13 @@ test-node: wasm sdk build/tests/opcases_native.bin build/tests/models_native.jso
 
 # The op cases and the training steps on WebGPU (web/runtime/webgpu.js on
 # Dawn for Node; Chromium's SwiftShader as the Vulkan driver when present)
-# against the CPU: every 4th op case (test-browser runs them all on the same
+# against the CPU: every 8th op case (test-browser runs them all on the same
 # shaders in Chromium; RLX_CASE_STRIDE=1 for all of them here).
 # RLX_CASES=substring runs only the matching op cases.
 SWIFTSHADER_ICD := $(wildcard /usr/lib/chromium/vk_swiftshader_icd.json)
 DAWN_ENV := $(if $(SWIFTSHADER_ICD),LD_LIBRARY_PATH=/usr/lib/chromium$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} \
             VK_ICD_FILENAMES=$(SWIFTSHADER_ICD))
-RLX_CASE_STRIDE ?= 4
+RLX_CASE_STRIDE ?= 8
 test-webgpu: wasm sdk
 	$(call node_test,webgpu,1200,$(WEBGPU_TESTS),$(DAWN_ENV) RLX_CASE_STRIDE=$(RLX_CASE_STRIDE))
 

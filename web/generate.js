@@ -279,6 +279,7 @@ async function generate() {
   }
   const { prompt, ...options } = f.values;
   setBusy(true);
+  status('running', 'Reading the prompt...'); // at once: the last run's "Finished" no longer stands
   clearTimeout(countTimer); // this run counts the prompt itself
   countSeq++;
   let promptTokens;

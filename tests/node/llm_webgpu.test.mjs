@@ -164,8 +164,8 @@ if (missing.length) {
     const cpu = await onCpu('llama-q8_0');
     const g = await onGpu('llama-q8_0');
     try {
-      const want = await cpu.generate(PROMPT, { maxTokens: 24 });
-      const got = await g.generate(PROMPT, { maxTokens: 24 });
+      const want = await cpu.generate(PROMPT, { maxTokens: 12 });
+      const got = await g.generate(PROMPT, { maxTokens: 12 });
       assert.deepEqual(got.ids, want.ids);
       assert.equal(got.text, want.text);
       assert.equal(got.stoppedBy, 'maxTokens');
@@ -175,8 +175,8 @@ if (missing.length) {
       closeLogits(await g.eval([7, 8]), cpu.eval([7, 8]), 'eval after a greedy run');
       // a stop string in the middle: the same cut, though the GPU had run steps ahead
       const stop = want.text.slice(Math.floor(want.text.length / 2), Math.floor(want.text.length / 2) + 3);
-      const cutWant = await cpu.generate(PROMPT, { maxTokens: 24, stop: [stop] });
-      const cutGot = await g.generate(PROMPT, { maxTokens: 24, stop: [stop] });
+      const cutWant = await cpu.generate(PROMPT, { maxTokens: 12, stop: [stop] });
+      const cutGot = await g.generate(PROMPT, { maxTokens: 12, stop: [stop] });
       assert.equal(cutWant.stoppedBy, 'stop');
       assert.deepEqual([cutGot.stoppedBy, cutGot.text, cutGot.ids], [cutWant.stoppedBy, cutWant.text, cutWant.ids]);
       assert.equal(g.position, cpu.position);
@@ -186,7 +186,7 @@ if (missing.length) {
       assert.deepEqual(penGot.ids, penWant.ids);
       // stopped by the caller after 3 tokens: nothing left running, the model usable at once
       let seen = 0;
-      const early = await g.generate(PROMPT, { maxTokens: 24, onToken: () => ++seen < 3 });
+      const early = await g.generate(PROMPT, { maxTokens: 12, onToken: () => ++seen < 3 });
       assert.equal(early.stoppedBy, 'callback');
       assert.deepEqual(early.ids, want.ids.slice(0, 3));
       closeLogits(await g.logits([3, 4, 5]), cpu.logits([3, 4, 5]), 'logits after a stopped run');
