@@ -38,7 +38,7 @@ const why = ['web/vendor/trystero.js', 'web/pkg/rlx_web.wasm'].map((f) => (exist
 const STEPS = 20;
 const BATCH = 32;
 
-namespacedTests(import.meta.url, { title: 'cluster.html across Chromium processes over WebRTC', timeoutMs: 300000, skip: why }, inside);
+namespacedTests(import.meta.url, { title: 'cluster.html across Chromium processes over WebRTC', timeoutMs: 480000, skip: why }, inside);
 
 function timing(line) {
   console.error(`mesh timing: ${line}`);
@@ -91,11 +91,21 @@ function inside() {
   const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
   async function waitSynced(pages, step, n, timeout = 60000) {
-    await Promise.all(pages.map((page) => page.waitForFunction(([step, n]) => {
-      const s = window.rlxCluster.state;
-      return s && s.step >= step && s.roster.length === n && s.leader && s.roster.every((r) => r.version === s.version) &&
-        s.role !== 'joining';
-    }, [step, n], { timeout, polling: 50 })));
+    try {
+      await Promise.all(pages.map((page) => page.waitForFunction(([step, n]) => {
+        const s = window.rlxCluster.state;
+        return s && s.step >= step && s.roster.length === n && s.leader && s.roster.every((r) => r.version === s.version) &&
+          s.role !== 'joining';
+      }, [step, n], { timeout, polling: 50 })));
+    } catch (err) {
+      // Say where each page stands: its step, role, version and roster (with exclusion reasons).
+      const seen = await Promise.all(pages.map((page) => page.evaluate(() => {
+        const s = window.rlxCluster.state;
+        return s && { step: s.step, phase: s.phase, role: s.role, version: s.version,
+          roster: s.roster.map((r) => `${r.role}@${r.version}${r.self ? '(self)' : ''}${r.excluded ? ` ${r.excluded}` : ''}`) };
+      }).catch((e) => e.message)));
+      throw new Error(`${err.message.split('\n')[0]}: waiting for step ${step} with ${n} ranks in sync; the pages: ${JSON.stringify(seen)}`);
+    }
   }
 
   async function assertIdentical(pages) {
@@ -227,7 +237,8 @@ function inside() {
     await Promise.all(peers.map((p) => p.close()));
   });
 
-  test('four processes, the partial mesh forced (fan-out 1): each holds the 2 connections the topology needs, not 3', { timeout: 120000 }, async () => {
+  // Four browsers training on two shared cores: allow them time (the wait is for events, not a speed).
+  test('four processes, the partial mesh forced (fan-out 1): each holds the 2 connections the topology needs, not 3', { timeout: 240000 }, async () => {
     const room = newRoomId();
     const peers = await Promise.all([0, 1, 2, 3].map(() => launchPeerBrowser()));
     // every RTCPeerConnection the page makes (Trystero's offers too), to count the open ones
@@ -247,7 +258,7 @@ function inside() {
     const t0 = Date.now();
     await Promise.all(peers.map((p) => p.page.goto(pageUrl({ room, min: 4, extra: { tree: '1', fanout: '1', mesh: 'partial' } }))));
     const pages = peers.map((p) => p.page);
-    await waitSynced(pages, STEPS, 4);
+    await waitSynced(pages, STEPS, 4, 180000);
     timing(`4 processes, partial mesh: ${STEPS} steps ${Date.now() - t0} ms after page load`);
     await assertIdentical(pages);
     const states = await Promise.all(pages.map(state));
@@ -260,7 +271,15 @@ function inside() {
       const c = window.rlxCluster.room.connections;
       const connected = window.__rlxPcs.filter((pc) => pc.connectionState === 'connected').length;
       return c?.mode === 'partial' && c.neighbours.length === 2 && c.linked.length === 2 && connected === 2;
-    }, null, { timeout: 30000, polling: 100 })));
+    }, null, { timeout: 30000, polling: 100 }))).catch(async (err) => {
+      // Say what each page holds: its overlay's view and its open RTCPeerConnections.
+      const seen = await Promise.all(pages.map((page) => page.evaluate(() => {
+        const c = window.rlxCluster.room.connections;
+        return { mode: c?.mode, neighbours: c?.neighbours?.length, linked: c?.linked?.length, held: c?.held, lobby: c?.lobby,
+          connected: window.__rlxPcs.filter((pc) => pc.connectionState === 'connected').length };
+      }).catch((e) => e.message)));
+      throw new Error(`${err.message.split('\n')[0]}: the overlay did not settle; the pages: ${JSON.stringify(seen)}`);
+    });
     const settledMs = Date.now() - ts;
     const order = [leader.id, ...states.map((s) => s.id).filter((id) => id !== leader.id).sort()];
     const rooms = await Promise.all(pages.map(roomOf));
