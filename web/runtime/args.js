@@ -1,16 +1,13 @@
 // args.js - the argument checks of the runtime's entry points: each throws
 // an RlxError (INVALID_ARG) whose message names the function, the argument
 // and what was expected, before anything reaches wasm.
-import { RlxError } from './loader.js';
-import { STATUS } from './constants.js';
+import { fail } from './loader.js';
 import { BACKEND_ORDER } from './backends.js';
 
 /** The largest batch an entry point takes. */
 export const MAX_BATCH = 65536;
 
-export function fail(fn, message) {
-  return new RlxError(STATUS.INVALID_ARG, `${fn}: ${message}`);
-}
+export { fail };
 
 export function describe(v) {
   if (v === null) return 'null';

@@ -3,17 +3,14 @@
 // codes (the library's, from ./constants.js, and FATAL), argument errors
 // and option checks (RlxError naming the function and the argument),
 // whether this is Node, and the clock.
-import { FATAL_STATUS, RlxError, describe } from './loader.js';
+import { FATAL_STATUS, describe, fail } from './loader.js';
 import { STATUS as RLX_STATUS } from './constants.js';
 
 export const isNode = typeof process === 'object' && !!process.versions?.node;
 export const STATUS = Object.freeze({ ...RLX_STATUS, FATAL: FATAL_STATUS });
 export const now = () => (typeof performance === 'object' ? performance.now() : Date.now());
 
-/** An RlxError for a bad argument of fn. */
-export function fail(fn, message) {
-  return new RlxError(STATUS.INVALID_ARG, `${fn}: ${message}`);
-}
+export { fail };
 
 export function intOption(fn, what, v, min, max, dflt) {
   if (v === undefined) return dflt;

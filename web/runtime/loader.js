@@ -33,7 +33,8 @@ const MAX_LIST = 1 << 16;       // entries of an integer list (dims, inputs, att
 /** The status of an RlxError whose wasm instance trapped (statusName 'fatal'): not an rlx_status. */
 export const FATAL_STATUS = -100;
 
-function fail(fn, message) {
+/** An RlxError (INVALID_ARG) for a bad argument of fn. */
+export function fail(fn, message) {
   return new RlxError(STATUS.INVALID_ARG, `${fn}: ${message}`);
 }
 

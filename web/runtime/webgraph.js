@@ -18,15 +18,11 @@
 // Every builder checks its arguments here and the library checks shapes:
 // a bad graph throws an RlxError carrying the library's message, which names
 // the node, its op and the shapes involved.
-import { Rlx, RlxError, optionsArg, typedArg } from './loader.js';
+import { Rlx, RlxError, optionsArg, typedArg, fail } from './loader.js';
 import * as backends from './backends.js';
 import { STATUS, DTYPE, MASK, DEVICE, OPTIMIZER } from './constants.js';
 
 const DTYPES = Object.freeze({ ...DTYPE, float32: DTYPE.f32, int32: DTYPE.i32 });
-
-function fail(fn, message) {
-  return new RlxError(STATUS.INVALID_ARG, `${fn}: ${message}`);
-}
 
 function describe(v) {
   if (v === null) return 'null';
