@@ -101,8 +101,13 @@ function inside() {
       // Say where each page stands: its step, role, version and roster (with exclusion reasons).
       const seen = await Promise.all(pages.map((page) => page.evaluate(() => {
         const s = window.rlxCluster.state;
+        const room = window.rlxCluster.room;
+        const c = room.connections;
         return s && { step: s.step, phase: s.phase, role: s.role, version: s.version,
-          roster: s.roster.map((r) => `${r.role}@${r.version}${r.self ? '(self)' : ''}${r.excluded ? ` ${r.excluded}` : ''}`) };
+          roster: s.roster.map((r) => `${r.role}@${r.version}${r.self ? '(self)' : ''}${r.excluded ? ` ${r.excluded}` : ''}`),
+          room: { accepted: room.accepted, failures: room.failures.map((f) => f.message), refusals: room.refusals.map((r) => r.reason),
+            connections: c && { mode: c.mode, lobby: c.lobby, roster: c.roster, neighbours: c.neighbours.length, linked: c.linked.length, held: c.held },
+            overlay: room.overlay } };
       }).catch((e) => e.message)));
       throw new Error(`${err.message.split('\n')[0]}: waiting for step ${step} with ${n} ranks in sync; the pages: ${JSON.stringify(seen)}`);
     }
@@ -276,12 +281,15 @@ function inside() {
       const seen = await Promise.all(pages.map((page) => page.evaluate(() => {
         const c = window.rlxCluster.room.connections;
         return { mode: c?.mode, neighbours: c?.neighbours?.length, linked: c?.linked?.length, held: c?.held, lobby: c?.lobby,
-          connected: window.__rlxPcs.filter((pc) => pc.connectionState === 'connected').length };
+          connected: window.__rlxPcs.filter((pc) => pc.connectionState === 'connected').length, overlay: window.rlxCluster.room.overlay };
       }).catch((e) => e.message)));
       throw new Error(`${err.message.split('\n')[0]}: the overlay did not settle; the pages: ${JSON.stringify(seen)}`);
     });
     const settledMs = Date.now() - ts;
-    const order = [leader.id, ...states.map((s) => s.id).filter((id) => id !== leader.id).sort()];
+    // the ring as the pages see it now (a loaded machine may have elected another leader meanwhile)
+    const now = await Promise.all(pages.map(state));
+    assert.ok(now.every((s) => s.leader === now[0].leader), `one leader: ${now.map((s) => s.leader).join(', ')}`);
+    const order = [now[0].leader, ...now.map((s) => s.id).filter((id) => id !== now[0].leader).sort()];
     const rooms = await Promise.all(pages.map(roomOf));
     for (let i = 0; i < 4; i++) {
       const at = order.indexOf(states[i].id);
@@ -290,10 +298,10 @@ function inside() {
       assert.equal(rooms[i].connections.held, 2);
       assert.equal(await open(pages[i]), 2, 'two RTCPeerConnections open, not three');
     }
-    assert.deepEqual(rooms.map((r) => r.connections.lobby), states.map((s) => s.role === 'leader'), 'only the leader\'s page keeps the room open');
+    assert.deepEqual(rooms.map((r) => r.connections.lobby), now.map((s) => s.id === now[0].leader), 'only the leader\'s page keeps the room open');
     // training goes on over the links alone: 10 more steps, every bucket, identical
-    const li = states.indexOf(leader);
-    const goal = leader.step + 10;
+    const li = now.findIndex((s) => s.id === now[0].leader);
+    const goal = now[li].step + 10;
     await pages[li].evaluate((g) => window.rlxCluster.setMaxSteps(g), goal);
     await waitSynced(pages, goal, 4);
     await assertIdentical(pages);

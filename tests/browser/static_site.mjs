@@ -24,7 +24,7 @@ export function httpServer(dir) {
   let err = '';
   child.stderr.on('data', (d) => { err = (err + d).slice(-4000); }); // its request log: drained
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`http.server did not start in 10 s:\n${out}${err}`)), 10000);
+    const timer = setTimeout(() => fail(new Error(`http.server did not start in 60 s:\n${out}${err}`)), 60000); // a bound on a hang, not a speed
     function fail(e) {
       clearTimeout(timer);
       child.kill();

@@ -10,7 +10,9 @@
 // peer (its data channel closed), and rooms both still hold connect again
 // (as the next announcement would). crash(selfId) kills a module silently:
 // its messages stop, and the others notice after crashDetectMs (ICE consent).
-// connectionsOf(selfId) counts its open connections.
+// connectionsOf(selfId) counts its open connections. block(a, b) makes every
+// new connection between two modules fail (nothing tries again by itself:
+// Trystero would at its next announcement, a minute later); unblock(a, b).
 
 /** A stand-in RTCPeerConnection whose getStats reports a selected host pair. */
 export class StatsPC {
@@ -53,6 +55,7 @@ export class FakeNet {
     this.crashDetectMs = crashDetectMs;
     this.pairs = new Map(); // pairKey -> { open, sides: { [selfId]: FakePC } }
     this.crashed = new Set();
+    this.blocked = new Set(); // pairKeys whose new connections fail
     this.opened = 0;
   }
 
@@ -96,6 +99,7 @@ export class FakeNet {
       if (!this.rooms.has(room) || !this.rooms.has(other) || room.peers.has(other.selfId)) return;
       if (this.crashed.has(room.selfId) || this.crashed.has(other.selfId)) return;
       let p = this.pairs.get(key);
+      if (!p?.open && this.blocked.has(key)) return;
       if (!p?.open) {
         p = { open: true, sides: { [room.selfId]: new FakePC(this, key), [other.selfId]: new FakePC(this, key) }, room: room.roomId, at: Date.now() };
         this.pairs.set(key, p);
@@ -152,6 +156,14 @@ export class FakeNet {
         r._fire('leave', selfId);
       }
     }, this.crashDetectMs);
+  }
+
+  block(a, b) {
+    this.blocked.add(pairKey(a, b));
+  }
+
+  unblock(a, b) {
+    this.blocked.delete(pairKey(a, b));
   }
 
   /** Open connections of a module. */

@@ -325,3 +325,27 @@ test('RoomMesh: presence is never delivered to the rank; malformed presence and 
     await Promise.all(ps.map((p) => p.mesh.close()));
   }
 });
+
+test('RoomMesh: a link whose connection failed is opened again after retryMs, and comes up once connections work', async () => {
+  const net = new FakeNet();
+  const policy = { meshAbove: 0, fanout: 1 };
+  const ps = KEYS.slice(0, 2).map((key, i) => {
+    const mod = net.module({ id: `peer-r${i}`.padEnd(20, 'x') });
+    const mesh = new RoomMesh({ trystero: mod, roomId: 'r', slug: 's', paramCount: 4, trackAttempts: false, selfRank: () => key.id,
+      identity: () => key, policy, ...MESH, retryMs: 300 });
+    return { id: key.id, mesh, peer: mod.selfId };
+  });
+  const linked = () => ps.every((p) => p.mesh.connections().linked.length === 1);
+  try {
+    await until(linked, SLOW * 5000, 'the link');
+    // the connection drops and new ones fail for a while (Trystero would try again only at its next announcement)
+    net.block(ps[0].peer, ps[1].peer);
+    net.pc(ps[0].peer, ps[1].peer).close();
+    await until(() => !linked() && ps.every((p) => p.mesh.counts.linksRetried > 0), SLOW * 5000, 'the link down and opened again');
+    net.unblock(ps[0].peer, ps[1].peer);
+    await until(linked, SLOW * 5000, 'the link up again');
+    assert.equal(net.connectionsOf(ps[0].peer), 1);
+  } finally {
+    await Promise.all(ps.map((p) => p.mesh.close()));
+  }
+});

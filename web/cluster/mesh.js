@@ -31,7 +31,8 @@
 //     appId = 'rlx-cluster', relayUrls = [] (Trystero's public Nostr relays), rtcConfig = iceConfig(),
 //     handshakeTimeoutMs = 20000, helloRetryMs = 2000, preflight = null (an icePreflight() result:
 //     sharpens failure diagnoses), trackAttempts = true (see ice.js trackPeerConnections),
-//     RTCPeerConnectionImpl = RTCPeerConnection, onEvent = null, verifier = null (auth.js OnceVerifier; shared by a RoomMesh's links) })
+//     RTCPeerConnectionImpl = RTCPeerConnection, onEvent = null, verifier = null (auth.js OnceVerifier; shared by a RoomMesh's links),
+//     tracker = null (a trackPeerConnections() of ice.js to use instead of one of its own; shared by a RoomMesh's links) })
 //   One MeshLink per room per page: Trystero keeps one room object per appId and roomId.
 //   link.sendRaw(buf) -> bool          to every accepted peer, or only the peer of header.to
 //                                      once that rank's first verified buffer came from that peer;
@@ -48,13 +49,16 @@
 //     peer-accepted { peerId, remote, ms }
 //     peer-refused { peerId, reason, side: 'local' | 'remote' }   once per peer
 //     peer-leave { peerId, state }
-//     peer-failed { peerId, message, case, error }                once per peer
+//     peer-failed { peerId, message, case, error }                once per peer until it is accepted
 //     diagnostics { ... }              what diagnostics() resolved to
 // Handshake on action 'rlx-hs' (JSON): each side sends { t: 'hello', mesh, protocol, app,
 // slug, paramCount }; a matching hello is answered { t: 'accept' }, a mismatch
 // { t: 'refuse', reason }. A peer is accepted once its hello matched AND it
 // accepted ours; only then do buffers flow (action 'rlx-wire'), both ways.
 // Hellos are re-sent every helloRetryMs until then; all three messages are idempotent.
+// A peer with no handshake within handshakeTimeoutMs (or whose connection
+// failed) is abandoned and reported, not refused: it is tried again when it
+// says hello or Trystero joins it again, and gets a hello now and then.
 //
 // Connections per peer. Trystero 0.25.4 connects every peer of a room to
 // every other (each peer announces itself on the relays every ~5.3 s and a
@@ -97,6 +101,8 @@ export { icePreflight, classifyIce } from './ice.js';
 export const MESH_VERSION = 1;
 export const APP_ID = 'rlx-cluster';
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 20000;
+/** An abandoned peer still gets our hello, every this many hello retry periods. */
+const ABANDONED_HELLO_RETRIES = 5;
 export const DEFAULT_ICE_SERVERS = Object.freeze([
   Object.freeze({ urls: 'stun:stun.l.google.com:19302' }),
   Object.freeze({ urls: 'stun:stun1.l.google.com:19302' }),
@@ -321,7 +327,7 @@ export class MeshLink extends EventTarget {
   constructor({
     trystero, roomId, password = '', appId = APP_ID, relayUrls = [], rtcConfig = null, slug, paramCount,
     protocol = RANK_PROTOCOL, handshakeTimeoutMs = DEFAULT_HANDSHAKE_TIMEOUT_MS, helloRetryMs = 2000,
-    trackAttempts = true, RTCPeerConnectionImpl = globalThis.RTCPeerConnection, preflight = null, onEvent = null, verifier = null,
+    trackAttempts = true, tracker = null, RTCPeerConnectionImpl = globalThis.RTCPeerConnection, preflight = null, onEvent = null, verifier = null,
   } = {}) {
     super();
     assertNotWorker('MeshLink');
@@ -352,7 +358,7 @@ export class MeshLink extends EventTarget {
     this._raw = new Set();
     this._reported = new Set();
     this._refusedReported = new Set();
-    this._tracker = trackAttempts && typeof RTCPeerConnectionImpl === 'function' ? trackPeerConnections(RTCPeerConnectionImpl) : null;
+    this._tracker = tracker ?? (trackAttempts && typeof RTCPeerConnectionImpl === 'function' ? trackPeerConnections(RTCPeerConnectionImpl) : null);
 
     const config = { appId, rtcConfig: this.rtcConfig };
     if (password) config.password = password;
@@ -605,15 +611,30 @@ export class MeshLink extends EventTarget {
   _join(peerId) {
     if (this.closed || typeof peerId !== 'string') return null;
     const known = this._peers.get(peerId);
-    if (known) return known;
+    if (known) {
+      if (known.state === 'abandoned') this._handshake(known); // Trystero connected it again: a new try
+      return known;
+    }
     const st = this._state(peerId, 'handshake');
     this._emit('peer-join', { peerId });
-    this._send(this._hs, { ...this.hello }, [peerId]);
+    this._handshake(st);
+    return st;
+  }
+
+  /**
+   * (Re)starts st's handshake: our hello now and every helloRetryMs, the
+   * timeout after handshakeTimeoutMs. A failed try is not final: an
+   * abandoned peer is tried again when it says hello or Trystero joins it
+   * again (a tab that was busy or throttled, a connection that came back).
+   */
+  _handshake(st) {
+    this._stopTimers(st);
+    Object.assign(st, { state: 'handshake', localOk: false, remoteOk: false, remoteHello: null, reason: null });
+    this._send(this._hs, { ...this.hello }, [st.peerId]);
     st.timer = setTimeout(() => this._timeout(st), this.handshakeTimeoutMs);
     st.retry = setInterval(() => {
-      if (st.state === 'handshake' && this._peers.get(peerId) === st) this._send(this._hs, { ...this.hello }, [peerId]);
+      if (st.state === 'handshake' && this._peers.get(st.peerId) === st) this._send(this._hs, { ...this.hello }, [st.peerId]);
     }, this.helloRetryMs);
-    return st;
   }
 
   _leave(peerId) {
@@ -637,7 +658,11 @@ export class MeshLink extends EventTarget {
       return;
     }
     const st = this._peers.get(peerId) ?? this._join(peerId); // a hello may beat onPeerJoin
-    if (!st || st.state === 'abandoned') return;
+    if (!st) return;
+    if (st.state === 'abandoned') {
+      if (data.t !== 'hello') return;
+      this._handshake(st); // it answers after all: try again
+    }
     if (data.t === 'hello') {
       if (st.state === 'refused') {
         if (st.side === 'local') this._send(this._hs, { t: 'refuse', reason: st.reason }, [peerId]);
@@ -670,6 +695,7 @@ export class MeshLink extends EventTarget {
     st.state = 'accepted';
     st.acceptedAt = Date.now();
     this._stopTimers(st);
+    this._reported.delete(st.peerId); // a failure after this one is reported again
     this._emit('peer-accepted', { peerId: st.peerId, remote: st.remoteHello, ms: st.acceptedAt - st.joinedAt });
   }
 
@@ -686,13 +712,20 @@ export class MeshLink extends EventTarget {
     this._emit('peer-refused', { peerId: st.peerId, reason, side });
   }
 
+  /**
+   * No handshake in time: abandoned (reported once) until it says hello
+   * again, and our hello goes on every ABANDONED_HELLO_RETRIES retry periods
+   * (both sides may have given up); no refusal, which would be final.
+   */
   _timeout(st) {
     if (st.state !== 'handshake' || this._peers.get(st.peerId) !== st) return;
     st.state = 'abandoned';
     this._stopTimers(st);
+    st.retry = setInterval(() => {
+      if (st.state === 'abandoned' && this._peers.get(st.peerId) === st) this._send(this._hs, { ...this.hello }, [st.peerId]);
+    }, this.helloRetryMs * ABANDONED_HELLO_RETRIES);
     const s = duration(this.handshakeTimeoutMs);
     st.reason = `no handshake within ${s}`;
-    this._send(this._hs, { t: 'refuse', reason: `peer ${shortId(this.selfId)} gave up: no handshake within ${s}` }, [st.peerId]);
     this._fail(st.peerId, `it joined but finished no handshake within ${s}: gone, or a background tab too throttled to answer`, null, null);
   }
 
@@ -701,7 +734,10 @@ export class MeshLink extends EventTarget {
     const peerId = typeof e?.peerId === 'string' ? e.peerId : null;
     const error = String(e?.error ?? e ?? 'join error');
     if (!peerId) return;
-    if (/password/i.test(error)) {
+    // A wrong password shows when an offer or answer does not decrypt: final. Trystero's password check
+    // on a connection shared with another room of this page ('overlapping room') also fails when its
+    // messages cross a reconnection; every room of a page has one password, so that one is a failed try.
+    if (/password/i.test(error) && !/overlapping/i.test(error)) {
       const st = this._peers.get(peerId) ?? this._state(peerId, 'handshake');
       this._refuse(st, `wrong room password: peer ${shortId(peerId)} uses another password for this room`, 'local');
       return;
@@ -713,7 +749,7 @@ export class MeshLink extends EventTarget {
     }
     const attempt = this._tracker?.unconnected()[0] ?? null;
     const diagnosis = classifyIce({ preflight: this.preflight, peer: attempt, iceServers: this.rtcConfig.iceServers });
-    const why = /handshake/i.test(error) ? error.replace(/^Trystero: /, '') : 'ICE never connected';
+    const why = /handshake|overlapping/i.test(error) ? error.replace(/^Trystero: /, '') : 'ICE never connected';
     this._fail(peerId, why, diagnosis, error);
   }
 

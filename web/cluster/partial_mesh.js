@@ -19,7 +19,7 @@
 //     soon as one link is up; a page that lost every link joins it again;
 //   - presence: every page floods a small 'mesh-here' message (its rank id,
 //     its Trystero id, the leader it follows) every presenceMs; the roster
-//     is who was heard within 4 periods, and the overlay is laid out again
+//     is who was heard within 6 periods, and the overlay is laid out again
 //     from it (the leader first, as tree.js lays out a step);
 //   - forwarding: a buffer is delivered once and forwarded to every link but
 //     the one it came from, deduplicated by (from, seq) (fabric.js
@@ -31,10 +31,14 @@
 //     layout, and a few hops when it does not yet (a re-attached subtree
 //     whose new parent is not linked to it until the roster drops the dead
 //     rank). Buffers without a seq are delivered, never forwarded;
+//   - a link still down retryMs after it was opened is opened again (a
+//     failed connection; Trystero would try again only at its next
+//     announce, a minute later);
 //   - a link the layout no longer wants, and a connection that no room of
 //     this page uses any more, go after lingerMs (Trystero itself would keep
-//     an unused connection ~2 minutes); the roster's clock stops while this
-//     page's own timers run late (a busy or throttled tab).
+//     an unused connection ~2 minutes), and one that Trystero finished for
+//     a room this page had left already after retryMs; the roster's clock
+//     stops while this page's own timers run late (a busy or throttled tab).
 // The switch is one way: a room that grew past the threshold stays partial.
 // Tabs bridged into the room by a page (fabric.js) are reached through it;
 // they are not overlay peers.
@@ -44,7 +48,7 @@
 // MeshLink passes on must be.
 //
 //   const mesh = new RoomMesh({ ...MeshLink's options, selfRank: () => fabric.selfId, identity: () => fabric.identity,
-//     policy: { meshAbove, fanout }, presenceMs = 1000, lingerMs = 2000, tickMs = 250 });
+//     policy: { meshAbove, fanout }, presenceMs = 1000, lingerMs = 2000, tickMs = 250, retryMs = 10000 });
 //   mesh.sendRaw(buf) / mesh.onRaw(fn) / mesh.hasRank(id) / mesh.connections() /
 //   mesh.peers() / mesh.acceptedCount / mesh.stats / await mesh.diagnostics() / await mesh.close()
 import { MeshLink } from './mesh.js';
@@ -52,11 +56,12 @@ import { SeenSet, OnceVerifier, signBuffer, SIG_PLACEHOLDER, verifiedHeader } fr
 import { encode, peekHeader } from './wire.js';
 import { meshFor, DEFAULT_POLICY } from './policy.js';
 import { overlayNeighbours, greeterOf, edgeRoomId } from './overlay.js';
+import { trackPeerConnections } from './ice.js';
 import { RlxError } from '../runtime/errors.js';
 import { STATUS } from '../runtime/constants.js';
 
 export const PRESENCE = 'mesh-here';
-const EXPIRE_PERIODS = 4;
+const EXPIRE_PERIODS = 6; // presence crosses pages that may be busy: a few late periods are not a departure
 
 const COUNTERS = ['sent', 'received', 'bytesOut', 'bytesIn'];
 
@@ -65,10 +70,10 @@ export class RoomMesh extends EventTarget {
     super();
     const {
       selfRank = () => null, identity = () => null, policy = {}, presenceMs = 1000, lingerMs = 2000, tickMs = 250,
-      onEvent = null, MeshLinkImpl = MeshLink, now = () => Date.now(), ...linkOpts
+      retryMs = 10000, onEvent = null, MeshLinkImpl = MeshLink, now = () => Date.now(), ...linkOpts
     } = opts;
     if (typeof selfRank !== 'function') throw new RlxError(STATUS.INVALID_ARG, 'RoomMesh needs selfRank (a function returning the page\'s rank id or null)');
-    for (const [k, v] of Object.entries({ presenceMs, lingerMs, tickMs })) {
+    for (const [k, v] of Object.entries({ presenceMs, lingerMs, tickMs, retryMs })) {
       if (!(v > 0)) throw new RlxError(STATUS.INVALID_ARG, `RoomMesh ${k} must be a positive number of ms`);
     }
     this.roomId = linkOpts.roomId;
@@ -76,10 +81,11 @@ export class RoomMesh extends EventTarget {
     this.policy = { ...DEFAULT_POLICY, ...policy };
     this.presenceMs = presenceMs;
     this.lingerMs = lingerMs;
+    this.retryMs = retryMs;
     this.closed = false;
     this.mode = meshFor(1, this.policy).mesh; // 'partial' at once when forced
     this.roster = new Map(); // rank -> { peer, heardAt, beat, leader, ms }
-    this.counts = { forwarded: 0, duplicates: 0, presence: 0, unforwardable: 0, idleClosed: 0, linksOpened: 0, linksClosed: 0, lobbyLeft: 0 };
+    this.counts = { forwarded: 0, duplicates: 0, presence: 0, unforwardable: 0, idleClosed: 0, linksOpened: 0, linksClosed: 0, linksRetried: 0, lobbyLeft: 0, strayClosed: 0 };
     this._linkOpts = linkOpts;
     this._onEvent = onEvent;
     this._MeshLink = MeshLinkImpl;
@@ -94,11 +100,16 @@ export class RoomMesh extends EventTarget {
     this._verifier = new OnceVerifier();
     this._raw = new Set();
     this._edges = new Map(); // neighbour rank -> MeshLink
+    this._edgeOpened = new Map(); // neighbour rank -> when its link was opened
     this._closing = new Map(); // room id -> Promise of a leaving link
     this._done = emptyTotals(); // counters of links closed already
     this._pcs = new Map(); // peerId -> { pc, idleSince }
     this._reported = new Set(); // peer-refused / peer-failed once per peer
     this._preflight = linkOpts.preflight ?? null;
+    // every RTCPeerConnection Trystero makes for this page's rooms, to close those no room uses
+    const Impl = linkOpts.RTCPeerConnectionImpl ?? globalThis.RTCPeerConnection;
+    this._tracker = linkOpts.trackAttempts !== false && typeof Impl === 'function' ? trackPeerConnections(Impl) : null;
+    this._strayFrom = new WeakMap(); // connection no room uses -> since when
     this._unlinkedSince = null;
     this._greeter = false;
     this.lobby = this._open(this.roomId, { track: true });
@@ -166,6 +177,19 @@ export class RoomMesh extends EventTarget {
       roster: this.roster.size + (this._rank ? 1 : 0),
       unicastPeers: full ? full.unicastPeers : 0,
       unicast: full ? full.unicast : {},
+    };
+  }
+
+  /** What this page's overlay holds, for a debug view: its rank, the roster it heard, and each link's peers. */
+  debug() {
+    const t = this._now();
+    return {
+      selfId: this.selfId, rank: this._rank, leader: this._leaderView(), greeter: this._greeter, mode: this.mode,
+      roster: [...this.roster].map(([rank, e]) => ({ rank, peer: e.peer, leader: e.leader, heardMsAgo: t - e.heardAt })),
+      lobby: this.lobby ? this.lobby.peers().map(({ peerId, state, reason, ageMs }) => ({ peerId, state, reason, ageMs })) : null,
+      links: [...this._edges].map(([rank, l]) => ({ rank, peers: l.peers().map(({ peerId, state, reason }) => ({ peerId, state, reason })) })),
+      closing: [...this._closing.keys()],
+      counts: { ...this.counts },
     };
   }
 
@@ -369,16 +393,22 @@ export class RoomMesh extends EventTarget {
     const want = rank ? overlayNeighbours(rank, ranks, { leader, fanout: this.policy.fanout }).all : new Set();
     const t = this._now();
     // a link the layout no longer wants goes after lingerMs (a roster that flickers does not tear links down)
-    for (const r of [...this._edges.keys()]) {
+    for (const [r, link] of [...this._edges]) {
       if (want.has(r)) this._unwanted.delete(r);
       else if (!this._unwanted.has(r)) this._unwanted.set(r, t);
-      else if (t - this._unwanted.get(r) >= this.lingerMs || !this.roster.has(r)) this._dropEdge(r);
+      else if (t - this._unwanted.get(r) >= this.lingerMs) this._dropEdge(r);
+      // a wanted link still down after retryMs is opened again: Trystero then announces anew at once
+      if (want.has(r) && link.acceptedCount === 0 && t - this._edgeOpened.get(r) >= this.retryMs) {
+        this._dropEdge(r);
+        this.counts.linksRetried++;
+      }
     }
     for (const r of want) {
       if (this._edges.has(r)) continue;
       const id = edgeRoomId(this.roomId, rank, r);
       if (this._closing.has(id)) continue; // Trystero hands back a room until it has left it
       this._edges.set(r, this._open(id));
+      this._edgeOpened.set(r, t);
       this.counts.linksOpened++;
     }
     const linked = [...this._edges.values()].some((l) => l.acceptedCount > 0);
@@ -401,6 +431,7 @@ export class RoomMesh extends EventTarget {
     const link = this._edges.get(r);
     if (!link) return;
     this._edges.delete(r);
+    this._edgeOpened.delete(r);
     this._unwanted.delete(r);
     this._retire(link);
     this.counts.linksClosed++;
@@ -410,6 +441,7 @@ export class RoomMesh extends EventTarget {
   _closeIdle(t) {
     const peers = this._neighbourPeers();
     for (const [id, link] of peers) this._remember(id, link);
+    this._closeStray(t);
     for (const [id, e] of this._pcs) {
       if (peers.has(id)) continue;
       e.idleSince ??= t;
@@ -419,6 +451,37 @@ export class RoomMesh extends EventTarget {
       try {
         e.pc.close();
         this.counts.idleClosed++;
+      } catch {
+        // closed already
+      }
+    }
+  }
+
+  /**
+   * Closes a connection that is up but belongs to no peer of any room of
+   * this page, retryMs after it was first seen so: Trystero can finish one
+   * for a room this page has left already (it would keep it ~2 minutes).
+   */
+  _closeStray(t) {
+    if (!this._tracker) return;
+    const used = new Set([...this._pcs.values()].map((e) => e.pc));
+    for (const link of this._links()) {
+      for (const row of link.peers()) {
+        const pc = link.connectionOf(row.peerId);
+        if (pc) used.add(pc);
+      }
+    }
+    for (const { pc, closedAt } of this._tracker.records()) {
+      if (closedAt || pc.connectionState !== 'connected' || used.has(pc)) {
+        this._strayFrom.delete(pc);
+        continue;
+      }
+      if (!this._strayFrom.has(pc)) this._strayFrom.set(pc, t);
+      if (t - this._strayFrom.get(pc) < this.retryMs) continue;
+      this._strayFrom.delete(pc);
+      try {
+        pc.close();
+        this.counts.strayClosed++;
       } catch {
         // closed already
       }
@@ -439,6 +502,7 @@ export class RoomMesh extends EventTarget {
       roomId,
       verifier: this._verifier, // one for every link: a flooded copy is verified once, whichever link brings it
       trackAttempts: track && this._linkOpts.trackAttempts !== false,
+      tracker: this._tracker,
       preflight: this._preflight ?? null,
       onEvent: (type, d) => {
         if (type === 'peer-join' || type === 'peer-accepted') this._remember(d.peerId, link);

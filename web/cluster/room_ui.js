@@ -240,6 +240,7 @@ export class RoomPanel {
       refusals: this.refusals.slice(),
       stats: this.link ? { sent: this.link.stats.sent, received: this.link.stats.received, bytesOut: this.link.stats.bytesOut, bytesIn: this.link.stats.bytesIn } : null,
       connections: this.link?.connections() ?? null, // mode, held, accepted, overlay links (partial_mesh.js)
+      overlay: this.link?.debug?.() ?? null, // the partial mesh's roster and each link's peers
       relays: this.relayWatch?.relays() ?? [],
       url: this.joined ? this.joinUrl() : null,
     };
@@ -247,6 +248,7 @@ export class RoomPanel {
 
   _event(type, d) {
     if (type === 'peer-accepted' && this.connectedAt === null) this.connectedAt = performance.now();
+    if (type === 'peer-accepted') this._healed(d.peerId);
     if (type === 'peer-refused') {
       this.refusals.push({ peerId: d.peerId, reason: d.reason, side: d.side });
       this._renderRefusals();
@@ -257,6 +259,14 @@ export class RoomPanel {
       this._error(d.message);
     }
     if (type === 'peer-accepted' || type === 'peer-leave' || type === 'peer-refused' || type === 'peer-failed') this._render();
+  }
+
+  /** A peer that failed and then connected: its failure goes, and the message with it when it is the one shown. */
+  _healed(peerId) {
+    const gone = this.failures.filter((f) => f.peerId === peerId);
+    if (!gone.length) return;
+    this.failures = this.failures.filter((f) => f.peerId !== peerId);
+    if (gone.some((f) => f.message === $('room-error').textContent)) this._error('');
   }
 
   async _diagnose() {
