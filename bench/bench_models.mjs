@@ -40,6 +40,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import init, * as rlx from '../web/pkg/rlx_web.js';
+import { runtime } from '../web/runtime/instance.js'; // the live instance's loader.js binding (Graph / Session)
 import { loadRlx } from '../web/runtime/loader.js';
 import { relaxedSimdSupported } from '../web/runtime/simd.js';
 import { tfjsVisionModel, nchwToNhwc, tfjsTransformer, w4Weights } from './tfjs_models.mjs';
@@ -90,7 +91,7 @@ const add = (row, items) => {
 };
 
 await init({ simd: 'simd128' });
-const rt = rlx.runtime();
+const rt = runtime();
 const oursPath = `gemm ${rt.gemmPath()}`;
 const relaxedRt = contenders.includes('rlx-wasm-relaxed') ? await loadRlx(undefined, { simd: 'relaxed' }) : null;
 // resident and relaxed each get an instance of their own, used by nothing else (like for like: the

@@ -51,6 +51,7 @@ const PAGE = String.raw`<!doctype html>
 <script src="/tfjs.js"></script>
 <script type="module">
 import init, * as rlx from '/web/pkg/rlx_web.js';
+import { runtime } from '/web/runtime/instance.js'; // the live instance's loader.js binding (Graph / Session)
 import { createWebGlSession } from '/web/runtime/webgl.js';
 const tf = window.tf;
 const contenders = {};
@@ -109,7 +110,7 @@ window.setup = async (slug, B) => {
   const initParams = bench.init_params(1), { x, labels } = bench.synthetic_batch(2, B);
 
   // ours: the training graph on WebGL2
-  const rt = rlx.runtime(), g = rt.graph();
+  const rt = runtime(), g = rt.graph();
   const [, loss] = rt.scoped((t) => {
     const out = t.bytes(8);
     rt.check(rt.exports.rlx_vision_build(g.ptr, t.str(slug), B, out));

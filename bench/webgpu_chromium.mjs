@@ -63,6 +63,7 @@ const PAGE = String.raw`<!doctype html>
 <meta charset="utf-8"><title>webgpu bench</title><link rel="icon" href="data:,">
 <script type="module">
 import init, * as rlx from '/web/pkg/rlx_web.js';
+import { runtime } from '/web/runtime/instance.js'; // the live instance's loader.js binding (Graph / Session)
 import { tf } from '/tfjs-webgpu.js';
 import { webGpuWorkloads } from '/bench/webgpu_workloads.mjs';
 let bench = null;
@@ -80,7 +81,7 @@ window.setup = async (profile) => {
   });
   if (!(await tf.setBackend('webgpu'))) throw new Error('tfjs: the webgpu backend failed to initialize');
   await tf.ready();
-  bench = webGpuWorkloads({ rlx, rt: rlx.runtime(), device, tf, contenders: ['rlx-webgpu', 'tfjs-webgpu'],
+  bench = webGpuWorkloads({ rlx, rt: runtime(), device, tf, contenders: ['rlx-webgpu', 'tfjs-webgpu'],
     profile, log: (l) => console.log(l) });
   const i = adapter.info ?? {};
   return { adapter: [i.vendor, i.architecture, i.device, i.description].filter(Boolean).join(' '),

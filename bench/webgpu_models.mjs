@@ -35,6 +35,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { withDawnEnv, dawnDevice } from '../tools/dawn_node.mjs';
 import init, * as rlx from '../web/pkg/rlx_web.js';
+import { runtime } from '../web/runtime/instance.js'; // the live instance's loader.js binding (Graph / Session)
 import { CONTENDERS, workloadList, webGpuWorkloads, reportLines } from './webgpu_workloads.mjs';
 
 withDawnEnv();
@@ -70,7 +71,7 @@ if (contenders.includes('tfjs-webgpu')) {
 }
 
 await init();
-const rt = rlx.runtime();
+const rt = runtime();
 const bench = webGpuWorkloads({ rlx, rt, device, tf, contenders, profile: Boolean(args.profile), log: (l) => console.log(l) });
 
 // ---- the workloads -------------------------------------------------------------------

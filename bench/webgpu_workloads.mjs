@@ -72,8 +72,8 @@ export async function benchInterleaved(fns, budgetMs, settle = () => {}, cpuMs =
 
 /**
  * The contenders of one session on one device.  ctx: { rlx (web/pkg/rlx_web.js,
- * initialized), rt (rlx.runtime()), device (ours), tf (or null), contenders
- * (names), profile (bool), log (line printer) }.
+ * initialized), rt (its live loader.js Rlx: runtime() of web/runtime/instance.js),
+ * device (ours), tf (or null), contenders (names), profile (bool), log (line printer) }.
  */
 export function webGpuWorkloads(ctx) {
   const { rlx, rt, device, tf, contenders, log = () => {} } = ctx;

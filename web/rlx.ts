@@ -396,7 +396,7 @@ export class Transformer {
 
 /** The SDK: one per page or Worker (they share the wasm instance). */
 export class Rlx {
-  /** The low-level / compatibility module (./pkg/rlx_web.js): mlp_*, VisionBench, WebGraph, Graph / Session, ... */
+  /** The low-level / compatibility module (./pkg/rlx_web.js): mlp_*, VisionBench, WebGraph, backend selection, ... */
   readonly wasm: typeof low = low;
   private owned = new Set<{ dispose(): void } | { free(): void }>();
   private disposed = false;

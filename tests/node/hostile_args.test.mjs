@@ -11,6 +11,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import init, * as rlx from '../../web/pkg/rlx_web.js';
+// The internal binding WebGraph is built on (not exported by rlx_web.js); init() gives its live Rlx.
+import { Graph, Session, Rlx } from '../../web/runtime/loader.js';
 
 const ready = existsSync(new URL('../../web/pkg/rlx_web.wasm', import.meta.url)) && existsSync(new URL('../../web/rlx.js', import.meta.url));
 if (!ready) test('web/pkg/rlx_web.wasm and web/rlx.js present', () => assert.fail('run `make wasm sdk`'));
@@ -161,16 +163,16 @@ test('Rlx.free: a bad pointer or a double free is an RlxError, never a trap; the
 });
 
 test('raw pointers are not handles: Session, CompiledGraph and Rlx refuse what they did not make', { skip }, () => {
-  rejects(() => new rlx.Session(rt, 12345), /^Session: not a live session/);
-  rejects(() => new rlx.Session(null, 0), /^Session: not a live session/);
+  rejects(() => new Session(rt, 12345), /^Session: not a live session/);
+  rejects(() => new Session(null, 0), /^Session: not a live session/);
   rejects(() => new rlx.CompiledGraph(rt, 12345, 'cpu', 'forward', {}), /^CompiledGraph: not a live compiled session/);
-  rejects(() => new rlx.Graph({ exports: {} }), /^Graph: needs a loaded Rlx/);
-  rejects(() => new rlx.Rlx(null), /^Rlx: needs an instance of rlx_web.wasm/);
+  rejects(() => new Graph({ exports: {} }), /^Graph: needs a loaded Rlx/);
+  rejects(() => new Rlx(null), /^Rlx: needs an instance of rlx_web.wasm/);
   const g = rt.graph();
   const s = g.compile([g.input('x', [1])]);
   const ptr = s.ptr;
   s.free();
-  rejects(() => new rlx.Session(rt, ptr), /^Session: not a live session/); // freed: no longer a handle
+  rejects(() => new Session(rt, ptr), /^Session: not a live session/); // freed: no longer a handle
   g.free();
   stillWorks();
 });

@@ -1,10 +1,11 @@
 // js_surface_fuzz.test.mjs - a seeded, bounded fuzzer over the public JS
 // surface: every exported function, class and public method of
-// web/pkg/rlx_web.js (the low-level Rlx / Graph / Session too), WebGraph,
-// CompiledGraph and the SDK web/rlx.js (`make sdk`), called with argument
-// lists that mix plausible values with hostile ones (null, undefined,
-// Object.create(null), NaN, -1, 2^31, array-likes claiming 2^32 entries,
-// huge strings, wrong types, proxies that throw).  The calls run in a Worker
+// web/pkg/rlx_web.js, WebGraph, CompiledGraph, the internal binding under
+// them (web/runtime/loader.js: loadRlx, Rlx, Graph, Session) and the SDK
+// web/rlx.js (`make sdk`), called with argument lists that mix plausible
+// values with hostile ones (null, undefined, Object.create(null), NaN, -1,
+// 2^31, array-likes claiming 2^32 entries, huge strings, wrong types,
+// proxies that throw).  The calls run in a Worker
 // (./js_surface_fuzz_worker.mjs) watched from here, so a call that never
 // returns is reported by name.  The test fails on any exception that is not
 // an RlxError (a proxy's own exception may pass through unchanged: it is the

@@ -1,9 +1,10 @@
 // js_surface_fuzz_worker.mjs - the body of js_surface_fuzz.test.mjs, run in
 // a Worker so that the test can stop it when one call hangs.  It calls every
-// exported function, class and public method of web/pkg/rlx_web.js (the
-// low-level Rlx / Graph / Session included), of WebGraph and CompiledGraph,
-// and of the SDK web/rlx.js with argument lists mixing plausible values and
-// hostile ones, and sorts each outcome: returned, RlxError, the caller's own
+// exported function, class and public method of web/pkg/rlx_web.js, of
+// WebGraph and CompiledGraph, of the internal binding under them
+// (web/runtime/loader.js: loadRlx, Rlx, Graph, Session) and of the SDK
+// web/rlx.js with argument lists mixing plausible values and hostile ones,
+// and sorts each outcome: returned, RlxError, the caller's own
 // exception passed through unchanged (a hostile proxy's), or a failure
 // (another exception type, a trap, a call slower than the bound, or a module
 // that no longer computes a small MLP forward and matmul as before).
@@ -11,6 +12,7 @@
 // { kind: 'done', ... } at the end.
 import { parentPort, workerData } from 'node:worker_threads';
 import init, * as rlx from '../../web/pkg/rlx_web.js';
+import { loadRlx, Rlx, Graph, Session } from '../../web/runtime/loader.js';
 import Sdk from '../../web/rlx.js';
 import { prng } from '../common/prng.mjs';
 
@@ -165,7 +167,9 @@ const isClass = (f) => /^class\b/.test(Function.prototype.toString.call(f));
 async function makeTargets() {
   const rt = await init();
   const targets = [];
-  for (const [name, v] of Object.entries(rlx)) {
+  // In name order, as the module namespace lists its own.
+  const exported = Object.entries({ ...rlx, loadRlx, Rlx, Graph, Session }).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const [name, v] of exported) {
     if (typeof v !== 'function') continue;
     const label = name === 'default' ? 'init' : name;
     targets.push(isClass(v) ? { label: `new ${label}`, call: (args) => new v(...args) } : { label, call: (args) => v(...args) });

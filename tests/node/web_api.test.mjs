@@ -429,17 +429,13 @@ test('rlx_web.js runs in a worker thread', { skip }, async () => {
   assert.deepEqual(msg.logits, Array.from(b.forward_cpu(b.synthetic_batch(1).x, b.init_params(1))));
 });
 
-test('the low-level Graph / Session API is re-exported and shares the instance', { skip }, () => {
-  assert.equal(typeof rlx.Graph, 'function');
-  assert.equal(typeof rlx.Session, 'function');
-  assert.equal(typeof rlx.loadRlx, 'function');
-  const g = rlx.runtime().graph();
-  assert.ok(g instanceof rlx.Graph);
-  const x = g.input('x', [2]);
-  const s = g.compile([g.op('relu', [x])]);
+test('WebGraph is the one graph API: loader.js\'s Graph / Session / Rlx / loadRlx are not exported', { skip }, () => {
+  for (const name of ['Graph', 'Session', 'Rlx', 'loadRlx']) assert.equal(name in rlx, false, `rlx_web.js exports ${name}`);
+  const g = new rlx.WebGraph();
+  assert.equal(g._rt, rlx.runtime(), 'WebGraph builds on the shared instance');
+  const s = g.compile_forward(g.relu(g.input('x', [2])), 'cpu');
   g.free();
-  assert.ok(s instanceof rlx.Session);
-  s.setInput('x', [-1, 2]);
+  s.feed('x', [-1, 2]);
   s.run();
   assert.deepEqual(Array.from(s.output(0)), [0, 2]);
   s.free();

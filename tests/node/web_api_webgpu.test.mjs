@@ -61,6 +61,8 @@ if (!ready) {
 } else {
   const { default: init, ...rlx } = await import('../../web/pkg/rlx_web.js');
   const backends = await import('../../web/runtime/backends.js');
+  // The live instance's internal binding (loader.js's Rlx / Graph / Session), not exported by rlx_web.js.
+  const { runtime } = await import('../../web/runtime/instance.js');
   await init();
   const mlp = mlpCase(3, 4, 5, 2, 10);
 
@@ -88,7 +90,7 @@ if (!ready) {
   });
 
   test('vision_model_info: webgpu_train / webgl_train say whether the training step compiles with no host steps', () => {
-    const rt = rlx.runtime();
+    const rt = runtime();
     for (const slug of rlx.list_vision_models()) {
       const info = rlx.vision_model_info(slug);
       for (const [device, flag] of [['webgpu', 'webgpu_train'], ['webgl', 'webgl_train']]) {

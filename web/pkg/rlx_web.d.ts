@@ -1,7 +1,6 @@
-// rlx_web.d.ts - types of rlx_web.js, the browser entry point of RLX (and of
-// the low-level Graph / Session API of ../runtime/loader.js it re-exports,
-// WebGraph of ../runtime/webgraph.js and the backend selection of
-// ../runtime/backends.js).  Checked by tests/types/check.ts and
+// rlx_web.d.ts - types of rlx_web.js, the browser entry point of RLX (with
+// WebGraph of ../runtime/webgraph.js, its one graph API, and the backend
+// selection of ../runtime/backends.js).  Checked by tests/types/check.ts and
 // tests/types/sdk_check.ts (tsc --strict).
 
 /** What init() can load: a URL or path, the bytes, or a compiled module. */
@@ -25,7 +24,6 @@ export type Seed = number | bigint;
 export type BackendName = 'cpu' | 'webgpu' | 'webgl';
 export type ParsedBackend = BackendName | 'auto';
 export type PreferredBackend = BackendName | 'none';
-export type DeviceName = BackendName;
 
 /**
  * Loads rlx_web.wasm (default: next to rlx_web.js, or its relaxed-SIMD build
@@ -33,11 +31,21 @@ export type DeviceName = BackendName;
  * calls resolve to the same runtime, unless the instance hit a fatal error,
  * in which case a fresh one is loaded.
  */
-export default function init(source?: InitInput | { module_or_path?: InitInput; simd?: SimdChoice }): Promise<Rlx>;
+export default function init(source?: InitInput | { module_or_path?: InitInput; simd?: SimdChoice }): Promise<LoadedRuntime>;
 /** Throws unless init() has completed (the hook is installed by init()). */
 export function start(): void;
-/** The low-level runtime (Graph / Session factory) after init(). */
-export function runtime(): Rlx;
+/** The loaded module after init() (throws before it, or after a fatal error). */
+export function runtime(): LoadedRuntime;
+
+/** What init() and runtime() give: which module is loaded. */
+export interface LoadedRuntime {
+  /** Which build this module is. */
+  readonly simd: SimdBuild;
+  /** The library's version. */
+  version(): string;
+  /** The GEMM kernel path of this build ('relaxed-simd', 'simd128', ...). */
+  gemmPath(): string;
+}
 
 /** Label of the backend of the synchronous entry points: always "cpu". */
 export function backend(): 'cpu';
@@ -495,7 +503,7 @@ export class VisionBench {
   free(): void;
 }
 
-// ---- the low-level API (../runtime/loader.js) ----------------------------------
+// ---- errors (../runtime/errors.js) ---------------------------------------------
 
 /** An error from RLX: status is the rlx_status code (-100: the wasm instance trapped). */
 export class RlxError extends Error {
@@ -508,88 +516,4 @@ export class RlxError extends Error {
    * | 'gpu-error' (any other GPU failure).
    */
   readonly reason?: string;
-}
-
-export interface LoadOptions {
-  stdout?: (line: string) => void;
-  stderr?: (line: string) => void;
-  /** Which build to load when no source is given (default 'auto'). */
-  simd?: SimdChoice;
-}
-
-/** Loads a separate instance without the fatal-error hook. */
-export function loadRlx(source?: InitInput, opts?: LoadOptions): Promise<Rlx>;
-
-/** Allocators handed to the callback of Rlx.scoped; all freed after it returns. */
-export interface ScopedAllocator {
-  str(s: string): number;
-  f32(values: ArrayLike<number>): number;
-  i32(values: ArrayLike<number>): number;
-  bytes(n: number): number;
-}
-
-export class Rlx {
-  constructor(instance: { exports: WebAssembly.Exports }, simd?: SimdBuild);
-  /** Which build this module is. */
-  readonly simd: SimdBuild;
-  readonly exports: Record<string, any>;
-  readonly memory: WebAssembly.Memory;
-  readonly opCount: number;
-  alloc(bytes: number): number;
-  free(ptr: number): void;
-  f32In(values: ArrayLike<number>): number;
-  i32In(values: ArrayLike<number>): number;
-  readF32(ptr: number, n: number): Float32Array;
-  readI32(ptr: number, n: number): Int32Array;
-  writeF32(ptr: number, values: ArrayLike<number>): void;
-  writeI32(ptr: number, values: ArrayLike<number>): void;
-  strIn(str: string): number;
-  cstring(ptr: number): string;
-  scoped<T>(fn: (t: ScopedAllocator) => T): T;
-  lastError(): string;
-  statusName(status: number): string;
-  check(status: number, message?: string): number;
-  version(): string;
-  gemmPath(): string;
-  opNames(): string[];
-  graph(): Graph;
-}
-
-export interface CompileOptions {
-  device?: DeviceName | number;
-  skipFusion?: boolean;
-  debugPoison?: boolean;
-}
-
-/** A graph under construction; builders return node ids. */
-export class Graph {
-  constructor(rlx: Rlx);
-  input(name: string, dims: number[], dtype?: 'f32' | 'i32'): number;
-  param(name: string, dims: number[]): number;
-  constant(dims: number[], data: ArrayLike<number>): number;
-  scalar(value: number): number;
-  /** Any op by name; iattr / fattr as documented in include/rlx_ops.def. */
-  op(name: string, inputs: number[], iattr?: number[], fattr?: number[]): number;
-  shape(node: number): number[];
-  readonly nodeCount: number;
-  compile(outputs: number[], opts?: CompileOptions): Session;
-  free(): void;
-}
-
-/** A compiled graph. */
-export class Session {
-  constructor(rlx: Rlx, ptr: number);
-  setParam(name: string, data: ArrayLike<number>): void;
-  getParam(name: string): Float32Array;
-  /** An Int32Array goes to an i32 input; anything else as float32. */
-  setInput(name: string, data: ArrayLike<number>): void;
-  run(): void;
-  readonly outputCount: number;
-  outputShape(i: number): number[];
-  output(i: number): Float32Array;
-  readonly arenaBytes: number;
-  readonly stepCount: number;
-  inputNames(): string[];
-  paramNames(): string[];
-  free(): void;
 }

@@ -48,13 +48,15 @@
 //   const step = g.compile_backward(loss, [w], 'auto');   // outputs [loss, dw]
 //   step.feed('x', xs); step.feed('w', w0); step.run(); step.output(1);
 //
-// The low-level Graph / Session API of ../runtime/loader.js is re-exported;
-// runtime() gives the loaded module for it: `runtime().graph()`.
+// WebGraph is the one graph API.  ../runtime/loader.js's Graph / Session,
+// the thin binding of the C exports that WebGraph is built on, is internal
+// and not exported; runtime() gives the loaded module's version(), simd and
+// gemmPath().
 import { init } from '../runtime/instance.js';
 import { VisionBench as Bench } from '../runtime/vision.js';
 import { mlpForward, mlpGrads } from '../runtime/models.js';
 
-export { loadRlx, Rlx, RlxError, Graph, Session } from '../runtime/loader.js';
+export { RlxError } from '../runtime/loader.js';
 export { CompiledGraph } from '../runtime/webgraph.js';
 export { start, runtime } from '../runtime/instance.js';
 export {

@@ -100,7 +100,7 @@ export function live() {
   return current.rt;
 }
 
-/** The low-level runtime of ./loader.js (Graph / Session API) after init(). */
+/** The live runtime after init(): the Rlx of ./loader.js, the internal Graph / Session binding under WebGraph. */
 export function runtime() {
   return live();
 }

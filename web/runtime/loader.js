@@ -1,5 +1,7 @@
 // loader.js - loads rlx_web.wasm in a page, a Worker or Node 20 and wraps its
-// exports (src/web/exports.c) in a tiny Graph / Session API.
+// exports (src/web/exports.c) in a tiny Graph / Session API: the internal
+// binding that WebGraph (./webgraph.js), the graph API of the SDK and of
+// ../pkg/rlx_web.js, is built on; neither exports it.
 //
 //   import { loadRlx } from './runtime/loader.js';
 //   const rlx = await loadRlx();        // or a URL, bytes, a Module; { simd: 'simd128' } forces the plain build
