@@ -500,8 +500,8 @@ test-node: wasm sdk build/tests/opcases_native.bin build/tests/models_native.jso
 
 # The op cases and the training steps on WebGPU (web/runtime/webgpu.js on
 # Dawn for Node; Chromium's SwiftShader as the Vulkan driver when present)
-# against the CPU: every 8th op case (test-browser runs them all on the same
-# shaders in Chromium; RLX_CASE_STRIDE=1 for all of them here).
+# against the CPU: every RLX_CASE_STRIDE-th op case (test-browser runs the
+# others on the same shaders in Chromium; RLX_CASE_STRIDE=1: all in both).
 # RLX_CASES=substring runs only the matching op cases.
 SWIFTSHADER_ICD := $(wildcard /usr/lib/chromium/vk_swiftshader_icd.json)
 DAWN_ENV := $(if $(SWIFTSHADER_ICD),LD_LIBRARY_PATH=/usr/lib/chromium$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} \
@@ -512,7 +512,7 @@ test-webgpu: wasm sdk
 
 # The pages in Debian's chromium (playwright-core) against tools/serve.py.
 test-browser: wasm sdk build/wasm-tests/webgl_cases.wasm
-	$(call node_test,browser,1200,tests/browser/)
+	$(call node_test,browser,1200,tests/browser/,RLX_CASE_STRIDE=$(RLX_CASE_STRIDE))
 
 # The CLI: argument handling, a short run, the Fashion-MNIST accuracy
 # targets, and the language models against llama.cpp's answers.

@@ -2,7 +2,7 @@
 #   make fuzz        every fuzzer for FUZZ_SECONDS each (default 600), corpora
 #                    growing in build/fuzz/corpus/<fuzzer> from the seeds in
 #                    tests/fuzz/corpus/<fuzzer>
-#   make test-fuzz   replays the seed corpora, then FUZZ_SHORT_SECONDS (10) each,
+#   make test-fuzz   replays the seed corpora, then FUZZ_SHORT_SECONDS (5) each,
 #                    FUZZ_JOBS (the number of cores; make's -j when given)
 #                    fuzzers at a time, each fuzzer's output in
 #                    build/fuzz/short/<fuzzer>.log (printed in full when it fails);
@@ -12,7 +12,7 @@
 # build/fuzz32/.
 FUZZ_CC            ?= clang
 FUZZ_SECONDS       ?= 600
-FUZZ_SHORT_SECONDS ?= 10
+FUZZ_SHORT_SECONDS ?= 5
 FUZZ_JOBS          ?= $(shell nproc 2>/dev/null || echo 1)
 FUZZERS      := graph idx inflate plan_json gguf tokenizer llm
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer

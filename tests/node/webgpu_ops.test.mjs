@@ -19,8 +19,9 @@
 // (outputs, params, constants, pipeline cache, errors, lost device).
 //
 // Env: RLX_CASES=substring runs only the op cases whose name contains it;
-// RLX_CASE_STRIDE=k only every k-th case (make test passes one: Chromium's run,
-// tests/browser/webgpu_ops.test.mjs, checks every case on the same shaders).
+// RLX_CASE_STRIDE=k only every k-th case (make test passes one to both runs:
+// Chromium's, tests/browser/webgpu_ops.test.mjs, checks the others on the
+// same shaders, so each case is checked once).
 // Build first: make build/wasm-tests/opcases.wasm.  Run: make test-webgpu, or
 // node --test tests/node/webgpu_ops.test.mjs (the Vulkan driver environment
 // for Dawn is added when missing, by re-running this file).
