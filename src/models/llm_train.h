@@ -1,0 +1,60 @@
+/* llm_train.h - between the LoRA training graph (llm_train_graph.c) and
+ * the fine-tuning sessions (llm_finetune.c): the projections an adapter
+ * can target, the pairs as the graph builder reads them, and the graph it
+ * returns with the model weights its params stand for. */
+#ifndef RLX_LLM_TRAIN_INTERNAL_H
+#define RLX_LLM_TRAIN_INTERNAL_H
+
+#include "llm.h"
+#include "rlx_llm_train.h"
+
+/* The targetable projections, in a layer's order. */
+enum {
+  LLM_LORA_ATTN_Q,
+  LLM_LORA_ATTN_K,
+  LLM_LORA_ATTN_V,
+  LLM_LORA_ATTN_OUTPUT,
+  LLM_LORA_FFN_GATE,
+  LLM_LORA_FFN_UP,
+  LLM_LORA_FFN_DOWN,
+  LLM_LORA_N_TARGETS
+};
+extern const char *const llm_lora_target_names[LLM_LORA_N_TARGETS];
+/* The weight target t stands for in layer L. */
+const llm_weight *llm_lora_target_weight(const llm_layer *L, int32_t t);
+
+/* One adapter pair: params "<name>.lora_a" [rank, n_in] and
+ * "<name>.lora_b" [n_out, rank]. */
+typedef struct {
+  char name[64];         /* the base tensor's */
+  char a_name[80], b_name[80];
+  int32_t layer, target, n_in, n_out;
+  float *a, *b;          /* the values (the fine-tuning object's memory) */
+} llm_lora_pair;
+
+typedef struct {
+  const llm_lora_pair *pairs;
+  const int32_t *pair_at; /* [n_layer * LLM_LORA_N_TARGETS]: pair index or -1 */
+  int32_t rank;
+  float scale;
+} llm_lora_set;
+
+/* The graph of n_windows windows of seq tokens: inputs "ids", "targets"
+ * (i32 [n_windows * seq]) and "mask" (f32, same), outputs loss (scalar)
+ * and logits [n_windows * seq, n_vocab]; params[2 i], params[2 i + 1] are
+ * pair i's A and B.  weights[0 .. n_weights) are the model weights behind
+ * the graph's other params (by name; freed with rlx_free, *n_weights
+ * entries). */
+typedef struct {
+  rlx_graph *g;
+  rlx_node loss, logits;
+  rlx_node *params;      /* 2 per pair */
+  const llm_weight **weights;
+  int32_t n_weights, cap_weights, n_params;
+} llm_train_graph;
+
+rlx_status llm_train_graph_build(const rlx_llm *m, const llm_lora_set *lora, int32_t n_pairs, int32_t n_windows,
+                                 int32_t seq, llm_train_graph *out);
+void llm_train_graph_free(llm_train_graph *t);
+
+#endif
