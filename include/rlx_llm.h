@@ -9,18 +9,57 @@
  * the file's tensor data once (read into one buffer, or the caller's buffer
  * when opened from memory), a KV cache of n_ctx positions (f32), and
  * compiled sessions for steps of 1, 4, 16 and 64 tokens that share the
- * weights and the cache, so decoding never recompiles.  Same conventions as
- * rlx.h: rlx_status plus rlx_last_error(). */
+ * weights and the cache, so decoding never recompiles.  LoRA adapters
+ * (rlx_llm_lora) are applied while generating.  Same conventions as rlx.h:
+ * rlx_status plus rlx_last_error(). */
 #ifndef RLX_LLM_H
 #define RLX_LLM_H
 
 #include "rlx.h"
+#include "rlx_gguf.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct rlx_llm rlx_llm;
+
+/* A LoRA adapter applied while generating: a GGUF file as llama.cpp
+ * loads it (general.type "adapter", adapter.type "lora", the base's
+ * general.architecture, adapter.lora.alpha a float32 or absent), with
+ * tensors "<base weight>.lora_a" (dims [n_in, r]) and "<base
+ * weight>.lora_b" (dims [r, n_out]), f32 or f16, for any of the layers'
+ * attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down weights
+ * ("*_norm.weight" tensors are skipped, as llama.cpp does).  Each adapted
+ * product becomes y = x W^T + s (x A^T) B^T with s = scale * alpha / r
+ * (alpha 0 or absent: s = scale), every adapter adding its own term. */
+typedef struct {
+  const char *path; /* the adapter file, read into memory at open (not in
+                       the wasm modules, which read no files) ... */
+  const void *data; /* ... or, when path is NULL, its bytes data[0, size),
+                       used in place: valid and unchanged until rlx_llm_free */
+  size_t size;
+  float scale;      /* the user's scale (1: as trained; 0: no effect) */
+} rlx_llm_lora;
+
+/* The i-th weight a LoRA adapter may adapt in each layer ("attn_q", ...,
+ * "ffn_down": the tensor "blk.<layer>.<target>.weight"), NULL past the
+ * last. */
+const char *rlx_llm_lora_target(int32_t i);
+
+/* Writes a LoRA adapter file that the open calls and llama.cpp read:
+ * general.architecture arch, alpha (adapter.lora.alpha), and for each
+ * tensors[i] the pair "<name>.lora_a" / "<name>.lora_b" in type (f32 or
+ * f16).  The file appears whole or not at all (written under a temporary
+ * name, then renamed). */
+typedef struct {
+  const char *name;   /* the base weight, e.g. "blk.0.attn_q.weight" */
+  int32_t rank, n_in, n_out;
+  const float *a;     /* [rank, n_in] row-major (PEFT's lora_A) */
+  const float *b;     /* [n_out, rank] row-major (PEFT's lora_B) */
+} rlx_llm_lora_tensor;
+rlx_status rlx_llm_lora_write(const char *path, const char *arch, float alpha, rlx_gguf_type type,
+                              const rlx_llm_lora_tensor *tensors, int32_t n);
 
 typedef struct {
   int32_t n_ctx;   /* positions of the KV cache; 0: the model's context
@@ -32,6 +71,10 @@ typedef struct {
                       as llama.cpp does) and run as int8 dot products where
                       the CPU has them; other types keep f32.  The CPU only
                       (a WebGPU / WebGL2 step refuses it) */
+  const rlx_llm_lora *lora; /* n_lora adapters applied at every step
+                               (NULL / 0: none); each is checked against
+                               the model at open and refused by name */
+  int32_t n_lora;
 } rlx_llm_options;
 
 #define RLX_LLM_DEFAULT_CTX 4096
@@ -53,6 +96,9 @@ typedef struct {
   uint64_t kv_bytes;         /* the KV cache */
   const char *weight_types;  /* e.g. "q8_0 x 15, f32 x 5" */
   int32_t xq8;               /* as opened (rlx_llm_options) */
+  int32_t n_lora;            /* LoRA adapters applied (rlx_llm_options) */
+  int32_t n_lora_pairs;      /* adapted products, over every adapter */
+  uint64_t lora_bytes;       /* the adapters' tensor data as held */
 } rlx_llm_info;
 
 /* Reads the file's tensor data into one buffer (refusing, before that

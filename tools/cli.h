@@ -47,7 +47,8 @@ typedef struct cli_command {
 /* The commands, in the order rlx help lists them; NULL-terminated. */
 extern const cli_command *const cli_commands[];
 extern const cli_command cli_train_command, cli_info_command, cli_bench_command, cli_generate_command,
-    cli_tokenize_command, cli_next_tokens_command, cli_gguf_info_command, cli_export_gguf_command;
+    cli_tokenize_command, cli_next_tokens_command, cli_gguf_info_command, cli_export_gguf_command,
+    cli_make_lora_command;
 const cli_command *cli_find_command(const char *name);
 
 /* "rlx <command> --help": usage line, about, options, notes. */
@@ -140,6 +141,17 @@ void cli_progress(int keep, const char *fmt, ...)
 /* Removes an in-place line (a terminal only) before stdout prints a result;
  * cli_usage_error and cli_lib_error call it. */
 void cli_progress_clear(void);
+
+/* --lora FILE[:SCALE] values (tools/cli_lora.c): cli_loras_add parses one
+ * into the next adapter (its path a copy), or prints a usage error and
+ * returns 0; cli_loras_free frees the paths. */
+#define CLI_MAX_LORA 8
+typedef struct {
+  rlx_llm_lora lora[CLI_MAX_LORA];
+  int32_t n;
+} cli_loras;
+int cli_loras_add(const char *cmd, const char *value, cli_loras *ls);
+void cli_loras_free(cli_loras *ls);
 
 /* splitmix64: the tool's own deterministic RNG for shuffling. */
 uint64_t cli_rand(uint64_t *state);

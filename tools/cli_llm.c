@@ -1,7 +1,8 @@
 /* cli_llm.c - the GGUF and language-model commands of the rlx tool, each
  * with its option table (the usage and help come from it): generate,
  * tokenize, next-tokens (a teacher-forced greedy trace), gguf-info and
- * export-gguf (the transformer of rlx_models.h as a llama GGUF file). */
+ * export-gguf (the transformer of rlx_models.h as a llama GGUF file);
+ * generate and next-tokens take LoRA adapters (cli_lora.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,8 +57,9 @@ static int opt_range(cli_args *a, double min, double max, float *out) {
   return 1;
 }
 
-static int open_model(const char *cmd, const char *path, long ctx, int xq8, rlx_llm **m) {
-  rlx_llm_options opt = {(int32_t)ctx, 0, xq8};
+static int open_model(const char *cmd, const char *path, long ctx, int xq8, const cli_loras *ls, rlx_llm **m) {
+  rlx_llm_options opt = {.n_ctx = (int32_t)ctx, .xq8 = xq8};
+  if (ls) opt.lora = ls->lora, opt.n_lora = ls->n;
   if (rlx_llm_open_file(path, &opt, m) != RLX_OK) return cli_lib_error(cmd, CLI_USAGE, "loading the model"), 0;
   return 1;
 }
@@ -98,9 +100,12 @@ static void print_json_ids(const int32_t *ids, size_t n) {
 
 #define XQ8_HELP \
   "round the input of each quantized product to 8 bits first (int8 dot products, as llama.cpp does; the CPU)"
+#define LORA_HELP \
+  "apply a LoRA adapter (a GGUF file as llama.cpp loads it), its terms scaled by SCALE (default 1) times its " \
+  "alpha / rank; at most " CLI_STR(CLI_MAX_LORA) ", each adding its own"
 
 enum { G_MODEL, G_PROMPT, G_PROMPT_IDS, G_MAX_TOKENS, G_TEMPERATURE, G_TOP_K, G_TOP_P, G_MIN_P, G_REPEAT_PENALTY,
-       G_REPEAT_LAST_N, G_SEED, G_STOP, G_CTX, G_IDS, G_XQ8, G_END };
+       G_REPEAT_LAST_N, G_SEED, G_STOP, G_CTX, G_IDS, G_XQ8, G_LORA, G_END };
 static const cli_option generate_options[] = {
     [G_MODEL] = {"--model", NULL, "FILE.gguf", CLI_REQUIRED, "a GGUF language model (llama, qwen2, qwen3)"},
     [G_PROMPT] = {"--prompt", NULL, "TEXT", CLI_ONE_OF, "the prompt, tokenized as the file asks (BOS, special tokens)"},
@@ -124,6 +129,7 @@ static const cli_option generate_options[] = {
                "most " CLI_STR(RLX_LLM_DEFAULT_CTX) ")"},
     [G_IDS] = {"--ids", NULL, NULL, CLI_OPTIONAL, "end with a JSON line {\"prompt_ids\": [...], \"ids\": [...]}"},
     [G_XQ8] = {"--xq8", NULL, NULL, CLI_OPTIONAL, XQ8_HELP},
+    [G_LORA] = {"--lora", NULL, "FILE[:SCALE]", CLI_OPTIONAL | CLI_REPEATED, LORA_HELP},
     [G_END] = {NULL},
 };
 
@@ -149,11 +155,14 @@ static int cli_generate(int argc, char **argv) {
   rlx_llm_sampling s = rlx_llm_sampling_default();
   long ctx = 0, lv;
   int print_ids = 0, xq8 = 0;
+  cli_loras loras = {.n = 0};
+  const char *v;
   cli_args a;
   cli_args_init(&a, &cli_generate_command, argc, argv);
   while (cli_args_next(&a)) {
     int ok = 1;
     switch (a.opt) {
+    case G_LORA: ok = cli_opt_string(&a, &v) && cli_loras_add(cmd, v, &loras); break;
     case G_MODEL: ok = cli_opt_string(&a, &model); break;
     case G_PROMPT: ok = cli_opt_string(&a, &prompt); break;
     case G_PROMPT_IDS: ok = cli_opt_string(&a, &ids_text); break;
@@ -169,21 +178,23 @@ static int cli_generate(int argc, char **argv) {
     case G_IDS: print_ids = 1; break;
     case G_XQ8: xq8 = 1; break;
     case G_STOP:
-      if (s.n_stop == MAX_STOP) return cli_usage_error(cmd, "at most %d --stop strings", MAX_STOP);
-      ok = cli_opt_string(&a, &stop[s.n_stop]);
+      if (s.n_stop == MAX_STOP) ok = (cli_usage_error(cmd, "at most %d --stop strings", MAX_STOP), 0);
+      else ok = cli_opt_string(&a, &stop[s.n_stop]);
       s.n_stop += ok;
       break;
     }
-    if (!ok) return CLI_USAGE;
+    if (!ok) return cli_loras_free(&loras), CLI_USAGE;
   }
   int end = cli_args_end(&a);
-  if (end >= 0) return end;
+  if (end >= 0) return cli_loras_free(&loras), end;
   s.stop = stop;
   int32_t *ids = NULL;
   size_t n_ids = 0;
-  if (ids_text && !parse_ids(cmd, "--prompt-ids", ids_text, &ids, &n_ids)) return CLI_USAGE;
+  if (ids_text && !parse_ids(cmd, "--prompt-ids", ids_text, &ids, &n_ids)) return cli_loras_free(&loras), CLI_USAGE;
   rlx_llm *m;
-  if (!open_model(cmd, model, ctx, xq8, &m)) return free(ids), CLI_USAGE;
+  const int opened = open_model(cmd, model, ctx, xq8, &loras, &m);
+  cli_loras_free(&loras);
+  if (!opened) return free(ids), CLI_USAGE;
   if (!ids) { /* the prompt's ids as generate feeds them (BOS as the file says, specials parsed) */
     size_t len = strlen(prompt);
     rlx_llm_tokenize(m, prompt, len, -1, 1, NULL, 0, &n_ids);
@@ -257,7 +268,7 @@ static int cli_tokenize(int argc, char **argv) {
   int end = cli_args_end(&a);
   if (end >= 0) return free(texts), end;
   rlx_llm *m;
-  if (!open_model(cmd, model, 0, 0, &m)) return free(texts), CLI_USAGE;
+  if (!open_model(cmd, model, 0, 0, NULL, &m)) return free(texts), CLI_USAGE;
   int code = CLI_OK;
   for (int t = 0; code == CLI_OK && t < n_text; t++) {
     size_t n = 0, len = strlen(texts[t]);
@@ -287,12 +298,13 @@ static void top2(const float *logits, int32_t n, int32_t *best, int32_t *second)
   }
 }
 
-enum { N_MODEL, N_IDS, N_FOLLOW, N_XQ8, N_END };
+enum { N_MODEL, N_IDS, N_FOLLOW, N_XQ8, N_LORA, N_END };
 static const cli_option next_tokens_options[] = {
     [N_MODEL] = {"--model", NULL, "FILE.gguf", CLI_REQUIRED, "a GGUF language model"},
     [N_IDS] = {"--ids", NULL, "I,J,..", CLI_REQUIRED, "the prompt's token ids"},
     [N_FOLLOW] = {"--follow", NULL, "K,L,..", CLI_OPTIONAL, "tokens forced after the prompt, one at a time"},
     [N_XQ8] = {"--xq8", NULL, NULL, CLI_OPTIONAL, XQ8_HELP},
+    [N_LORA] = {"--lora", NULL, "FILE[:SCALE]", CLI_OPTIONAL | CLI_REPEATED, LORA_HELP},
     [N_END] = {NULL},
 };
 static int cli_next_tokens(int argc, char **argv);
@@ -306,6 +318,8 @@ const cli_command cli_next_tokens_command = {
 static int cli_next_tokens(int argc, char **argv) {
   const char *cmd = "next-tokens", *model = NULL, *prompt = NULL, *follow = NULL;
   int xq8 = 0;
+  cli_loras loras = {.n = 0};
+  const char *v;
   cli_args a;
   cli_args_init(&a, &cli_next_tokens_command, argc, argv);
   while (cli_args_next(&a)) {
@@ -315,17 +329,19 @@ static int cli_next_tokens(int argc, char **argv) {
     case N_IDS: ok = cli_opt_string(&a, &prompt); break;
     case N_FOLLOW: ok = cli_opt_string(&a, &follow); break;
     case N_XQ8: xq8 = 1; break;
+    case N_LORA: ok = cli_opt_string(&a, &v) && cli_loras_add(cmd, v, &loras); break;
     }
-    if (!ok) return CLI_USAGE;
+    if (!ok) return cli_loras_free(&loras), CLI_USAGE;
   }
   int end = cli_args_end(&a);
-  if (end >= 0) return end;
   int32_t *p = NULL, *f = NULL;
   size_t np = 0, nf = 0;
-  if (!parse_ids(cmd, "--ids", prompt, &p, &np) || (follow && !parse_ids(cmd, "--follow", follow, &f, &nf)))
-    return free(p), CLI_USAGE;
+  if (end < 0 && !parse_ids(cmd, "--ids", prompt, &p, &np)) end = CLI_USAGE;
+  if (end < 0 && follow && !parse_ids(cmd, "--follow", follow, &f, &nf)) end = CLI_USAGE;
   rlx_llm *m;
-  if (!open_model(cmd, model, 0, xq8, &m)) return free(p), free(f), CLI_USAGE;
+  if (end < 0 && !open_model(cmd, model, 0, xq8, &loras, &m)) end = CLI_USAGE;
+  cli_loras_free(&loras);
+  if (end >= 0) return free(p), free(f), end;
   rlx_llm_info info;
   rlx_llm_get_info(m, &info);
   float *logits = malloc((size_t)info.n_vocab * sizeof *logits);
@@ -370,6 +386,17 @@ static int cli_gguf_info(int argc, char **argv) {
   printf("%s: GGUF v%u, %lld metadata entries, %lld tensors, %.1f MiB of tensor data (alignment %u)\n", path,
          (unsigned)rlx_gguf_version(g), (long long)rlx_gguf_kv_count(g), (long long)rlx_gguf_tensor_count(g),
          (double)rlx_gguf_data_bytes(g) / 1048576.0, (unsigned)rlx_gguf_alignment(g));
+  const char *type, *arch = "?";
+  uint64_t len, arch_len = 1;
+  double alpha = 0;
+  if (rlx_gguf_get_string(g, "general.type", &type, &len) == RLX_OK && strcmp(type, "adapter") == 0) {
+    rlx_gguf_get_string(g, "general.architecture", &arch, &arch_len);
+    rlx_gguf_get_float(g, "adapter.lora.alpha", &alpha);
+    printf("  an adapter for %.*s models (adapter.type '%s', alpha %g)\n", (int)arch_len,
+           arch, rlx_gguf_get_string(g, "adapter.type", &type, &len) == RLX_OK ? type : "", alpha);
+    rlx_gguf_free(g);
+    return CLI_OK;
+  }
   rlx_gguf_free(g);
   rlx_llm *m;
   if (rlx_llm_open_file(path, NULL, &m) != RLX_OK) {

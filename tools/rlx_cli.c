@@ -1,6 +1,6 @@
 /* rlx_cli.c - the `rlx` command-line tool: main, the list of commands
  * (each describes its options in its own file: cli_train.c, cli_bench.c,
- * cli_llm.c; rlx help and rlx <command> --help print them), help and
+ * cli_llm.c, cli_lora.c; rlx help and rlx <command> --help print them), help and
  * version, and the helpers the commands share (error messages, model
  * building on the public API, timing, progress lines).
  *
@@ -32,7 +32,7 @@ static const cli_command version_command = {"version", run_version, "the library
 const cli_command *const cli_commands[] = {
     &cli_train_command,    &cli_info_command,        &cli_bench_command,     &cli_generate_command,
     &cli_tokenize_command, &cli_next_tokens_command, &cli_gguf_info_command, &cli_export_gguf_command,
-    &help_command,         &version_command,         NULL,
+    &cli_make_lora_command, &help_command,           &version_command,       NULL,
 };
 
 /* "mnist-cnn, mnist-mlp, ..." from the library's model table. */

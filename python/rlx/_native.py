@@ -80,7 +80,8 @@ class TransformerConfig(ctypes.Structure):
 
 
 class LlmOptions(ctypes.Structure):
-    _fields_ = [("n_ctx", c_int32), ("budget", ctypes.c_uint64), ("xq8", c_int32)]
+    _fields_ = [("n_ctx", c_int32), ("budget", ctypes.c_uint64), ("xq8", c_int32), ("lora", c_void_p),
+                ("n_lora", c_int32)]
 
 
 class LlmInfo(ctypes.Structure):
@@ -90,7 +91,8 @@ class LlmInfo(ctypes.Structure):
         ("rope_theta", c_float), ("rms_eps", c_float)] + [
         (n, c_int32) for n in ("rope_neox", "tied_output", "bos", "eos", "add_bos")] + [
         ("n_params", ctypes.c_uint64), ("weight_bytes", ctypes.c_uint64), ("kv_bytes", ctypes.c_uint64),
-        ("weight_types", c_char_p), ("xq8", c_int32)]
+        ("weight_types", c_char_p), ("xq8", c_int32), ("n_lora", c_int32), ("n_lora_pairs", c_int32),
+        ("lora_bytes", ctypes.c_uint64)]
 
 
 class LlmSampling(ctypes.Structure):

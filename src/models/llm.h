@@ -1,8 +1,9 @@
 /* llm.h - the language model's internals (include/rlx_llm.h is the public
  * side): hyperparameters read from the GGUF metadata, the weights as views
  * into the file's buffer, the KV cache, and one compiled session per step
- * size.  llm_load.c fills it, llm_graph.c builds a step's graph, llm_run.c
- * compiles and runs steps, llm_generate.c samples. */
+ * size.  llm_load.c fills it (llm_lora.c its LoRA adapters), llm_graph.c
+ * builds a step's graph, llm_run.c compiles and runs steps, llm_generate.c
+ * samples. */
 #ifndef RLX_LLM_INTERNAL_H
 #define RLX_LLM_INTERNAL_H
 
@@ -33,6 +34,24 @@ typedef struct {
   size_t bytes;       /* bound bytes (a multiple of 4) */
 } llm_weight;
 
+/* The products a LoRA adapter may adapt, in the order of
+ * rlx_llm_lora_target (llm_lora.c: their tensor names). */
+enum { LLM_P_Q, LLM_P_K, LLM_P_V, LLM_P_O, LLM_P_GATE, LLM_P_UP, LLM_P_DOWN, LLM_N_PROJ };
+
+/* One adapted product: y += scale (x A^T) B^T.  a: [r rows, n_in cols],
+ * b: [n_out rows, r cols], both F32 or F16 and bound in place (params
+ * "lora.<i>.<base>.lora_a" / "_b"); a.qtype -1: this product has none. */
+typedef struct {
+  llm_weight a, b;
+  float scale;        /* the user's scale * alpha / r (alpha 0: the user's scale) */
+} llm_lora_pair;
+
+typedef struct {
+  unsigned char *owned;   /* the file's bytes when read from a path */
+  size_t size;
+  llm_lora_pair *pairs;   /* [n_layer * LLM_N_PROJ], layer-major */
+} llm_adapter;
+
 typedef struct {
   llm_weight attn_norm, wq, wk, wv, wo, bq, bk, bv, q_norm, k_norm, ffn_norm, gate, up, down;
   float *k_cache, *v_cache; /* [n_head_kv, n_ctx, head_dim] each */
@@ -55,7 +74,24 @@ struct rlx_llm {
   rlx_session *steps[LLM_N_STEP_SIZES];
   int32_t pos;            /* tokens in the cache */
   float *logits;          /* n_vocab */
+  llm_adapter *lora;      /* info.n_lora adapters (llm_lora.c) */
 };
+
+/* llm_load.c: w->data for the 2-D tensor t of a file whose bytes are
+ * buf[0, size): in place when it is 4-aligned and its whole 4-byte words
+ * lie in the buffer, else a padded copy the model keeps until free. */
+rlx_status rlx_llm_matrix_data(rlx_llm *m, const rlx_gguf_tensor_info *t, const unsigned char *buf, size_t size,
+                               llm_weight *w);
+/* llm_load.c: the whole GGUF file at path (its header read first, its
+ * tensor data within budget) in a buffer for rlx_free(*buf, *size);
+ * messages begin with fn. */
+rlx_status rlx_llm_read_gguf(const char *fn, const char *path, uint64_t budget, unsigned char **buf, size_t *size);
+/* llm_lora.c: opens opt->lora's adapters against the loaded model (every
+ * refusal names the adapter and what is wrong); rlx_llm_free frees them. */
+rlx_status rlx_llm_lora_open(rlx_llm *m, const rlx_llm_options *opt, uint64_t budget);
+void rlx_llm_lora_free(rlx_llm *m);
+/* The pair adapter i has on layer l's product p, or NULL. */
+const llm_lora_pair *rlx_llm_lora_pair(const rlx_llm *m, int32_t i, int32_t l, int p);
 
 /* llm_graph.c: the graph of one step of n tokens: inputs "ids" (i32 [n])
  * and "pos" (i32 [1]), output the logits after the last token [1, n_vocab];

@@ -13,6 +13,13 @@
  *     x = x + (silu(h Wgate^T) * (h Wup^T)) Wdown^T   (swiglu_q, then matmul_q)
  *   logits = rms_norm(x[n - 1]) * output_norm . Wout^T   [1, V]
  *
+ * LoRA adapters (llm_lora.c): each adapted product y = h W^T gets, per
+ * adapter, y += s ((h A^T) B^T): h[n, n_in] A^T -> t[n, r] (matmul_q of
+ * the F32 / F16 table A [r, n_in]), t * s, then t B^T [n, n_out] added by
+ * matmul_q's acc input (B [n_out, r]).  h is the product's own (normed)
+ * input; a layer with a gate or up adapter runs silu(gate) * up as its
+ * pieces, the adapters' terms added to each before the product.
+ *
  * Every 2-D weight is an i32 param in its file type (matmul_q, gather_q);
  * 1-D ones are f32 params; the caches are f32 params "cache.k.<l>",
  * "cache.v.<l>" [Hkv, C, D]; llm_run.c binds them all.
@@ -83,9 +90,29 @@ static rlx_node linear_normed(step_builder *b, rlx_node x, const llm_weight *nw,
   return rlx_op_node(b->g, RLX_OP_MATMUL_Q, in, 3, at, RLX_LEN(at), eps, RLX_LEN(eps));
 }
 
-static rlx_node linear_bias(step_builder *b, rlx_node x, const llm_weight *nw, const llm_weight *w,
-                            const llm_weight *bias) {
-  rlx_node y = linear_normed(b, x, nw, w);
+static int has_lora(const step_builder *b, int32_t l, int p) {
+  for (int32_t i = 0; i < b->m->info.n_lora; i++)
+    if (rlx_llm_lora_pair(b->m, i, l, p)) return 1;
+  return 0;
+}
+
+/* y[n, n_out] plus each adapter's s (h A^T) B^T for layer l's product p,
+ * h[n, n_in] the product's (normed) input. */
+static rlx_node lora(step_builder *b, rlx_node y, rlx_node h, int32_t l, int p) {
+  for (int32_t i = 0; i < b->m->info.n_lora; i++) {
+    const llm_lora_pair *pr = rlx_llm_lora_pair(b->m, i, l, p);
+    if (!pr) continue;
+    rlx_node t = rlx_mul(b->g, linear(b, h, &pr->a), rlx_scalar(b->g, pr->scale)); /* [n, r] */
+    y = linear_plus(b, y, t, &pr->b);
+  }
+  return y;
+}
+
+/* Layer l's product p of x (normed by nw; hn: x normed, for the adapters)
+ * with its adapters' terms and its bias. */
+static rlx_node linear_bias(step_builder *b, rlx_node x, rlx_node hn, const llm_weight *nw, const llm_weight *w,
+                            const llm_weight *bias, int32_t l, int p) {
+  rlx_node y = lora(b, linear_normed(b, x, nw, w), hn, l, p);
   return bias->qtype < 0 ? y : rlx_add(b->g, y, param_of(b, bias));
 }
 
@@ -108,10 +135,11 @@ static rlx_node heads(step_builder *b, rlx_node x, int32_t h, const llm_weight *
 
 /* x normed by nw, then silu(h Wgate^T) * (h Wup^T): one swiglu_q (with its
  * norm when fused) when the two weights share their type and shape (as
- * they usually do), else its pieces. */
+ * they usually do) and no adapter changes either, else its pieces. */
 static rlx_node gate_up(step_builder *b, rlx_node x, const llm_weight *nw, const llm_weight *gate,
-                        const llm_weight *up) {
-  if (gate->qtype == up->qtype && gate->rows == up->rows && gate->cols == up->cols) {
+                        const llm_weight *up, int32_t l) {
+  const int adapted = has_lora(b, l, LLM_P_GATE) || has_lora(b, l, LLM_P_UP);
+  if (!adapted && gate->qtype == up->qtype && gate->rows == up->rows && gate->cols == up->cols) {
     const int fused = b->fuse_norm;
     rlx_node in[4] = {fused ? x : norm(b, x, nw), param_of(b, gate), param_of(b, up), fused ? param_of(b, nw) : RLX_NO_NODE};
     int32_t at[] = {[RLX_IATTR_QTABLE_QTYPE] = gate->qtype, [RLX_IATTR_QTABLE_ROWS] = gate->rows,
@@ -121,7 +149,8 @@ static rlx_node gate_up(step_builder *b, rlx_node x, const llm_weight *nw, const
     return rlx_op_node(b->g, RLX_OP_SWIGLU_Q, in, fused ? 4 : 3, at, RLX_LEN(at), eps, RLX_LEN(eps));
   }
   rlx_node h = norm(b, x, nw);
-  return rlx_mul(b->g, rlx_silu(b->g, linear(b, h, gate)), linear(b, h, up));
+  return rlx_mul(b->g, rlx_silu(b->g, lora(b, linear(b, h, gate), h, l, LLM_P_GATE)),
+                 lora(b, linear(b, h, up), h, l, LLM_P_UP));
 }
 
 static rlx_node cache_param(step_builder *b, const char *kind, int32_t l) {
@@ -137,10 +166,14 @@ static rlx_node layer(step_builder *b, rlx_node x, int32_t l) {
   const llm_layer *L = &b->m->layers[l];
   rlx_graph *g = b->g;
   rlx_node h = b->fuse_norm ? x : norm(b, x, &L->attn_norm); /* fused: each product normalizes x */
-  rlx_node q = heads(b, linear_bias(b, h, &L->attn_norm, &L->wq, &L->bq), in->n_head, &L->q_norm);
-  rlx_node k = heads(b, linear_bias(b, h, &L->attn_norm, &L->wk, &L->bk), in->n_head_kv, &L->k_norm);
+  /* the adapters' input: x normed (fused, normed for them alone) */
+  const int qkv_lora = has_lora(b, l, LLM_P_Q) || has_lora(b, l, LLM_P_K) || has_lora(b, l, LLM_P_V);
+  rlx_node hn = b->fuse_norm && qkv_lora ? norm(b, x, &L->attn_norm) : h;
+  rlx_node q = heads(b, linear_bias(b, h, hn, &L->attn_norm, &L->wq, &L->bq, l, LLM_P_Q), in->n_head, &L->q_norm);
+  rlx_node k = heads(b, linear_bias(b, h, hn, &L->attn_norm, &L->wk, &L->bk, l, LLM_P_K), in->n_head_kv, &L->k_norm);
   int32_t d3[3] = {b->n, in->n_head_kv, in->head_dim};
-  rlx_node v = head_major(b, rlx_reshape(g, linear_bias(b, h, &L->attn_norm, &L->wv, &L->bv), 3, d3), in->n_head_kv);
+  rlx_node v = linear_bias(b, h, hn, &L->attn_norm, &L->wv, &L->bv, l, LLM_P_V);
+  v = head_major(b, rlx_reshape(g, v, 3, d3), in->n_head_kv);
   rlx_node kv_in[6] = {q, k, v, cache_param(b, "k", l), cache_param(b, "v", l), b->pos};
   int32_t at[] = {[RLX_IATTR_ATTENTION_KV_ROPE] = b->fuse_rope ? (in->rope_neox ? 1 : 2) : 0};
   float f[] = {[RLX_FATTR_ATTENTION_KV_SCALE] = 1.0f / sqrtf((float)in->head_dim),
@@ -153,9 +186,9 @@ static rlx_node layer(step_builder *b, rlx_node x, int32_t l) {
     a = rlx_narrow(g, a, 0, b->n - 1, 1);
     x = rlx_narrow(g, x, 0, b->n - 1, 1);
   }
-  x = linear_plus(b, x, a, &L->wo);
-  rlx_node ff = gate_up(b, x, &L->ffn_norm, &L->gate, &L->up);
-  return linear_plus(b, x, ff, &L->down);
+  x = lora(b, linear_plus(b, x, a, &L->wo), a, l, LLM_P_O);
+  rlx_node ff = gate_up(b, x, &L->ffn_norm, &L->gate, &L->up, l);
+  return lora(b, linear_plus(b, x, ff, &L->down), ff, l, LLM_P_DOWN);
 }
 
 rlx_status rlx_llm_build_step(const rlx_llm *m, int32_t n, int fuse, rlx_graph **out, rlx_node *logits) {

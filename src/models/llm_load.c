@@ -164,21 +164,26 @@ static rlx_status weight(rlx_llm *m, const char *name, int64_t cols, int64_t row
     if (!(w->data = keep_copy(m, w->bytes))) return FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open: out of memory");
     return rlx_gguf_read_tensor_f32(m->gguf, i, w->data, (size_t)cols);
   }
-  w->qtype = (int32_t)t.type;
   int32_t block = rlx_gguf_type_block_elems(t.type);
   if (block <= 0 || cols % block)
     return FAIL(RLX_ERR_UNSUPPORTED, "rlx_llm_open: tensor '%s' (type %d) cannot be used as a weight matrix", name,
                 (int)t.type);
-  w->bytes = (size_t)((t.bytes + 3) & ~(uint64_t)3);
+  return rlx_llm_matrix_data(m, &t, m->buf, m->buf_size, w);
+}
+
+rlx_status rlx_llm_matrix_data(rlx_llm *m, const rlx_gguf_tensor_info *t, const unsigned char *buf, size_t size,
+                               llm_weight *w) {
+  w->qtype = (int32_t)t->type;
+  w->bytes = (size_t)((t->bytes + 3) & ~(uint64_t)3);
   /* The session reads whole 4-byte words: a tensor not 4-aligned, or
    * ending within 3 bytes of the buffer's end, gets a padded copy. */
-  const unsigned char *p = t.data;
-  if (((uintptr_t)p & 3) == 0 && (size_t)(p - m->buf) + w->bytes <= m->buf_size) {
+  const unsigned char *p = t->data;
+  if (((uintptr_t)p & 3) == 0 && (size_t)(p - buf) + w->bytes <= size) {
     w->data = (void *)p;
     return RLX_OK;
   }
   if (!(w->data = keep_copy(m, w->bytes))) return FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open: out of memory");
-  memcpy(w->data, p, (size_t)t.bytes);
+  memcpy(w->data, p, (size_t)t->bytes);
   return RLX_OK;
 }
 
@@ -271,12 +276,23 @@ static rlx_status alloc_cache(rlx_llm *m) {
   return RLX_OK;
 }
 
+static uint64_t budget_of(const rlx_llm_options *opt) {
+  if (opt && opt->budget) return opt->budget;
+#if defined(__wasm__)
+  return RLX_GGUF_WASM32_DATA_BUDGET;
+#else
+  return RLX_GGUF_NO_BUDGET;
+#endif
+}
+
 static rlx_status open_parsed(rlx_llm *m, const rlx_llm_options *opt) {
   rlx_status st;
   if ((st = read_hparams(m, opt)) != RLX_OK) return st;
   if ((st = rlx_tokenizer_from_gguf(m->gguf, &m->tok)) != RLX_OK) return st;
   m->info.weight_bytes = rlx_gguf_data_bytes(m->gguf);
-  if ((st = load_weights(m)) != RLX_OK || (st = alloc_cache(m)) != RLX_OK) return st;
+  if ((st = load_weights(m)) != RLX_OK || (st = alloc_cache(m)) != RLX_OK ||
+      (st = rlx_llm_lora_open(m, opt, budget_of(opt))) != RLX_OK)
+    return st;
   describe_types(m);
   rlx_llm_info *in = &m->info;
   in->arch = m->arch_name;
@@ -293,15 +309,6 @@ static rlx_status open_parsed(rlx_llm *m, const rlx_llm_options *opt) {
     if (rlx_llm_step_sizes[k] <= in->n_ctx && (st = rlx_llm_step_session(m, k, &s)) != RLX_OK) return st;
   }
   return RLX_OK;
-}
-
-static uint64_t budget_of(const rlx_llm_options *opt) {
-  if (opt && opt->budget) return opt->budget;
-#if defined(__wasm__)
-  return RLX_GGUF_WASM32_DATA_BUDGET;
-#else
-  return RLX_GGUF_NO_BUDGET;
-#endif
 }
 
 rlx_status rlx_llm_open_memory(const void *data, size_t size, const rlx_llm_options *opt, rlx_llm **out) {
@@ -324,31 +331,42 @@ rlx_status rlx_llm_open_memory(const void *data, size_t size, const rlx_llm_opti
   return RLX_OK;
 }
 
-rlx_status rlx_llm_open_file(const char *path, const rlx_llm_options *opt, rlx_llm **out) {
-  if (!out) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_file: out is NULL");
+rlx_status rlx_llm_read_gguf(const char *fn, const char *path, uint64_t budget, unsigned char **out, size_t *out_size) {
   *out = NULL;
-  if (!path) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_file: path is NULL");
   /* The header first: a file that is not GGUF, or whose data is past the
    * budget, is refused before its bytes are read. */
   rlx_gguf *head;
-  rlx_status st = rlx_gguf_open_file(path, budget_of(opt), &head);
+  rlx_status st = rlx_gguf_open_file(path, budget, &head);
   if (st != RLX_OK) return st;
   rlx_gguf_free(head);
   FILE *f = fopen(path, "rb");
-  if (!f) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_file: cannot open '%s'", path);
+  if (!f) return FAIL(RLX_ERR_INVALID_ARG, "%s: cannot open '%s'", fn, path);
   long size = -1;
   if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
   unsigned char *buf = size > 0 && fseek(f, 0, SEEK_SET) == 0 ? rlx_malloc((size_t)size) : NULL;
   if (!buf || fread(buf, 1, (size_t)size, f) != (size_t)size) {
     fclose(f);
     if (buf) rlx_free(buf, (size_t)size);
-    return size > 0 ? FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open_file: cannot read the %ld bytes of '%s'", size, path)
-                    : FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_file: cannot read '%s'", path);
+    return size > 0 ? FAIL(RLX_ERR_NO_MEMORY, "%s: cannot read the %ld bytes of '%s'", fn, size, path)
+                    : FAIL(RLX_ERR_INVALID_ARG, "%s: cannot read '%s'", fn, path);
   }
   fclose(f);
-  st = rlx_llm_open_memory(buf, (size_t)size, opt, out);
+  *out = buf;
+  *out_size = (size_t)size;
+  return RLX_OK;
+}
+
+rlx_status rlx_llm_open_file(const char *path, const rlx_llm_options *opt, rlx_llm **out) {
+  if (!out) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_file: out is NULL");
+  *out = NULL;
+  if (!path) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_file: path is NULL");
+  unsigned char *buf;
+  size_t size;
+  rlx_status st = rlx_llm_read_gguf("rlx_llm_open_file", path, budget_of(opt), &buf, &size);
+  if (st != RLX_OK) return st;
+  st = rlx_llm_open_memory(buf, size, opt, out);
   if (st != RLX_OK) {
-    rlx_free(buf, (size_t)size);
+    rlx_free(buf, size);
     return st;
   }
   (*out)->owned = buf;
@@ -358,6 +376,7 @@ rlx_status rlx_llm_open_file(const char *path, const rlx_llm_options *opt, rlx_l
 void rlx_llm_free(rlx_llm *m) {
   if (!m) return;
   for (int k = 0; k < LLM_N_STEP_SIZES; k++) rlx_session_free(m->steps[k]);
+  rlx_llm_lora_free(m);
   for (int32_t i = 0; i < m->n_copies; i++) rlx_free(m->copies[i].p, m->copies[i].bytes);
   rlx_free(m->copies, (size_t)m->n_copies * sizeof *m->copies);
   rlx_free(m->layers, (size_t)m->info.n_layer * sizeof *m->layers);

@@ -33,6 +33,11 @@ rlx_status rlx_llm_bind_params(const rlx_llm *m, rlx_session *s) {
     if ((st = rlx_session_bind_param(s, name, L->k_cache, cache_bytes)) != RLX_OK) return st;
     snprintf(name, sizeof name, "cache.v.%d", (int)l);
     if ((st = rlx_session_bind_param(s, name, L->v_cache, cache_bytes)) != RLX_OK) return st;
+    for (int32_t i = 0; i < in->n_lora; i++)
+      for (int p = 0; p < LLM_N_PROJ; p++) {
+        const llm_lora_pair *pr = rlx_llm_lora_pair(m, i, l, p);
+        if (pr && ((st = bind(s, &pr->a)) != RLX_OK || (st = bind(s, &pr->b)) != RLX_OK)) return st;
+      }
   }
   return RLX_OK;
 }

@@ -56,7 +56,7 @@ EXPORT(rlx_llm_buffer_new) void *w_buffer_new(double bytes) {
 /* ---- models ------------------------------------------------------------- */
 EXPORT(rlx_llm_open)
 int32_t w_open(const void *data, size_t size, int32_t n_ctx, int32_t xq8, rlx_llm **out) {
-  rlx_llm_options opt = {n_ctx, RLX_GGUF_WASM32_DATA_BUDGET, xq8};
+  rlx_llm_options opt = {.n_ctx = n_ctx, .budget = RLX_GGUF_WASM32_DATA_BUDGET, .xq8 = xq8};
   return rlx_llm_open_memory(data, size, &opt, out);
 }
 EXPORT(rlx_llm_free) void w_llm_free(rlx_llm *m) { rlx_llm_free(m); }

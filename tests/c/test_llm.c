@@ -27,7 +27,7 @@
 #define TIED_MODEL "build/lm/llama-tied-q8_0.gguf"
 
 static rlx_llm *open_or_fail(const char *path, int32_t n_ctx) {
-  rlx_llm_options opt = {n_ctx, 0, 0};
+  rlx_llm_options opt = {.n_ctx = n_ctx};
   rlx_llm *m = NULL;
   if (rlx_llm_open_file(path, &opt, &m) != RLX_OK)
     fail_msg("%s: %s (run make lm-fixtures)", path, rlx_last_error());
@@ -52,11 +52,11 @@ static void open_refusals(void **state) {
   assert_int_not_equal(rlx_llm_open_file("Makefile", NULL, &m), RLX_OK);
   assert_null(m);
   /* Past the budget: refused before the data is read. */
-  rlx_llm_options small = {0, 1000, 0};
+  rlx_llm_options small = {.budget = 1000};
   assert_int_not_equal(rlx_llm_open_file(SPM_MODEL, &small, &m), RLX_OK);
   assert_contains(rlx_last_error(), "budget");
   /* A context longer than the model's. */
-  rlx_llm_options long_ctx = {1 << 20, 0, 0};
+  rlx_llm_options long_ctx = {.n_ctx = 1 << 20};
   assert_int_equal(rlx_llm_open_file(SPM_MODEL, &long_ctx, &m), RLX_ERR_INVALID_ARG);
   assert_contains(rlx_last_error(), "n_ctx");
   /* From memory: a truncated file. */
@@ -154,7 +154,7 @@ static void xq8_model(void **state) {
   (void)state;
   const char *models[] = {"build/lm/llama-q8_0.gguf", BPE_MODEL, "build/lm/llama-q4_0.gguf"};
   for (int k = 0; k < 3; k++) {
-    rlx_llm_options opt = {0, 0, 1};
+    rlx_llm_options opt = {.xq8 = 1};
     rlx_llm *m = NULL, *plain = open_or_fail(models[k], 0);
     assert_int_equal(rlx_llm_open_file(models[k], &opt, &m), RLX_OK);
     rlx_llm_info in;
@@ -186,7 +186,7 @@ static void xq8_model(void **state) {
     rlx_llm_free(plain);
   }
   /* q4_K weights keep f32 activations: the same logits */
-  rlx_llm_options opt = {0, 0, 1};
+  rlx_llm_options opt = {.xq8 = 1};
   rlx_llm *k4 = NULL, *plain = open_or_fail(SPM_MODEL, 0);
   assert_int_equal(rlx_llm_open_file(SPM_MODEL, &opt, &k4), RLX_OK);
   int32_t ids[5] = {1, 7, 9, 11, 13};
@@ -201,7 +201,7 @@ static void xq8_model(void **state) {
   free(b);
   rlx_llm_free(k4);
   rlx_llm_free(plain);
-  rlx_llm_options bad = {0, 0, 2};
+  rlx_llm_options bad = {.xq8 = 2};
   rlx_llm *m = (rlx_llm *)1;
   assert_int_equal(rlx_llm_open_file(SPM_MODEL, &bad, &m), RLX_ERR_INVALID_ARG);
   assert_contains(rlx_last_error(), "xq8 must be 0 or 1");
@@ -535,7 +535,7 @@ static void allocation_failures(void **state) {
   long stride = total / 150 + 1;
   for (long k = 0; k < total; k += stride) {
     check_alloc_fail_at(k, 0);
-    rlx_llm_options opt = {32, 0, 0};
+    rlx_llm_options opt = {.n_ctx = 32};
     rlx_status st = rlx_llm_open_file(BPE_MODEL, &opt, &m);
     check_alloc_fail_at(-1, 0);
     if (st == RLX_OK) rlx_llm_free(m);
@@ -543,7 +543,7 @@ static void allocation_failures(void **state) {
     assert_int_equal(check_alloc_live_bytes(), live);
   }
   for (int32_t xq8 = 0; xq8 < 2; xq8++) { /* with 8-bit activations too: their scratch */
-    rlx_llm_options opt = {32, 0, xq8};
+    rlx_llm_options opt = {.n_ctx = 32, .xq8 = xq8};
     check_alloc_fail_at(-1, 0);
     assert_int_equal(rlx_llm_open_file(BPE_MODEL, &opt, &m), RLX_OK);
     int32_t ids[8] = {5, 6, 7};

@@ -4,7 +4,8 @@
  * prompt step and decoded tokens, for llama (adjacent pairs, separate
  * output), qwen2 (NeoX halves, q/k/v biases) and qwen3 (per-head q/k
  * norms), with 4 L + 1 fewer ops: no rms_norm but qwen3's per-head ones,
- * no rope. */
+ * no rope; and with a LoRA adapter on every target (its inputs normed for
+ * it, gate and up as pieces). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,13 +18,14 @@
 
 #include "../../src/ir/graph.h"
 #include "../../src/models/llm.h"
+#include "lora_files.h"
 
 #define N_CTX 64
 #define PROMPT 16 /* a step size (rlx_llm_step_sizes) */
 #define DECODED 3
 
-static rlx_llm *open_or_fail(const char *path) {
-  rlx_llm_options opt = {N_CTX, 0, 0};
+static rlx_llm *open_or_fail(const char *path, const rlx_llm_lora *lora) {
+  rlx_llm_options opt = {.n_ctx = N_CTX, .lora = lora, .n_lora = lora != NULL};
   rlx_llm *m = NULL;
   if (rlx_llm_open_file(path, &opt, &m) != RLX_OK) fail_msg("%s: %s (run make lm-fixtures)", path, rlx_last_error());
   return m;
@@ -59,19 +61,20 @@ static const float *run(rlx_session *s, const int32_t *ids, int32_t n, int32_t p
   return rlx_session_output(s, 0);
 }
 
-static void fused_equals_plain(const char *path) {
-  rlx_llm *fm = open_or_fail(path), *pm = open_or_fail(path); /* each its own cache */
+static void fused_equals_plain(const char *path, const rlx_llm_lora *lora) {
+  rlx_llm *fm = open_or_fail(path, lora), *pm = open_or_fail(path, lora); /* each its own cache */
   rlx_llm_info in;
   rlx_llm_get_info(fm, &in);
   const int32_t L = in.n_layer, per_head = in.arch && strcmp(in.arch, "qwen3") == 0 ? 2 * L : 0;
+  const int32_t for_lora = lora ? 2 * L : 0; /* fused: x normed for the q/k/v and the gate/up adapters */
   int32_t fn, fr, pn, pr;
   rlx_session *fp = step(fm, PROMPT, 1, &fn, &fr), *pp = step(pm, PROMPT, 0, &pn, &pr);
   assert_int_equal(pn, 2 * L + 1 + per_head);
   assert_int_equal(pr, 2 * L);
-  assert_int_equal(fn, per_head);
+  assert_int_equal(fn, per_head + for_lora);
   assert_int_equal(fr, 0);
   rlx_session *f1 = step(fm, 1, 1, &fn, &fr), *p1 = step(pm, 1, 0, &pn, &pr);
-  assert_int_equal(pn - fn + pr - fr, 4 * L + 1);
+  assert_int_equal(pn - fn + pr - fr, 4 * L + 1 - for_lora);
 
   int32_t ids[PROMPT + DECODED];
   for (int32_t i = 0; i < PROMPT + DECODED; i++) ids[i] = (i * 53 + 7) % in.n_vocab;
@@ -95,17 +98,38 @@ static void fused_equals_plain(const char *path) {
 
 static void llama_pairs(void **state) {
   (void)state;
-  fused_equals_plain("build/lm/llama-q8_0.gguf");
+  fused_equals_plain("build/lm/llama-q8_0.gguf", NULL);
 }
 
 static void qwen2_neox_biases(void **state) {
   (void)state;
-  fused_equals_plain("build/lm/qwen2-q4_0.gguf");
+  fused_equals_plain("build/lm/qwen2-q4_0.gguf", NULL);
 }
 
 static void qwen3_head_norms(void **state) {
   (void)state;
-  fused_equals_plain("build/lm/qwen3-q4_k.gguf");
+  fused_equals_plain("build/lm/qwen3-q4_k.gguf", NULL);
+}
+
+/* Every target of every layer adapted (f32 on qwen2, f16 on qwen3). */
+static void lora_every_target(void **state) {
+  (void)state;
+  const char *paths[] = {"build/lm/qwen2-f32.gguf", "build/lm/qwen3-q4_k.gguf"};
+  for (int k = 0; k < 2; k++) {
+    rlx_llm *m = open_or_fail(paths[k], NULL);
+    rlx_llm_info in;
+    rlx_llm_get_info(m, &in);
+    lora_file f;
+    lora_begin(&f, in.arch, "adapter", "lora");
+    lora_alpha(&f, 2.0f);
+    lora_pairs(&f, &in, LORA_ALL_TARGETS, 2, k ? RLX_GGUF_TYPE_F16 : RLX_GGUF_TYPE_F32, 0, 9);
+    rlx_llm_free(m);
+    size_t size;
+    unsigned char *buf = lora_finish(&f, &size);
+    rlx_llm_lora l = {NULL, buf, size, 1.0f};
+    fused_equals_plain(paths[k], &l);
+    free(buf);
+  }
 }
 
 int main(void) {
@@ -113,6 +137,7 @@ int main(void) {
       cmocka_unit_test(llama_pairs),
       cmocka_unit_test(qwen2_neox_biases),
       cmocka_unit_test(qwen3_head_norms),
+      cmocka_unit_test(lora_every_target),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -106,7 +106,7 @@ static unsigned char *toy_file(const toy *t, size_t *size) {
 }
 
 static rlx_status toy_open(const unsigned char *buf, size_t size, int32_t n_ctx, rlx_llm **m) {
-  rlx_llm_options opt = {n_ctx, 0, 0};
+  rlx_llm_options opt = {.n_ctx = n_ctx};
   return rlx_llm_open_memory(buf, size, &opt, m);
 }
 

@@ -28,7 +28,7 @@
 #define TOL 1e-4 /* |gl - cpu| / (1 + max |cpu|) over the logits */
 
 static rlx_llm *open_or_fail(const char *path) {
-  rlx_llm_options opt = {N_CTX, 0, 0};
+  rlx_llm_options opt = {.n_ctx = N_CTX};
   rlx_llm *m = NULL;
   if (rlx_llm_open_file(path, &opt, &m) != RLX_OK) fail_msg("%s: %s (run make lm-fixtures)", path, rlx_last_error());
   return m;

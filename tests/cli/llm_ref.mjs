@@ -7,37 +7,22 @@
 //     and as plain text, must give llama.cpp's ids exactly;
 //   * the CLI: generate --ids's JSON line agrees with tokenize and with the
 //     greedy trace; bad arguments are usage errors naming what is wrong;
-//   * generation, teacher-forced: after the prompt and after each of
-//     llama.cpp's 32 greedy tokens, our greedy token must be llama.cpp's
-//     wherever llama.cpp's top-2 margin exceeds what rounding can flip, and
-//     our top-2 margin must follow llama.cpp's (median difference bounded).
-// The bounds per weight type come from how llama.cpp computes: f32 exactly;
-// f16 and bf16 weights with the activations rounded to f16 / bf16; quantized
-// weights with the activations quantized to 8 bits (we keep f32
-// activations), which moves a margin by about 0.2-0.4 logits on these
-// models (the same shift as quantizing the weights to q8_0).
+//   * generation, teacher-forced over llama.cpp's 32 greedy tokens
+//     (llm_trace.mjs, with the bounds per weight type).
+// LoRA adapters: llm_lora_ref.mjs.
 //
 //   node tests/cli/llm_ref.mjs [RLX] [FIXTURE_DIR]
 import fs from 'node:fs';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { boundsFor, nextTokens, runRlx, teacherForced } from './llm_trace.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const rlx = process.argv[2] ?? path.join(here, '../../build/rlx');
 const fixtures = process.argv[3] ?? path.join(here, '../../build/lm');
 const expectedDir = path.join(here, '../llama_ref/expected');
 
-// [margin a flip is allowed below, largest median margin difference]
-const BOUNDS = {
-  f32: [0.1, 0.03], f16: [0.1, 0.05], bf16: [0.5, 0.15], quantized: [2.0, 0.6],
-  // rlx export-gguf's transformer: small weights, so margins of 0.01-0.3 logits.
-  'transformer-f32': [0.002, 0.0005], 'transformer-q8_0': [0.03, 0.01],
-};
-const MIN_COMPARED = 0.6; // of the steps, at least this share must be decided by the margin
-
-const run = (args) => execFileSync(rlx, args, { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'pipe'] });
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const run = (args) => runRlx(rlx, args);
 
 let failures = 0;
 const fail = (file, msg) => { failures++; console.log(`FAIL ${file}: ${msg}`); };
@@ -48,8 +33,7 @@ console.log('file                    tokenize  steps compared flips(gap)       m
 for (const file of files) {
   const ref = JSON.parse(fs.readFileSync(path.join(expectedDir, file), 'utf8'));
   const model = path.join(fixtures, file.replace(/\.json$/, '.gguf'));
-  const name = file.replace(/\.json$/, ''), type = name.split('-').pop();
-  const [flipBelow, medianMax] = BOUNDS[name] ?? BOUNDS[type] ?? BOUNDS.quantized;
+  const bounds = boundsFor(file.replace(/\.json$/, ''));
 
   // Tokenization: one process for all texts, with and without special parsing.
   const texts = ref.tokenize.flatMap((t) => ['--text', t.text]);
@@ -66,27 +50,9 @@ for (const file of files) {
   });
 
   // Teacher-forced greedy trace over each prompt.
-  let steps = 0, compared = 0;
-  const flips = [], diffs = [];
-  for (const g of ref.generate) {
-    const out = run(['next-tokens', '--model', model, '--ids', g.prompt_ids.join(','), '--follow', g.ids.slice(0, -1).join(',')])
-      .trim().split('\n').map((l) => l.split(' ').map(Number));
-    if (out.length !== g.ids.length) fail(file, `next-tokens gave ${out.length} steps for ${g.ids.length}`);
-    out.forEach(([best, second, margin], i) => {
-      steps++;
-      if (g.gap[i] === null) return;
-      if (g.gap[i] > flipBelow) {
-        compared++;
-        if (best !== g.ids[i]) fail(file, `prompt ${JSON.stringify(g.prompt)} step ${i}: ${best} != llama.cpp ${g.ids[i]} (its margin ${g.gap[i]})`);
-      } else if (best !== g.ids[i]) flips.push(g.gap[i]);
-      if (best === g.ids[i] && second === g.second[i]) diffs.push(Math.abs(margin - g.gap[i]));
-    });
-  }
-  const med = diffs.length ? median(diffs) : Infinity;
-  if (compared < MIN_COMPARED * steps) fail(file, `only ${compared} of ${steps} steps had a margin above ${flipBelow}`);
-  if (!(med <= medianMax)) fail(file, `median margin difference ${med.toFixed(4)} > ${medianMax}`);
+  const { steps, compared, flips, med } = teacherForced(rlx, model, ref, bounds, (msg) => fail(file, msg));
   console.log(`${file.padEnd(24)}${String(tokOk).padStart(3)}/${ref.tokenize.length}  ${String(steps).padStart(5)} ${String(compared).padStart(8)} ` +
-    `${`${flips.length} ${JSON.stringify(flips)}`.padEnd(24).slice(0, 24)} ${med.toFixed(4)} (bound ${medianMax})`);
+    `${`${flips.length} ${JSON.stringify(flips)}`.padEnd(24).slice(0, 24)} ${med.toFixed(4)} (bound ${bounds[1]})`);
 }
 // generate --ids: the streamed text, then the JSON line; its prompt_ids are tokenize's ids.
 {
@@ -96,8 +62,7 @@ for (const file of files) {
   const tok = JSON.parse(run(['tokenize', '--model', model, '--text', 'Hello world']));
   if (JSON.stringify(last.prompt_ids) !== JSON.stringify(tok)) fail('generate --ids', `prompt_ids ${last.prompt_ids} != tokenize ${tok}`);
   if (last.ids.length !== 6) fail('generate --ids', `${last.ids.length} ids for --max-tokens 6`);
-  const trace = run(['next-tokens', '--model', model, '--ids', tok.join(','), '--follow', last.ids.slice(0, -1).join(',')])
-    .trim().split('\n').map((l) => Number(l.split(' ')[0]));
+  const trace = nextTokens(rlx, model, { prompt_ids: tok, ids: last.ids }).map(([best]) => best);
   if (trace.join() !== last.ids.join()) fail('generate --ids', `greedy ids ${last.ids} != next-tokens trace ${trace}`);
 }
 // Refusals: a usage error (exit 2) with a message naming what is wrong.

@@ -101,6 +101,13 @@ expect_message "tokenize without a text" "^rlx tokenize: --text TEXT is required
 expect_message "next-tokens without anything" "^rlx next-tokens: --model FILE.gguf is required" next-tokens
 expect_message "next-tokens without ids" "^rlx next-tokens: --ids I,J,.. is required" next-tokens --model m.gguf
 expect_message "export-gguf without --out" "^rlx export-gguf: --out FILE.gguf is required" export-gguf --type f16
+expect_message "make-lora without --out" "^rlx make-lora: --out FILE.gguf is required" make-lora --model m.gguf
+expect_message "make-lora of a weight it cannot adapt" "--targets: 'token_embd' is not a target" \
+  make-lora --model m.gguf --out a.gguf --targets attn_q,token_embd
+expect_message "make-lora of a quantized type" "--type must be f32 or f16 .got 'q8_0'" \
+  make-lora --model m.gguf --out a.gguf --type q8_0
+expect_message "make-lora of no model" "m.gguf" make-lora --model m.gguf --out "$tmp/a.gguf"
+expect_message "a bad --lora scale" "--lora must be FILE or FILE:SCALE" generate --model m.gguf --prompt x --lora a.gguf:big
 expect_message "gguf-info without a file" "^rlx gguf-info: FILE.gguf is required" gguf-info
 expect_message "gguf-info with two files" "unexpected argument 'b.gguf'" gguf-info a.gguf b.gguf
 expect_message "unknown option of generate" "unknown option '--temp'" generate --model m.gguf --temp 1
@@ -117,7 +124,7 @@ grep -q "usage: rlx" "$tmp/out" || fail "rlx help prints no usage"
 [ -s "$tmp/err" ] && fail "rlx help wrote to stderr: $(cat "$tmp/err")"
 "$RLX" --help >"$tmp/out2" 2>&1 && cmp -s "$tmp/out" "$tmp/out2" || fail "rlx --help is not rlx help"
 commands=$(sed -n 's/^  \([a-z][a-z-]*\)\( .*\)\{0,1\}$/\1/p' "$tmp/out")
-for c in train info bench generate tokenize next-tokens gguf-info export-gguf; do
+for c in train info bench generate tokenize next-tokens gguf-info export-gguf make-lora; do
   echo "$commands" | grep -qx "$c" || fail "rlx help does not list $c: $(cat "$tmp/out")"
 done
 for c in $commands; do

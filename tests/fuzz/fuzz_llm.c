@@ -708,7 +708,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   /* Options: n_ctx 0 (the model's, when that is small), in range, or outside. */
   const uint8_t o = u8(r);
-  rlx_llm_options opt = {0, 0, 0};
+  rlx_llm_options opt = {.n_ctx = 0};
   const int64_t ctx_written = w_ctx.how == K_INT ? w_ctx.v : 0;
   if (o < 0x40 && ctx_written <= 64) opt.n_ctx = 0;
   else if (o < 0xF0) opt.n_ctx = 1 + (int32_t)(o % 64);

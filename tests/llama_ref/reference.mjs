@@ -3,8 +3,13 @@
 // tests/llm/prompts.txt 32 greedy tokens with the gap between the top two
 // logits at each step (so a comparison can skip steps that rounding may
 // decide).  llama.cpp runs through node-llama-cpp on the CPU, one thread.
+// --lora FILE:SCALE (repeatable) generates with those LoRA adapters applied;
+// --no-tokenize leaves the tokenize cases out.  --lora-case NAME does both
+// for a case of lora_cases.mjs (its model and adapters, made with build/rlx
+// into build/lm/lora/) and records the case as "lora_case".
 //
-//   node tests/llama_ref/reference.mjs FILE.gguf OUT.json
+//   node tests/llama_ref/reference.mjs FILE.gguf OUT.json [--lora FILE:SCALE ...] [--no-tokenize]
+//   node tests/llama_ref/reference.mjs --lora-case NAME OUT.json
 //
 // Output fields:
 //   bos            the id put first in every "ids" / "prompt_ids" list when
@@ -19,6 +24,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {fileURLToPath} from 'node:url';
 import {getLlama, LlamaLogLevel} from 'node-llama-cpp';
+import {LORA_CASES, loraArgs} from './lora_cases.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const STEPS = 32;
@@ -27,15 +33,39 @@ function parseArgs(argv) {
   const a = {
     corpus: path.join(here, '../llm/tokenize_corpus.txt'),
     prompts: path.join(here, '../llm/prompts.txt'),
+    lora: [],
+    tokenize: true,
   };
   const pos = [];
+  let bad = false;
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--corpus') a.corpus = argv[++i];
     else if (argv[i] === '--prompts') a.prompts = argv[++i];
-    else pos.push(argv[i]);
+    else if (argv[i] === '--no-tokenize') a.tokenize = false;
+    else if (argv[i] === '--lora-case') a.loraCase = argv[++i];
+    else if (argv[i] === '--lora') {
+      const m = /^(.+):([-+0-9.e]+)$/.exec(argv[++i] ?? '');
+      if (m) a.lora.push({filePath: m[1], scale: Number(m[2])});
+      else bad = true;
+    } else pos.push(argv[i]);
   }
-  if (pos.length !== 2 || !a.corpus || !a.prompts) {
-    console.error('usage: node reference.mjs FILE.gguf OUT.json [--corpus FILE] [--prompts FILE]');
+  if (a.loraCase) {
+    a.case = LORA_CASES.find((c) => c.name === a.loraCase);
+    if (a.case && pos.length === 1 && !a.lora.length) {
+      const root = path.join(here, '../..'), dir = path.join(root, 'build/lm/lora');
+      fs.mkdirSync(dir, {recursive: true});
+      const args = loraArgs(path.join(root, 'build/rlx'), path.join(root, 'build/lm'), a.case, dir);
+      for (let i = 1; i < args.length; i += 2) {
+        const at = args[i].lastIndexOf(':');
+        a.lora.push({filePath: args[i].slice(0, at), scale: Number(args[i].slice(at + 1))});
+      }
+      pos.unshift(path.join(root, 'build/lm', `${a.case.model}.gguf`));
+      a.tokenize = false;
+    } else bad = true;
+  }
+  if (bad || pos.length !== 2 || !a.corpus || !a.prompts) {
+    console.error('usage: node reference.mjs FILE.gguf OUT.json [--corpus FILE] [--prompts FILE] [--lora FILE:SCALE ...] ' +
+                  '[--no-tokenize]\n       node reference.mjs --lora-case NAME OUT.json');
     process.exit(2);
   }
   [a.model, a.out] = pos;
@@ -81,9 +111,9 @@ async function main() {
   const withBos = (ids) => (bos == null ? ids : [bos, ...ids]);
 
   const tokenize = [];
-  const texts = readLines(args.corpus);
+  const texts = args.tokenize ? readLines(args.corpus) : [];
   // One case with newlines, which a line of the corpus cannot hold.
-  texts.push(texts.slice(0, 3).join('\n') + '\n\nend\n');
+  if (args.tokenize) texts.push(texts.slice(0, 3).join('\n') + '\n\nend\n');
   for (const text of texts) {
     const ids = withBos(Array.from(model.tokenize(text, true)));
     const plain = withBos(Array.from(model.tokenize(text, false)));
@@ -93,7 +123,8 @@ async function main() {
   }
 
   const prompts = readLines(args.prompts);
-  const context = await model.createContext({contextSize: 256, batchSize: 256, threads: 1, sequences: 1});
+  const context = await model.createContext({contextSize: 256, batchSize: 256, threads: 1, sequences: 1,
+                                             ...(args.lora.length ? {lora: {adapters: args.lora}} : {})});
   const generate = [];
   for (const prompt of prompts) {
     const sequence = context.getSequence();
@@ -123,7 +154,8 @@ async function main() {
     reference: `node-llama-cpp 3.21.1, llama.cpp ${info.tag}, CPU, 1 thread`,
     vocab: model.tokens ? model.fileInfo.metadata.tokenizer.ggml.tokens.length : null,
     bos,
-    tokenize,
+    ...(args.case ? {lora_case: args.case} : {}),
+    ...(args.tokenize ? {tokenize} : {}),
     generate,
   };
   await model.dispose();

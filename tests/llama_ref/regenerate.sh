@@ -1,8 +1,9 @@
 #!/bin/sh
 # regenerate.sh - rewrites tests/llama_ref/expected/*.json, llama.cpp's
 # tokens and greedy generations for the small GGUF models of build/lm/
-# (make lm-fixtures, tools/make_test_lm.c).  Run from anywhere; `make
-# llama-ref` runs it.
+# (make lm-fixtures, tools/make_test_lm.c), and into expected_lora/ its
+# greedy generations with the LoRA adapters of lora_cases.mjs (every case
+# when no FIXTURE is named).  Run from anywhere; `make llama-ref` runs it.
 #
 # The reference package (node-llama-cpp 3.21.1, pinned by package-lock.json)
 # is installed into tests/llama_ref/node_modules the first time, from the npm
@@ -39,6 +40,18 @@ for f in $files; do
     failed="$failed $name"
   fi
 done
+if [ $# -eq 0 ]; then
+  mkdir -p "$here/expected_lora"
+  for name in $(node "$here/lora_cases.mjs"); do
+    if node "$here/reference.mjs" --lora-case "$name" "$here/expected_lora/$name.json.tmp"; then
+      mv "$here/expected_lora/$name.json.tmp" "$here/expected_lora/$name.json"
+      n=$((n + 1))
+    else
+      rm -f "$here/expected_lora/$name.json.tmp"
+      failed="$failed lora/$name"
+    fi
+  done
+fi
 echo "regenerate.sh: wrote $n reference files to tests/llama_ref/expected/ in $(( $(date +%s) - start )) s"
 if [ -n "$failed" ]; then
   echo "regenerate.sh: llama.cpp could not run:$failed" >&2

@@ -1,0 +1,43 @@
+// lora_cases.mjs - the LoRA cases compared with llama.cpp: a test model of
+// build/lm with seeded adapters made for it by `rlx make-lora` (the same
+// bytes wherever they are made: splitmix64 values, IEEE arithmetic), each
+// applied with a scale.  Every case adapts attention and feed-forward
+// weights; the two-adapter cases cover all seven targets, f32 and f16.
+// tests/llama_ref/reference.mjs --lora-case NAME writes llama.cpp's greedy
+// traces (expected_lora/NAME.json, which records its case), and
+// tests/cli/llm_lora_ref.mjs compares ours; a case changed here without
+// `make llama-ref` fails there as stale.
+//
+//   node tests/llama_ref/lora_cases.mjs    prints the case names
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+// scale * alpha / rank = 1 in each: products moved as much as training would.
+const ATTN_FFN = { targets: 'attn_q,attn_v,ffn_down', rank: 4, alpha: 8, scale: 0.5 };
+const REST = { targets: 'attn_k,attn_output,ffn_gate,ffn_up', rank: 2, alpha: 4, scale: 0.5 };
+
+export const LORA_CASES = [
+  ...['llama', 'qwen2', 'qwen3'].flatMap((arch, i) => [
+    { name: `${arch}-f32`, model: `${arch}-f32`, adapters: [{ ...ATTN_FFN, seed: i + 1, type: 'f32' }] },
+    { name: `${arch}-q8_0`, model: `${arch}-q8_0`, adapters: [{ ...ATTN_FFN, seed: i + 4, type: 'f16' }] },
+  ]),
+  { name: 'qwen2-f32-two', model: 'qwen2-f32',
+    adapters: [{ ...ATTN_FFN, seed: 4, type: 'f32' }, { ...REST, seed: 5, type: 'f32', scale: 0.75 }] },
+  { name: 'llama-q8_0-two', model: 'llama-q8_0',
+    adapters: [{ ...ATTN_FFN, seed: 6, type: 'f16' }, { ...REST, seed: 7, type: 'f16', scale: 0.75 }] },
+];
+
+// Writes the case's adapters into dir with rlx make-lora; returns the
+// --lora arguments that apply them (for rlx and reference.mjs alike).
+export function loraArgs(rlx, fixtures, c, dir) {
+  return c.adapters.flatMap((a, i) => {
+    const file = path.join(dir, `${c.name}.${i}.gguf`);
+    execFileSync(rlx, ['make-lora', '--model', path.join(fixtures, `${c.model}.gguf`), '--out', file,
+      '--targets', a.targets, '--rank', String(a.rank), '--alpha', String(a.alpha), '--seed', String(a.seed),
+      '--type', a.type], { stdio: ['ignore', 'ignore', 'inherit'] });
+    return ['--lora', `${file}:${a.scale}`];
+  });
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) console.log(LORA_CASES.map((c) => c.name).join('\n'));
