@@ -511,6 +511,13 @@ export interface LoadGgufOptions {
    * not applied where 'auto' picks a GPU (info.xq8).
    */
   xq8?: boolean;
+  /**
+   * LoRA adapters (GGUF files as llama.cpp loads them) applied while
+   * generating, on every backend: each adapted product gets scale * alpha /
+   * rank times its low-rank term (scale default 1).  info.nLora,
+   * nLoraPairs and loraBytes say what was applied.
+   */
+  lora?: ReadonlyArray<{ source: GgufSource; scale?: number }>;
 }
 
 /** What a model is (rlx_llm_info, camelCase) and the size of its file. */
@@ -524,6 +531,8 @@ export interface GgufInfo {
   /** -1 when the file has none. */
   bos: number; eos: number;
   nParams: number; weightBytes: number; kvBytes: number; fileBytes: number;
+  /** LoRA adapters applied (LoadGgufOptions.lora), the products they adapt, their tensor bytes. */
+  nLora: number; nLoraPairs: number; loraBytes: number;
   /** Which build of rlx_llm.wasm runs the model. */
   simd: SimdBuild;
   /** What evaluates the model, and why a better backend did not ('auto'). */

@@ -54,10 +54,22 @@ EXPORT(rlx_llm_buffer_new) void *w_buffer_new(double bytes) {
 }
 
 /* ---- models ------------------------------------------------------------- */
+/* n_lora LoRA adapters: adapter i's bytes at lora_data[i] (a buffer from
+ * rlx_llm_buffer_new, kept until the model is freed), lora_size[i] of them,
+ * its scale lora_scale[i]. */
 EXPORT(rlx_llm_open)
-int32_t w_open(const void *data, size_t size, int32_t n_ctx, int32_t xq8, rlx_llm **out) {
+int32_t w_open(const void *data, size_t size, int32_t n_ctx, int32_t xq8, const uint32_t *lora_data,
+               const uint32_t *lora_size, const double *lora_scale, int32_t n_lora, rlx_llm **out) {
   rlx_llm_options opt = {.n_ctx = n_ctx, .budget = RLX_GGUF_WASM32_DATA_BUDGET, .xq8 = xq8};
-  return rlx_llm_open_memory(data, size, &opt, out);
+  rlx_llm_lora *lora = n_lora > 0 ? calloc((size_t)n_lora, sizeof *lora) : NULL;
+  if (n_lora > 0 && !lora) return rlx_error(RLX_ERR_NO_MEMORY, "rlx_llm_open: out of memory");
+  for (int32_t i = 0; i < n_lora; i++)
+    lora[i] = (rlx_llm_lora){NULL, (const void *)(uintptr_t)lora_data[i], lora_size[i], (float)lora_scale[i]};
+  opt.lora = lora;
+  opt.n_lora = n_lora;
+  const rlx_status st = rlx_llm_open_memory(data, size, &opt, out);
+  free(lora);
+  return st;
 }
 EXPORT(rlx_llm_free) void w_llm_free(rlx_llm *m) { rlx_llm_free(m); }
 
@@ -67,7 +79,7 @@ EXPORT(rlx_llm_free) void w_llm_free(rlx_llm *m) { rlx_llm_free(m); }
 #define INFO_FIELDS(N, S)                                                                                            \
   S(arch) S(name) S(tokenizer) N(n_vocab) N(n_embd) N(n_layer) N(n_head) N(n_head_kv) N(head_dim) N(n_ff)           \
   N(n_ctx_train) N(n_ctx) N(rope_theta) N(rms_eps) N(rope_neox) N(tied_output) N(bos) N(eos) N(add_bos) N(n_params) \
-  N(weight_bytes) N(kv_bytes) S(weight_types) N(xq8)
+  N(weight_bytes) N(kv_bytes) S(weight_types) N(xq8) N(n_lora) N(n_lora_pairs) N(lora_bytes)
 #define FIELD_NAME(f) #f,
 static const char *const info_names[] = {INFO_FIELDS(FIELD_NAME, FIELD_NAME)};
 #define N_INFO ((int32_t)(sizeof info_names / sizeof info_names[0]))

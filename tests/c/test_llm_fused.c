@@ -5,7 +5,7 @@
  * output), qwen2 (NeoX halves, q/k/v biases) and qwen3 (per-head q/k
  * norms), with 4 L + 1 fewer ops: no rms_norm but qwen3's per-head ones,
  * no rope; and with a LoRA adapter on every target (its inputs normed for
- * it, gate and up as pieces). */
+ * it, gate and up as pieces), which WebGPU plans too. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -128,6 +128,12 @@ static void lora_every_target(void **state) {
     unsigned char *buf = lora_finish(&f, &size);
     rlx_llm_lora l = {NULL, buf, size, 1.0f};
     fused_equals_plain(paths[k], &l);
+    /* WebGPU plans every op of it (the browser runs it: tests/node) */
+    m = open_or_fail(paths[k], &l);
+    rlx_session *s = NULL;
+    if (rlx_llm_compile_step(m, 0, RLX_DEVICE_WEBGPU, 1, &s) != RLX_OK) fail_msg("WebGPU: %s", rlx_last_error());
+    rlx_session_free(s);
+    rlx_llm_free(m);
     free(buf);
   }
 }

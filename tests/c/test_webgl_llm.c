@@ -9,7 +9,9 @@
  * the logits the CPU's rlx_llm_eval gives for the same tokens, and the same
  * greedy token wherever the CPU's top-2 margin is not a rounding.  The plan
  * keeps every 2-D weight as a words texture and writes the caches in place.
- * Needs build/lm (make lm-fixtures). */
+ * With a LoRA adapter on every target too (f32 and f16 tables, the scaled
+ * intermediate, gate and up as pieces).  Needs build/lm (make
+ * lm-fixtures). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,12 +25,13 @@
 
 #include "../../src/models/llm.h"
 #include "../../src/webgl/gl_plan.h"
+#include "lora_files.h"
 
 #define N_CTX 32
 #define TOL 1e-4 /* |gl - cpu| / (1 + max |cpu|) over the logits */
 
-static rlx_llm *open_or_fail(const char *path) {
-  rlx_llm_options opt = {.n_ctx = N_CTX};
+static rlx_llm *open_or_fail(const char *path, const rlx_llm_lora *lora) {
+  rlx_llm_options opt = {.n_ctx = N_CTX, .lora = lora, .n_lora = lora != NULL};
   rlx_llm *m = NULL;
   if (rlx_llm_open_file(path, &opt, &m) != RLX_OK) fail_msg("%s: %s (run make lm-fixtures)", path, rlx_last_error());
   return m;
@@ -90,9 +93,26 @@ static int32_t argmax(const float *x, int32_t n, float *margin) {
   return best;
 }
 
+/* state: a fixture's path, with "+lora-f32" or "+lora-f16" after it for
+ * an adapter of that type on every target. */
 static void step_matches_cpu(void **state) {
-  const char *path = *state;
-  rlx_llm *cpu = open_or_fail(path), *gl = open_or_fail(path);
+  char path[64];
+  snprintf(path, sizeof path, "%s", (const char *)*state);
+  char *plus = strchr(path, '+');
+  unsigned char *adapter = NULL;
+  rlx_llm_lora l = {0};
+  if (plus) {
+    *plus = 0;
+    rlx_llm *m = open_or_fail(path, NULL);
+    lora_file f;
+    lora_begin(&f, m->info.arch, "adapter", "lora");
+    lora_pairs(&f, &m->info, LORA_ALL_TARGETS, 4, strstr(plus + 1, "f16") ? RLX_GGUF_TYPE_F16 : RLX_GGUF_TYPE_F32, 0, 3);
+    rlx_llm_free(m);
+    adapter = lora_finish(&f, &l.size);
+    l.data = adapter;
+    l.scale = 1.0f;
+  }
+  rlx_llm *cpu = open_or_fail(path, plus ? &l : NULL), *gl = open_or_fail(path, plus ? &l : NULL);
   const int32_t vocab = gl->info.n_vocab;
   float *want = malloc((size_t)vocab * sizeof(float));
   rlx_session *s4 = webgl_step(gl, 4), *s1 = webgl_step(gl, 1);
@@ -118,19 +138,21 @@ static void step_matches_cpu(void **state) {
     int32_t top = argmax(want, vocab, &margin);
     if (margin > 1e-2f) assert_int_equal(argmax(got, vocab, &unused), top);
   }
-  printf("  %s: 4 steps, worst logit difference %.2e\n", path, worst);
+  printf("  %s: 4 steps, worst logit difference %.2e\n", (const char *)*state, worst);
   rlx_session_free(s4);
   rlx_session_free(s1);
   free(want);
   rlx_llm_free(cpu);
   rlx_llm_free(gl);
+  free(adapter);
 }
 
 int main(void) {
   static const char *const models[] = {"build/lm/llama-q4_0.gguf", "build/lm/qwen2-q8_0.gguf",
                                        "build/lm/qwen3-q4_k.gguf", "build/lm/llama-tied-q8_0.gguf",
                                        "build/lm/qwen2-q5_1.gguf", "build/lm/qwen3-q6_k.gguf",
-                                       "build/lm/llama-f16.gguf"};
+                                       "build/lm/llama-f16.gguf", "build/lm/qwen2-q8_0.gguf+lora-f32",
+                                       "build/lm/qwen3-q4_k.gguf+lora-f16"};
   struct CMUnitTest tests[sizeof models / sizeof models[0]];
   for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
     tests[i].name = models[i];

@@ -10,6 +10,8 @@ export async function main(file: File): Promise<void> {
   await loadGguf('model.gguf');
   const fast: boolean = (await loadGguf('model.gguf', { backend: 'cpu', xq8: true })).info.xq8;
   void fast;
+  const adapted: number = (await loadGguf('model.gguf', { lora: [{ source: 'style.gguf', scale: 0.5 }, { source: file }] })).info.nLora;
+  void adapted;
   await loadGguf(new URL('https://example.com/m.gguf'));
   await loadGguf(new Uint8Array(8), { wasm: new URL('./pkg/rlx_llm.wasm', import.meta.url) });
   const info: GgufInfo = model.info;
@@ -50,6 +52,8 @@ export async function main(file: File): Promise<void> {
   await loadGguf(file, { nCtx: '512' });
   // @ts-expect-error stop strings are an array
   await model.generate('x', { stop: '\n' });
+  // @ts-expect-error an adapter is { source, scale }
+  await loadGguf(file, { lora: ['style.gguf'] });
   // @ts-expect-error no such backend
   await loadGguf(file, { backend: 'cuda' });
   // @ts-expect-error gpu is a GPU or a GPUDevice

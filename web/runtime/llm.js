@@ -15,6 +15,7 @@
 //   model.logits(ids);                            // the logits after ids (a fresh context)
 //   await loadGguf(file, { backend: 'webgpu' });  // the steps on WebGPU (eval / logits then return Promises)
 //   await loadGguf(file, { backend: 'webgl' });   // the steps on WebGL2 (likewise)
+//   await loadGguf(file, { lora: [{ source: 'style.gguf', scale: 0.5 }] });  // LoRA adapters (llm_lora.js)
 //   model.reset(); model.free();
 //
 // Sources: a File or Blob (read with stream(), or slice() where there is
@@ -44,7 +45,8 @@ import { simdOption, moduleFile } from './simd.js';
 import { Generation } from './llm_stream.js';
 import { STATUS, fail, functionOption, intOption, isNode, now, numberOption } from './llm_common.js';
 import { LlmModule, instantiate } from './llm_module.js';
-import { SOURCE_KINDS, openSource } from './llm_source.js';
+import { SOURCE_KINDS, isSource, openSource } from './llm_source.js';
+import { loraArrays, loraMessage, loraOption, readAdapters } from './llm_lora.js';
 
 export { RlxError };
 export { GgufWorker } from './llm_worker_client.js';
@@ -81,8 +83,11 @@ function gib(bytes) { return `${(bytes / 2 ** 30).toFixed(2)} GiB`; }
  * per 32 values first, as llama.cpp does, and run as int8 dot products:
  * faster generation, logits within that rounding; not on a GPU backend:
  * refused with 'webgpu' / 'webgl', not applied where 'auto' picks a GPU;
- * info.xq8 says whether it is on) }.  A 'webgpu' or 'webgl' that cannot run
- * here is an RlxError with reason 'unavailable'.
+ * info.xq8 says whether it is on), lora ([{ source, scale }]: LoRA adapter
+ * files, from any source the model may come from, applied while generating
+ * on every backend, each with its scale (default 1); llm_lora.js; info.nLora,
+ * nLoraPairs and loraBytes say what was applied) }.  A 'webgpu' or 'webgl'
+ * that cannot run here is an RlxError with reason 'unavailable'.
  */
 export async function loadGguf(source, options = undefined) {
   const fn = 'loadGguf';
@@ -96,6 +101,7 @@ export async function loadGguf(source, options = undefined) {
   if (o.xq8 && (backend === 'webgpu' || backend === 'webgl')) {
     throw fail(fn, `options.xq8 (8-bit activations) runs on the CPU only; backend '${backend}' keeps f32 activations (leave xq8 out)`);
   }
+  const lora = loraOption(fn, o.lora);
   const isWasm = (w) => typeof w === 'string' || w instanceof URL || w instanceof ArrayBuffer || ArrayBuffer.isView(w) ||
     w instanceof WebAssembly.Module;
   for (const k of ['wasm', 'gpuWasm', 'webglWasm']) {
@@ -105,10 +111,7 @@ export async function loadGguf(source, options = undefined) {
   let gpu = backend === 'cpu' || backend === 'webgl' ? null : await chooseWebGpu(fn, backend, o.gpu);
   if (backend === 'webgl' || (backend === 'auto' && !gpu.device)) gpu = await chooseWebGl(fn, backend, gpu?.fallbacks ?? []);
   const wasm = gpu?.device ? (o.gpuWasm ?? GPU_WASM) : gpu?.gl ? (o.webglWasm ?? WEBGL_WASM) : (o.wasm ?? moduleFile('llm', simd));
-  const okSource = typeof source === 'string' || source instanceof URL || source instanceof ArrayBuffer ||
-    ArrayBuffer.isView(source) || (typeof Blob === 'function' && source instanceof Blob) ||
-    (typeof Response === 'function' && source instanceof Response);
-  if (!okSource) {
+  if (!isSource(source)) {
     gpu?.release?.();
     throw fail(fn, `source must be ${SOURCE_KINDS}, got ${describe(source)}`);
   }
@@ -150,6 +153,7 @@ export async function loadGguf(source, options = undefined) {
 
   let ptr = 0;
   let loaded = 0;
+  let adapters = []; // [{ ptr, size, name }] until the model holds them
   try {
     progress(0, true);
     if (src.size !== null) {
@@ -179,14 +183,23 @@ export async function loadGguf(source, options = undefined) {
       let off = 0;
       for (const chunk of chunks) { mod.u8(ptr + off, chunk.length).set(chunk); off += chunk.length; }
     }
+    adapters = await readAdapters(fn, mod, lora);
     const handle = mod.scoped((t) => {
       const out = t.alloc(4);
       mod.i32(out, 1)[0] = 0;
       const xq8 = o.xq8 && !gpu?.device && !gpu?.gl ? 1 : 0; // the CPU only
-      mod.check(mod.call('rlx_llm_open', ptr, loaded, nCtx, xq8, out), `${fn}: ${src.name.slice(0, 200)}: `);
+      const status = mod.call('rlx_llm_open', ptr, loaded, nCtx, xq8, ...loraArrays(mod, t, adapters, lora), out);
+      try {
+        mod.check(status, `${fn}: ${src.name.slice(0, 200)}: `);
+      } catch (err) {
+        err.message = loraMessage(err.message, adapters);
+        throw err;
+      }
       return mod.i32(out, 1)[0] >>> 0;
     });
     const model = new GgufModel(mod, handle, ptr, loaded, gpu ?? { backend: 'cpu', fallbacks: [] });
+    model.adapters = adapters.map((a) => a.ptr);
+    adapters = [];
     ptr = 0; // the model's now
     gpu = null; // and so is the GPU context
     if (model.gpu) {
@@ -200,7 +213,7 @@ export async function loadGguf(source, options = undefined) {
     }
     return model;
   } catch (err) {
-    if (ptr && !mod.dead) mod.free(ptr);
+    if (!mod.dead) for (const p of [ptr, ...adapters.map((a) => a.ptr)]) mod.free(p);
     gpu?.release?.();
     throw err;
   }
@@ -268,6 +281,7 @@ export class GgufModel {
     this.mod = mod;
     this.handle = handle;
     this.buffer = buffer;
+    this.adapters = [];       // the LoRA adapters' buffers (llm_lora.js), read in place by the model
     this.running = false;     // a generate() (or, on a GPU, an eval) is in progress
     this.freeLater = false;   // free() came during generate()
     const fallbacks = backend.fallbacks.map((f) => Object.freeze({ ...f }));
@@ -612,7 +626,9 @@ export class GgufModel {
     if (!m.dead) {
       m.call('rlx_llm_free', this.handle);
       m.free(this.buffer);
+      for (const p of this.adapters) m.free(p);
     }
+    this.adapters = [];
     this.handle = 0;
     this.buffer = 0;
     this.mod = null; // the instance and its memory go with the last reference to it

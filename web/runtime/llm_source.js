@@ -9,6 +9,10 @@ const BLOB_SLICE = 8 << 20; // bytes per slice() of a Blob without stream()
 
 export const SOURCE_KINDS = 'a URL or path, a File or Blob, a Response, an ArrayBuffer or a Uint8Array';
 
+/** Whether v is one of SOURCE_KINDS. */
+export const isSource = (v) => typeof v === 'string' || v instanceof URL || v instanceof ArrayBuffer || ArrayBuffer.isView(v) ||
+  (typeof Blob === 'function' && v instanceof Blob) || (typeof Response === 'function' && v instanceof Response);
+
 /** { size (bytes, or null when unknown), chunks (async iterable of Uint8Array), name } of a source. */
 export async function openSource(fn, source) {
   if (source instanceof ArrayBuffer) return { size: source.byteLength, chunks: [new Uint8Array(source)], name: 'bytes' };

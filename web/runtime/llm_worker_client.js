@@ -63,13 +63,17 @@ export class GgufWorker {
     const fn = 'GgufWorker.load';
     const o = optionsArg(fn, options);
     const onProgress = functionOption(fn, 'options.onProgress', o.onProgress);
+    // URLs resolved against the page (the worker's own location is runtime/), as strings (a URL does not clone)
+    const isUrl = (s) => typeof s === 'string' || s instanceof URL;
+    const resolve = (s) => new URL(String(s), globalThis.document?.baseURI ?? globalThis.location?.href).href;
     let src = source;
-    if (typeof source === 'string' || source instanceof URL) {
-      src = new URL(String(source), globalThis.document?.baseURI ?? globalThis.location?.href).href;
+    if (isUrl(source)) {
+      src = resolve(source);
     } else if (!(source instanceof ArrayBuffer || ArrayBuffer.isView(source) || (typeof Blob === 'function' && source instanceof Blob))) {
       throw fail(fn, `source must be a URL, a File or Blob, an ArrayBuffer or a Uint8Array, got ${describe(source)}`);
     }
     const { onProgress: _, ...rest } = o;
+    if (Array.isArray(rest.lora)) rest.lora = rest.lora.map((a) => (isUrl(a?.source) ? { ...a, source: resolve(a.source) } : a));
     this.info = await this.request('load', { source: src, options: rest }, (msg) => onProgress?.({ loaded: msg.loaded, total: msg.total, stage: msg.stage }));
     return this.info;
   }
