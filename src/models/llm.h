@@ -90,6 +90,8 @@ rlx_status rlx_llm_read_gguf(const char *fn, const char *path, uint64_t budget, 
  * refusal names the adapter and what is wrong); rlx_llm_free frees them. */
 rlx_status rlx_llm_lora_open(rlx_llm *m, const rlx_llm_options *opt, uint64_t budget);
 void rlx_llm_lora_free(rlx_llm *m);
+/* Layer L's weight of product p (LLM_P_*). */
+const llm_weight *rlx_llm_proj_weight(const llm_layer *L, int p);
 /* The pair adapter i has on layer l's product p, or NULL. */
 const llm_lora_pair *rlx_llm_lora_pair(const rlx_llm *m, int32_t i, int32_t l, int p);
 

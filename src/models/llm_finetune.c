@@ -26,8 +26,8 @@ struct rlx_llm_finetune {
   const rlx_llm *m;
   rlx_llm_finetune_options opt; /* targets not kept */
   int32_t n_pairs;
-  llm_lora_pair *pairs;
-  int32_t *pair_at;   /* [n_layer * LLM_LORA_N_TARGETS] */
+  llm_train_pair *pairs;
+  int32_t *pair_at;   /* [n_layer * LLM_N_PROJ] */
   float *values;      /* every pair's A then B */
   size_t n_values;
   ft_state *state;
@@ -50,7 +50,7 @@ rlx_llm_finetune_options rlx_llm_finetune_default_options(void) {
 static rlx_status parse_targets(const char *s, uint32_t *bits) {
   *bits = 0;
   if (!s || !*s) {
-    *bits = 1u << LLM_LORA_ATTN_Q | 1u << LLM_LORA_ATTN_V;
+    *bits = 1u << LLM_P_Q | 1u << LLM_P_V;
     return RLX_OK;
   }
   while (1) {
@@ -59,11 +59,11 @@ static rlx_status parse_targets(const char *s, uint32_t *bits) {
     while (len && *s == ' ') s++, len--;
     while (len && s[len - 1] == ' ') len--;
     int32_t t = 0;
-    while (t < LLM_LORA_N_TARGETS && !(strlen(llm_lora_target_names[t]) == len && !memcmp(s, llm_lora_target_names[t], len))) t++;
-    if (t < LLM_LORA_N_TARGETS)
+    while (t < LLM_N_PROJ && !(strlen(rlx_llm_lora_target(t)) == len && !memcmp(s, rlx_llm_lora_target(t), len))) t++;
+    if (t < LLM_N_PROJ)
       *bits |= 1u << t;
     else if (len == 3 && !memcmp(s, "all", 3))
-      *bits |= (1u << LLM_LORA_N_TARGETS) - 1;
+      *bits |= (1u << LLM_N_PROJ) - 1;
     else
       return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_finetune_new: unknown target '%.*s' in targets (attn_q, attn_k, "
                        "attn_v, attn_output, ffn_gate, ffn_up, ffn_down or all)", (int)len, s);
@@ -100,10 +100,10 @@ static rlx_status check_options(const rlx_llm_info *in, const rlx_llm_finetune_o
  * kaiming_uniform_ with a = sqrt(5)), B zero. */
 static rlx_status make_pairs(rlx_llm_finetune *ft, uint32_t bits) {
   const rlx_llm_info *in = &ft->m->info;
-  const int32_t r = ft->opt.rank, slots = in->n_layer * LLM_LORA_N_TARGETS;
+  const int32_t r = ft->opt.rank, slots = in->n_layer * LLM_N_PROJ;
   for (int32_t l = 0; l < in->n_layer; l++)
-    for (int32_t t = 0; t < LLM_LORA_N_TARGETS; t++) {
-      const llm_weight *w = llm_lora_target_weight(&ft->m->layers[l], t);
+    for (int32_t t = 0; t < LLM_N_PROJ; t++) {
+      const llm_weight *w = rlx_llm_proj_weight(&ft->m->layers[l], t);
       if (!(bits >> t & 1)) continue;
       if (w->qtype < 0 || !w->matrix)
         return rlx_error(RLX_ERR_UNSUPPORTED, "rlx_llm_finetune_new: the model has no 2-D %s weight", w->name);
@@ -122,21 +122,21 @@ static rlx_status make_pairs(rlx_llm_finetune *ft, uint32_t bits) {
   float *v = ft->values;
   int32_t i = 0;
   for (int32_t l = 0; l < in->n_layer; l++)
-    for (int32_t t = 0; t < LLM_LORA_N_TARGETS; t++) {
-      ft->pair_at[l * LLM_LORA_N_TARGETS + t] = -1;
+    for (int32_t t = 0; t < LLM_N_PROJ; t++) {
+      ft->pair_at[l * LLM_N_PROJ + t] = -1;
       if (!(bits >> t & 1)) continue;
-      const llm_weight *w = llm_lora_target_weight(&ft->m->layers[l], t);
-      llm_lora_pair *p = &ft->pairs[i];
+      const llm_weight *w = rlx_llm_proj_weight(&ft->m->layers[l], t);
+      llm_train_pair *p = &ft->pairs[i];
       snprintf(p->name, sizeof p->name, "%s", w->name);
       snprintf(p->a_name, sizeof p->a_name, "%s.lora_a", w->name);
       snprintf(p->b_name, sizeof p->b_name, "%s.lora_b", w->name);
       p->layer = l, p->target = t, p->n_in = w->cols, p->n_out = w->rows;
       p->a = v, v += (size_t)r * (size_t)p->n_in;
       p->b = v, v += (size_t)p->n_out * (size_t)r;
-      const uint64_t stream = rlx_hash64(ft->opt.seed, (uint64_t)(l * LLM_LORA_N_TARGETS + t));
+      const uint64_t stream = rlx_hash64(ft->opt.seed, (uint64_t)(l * LLM_N_PROJ + t));
       const float bound = 1.0f / sqrtf((float)p->n_in);
       for (size_t j = 0; j < (size_t)r * (size_t)p->n_in; j++) p->a[j] = (2.0f * rlx_uniform(stream, j) - 1.0f) * bound;
-      ft->pair_at[l * LLM_LORA_N_TARGETS + t] = i++;
+      ft->pair_at[l * LLM_N_PROJ + t] = i++;
     }
   return RLX_OK;
 }
@@ -168,7 +168,7 @@ void rlx_llm_finetune_free(rlx_llm_finetune *ft) {
   for (int32_t i = 0; i < ft->n_state; i++) rlx_free(ft->state[i].data, ft->state[i].len * sizeof(float));
   rlx_free(ft->state, (size_t)ft->cap_state * sizeof *ft->state);
   rlx_free(ft->pairs, (size_t)ft->n_pairs * sizeof *ft->pairs);
-  rlx_free(ft->pair_at, (size_t)ft->m->info.n_layer * LLM_LORA_N_TARGETS * sizeof *ft->pair_at);
+  rlx_free(ft->pair_at, (size_t)ft->m->info.n_layer * LLM_N_PROJ * sizeof *ft->pair_at);
   rlx_free(ft->values, ft->n_values * sizeof(float));
   rlx_free(ft->targets, ft->cap_tokens * TOKEN_BYTES);
   rlx_free(ft, sizeof *ft);
@@ -206,7 +206,7 @@ static rlx_status bind_all(rlx_llm_finetune *ft, rlx_session *s, const llm_train
     for (int32_t k = 0; k < t->n_weights && !data; k++)
       if (!strcmp(t->weights[k]->name, name)) data = t->weights[k]->data, bytes = t->weights[k]->bytes;
     for (int32_t k = 0; k < ft->n_pairs && !data; k++) {
-      const llm_lora_pair *p = &ft->pairs[k];
+      const llm_train_pair *p = &ft->pairs[k];
       if (!strcmp(p->a_name, name)) data = p->a, bytes = (size_t)r * (size_t)p->n_in * sizeof(float);
       if (!strcmp(p->b_name, name)) data = p->b, bytes = (size_t)p->n_out * (size_t)r * sizeof(float);
     }
@@ -342,7 +342,7 @@ rlx_status rlx_llm_finetune_pair(const rlx_llm_finetune *ft, int32_t i, rlx_llm_
   if (i < 0 || i >= ft->n_pairs)
     return rlx_error(RLX_ERR_NOT_FOUND, "rlx_llm_finetune_pair: pair %d does not exist (0 .. %d)", (int)i,
                      (int)ft->n_pairs - 1);
-  const llm_lora_pair *p = &ft->pairs[i];
+  const llm_train_pair *p = &ft->pairs[i];
   info->name = p->name;
   info->layer = p->layer;
   info->n_in = p->n_in, info->n_out = p->n_out, info->rank = ft->opt.rank;
@@ -353,7 +353,7 @@ rlx_status rlx_llm_finetune_pair(const rlx_llm_finetune *ft, int32_t i, rlx_llm_
 /* The pair called name, after checking the lengths of the A and B the
  * caller passes (a NULL one is skipped); *na, *nb: their sizes. */
 static rlx_status pair_for(const rlx_llm_finetune *ft, const char *fn, const char *name, const void *a, size_t a_len,
-                           const void *b, size_t b_len, const llm_lora_pair **out, size_t *na, size_t *nb) {
+                           const void *b, size_t b_len, const llm_train_pair **out, size_t *na, size_t *nb) {
   if (!ft || !name) return rlx_error(RLX_ERR_INVALID_ARG, "%s: %s is NULL", fn, ft ? "name" : "the fine-tuning object");
   int32_t i = 0;
   while (i < ft->n_pairs && strcmp(ft->pairs[i].name, name)) i++;
@@ -369,7 +369,7 @@ static rlx_status pair_for(const rlx_llm_finetune *ft, const char *fn, const cha
 
 rlx_status rlx_llm_finetune_get_pair(const rlx_llm_finetune *ft, const char *name, float *a, size_t a_len, float *b,
                                      size_t b_len) {
-  const llm_lora_pair *p;
+  const llm_train_pair *p;
   size_t na, nb;
   rlx_status st = pair_for(ft, "rlx_llm_finetune_get_pair", name, a, a_len, b, b_len, &p, &na, &nb);
   if (st != RLX_OK) return st;
@@ -381,7 +381,7 @@ rlx_status rlx_llm_finetune_get_pair(const rlx_llm_finetune *ft, const char *nam
 rlx_status rlx_llm_finetune_set_pair(rlx_llm_finetune *ft, const char *name, const float *a, size_t a_len,
                                      const float *b, size_t b_len) {
   const char *fn = "rlx_llm_finetune_set_pair";
-  const llm_lora_pair *p;
+  const llm_train_pair *p;
   size_t na, nb;
   rlx_status st = pair_for(ft, fn, name, a, a_len, b, b_len, &p, &na, &nb);
   if (st != RLX_OK) return st;
@@ -397,7 +397,7 @@ rlx_status rlx_llm_finetune_set_pair(rlx_llm_finetune *ft, const char *name, con
 rlx_status rlx_llm_finetune_get_grad(const rlx_llm_finetune *ft, const char *name, float *da, size_t a_len, float *db,
                                      size_t b_len) {
   const char *fn = "rlx_llm_finetune_get_grad";
-  const llm_lora_pair *p;
+  const llm_train_pair *p;
   size_t na, nb;
   rlx_status st = pair_for(ft, fn, name, da, a_len, db, b_len, &p, &na, &nb);
   if (st != RLX_OK) return st;

@@ -18,11 +18,12 @@ static const char *const TARGETS[LLM_N_PROJ] = {"attn_q", "attn_k", "attn_v", "a
 
 const char *rlx_llm_lora_target(int32_t i) { return i >= 0 && i < LLM_N_PROJ ? TARGETS[i] : NULL; }
 
-static const llm_weight *base_weight(const rlx_llm *m, int32_t l, int p) {
-  const llm_layer *L = &m->layers[l];
+const llm_weight *rlx_llm_proj_weight(const llm_layer *L, int p) {
   const llm_weight *w[LLM_N_PROJ] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down};
   return w[p];
 }
+
+static const llm_weight *base_weight(const rlx_llm *m, int32_t l, int p) { return rlx_llm_proj_weight(&m->layers[l], p); }
 
 /* "rlx_llm_open: LoRA adapter i (what): <message>". */
 static rlx_status lfail(const char *what, int32_t i, rlx_status code, const char *fmt, ...) {

@@ -8,20 +8,8 @@
 #include "llm.h"
 #include "rlx_llm_train.h"
 
-/* The targetable projections, in a layer's order. */
-enum {
-  LLM_LORA_ATTN_Q,
-  LLM_LORA_ATTN_K,
-  LLM_LORA_ATTN_V,
-  LLM_LORA_ATTN_OUTPUT,
-  LLM_LORA_FFN_GATE,
-  LLM_LORA_FFN_UP,
-  LLM_LORA_FFN_DOWN,
-  LLM_LORA_N_TARGETS
-};
-extern const char *const llm_lora_target_names[LLM_LORA_N_TARGETS];
-/* The weight target t stands for in layer L. */
-const llm_weight *llm_lora_target_weight(const llm_layer *L, int32_t t);
+/* The targetable projections are llm.h's LLM_P_* (LLM_N_PROJ of them),
+ * named by rlx_llm_lora_target and found by rlx_llm_proj_weight. */
 
 /* One adapter pair: params "<name>.lora_a" [rank, n_in] and
  * "<name>.lora_b" [n_out, rank]. */
@@ -30,11 +18,11 @@ typedef struct {
   char a_name[80], b_name[80];
   int32_t layer, target, n_in, n_out;
   float *a, *b;          /* the values (the fine-tuning object's memory) */
-} llm_lora_pair;
+} llm_train_pair;
 
 typedef struct {
-  const llm_lora_pair *pairs;
-  const int32_t *pair_at; /* [n_layer * LLM_LORA_N_TARGETS]: pair index or -1 */
+  const llm_train_pair *pairs;
+  const int32_t *pair_at; /* [n_layer * LLM_N_PROJ]: pair index or -1 */
   int32_t rank;
   float scale;
 } llm_lora_set;

@@ -26,21 +26,6 @@
 
 #include "llm_train.h"
 
-const char *const llm_lora_target_names[LLM_LORA_N_TARGETS] = {
-    [LLM_LORA_ATTN_Q] = "attn_q",     [LLM_LORA_ATTN_K] = "attn_k",   [LLM_LORA_ATTN_V] = "attn_v",
-    [LLM_LORA_ATTN_OUTPUT] = "attn_output", [LLM_LORA_FFN_GATE] = "ffn_gate", [LLM_LORA_FFN_UP] = "ffn_up",
-    [LLM_LORA_FFN_DOWN] = "ffn_down",
-};
-
-const llm_weight *llm_lora_target_weight(const llm_layer *L, int32_t t) {
-  const llm_weight *w[LLM_LORA_N_TARGETS] = {
-      [LLM_LORA_ATTN_Q] = &L->wq,       [LLM_LORA_ATTN_K] = &L->wk,   [LLM_LORA_ATTN_V] = &L->wv,
-      [LLM_LORA_ATTN_OUTPUT] = &L->wo,  [LLM_LORA_FFN_GATE] = &L->gate, [LLM_LORA_FFN_UP] = &L->up,
-      [LLM_LORA_FFN_DOWN] = &L->down,
-  };
-  return t >= 0 && t < LLM_LORA_N_TARGETS ? w[t] : NULL;
-}
-
 typedef struct {
   rlx_graph *g;
   const rlx_llm *m;
@@ -76,8 +61,8 @@ static rlx_node norm(train_builder *b, rlx_node x, const llm_weight *w) {
 }
 
 /* The adapter pair on target t of layer l, or NULL. */
-static const llm_lora_pair *pair_of(const train_builder *b, int32_t l, int32_t t) {
-  int32_t i = b->lora->pair_at[l * LLM_LORA_N_TARGETS + t];
+static const llm_train_pair *pair_of(const train_builder *b, int32_t l, int32_t t) {
+  int32_t i = b->lora->pair_at[l * LLM_N_PROJ + t];
   return i < 0 ? NULL : &b->lora->pairs[i];
 }
 
@@ -85,9 +70,9 @@ static const llm_lora_pair *pair_of(const train_builder *b, int32_t l, int32_t t
  * pair in layer l) (+ r when r is not RLX_NO_NODE). */
 static rlx_node lin(train_builder *b, rlx_node r, rlx_node x, int32_t l, int32_t t) {
   rlx_graph *g = b->g;
-  const llm_weight *w = llm_lora_target_weight(&b->m->layers[l], t);
+  const llm_weight *w = rlx_llm_proj_weight(&b->m->layers[l], t);
   rlx_node y = rlx_matmul_q(g, x, weight(b, w), w->qtype, w->rows, w->cols, 0);
-  const llm_lora_pair *p = pair_of(b, l, t);
+  const llm_train_pair *p = pair_of(b, l, t);
   if (p) {
     const int32_t rank = b->lora->rank, i = (int32_t)(p - b->lora->pairs);
     int32_t da[2] = {rank, p->n_in}, db[2] = {p->n_out, rank};
@@ -129,11 +114,11 @@ static rlx_node repeat_kv(train_builder *b, rlx_node x) {
 /* h (normed) -> silu(h Wgate^T) * (h Wup^T), [T, n_ff]. */
 static rlx_node gate_up(train_builder *b, rlx_node h, int32_t l) {
   const llm_layer *L = &b->m->layers[l];
-  if (!pair_of(b, l, LLM_LORA_FFN_GATE) && !pair_of(b, l, LLM_LORA_FFN_UP) && L->gate.qtype == L->up.qtype &&
+  if (!pair_of(b, l, LLM_P_GATE) && !pair_of(b, l, LLM_P_UP) && L->gate.qtype == L->up.qtype &&
       L->gate.rows == L->up.rows && L->gate.cols == L->up.cols)
     return rlx_swiglu_q(b->g, h, weight(b, &L->gate), weight(b, &L->up), L->gate.qtype, L->gate.rows, L->gate.cols);
-  return rlx_mul(b->g, rlx_silu(b->g, lin(b, RLX_NO_NODE, h, l, LLM_LORA_FFN_GATE)),
-                 lin(b, RLX_NO_NODE, h, l, LLM_LORA_FFN_UP));
+  return rlx_mul(b->g, rlx_silu(b->g, lin(b, RLX_NO_NODE, h, l, LLM_P_GATE)),
+                 lin(b, RLX_NO_NODE, h, l, LLM_P_UP));
 }
 
 static rlx_node layer(train_builder *b, rlx_node x, int32_t l) {
@@ -141,15 +126,15 @@ static rlx_node layer(train_builder *b, rlx_node x, int32_t l) {
   const llm_layer *L = &b->m->layers[l];
   rlx_graph *g = b->g;
   rlx_node h = norm(b, x, &L->attn_norm);
-  rlx_node q = heads(b, lin_bias(b, h, l, LLM_LORA_ATTN_Q, &L->bq), in->n_head, &L->q_norm, 1);
-  rlx_node k = heads(b, lin_bias(b, h, l, LLM_LORA_ATTN_K, &L->bk), in->n_head_kv, &L->k_norm, 1);
-  rlx_node v = heads(b, lin_bias(b, h, l, LLM_LORA_ATTN_V, &L->bv), in->n_head_kv, NULL, 0);
+  rlx_node q = heads(b, lin_bias(b, h, l, LLM_P_Q, &L->bq), in->n_head, &L->q_norm, 1);
+  rlx_node k = heads(b, lin_bias(b, h, l, LLM_P_K, &L->bk), in->n_head_kv, &L->k_norm, 1);
+  rlx_node v = heads(b, lin_bias(b, h, l, LLM_P_V, &L->bv), in->n_head_kv, NULL, 0);
   rlx_node a = rlx_attention(g, q, repeat_kv(b, k), repeat_kv(b, v), RLX_MASK_CAUSAL, 0, RLX_NO_NODE,
                              1.0f / sqrtf((float)in->head_dim)); /* [W, Hq, S, D] */
   int32_t perm[4] = {0, 2, 1, 3}, d2[2] = {b->w * b->s, in->n_head * in->head_dim};
   a = rlx_reshape(g, rlx_permute(g, a, perm), 2, d2);
-  x = lin(b, x, a, l, LLM_LORA_ATTN_OUTPUT);
-  return lin(b, x, gate_up(b, norm(b, x, &L->ffn_norm), l), l, LLM_LORA_FFN_DOWN);
+  x = lin(b, x, a, l, LLM_P_O);
+  return lin(b, x, gate_up(b, norm(b, x, &L->ffn_norm), l), l, LLM_P_DOWN);
 }
 
 rlx_status llm_train_graph_build(const rlx_llm *m, const llm_lora_set *lora, int32_t n_pairs, int32_t n_windows,
