@@ -61,6 +61,21 @@ typedef struct {
 rlx_status rlx_llm_lora_write(const char *path, const char *arch, float alpha, rlx_gguf_type type,
                               const rlx_llm_lora_tensor *tensors, int32_t n);
 
+/* The adapters a model was opened with, read back: pair k (0 ..
+ * rlx_llm_lora_pair_count - 1, layer by layer in rlx_llm_lora_target's
+ * order) of adapter i, its A [rank, n_in] and B [n_out, rank] as f32
+ * (either pointer may be NULL to skip it; a_len, b_len: their sizes). */
+typedef struct {
+  char name[64];      /* the base weight, e.g. "blk.0.attn_q.weight" */
+  int32_t layer, target; /* target: rlx_llm_lora_target's index */
+  int32_t rank, n_in, n_out;
+  float alpha;        /* the file's adapter.lora.alpha (0 when absent) */
+  float scale;        /* applied: the user's scale * alpha / rank (alpha 0: the user's scale) */
+} rlx_llm_lora_pair_info;
+int32_t rlx_llm_lora_pair_count(const rlx_llm *m, int32_t i); /* 0 for no such adapter */
+rlx_status rlx_llm_lora_get_pair(const rlx_llm *m, int32_t i, int32_t k, rlx_llm_lora_pair_info *info, float *a,
+                                 size_t a_len, float *b, size_t b_len);
+
 typedef struct {
   int32_t n_ctx;   /* positions of the KV cache; 0: the model's context
                       length, at most RLX_LLM_DEFAULT_CTX */

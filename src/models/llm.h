@@ -50,6 +50,7 @@ typedef struct {
   unsigned char *owned;   /* the file's bytes when read from a path */
   size_t size;
   llm_lora_pair *pairs;   /* [n_layer * LLM_N_PROJ], layer-major */
+  float alpha;            /* adapter.lora.alpha (0: absent) */
 } llm_adapter;
 
 typedef struct {

@@ -42,17 +42,14 @@ struct rlx_llm_finetune {
 #define TOKEN_BYTES (sizeof(int32_t) + sizeof(float))
 
 rlx_llm_finetune_options rlx_llm_finetune_default_options(void) {
-  rlx_llm_finetune_options o = {8, 16.0f, NULL, 128, {RLX_OPT_ADAMW, 2e-4f, 0.0f, 0.9f, 0.999f, 1e-8f, 0.0f}, 0};
+  rlx_llm_finetune_options o = {8, 16.0f, "attn_q,attn_v", 128, {RLX_OPT_ADAMW, 2e-4f, 0.0f, 0.9f, 0.999f, 1e-8f, 0.0f}, 0};
   return o;
 }
 
 /* ---- options ---------------------------------------------------------------- */
 static rlx_status parse_targets(const char *s, uint32_t *bits) {
   *bits = 0;
-  if (!s || !*s) {
-    *bits = 1u << LLM_P_Q | 1u << LLM_P_V;
-    return RLX_OK;
-  }
+  if (!s || !*s) s = rlx_llm_finetune_default_options().targets;
   while (1) {
     const char *end = strchr(s, ',');
     size_t len = end ? (size_t)(end - s) : strlen(s);
@@ -334,6 +331,8 @@ rlx_status rlx_llm_finetune_set_lr(rlx_llm_finetune *ft, float lr) {
 }
 
 /* ---- the pairs' values ------------------------------------------------------------ */
+const rlx_llm *llm_finetune_model(const rlx_llm_finetune *ft) { return ft->m; }
+
 int32_t rlx_llm_finetune_pair_count(const rlx_llm_finetune *ft) { return ft ? ft->n_pairs : 0; }
 
 rlx_status rlx_llm_finetune_pair(const rlx_llm_finetune *ft, int32_t i, rlx_llm_finetune_pair_info *info) {

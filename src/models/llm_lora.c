@@ -5,7 +5,8 @@
  * dims [n_in, r] and "<weight>.lora_b" with dims [r, n_out] whose weight
  * the model has, "*_norm.weight" tensors skipped); the pairs' data stays in
  * the file's buffer (read once, or the caller's) and llm_graph.c adds
- * their products.  Refusals name the adapter and what is wrong. */
+ * their products.  Refusals name the adapter and what is wrong.  The
+ * pairs can be read back as f32 (rlx_llm_lora_get_pair). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -174,6 +175,7 @@ static rlx_status open_adapter(rlx_llm *m, const rlx_llm_lora *src, int32_t i, u
     if ((st = rlx_gguf_tensor(g, t, &ti)) == RLX_OK) st = add_tensor(m, &ti, buf, size, what, i, ad->pairs);
   }
   rlx_gguf_free(g);
+  ad->alpha = alpha;
   return st != RLX_OK ? st : check_pairs(m, what, i, src->scale, alpha, ad->pairs);
 }
 
@@ -207,4 +209,42 @@ void rlx_llm_lora_free(rlx_llm *m) {
 const llm_lora_pair *rlx_llm_lora_pair(const rlx_llm *m, int32_t i, int32_t l, int p) {
   const llm_lora_pair *pr = &m->lora[i].pairs[l * LLM_N_PROJ + p];
   return pr->a.qtype >= 0 ? pr : NULL;
+}
+
+int32_t rlx_llm_lora_pair_count(const rlx_llm *m, int32_t i) {
+  if (!m || i < 0 || i >= m->info.n_lora) return 0;
+  int32_t n = 0;
+  for (int32_t k = 0; k < m->info.n_layer * LLM_N_PROJ; k++) n += m->lora[i].pairs[k].a.qtype >= 0;
+  return n;
+}
+
+/* One half as f32: n values of w (F32 or F16). */
+static rlx_status half_f32(const llm_weight *w, float *dst, size_t len, const char *what, const char *name) {
+  const size_t n = (size_t)w->rows * (size_t)w->cols;
+  if (len != n)
+    return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_lora_get_pair: %s of '%s' holds %zu values, not %zu", what, name, n,
+                     len);
+  return rlx_gguf_dequantize((rlx_gguf_type)w->qtype, w->data, w->bytes, dst, (int64_t)n);
+}
+
+rlx_status rlx_llm_lora_get_pair(const rlx_llm *m, int32_t i, int32_t k, rlx_llm_lora_pair_info *info, float *a,
+                                 size_t a_len, float *b, size_t b_len) {
+  const char *fn = "rlx_llm_lora_get_pair";
+  if (!m || !info) return rlx_error(RLX_ERR_INVALID_ARG, "%s: %s is NULL", fn, m ? "info" : "model");
+  if (i < 0 || i >= m->info.n_lora)
+    return rlx_error(RLX_ERR_NOT_FOUND, "%s: no adapter %d (the model has %d)", fn, (int)i, (int)m->info.n_lora);
+  const llm_adapter *ad = &m->lora[i];
+  for (int32_t s = 0, seen = 0; s < m->info.n_layer * LLM_N_PROJ; s++) {
+    const llm_lora_pair *pr = &ad->pairs[s];
+    if (pr->a.qtype < 0 || seen++ != k) continue;
+    memset(info, 0, sizeof *info);
+    info->layer = s / LLM_N_PROJ, info->target = s % LLM_N_PROJ;
+    snprintf(info->name, sizeof info->name, "blk.%d.%s.weight", (int)info->layer, TARGETS[info->target]);
+    info->rank = pr->a.rows, info->n_in = pr->a.cols, info->n_out = pr->b.rows;
+    info->alpha = ad->alpha, info->scale = pr->scale;
+    rlx_status st = a ? half_f32(&pr->a, a, a_len, "A", info->name) : RLX_OK;
+    return st == RLX_OK && b ? half_f32(&pr->b, b, b_len, "B", info->name) : st;
+  }
+  return rlx_error(RLX_ERR_NOT_FOUND, "%s: adapter %d has no pair %d (it has %d)", fn, (int)i, (int)k,
+                   (int)rlx_llm_lora_pair_count(m, i));
 }

@@ -45,4 +45,15 @@ rlx_status llm_train_graph_build(const rlx_llm *m, const llm_lora_set *lora, int
                                  int32_t seq, llm_train_graph *out);
 void llm_train_graph_free(llm_train_graph *t);
 
+/* llm_finetune.c: the model ft was made for. */
+const rlx_llm *llm_finetune_model(const rlx_llm_finetune *ft);
+
+/* llm_jsonl.c: line[0, len) of a JSONL file as an example {"prompt": S,
+ * "completion": S}: both strings decoded (UTF-8) into out (len bytes
+ * suffice), the prompt's *prompt_len bytes then the completion's
+ * *completion_len.  Returns 1, 0 for a blank line, or -1 with the problem
+ * in err[0, err_cap). */
+int llm_jsonl_example(const char *line, size_t len, char *out, size_t *prompt_len, size_t *completion_len, char *err,
+                      size_t err_cap);
+
 #endif

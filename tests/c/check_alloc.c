@@ -157,6 +157,25 @@ size_t check_alloc_peak_bytes(void) { return st.peak; }
 void check_alloc_reset_peak(void) { st.peak = st.live_bytes; }
 long check_alloc_mismatches(void) { return st.mismatches; }
 
+const char *check_alloc_sweep(int (*life)(void *user), void *user, long max_runs) {
+  static char why[160];
+  const size_t live = st.live_bytes;
+  check_alloc_fail_at(-1, 0);
+  int rc = life(user);
+  const long total = st.count;
+  if (rc != 0) return snprintf(why, sizeof why, "without failures the run returned %d", rc), why;
+  for (long k = 0; k < total; k += max_runs > 0 ? total / max_runs + 1 : 1) {
+    check_alloc_fail_at(k, 0);
+    rc = life(user);
+    check_alloc_fail_at(-1, 0);
+    if (rc == 0) return snprintf(why, sizeof why, "allocation %ld of %ld failed, yet the run succeeded", k, total), why;
+    if (st.live_bytes != live)
+      return snprintf(why, sizeof why, "allocation %ld of %ld failed: %zu bytes live after, %zu before", k, total,
+                      st.live_bytes, live), why;
+  }
+  return NULL;
+}
+
 #if !defined(__wasm__)
 #include <unistd.h>
 

@@ -30,4 +30,12 @@ void check_alloc_reset_peak(void);
 /* Old sizes that did not match the block (reported on stderr as found). */
 long check_alloc_mismatches(void);
 
+/* The allocation-failure sweep: life(user) runs once as it is (it must
+ * succeed), then again with its k-th allocation failing, for every k
+ * below the count of that first run (every (count / max_runs + 1)-th k
+ * when max_runs > 0); each of those runs must fail and leave as many
+ * bytes live as before it.  Returns NULL, or what went wrong (a static
+ * message for fail_msg). */
+const char *check_alloc_sweep(int (*life)(void *user), void *user, long max_runs);
+
 #endif

@@ -504,9 +504,17 @@ static void refusals(void **state) {
   rlx_llm_free(m);
 }
 
+typedef struct {
+  const rlx_llm *m;
+  rlx_llm_finetune_options o;
+} life_args;
+
 /* A fine-tuning object's life: made, two steps (one window, then two:
  * compiled again), an evaluation, the gradients, freed. */
-static rlx_status life(const rlx_llm *m, const rlx_llm_finetune_options *o) {
+static int life(void *user) {
+  const life_args *la = user;
+  const rlx_llm *m = la->m;
+  const rlx_llm_finetune_options *o = &la->o;
   int32_t ids[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}; /* targets: ids + 1 */
   float loss;
   rlx_llm_finetune *ft = NULL;
@@ -526,18 +534,10 @@ static void allocation_failures(void **state) {
   if (!check_alloc_active()) skip();
   rlx_llm_finetune_options o;
   rlx_llm *m = open_or_fail("build/lm/qwen3-q8_0.gguf", NULL, &o);
-  const size_t live = check_alloc_live_bytes();
   o.seq = 4, o.targets = "attn_q,ffn_up";
-  check_alloc_fail_at(-1, 0);
-  assert_int_equal(life(m, &o), RLX_OK);
-  const long total = check_alloc_count();
-  for (long k = 0; k < total; k += total / 150 + 1) {
-    check_alloc_fail_at(k, 0);
-    rlx_status st = life(m, &o);
-    check_alloc_fail_at(-1, 0);
-    assert_int_not_equal(st, RLX_OK);
-    assert_int_equal(check_alloc_live_bytes(), live);
-  }
+  life_args la = {m, o};
+  const char *why = check_alloc_sweep(life, &la, 150);
+  if (why) fail_msg("%s", why);
   rlx_llm_free(m);
 }
 
