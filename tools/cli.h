@@ -48,7 +48,7 @@ typedef struct cli_command {
 extern const cli_command *const cli_commands[];
 extern const cli_command cli_train_command, cli_info_command, cli_bench_command, cli_generate_command,
     cli_tokenize_command, cli_next_tokens_command, cli_gguf_info_command, cli_export_gguf_command,
-    cli_make_lora_command;
+    cli_make_lora_command, cli_finetune_command, cli_perplexity_command;
 const cli_command *cli_find_command(const char *name);
 
 /* "rlx <command> --help": usage line, about, options, notes. */
@@ -152,6 +152,19 @@ typedef struct {
 } cli_loras;
 int cli_loras_add(const char *cmd, const char *value, cli_loras *ls);
 void cli_loras_free(cli_loras *ls);
+/* --targets T,U,..: the bits of rlx_llm_lora_target's names (and every
+ * bit for "all" when all_ok), or a usage error printed and 0. */
+unsigned cli_lora_targets(const char *cmd, const char *list, int all_ok);
+/* "attn_q attn_k ..." (the names, space-separated) into buf; its length. */
+size_t cli_lora_target_list(char *buf, size_t cap);
+
+/* The weighted mean negative log-likelihood of every window of a split
+ * through ft's evaluation, batch windows at a time (the last batch filled
+ * up with weight-0 windows, so one session serves all) (cli_perplexity.c):
+ * *nll, and the weight it is over in *scored.  Progress on stderr names
+ * what.  Returns 1, or prints the library's error and returns 0. */
+int cli_mean_nll(const char *cmd, const char *what, rlx_llm_finetune *ft, const rlx_llm_data *d, int32_t split,
+                 int32_t batch, double *nll, double *scored);
 
 /* splitmix64: the tool's own deterministic RNG for shuffling. */
 uint64_t cli_rand(uint64_t *state);

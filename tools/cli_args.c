@@ -248,7 +248,7 @@ void cli_print_usage(FILE *f, const cli_command *c) {
 }
 
 void cli_print_help(const cli_command *c) {
-  char one[96], text[512];
+  char one[96], text[1024];
   cli_print_usage(stdout, c);
   printf("\n");
   print_wrapped(stdout, c->about ? c->about : c->summary, 0, 0);

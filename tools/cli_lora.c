@@ -1,5 +1,6 @@
 /* cli_lora.c - LoRA adapters in the rlx tool: the --lora FILE[:SCALE]
- * values generate and next-tokens take (cli_llm.c), and make-lora, which
+ * values generate, next-tokens and perplexity take, the --targets lists
+ * of make-lora and finetune, and make-lora, which
  * writes a seeded random adapter for a model (rlx_llm_lora_write) for
  * tests and experiments. */
 #include <math.h>
@@ -56,10 +57,16 @@ static const cli_option make_lora_options[] = {
     [L_END] = {NULL},
 };
 
-static void make_lora_notes(char *buf, size_t cap) {
-  size_t at = (size_t)snprintf(buf, cap, "Targets:");
+size_t cli_lora_target_list(char *buf, size_t cap) {
+  size_t at = 0;
   for (int32_t k = 0; rlx_llm_lora_target(k) && at < cap; k++)
-    at += (size_t)snprintf(buf + at, cap - at, " %s", rlx_llm_lora_target(k));
+    at += (size_t)snprintf(buf + at, cap - at, "%s%s", k ? " " : "", rlx_llm_lora_target(k));
+  return at < cap ? at : cap;
+}
+
+static void make_lora_notes(char *buf, size_t cap) {
+  size_t at = (size_t)snprintf(buf, cap, "Targets: ");
+  if (at < cap) at += cli_lora_target_list(buf + at, cap - at);
   if (at < cap)
     snprintf(buf + at, cap - at, ". A and B hold uniform values in +-1/sqrt(n_in) and +-1/sqrt(R) (PEFT's "
              "initialization of A, applied to B too), a stream of the seed per tensor.");
@@ -77,18 +84,21 @@ static void fill(float *x, size_t n, float bound, uint64_t *state) {
   for (size_t i = 0; i < n; i++) x[i] = ((float)(cli_rand(state) >> 40) / 16777216.0f * 2.0f - 1.0f) * bound;
 }
 
-/* The bit of each target in the comma-separated list; 0 after an error. */
-static unsigned parse_targets(const char *cmd, const char *list) {
+unsigned cli_lora_targets(const char *cmd, const char *list, int all_ok) {
   unsigned mask = 0;
   for (const char *p = list; *p;) {
     const size_t len = strcspn(p, ",");
     int found = -1;
     for (int32_t k = 0; rlx_llm_lora_target(k); k++)
       if (strlen(rlx_llm_lora_target(k)) == len && strncmp(p, rlx_llm_lora_target(k), len) == 0) found = (int)k;
-    if (found < 0)
-      return cli_usage_error(cmd, "--targets: '%.*s' is not a target (rlx make-lora --help lists them)", (int)len,
-                             p), 0;
-    mask |= 1u << found;
+    if (all_ok && len == 3 && strncmp(p, "all", 3) == 0) {
+      for (int32_t k = 0; rlx_llm_lora_target(k); k++) mask |= 1u << k;
+    } else if (found < 0) {
+      return cli_usage_error(cmd, "--targets: '%.*s' is not a target (rlx %s --help lists them)", (int)len, p, cmd),
+             0;
+    } else {
+      mask |= 1u << found;
+    }
     p += len + (p[len] == ',');
   }
   if (!mask) cli_usage_error(cmd, "--targets names no target");
@@ -119,7 +129,7 @@ static int cli_make_lora(int argc, char **argv) {
   }
   int end = cli_args_end(&a);
   if (end >= 0) return end;
-  const unsigned mask = parse_targets(cmd, targets);
+  const unsigned mask = cli_lora_targets(cmd, targets, 0);
   if (!mask) return CLI_USAGE;
   const int32_t type = rlx_gguf_type_from_name(type_name);
   if (type != RLX_GGUF_TYPE_F32 && type != RLX_GGUF_TYPE_F16)

@@ -1,10 +1,10 @@
 /* rlx_cli.c - the `rlx` command-line tool: main, the list of commands
- * (each describes its options in its own file: cli_train.c, cli_bench.c,
- * cli_llm.c, cli_lora.c; rlx help and rlx <command> --help print them), help and
- * version, and the helpers the commands share (error messages, model
- * building on the public API, timing, progress lines).
+ * (each describes its options in its own tools/cli_*.c file; rlx help and
+ * rlx <command> --help print them), help and version, and the helpers the
+ * commands share (error messages, model building on the public API,
+ * timing, progress lines).
  *
- * Results go to stdout, progress while train and bench run to stderr (one
+ * Results go to stdout, progress while a command runs to stderr (one
  * line updated in place on a terminal, plain lines otherwise); the exit
  * codes are cli.h's. */
 #include <stdarg.h>
@@ -32,7 +32,8 @@ static const cli_command version_command = {"version", run_version, "the library
 const cli_command *const cli_commands[] = {
     &cli_train_command,    &cli_info_command,        &cli_bench_command,     &cli_generate_command,
     &cli_tokenize_command, &cli_next_tokens_command, &cli_gguf_info_command, &cli_export_gguf_command,
-    &cli_make_lora_command, &help_command,           &version_command,       NULL,
+    &cli_make_lora_command, &cli_finetune_command,   &cli_perplexity_command, &help_command,
+    &version_command,       NULL,
 };
 
 /* "mnist-cnn, mnist-mlp, ..." from the library's model table. */
@@ -42,7 +43,7 @@ static void print_models(FILE *f) {
 
 static void print_overview(FILE *f) {
   cli_print_overview(f);
-  fprintf(f, "\nResults go to stdout; progress of train and bench to stderr (updated in place\n"
+  fprintf(f, "\nResults go to stdout; progress of train, bench, finetune and perplexity to stderr\n(updated in place "
              "on a terminal, plain lines otherwise; 2>/dev/null hides it).\n"
              "Exit status: %d ok, %d a failure while running, %d bad usage or unreadable data.\n\nmodels: ",
           CLI_OK, CLI_FAILED, CLI_USAGE);

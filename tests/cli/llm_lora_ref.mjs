@@ -31,7 +31,7 @@ const fail = (name, msg) => { failures++; console.log(`FAIL ${name}: ${msg}`); }
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rlx-lora-'));
 
 try {
-  console.log('case              steps compared flips(gap)       median |margin diff|  changed without adapters');
+  console.log('case                  steps compared flips(gap)       median |margin diff|  changed without adapters');
   for (const c of LORA_CASES) {
     const file = path.join(expectedDir, `${c.name}.json`);
     if (!fs.existsSync(file)) { fail(c.name, `no ${file} (make llama-ref writes it)`); continue; }
@@ -47,7 +47,7 @@ try {
     for (const g of ref.generate)
       nextTokens(rlx, model, g).forEach(([best], i) => { changed += g.gap[i] > bounds[0] && best !== g.ids[i]; });
     if (changed < MIN_CHANGED * compared) fail(c.name, `without its adapters only ${changed} of ${compared} steps change`);
-    console.log(`${c.name.padEnd(16)} ${String(steps).padStart(5)} ${String(compared).padStart(8)} ` +
+    console.log(`${c.name.padEnd(20)} ${String(steps).padStart(5)} ${String(compared).padStart(8)} ` +
       `${`${flips.length} ${JSON.stringify(flips)}`.padEnd(24).slice(0, 24)} ${med.toFixed(4)} (bound ${bounds[1]})  ` +
       `${changed} of ${compared}`);
   }

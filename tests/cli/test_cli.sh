@@ -17,14 +17,7 @@ if [ ! -x "$RLX" ]; then
   exit 1
 fi
 
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. tests/cli/checks.sh
 
 # expect_usage DESCRIPTION ARGS...: exit code 2 and a message naming rlx.
 expect_usage() {
@@ -124,7 +117,7 @@ grep -q "usage: rlx" "$tmp/out" || fail "rlx help prints no usage"
 [ -s "$tmp/err" ] && fail "rlx help wrote to stderr: $(cat "$tmp/err")"
 "$RLX" --help >"$tmp/out2" 2>&1 && cmp -s "$tmp/out" "$tmp/out2" || fail "rlx --help is not rlx help"
 commands=$(sed -n 's/^  \([a-z][a-z-]*\)\( .*\)\{0,1\}$/\1/p' "$tmp/out")
-for c in train info bench generate tokenize next-tokens gguf-info export-gguf make-lora; do
+for c in train info bench generate tokenize next-tokens gguf-info export-gguf make-lora finetune perplexity; do
   echo "$commands" | grep -qx "$c" || fail "rlx help does not list $c: $(cat "$tmp/out")"
 done
 for c in $commands; do
@@ -243,8 +236,4 @@ if command -v script >/dev/null && script -qec true /dev/null >/dev/null 2>&1; t
   grep -qE $'\r\033\\[Kmnist-mlp +[0-9.]+ +[0-9]+' "$tmp/tty" || fail "bench on a terminal: the row does not replace the progress line"
 fi
 
-if [ $failures -ne 0 ]; then
-  echo "test_cli: $failures failure(s)"
-  exit 1
-fi
-echo "test_cli: all passed"
+finish test_cli

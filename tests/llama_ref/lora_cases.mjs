@@ -3,6 +3,10 @@
 // bytes wherever they are made: splitmix64 values, IEEE arithmetic), each
 // applied with a scale.  Every case adapts attention and feed-forward
 // weights; the two-adapter cases cover all seven targets, f32 and f16.
+// The finetuned cases' adapters are trained by `rlx finetune` on
+// tests/llm/corpus.txt (seeded; float sums of another order on another
+// CPU move them by rounding only, which the comparison's bounds absorb):
+// the files our fine-tuning writes load in llama.cpp and mean the same.
 // tests/llama_ref/reference.mjs --lora-case NAME writes llama.cpp's greedy
 // traces (expected_lora/NAME.json, which records its case), and
 // tests/cli/llm_lora_ref.mjs compares ours; a case changed here without
@@ -26,16 +30,28 @@ export const LORA_CASES = [
     adapters: [{ ...ATTN_FFN, seed: 4, type: 'f32' }, { ...REST, seed: 5, type: 'f32', scale: 0.75 }] },
   { name: 'llama-q8_0-two', model: 'llama-q8_0',
     adapters: [{ ...ATTN_FFN, seed: 6, type: 'f16' }, { ...REST, seed: 7, type: 'f16', scale: 0.75 }] },
+  ...['llama-f32', 'qwen3-q8_0'].map((model, i) => ({ name: `${model}-finetuned`, model,
+    adapters: [{ ...ATTN_FFN, seed: 8 + i, scale: 1, finetune: { seq: 32, batch: 4, steps: 30, lr: 3e-3 } }] })),
 ];
 
-// Writes the case's adapters into dir with rlx make-lora; returns the
-// --lora arguments that apply them (for rlx and reference.mjs alike).
+const corpus = path.join(path.dirname(fileURLToPath(import.meta.url)), '../llm/corpus.txt');
+
+// The command line that writes adapter a of a case to file.
+const adapterCommand = (model, a, file) => (a.finetune
+  ? ['finetune', '--model', model, '--data', corpus, '--out', file, '--targets', a.targets, '--rank', String(a.rank),
+    '--alpha', String(a.alpha), '--seed', String(a.seed),
+    ...Object.entries(a.finetune).flatMap(([k, v]) => [`--${k}`, String(v)])]
+  : ['make-lora', '--model', model, '--out', file, '--targets', a.targets, '--rank', String(a.rank),
+    '--alpha', String(a.alpha), '--seed', String(a.seed), '--type', a.type]);
+
+// Writes the case's adapters into dir with rlx make-lora or rlx finetune;
+// returns the --lora arguments that apply them (for rlx and reference.mjs
+// alike).
 export function loraArgs(rlx, fixtures, c, dir) {
   return c.adapters.flatMap((a, i) => {
     const file = path.join(dir, `${c.name}.${i}.gguf`);
-    execFileSync(rlx, ['make-lora', '--model', path.join(fixtures, `${c.model}.gguf`), '--out', file,
-      '--targets', a.targets, '--rank', String(a.rank), '--alpha', String(a.alpha), '--seed', String(a.seed),
-      '--type', a.type], { stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync(rlx, adapterCommand(path.join(fixtures, `${c.model}.gguf`), a, file),
+      { stdio: ['ignore', 'ignore', 'pipe'] });
     return ['--lora', `${file}:${a.scale}`];
   });
 }
