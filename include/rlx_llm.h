@@ -46,6 +46,8 @@ typedef struct {
  * "ffn_down": the tensor "blk.<layer>.<target>.weight"), NULL past the
  * last. */
 const char *rlx_llm_lora_target(int32_t i);
+/* The index of the target named name[0, len), or -1. */
+int32_t rlx_llm_lora_target_find(const char *name, size_t len);
 
 /* Writes a LoRA adapter file that the open calls and llama.cpp read:
  * general.architecture arch, alpha (adapter.lora.alpha), and for each

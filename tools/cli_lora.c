@@ -88,9 +88,7 @@ unsigned cli_lora_targets(const char *cmd, const char *list, int all_ok) {
   unsigned mask = 0;
   for (const char *p = list; *p;) {
     const size_t len = strcspn(p, ",");
-    int found = -1;
-    for (int32_t k = 0; rlx_llm_lora_target(k); k++)
-      if (strlen(rlx_llm_lora_target(k)) == len && strncmp(p, rlx_llm_lora_target(k), len) == 0) found = (int)k;
+    const int32_t found = rlx_llm_lora_target_find(p, len);
     if (all_ok && len == 3 && strncmp(p, "all", 3) == 0) {
       for (int32_t k = 0; rlx_llm_lora_target(k); k++) mask |= 1u << k;
     } else if (found < 0) {

@@ -55,15 +55,18 @@ static rlx_status parse_targets(const char *s, uint32_t *bits) {
     size_t len = end ? (size_t)(end - s) : strlen(s);
     while (len && *s == ' ') s++, len--;
     while (len && s[len - 1] == ' ') len--;
-    int32_t t = 0;
-    while (t < LLM_N_PROJ && !(strlen(rlx_llm_lora_target(t)) == len && !memcmp(s, rlx_llm_lora_target(t), len))) t++;
-    if (t < LLM_N_PROJ)
+    const int32_t t = rlx_llm_lora_target_find(s, len);
+    if (t >= 0) {
       *bits |= 1u << t;
-    else if (len == 3 && !memcmp(s, "all", 3))
+    } else if (len == 3 && !memcmp(s, "all", 3)) {
       *bits |= (1u << LLM_N_PROJ) - 1;
-    else
-      return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_finetune_new: unknown target '%.*s' in targets (attn_q, attn_k, "
-                       "attn_v, attn_output, ffn_gate, ffn_up, ffn_down or all)", (int)len, s);
+    } else {
+      char names[128] = "";
+      for (int32_t k = 0, at = 0; k < LLM_N_PROJ && at < (int)sizeof names; k++)
+        at += snprintf(names + at, sizeof names - (size_t)at, "%s%s", k ? ", " : "", rlx_llm_lora_target(k));
+      return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_finetune_new: unknown target '%.*s' in targets (%s or all)", (int)len, s,
+                       names);
+    }
     if (!end) return RLX_OK;
     s = end + 1;
   }

@@ -19,6 +19,12 @@ static const char *const TARGETS[LLM_N_PROJ] = {"attn_q", "attn_k", "attn_v", "a
 
 const char *rlx_llm_lora_target(int32_t i) { return i >= 0 && i < LLM_N_PROJ ? TARGETS[i] : NULL; }
 
+int32_t rlx_llm_lora_target_find(const char *name, size_t len) {
+  for (int32_t i = 0; i < LLM_N_PROJ; i++)
+    if (strlen(TARGETS[i]) == len && memcmp(name, TARGETS[i], len) == 0) return i;
+  return -1;
+}
+
 const llm_weight *rlx_llm_proj_weight(const llm_layer *L, int p) {
   const llm_weight *w[LLM_N_PROJ] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down};
   return w[p];

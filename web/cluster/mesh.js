@@ -632,9 +632,15 @@ export class MeshLink extends EventTarget {
     Object.assign(st, { state: 'handshake', localOk: false, remoteOk: false, remoteHello: null, reason: null });
     this._send(this._hs, { ...this.hello }, [st.peerId]);
     st.timer = setTimeout(() => this._timeout(st), this.handshakeTimeoutMs);
+    this._helloEvery(st, this.helloRetryMs);
+  }
+
+  /** Our hello to st's peer every ms while st stays in the state it is in now. */
+  _helloEvery(st, ms) {
+    const state = st.state;
     st.retry = setInterval(() => {
-      if (st.state === 'handshake' && this._peers.get(st.peerId) === st) this._send(this._hs, { ...this.hello }, [st.peerId]);
-    }, this.helloRetryMs);
+      if (st.state === state && this._peers.get(st.peerId) === st) this._send(this._hs, { ...this.hello }, [st.peerId]);
+    }, ms);
   }
 
   _leave(peerId) {
@@ -721,9 +727,7 @@ export class MeshLink extends EventTarget {
     if (st.state !== 'handshake' || this._peers.get(st.peerId) !== st) return;
     st.state = 'abandoned';
     this._stopTimers(st);
-    st.retry = setInterval(() => {
-      if (st.state === 'abandoned' && this._peers.get(st.peerId) === st) this._send(this._hs, { ...this.hello }, [st.peerId]);
-    }, this.helloRetryMs * ABANDONED_HELLO_RETRIES);
+    this._helloEvery(st, this.helloRetryMs * ABANDONED_HELLO_RETRIES);
     const s = duration(this.handshakeTimeoutMs);
     st.reason = `no handshake within ${s}`;
     this._fail(st.peerId, `it joined but finished no handshake within ${s}: gone, or a background tab too throttled to answer`, null, null);
