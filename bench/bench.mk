@@ -103,5 +103,19 @@ bench-llm: build/rlx build/make_test_lm web/pkg/rlx_llm.wasm $(LLM_WASM_RELAXED)
 	node bench/llm.mjs --xq8 --out=$(BENCH_DIR)/llm_xq8.json
 bench: bench-llm
 
+# LoRA fine-tuning speed (bench/llm_finetune.mjs): the same SmolLM-shaped
+# llama (q8_0, q4_0), rank 8 on attn_q,attn_v, seq 128, batch 4: ours
+# natively (one thread) and, where torch, transformers and peft import
+# (the GPU machine), PyTorch + peft (bench/peft_lora.py) on the same weights
+# and windows; fails when the first losses disagree; results go to
+# build/bench/finetune.json.
+$(BENCH_DIR)/llm_finetune_native: bench/llm_finetune_native.c build/librlx.a $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< build/librlx.a $(LDLIBS)
+.PHONY: bench-finetune
+bench-finetune: $(BENCH_DIR)/llm_finetune_native build/make_test_lm
+	node bench/llm_finetune.mjs --out=$(BENCH_DIR)/finetune.json
+bench: bench-finetune
+
 # The benches load web/runtime/, which imports the generated constants.
-bench bench-models bench-size bench-gpu bench-webgl bench-gpu-chromium bench-llm: web/runtime/constants.js
+bench bench-models bench-size bench-gpu bench-webgl bench-gpu-chromium bench-llm bench-finetune: web/runtime/constants.js
