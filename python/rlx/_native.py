@@ -1,6 +1,6 @@
 """_native.py - loads librlx.so with ctypes and declares the C signatures of
-include/rlx.h, include/rlx_models.h and include/rlx_llm.h that the package
-uses.
+include/rlx.h, include/rlx_models.h, include/rlx_llm.h and
+include/rlx_llm_train.h that the package uses.
 
 Where the library is looked for, in order, is _locate.py's: $RLX_LIBRARY,
 the copy inside the package (a wheel built in the repository), the
@@ -82,6 +82,38 @@ class TransformerConfig(ctypes.Structure):
 class LlmOptions(ctypes.Structure):
     _fields_ = [("n_ctx", c_int32), ("budget", ctypes.c_uint64), ("xq8", c_int32), ("lora", c_void_p),
                 ("n_lora", c_int32)]
+
+
+class LlmLora(ctypes.Structure):
+    _fields_ = [("path", c_char_p), ("data", c_void_p), ("size", c_size_t), ("scale", c_float)]
+
+
+class LlmLoraTensor(ctypes.Structure):
+    _fields_ = [("name", c_char_p), ("rank", c_int32), ("n_in", c_int32), ("n_out", c_int32), ("a", P_float),
+                ("b", P_float)]
+
+
+class FinetuneOptions(ctypes.Structure):
+    _fields_ = [("rank", c_int32), ("alpha", c_float), ("targets", c_char_p), ("seq", c_int32),
+                ("optimizer", Optimizer), ("seed", ctypes.c_uint64)]
+
+
+class FinetunePairInfo(ctypes.Structure):
+    _fields_ = [("name", c_char_p), ("layer", c_int32), ("n_in", c_int32), ("n_out", c_int32), ("rank", c_int32),
+                ("alpha", c_float), ("scale", c_float)]
+
+
+class DataSource(ctypes.Structure):
+    _fields_ = [("path", c_char_p), ("text", c_void_p), ("len", c_size_t), ("format", c_int)]
+
+
+class DataOptions(ctypes.Structure):
+    _fields_ = [("seq", c_int32), ("shuffle", c_int32), ("seed", ctypes.c_uint64), ("valid_fraction", c_float)]
+
+
+class DataInfo(ctypes.Structure):
+    _fields_ = [("seq", c_int32), ("n_windows", c_int32 * 2), ("n_scored", ctypes.c_int64 * 2),
+                ("n_tokens", ctypes.c_int64 * 2), ("n_dropped", ctypes.c_int64 * 2), ("n_examples", c_int32 * 2)]
 
 
 class LlmInfo(ctypes.Structure):
@@ -224,6 +256,28 @@ _SIGNATURES = {
                                        ctypes.POINTER(c_int)]),
     "rlx_llm_generator_stats": (None, [c_void_p, ctypes.POINTER(LlmStats)]),
     "rlx_llm_generator_free": (None, [c_void_p]),
+    "rlx_llm_lora_target": (c_char_p, [c_int32]),
+    "rlx_llm_lora_write": (c_int, [c_char_p, c_char_p, c_float, c_int, ctypes.POINTER(LlmLoraTensor), c_int32]),
+    # rlx_llm_train.h
+    "rlx_llm_finetune_default_options": (FinetuneOptions, []),
+    "rlx_llm_finetune_new": (c_int, [c_void_p, ctypes.POINTER(FinetuneOptions), ctypes.POINTER(c_void_p)]),
+    "rlx_llm_finetune_free": (None, [c_void_p]),
+    "rlx_llm_finetune_step": (c_int, [c_void_p, P_int32, P_int32, P_float, c_int32, P_float]),
+    "rlx_llm_finetune_eval": (c_int, [c_void_p, P_int32, P_int32, P_float, c_int32, P_float, P_float]),
+    "rlx_llm_finetune_grad": (c_int, [c_void_p, P_int32, P_int32, P_float, c_int32, P_float]),
+    "rlx_llm_finetune_set_lr": (c_int, [c_void_p, c_float]),
+    "rlx_llm_finetune_pair_count": (c_int32, [c_void_p]),
+    "rlx_llm_finetune_pair": (c_int, [c_void_p, c_int32, ctypes.POINTER(FinetunePairInfo)]),
+    "rlx_llm_finetune_get_pair": (c_int, [c_void_p, c_char_p, P_float, c_size_t, P_float, c_size_t]),
+    "rlx_llm_finetune_set_pair": (c_int, [c_void_p, c_char_p, P_float, c_size_t, P_float, c_size_t]),
+    "rlx_llm_finetune_get_grad": (c_int, [c_void_p, c_char_p, P_float, c_size_t, P_float, c_size_t]),
+    "rlx_llm_finetune_load_lora": (c_int, [c_void_p, c_int32]),
+    "rlx_llm_data_default_options": (DataOptions, []),
+    "rlx_llm_data_new": (c_int, [c_void_p, ctypes.POINTER(DataSource), ctypes.POINTER(DataSource),
+                                 ctypes.POINTER(DataOptions), ctypes.POINTER(c_void_p)]),
+    "rlx_llm_data_free": (None, [c_void_p]),
+    "rlx_llm_data_get_info": (c_int, [c_void_p, ctypes.POINTER(DataInfo)]),
+    "rlx_llm_data_windows": (c_int, [c_void_p, c_int32, ctypes.c_int64, c_int32, P_int32, P_int32, P_float]),
 }
 
 _lib = None

@@ -20,8 +20,9 @@ import math
 import os
 import weakref
 
-from . import _buffers, _native
+from . import _buffers, _native, finetune
 from ._native import lib, check, fail, decode
+from .errors import RlxError
 
 _INT32_MAX = 2 ** 31 - 1
 
@@ -42,7 +43,8 @@ class LlmInfo:
     or "gpt2" byte-level BPE), the hyperparameters, n_ctx_train (the model's
     context) and n_ctx (this instance's KV cache positions), bos / eos (-1
     when none), add_bos, n_params, weight_bytes, kv_bytes, weight_types
-    ("q8_0 x 15, f32 x 5") and xq8 (as load_gguf opened it)."""
+    ("q8_0 x 15, f32 x 5"), xq8 (as load_gguf opened it), n_lora (its
+    LoRA adapters), n_lora_pairs (the adapted products) and lora_bytes."""
 
     arch: str
     name: str
@@ -68,6 +70,9 @@ class LlmInfo:
     kv_bytes: int
     weight_types: str
     xq8: bool
+    n_lora: int
+    n_lora_pairs: int
+    lora_bytes: int
 
     def as_dict(self):
         return dataclasses.asdict(self)
@@ -125,6 +130,61 @@ def _text_bytes(text, what):
     fail("%s must be a str or bytes (got %s)" % (what, type(text).__name__))
 
 
+def _free(h, keep):
+    lib().rlx_llm_free(h)
+    del keep
+
+
+def _lora_list(lora):
+    """load_gguf's lora= as (an rlx_llm_lora array, what keeps it alive, n):
+    each entry a path, the adapter's bytes, (path or bytes, scale) or
+    {"path": ..., "scale": ...} / {"data": bytes, "scale": ...}."""
+    if lora is None:
+        return None, [], 0
+    if isinstance(lora, (str, bytes, bytearray, os.PathLike, dict, tuple)):
+        lora = [lora]
+    try:
+        entries = list(lora)
+    except TypeError:
+        fail("rlx.load_gguf: lora must be a list of adapters (got %s)" % type(lora).__name__)
+    arr = (_native.LlmLora * max(1, len(entries)))()
+    keep = []
+    for i, e in enumerate(entries):
+        what = "rlx.load_gguf: lora[%d]" % i
+        scale = 1.0
+        if isinstance(e, dict):
+            unknown = set(e) - {"path", "data", "scale"}
+            if unknown or ("path" in e) == ("data" in e):
+                fail("%s must hold 'path' or 'data', and 'scale' (got the keys %s)" % (what, sorted(e)))
+            src, scale = e.get("path", e.get("data")), e.get("scale", 1.0)
+            if "data" in e and not isinstance(src, (bytes, bytearray, memoryview)):
+                fail("%s: data must be bytes (got %s)" % (what, type(src).__name__))
+        elif isinstance(e, tuple):
+            if len(e) != 2:
+                fail("%s must be (path or bytes, scale) (got %d items)" % (what, len(e)))
+            src, scale = e
+        else:
+            src = e
+        scale = _float(scale, what + ": scale")
+        if isinstance(src, (bytes, bytearray, memoryview)):
+            data = bytes(src)
+            if not data:
+                fail("%s: the adapter's bytes are empty" % what)
+            buf = ctypes.create_string_buffer(data, len(data))
+            arr[i] = _native.LlmLora(None, ctypes.cast(buf, ctypes.c_void_p), len(data), scale)
+            keep.append(buf)
+        elif isinstance(src, (str, os.PathLike)):
+            path = os.fsencode(src)
+            if not path or b"\0" in path:
+                fail("%s: the path must be non-empty, without NUL (got %r)" % (what, src))
+            arr[i] = _native.LlmLora(path, None, 0, scale)
+            keep.append(path)
+        else:
+            fail("%s must be a path, the adapter's bytes, (path, scale) or {'path': ..., 'scale': ...} (got %s)"
+                 % (what, type(src).__name__))
+    return arr, keep + [arr], len(entries)
+
+
 class LanguageModel(_native.Handle):
     """A GGUF language model (an rlx_llm), made by rlx.load_gguf().
 
@@ -136,21 +196,30 @@ class LanguageModel(_native.Handle):
 
     _what = "the language model"
 
-    def __init__(self, path, n_ctx=0, budget=0, xq8=False):
+    def __init__(self, path, n_ctx=0, budget=0, xq8=False, lora=None):
         self._h = None
         self._finalizer = weakref.finalize(self, lambda: None)
+        self._dependents = weakref.WeakSet()  # FineTune objects on this model, closed before it
         if not isinstance(path, (str, bytes, os.PathLike)):
             fail("rlx.load_gguf: path must be a str, bytes or os.PathLike (got %s)" % type(path).__name__)
         n_ctx = _int(n_ctx, "rlx.load_gguf: n_ctx", 0, _INT32_MAX)
         budget = _int(budget, "rlx.load_gguf: budget", 0, 2 ** 64 - 1)
         if not isinstance(xq8, bool):
             fail("rlx.load_gguf: xq8 must be True or False (got %s)" % type(xq8).__name__)
+        adapters, keep, n_lora = _lora_list(lora)
         L = lib()
-        opt = _native.LlmOptions(n_ctx, budget, int(xq8))
+        opt = _native.LlmOptions(n_ctx, budget, int(xq8), ctypes.cast(adapters, ctypes.c_void_p) if n_lora else None,
+                                 n_lora)
         h = ctypes.c_void_p()
-        check(L.rlx_llm_open_file(os.fsencode(path), ctypes.byref(opt), ctypes.byref(h)))
+        try:
+            check(L.rlx_llm_open_file(os.fsencode(path), ctypes.byref(opt), ctypes.byref(h)))
+        except RlxError as e:
+            if n_lora and "LoRA adapter" in e.message:
+                raise RlxError.from_status(e.status, "rlx.load_gguf: lora: " + e.message) from None
+            raise
         self._h = h.value
-        self._finalizer = weakref.finalize(self, L.rlx_llm_free, h.value)
+        # the adapters' bytes are used in place: kept until the model is freed
+        self._finalizer = weakref.finalize(self, _free, h.value, keep)
         c = _native.LlmInfo()
         check(L.rlx_llm_get_info(self._h, ctypes.byref(c)))
         self.info = _info(c)
@@ -162,6 +231,38 @@ class LanguageModel(_native.Handle):
         i = self.info
         return "<rlx.LanguageModel %s %s: %d layers, %d embd, vocab %d, n_ctx %d, %s>" % (
             i.arch, i.name or os.path.basename(self.path), i.n_layer, i.n_embd, i.n_vocab, i.n_ctx, i.weight_types)
+
+    def close(self):
+        """Frees the model, and first the FineTune objects made on it."""
+        for d in list(self._dependents):
+            d.close()
+        super().close()
+
+    # ---- fine-tuning (finetune.py) ------------------------------------------------
+    def finetune(self, data, valid=None, rank=None, alpha=None, targets=None, seq=None, batch=finetune.BATCH,
+                 steps=None, lr=finetune.LR, optimizer="adamw", seed=finetune.SEED, shuffle=True, valid_fraction=None,
+                 eval_every=None, adapter_in=None, on_progress=None, format="auto"):
+        """Trains LoRA adapters on data as `rlx finetune` does (same
+        defaults, checks and results) and returns a FineTuneResult (losses,
+        valid_losses, save(path), adapter_bytes()).
+
+        data, valid: a path (a .jsonl file: {"prompt", "completion"} lines,
+        else UTF-8 text), the file's bytes, or a list of {"prompt": ...,
+        "completion": ...} dicts; without valid, valid_fraction (default
+        0.1) of the training windows are held out.  rank, alpha, targets
+        ("attn_q,attn_v", a list of names, or "all") and seq default to
+        the library's (8, 16, attn_q and attn_v, 128); batch windows per
+        step (4); steps (default: one pass over the training windows); lr
+        (1e-3); optimizer "adamw" or "sgd"; seed (1) draws A and the window
+        order (shuffle=False: file order); the validation loss every
+        eval_every steps (ten times a run) and after the last;
+        adapter_in: an adapter to start from (a path or its bytes; the same
+        rank, alpha and targets).  on_progress(p) after each step gets a
+        Progress (step, steps, loss, valid, tokens_per_s, eta_s); returning
+        False stops the run there.  Ctrl-C stops it after the current step.
+        Either way what was learned is kept (result.stopped_by says why)."""
+        return finetune.run(self, data, valid, rank, alpha, targets, seq, batch, steps, lr, optimizer, seed, shuffle,
+                            valid_fraction, eval_every, adapter_in, on_progress, format)
 
     # ---- tokens ------------------------------------------------------------
     def tokenize(self, text, add_bos=None, special=True):
@@ -348,10 +449,14 @@ class LanguageModel(_native.Handle):
         return "".join(pieces), out_ids, stats
 
 
-def load_gguf(path, n_ctx=0, budget=0, xq8=False):
+def load_gguf(path, n_ctx=0, budget=0, xq8=False, lora=None):
     """Opens a GGUF language model (llama, qwen2, qwen3).  n_ctx: positions
     of the KV cache (0: the model's context length, at most 4096); budget:
     bytes of tensor data allowed (0: no limit); xq8: products with
     block-quantized weights round their input to 8 bits per 32 values first,
-    as llama.cpp does.  Returns a LanguageModel."""
-    return LanguageModel(path, n_ctx, budget, xq8)
+    as llama.cpp does; lora: LoRA adapters applied while it runs (llama.cpp's
+    adapter GGUF files, e.g. written by finetune()), a list of paths,
+    (path, scale) pairs or {"path": ..., "scale": ...} dicts ("data": the
+    file's bytes instead of "path"); scale 1 is the adapter as trained.
+    Returns a LanguageModel."""
+    return LanguageModel(path, n_ctx, budget, xq8, lora)
