@@ -100,6 +100,45 @@ def _optimizer(value, what):
     return _OPTIMIZERS[value]
 
 
+def _data_options(what, seq, shuffle, seed, valid_fraction):
+    """rlx_llm_data_options from the arguments (None: the library's default)."""
+    d = lib().rlx_llm_data_default_options()
+    if seq is not None:
+        d.seq = _whole(seq, what + ": seq", 2, 1 << 20)
+    if shuffle not in (True, False, 0, 1):
+        fail("%s: shuffle must be a whole number from 0 to 1 (got %r)" % (what, shuffle))
+    d.shuffle, d.seed = int(shuffle), _whole(seed, what + ": seed", 0, _U64)
+    if valid_fraction is not None:
+        ok = isinstance(valid_fraction, (int, float)) and not isinstance(valid_fraction, bool)
+        if not (ok and 0 <= valid_fraction < 1):
+            fail("%s: valid_fraction must be a number from 0 to below 1 (got %r)" % (what, valid_fraction))
+        d.valid_fraction = valid_fraction
+    return d
+
+
+def _finetune_options(model, what, rank, alpha, targets, seq, optimizer, lr, seed, weight_decay=0.0):
+    """rlx_llm_finetune_options from the arguments (None: the library's
+    default); .targets_bytes keeps the targets' string alive."""
+    o = lib().rlx_llm_finetune_default_options()
+    if rank is not None:
+        o.rank = _whole(rank, what + ": rank", 1, 1 << 16)
+    if alpha is not None:
+        o.alpha = _number(alpha, what + ": alpha", 0, 1e6)
+    o.targets_bytes = _targets(targets, what + ": targets").encode() if targets is not None else o.targets
+    o.targets = o.targets_bytes
+    if seq is not None:
+        o.seq = _whole(seq, what + ": seq", 2, 1 << 20)
+    if o.seq > model.info.n_ctx_train:
+        fail("%s: seq %d is above the model's context (%d)" % (what, o.seq, model.info.n_ctx_train))
+    o.optimizer.kind = _optimizer(optimizer, what + ": optimizer")
+    if lr is not None:
+        o.optimizer.lr = _number(lr, what + ": lr", 0, 10)
+    if weight_decay:
+        o.optimizer.weight_decay = _number(weight_decay, what + ": weight_decay", 0, 1)
+    o.seed = _whole(seed, what + ": seed", 0, _U64)
+    return o
+
+
 def _reraise(e, prefix):
     """The library's error e with prefix (the argument it concerns) in front."""
     raise RlxError.from_status(e.status, "%s: %s" % (prefix, e.message)) from None
@@ -141,15 +180,12 @@ class FineTuneData(_native.Handle):
 
     _what = "the fine-tuning data"
 
-    def __init__(self, model, data, valid=None, seq=None, shuffle=True, seed=0, valid_fraction=None, format="auto"):
+    def __init__(self, model, data, valid=None, seq=None, shuffle=True, seed=0, valid_fraction=None, format="auto", *,
+                 _what="rlx.FineTuneData"):
         self._h = None
         self._finalizer = weakref.finalize(self, lambda: None)
-        what = "rlx.FineTuneData"
-        d = lib().rlx_llm_data_default_options()
-        o = _native.DataOptions(d.seq if seq is None else _whole(seq, what + ": seq", 2, 1 << 24),
-                                _shuffle(shuffle, what + ": shuffle"), _whole(seed, what + ": seed", 0, _U64),
-                                d.valid_fraction if valid_fraction is None else
-                                _fraction(valid_fraction, what + ": valid_fraction"))
+        what = _what
+        o = _data_options(what, seq, shuffle, seed, valid_fraction)
         train_src, keep1 = _source(data, format, what + ": data")
         valid_src, keep2 = _source(valid, format, what + ": valid") if valid is not None else (None, None)
         h = ctypes.c_void_p()
@@ -185,17 +221,6 @@ class FineTuneData(_native.Handle):
         return ids, tg, mask
 
 
-def _shuffle(value, what):
-    if value not in (True, False, 0, 1):
-        fail("%s must be a whole number from 0 to 1 (got %r)" % (what, value))
-    return int(value)
-
-
-def _fraction(value, what):
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
-    if not ok:
-        fail("%s must be a number from 0 to below 1 (got %r)" % (what, value))
-    return float(value)
 
 
 # ---- the adapters ------------------------------------------------------------------
@@ -248,27 +273,11 @@ class FineTune(_native.Handle):
     _what = "the fine-tuning"
 
     def __init__(self, model, rank=None, alpha=None, targets=None, seq=None, optimizer="adamw", lr=None, seed=0,
-                 weight_decay=0.0):
+                 weight_decay=0.0, *, _what="rlx.FineTune"):
         self._h = None
         self._finalizer = weakref.finalize(self, lambda: None)
-        what = "rlx.FineTune"
-        o = lib().rlx_llm_finetune_default_options()
-        if rank is not None:
-            o.rank = _whole(rank, what + ": rank", 1, 1 << 16)
-        if alpha is not None:
-            o.alpha = _number(alpha, what + ": alpha", 0, 1e6)
-        targets = _targets(targets, what + ": targets").encode() if targets is not None else o.targets
-        o.targets = targets
-        if seq is not None:
-            o.seq = _whole(seq, what + ": seq", 2, 1 << 20)
-        if o.seq > model.info.n_ctx_train:
-            fail("%s: seq %d is above the model's context (%d)" % (what, o.seq, model.info.n_ctx_train))
-        o.optimizer.kind = _optimizer(optimizer, what + ": optimizer")
-        if lr is not None:
-            o.optimizer.lr = _number(lr, what + ": lr", 0, 10)
-        if weight_decay:
-            o.optimizer.weight_decay = _number(weight_decay, what + ": weight_decay", 0, 1)
-        o.seed = _whole(seed, what + ": seed", 0, _U64)
+        what = _what
+        o = _finetune_options(model, what, rank, alpha, targets, seq, optimizer, lr, seed, weight_decay)
         h = ctypes.c_void_p()
         try:
             check(lib().rlx_llm_finetune_new(model._handle(), ctypes.byref(o), ctypes.byref(h)))
@@ -279,7 +288,7 @@ class FineTune(_native.Handle):
         self.model = model
         model._dependents.add(self)
         self.seq, self.rank, self.alpha = int(o.seq), int(o.rank), float(o.alpha)
-        self.targets = targets.decode()
+        self.targets = o.targets_bytes.decode()
         self.pairs = []
         for i in range(lib().rlx_llm_finetune_pair_count(self._h)):
             c = _native.FinetunePairInfo()
@@ -303,13 +312,16 @@ class FineTune(_native.Handle):
                 fail("%s: mask holds %d values; ids %d" % (what, m.n, i.n))
         return i, t, m, n
 
+    def _call(self, fn, what, ids, targets, mask):
+        h = self._handle()
+        i, t, m, n = self._windows(what, ids, targets, mask)
+        loss = ctypes.c_float()
+        check(fn(h, i.ptr, t.ptr, m.ptr if m else None, n, ctypes.byref(loss)))
+        return loss.value
+
     def step(self, ids, targets, mask=None):
         """One optimizer step over the windows; the loss before the update."""
-        h = self._handle()
-        i, t, m, n = self._windows("FineTune.step", ids, targets, mask)
-        loss = ctypes.c_float()
-        check(lib().rlx_llm_finetune_step(h, i.ptr, t.ptr, m.ptr if m else None, n, ctypes.byref(loss)))
-        return loss.value
+        return self._call(lib().rlx_llm_finetune_step, "FineTune.step", ids, targets, mask)
 
     def eval(self, ids, targets, mask=None, logits=False, as_numpy=False):
         """The loss without an update; with logits=True (loss, logits of
@@ -330,11 +342,7 @@ class FineTune(_native.Handle):
 
     def grad(self, ids, targets, mask=None):
         """The loss and its gradients (read them with get_grad), no update."""
-        h = self._handle()
-        i, t, m, n = self._windows("FineTune.grad", ids, targets, mask)
-        loss = ctypes.c_float()
-        check(lib().rlx_llm_finetune_grad(h, i.ptr, t.ptr, m.ptr if m else None, n, ctypes.byref(loss)))
-        return loss.value
+        return self._call(lib().rlx_llm_finetune_grad, "FineTune.grad", ids, targets, mask)
 
     def set_lr(self, lr):
         check(lib().rlx_llm_finetune_set_lr(self._handle(), _number(lr, "FineTune.set_lr: lr", 0, 10)))
@@ -479,48 +487,30 @@ def run(model, data, valid=None, rank=None, alpha=None, targets=None, seq=None, 
     what = "LanguageModel.finetune"
     model._handle()
     # every argument first, as rlx finetune parses its flags
-    fd, dd = lib().rlx_llm_finetune_default_options(), lib().rlx_llm_data_default_options()
-    rank = fd.rank if rank is None else _whole(rank, what + ": rank", 1, 1 << 16)
-    alpha = fd.alpha if alpha is None else _number(alpha, what + ": alpha", 0, 1e6)
-    targets = fd.targets.decode() if targets is None else _targets(targets, what + ": targets")
-    seq = fd.seq if seq is None else _whole(seq, what + ": seq", 2, 1 << 20)
+    o = _finetune_options(model, what, rank, alpha, targets, seq, optimizer, lr, seed)
+    _data_options(what, seq, shuffle, seed, valid_fraction)
     batch = _whole(batch, what + ": batch", 1, 4096)
     steps = None if steps is None else _whole(steps, what + ": steps", 1, 1000000000)
-    lr = _number(lr, what + ": lr", 0, 10)
-    _optimizer(optimizer, what + ": optimizer")
-    seed = _whole(seed, what + ": seed", 0, _U64)
-    shuffle = _shuffle(shuffle, what + ": shuffle")
-    valid_fraction = dd.valid_fraction if valid_fraction is None else _fraction(valid_fraction,
-                                                                                 what + ": valid_fraction")
     eval_every = None if eval_every is None else _whole(eval_every, what + ": eval_every", 1, 1000000000)
     if on_progress is not None and not callable(on_progress):
         fail("%s: on_progress must be callable or None (got %s)" % (what, type(on_progress).__name__))
     if adapter_in is not None and not isinstance(adapter_in, (str, bytes, bytearray, os.PathLike)):
         fail("%s: adapter_in must be a path or the adapter's bytes (got %s)" % (what, type(adapter_in).__name__))
-    if seq > model.info.n_ctx_train:
-        fail("%s: seq %d is above the model's context (%d)" % (what, seq, model.info.n_ctx_train))
 
     # the data, the fine-tuning object, the adapter to start from
-    try:
-        d = FineTuneData(model, data, valid, seq, shuffle, seed, valid_fraction, format)
-    except RlxError as e:
-        raise RlxError.from_status(e.status, e.message.replace("rlx.FineTuneData", what, 1)) from None
-    with d:
-        try:
-            ft = FineTune(model, rank, alpha, targets, seq, optimizer, lr, seed)
-        except RlxError as e:
-            raise RlxError.from_status(e.status, e.message.replace("rlx.FineTune", what, 1)) from None
-        with ft:
-            if adapter_in is not None:
-                with _open_adapter(model, adapter_in, what + ": adapter_in") as m2, \
-                        FineTune(m2, rank, alpha, targets, seq, optimizer, lr, seed) as ft2:
-                    try:
-                        ft2.load_lora(0)
-                    except RlxError as e:
-                        _reraise(e, what + ": adapter_in (give the rank, alpha and targets it was trained with)")
-                    for p in ft2.pairs:
-                        ft.set_pair(p.name, *ft2.get_pair(p.name))
-            return _train(ft, d, batch, steps, eval_every, on_progress, what)
+    seq = o.seq
+    with FineTuneData(model, data, valid, seq, shuffle, seed, valid_fraction, format, _what=what) as d, \
+            FineTune(model, rank, alpha, targets, seq, optimizer, lr, seed, _what=what) as ft:
+        if adapter_in is not None:
+            with _open_adapter(model, adapter_in, what + ": adapter_in") as m2, \
+                    FineTune(m2, rank, alpha, targets, seq, optimizer, lr, seed, _what=what) as ft2:
+                try:
+                    ft2.load_lora(0)
+                except RlxError as e:
+                    _reraise(e, what + ": adapter_in (give the rank, alpha and targets it was trained with)")
+                for p in ft2.pairs:
+                    ft.set_pair(p.name, *ft2.get_pair(p.name))
+        return _train(ft, d, batch, steps, eval_every, on_progress, what)
 
 
 class _Interrupt:
