@@ -26,6 +26,7 @@ import ctypes
 import dataclasses
 import json
 import math
+import numbers
 import os
 import signal
 import tempfile
@@ -51,15 +52,15 @@ _U64 = 2 ** 64 - 1
 
 # ---- argument checks, worded as rlx finetune's (tools/cli_args.c) ----------------
 def _whole(value, what, lo, hi):
-    ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and lo <= value <= hi
     if not ok:
         fail("%s must be a whole number from %d to %d (got %r)" % (what, lo, hi, value))
-    return value
+    return int(value)
 
 
 def _number(value, what, lo, hi):
     """A number above lo and at most hi."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
     if ok:
         value = float(value)
         ok = math.isfinite(value) and lo < value <= hi
@@ -109,7 +110,7 @@ def _data_options(what, seq, shuffle, seed, valid_fraction):
         fail("%s: shuffle must be a whole number from 0 to 1 (got %r)" % (what, shuffle))
     d.shuffle, d.seed = int(shuffle), _whole(seed, what + ": seed", 0, _U64)
     if valid_fraction is not None:
-        ok = isinstance(valid_fraction, (int, float)) and not isinstance(valid_fraction, bool)
+        ok = isinstance(valid_fraction, numbers.Real) and not isinstance(valid_fraction, bool)
         if not (ok and 0 <= valid_fraction < 1):
             fail("%s: valid_fraction must be a number from 0 to below 1 (got %r)" % (what, valid_fraction))
         d.valid_fraction = valid_fraction
@@ -219,8 +220,6 @@ class FineTuneData(_native.Handle):
         mask, mb = _buffers.new_f32(n * self.seq)
         check(lib().rlx_llm_data_windows(h, _SPLITS[split], first, n, ib.ptr, tb.ptr, mb.ptr))
         return ids, tg, mask
-
-
 
 
 # ---- the adapters ------------------------------------------------------------------
