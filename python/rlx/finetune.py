@@ -471,7 +471,8 @@ def _mean_nll(ft, data, split, batch):
 
 
 def _open_adapter(model, adapter_in, what):
-    """The model opened again with adapter_in as its adapter 0."""
+    """The model opened again with adapter_in as its adapter 0 (the library
+    copies an adapter into a fine-tuning from a model opened with it)."""
     from .llm import LanguageModel
     try:
         return LanguageModel(model.path, n_ctx=1, lora=[(adapter_in, 1.0)])
@@ -493,23 +494,34 @@ def run(model, data, valid=None, rank=None, alpha=None, targets=None, seq=None, 
     eval_every = None if eval_every is None else _whole(eval_every, what + ": eval_every", 1, 1000000000)
     if on_progress is not None and not callable(on_progress):
         fail("%s: on_progress must be callable or None (got %s)" % (what, type(on_progress).__name__))
-    if adapter_in is not None and not isinstance(adapter_in, (str, bytes, bytearray, os.PathLike)):
-        fail("%s: adapter_in must be a path or the adapter's bytes (got %s)" % (what, type(adapter_in).__name__))
+    if isinstance(adapter_in, numbers.Integral) and not isinstance(adapter_in, bool):
+        if model.info.n_lora == 0:
+            fail("%s: adapter_in %d: the model has no adapters (load_gguf(lora=)); give a path" % (what, adapter_in))
+        _whole(adapter_in, what + ": adapter_in", 0, model.info.n_lora - 1)
+    elif adapter_in is not None and not isinstance(adapter_in, (str, bytes, bytearray, os.PathLike)):
+        fail("%s: adapter_in must be a path, the adapter's bytes or the index of one of the model's adapters "
+             "(got %s)" % (what, type(adapter_in).__name__))
 
     # the data, the fine-tuning object, the adapter to start from
     seq = o.seq
     with FineTuneData(model, data, valid, seq, shuffle, seed, valid_fraction, format, _what=what) as d, \
             FineTune(model, rank, alpha, targets, seq, optimizer, lr, seed, _what=what) as ft:
-        if adapter_in is not None:
+        if isinstance(adapter_in, numbers.Integral):
+            _load_lora(ft, adapter_in, what)
+        elif adapter_in is not None:
             with _open_adapter(model, adapter_in, what + ": adapter_in") as m2, \
                     FineTune(m2, rank, alpha, targets, seq, optimizer, lr, seed, _what=what) as ft2:
-                try:
-                    ft2.load_lora(0)
-                except RlxError as e:
-                    _reraise(e, what + ": adapter_in (give the rank, alpha and targets it was trained with)")
+                _load_lora(ft2, 0, what)
                 for p in ft2.pairs:
                     ft.set_pair(p.name, *ft2.get_pair(p.name))
         return _train(ft, d, batch, steps, eval_every, on_progress, what)
+
+
+def _load_lora(ft, i, what):
+    try:
+        ft.load_lora(i)
+    except RlxError as e:
+        _reraise(e, what + ": adapter_in (give the rank, alpha and targets it was trained with)")
 
 
 class _Interrupt:

@@ -256,8 +256,10 @@ class LanguageModel(_native.Handle):
         (1e-3); optimizer "adamw" or "sgd"; seed (1) draws A and the window
         order (shuffle=False: file order); the validation loss every
         eval_every steps (ten times a run) and after the last;
-        adapter_in: an adapter to start from (a path or its bytes; the same
-        rank, alpha and targets).  on_progress(p) after each step gets a
+        adapter_in: an adapter to start from, with the same rank, alpha and
+        targets: the index of one of this model's adapters (load_gguf's
+        lora=), or a path or the file's bytes (the model file is then opened
+        a second time while the adapter is copied in).  on_progress(p) after each step gets a
         Progress (step, steps, loss, valid, tokens_per_s, eta_s); returning
         False stops the run there.  Ctrl-C stops it after the current step.
         Either way what was learned is kept (result.stopped_by says why)."""

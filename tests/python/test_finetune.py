@@ -161,6 +161,11 @@ class FineTuning(unittest.TestCase):
         self.result.save(path)
         r = self.lm.finetune(self.train, valid=self.valid, seq=24, steps=1, adapter_in=path)
         self.assertLess(r.losses[0] * 5, self.result.losses[0])
+        with rlx.load_gguf(LM, n_ctx=16, lora=[path]) as m:  # the model's own adapter 0: the same start
+            same = m.finetune(self.train, valid=self.valid, seq=24, steps=1, adapter_in=0)
+            self.assertEqual((same.losses, same.adapter_bytes()), (r.losses, r.adapter_bytes()))
+            self.assertRlx(rlx.RlxInvalidArgument, lambda: m.finetune(self.train, seq=8, adapter_in=1),
+                           "adapter_in must be a whole number from 0 to 0")
         self.assertRlx(rlx.RlxInvalidArgument, lambda: self.lm.finetune(self.train, seq=8, steps=1, adapter_in=path,
                                                                         rank=4),
                        "LanguageModel.finetune: adapter_in", "has rank 8", "this fine-tuning has rank 4")
@@ -231,6 +236,7 @@ class FineTuning(unittest.TestCase):
             (dict(eval_every=0), "eval_every must be a whole number from 1"),
             (dict(seed=-1), "seed must be a whole number from 0"),
             (dict(on_progress=3), "on_progress must be callable"),
+            (dict(adapter_in=0), "adapter_in 0: the model has no adapters"),
             (dict(valid=short, seq=16), fn + "valid: ", "validation data", "the text has"),
         ]
         for kw, *fragments in cases:
