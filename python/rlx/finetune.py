@@ -535,7 +535,8 @@ class _Interrupt:
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
-            self.old = signal.getsignal(signal.SIGINT)
+            old = signal.getsignal(signal.SIGINT)
+            self.old = signal.SIG_DFL if old is None else old  # None: a handler not set from Python
             signal.signal(signal.SIGINT, self._on)
         return self
 
