@@ -448,6 +448,7 @@ class FineTuneResult:
         write_adapter(path, self.arch, self.alpha, self.pairs, self._values, f16)
 
     def adapter_bytes(self, f16=False):
+        """The adapter file's bytes (as save() writes it)."""
         return _adapter_bytes(lambda path: self.save(path, f16))
 
 
@@ -575,7 +576,7 @@ def _train(ft, d, batch, steps, eval_every, on_progress, what):
                     if on_progress(p) is False:
                         stopped_by = "callback"
                         break
-        except KeyboardInterrupt:  # outside the main thread's handler: the steps so far are kept
+        except KeyboardInterrupt:  # a second Ctrl-C, or one raised elsewhere: the steps so far are kept
             intr.hit = True
     if intr.hit and stopped_by == "steps":
         stopped_by = "interrupt"
