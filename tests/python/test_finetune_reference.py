@@ -5,7 +5,7 @@ For llama, qwen2 and qwen3 at f32 and the tied llama at q8_0 (make
 lm-fixtures): a seeded adapter with A and B both non-zero (rlx make-lora),
 then `rlx finetune --optimizer sgd --steps 1 --shuffle 0 --adapter-in it`
 over the first window(s) of tests/llm/corpus.txt (one window, or two in a
-batch).  SGD moves each A and B by -lr times its gradient, so (A0 - A1) / lr
+batch), or of two JSONL examples (their prompts and padding unscored).  SGD moves each A and B by -lr times its gradient, so (A0 - A1) / lr
 and (B0 - B1) / lr, read from the two adapter files, are rlx's gradients;
 they must equal the reference's, computed by hand-written backward in
 float64 over the same window tokens (taken from rlx's data windows, so that
@@ -49,10 +49,13 @@ CLI = os.path.join(ROOT, "build", "rlx")
 LM = os.path.join(ROOT, "build", "lm")
 CORPUS = os.path.join(ROOT, "tests", "llm", "corpus.txt")
 RANK, ALPHA, SEQ, LR, TOL = 4, 3, 16, 0.5, 1e-4
-# fixture, windows in the step, targets
 ALL = "attn_q,attn_k,attn_v,attn_output,ffn_gate,ffn_up,ffn_down"
-CASES = [("llama-f32", 1, ALL), ("qwen2-f32", 1, ALL), ("qwen3-f32", 2, ALL),
-         ("llama-tied-q8_0", 1, "attn_q,attn_v,ffn_down")]
+# fixture, windows in the step, targets, data ("text" or "jsonl")
+CASES = [("llama-f32", 1, ALL, "text"), ("qwen2-f32", 1, ALL, "text"), ("qwen3-f32", 2, ALL, "text"),
+         ("llama-tied-q8_0", 1, "attn_q,attn_v,ffn_down", "text"), ("qwen2-f32", 2, "attn_q,attn_v", "jsonl")]
+# two completion-only examples: the prompts' tokens and the padding weigh 0
+JSONL = ('{"prompt": "Q: What did the miller count?\\nA:", "completion": " The sacks: 12, 24, 36."}\n'
+         '{"prompt": "Q: Where did she write?\\nA:", "completion": " In a blue notebook."}\n')
 
 
 def rel_errors(got, want):
@@ -73,6 +76,9 @@ class SgdStepAgainstFloat64(unittest.TestCase):
         cls.data = os.path.join(cls.tmp.name, "data.txt")
         with open(CORPUS, encoding="utf-8") as f, open(cls.data, "w", encoding="utf-8") as out:
             out.write(f.read()[:1200])
+        cls.jsonl = os.path.join(cls.tmp.name, "data.jsonl")
+        with open(cls.jsonl, "w", encoding="utf-8") as out:
+            out.write(JSONL)
 
     @classmethod
     def tearDownClass(cls):
@@ -83,19 +89,20 @@ class SgdStepAgainstFloat64(unittest.TestCase):
         self.assertEqual(p.returncode, 0, "rlx %s: %s" % (" ".join(map(str, args)), p.stderr[-600:]))
         return p
 
-    def sgd_step(self, name, batch, targets):
-        """(windows, A0/B0 pairs, rlx's gradients, the printed loss) of one step."""
+    def sgd_step(self, name, batch, targets, data):
+        """(model, windows, A0/B0 pairs, rlx's gradients, the printed loss) of one step."""
         model = os.path.join(LM, name + ".gguf")
+        data = self.jsonl if data == "jsonl" else self.data
         a0 = os.path.join(self.tmp.name, name + "-a0.gguf")
         a1 = os.path.join(self.tmp.name, name + "-a1.gguf")
         self.cli("make-lora", "--model", model, "--targets", targets, "--rank", RANK, "--alpha", ALPHA, "--seed", 7,
                  "--out", a0)
-        p = self.cli("finetune", "--model", model, "--data", self.data, "--seq", SEQ, "--batch", batch, "--steps", 1,
+        p = self.cli("finetune", "--model", model, "--data", data, "--seq", SEQ, "--batch", batch, "--steps", 1,
                      "--shuffle", 0, "--valid-fraction", 0, "--optimizer", "sgd", "--lr", LR, "--rank", RANK,
                      "--alpha", ALPHA, "--targets", targets, "--adapter-in", a0, "--out", a1)
         loss = float(re.search(r"^step 1/1  loss ([0-9.]+)", p.stderr, re.M).group(1))
         with rlx.load_gguf(model, n_ctx=SEQ) as lm, \
-                rlx.FineTuneData(lm, self.data, seq=SEQ, shuffle=False, valid_fraction=0) as d:
+                rlx.FineTuneData(lm, data, seq=SEQ, shuffle=False, valid_fraction=0) as d:
             self.assertGreaterEqual(d.info["n_windows"]["train"], batch)
             ids, tg, mask = (list(x) for x in d.windows("train", 0, batch))
         windows = [(ids[i * SEQ:(i + 1) * SEQ], tg[i * SEQ:(i + 1) * SEQ], mask[i * SEQ:(i + 1) * SEQ])
@@ -106,8 +113,10 @@ class SgdStepAgainstFloat64(unittest.TestCase):
         grads = {k: ((before[k][0] - after[k][0]) / LR, (before[k][1] - after[k][1]) / LR) for k in before}
         return model, windows, before, grads, loss
 
-    def check_case(self, name, batch, targets):
-        model, windows, pairs, got, loss = self.sgd_step(name, batch, targets)
+    def check_case(self, name, batch, targets, data):
+        model, windows, pairs, got, loss = self.sgd_step(name, batch, targets, data)
+        if data == "jsonl":  # a prompt and padding under weight 0 in each window
+            self.assertTrue(all(0.0 in w[2] and 1.0 in w[2] for w in windows))
         m = ref.Model(model)
         m.set_lora(ALPHA, pairs)
         want_loss, want = m.loss_and_grads(windows)
@@ -123,8 +132,8 @@ class SgdStepAgainstFloat64(unittest.TestCase):
                 self.assertTrue(all(x < TOL for x in e), "%s %s d%s: relative errors %.2e (norm), %.2e (largest), "
                                 "%.2e (large entries)" % (name, k, which, *e))
         if os.environ.get("RLX_REFERENCE_REPORT"):
-            print("\n%s, %d window(s): loss %.4f vs %.7f; gradients: norm %.2e, largest %.2e, large entries %.2e"
-                  % (name, batch, loss, want_loss, *worst), file=sys.stderr)
+            print("\n%s, %d %s window(s): loss %.4f vs %.7f; gradients: norm %.2e, largest %.2e, large entries %.2e"
+                  % (name, batch, data, loss, want_loss, *worst), file=sys.stderr)
 
         # the reference is right about itself: its gradient along a unit direction = central differences
         rng = np.random.default_rng(1)
@@ -160,6 +169,9 @@ class SgdStepAgainstFloat64(unittest.TestCase):
 
     def test_llama_tied_q8_0(self):
         self.check_case(*CASES[3])
+
+    def test_qwen2_f32_jsonl_masked(self):
+        self.check_case(*CASES[4])
 
 
 if __name__ == "__main__":
