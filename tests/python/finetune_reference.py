@@ -1,10 +1,10 @@
 """finetune_reference.py - an independent float64 reference (numpy) of the
 LoRA fine-tuning loss and its gradients, for test_finetune_reference.py.
 
-Nothing here calls the RLX library: a small GGUF reader (f32, f16 and q8_0
-tensors; the metadata), the forward of the llama / qwen2 / qwen3
-architectures as llama.cpp defines them, written out plainly, and its
-backward by hand down to every LoRA pair:
+Nothing here calls the RLX library: the GGUF tensors come from
+tools/gguf_numpy.py (the file read with numpy), the forward of the
+llama / qwen2 / qwen3 architectures as llama.cpp defines them, written
+out plainly, and its backward by hand down to every LoRA pair:
 
     x = token_embd[ids]
     per layer:  h = rmsnorm(x) * attn_norm
@@ -25,74 +25,19 @@ s = alpha / rank.  The variant argument of Model (tests only) swaps in a
 wrong RoPE, LoRA scale or GQA mapping, to show the comparison would catch it.
 """
 
-import struct
+import os
+import sys
 
 import numpy as np
 
-# ---- GGUF ------------------------------------------------------------------------------
-_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
-F32, F16, Q8_0 = 0, 1, 8
-
-
-class _Reader:
-    def __init__(self, data):
-        self.data, self.at = data, 0
-
-    def take(self, fmt):
-        v = struct.unpack_from(fmt, self.data, self.at)[0]
-        self.at += struct.calcsize(fmt)
-        return v
-
-    def string(self):
-        n = self.take("<Q")
-        s = self.data[self.at:self.at + n].decode("utf-8")
-        self.at += n
-        return s
-
-    def value(self, t):
-        if t == 8:
-            return self.string()
-        if t == 9:
-            et, n = self.take("<I"), self.take("<Q")
-            return [self.value(et) for _ in range(n)]
-        return self.take(_SCALARS[t])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+import gguf_numpy  # noqa: E402  (the project's numpy GGUF reader, independent of the library)
 
 
 def read_gguf(path):
     """(metadata dict, {name: float64 array shaped [dims[-1], ..., dims[0]]})."""
-    with open(path, "rb") as f:
-        data = f.read()
-    r = _Reader(data)
-    if r.take("<I") != 0x46554747:
-        raise ValueError("%s is not a GGUF file" % path)
-    r.take("<I")  # version
-    n_tensors, n_kv = r.take("<Q"), r.take("<Q")
-    meta = {}
-    for _ in range(n_kv):
-        key = r.string()
-        meta[key] = r.value(r.take("<I"))
-    infos = []
-    for _ in range(n_tensors):
-        name = r.string()
-        dims = [r.take("<Q") for _ in range(r.take("<I"))]
-        infos.append((name, dims, r.take("<I"), r.take("<Q")))
-    align = meta.get("general.alignment", 32)
-    base = (r.at + align - 1) // align * align
-    tensors = {}
-    for name, dims, t, off in infos:
-        n = int(np.prod(dims))
-        at = base + off
-        if t == F32:
-            x = np.frombuffer(data, "<f4", n, at).astype(np.float64)
-        elif t == F16:
-            x = np.frombuffer(data, "<f2", n, at).astype(np.float64)
-        elif t == Q8_0:  # blocks of 32: an f16 scale, 32 int8
-            blocks = np.frombuffer(data, np.dtype([("d", "<f2"), ("q", "i1", 32)]), n // 32, at)
-            x = (blocks["d"].astype(np.float64)[:, None] * blocks["q"].astype(np.float64)).reshape(-1)
-        else:
-            raise ValueError("%s: tensor type %d is not read here" % (name, t))
-        tensors[name] = x.reshape(dims[::-1])
-    return meta, tensors
+    meta, tensors = gguf_numpy.read_gguf(path)
+    return meta, {name: t.astype(np.float64) for name, t in tensors.items()}
 
 
 def read_adapter(path):
