@@ -128,10 +128,12 @@ $(WGSL_WEB_GEN): tools/embed_sources.sh $(SUBOPS_DEF) $(OPS_DEF) $(WGSL_SRC) $(w
 # so wasm-ld drops its shape rules, kernels, gradient rules and lowerings,
 # and a graph holding one of its ops is refused by name.  The training
 # module (web) has no language-model ops; the language-model modules (llm,
-# and their GPU builds) no vision or training ops.
+# and their GPU builds) no vision or training ops, the language-model
+# training module (llmtrain) no vision ops.
 FAMILY_TABLE_SRC := src/ir/shape_rules.c src/cpu/executor.c src/autodiff/grad.c src/webgpu/prepare.c src/webgl/plan_gl.c
 MODULE_FAMILIES_web := -DRLX_WITHOUT_LLM_OPS
 MODULE_FAMILIES_llm := -DRLX_WITHOUT_VISION_OPS -DRLX_WITHOUT_TRAINING_OPS
+MODULE_FAMILIES_llmtrain := -DRLX_WITHOUT_VISION_OPS
 # $(call families,KIND,OBJECTS): OBJECTS with KIND's builds of the table files.
 families = $(foreach o,$(2),$(if $(filter $(o),$(FAMILY_TABLE_SRC:%.c=build/wasm/%.o)),$(o:build/wasm/%=build/wasm-$(1)/%),$(o)))
 # (Optimized as their build/wasm/ twins: the kernels' table -O2, the rest -Oz.)
@@ -140,7 +142,7 @@ $(FAMILY_TABLE_SRC:%.c=build/wasm-$(1)/%.o): build/wasm-$(1)/%.o: %.c $$(HDRS)
 	@mkdir -p $$(dir $$@)
 	$$(WASMCC) $$(WASM_CFLAGS) $$(if $$(filter src/cpu/%,$$<),-O2,-Oz) $$(MODULE_FAMILIES_$(1)) -c $$< -o $$@
 endef
-$(foreach k,web llm,$(eval $(call family_tables,$(k))))
+$(foreach k,web llm llmtrain,$(eval $(call family_tables,$(k))))
 WEB_LIB_OBJ := $(call families,web,$(filter-out build/wasm/src/webgl/reference.o build/wasm/src/webgl/ref_%.o \
                  build/wasm/$(GLSL_GEN:.c=.o) build/wasm/$(WGSL_GEN:.c=.o),$(WASM_OBJ))) build/wasm/$(GLSL_WEB_GEN:.c=.o) \
                build/wasm/$(WGSL_WEB_GEN:.c=.o)
@@ -303,6 +305,24 @@ web/pkg/rlx_llm_webgl.wasm: $(LLM_GL_LIB_OBJ) $(LLM_GL_WEB_OBJ)
 	$(if $(WASM_OPT),$(WASM_OPT) $(WASM_OPT_FLAGS) build/wasm/rlx_llm_webgl.linked.wasm -o $@.tmp,cp build/wasm/rlx_llm_webgl.linked.wasm $@.tmp)
 	mv -f $@.tmp $@
 wasm: web/pkg/rlx_llm_webgl.wasm
+# The training build, web/pkg/rlx_llm_train.wasm, which web/runtime/llm.js
+# loads for loadGguf(..., { train: true }) (so rlx_llm.wasm stays as small
+# as it is): rlx_llm.wasm's objects with the training ops' families
+# (MODULE_FAMILIES_llmtrain), autodiff and the optimizer (src/autodiff),
+# and src/web_llm_train/exports.c (LoRA fine-tuning, its data from bytes,
+# the adapter written into memory) beside src/web_llm/*.c.
+LLM_TRAIN_WEB_OBJ := $(LLM_WEB_OBJ) build/wasm/src/web_llm_train/exports.o
+LLM_TRAIN_LIB_OBJ := $(call families,llmtrain,$(filter-out build/wasm/src/core/backends.o \
+                       $(patsubst build/wasm-llm/%,build/wasm/%,$(LLM_O3_OBJ) $(LLM_O2_OBJ)),\
+                       $(filter $(foreach d,core ir compile cpu models autodiff,build/wasm/src/$(d)/%),$(WASM_OBJ)))) \
+                     build/wasm-llm/src/core/backends.o $(LLM_O3_OBJ) $(LLM_O2_OBJ)
+build/wasm/src/web_llm_train/exports.o: WASM_CFLAGS += -Oz
+web/pkg/rlx_llm_train.wasm: $(LLM_TRAIN_LIB_OBJ) $(LLM_TRAIN_WEB_OBJ)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_LDFLAGS) $(LLM_LDFLAGS) -o build/wasm/rlx_llm_train.linked.wasm $(LLM_TRAIN_WEB_OBJ) $(LLM_TRAIN_LIB_OBJ)
+	$(if $(WASM_OPT),$(WASM_OPT) $(WASM_OPT_FLAGS) build/wasm/rlx_llm_train.linked.wasm -o $@.tmp,cp build/wasm/rlx_llm_train.linked.wasm $@.tmp)
+	mv -f $@.tmp $@
+wasm: web/pkg/rlx_llm_train.wasm
 
 TSC := node_modules/typescript/bin/tsc
 web/rlx.js web/rlx.d.ts &: web/rlx.ts web/pkg/rlx_web.d.ts

@@ -62,6 +62,12 @@ typedef struct {
 } rlx_llm_lora_tensor;
 rlx_status rlx_llm_lora_write(const char *path, const char *arch, float alpha, rlx_gguf_type type,
                               const rlx_llm_lora_tensor *tensors, int32_t n);
+/* The same file's bytes into buf[0, cap) (the wasm modules have no
+ * files): *size is the file's size; buf NULL asks for the size only, a cap
+ * below it is refused. */
+rlx_status rlx_llm_lora_write_memory(const char *arch, float alpha, rlx_gguf_type type,
+                                     const rlx_llm_lora_tensor *tensors, int32_t n, void *buf, size_t cap,
+                                     size_t *size);
 
 /* The adapters a model was opened with, read back: pair k (0 ..
  * rlx_llm_lora_pair_count - 1, layer by layer in rlx_llm_lora_target's

@@ -14,6 +14,7 @@ RELAXED_WASM_OPT ?= node_modules/binaryen/bin/wasm-opt
 RELAXED_SRC      := src/cpu/gemm_wasm.c src/cpu/k_matmul_q_wasm.c
 WEB_WASM_RELAXED := web/pkg/rlx_web_relaxed.wasm
 LLM_WASM_RELAXED := web/pkg/rlx_llm_relaxed.wasm
+LLM_TRAIN_WASM_RELAXED := web/pkg/rlx_llm_train_relaxed.wasm
 OPCASES_RELAXED  := build/wasm-tests/opcases_relaxed.wasm
 # What node needs to run them: Node 20 validates relaxed SIMD only with this
 # flag (later versions have it on and may not know the flag).
@@ -49,8 +50,13 @@ $(LLM_WASM_RELAXED): $(call relaxed,$(LLM_LIB_OBJ)) $(LLM_WEB_OBJ)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_LDFLAGS) $(LLM_LDFLAGS) -o build/wasm/rlx_llm_relaxed.linked.wasm $(LLM_WEB_OBJ) $(call relaxed,$(LLM_LIB_OBJ))
 	$(call relaxed_opt,build/wasm/rlx_llm_relaxed.linked.wasm,$@)
+$(LLM_TRAIN_WASM_RELAXED): $(call relaxed,$(LLM_TRAIN_LIB_OBJ)) $(LLM_TRAIN_WEB_OBJ)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_LDFLAGS) $(LLM_LDFLAGS) -o build/wasm/rlx_llm_train_relaxed.linked.wasm $(LLM_TRAIN_WEB_OBJ) \
+	  $(call relaxed,$(LLM_TRAIN_LIB_OBJ))
+	$(call relaxed_opt,build/wasm/rlx_llm_train_relaxed.linked.wasm,$@)
 # The op cases (tests/node/opcases.test.mjs, gradcases.test.mjs run both).
 $(OPCASES_RELAXED): $(call relaxed,$(WASM_OBJ)) $(WASM_TEST_OBJ)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_LDFLAGS) -o $@ $(WASM_TEST_OBJ) $(call relaxed,$(WASM_OBJ))
-wasm: $(WEB_WASM_RELAXED) $(LLM_WASM_RELAXED) $(OPCASES_RELAXED)
+wasm: $(WEB_WASM_RELAXED) $(LLM_WASM_RELAXED) $(LLM_TRAIN_WASM_RELAXED) $(OPCASES_RELAXED)

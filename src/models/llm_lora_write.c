@@ -3,8 +3,10 @@
  * adapter.type "lora", adapter.lora.alpha a float32, tensors
  * "<weight>.lora_a" dims [n_in, r] and "<weight>.lora_b" dims [r, n_out],
  * i.e. PEFT's row-major A [r, n_in] and B [n_out, r] as they are), written
- * under "<path>.tmp" and renamed, so a reader never sees half a file. */
+ * under "<path>.tmp" and renamed, so a reader never sees half a file; or
+ * the same bytes into memory (rlx_llm_lora_write_memory). */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,44 +49,85 @@ static rlx_status check_args(const char *path, const char *arch, float alpha, rl
   return RLX_OK;
 }
 
-rlx_status rlx_llm_lora_write(const char *path, const char *arch, float alpha, rlx_gguf_type type,
-                              const rlx_llm_lora_tensor *tensors, int32_t n) {
-  rlx_status st = check_args(path, arch, alpha, type, tensors, n);
-  if (st != RLX_OK) return st;
+/* The file's writer with its tensors (the converted copies it points to in
+ * l->copies), or the first error. */
+typedef struct {
   rlx_gguf_writer *w;
-  if ((st = rlx_gguf_writer_new(&w)) != RLX_OK) return st;
-  const size_t n_copies = 2 * (size_t)n;
-  void **copies = rlx_calloc(n_copies ? n_copies : 1, sizeof *copies);
-  uint64_t *copy_bytes = rlx_calloc(n_copies ? n_copies : 1, sizeof *copy_bytes);
-  if (!copies || !copy_bytes) st = rlx_error(RLX_ERR_NO_MEMORY, FN ": out of memory");
+  void **copies;
+  uint64_t *copy_bytes;
+  size_t n_copies;
+} lora_file;
+
+static void lora_file_free(lora_file *l) {
+  for (size_t k = 0; l->copies && k < l->n_copies; k++)
+    if (l->copies[k]) rlx_free(l->copies[k], (size_t)l->copy_bytes[k]);
+  if (l->copies) rlx_free(l->copies, (l->n_copies ? l->n_copies : 1) * sizeof *l->copies);
+  if (l->copy_bytes) rlx_free(l->copy_bytes, (l->n_copies ? l->n_copies : 1) * sizeof *l->copy_bytes);
+  rlx_gguf_writer_free(l->w);
+}
+
+static rlx_status lora_file_new(const char *arch, float alpha, rlx_gguf_type type, const rlx_llm_lora_tensor *tensors,
+                                int32_t n, lora_file *l) {
+  *l = (lora_file){0};
+  rlx_status st = rlx_gguf_writer_new(&l->w);
+  if (st != RLX_OK) return st;
+  l->n_copies = 2 * (size_t)n;
+  l->copies = rlx_calloc(l->n_copies ? l->n_copies : 1, sizeof *l->copies);
+  l->copy_bytes = rlx_calloc(l->n_copies ? l->n_copies : 1, sizeof *l->copy_bytes);
+  if (!l->copies || !l->copy_bytes) st = rlx_error(RLX_ERR_NO_MEMORY, FN ": out of memory");
+  rlx_gguf_writer *w = l->w;
   if (st == RLX_OK) st = rlx_gguf_writer_add_string(w, "general.architecture", arch, strlen(arch));
   if (st == RLX_OK) st = rlx_gguf_writer_add_string(w, "general.type", "adapter", 7);
   if (st == RLX_OK) st = rlx_gguf_writer_add_string(w, "adapter.type", "lora", 4);
   if (st == RLX_OK) st = rlx_gguf_writer_add(w, "adapter.lora.alpha", RLX_GGUF_VAL_F32, &alpha);
   for (int32_t i = 0; st == RLX_OK && i < n; i++) {
     const rlx_llm_lora_tensor *t = &tensors[i];
-    st = add_half(w, t->name, ".lora_a", type, t->n_in, t->rank, t->a, &copies[2 * i], &copy_bytes[2 * i]);
+    st = add_half(w, t->name, ".lora_a", type, t->n_in, t->rank, t->a, &l->copies[2 * i], &l->copy_bytes[2 * i]);
     if (st == RLX_OK)
-      st = add_half(w, t->name, ".lora_b", type, t->rank, t->n_out, t->b, &copies[2 * i + 1], &copy_bytes[2 * i + 1]);
+      st = add_half(w, t->name, ".lora_b", type, t->rank, t->n_out, t->b, &l->copies[2 * i + 1],
+                    &l->copy_bytes[2 * i + 1]);
   }
-  if (st == RLX_OK) {
-    const size_t len = strlen(path);
-    char *tmp = rlx_malloc(len + 5);
-    if (!tmp) st = rlx_error(RLX_ERR_NO_MEMORY, FN ": out of memory");
-    else {
-      memcpy(tmp, path, len);
-      memcpy(tmp + len, ".tmp", 5);
-      st = rlx_gguf_writer_write_file(w, tmp);
-      if (st == RLX_OK && rename(tmp, path) != 0)
-        st = rlx_error(RLX_ERR_INVALID_ARG, FN ": cannot rename '%s' to '%s'", tmp, path);
-      if (st != RLX_OK) remove(tmp);
-      rlx_free(tmp, len + 5);
-    }
+  if (st != RLX_OK) lora_file_free(l);
+  return st;
+}
+
+rlx_status rlx_llm_lora_write(const char *path, const char *arch, float alpha, rlx_gguf_type type,
+                              const rlx_llm_lora_tensor *tensors, int32_t n) {
+  rlx_status st = check_args(path, arch, alpha, type, tensors, n);
+  lora_file l;
+  if (st != RLX_OK || (st = lora_file_new(arch, alpha, type, tensors, n, &l)) != RLX_OK) return st;
+  const size_t len = strlen(path);
+  char *tmp = rlx_malloc(len + 5);
+  if (!tmp) st = rlx_error(RLX_ERR_NO_MEMORY, FN ": out of memory");
+  else {
+    memcpy(tmp, path, len);
+    memcpy(tmp + len, ".tmp", 5);
+    st = rlx_gguf_writer_write_file(l.w, tmp);
+    if (st == RLX_OK && rename(tmp, path) != 0)
+      st = rlx_error(RLX_ERR_INVALID_ARG, FN ": cannot rename '%s' to '%s'", tmp, path);
+    if (st != RLX_OK) remove(tmp);
+    rlx_free(tmp, len + 5);
   }
-  for (size_t k = 0; copies && k < n_copies; k++)
-    if (copies[k]) rlx_free(copies[k], (size_t)copy_bytes[k]);
-  if (copies) rlx_free(copies, (n_copies ? n_copies : 1) * sizeof *copies);
-  if (copy_bytes) rlx_free(copy_bytes, (n_copies ? n_copies : 1) * sizeof *copy_bytes);
-  rlx_gguf_writer_free(w);
+  lora_file_free(&l);
+  return st;
+}
+
+rlx_status rlx_llm_lora_write_memory(const char *arch, float alpha, rlx_gguf_type type,
+                                     const rlx_llm_lora_tensor *tensors, int32_t n, void *buf, size_t cap,
+                                     size_t *size) {
+  if (!size) return rlx_error(RLX_ERR_INVALID_ARG, FN "_memory: size is NULL");
+  *size = 0;
+  rlx_status st = check_args("", arch, alpha, type, tensors, n);
+  lora_file l;
+  if (st != RLX_OK || (st = lora_file_new(arch, alpha, type, tensors, n, &l)) != RLX_OK) return st;
+  uint64_t bytes = 0;
+  st = rlx_gguf_writer_size(l.w, &bytes);
+  if (st == RLX_OK && bytes > SIZE_MAX) st = rlx_error(RLX_ERR_NO_MEMORY, FN "_memory: %llu bytes", (unsigned long long)bytes);
+  if (st == RLX_OK) *size = (size_t)bytes;
+  if (st == RLX_OK && buf) {
+    if (cap < bytes) st = rlx_error(RLX_ERR_INVALID_ARG, FN "_memory: the adapter is %zu bytes, the buffer %zu", *size, cap);
+    else st = rlx_gguf_writer_write_memory(l.w, buf, cap);
+  }
+  lora_file_free(&l);
   return st;
 }

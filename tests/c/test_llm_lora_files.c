@@ -3,7 +3,8 @@
  * adapter, another architecture, a half missing, a shape or rank that does
  * not fit, a weight LoRA does not adapt or the model lacks, a tensor type,
  * a bad scale or alpha) and leaks nothing; "*_norm.weight" tensors are
- * skipped; rlx_llm_lora_write round-trips (f32 exactly, f16 as rounded)
+ * skipped; rlx_llm_lora_write round-trips (f32 exactly, f16 as rounded;
+ * rlx_llm_lora_write_memory gives the same bytes)
  * and leaves no file behind when it fails. */
 #include <math.h>
 #include <setjmp.h>
@@ -195,6 +196,31 @@ static void check_tensor(rlx_gguf *g, const char *name, rlx_gguf_type type, int6
   free(got), free(rounded), free(half);
 }
 
+/* rlx_llm_lora_write_memory gives the file's bytes: the size alone, then
+ * into a buffer of exactly that size; a smaller buffer is refused. */
+static void check_memory_equals_file(const char *path, rlx_gguf_type type, const rlx_llm_lora_tensor *t) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  const long file_size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *want = malloc((size_t)file_size), *got = malloc((size_t)file_size);
+  assert_true(want && got);
+  assert_int_equal(fread(want, 1, (size_t)file_size, f), (size_t)file_size);
+  fclose(f);
+  size_t size = 0;
+  assert_int_equal(rlx_llm_lora_write_memory("qwen3", 16.0f, type, t, 2, NULL, 0, &size), RLX_OK);
+  assert_int_equal(size, (size_t)file_size);
+  memset(got, 0xA5, size);
+  assert_int_equal(rlx_llm_lora_write_memory("qwen3", 16.0f, type, t, 2, got, size, &size), RLX_OK);
+  assert_memory_equal(got, want, size);
+  assert_int_equal(rlx_llm_lora_write_memory("qwen3", 16.0f, type, t, 2, got, size - 1, &size), RLX_ERR_INVALID_ARG);
+  assert_contains(rlx_last_error(), "the buffer");
+  assert_int_equal(rlx_llm_lora_write_memory("qwen3", NAN, type, t, 2, got, (size_t)file_size, &size),
+                   RLX_ERR_INVALID_ARG);
+  free(want), free(got);
+}
+
 static void writer_round_trip(void **state) {
   (void)state;
   const char *path = "build/tests/lora_written.gguf", *tmp = "build/tests/lora_written.gguf.tmp";
@@ -231,6 +257,7 @@ static void writer_round_trip(void **state) {
     check_tensor(g, "blk.3.ffn_down.weight.lora_a", type, 4, 2, a1);
     check_tensor(g, "blk.3.ffn_down.weight.lora_b", type, 2, 5, b1);
     rlx_gguf_free(g);
+    check_memory_equals_file(path, type, t);
   }
   assert_int_equal(check_alloc_live_bytes(), live);
   /* refusals: nothing written, nothing leaked, the old file kept whole */
