@@ -55,6 +55,13 @@ typedef struct {
  * betas 0.9 and 0.999, eps 1e-8, no weight decay), seed 0. */
 rlx_llm_finetune_options rlx_llm_finetune_default_options(void);
 
+/* The defaults of a whole run that `rlx finetune` and the JS SDK's
+ * finetune() share (beside the options' and the data's): windows per
+ * step, learning rate and seed. */
+#define RLX_LLM_FINETUNE_RUN_BATCH 4
+#define RLX_LLM_FINETUNE_RUN_LR 1e-3
+#define RLX_LLM_FINETUNE_RUN_SEED 1
+
 /* The model must stay open (and unchanged) until rlx_llm_finetune_free;
  * several fine-tuning objects may share it, and generation may go on
  * between steps.  opt NULL: the defaults. */

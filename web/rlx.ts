@@ -518,6 +518,68 @@ export interface LoadGgufOptions {
    * nLoraPairs and loraBytes say what was applied.
    */
   lora?: ReadonlyArray<{ source: GgufSource; scale?: number }>;
+  /**
+   * true: the module's training build (pkg/rlx_llm_train.wasm, or
+   * `trainWasm`) on the CPU, so that GgufModel.finetune runs; backend
+   * 'auto' then means 'cpu', and 'webgpu' / 'webgl' are refused.
+   */
+  train?: boolean;
+  /** Where rlx_llm_train.wasm is (default: pkg/rlx_llm_train.wasm, or its relaxed-SIMD build, next to runtime/llm.js). */
+  trainWasm?: string | URL | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
+}
+
+/** Fine-tuning data as bytes or a string (a text), or { text } / { jsonl } ({"prompt", "completion"} lines). */
+export type FinetuneSource = string | ArrayBuffer | ArrayBufferView | { text: string | ArrayBuffer | ArrayBufferView } |
+  { jsonl: string | ArrayBuffer | ArrayBufferView };
+/** The training data, with validation data of its own (else options.validFraction of it is held out). */
+export type FinetuneData = string | ArrayBuffer | ArrayBufferView |
+  (({ text: string | ArrayBuffer | ArrayBufferView } | { jsonl: string | ArrayBuffer | ArrayBufferView }) & { valid?: FinetuneSource });
+
+/** What each fine-tuning step reports. */
+export interface FinetuneProgress {
+  step: number; steps: number; loss: number;
+  /** The last validation loss taken (every evalEvery steps and after the last), null before one. */
+  validLoss: number | null;
+  tokensPerSecond: number | null; etaSeconds: number;
+}
+
+/** GgufModel.finetune's options: those of `rlx finetune`, with its defaults. */
+export interface FinetuneOptions {
+  /** The adapters' rank (default 8) and alpha (their products scaled by alpha / rank; default 16). */
+  rank?: number; alpha?: number;
+  /** The weights of every layer adapted: attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down, or all (default 'attn_q,attn_v'). */
+  targets?: string | ReadonlyArray<string>;
+  /** Tokens per window (default 128, at most the model's context), windows per step (default 4). */
+  seq?: number; batch?: number;
+  /** Optimizer steps (default: one pass over the training windows). */
+  steps?: number;
+  /** Learning rate (default 1e-3). */
+  lr?: number;
+  optimizer?: 'adamw' | 'sgd';
+  /** Seeds A's initial values and the window order (default 1). */
+  seed?: number | bigint;
+  /** The training windows in a seeded order (default true) or in file order. */
+  shuffle?: boolean;
+  /** The share of the windows held out for validation without data.valid (default 0.1). */
+  validFraction?: number;
+  /** The validation loss every this many steps and after the last (default: ten times a run). */
+  evalEvery?: number;
+  /** Start from this adapter (trained for this model with the same rank, alpha and targets). */
+  adapterIn?: GgufSource;
+  onProgress?: (p: FinetuneProgress) => void;
+  /** Stops after the current step; the result still holds the adapter. */
+  signal?: AbortSignal;
+  /** Where the steps run: 'cpu' (the default; 'webgpu' and 'webgl' are not there yet). */
+  backend?: 'cpu' | 'webgpu' | 'webgl';
+}
+
+export interface FinetuneResult {
+  /** llama.cpp's LoRA GGUF (f32): loadGguf's options.lora, `rlx generate --lora` and llama.cpp load it. */
+  adapter: Uint8Array;
+  /** Steps taken, their training losses, the validation losses taken. */
+  steps: number; losses: number[]; validLosses: Array<{ step: number; loss: number }>;
+  /** Whether options.signal ended the run early. */
+  stopped: boolean;
 }
 
 /** What a model is (rlx_llm_info, camelCase) and the size of its file. */
@@ -601,6 +663,8 @@ export interface GgufModel {
    * or iterate the pieces as they come (leaving the loop stops it).
    */
   generate(prompt: string | ArrayLike<number>, options?: GenerateOptions): Generation;
+  /** LoRA fine-tuning (a model loaded with { train: true }), as `rlx finetune`. */
+  finetune(data: FinetuneData, options?: FinetuneOptions): Promise<FinetuneResult>;
   reset(): void;
   free(): void;
 }

@@ -152,6 +152,14 @@ int32_t w_data_windows(const rlx_llm_data *d, int32_t split, double first, int32
                        float *mask) {
   return rlx_llm_data_windows(d, split, (int64_t)first, n, ids, targets, mask);
 }
-EXPORT(rlx_llm_finetune_default_lr) double w_ft_default_lr(void) {
-  return rlx_llm_finetune_default_options().optimizer.lr;
+
+/* ---- defaults ------------------------------------------------------------ */
+/* A run's defaults as `rlx finetune` has them: out[8] = {rank, alpha, seq,
+ * batch, lr, seed, shuffle, valid_fraction}, *targets the default targets. */
+EXPORT(rlx_llm_finetune_defaults) void w_ft_defaults(double *out, const char **targets) {
+  const rlx_llm_finetune_options f = rlx_llm_finetune_default_options();
+  const rlx_llm_data_options d = rlx_llm_data_default_options();
+  out[0] = f.rank, out[1] = f.alpha, out[2] = d.seq, out[3] = RLX_LLM_FINETUNE_RUN_BATCH;
+  out[4] = RLX_LLM_FINETUNE_RUN_LR, out[5] = RLX_LLM_FINETUNE_RUN_SEED, out[6] = d.shuffle, out[7] = d.valid_fraction;
+  *targets = f.targets;
 }

@@ -3,7 +3,7 @@
 // type-checks under --strict, the @ts-expect-error lines must be rejected.
 // Run by tests/node/llm_wasm.test.mjs; never executed.
 import { loadGguf, RlxError } from '../../web/rlx.js';
-import type { GgufModel, GgufInfo, GenerateResult, GenerateOptions, GeneratedPiece } from '../../web/rlx.js';
+import type { GgufModel, GgufInfo, GenerateResult, GenerateOptions, GeneratedPiece, FinetuneResult, FinetuneProgress } from '../../web/rlx.js';
 
 export async function main(file: File): Promise<void> {
   const model: GgufModel = await loadGguf(file, { nCtx: 512, onProgress: ({ loaded, total }) => console.log(loaded, total ?? '?') });
@@ -41,6 +41,16 @@ export async function main(file: File): Promise<void> {
   console.log(glLogits, notTaken);
   console.log(runsOn, onGpu.info.fallbacks.map((f) => f.reason), onGpu.info.software ?? 'hardware');
   console.log(first);
+  const trainable = await loadGguf(file, { train: true, trainWasm: './pkg/rlx_llm_train.wasm' });
+  const tuned: FinetuneResult = await trainable.finetune('some text', { rank: 4, alpha: 8, targets: ['attn_q', 'attn_v'], seq: 32,
+    batch: 2, steps: 10, lr: 1e-3, optimizer: 'sgd', seed: 1n, shuffle: false, validFraction: 0.2, evalEvery: 5,
+    adapterIn: new Uint8Array(8), backend: 'cpu', signal: new AbortController().signal,
+    onProgress: (p: FinetuneProgress) => console.log(p.step, p.steps, p.loss, p.validLoss ?? '-', p.tokensPerSecond, p.etaSeconds) });
+  await trainable.finetune({ jsonl: new Uint8Array(8), valid: { jsonl: '{}' } });
+  await trainable.finetune({ text: 'train', valid: 'valid' }, { targets: 'all' });
+  const adapterBytes: Uint8Array = tuned.adapter;
+  const lastValid: number | undefined = tuned.validLosses.at(-1)?.loss;
+  console.log(adapterBytes, lastValid, tuned.losses[0], tuned.steps, tuned.stopped);
   const rate: number | null = r2.stats.generateTokensPerSecond;
   const pos: number = model.position;
   model.reset();
@@ -58,6 +68,10 @@ export async function main(file: File): Promise<void> {
   await loadGguf(file, { backend: 'cuda' });
   // @ts-expect-error gpu is a GPU or a GPUDevice
   await loadGguf(file, { backend: 'webgpu', gpu: 'nvidia' });
+  // @ts-expect-error no such optimizer
+  await trainable.finetune('x', { optimizer: 'adam' });
+  // @ts-expect-error data is text, bytes, { text } or { jsonl }
+  await trainable.finetune({ csv: 'a,b' });
   // @ts-expect-error the info is read-only
   model.info = info;
 }

@@ -16,6 +16,7 @@
 //   await loadGguf(file, { backend: 'webgpu' });  // the steps on WebGPU (eval / logits then return Promises)
 //   await loadGguf(file, { backend: 'webgl' });   // the steps on WebGL2 (likewise)
 //   await loadGguf(file, { lora: [{ source: 'style.gguf', scale: 0.5 }] });  // LoRA adapters (llm_lora.js)
+//   const t = await loadGguf(file, { train: true });  // the training build: t.finetune(text, options) (llm_finetune.js)
 //   model.reset(); model.free();
 //
 // Sources: a File or Blob (read with stream(), or slice() where there is
@@ -47,6 +48,7 @@ import { STATUS, fail, functionOption, intOption, isNode, now, numberOption } fr
 import { LlmModule, instantiate } from './llm_module.js';
 import { SOURCE_KINDS, isSource, openSource } from './llm_source.js';
 import { loraArrays, loraMessage, loraOption, readAdapters } from './llm_lora.js';
+import { finetune } from './llm_finetune.js';
 
 export { RlxError };
 export { GgufWorker } from './llm_worker_client.js';
@@ -86,7 +88,10 @@ function gib(bytes) { return `${(bytes / 2 ** 30).toFixed(2)} GiB`; }
  * info.xq8 says whether it is on), lora ([{ source, scale }]: LoRA adapter
  * files, from any source the model may come from, applied while generating
  * on every backend, each with its scale (default 1); llm_lora.js; info.nLora,
- * nLoraPairs and loraBytes say what was applied) }.  A 'webgpu' or 'webgl'
+ * nLoraPairs and loraBytes say what was applied), train (true: the
+ * module's training build, rlx_llm_train.wasm (trainWasm), on the CPU, so
+ * that model.finetune() runs; backend 'auto' then means 'cpu', and 'webgpu'
+ * / 'webgl' are refused) }.  A 'webgpu' or 'webgl'
  * that cannot run here is an RlxError with reason 'unavailable'.
  */
 export async function loadGguf(source, options = undefined) {
@@ -102,15 +107,20 @@ export async function loadGguf(source, options = undefined) {
     throw fail(fn, `options.xq8 (8-bit activations) runs on the CPU only; backend '${backend}' keeps f32 activations (leave xq8 out)`);
   }
   const lora = loraOption(fn, o.lora);
+  if (o.train !== undefined && typeof o.train !== 'boolean') throw fail(fn, `options.train must be true or false, got ${describe(o.train)}`);
+  if (o.train && (backend === 'webgpu' || backend === 'webgl')) {
+    throw new RlxError(STATUS.UNSUPPORTED, `${fn}: options.train loads the CPU training module; backend '${backend}' cannot train yet (use 'cpu')`, 'unsupported');
+  }
   const isWasm = (w) => typeof w === 'string' || w instanceof URL || w instanceof ArrayBuffer || ArrayBuffer.isView(w) ||
     w instanceof WebAssembly.Module;
-  for (const k of ['wasm', 'gpuWasm', 'webglWasm']) {
+  for (const k of ['wasm', 'gpuWasm', 'webglWasm', 'trainWasm']) {
     if (o[k] !== undefined && !isWasm(o[k])) throw fail(fn, `options.${k} must be a URL, a path, bytes or a WebAssembly.Module, got ${describe(o[k])}`);
   }
   // The GPU first (an explicit 'webgpu' or 'webgl' that cannot run is refused before anything is read)
-  let gpu = backend === 'cpu' || backend === 'webgl' ? null : await chooseWebGpu(fn, backend, o.gpu);
-  if (backend === 'webgl' || (backend === 'auto' && !gpu.device)) gpu = await chooseWebGl(fn, backend, gpu?.fallbacks ?? []);
-  const wasm = gpu?.device ? (o.gpuWasm ?? GPU_WASM) : gpu?.gl ? (o.webglWasm ?? WEBGL_WASM) : (o.wasm ?? moduleFile('llm', simd));
+  let gpu = backend === 'cpu' || backend === 'webgl' || o.train ? null : await chooseWebGpu(fn, backend, o.gpu);
+  if (!o.train && (backend === 'webgl' || (backend === 'auto' && !gpu.device))) gpu = await chooseWebGl(fn, backend, gpu?.fallbacks ?? []);
+  const wasm = gpu?.device ? (o.gpuWasm ?? GPU_WASM) : gpu?.gl ? (o.webglWasm ?? WEBGL_WASM)
+    : o.train ? (o.trainWasm ?? moduleFile('llmTrain', simd)) : (o.wasm ?? moduleFile('llm', simd));
   if (!isSource(source)) {
     gpu?.release?.();
     throw fail(fn, `source must be ${SOURCE_KINDS}, got ${describe(source)}`);
@@ -125,6 +135,9 @@ export async function loadGguf(source, options = undefined) {
     }
     if (gpu?.gl && typeof mod.e.rlx_llm_webgl_step !== 'function') {
       throw fail(fn, 'options.webglWasm is not rlx_llm_webgl.wasm (no rlx_llm_webgl_step export)');
+    }
+    if (o.train && typeof mod.e.rlx_llm_finetune_new !== 'function') {
+      throw fail(fn, 'options.trainWasm is not rlx_llm_train.wasm (no rlx_llm_finetune_new export)');
     }
   } catch (err) {
     gpu?.release?.();
@@ -283,6 +296,7 @@ export class GgufModel {
     this.buffer = buffer;
     this.adapters = [];       // the LoRA adapters' buffers (llm_lora.js), read in place by the model
     this.running = false;     // a generate() (or, on a GPU, an eval) is in progress
+    this.training = false;    // a finetune() is in progress (llm_finetune.js)
     this.freeLater = false;   // free() came during generate()
     const fallbacks = backend.fallbacks.map((f) => Object.freeze({ ...f }));
     this.info = Object.freeze({ ...this.readInfo(), fileBytes, simd: mod.simd, backend: backend.backend,
@@ -612,10 +626,18 @@ export class GgufModel {
     }
   }
 
-  /** Frees the model and its memory (during a generation: when it stops, which it then does). Harmless twice. */
+  /**
+   * LoRA fine-tuning on data (a text, or { text | jsonl, valid? }) with
+   * options as `rlx finetune`'s; a model loaded with { train: true }.
+   * Resolves to { adapter (llama.cpp's LoRA GGUF bytes), steps, losses,
+   * validLosses, stopped }; llm_finetune.js says the rest.
+   */
+  finetune(data, options = undefined) { return finetune(this, data, options); }
+
+  /** Frees the model and its memory (during a generation or fine-tuning: when it stops, which it then does). Harmless twice. */
   free() {
     if (!this.handle) return;
-    if (this.running) { this.freeLater = true; return; }
+    if (this.running || this.training) { this.freeLater = true; return; }
     this.release();
   }
 

@@ -2,14 +2,17 @@
 // (llm.js): requests { id, op, ... } are answered { id, ok, value } or
 // { id, ok: false, error: { message, status, statusName } }; on the way,
 // { id, event: 'progress', loaded, total } while loading and { id, event:
-// 'token', text, tokenId } per generated token.  { op: 'stop' } ends the
-// running generation at once (generate() lets messages in while it runs).
+// 'token', text, tokenId } per generated token, { id, event: 'progress',
+// step, steps, loss, ... } after each fine-tuning step (the adapter's
+// bytes are transferred back with the result).  { op: 'stop' } ends the
+// running generation at once, and a fine-tuning after its current step
+// (both let messages in while they run).
 import { loadGguf, RlxError } from './llm.js';
 import { STATUS } from './llm_common.js';
 
 let model = null;
 let loading = null; // the load in progress (a second load waits for it)
-let abort = null;   // the running generation's AbortController
+let abort = null;   // the running generation's or fine-tuning's AbortController
 
 function errorOf(err) {
   if (err instanceof RlxError) return { message: err.message, status: err.status, statusName: err.statusName };
@@ -61,6 +64,18 @@ const OPS = {
       abort = null;
     }
   },
+  async finetune(msg, post) {
+    const m = needModel('finetune');
+    const options = msg.options === undefined ? {} : msg.options;
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) return m.finetune(msg.data, options);
+    const own = new AbortController();
+    abort = own;
+    try {
+      return await m.finetune(msg.data, { ...options, signal: own.signal, onProgress: (p) => post({ event: 'progress', ...p }) });
+    } finally {
+      if (abort === own) abort = null;
+    }
+  },
 };
 
 self.onmessage = async (event) => {
@@ -69,11 +84,11 @@ self.onmessage = async (event) => {
     abort?.abort();
     return;
   }
-  const post = (data) => self.postMessage({ id: msg.id, ...data });
+  const post = (data, transfer = []) => self.postMessage({ id: msg.id, ...data }, transfer);
   try {
     if (!Object.hasOwn(OPS, msg.op)) throw new RlxError(STATUS.INVALID_ARG, `GgufWorker: unknown request ${String(msg.op)}`, 'invalid argument');
     const value = await OPS[msg.op](msg, post);
-    post({ ok: true, value });
+    post({ ok: true, value }, value?.adapter instanceof Uint8Array ? [value.adapter.buffer] : []);
   } catch (err) {
     post({ ok: false, error: errorOf(err) });
   }

@@ -5,6 +5,10 @@
 import { RlxError, describe, optionsArg } from './loader.js';
 import { STATUS, fail, functionOption } from './llm_common.js';
 
+/** A URL resolved against the page (the worker's own location is runtime/), as a string (a URL does not clone). */
+const pageUrl = (s) => new URL(String(s), globalThis.document?.baseURI ?? globalThis.location?.href).href;
+const isUrl = (s) => typeof s === 'string' || s instanceof URL;
+
 /** RlxError from a Worker's { message, status, statusName }. */
 function remoteError(e) {
   return new RlxError(e?.status ?? -1, e?.message ?? String(e), e?.statusName ?? '');
@@ -18,6 +22,8 @@ function remoteError(e) {
  *   const lm = new GgufWorker();
  *   const info = await lm.load(file, { nCtx: 2048, onProgress });
  *   const r = await lm.generate('Hello', { maxTokens: 32, onToken: (text) => ... });
+ *   await lm.load(file, { train: true });
+ *   const { adapter } = await lm.finetune(text, { steps: 30, onProgress, signal });
  *   lm.stop(); await lm.free(); lm.terminate();
  */
 export class GgufWorker {
@@ -63,17 +69,14 @@ export class GgufWorker {
     const fn = 'GgufWorker.load';
     const o = optionsArg(fn, options);
     const onProgress = functionOption(fn, 'options.onProgress', o.onProgress);
-    // URLs resolved against the page (the worker's own location is runtime/), as strings (a URL does not clone)
-    const isUrl = (s) => typeof s === 'string' || s instanceof URL;
-    const resolve = (s) => new URL(String(s), globalThis.document?.baseURI ?? globalThis.location?.href).href;
     let src = source;
     if (isUrl(source)) {
-      src = resolve(source);
+      src = pageUrl(source);
     } else if (!(source instanceof ArrayBuffer || ArrayBuffer.isView(source) || (typeof Blob === 'function' && source instanceof Blob))) {
       throw fail(fn, `source must be a URL, a File or Blob, an ArrayBuffer or a Uint8Array, got ${describe(source)}`);
     }
     const { onProgress: _, ...rest } = o;
-    if (Array.isArray(rest.lora)) rest.lora = rest.lora.map((a) => (isUrl(a?.source) ? { ...a, source: resolve(a.source) } : a));
+    if (Array.isArray(rest.lora)) rest.lora = rest.lora.map((a) => (isUrl(a?.source) ? { ...a, source: pageUrl(a.source) } : a));
     this.info = await this.request('load', { source: src, options: rest }, (msg) => onProgress?.({ loaded: msg.loaded, total: msg.total, stage: msg.stage }));
     return this.info;
   }
@@ -89,20 +92,41 @@ export class GgufWorker {
     const o = optionsArg(fn, options);
     const onToken = functionOption(fn, 'options.onToken', o.onToken);
     const { onToken: _, signal, ...rest } = o;
+    return this.stoppable(fn, signal, 'generate', { prompt, options: rest }, (msg) => onToken?.(msg.text, msg.tokenId));
+  }
+
+  /**
+   * As GgufModel.finetune (a model loaded with { train: true }):
+   * onProgress is called as the steps' reports arrive, options.signal (or
+   * stop()) ends the run after its current step, and the adapter's bytes
+   * come back transferred.  adapterIn as a URL is resolved against the page.
+   */
+  async finetune(data, options = undefined) {
+    const fn = 'GgufWorker.finetune';
+    const o = optionsArg(fn, options);
+    const onProgress = functionOption(fn, 'options.onProgress', o.onProgress);
+    const { onProgress: _, signal, ...rest } = o;
+    if (isUrl(rest.adapterIn)) rest.adapterIn = pageUrl(rest.adapterIn);
+    return this.stoppable(fn, signal, 'finetune', { data, options: rest }, ({ id: _id, event: _e, ...p }) => onProgress?.(p));
+  }
+
+  /** A request that options.signal (an AbortSignal, checked) ends through stop(). */
+  async stoppable(fn, signal, op, args, onEvent) {
     if (signal !== undefined && (signal === null || typeof signal !== 'object' || typeof signal.aborted !== 'boolean')) {
       throw fail(fn, `options.signal must be an AbortSignal, got ${describe(signal)}`);
     }
     const onAbort = () => this.stop();
     signal?.addEventListener?.('abort', onAbort);
     try {
+      const run = this.request(op, args, onEvent);
       if (signal?.aborted) this.stop();
-      return await this.request('generate', { prompt, options: rest }, (msg) => onToken?.(msg.text, msg.tokenId));
+      return await run;
     } finally {
       signal?.removeEventListener?.('abort', onAbort);
     }
   }
 
-  /** Ends the running generation (it resolves with stoppedBy 'abort'). */
+  /** Ends the running generation (it resolves with stoppedBy 'abort'), or a fine-tuning after its current step. */
   stop() { this.worker.postMessage({ op: 'stop' }); }
 
   terminate() {
