@@ -17,12 +17,11 @@ import { GgufWorker } from './runtime/llm.js';
 import { slowdown, slowdownText, gpuName } from './software-gpu.js';
 import { acceptDrops } from './gguf-drop.js';
 import { KeptFile } from './gguf-kept.js';
+import { ADAPTER_FOLDER, kept as keptIn } from './gguf-store.js';
+import { TEST_MODELS, testModelUrl } from './test-models.js';
 
 const $ = (id) => document.getElementById(id);
 const query = new URLSearchParams(location.search);
-// Tiny seeded test models (make lm-fixtures; copied to data/lm by make).
-const TEST_MODELS = ['llama-q4_0', 'qwen2-q8_0', 'qwen3-q4_k'];
-const testModelUrl = (name) => new URL(`./data/lm/${name}.gguf`, import.meta.url);
 
 const PROBE = { prompt: 'The', maxTokens: 4 }; // the greedy run timed on a software GPU and on the CPU
 let lm = null;        // the GgufWorker holding the model in use (info), or null
@@ -36,6 +35,7 @@ const kept = new KeptFile(() => { // the file kept in this browser (OPFS), offer
   source = 'kept';
   load();
 });
+let keptAdapter = null; // the LoRA adapter finetune.html kept in this browser (a File), or null
 let countTimer = 0;
 let countSeq = 0;     // the latest prompt count asked for (older answers are dropped)
 
@@ -174,6 +174,7 @@ async function load() {
       nCtx: f.values.nCtx,
       backend: f.values.backend, // 'cpu', 'webgpu' (navigator.gpu of the Worker), 'webgl' (its OffscreenCanvas) or 'auto'
       xq8: $('xq8').checked, // the CPU only: refused with 'webgpu' / 'webgl', not applied where 'auto' picks a GPU
+      lora: $('lora-kept').checked && keptAdapter ? [{ source: keptAdapter }] : undefined,
       onProgress: ({ loaded, total, stage }) => {
         if (stage === 'compiling') {
           compiling = performance.now();
@@ -194,7 +195,8 @@ async function load() {
     const s = ((performance.now() - t0) / 1000).toFixed(2);
     const compiled = compiling ? `, ${((performance.now() - compiling) / 1000).toFixed(2)} s of it compiling GPU pipelines` : '';
     await warnSoftware(picked);
-    status('ready', `Loaded ${picked.name} (${mib(info.fileBytes)})${picked.from ?? ''} in ${s} s${compiled}.`);
+    const adapted = info.nLora ? `, with the LoRA adapter ${keptAdapter?.name ?? ''} (${info.nLoraPairs} products)` : '';
+    status('ready', `Loaded ${picked.name} (${mib(info.fileBytes)})${picked.from ?? ''}${adapted} in ${s} s${compiled}.`);
     if (picked.keep) kept.keep(picked.src).catch(showError);
   } catch (err) {
     next.terminate();
@@ -381,6 +383,12 @@ async function main() {
   });
   setBusy(false);
   kept.refresh().catch(showError);
+  keptIn(ADAPTER_FOLDER).then(({ file }) => { // an adapter finetune.html kept
+    keptAdapter = file;
+    if (!file) return;
+    $('lora-kept').disabled = false;
+    $('lora-name').textContent = `apply ${file.name} (${mib(file.size)}) kept by finetune.html`;
+  }).catch(showError);
   if (!good) status('error', 'Some URL settings were refused (see above).');
   if (query.get('autoload') === '1' && good) await load();
 }

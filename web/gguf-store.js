@@ -1,5 +1,7 @@
 // gguf-store.js - one GGUF file kept in this browser's Origin Private File
-// System (navigator.storage.getDirectory(), folder rlx-gguf), so that a page
+// System (navigator.storage.getDirectory(), folder rlx-gguf; each function
+// takes another folder as its last argument: ADAPTER_FOLDER keeps one LoRA
+// adapter beside the model), so that a page
 // can offer it again after a reload without the file being picked again.
 // keep(file) streams the file into OPFS through createWritable (chunk by
 // chunk, no second copy in memory; the new file appears only when complete)
@@ -12,6 +14,8 @@
 //   const { file, reason } = await kept();         // file: File | null
 
 const FOLDER = 'rlx-gguf';
+/** Where finetune.html keeps the adapter it trained and generate.html finds it. */
+export const ADAPTER_FOLDER = 'rlx-lora';
 let queue = Promise.resolve(); // one store operation at a time
 
 function serial(fn) {
@@ -27,12 +31,12 @@ function reasonOf(err) {
   return `storage failed: ${err?.message ?? err}`;
 }
 
-async function folder(create) {
+async function folder(create, name) {
   if (typeof globalThis.navigator?.storage?.getDirectory !== 'function') {
     throw Object.assign(new Error('this browser has no Origin Private File System (navigator.storage.getDirectory)'), { plain: true });
   }
   const root = await navigator.storage.getDirectory();
-  return root.getDirectoryHandle(FOLDER, { create });
+  return root.getDirectoryHandle(name, { create });
 }
 
 const failed = (err) => ({ ok: false, reason: err?.plain ? err.message : reasonOf(err) });
@@ -54,10 +58,10 @@ export async function usage() {
 }
 
 /** The kept file ({ file: File }), none ({ file: null }), or why there can be none ({ file: null, reason }). */
-export function kept() {
+export function kept(name = FOLDER) {
   return serial(async () => {
     try {
-      const dir = await folder(false);
+      const dir = await folder(false, name);
       for await (const handle of dir.values()) {
         if (handle.kind === 'file') return { file: await handle.getFile() };
       }
@@ -69,11 +73,11 @@ export function kept() {
 }
 
 /** Streams file into OPFS in place of the file kept before; onWritten(bytes) as it goes. */
-export function keep(file, onWritten = undefined) {
+export function keep(file, onWritten = undefined, name = FOLDER) {
   return serial(async () => {
     let dir;
     try {
-      dir = await folder(true);
+      dir = await folder(true, name);
       await removeAll(dir);
     } catch (err) {
       return failed(err);
@@ -105,10 +109,10 @@ export function keep(file, onWritten = undefined) {
 }
 
 /** Deletes the kept file: { ok: true } or { ok: false, reason }. */
-export function forget() {
+export function forget(name = FOLDER) {
   return serial(async () => {
     try {
-      await removeAll(await folder(false));
+      await removeAll(await folder(false, name));
       return { ok: true };
     } catch (err) {
       return err?.name === 'NotFoundError' ? { ok: true } : failed(err);

@@ -6,6 +6,7 @@ export const PAGES = [
   ['vision-bench.html', 'Vision benchmark'],
   ['cluster.html', 'Tab cluster'],
   ['generate.html', 'Generate text'],
+  ['finetune.html', 'Fine-tune (LoRA)'],
 ];
 
 for (const nav of document.querySelectorAll('nav[data-pages]')) {

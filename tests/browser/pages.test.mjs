@@ -47,7 +47,7 @@ function drawn(page, selector) {
 }
 
 test('pages: ASCII before <head>, local references exist', () => {
-  for (const page of ['index.html', 'train.html', 'vision-bench.html', 'cluster.html']) {
+  for (const page of ['index.html', 'train.html', 'vision-bench.html', 'cluster.html', 'finetune.html']) {
     const bytes = readFileSync(`${REPO}web/${page}`);
     const head = bytes.indexOf('<head');
     assert.ok(head > 0, `${page}: no <head>`);

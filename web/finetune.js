@@ -1,0 +1,253 @@
+// finetune.js - the UI of finetune.html: a base model from a test model on
+// this server, a picked or dropped .gguf file (gguf-drop.js) or the file
+// kept in this browser (gguf-kept.js), loaded in a Worker with the training
+// module (GgufWorker, loadGguf's { train: true }); training text pasted or a
+// .txt / .jsonl file; the settings checked next to their fields (fields.js);
+// GgufWorker.finetune with live loss plots (chart.js), tokens per second and
+// time left; the prompt's greedy text before and after (the adapter applied
+// in a second Worker); Stop (the run ends after its current step with the
+// adapter it has); the adapter to download or keep in this browser
+// (gguf-store.js's ADAPTER_FOLDER), where generate.html applies it.
+import { show, status, showError } from './page-status.js';
+import { readFields, applyQuery, intRule, numberRule, choiceRule, notStarted } from './fields.js';
+import { GgufWorker } from './runtime/llm.js';
+import { acceptDrops } from './gguf-drop.js';
+import { KeptFile } from './gguf-kept.js';
+import * as store from './gguf-store.js';
+import { drawChart } from './chart.js';
+import { TEST_MODELS, testModelUrl } from './test-models.js';
+
+const $ = (id) => document.getElementById(id);
+const query = new URLSearchParams(location.search);
+const SAMPLE = 'The small river ran past the old mill. '.repeat(12).trim();
+const GREEDY = { maxTokens: 16, temperature: 0 }; // the before / after text
+
+let lm = null;        // the GgufWorker holding the base model, or null
+let info = null;
+let picked = null;    // { src, name } of the model loaded
+let busy = false;
+let source = 'model'; // the model control used last: 'model' | 'file' | 'kept'
+let chosen = null;    // the .gguf file picked or dropped last
+let run = null;       // the running fine-tuning's AbortController
+let adapter = null;   // the last run's adapter bytes
+const kept = new KeptFile(() => { if (!busy) { source = 'kept'; load(); } });
+
+/** A backend of the selector; a listed but disabled one is refused with its reason. */
+function backendRule(text, el) {
+  const off = [...el.options].find((o) => o.value === text && o.disabled);
+  return off ? { error: `${off.value} is ${off.dataset.reason}` } : choiceRule()(text, el);
+}
+const SETTINGS = {
+  rank: intRule(1, 1024),
+  alpha: numberRule({ gt: 0, max: 1e6 }),
+  targets: (text) => (/^\s*[a-z_]+(\s*,\s*[a-z_]+)*\s*$/.test(text) ? { value: text.replace(/\s+/g, '') }
+    : { error: 'names separated by commas: attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down, or all' }),
+  lr: numberRule({ gt: 0, max: 10 }),
+  steps: intRule(1, 100000),
+  seq: intRule(2, 4096),
+  batch: intRule(1, 256),
+  backend: backendRule,
+  prompt: (text) => (text === '' ? { error: 'write a prompt' } : { value: text }),
+};
+const QUERY_RULES = {
+  ...SETTINGS,
+  model: (text) => (TEST_MODELS.includes(text) ? { value: text } : { error: `not one of ${TEST_MODELS.join(', ')}` }),
+};
+
+function setBusy(on, training = false) {
+  busy = on;
+  for (const id of ['load', 'kept-load', 'kept-forget', 'keep-adapter']) $(id).disabled = on;
+  $('train').disabled = on || !info;
+  $('stop-run').disabled = !training;
+}
+
+const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(bytes < 2 ** 24 ? 2 : 0)} MiB`;
+const clock = (s) => `${Math.floor(s / 60)}:${String(Math.round(s % 60)).padStart(2, '0')}`;
+
+/** The model picked (marked next to its control when there is none). */
+function pickSource() {
+  for (const id of ['model', 'file']) $(`${id}-error`).textContent = '';
+  if (source === 'file') {
+    if (chosen) return { src: chosen, name: chosen.name, keep: true };
+    $('file-error').textContent = 'choose a .gguf file';
+    return null;
+  }
+  if (source === 'kept') {
+    if (kept.file) return { src: kept.file, name: kept.file.name };
+    $('file-error').textContent = 'no file is kept in this browser now: choose a .gguf file';
+    return null;
+  }
+  const name = $('model').value;
+  if (!name) { $('model-error').textContent = 'pick a test model or a file'; return null; }
+  return { src: testModelUrl(name).href, name: `${name}.gguf` };
+}
+
+async function load() {
+  $('error').textContent = '';
+  const next = pickSource();
+  if (!next) { status('error', 'Not loaded: fix the marked field.'); return; }
+  setBusy(true);
+  $('load-progress').value = 0;
+  status('loading', `Loading ${next.name}...`);
+  const w = new GgufWorker(); // a fresh Worker: the model loaded before stays until this one has loaded
+  try {
+    const nextInfo = await w.load(next.src, {
+      train: true, backend: 'cpu',
+      onProgress: ({ loaded, total }) => {
+        if (total) $('load-progress').value = loaded / total;
+        status('loading', `Loading ${next.name}: ${mib(loaded)}${total ? ` of ${mib(total)}` : ''}...`);
+      },
+    });
+    lm?.terminate();
+    [lm, info, picked] = [w, nextInfo, next];
+    $('load-progress').value = 1;
+    status('ready', `Loaded ${next.name}: ${info.arch}, ${info.nLayer} layers, context ${info.nCtxTrain}. Set the data and Train.`);
+    if (next.keep) kept.keep(next.src).catch(showError);
+  } catch (err) {
+    w.terminate();
+    $(`${source === 'kept' ? 'file' : source}-error`).textContent = err?.message ?? String(err);
+    status('error', `Not loaded: ${next.name} (the reason is next to the control).`);
+  } finally {
+    setBusy(false);
+  }
+}
+
+/** The training data: the picked file (.jsonl as JSONL) or the pasted text. */
+async function readData() {
+  $('text-error').textContent = $('data-file-error').textContent = '';
+  const file = $('data-file').files?.[0];
+  if (file) {
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    return { data: /\.jsonl$/i.test(file.name) ? { jsonl: bytes } : { text: bytes }, field: 'data-file' };
+  }
+  if ($('text').value.trim() === '') { $('text-error').textContent = 'paste some text or pick a file'; return null; }
+  return { data: $('text').value, field: 'text' };
+}
+
+/** The loss plot: training loss per step, validation loss when taken. */
+function plot(losses, valid) {
+  drawChart($('loss-chart'), [
+    { points: losses.map((l, i) => [i + 1, l]), label: 'training loss' },
+    { points: valid.map((v) => [v.step, v.loss]), label: 'validation loss', dots: true },
+  ], { xLabel: 'step', yLabel: 'loss' });
+}
+
+/** Greedy text of the prompt with w's model. */
+async function greedy(w, prompt) {
+  return (await w.generate(prompt, GREEDY)).text;
+}
+
+async function train() {
+  $('error').textContent = '';
+  const f = readFields(SETTINGS);
+  const d = await readData();
+  if (!f.ok || !d) {
+    status('error', notStarted({ ...f.errors, ...(d ? {} : { text: 'no data' }) }));
+    return;
+  }
+  const { prompt, ...options } = f.values;
+  setBusy(true, true);
+  $('adapter').hidden = true;
+  adapter = null;
+  for (const id of ['r-step', 'r-loss', 'r-valid', 'r-rate', 'r-eta']) show(id, '', '-');
+  $('before').textContent = $('after').textContent = '';
+  const losses = [], valid = [];
+  plot(losses, valid);
+  run = new AbortController();
+  try {
+    status('training', 'Greedy text before training...');
+    $('before').textContent = await greedy(lm, prompt);
+    status('training', 'Reading the data and compiling the training step...');
+    const r = await lm.finetune(d.data, {
+      ...options, signal: run.signal, evalEvery: Math.max(1, Math.floor(options.steps / 20)), // twenty points on the plot
+      onProgress: (p) => {
+        losses.push(p.loss);
+        if (p.validLoss !== null && valid.at(-1)?.loss !== p.validLoss) valid.push({ step: p.step, loss: p.validLoss });
+        show('r-step', p.step, `${p.step} / ${p.steps}`);
+        show('r-loss', p.loss, p.loss.toFixed(4));
+        if (p.validLoss !== null) show('r-valid', p.validLoss, p.validLoss.toFixed(4));
+        if (p.tokensPerSecond) show('r-rate', p.tokensPerSecond, p.tokensPerSecond.toFixed(0));
+        show('r-eta', p.etaSeconds, clock(p.etaSeconds));
+        plot(losses, valid);
+        if (!run.signal.aborted) status('training', `Training: step ${p.step} of ${p.steps}...`);
+      },
+    });
+    adapter = r.adapter;
+    valid.splice(0, valid.length, ...r.validLosses);
+    plot(losses, valid);
+    if (valid.length) show('r-valid', valid.at(-1).loss, valid.at(-1).loss.toFixed(4));
+    showAdapter(r);
+    setBusy(true);
+    status('training', 'Greedy text with the adapter...');
+    const after = new GgufWorker();
+    try {
+      await after.load(picked.src, { backend: 'cpu', lora: [{ source: adapter }] });
+      $('after').textContent = await greedy(after, prompt);
+    } finally {
+      after.terminate();
+    }
+    const first = losses[0], last = losses.at(-1);
+    status(r.stopped ? 'stopped' : 'finished', `${r.stopped ? 'Stopped' : 'Finished'} after ${r.steps} step${r.steps === 1 ? '' : 's'}` +
+      (r.steps ? `: training loss ${first.toFixed(4)} -> ${last.toFixed(4)}.` : '.'));
+  } catch (err) {
+    if (/finetune: data/.test(err?.message ?? '')) $(`${d.field}-error`).textContent = err.message;
+    showError(err);
+  } finally {
+    run = null;
+    setBusy(false);
+  }
+}
+
+/** The download link and the keep button for the adapter. */
+function showAdapter(r) {
+  const link = $('download');
+  if (link.href.startsWith('blob:')) URL.revokeObjectURL(link.href);
+  link.href = URL.createObjectURL(new Blob([r.adapter], { type: 'application/octet-stream' }));
+  link.dataset.bytes = String(r.adapter.length);
+  $('adapter').hidden = false;
+  $('adapter-note').dataset.state = 'ready';
+  $('adapter-note').textContent = `adapter.gguf: ${mib(r.adapter.length)}, rank ${$('rank').value} on ${$('targets').value}, ` +
+    `from ${picked.name}.`;
+}
+
+async function keepAdapter() {
+  if (!adapter) return;
+  const note = $('adapter-note');
+  note.dataset.state = 'keeping';
+  note.textContent = 'Keeping adapter.gguf in this browser...';
+  const r = await store.keep(new File([adapter], 'adapter.gguf'), undefined, store.ADAPTER_FOLDER);
+  note.dataset.state = r.ok ? 'kept' : 'not-kept';
+  note.textContent = r.ok ? 'Kept adapter.gguf in this browser: generate.html offers to apply it.' : `Not kept: ${r.reason}.`;
+}
+
+async function main() {
+  for (const name of TEST_MODELS) $('model').append(new Option(name, name));
+  $('text').value = SAMPLE;
+  const report = (m) => { $('error').textContent += `${$('error').textContent ? '\n' : ''}${m}`; };
+  const good = applyQuery(query, QUERY_RULES, report, ['autoload']);
+  $('model').addEventListener('change', () => { source = 'model'; });
+  $('file').addEventListener('change', () => { source = 'file'; chosen = $('file').files?.[0] ?? null; });
+  acceptDrops($('drop-zone'), {
+    onFile: (file) => {
+      if (busy) { $('file-error').textContent = `${file.name}: wait until the model has loaded or training has ended`; return; }
+      source = 'file';
+      chosen = file;
+      load();
+    },
+    onRefuse: (message) => { $('file-error').textContent = message; },
+  });
+  $('load').addEventListener('click', () => { if (!busy) load(); });
+  $('train').addEventListener('click', () => { if (!busy) train(); });
+  $('stop-run').addEventListener('click', () => {
+    run?.abort();
+    status('stopping', 'Stopping after the current step...');
+  });
+  $('keep-adapter').addEventListener('click', () => { if (!busy) keepAdapter().catch(showError); });
+  setBusy(false);
+  plot([], []);
+  kept.refresh().catch(showError);
+  if (!good) status('error', 'Some URL settings were refused (see above).');
+  if (query.get('autoload') === '1' && good) await load();
+}
+
+main().catch(showError);
