@@ -44,7 +44,7 @@
 import { RlxError, describe, optionsArg } from './loader.js';
 import { simdOption, moduleFile } from './simd.js';
 import { Generation } from './llm_stream.js';
-import { STATUS, fail, functionOption, intOption, isNode, now, numberOption } from './llm_common.js';
+import { STATUS, fail, functionOption, intOption, now, numberOption, yieldToEvents } from './llm_common.js';
 import { LlmModule, instantiate } from './llm_module.js';
 import { SOURCE_KINDS, isSource, openSource } from './llm_source.js';
 import { loraArrays, loraMessage, loraOption, readAdapters } from './llm_lora.js';
@@ -656,17 +656,3 @@ export class GgufModel {
     this.mod = null; // the instance and its memory go with the last reference to it
   }
 }
-
-/** Lets queued events in (a Worker's 'stop' message, a page's clicks) without setTimeout's clamp. */
-function yieldToEvents() {
-  if (isNode) return new Promise((resolve) => setImmediate(resolve));
-  if (typeof MessageChannel === 'function') {
-    return new Promise((resolve) => {
-      const ch = new MessageChannel();
-      ch.port1.onmessage = () => { ch.port1.close(); resolve(); };
-      ch.port2.postMessage(0);
-    });
-  }
-  return new Promise((resolve) => setTimeout(resolve, 0));
-}
-

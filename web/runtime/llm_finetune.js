@@ -21,7 +21,7 @@
 import { RlxError, describe, optionsArg } from './loader.js';
 import { seed as seedArg } from './args.js';
 import { OPTIMIZER } from './constants.js';
-import { STATUS, fail, functionOption, intOption, numberOption, now } from './llm_common.js';
+import { STATUS, fail, functionOption, intOption, numberOption, now, yieldToEvents } from './llm_common.js';
 import { SOURCE_KINDS, isSource } from './llm_source.js';
 import { loraArrays, readAdapters } from './llm_lora.js';
 
@@ -139,7 +139,7 @@ class CpuRunner {
   /** The fine-tuning object on the model (or, with adapterIn, on a second handle of the same weights holding it). */
   static async create(fn, model, o) {
     const m = model.mod;
-    const r = new CpuRunner(m, model.handle);
+    const r = new CpuRunner(m, model.handle, o.seq);
     try {
       if (o.adapterIn !== undefined) await r.openWithAdapter(fn, model, o.adapterIn);
       m.scoped((t) => {
@@ -165,8 +165,9 @@ class CpuRunner {
     }
   }
 
-  constructor(m, handle) {
+  constructor(m, handle, seq) {
     this.m = m;
+    this.seq = seq;
     this.handle = handle; // the model handle the fine-tuning object uses
     this.own = 0;         // a second handle (adapterIn), freed with the runner
     this.adapterBuf = 0;
@@ -244,8 +245,6 @@ const BACKENDS = {
   webgl: (fn) => { throw new RlxError(STATUS.UNSUPPORTED, `${fn}: options.backend 'webgl': fine-tuning runs on the CPU for now (use 'cpu')`, 'unsupported'); },
 };
 
-/** Lets queued events in between steps (an abort, a Worker's stop message). */
-const breathe = () => new Promise((resolve) => (typeof setImmediate === 'function' ? setImmediate(resolve) : setTimeout(resolve, 0)));
 
 /** The mean loss over a split's windows, batch at a time (as `rlx finetune`'s validation). */
 function meanLoss(runner, data, split, n, batch) {
@@ -274,7 +273,6 @@ export async function finetune(model, data, options) {
   let runner = null, read = null;
   try {
     runner = await BACKENDS[o.backend](fn, model, o);
-    runner.seq = o.seq;
     read = readData(fn, m, runner.handle, src, o);
     const nTrain = read.info.windows[SPLIT.train], nValid = read.info.windows[SPLIT.valid];
     const steps = o.steps || Math.ceil(nTrain / o.batch);
@@ -298,7 +296,7 @@ export async function finetune(model, data, options) {
       const spent = (now() - t0) / 1000;
       o.onProgress?.({ step, steps, loss, validLoss, tokensPerSecond: spent > 0 ? (step * o.batch * o.seq) / spent : null,
         etaSeconds: (spent / step) * (steps - step) });
-      await breathe();
+      await yieldToEvents(); // an abort, a Worker's stop message
     }
     if (model.freeLater) throw new RlxError(STATUS.STATE, `${fn}: the model was freed during the run`, 'bad state');
     if (nValid > 0 && step > 0 && validLosses.at(-1)?.step !== step) { // stopped between steps: the validation loss at the stop
