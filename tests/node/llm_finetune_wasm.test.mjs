@@ -12,8 +12,9 @@
 //   * 40 steps on a repeated sentence cut the loss 5x and more, and greedy
 //     generation with the adapter continues the sentence;
 //   * options.signal stops after the current step with a whole adapter;
-//   * every bad input is an RlxError naming its argument, and a model
-//     loaded without { train: true } is refused with what to do.
+//   * every bad input is an RlxError naming its argument, a loss that is
+//     not finite ends the run without an adapter (at the CLI's step), and a
+//     model loaded without { train: true } is refused with what to do.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -186,6 +187,13 @@ test(`${SIMD}: bad inputs are RlxErrors naming the argument; no training module,
     await assert.rejects(ft(CORPUS, { adapterIn: 42 }), rlxError(/finetune: options\.adapterIn must be/));
     await assert.rejects(loadGguf(LM, { train: true, backend: 'webgpu' }), rlxError(/loadGguf: options\.train loads the CPU training module; backend 'webgpu' cannot train yet/));
     await assert.rejects(loadGguf(LM, { train: 1 }), rlxError(/loadGguf: options\.train must be true or false/));
+    // a loss that is not finite ends the run without an adapter, as the CLI's does (it diverges at the same step)
+    const diverging = ['--optimizer', 'sgd', '--lr', '10', '--alpha', '1000000', '--rank', '1', '--targets', 'all', '--seq', '24', '--steps', '20'];
+    const cli = spawnSync(CLI, ['finetune', '--model', LM, '--data', join(dir, 'train.txt'), '--out', join(dir, 'nan.gguf'), ...diverging], { encoding: 'utf8' });
+    const at = /the training loss is -?nan at step (\d+)/.exec(cli.stderr);
+    assert.ok(at && cli.status !== 0, `the CLI does not diverge here: ${cli.stderr.slice(-300)}`);
+    await assert.rejects(model.finetune(TRAIN, { optimizer: 'sgd', lr: 10, alpha: 1e6, rank: 1, targets: 'all', seq: 24, steps: 20 }),
+      rlxError(new RegExp(`finetune: the training loss is NaN at step ${at[1]} \\(try a lower options\\.lr\\); no adapter made`)));
     // after the refusals the model still trains, and nothing was left half made
     const r = await ft(CORPUS, { steps: 1 });
     assert.equal(r.steps, 1);
