@@ -131,6 +131,14 @@ rlx_status rlx_llm_finetune_get_grad(const rlx_llm_finetune *ft, const char *nam
 rlx_status rlx_llm_finetune_load_lora(rlx_llm_finetune *ft, int32_t i);
 rlx_status rlx_llm_finetune_from_lora(const rlx_llm *m, int32_t seq, rlx_llm_finetune **out);
 
+/* ft's pairs as llama.cpp's adapter file (rlx_llm_lora_write: f32, alpha
+ * the pairs', general.architecture arch, e.g. rlx_llm_info.arch): to path,
+ * whole or absent, or its bytes into buf[0, cap) as
+ * rlx_llm_lora_write_memory does (buf NULL: *size only). */
+rlx_status rlx_llm_finetune_write_lora(const rlx_llm_finetune *ft, const char *arch, const char *path);
+rlx_status rlx_llm_finetune_write_lora_memory(const rlx_llm_finetune *ft, const char *arch, void *buf, size_t cap,
+                                              size_t *size);
+
 /* ---- training data ------------------------------------------------------------
  * Windows for rlx_llm_finetune_step / eval from a text or JSONL source,
  * tokenized with the model's tokenizer as a prompt is for generation (BOS

@@ -2,8 +2,8 @@
  * model on the CPU (rlx_llm_finetune, include/rlx_llm_train.h) over the
  * windows of a text or JSONL file (rlx_llm_data), a progress line per step
  * on stderr, the validation loss now and then, and the adapter written as
- * llama.cpp loads it (rlx_llm_lora_write: f32, under a temporary name and
- * renamed).  Every option is checked, and the data read, before the first
+ * llama.cpp loads it (rlx_llm_finetune_write_lora: f32, under a temporary
+ * name and renamed).  Every option is checked, and the data read, before the first
  * step; Ctrl-C (SIGINT) stops after the current step and writes what the
  * steps so far learned (a second one ends the process); a loss that is not
  * finite stops it without writing. */
@@ -194,24 +194,9 @@ static int set_up(const ft_args *o, ft_run *r) {
 
 /* ---- writing -------------------------------------------------------------------- */
 static int write_adapter(const ft_args *o, const ft_run *r) {
-  const int32_t n = rlx_llm_finetune_pair_count(r->ft);
-  rlx_llm_lora_tensor *t = calloc((size_t)n, sizeof *t);
-  int ok = t != NULL;
-  for (int32_t p = 0; ok && p < n; p++) {
-    rlx_llm_finetune_pair_info pi;
-    rlx_llm_finetune_pair(r->ft, p, &pi);
-    const size_t na = (size_t)pi.rank * (size_t)pi.n_in, nb = (size_t)pi.n_out * (size_t)pi.rank;
-    float *ab = malloc((na + nb) * sizeof *ab);
-    t[p] = (rlx_llm_lora_tensor){pi.name, pi.rank, pi.n_in, pi.n_out, ab, ab ? ab + na : NULL};
-    ok = ab && rlx_llm_finetune_get_pair(r->ft, pi.name, ab, na, ab + na, nb) == RLX_OK;
-  }
-  int code = CLI_OK;
-  if (!ok) code = cli_usage_error("finetune", "out of memory for the adapter");
-  else if (rlx_llm_lora_write(o->out, r->info.arch, (float)o->alpha, RLX_GGUF_TYPE_F32, t, n) != RLX_OK)
-    code = cli_lib_error("finetune", CLI_FAILED, "--out");
-  for (int32_t p = 0; t && p < n; p++) free((void *)t[p].a);
-  free(t);
-  return code;
+  if (rlx_llm_finetune_write_lora(r->ft, r->info.arch, o->out) != RLX_OK)
+    return cli_lib_error("finetune", CLI_FAILED, "--out");
+  return CLI_OK;
 }
 
 /* ---- the run --------------------------------------------------------------------- */

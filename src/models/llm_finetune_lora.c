@@ -5,7 +5,8 @@
  * refusal), rlx_llm_finetune_from_lora folds every adapter into the pairs
  * of a new object (A stacked by rows, s B by columns) so that its
  * evaluations are the adapted model's.  Both read the adapters back with
- * rlx_llm_lora_get_pair. */
+ * rlx_llm_lora_get_pair.  rlx_llm_finetune_write_lora(_memory) write an
+ * object's pairs as an adapter file (rlx_llm_lora_write(_memory)). */
 #include <stdio.h>
 #include <string.h>
 
@@ -165,4 +166,63 @@ rlx_status rlx_llm_finetune_from_lora(const rlx_llm *m, int32_t seq, rlx_llm_fin
   }
   *out = ft;
   return RLX_OK;
+}
+
+/* ---- writing the pairs ---------------------------------------------------------- */
+/* ft's pairs as rlx_llm_lora_tensor rows (A and B of each in one block
+ * copied out of ft), freed by free_tensors; alpha the pairs'. */
+static void free_tensors(rlx_llm_lora_tensor *t, int32_t n) {
+  for (int32_t p = 0; t && p < n; p++)
+    if (t[p].a) rlx_free((void *)t[p].a, ((size_t)t[p].rank * (size_t)(t[p].n_in + t[p].n_out)) * sizeof(float));
+  if (t) rlx_free(t, (size_t)(n ? n : 1) * sizeof *t);
+}
+
+static rlx_status pair_tensors(const rlx_llm_finetune *ft, const char *fn, rlx_llm_lora_tensor **out, int32_t *n_out,
+                               float *alpha) {
+  *out = NULL;
+  if (!ft) return rlx_error(RLX_ERR_INVALID_ARG, "%s: ft is NULL", fn);
+  const int32_t n = rlx_llm_finetune_pair_count(ft);
+  rlx_llm_lora_tensor *t = rlx_calloc((size_t)(n ? n : 1), sizeof *t);
+  if (!t) return rlx_error(RLX_ERR_NO_MEMORY, "%s: out of memory", fn);
+  rlx_status st = RLX_OK;
+  *alpha = 0.0f;
+  for (int32_t p = 0; st == RLX_OK && p < n; p++) {
+    rlx_llm_finetune_pair_info pi;
+    if ((st = rlx_llm_finetune_pair(ft, p, &pi)) != RLX_OK) break;
+    *alpha = pi.alpha;
+    const size_t na = (size_t)pi.rank * (size_t)pi.n_in, nb = (size_t)pi.n_out * (size_t)pi.rank;
+    float *ab = rlx_malloc((na + nb) * sizeof *ab);
+    if (!ab) {
+      st = rlx_error(RLX_ERR_NO_MEMORY, "%s: out of memory", fn);
+      break;
+    }
+    t[p] = (rlx_llm_lora_tensor){pi.name, pi.rank, pi.n_in, pi.n_out, ab, ab + na};
+    st = rlx_llm_finetune_get_pair(ft, pi.name, ab, na, ab + na, nb);
+  }
+  if (st != RLX_OK) return free_tensors(t, n), st;
+  *out = t, *n_out = n;
+  return RLX_OK;
+}
+
+rlx_status rlx_llm_finetune_write_lora(const rlx_llm_finetune *ft, const char *arch, const char *path) {
+  rlx_llm_lora_tensor *t;
+  int32_t n = 0;
+  float alpha;
+  rlx_status st = pair_tensors(ft, "rlx_llm_finetune_write_lora", &t, &n, &alpha);
+  if (st != RLX_OK) return st;
+  st = rlx_llm_lora_write(path, arch, alpha, RLX_GGUF_TYPE_F32, t, n);
+  free_tensors(t, n);
+  return st;
+}
+
+rlx_status rlx_llm_finetune_write_lora_memory(const rlx_llm_finetune *ft, const char *arch, void *buf, size_t cap,
+                                              size_t *size) {
+  rlx_llm_lora_tensor *t;
+  int32_t n = 0;
+  float alpha;
+  rlx_status st = pair_tensors(ft, "rlx_llm_finetune_write_lora_memory", &t, &n, &alpha);
+  if (st != RLX_OK) return st;
+  st = rlx_llm_lora_write_memory(arch, alpha, RLX_GGUF_TYPE_F32, t, n, buf, cap, size);
+  free_tensors(t, n);
+  return st;
 }

@@ -84,35 +84,17 @@ int32_t w_ft_get_grad(const rlx_llm_finetune *ft, const char *name, float *da, s
 
 /* ft's pairs as llama.cpp's LoRA GGUF (f32, alpha the pairs', arch the
  * model's) in a buffer *out of *size bytes that JS frees with
- * rlx_wasm_free (rlx_llm_lora_write_memory). */
+ * rlx_wasm_free (rlx_llm_finetune_write_lora_memory). */
 EXPORT(rlx_llm_finetune_adapter)
 int32_t w_ft_adapter(const rlx_llm_finetune *ft, const rlx_llm *m, void **out, size_t *size) {
   *out = NULL, *size = 0;
   rlx_llm_info info;
-  rlx_status st = rlx_llm_get_info(m, &info);
-  const int32_t n = rlx_llm_finetune_pair_count(ft);
-  if (st != RLX_OK) return st;
-  if (n < 1) return rlx_error(RLX_ERR_STATE, "rlx_llm_finetune_adapter: the fine-tuning object has no pairs");
-  rlx_llm_lora_tensor *t = calloc((size_t)n, sizeof *t);
-  if (!t) return rlx_error(RLX_ERR_NO_MEMORY, "rlx_llm_finetune_adapter: out of memory");
-  float alpha = 0;
-  for (int32_t p = 0; st == RLX_OK && p < n; p++) {
-    rlx_llm_finetune_pair_info pi;
-    if ((st = rlx_llm_finetune_pair(ft, p, &pi)) != RLX_OK) break;
-    alpha = pi.alpha;
-    const size_t na = (size_t)pi.rank * (size_t)pi.n_in, nb = (size_t)pi.n_out * (size_t)pi.rank;
-    float *ab = malloc((na + nb) * sizeof *ab);
-    t[p] = (rlx_llm_lora_tensor){pi.name, pi.rank, pi.n_in, pi.n_out, ab, ab ? ab + na : NULL};
-    st = ab ? rlx_llm_finetune_get_pair(ft, pi.name, ab, na, ab + na, nb)
-            : rlx_error(RLX_ERR_NO_MEMORY, "rlx_llm_finetune_adapter: out of memory");
-  }
   size_t bytes = 0;
-  if (st == RLX_OK) st = rlx_llm_lora_write_memory(info.arch, alpha, RLX_GGUF_TYPE_F32, t, n, NULL, 0, &bytes);
+  rlx_status st = rlx_llm_get_info(m, &info);
+  if (st == RLX_OK) st = rlx_llm_finetune_write_lora_memory(ft, info.arch, NULL, 0, &bytes);
   void *buf = st == RLX_OK ? malloc(bytes) : NULL;
   if (st == RLX_OK && !buf) st = rlx_error(RLX_ERR_NO_MEMORY, "rlx_llm_finetune_adapter: out of memory (%zu bytes)", bytes);
-  if (st == RLX_OK) st = rlx_llm_lora_write_memory(info.arch, alpha, RLX_GGUF_TYPE_F32, t, n, buf, bytes, &bytes);
-  for (int32_t p = 0; p < n; p++) free((void *)t[p].a);
-  free(t);
+  if (st == RLX_OK) st = rlx_llm_finetune_write_lora_memory(ft, info.arch, buf, bytes, &bytes);
   if (st != RLX_OK) free(buf);
   else *out = buf, *size = bytes;
   return st;

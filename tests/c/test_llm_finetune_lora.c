@@ -5,7 +5,8 @@
  * generation computes it, token by token through the KV cache (two
  * adapters of other ranks, types, scales and targets, one target shared),
  * and the base model without adapters; rlx_llm_finetune_load_lora gives
- * back the pairs a fine-tuning wrote (rlx_llm_lora_write), refuses an
+ * back the pairs a fine-tuning wrote (rlx_llm_finetune_write_lora, whose
+ * bytes rlx_llm_finetune_write_lora_memory gives too), refuses an
  * adapter of another rank, alpha or targets by name and changes nothing
  * then; allocation failures leak nothing. */
 #include <math.h>
@@ -186,21 +187,24 @@ static rlx_llm_finetune *new_ft(const rlx_llm *m, int32_t rank, float alpha, con
   return ft;
 }
 
-/* Writes ft's pairs as an f32 adapter file. */
-static void write_adapter(const rlx_llm_finetune *ft, const char *arch, float alpha, const char *path) {
-  const int32_t n = rlx_llm_finetune_pair_count(ft);
-  rlx_llm_lora_tensor *t = calloc((size_t)n, sizeof *t);
-  for (int32_t p = 0; p < n; p++) {
-    rlx_llm_finetune_pair_info fp;
-    rlx_llm_finetune_pair(ft, p, &fp);
-    const size_t na = (size_t)fp.rank * (size_t)fp.n_in, nb = (size_t)fp.n_out * (size_t)fp.rank;
-    float *a = malloc(na * sizeof(float)), *b = malloc(nb * sizeof(float));
-    assert_int_equal(rlx_llm_finetune_get_pair(ft, fp.name, a, na, b, nb), RLX_OK);
-    t[p] = (rlx_llm_lora_tensor){fp.name, fp.rank, fp.n_in, fp.n_out, a, b};
-  }
-  assert_int_equal(rlx_llm_lora_write(path, arch, alpha, RLX_GGUF_TYPE_F32, t, n), RLX_OK);
-  for (int32_t p = 0; p < n; p++) free((void *)t[p].a), free((void *)t[p].b);
-  free(t);
+/* Writes ft's pairs as an f32 adapter file (rlx_llm_finetune_write_lora),
+ * whose bytes rlx_llm_finetune_write_lora_memory gives too. */
+static void write_adapter(const rlx_llm_finetune *ft, const char *arch, const char *path) {
+  assert_int_equal(rlx_llm_finetune_write_lora(ft, arch, path), RLX_OK);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  const size_t bytes = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *want = malloc(bytes), *got = malloc(bytes);
+  assert_int_equal(fread(want, 1, bytes, f), bytes);
+  fclose(f);
+  size_t size = 0;
+  assert_int_equal(rlx_llm_finetune_write_lora_memory(ft, arch, NULL, 0, &size), RLX_OK);
+  assert_int_equal(size, bytes);
+  assert_int_equal(rlx_llm_finetune_write_lora_memory(ft, arch, got, size, &size), RLX_OK);
+  assert_memory_equal(got, want, bytes);
+  free(want), free(got);
 }
 
 static void refuse_load(rlx_llm_finetune *ft, int32_t i, rlx_status want, const char *phrase) {
@@ -228,7 +232,7 @@ static void load_gives_back_what_was_written(void **state) {
   float before, after;
   for (int k = 0; k < 3; k++) assert_int_equal(rlx_llm_finetune_step(ft, ids, ids + 1, NULL, 1, &before), RLX_OK);
   assert_int_equal(rlx_llm_finetune_eval(ft, ids, ids + 1, NULL, 1, &before, NULL), RLX_OK);
-  write_adapter(ft, in.arch, 8.0f, file);
+  write_adapter(ft, in.arch, file);
   rlx_llm_lora l = {file, NULL, 0, 1.0f};
   rlx_llm *m = open_with(path, &l, 1, NULL);
   rlx_llm_finetune *back = new_ft(m, 4, 8.0f, "ffn_up,attn_q");
@@ -276,6 +280,11 @@ static int life(void *model) {
   rlx_status st = rlx_llm_finetune_from_lora(m, 4, &ft);
   if (st == RLX_OK) st = rlx_llm_finetune_new(m, &o, &back);
   if (st == RLX_OK) st = rlx_llm_finetune_load_lora(back, 0);
+  size_t size = 0;
+  if (st == RLX_OK) st = rlx_llm_finetune_write_lora_memory(back, "llama", NULL, 0, &size);
+  void *buf = st == RLX_OK ? malloc(size) : NULL;
+  if (st == RLX_OK) st = rlx_llm_finetune_write_lora_memory(back, "llama", buf, size, &size);
+  free(buf);
   rlx_llm_finetune_free(ft);
   rlx_llm_finetune_free(back);
   return st;
