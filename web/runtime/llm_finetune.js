@@ -196,14 +196,14 @@ class CpuRunner {
   /** Windows first .. first + n - 1 of a split into the batch buffers; n - real of them masked out. */
   windows(data, split, first, n, real = n) {
     const m = this.m;
-    m.check(m.call('rlx_llm_data_windows', data, split, first, n, this.ids, this.tg, this.mask), 'finetune: ');
+    m.check(m.call('rlx_llm_data_windows', data, split, first, n, this.ids, this.tg, this.mask), 'GgufModel.finetune: ');
     if (real < n) new Float32Array(m.memory.buffer, this.mask, n * this.seq).fill(0, real * this.seq);
   }
 
   run(name, n) {
     const m = this.m;
     const args = name === 'rlx_llm_finetune_eval' ? [this.loss, 0] : [this.loss];
-    m.check(m.call(name, this.ft, this.ids, this.tg, this.mask, n, ...args), 'finetune: ');
+    m.check(m.call(name, this.ft, this.ids, this.tg, this.mask, n, ...args), 'GgufModel.finetune: ');
     return new Float32Array(m.memory.buffer, this.loss, 1)[0];
   }
 
@@ -220,7 +220,7 @@ class CpuRunner {
     const m = this.m;
     return m.scoped((t) => {
       const out = t.alloc(4), size = t.alloc(4);
-      m.check(m.call('rlx_llm_finetune_adapter', this.ft, this.handle, out, size), 'finetune: writing the adapter: ');
+      m.check(m.call('rlx_llm_finetune_adapter', this.ft, this.handle, out, size), 'GgufModel.finetune: writing the adapter: ');
       const p = m.i32(out, 1)[0] >>> 0, n = m.i32(size, 1)[0] >>> 0;
       const bytes = m.u8(p, n).slice();
       m.free(p);
@@ -244,7 +244,6 @@ const BACKENDS = {
   webgpu: (fn) => { throw new RlxError(STATUS.UNSUPPORTED, `${fn}: options.backend 'webgpu': fine-tuning runs on the CPU for now (use 'cpu')`, 'unsupported'); },
   webgl: (fn) => { throw new RlxError(STATUS.UNSUPPORTED, `${fn}: options.backend 'webgl': fine-tuning runs on the CPU for now (use 'cpu')`, 'unsupported'); },
 };
-
 
 /** The mean loss over a split's windows, batch at a time (as `rlx finetune`'s validation). */
 function meanLoss(runner, data, split, n, batch) {
