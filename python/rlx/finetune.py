@@ -36,15 +36,16 @@ import weakref
 
 from . import _buffers, _native
 from ._native import lib, check, fail
+from ._constants import OPTIMIZER
 from .errors import RlxError, NOT_FOUND, NUMERIC
 
-# rlx finetune's own defaults (tools/cli_finetune.c FT_BATCH, FT_LR, FT_SEED;
+# rlx finetune's own defaults (RLX_LLM_FINETUNE_RUN_* of include/rlx_llm_train.h;
 # tests/python/test_finetune.py reads them from `rlx finetune --help`).
 BATCH = 4
 LR = 1e-3
 SEED = 1
 
-_OPTIMIZERS = {"adamw": 3, "sgd": 0}  # rlx_optimizer_kind
+_OPTIMIZERS = {k: OPTIMIZER[k] for k in ("adamw", "sgd")}  # the kinds fine-tuning offers
 _FORMATS = {"auto": 0, "text": 1, "jsonl": 2}  # rlx_llm_data_format
 _SPLITS = {"train": 0, "valid": 1}
 _U64 = 2 ** 64 - 1
