@@ -179,6 +179,9 @@ rlx_status rlx_gguf_writer_add_array(rlx_gguf_writer *w, const char *key, rlx_gg
 /* lens NULL: NUL-terminated strings. */
 rlx_status rlx_gguf_writer_add_string_array(rlx_gguf_writer *w, const char *key, const char *const *strs,
                                             const uint64_t *lens, uint64_t count);
+/* Entry i of the file g read (its key, type and value, string arrays
+ * too), as another add call would write it. */
+rlx_status rlx_gguf_writer_add_kv(rlx_gguf_writer *w, const rlx_gguf *g, int64_t i);
 /* data holds the tensor as stored (rlx_gguf_row_bytes of all its values). */
 rlx_status rlx_gguf_writer_add_tensor(rlx_gguf_writer *w, const char *name, rlx_gguf_type type, int32_t n_dims,
                                       const int64_t *dims, const void *data, uint64_t bytes);

@@ -84,6 +84,35 @@ int32_t rlx_llm_lora_pair_count(const rlx_llm *m, int32_t i); /* 0 for no such a
 rlx_status rlx_llm_lora_get_pair(const rlx_llm *m, int32_t i, int32_t k, rlx_llm_lora_pair_info *info, float *a,
                                  size_t a_len, float *b, size_t b_len);
 
+/* Merges LoRA adapters into a copy of their base model, as llama.cpp's
+ * llama-export-lora does: each weight an adapter adapts becomes
+ * W + sum_i s_i B_i A_i (s_i = adapters[i].scale * alpha_i / r_i, alpha 0:
+ * the scale), computed in f32 from the dequantized weight; every other
+ * tensor's bytes and every metadata entry are copied unchanged, except
+ * general.file_type, which becomes 1 (mostly f16) when merged weights were
+ * made f16 (llama-export-lora writes 1).  The adapters are opened against
+ * the base as rlx_llm_open_* opens them (n_ctx 1), so an adapter for
+ * another architecture, a missing half or a shape that does not fit is
+ * refused by name, as there.  A merged value that is not finite (or past
+ * f16's range, for an f16 weight) is refused (RLX_ERR_NUMERIC) naming the
+ * weight.  n >= 1. */
+typedef enum {
+  RLX_LLM_MERGE_AUTO = 0, /* llama-export-lora's rule: an f32 weight stays f32, any other becomes f16 */
+  RLX_LLM_MERGE_F32 = 1,  /* every merged weight f32 */
+  RLX_LLM_MERGE_F16 = 2,  /* every merged weight f16 */
+  RLX_LLM_MERGE_SAME = 3  /* the weight's own type: quantized again (rlx_gguf_quantize: round to nearest
+                             per block, not llama-quantize's search for K-quants) */
+} rlx_llm_merge_type;
+/* Writes the merged model to out_path (under "<out_path>.tmp", then
+ * renamed: it appears whole or not at all). */
+rlx_status rlx_llm_lora_merge(const char *base_path, const rlx_llm_lora *adapters, int32_t n, const char *out_path,
+                              rlx_llm_merge_type type);
+/* The same from the base's bytes base[0, base_size), into out[0, cap):
+ * *size is the merged file's size, set even when cap is too small (then
+ * RLX_ERR_INVALID_ARG, before anything is merged: cap 0 asks the size). */
+rlx_status rlx_llm_lora_merge_memory(const void *base, size_t base_size, const rlx_llm_lora *adapters, int32_t n,
+                                     rlx_llm_merge_type type, void *out, size_t cap, size_t *size);
+
 typedef struct {
   int32_t n_ctx;   /* positions of the KV cache; 0: the model's context
                       length, at most RLX_LLM_DEFAULT_CTX */

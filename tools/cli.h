@@ -48,7 +48,7 @@ typedef struct cli_command {
 extern const cli_command *const cli_commands[];
 extern const cli_command cli_train_command, cli_info_command, cli_bench_command, cli_generate_command,
     cli_tokenize_command, cli_next_tokens_command, cli_gguf_info_command, cli_export_gguf_command,
-    cli_make_lora_command, cli_finetune_command, cli_perplexity_command;
+    cli_make_lora_command, cli_export_lora_command, cli_finetune_command, cli_perplexity_command;
 const cli_command *cli_find_command(const char *name);
 
 /* "rlx <command> --help": usage line, about, options, notes. */

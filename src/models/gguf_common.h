@@ -25,4 +25,9 @@ rlx_status rlx_gguf_grow(void **items, size_t *cap, size_t used, size_t item, si
 /* rlx_name_set_add with the out-of-memory message. */
 rlx_status rlx_gguf_name_add(rlx_name_set *s, rlx_name_at_fn at, const void *ctx, uint32_t idx);
 
+/* rlx_gguf_writer_write_file to "<path>.tmp", then renamed to path: a
+ * reader never sees half a file, and a failure leaves no file (messages
+ * that are not the writer's begin with fn). */
+rlx_status rlx_gguf_write_file_whole(const rlx_gguf_writer *w, const char *path, const char *fn);
+
 #endif

@@ -214,6 +214,50 @@ rlx_status rlx_gguf_writer_add_string_array(rlx_gguf_writer *w, const char *key,
   return RLX_OK;
 }
 
+rlx_status rlx_gguf_writer_add_kv(rlx_gguf_writer *w, const rlx_gguf *g, int64_t i) {
+  const char *fn = "rlx_gguf_writer_add_kv", *key;
+  if (!w || !g) return rlx_error(RLX_ERR_INVALID_ARG, "%s: %s is NULL", fn, w ? "g" : "w");
+  rlx_gguf_value v;
+  rlx_status st = rlx_gguf_kv(g, i, &key, &v);
+  if (st != RLX_OK) return st;
+  if (v.type == RLX_GGUF_VAL_STRING) return rlx_gguf_writer_add_string(w, key, v.str, v.count);
+  if (v.type == RLX_GGUF_VAL_ARRAY && v.elem_type != RLX_GGUF_VAL_STRING)
+    return rlx_gguf_writer_add_array(w, key, v.elem_type, v.data, v.count);
+  if (v.type == RLX_GGUF_VAL_ARRAY) { /* strings: written straight from the reader's */
+    const char *s;
+    uint64_t len, body = 12;
+    for (uint64_t k = 0; k < v.count; k++) {
+      if ((st = rlx_gguf_array_string(g, i, k, &s, &len)) != RLX_OK) return st;
+      if (len > SIZE_MAX - 8 - body) return rlx_error(RLX_ERR_NO_MEMORY, "%s: '%s' is too large", fn, key);
+      body += 8 + len;
+    }
+    if ((st = w_begin(w, key, RLX_GGUF_VAL_ARRAY, body, fn)) != RLX_OK) return st;
+    w_put_u32(w, RLX_GGUF_VAL_STRING);
+    w_put_u64(w, v.count);
+    for (uint64_t k = 0; k < v.count; k++) {
+      rlx_gguf_array_string(g, i, k, &s, &len);
+      w_put_u64(w, len);
+      w_put(w, s, (size_t)len);
+    }
+    return RLX_OK;
+  }
+  union { uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; uint32_t u32; int32_t i32; float f32; uint64_t u64;
+          int64_t i64; double f64; } n;
+  switch (v.type) { /* the value as its native type */
+    case RLX_GGUF_VAL_I8: n.i8 = (int8_t)v.i64; break;
+    case RLX_GGUF_VAL_U16: n.u16 = (uint16_t)v.u64; break;
+    case RLX_GGUF_VAL_I16: n.i16 = (int16_t)v.i64; break;
+    case RLX_GGUF_VAL_U32: n.u32 = (uint32_t)v.u64; break;
+    case RLX_GGUF_VAL_I32: n.i32 = (int32_t)v.i64; break;
+    case RLX_GGUF_VAL_F32: n.f32 = (float)v.f64; break;
+    case RLX_GGUF_VAL_U64: n.u64 = v.u64; break;
+    case RLX_GGUF_VAL_I64: n.i64 = v.i64; break;
+    case RLX_GGUF_VAL_F64: n.f64 = v.f64; break;
+    default: n.u8 = (uint8_t)v.u64; break; /* u8, bool */
+  }
+  return rlx_gguf_writer_add(w, key, v.type, &n);
+}
+
 rlx_status rlx_gguf_writer_add_tensor(rlx_gguf_writer *w, const char *name, rlx_gguf_type type, int32_t n_dims,
                                       const int64_t *dims, const void *data, uint64_t bytes) {
   const char *fn = "rlx_gguf_writer_add_tensor";
@@ -374,5 +418,19 @@ rlx_status rlx_gguf_writer_write_file(const rlx_gguf_writer *w, const char *path
   if (!f) return rlx_error(RLX_ERR_NOT_FOUND, "GGUF writer: cannot create '%s'", path);
   rlx_status st = rlx_gguf_writer_write_stream(w, f);
   if (fclose(f) != 0 && st == RLX_OK) st = rlx_error(RLX_ERR_INVALID_ARG, "GGUF writer: cannot finish '%s'", path);
+  return st;
+}
+
+rlx_status rlx_gguf_write_file_whole(const rlx_gguf_writer *w, const char *path, const char *fn) {
+  const size_t len = strlen(path);
+  char *tmp = rlx_malloc(len + 5);
+  if (!tmp) return rlx_error(RLX_ERR_NO_MEMORY, "%s: out of memory", fn);
+  memcpy(tmp, path, len);
+  memcpy(tmp + len, ".tmp", 5);
+  rlx_status st = rlx_gguf_writer_write_file(w, tmp);
+  if (st == RLX_OK && rename(tmp, path) != 0)
+    st = rlx_error(RLX_ERR_INVALID_ARG, "%s: cannot rename '%s' to '%s'", fn, tmp, path);
+  if (st != RLX_OK) remove(tmp);
+  rlx_free(tmp, len + 5);
   return st;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../core/core.h"
+#include "gguf_common.h"
 #include "rlx_llm.h"
 
 #define FN "rlx_llm_lora_write"
@@ -96,18 +97,7 @@ rlx_status rlx_llm_lora_write(const char *path, const char *arch, float alpha, r
   rlx_status st = check_args(path, arch, alpha, type, tensors, n);
   lora_file l;
   if (st != RLX_OK || (st = lora_file_new(arch, alpha, type, tensors, n, &l)) != RLX_OK) return st;
-  const size_t len = strlen(path);
-  char *tmp = rlx_malloc(len + 5);
-  if (!tmp) st = rlx_error(RLX_ERR_NO_MEMORY, FN ": out of memory");
-  else {
-    memcpy(tmp, path, len);
-    memcpy(tmp + len, ".tmp", 5);
-    st = rlx_gguf_writer_write_file(l.w, tmp);
-    if (st == RLX_OK && rename(tmp, path) != 0)
-      st = rlx_error(RLX_ERR_INVALID_ARG, FN ": cannot rename '%s' to '%s'", tmp, path);
-    if (st != RLX_OK) remove(tmp);
-    rlx_free(tmp, len + 5);
-  }
+  st = rlx_gguf_write_file_whole(l.w, path, FN);
   lora_file_free(&l);
   return st;
 }

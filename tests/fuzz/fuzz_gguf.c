@@ -7,7 +7,8 @@
  * rlx_gguf_read_tensor_f32 and from a stream: the same floats) and its dot
  * with a vector matches the dequantized sum; the stream reader
  * (fmemopen) agrees with the memory reader; a budget one byte short is
- * refused; and the parsed file written back by the writer reads back equal. */
+ * refused; and the parsed file written back by the writer (each entry
+ * copied by rlx_gguf_writer_add_kv) reads back equal. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,42 +47,7 @@ static int same_value(const rlx_gguf_value *a, const rlx_gguf_value *b) {
 static rlx_gguf_writer *rewrite(const rlx_gguf *g) {
   rlx_gguf_writer *w;
   CHECK(rlx_gguf_writer_new(&w) == RLX_OK);
-  for (int64_t i = 0; i < rlx_gguf_kv_count(g); i++) {
-    const char *key;
-    rlx_gguf_value v;
-    CHECK(rlx_gguf_kv(g, i, &key, &v) == RLX_OK);
-    rlx_status st;
-    union { uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; uint32_t u32; int32_t i32; float f32;
-            uint64_t u64; int64_t i64; double f64; } n;
-    switch (v.type) {
-      case RLX_GGUF_VAL_U8: case RLX_GGUF_VAL_BOOL: n.u8 = (uint8_t)v.u64; break;
-      case RLX_GGUF_VAL_I8: n.i8 = (int8_t)v.i64; break;
-      case RLX_GGUF_VAL_U16: n.u16 = (uint16_t)v.u64; break;
-      case RLX_GGUF_VAL_I16: n.i16 = (int16_t)v.i64; break;
-      case RLX_GGUF_VAL_U32: n.u32 = (uint32_t)v.u64; break;
-      case RLX_GGUF_VAL_I32: n.i32 = (int32_t)v.i64; break;
-      case RLX_GGUF_VAL_F32: n.f32 = (float)v.f64; break;
-      case RLX_GGUF_VAL_U64: n.u64 = v.u64; break;
-      case RLX_GGUF_VAL_I64: n.i64 = v.i64; break;
-      case RLX_GGUF_VAL_F64: n.f64 = v.f64; break;
-      default: break;
-    }
-    if (v.type == RLX_GGUF_VAL_STRING) {
-      st = rlx_gguf_writer_add_string(w, key, v.str, v.count);
-    } else if (v.type == RLX_GGUF_VAL_ARRAY && v.elem_type == RLX_GGUF_VAL_STRING) {
-      const char **strs = malloc((size_t)v.count * sizeof *strs + 1);
-      uint64_t *lens = malloc((size_t)v.count * sizeof *lens + 1);
-      for (uint64_t k = 0; k < v.count; k++) CHECK(rlx_gguf_array_string(g, i, k, &strs[k], &lens[k]) == RLX_OK);
-      st = rlx_gguf_writer_add_string_array(w, key, strs, lens, v.count);
-      free(strs);
-      free(lens);
-    } else if (v.type == RLX_GGUF_VAL_ARRAY) {
-      st = rlx_gguf_writer_add_array(w, key, v.elem_type, v.data, v.count);
-    } else {
-      st = rlx_gguf_writer_add(w, key, v.type, &n);
-    }
-    CHECK(st == RLX_OK);
-  }
+  for (int64_t i = 0; i < rlx_gguf_kv_count(g); i++) CHECK(rlx_gguf_writer_add_kv(w, g, i) == RLX_OK);
   for (int64_t i = 0; i < rlx_gguf_tensor_count(g); i++) {
     rlx_gguf_tensor_info t;
     CHECK(rlx_gguf_tensor(g, i, &t) == RLX_OK);
