@@ -109,7 +109,8 @@ rlx_status rlx_llm_lora_merge(const char *base_path, const rlx_llm_lora *adapter
                               rlx_llm_merge_type type);
 /* The same from the base's bytes base[0, base_size), into out[0, cap):
  * *size is the merged file's size, set even when cap is too small (then
- * RLX_ERR_INVALID_ARG, before anything is merged: cap 0 asks the size). */
+ * RLX_ERR_INVALID_ARG, before anything is merged: cap 0 asks the size),
+ * 0 after any other failure. */
 rlx_status rlx_llm_lora_merge_memory(const void *base, size_t base_size, const rlx_llm_lora *adapters, int32_t n,
                                      rlx_llm_merge_type type, void *out, size_t cap, size_t *size);
 

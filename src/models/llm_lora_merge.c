@@ -232,6 +232,7 @@ rlx_status rlx_llm_lora_merge_memory(const void *base, size_t base_size, const r
       st = rlx_error(RLX_ERR_INVALID_ARG, "%s: the merged file has %zu bytes, out has %zu", fn, *size, cap);
     else if ((st = merge_all(&g)) == RLX_OK)
       st = rlx_gguf_writer_write_memory(g.w, out, cap);
+    if (st != RLX_OK && *size <= cap) *size = 0;
   }
   merge_free(&g);
   return st;
