@@ -536,12 +536,14 @@ test-browser: wasm sdk build/wasm-tests/webgl_cases.wasm
 	$(call node_test,browser,1200,tests/browser/,RLX_CASE_STRIDE=$(RLX_CASE_STRIDE))
 
 # The CLI: argument handling, a short run, the Fashion-MNIST accuracy
-# targets, LoRA fine-tuning and perplexity, and the language models (with
-# LoRA adapters too) against llama.cpp's answers.
+# targets, LoRA fine-tuning and perplexity, adapters merged (export-lora),
+# and the language models (with LoRA adapters too) against llama.cpp's
+# answers.
 test-cli: build/rlx $(LM_FIXTURES)
 	tests/cli/test_cli.sh
 	tests/cli/accuracy.sh
 	tests/cli/test_finetune.sh
+	tests/cli/test_export_lora.sh
 	node tests/cli/llm_ref.mjs
 	node tests/cli/llm_lora_ref.mjs
 

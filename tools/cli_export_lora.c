@@ -32,7 +32,7 @@ static void export_lora_notes(char *buf, size_t cap) {
 
 static int cli_export_lora(int argc, char **argv);
 const cli_command cli_export_lora_command = {
-    "export-lora", cli_export_lora, "LoRA adapters merged into a new GGUF model (llama.cpp's llama-export-lora)",
+    "export-lora", cli_export_lora, "a new GGUF model with LoRA adapters merged in (llama.cpp's llama-export-lora)",
     "Writes a copy of the model with the adapters' products added into the weights they adapt, so that it "
     "generates as the model with those adapters does, without them.",
     export_lora_options, export_lora_notes};
