@@ -5,6 +5,9 @@
 // here, byte for byte):
 //   * teacher-forced over llama.cpp's greedy tokens with the adapters, ours
 //     must agree as for the plain models (llm_trace.mjs, the model's bounds);
+//   * a merged case (rlx export-lora) runs the merged file in both, and
+//     llama.cpp's run of it must also be ours of the base with the
+//     adapters applied;
 //   * the adapters matter: without them, our greedy token differs from
 //     llama.cpp's adapted one at a good share of the steps its margin
 //     decides, so the comparison cannot pass with an adapter ignored;
@@ -18,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { boundsFor, nextTokens, runRlx, teacherForced } from './llm_trace.mjs';
-import { LORA_CASES, loraArgs } from '../llama_ref/lora_cases.mjs';
+import { LORA_CASES, caseModel, loraArgs } from '../llama_ref/lora_cases.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const rlx = process.argv[2] ?? path.join(here, '../../build/rlx');
@@ -40,12 +43,14 @@ try {
       fail(c.name, `${file} was made for another case (${JSON.stringify(ref.lora_case)}): run make llama-ref`);
       continue;
     }
-    const model = path.join(fixtures, `${c.model}.gguf`), bounds = boundsFor(c.model);
-    const lora = loraArgs(rlx, fixtures, c, dir);
+    const base = path.join(fixtures, `${c.model}.gguf`), bounds = boundsFor(c.model);
+    const { model, lora, adapters } = caseModel(rlx, fixtures, c, dir);
     const { steps, compared, flips, med } = teacherForced(rlx, model, ref, bounds, (msg) => fail(c.name, msg), lora);
+    // merged: llama.cpp's run of the merged file is ours of the base with the adapters applied too
+    if (c.merge) teacherForced(rlx, base, ref, bounds, (msg) => fail(`${c.name} (adapters applied)`, msg), adapters);
     let changed = 0;
     for (const g of ref.generate)
-      nextTokens(rlx, model, g).forEach(([best], i) => { changed += g.gap[i] > bounds[0] && best !== g.ids[i]; });
+      nextTokens(rlx, base, g).forEach(([best], i) => { changed += g.gap[i] > bounds[0] && best !== g.ids[i]; });
     if (changed < MIN_CHANGED * compared) fail(c.name, `without its adapters only ${changed} of ${compared} steps change`);
     console.log(`${c.name.padEnd(20)} ${String(steps).padStart(5)} ${String(compared).padStart(8)} ` +
       `${`${flips.length} ${JSON.stringify(flips)}`.padEnd(24).slice(0, 24)} ${med.toFixed(4)} (bound ${bounds[1]})  ` +

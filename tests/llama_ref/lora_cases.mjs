@@ -7,6 +7,10 @@
 // tests/llm/corpus.txt (seeded; float sums of another order on another
 // CPU move them by rounding only, which the comparison's bounds absorb):
 // the files our fine-tuning writes load in llama.cpp and mean the same.
+// The merged cases fold their adapters into a copy of the model with `rlx
+// export-lora --type MERGE` (auto: llama-export-lora's f16 weights; same:
+// q8_0 again), and both runtimes run that file without adapters: the files
+// export-lora writes load in llama.cpp and mean what the adapters do.
 // tests/llama_ref/reference.mjs --lora-case NAME writes llama.cpp's greedy
 // traces (expected_lora/NAME.json, which records its case), and
 // tests/cli/llm_lora_ref.mjs compares ours; a case changed here without
@@ -32,6 +36,10 @@ export const LORA_CASES = [
     adapters: [{ ...ATTN_FFN, seed: 6, type: 'f16' }, { ...REST, seed: 7, type: 'f16', scale: 0.75 }] },
   ...['llama-f32', 'qwen3-q8_0'].map((model, i) => ({ name: `${model}-finetuned`, model,
     adapters: [{ ...ATTN_FFN, seed: 8 + i, scale: 1, finetune: { seq: 32, batch: 4, steps: 30, lr: 3e-3 } }] })),
+  { name: 'llama-q8_0-merged', model: 'llama-q8_0', merge: 'auto',
+    adapters: [{ ...ATTN_FFN, seed: 10, type: 'f16' }, { ...REST, seed: 11, type: 'f32', scale: 0.75 }] },
+  { name: 'qwen3-q8_0-merged-same', model: 'qwen3-q8_0', merge: 'same',
+    adapters: [{ ...ATTN_FFN, seed: 12, type: 'f32' }] },
 ];
 
 const corpus = path.join(path.dirname(fileURLToPath(import.meta.url)), '../llm/corpus.txt');
@@ -54,6 +62,18 @@ export function loraArgs(rlx, fixtures, c, dir) {
       { stdio: ['ignore', 'ignore', 'pipe'] });
     return ['--lora', `${file}:${a.scale}`];
   });
+}
+
+// The model a case runs and the --lora arguments it runs with: the case's
+// model and its adapters, or for a merged case the file rlx export-lora
+// writes into dir and none; adapters: the --lora arguments either way.
+export function caseModel(rlx, fixtures, c, dir) {
+  const model = path.join(fixtures, `${c.model}.gguf`), adapters = loraArgs(rlx, fixtures, c, dir);
+  if (!c.merge) return { model, lora: adapters, adapters };
+  const merged = path.join(dir, `${c.name}.merged.gguf`);
+  execFileSync(rlx, ['export-lora', '--model', model, ...adapters, '--out', merged, '--type', c.merge],
+    { stdio: ['ignore', 'ignore', 'pipe'] });
+  return { model: merged, lora: [], adapters };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) console.log(LORA_CASES.map((c) => c.name).join('\n'));

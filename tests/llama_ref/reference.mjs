@@ -6,7 +6,8 @@
 // --lora FILE:SCALE (repeatable) generates with those LoRA adapters applied;
 // --no-tokenize leaves the tokenize cases out.  --lora-case NAME does both
 // for a case of lora_cases.mjs (its model and adapters, made with build/rlx
-// into build/lm/lora/) and records the case as "lora_case".
+// into build/lm/lora/, or the model they merge into there) and records the
+// case as "lora_case".
 //
 //   node tests/llama_ref/reference.mjs FILE.gguf OUT.json [--lora FILE:SCALE ...] [--no-tokenize]
 //   node tests/llama_ref/reference.mjs --lora-case NAME OUT.json
@@ -24,7 +25,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {fileURLToPath} from 'node:url';
 import {getLlama, LlamaLogLevel} from 'node-llama-cpp';
-import {LORA_CASES, loraArgs} from './lora_cases.mjs';
+import {LORA_CASES, caseModel} from './lora_cases.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const STEPS = 32;
@@ -54,12 +55,12 @@ function parseArgs(argv) {
     if (a.case && pos.length === 1 && !a.lora.length) {
       const root = path.join(here, '../..'), dir = path.join(root, 'build/lm/lora');
       fs.mkdirSync(dir, {recursive: true});
-      const args = loraArgs(path.join(root, 'build/rlx'), path.join(root, 'build/lm'), a.case, dir);
-      for (let i = 1; i < args.length; i += 2) {
-        const at = args[i].lastIndexOf(':');
-        a.lora.push({filePath: args[i].slice(0, at), scale: Number(args[i].slice(at + 1))});
+      const { model, lora } = caseModel(path.join(root, 'build/rlx'), path.join(root, 'build/lm'), a.case, dir);
+      for (let i = 1; i < lora.length; i += 2) {
+        const at = lora[i].lastIndexOf(':');
+        a.lora.push({filePath: lora[i].slice(0, at), scale: Number(lora[i].slice(at + 1))});
       }
-      pos.unshift(path.join(root, 'build/lm', `${a.case.model}.gguf`));
+      pos.unshift(model);
       a.tokenize = false;
     } else bad = true;
   }
