@@ -14,7 +14,7 @@ FUZZ_CC            ?= clang
 FUZZ_SECONDS       ?= 600
 FUZZ_SHORT_SECONDS ?= 5
 FUZZ_JOBS          ?= $(shell nproc 2>/dev/null || echo 1)
-FUZZERS      := graph idx inflate plan_json gguf tokenizer llm
+FUZZERS      := graph idx inflate plan_json gguf tokenizer llm lora
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -g -O1 $(FUZZ_SAN) -std=c11 -fno-trapping-math -fno-math-errno -Iinclude \
                 -D_POSIX_C_SOURCE=200809L -DRLX_HAVE_ZLIB
@@ -28,15 +28,16 @@ FUZZ_ENV     := ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OP
 # The file-facing fuzzers also as 32-bit programs (clang -m32): size_t and
 # pointers as wide as in the wasm32 module that ships, where a size summed
 # in size_t wraps at 4 GiB (the 64-bit builds cannot see that class).  Only
-# these three: they read what a hostile file controls, and each build of
-# the library costs a minute or two of make test-fuzz.  Floats in SSE
+# these four: they read what a hostile file controls (a GGUF file, a
+# model's tokenizer, a model, a LoRA adapter), and the 32-bit build of the
+# library costs a minute or two of make test-fuzz.  Floats in SSE
 # registers, as wasm computes them (x87's wider intermediates make the
 # step splits of a model disagree).  No zlib (no 32-bit zlib installed;
 # only the IDX reader uses it).  Where the kernel runs no 32-bit x86
 # programs, qemu-i386 runs them: LeakSanitizer cannot run under it (leaks
 # are the 64-bit builds' to find), and a smaller quarantine keeps ASan's
 # allocator within the address space qemu leaves it.
-FUZZERS32    := gguf tokenizer llm
+FUZZERS32    := gguf tokenizer llm lora
 FUZZ32_CFLAGS := $(filter-out -DRLX_HAVE_ZLIB,$(FUZZ_CFLAGS)) -m32 -msse2 -mfpmath=sse
 FUZZ32_OBJ   := $(LIB_SRC:%.c=build/fuzz32/obj/%.o)
 FUZZ32_BINS  := $(FUZZERS32:%=build/fuzz32/fuzz_%)

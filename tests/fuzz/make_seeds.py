@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """make_seeds.py - writes the seed corpora of the fuzzers into
 tests/fuzz/corpus/<fuzzer>/ (small hand-made inputs that reach deep:
-well-formed graphs, streams, IDX files, GGUF files).  Op ids come from the op table of
+well-formed graphs, streams, IDX files, GGUF files, LoRA adapters).  Op ids come from the op table of
 build/librlx.so (rlx_op_from_name), so the graph seeds follow the table.
 Usage: python3 tests/fuzz/make_seeds.py  (after make native)."""
 import ctypes
@@ -160,6 +160,44 @@ def gguf_seeds():
     yield "shapes", gguf_file([gguf_kv("general.name", "str", "shapes")], shapes)
 
 
+# fuzz_lora (tests/fuzz/fuzz_lora.c): two bytes (base type 0-3 f32 f16 q8_0
+# q4_0 | merge type << 2 | scale index << 4; two adapters | scale index << 1),
+# then an adapter for its base: llama, 2 layers, embedding 32, q 32, k/v 16,
+# feed-forward 32.
+LORA_SHAPES = {"attn_q": (32, 32), "attn_k": (32, 16), "attn_v": (32, 16), "attn_output": (32, 32),
+               "ffn_gate": (32, 32), "ffn_up": (32, 32), "ffn_down": (32, 32)}  # (n_in, n_out)
+
+
+def lora_seed(rng, base, merge, scale, targets, rank=2, kind="f32", alpha=4.0, arch="llama", two=0, scale2=0,
+              drop=(), extra=()):
+    kvs = [gguf_kv("general.architecture", "str", arch), gguf_kv("general.type", "str", "adapter"),
+           gguf_kv("adapter.type", "str", "lora")] + ([gguf_kv("adapter.lora.alpha", "f32", alpha)] if alpha else [])
+    tensors = []
+    for layer, target in targets:
+        n_in, n_out = LORA_SHAPES[target]
+        for half, dims in (("a", [n_in, rank]), ("b", [rank, n_out])):
+            name = "blk.%d.%s.weight.lora_%s" % (layer, target, half)
+            if name not in drop:
+                tensors.append((name, kind, dims, gguf_tensor_data(rng, kind, dims[0] * dims[1])))
+    tensors += [(name, "f32", dims, gguf_tensor_data(rng, "f32", dims[0] * dims[1])) for name, dims in extra]
+    return bytes([base | merge << 2 | scale << 4, two | scale2 << 1]) + gguf_file(kvs, tensors)
+
+
+def lora_seeds():
+    rng = random.Random(11)
+    every = [(0, t) for t in LORA_SHAPES]
+    yield "f32_q_v", lora_seed(rng, 0, 0, 0, [(0, "attn_q"), (0, "attn_v")])
+    yield "q8_0_same_two_f16", lora_seed(rng, 2, 3, 0, every, rank=1, kind="f16", alpha=0, two=1, scale2=3)
+    yield "scale0_is_base", lora_seed(rng, 0, 0, 2, [(0, "attn_output"), (1, "ffn_down")])
+    yield "q4_0_as_f32_norm", lora_seed(rng, 3, 1, 6, [(1, "ffn_gate"), (1, "ffn_up")],
+                                        extra=[("blk.1.attn_norm.weight", [32, 1])])
+    yield "f16_past_range", lora_seed(rng, 1, 2, 5, [(0, "attn_k"), (1, "attn_q")], rank=4, alpha=32.0)
+    yield "other_arch", lora_seed(rng, 0, 0, 0, [(0, "attn_q")], arch="qwen2")
+    yield "half_missing", lora_seed(rng, 2, 0, 0, [(1, "attn_v")], drop=("blk.1.attn_v.weight.lora_b",))
+    yield "shape", lora_seed(rng, 0, 0, 0, [(0, "attn_k")], extra=[("blk.0.attn_v.weight.lora_a", [32, 2]),
+                                                                   ("blk.0.attn_v.weight.lora_b", [2, 32])])
+
+
 def write(fuzzer, name, data):
     d = os.path.join(ROOT, "tests", "fuzz", "corpus", fuzzer)
     os.makedirs(d, exist_ok=True)
@@ -187,9 +225,10 @@ def main():
     hdr = [0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 2, 10, 20, 30, 40]
     lab = [0, 0, 8, 1, 0, 0, 0, 1, 7]
     write("idx", "raw_split", [0, 0, len(hdr)] + hdr + lab)
-    for name, data in gguf_seeds():
-        assert len(data) <= 4096, (name, len(data))  # libFuzzer's -max_len (tests/fuzz/fuzz.mk)
-        write("gguf", name, data)
+    for fuzzer, seeds in (("gguf", gguf_seeds()), ("lora", lora_seeds())):
+        for name, data in seeds:
+            assert len(data) <= 4096, (name, len(data))  # libFuzzer's -max_len (tests/fuzz/fuzz.mk)
+            write(fuzzer, name, data)
 
 
 if __name__ == "__main__":
