@@ -89,8 +89,8 @@ rlx_status rlx_llm_lora_get_pair(const rlx_llm *m, int32_t i, int32_t k, rlx_llm
  * W + sum_i s_i B_i A_i (s_i = adapters[i].scale * alpha_i / r_i, alpha 0:
  * the scale), computed in f32 from the dequantized weight; every other
  * tensor's bytes and every metadata entry are copied unchanged, except
- * general.file_type, which becomes 1 (mostly f16) when merged weights were
- * made f16 (llama-export-lora writes 1).  The adapters are opened against
+ * general.file_type (where the base has it), which becomes 1 (mostly f16)
+ * when merged weights were made f16 (llama-export-lora writes 1).  The adapters are opened against
  * the base as rlx_llm_open_* opens them (n_ctx 1), so an adapter for
  * another architecture, a missing half or a shape that does not fit is
  * refused by name, as there.  A merged value that is not finite (or past
