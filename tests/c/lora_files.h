@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +91,37 @@ static inline void lora_pairs(lora_file *f, const rlx_llm_info *in, unsigned mas
       snprintf(name, sizeof name, "blk.%d.%s.weight.lora_b", (int)l, rlx_llm_lora_target(t));
       lora_tensor(f, name, type, r, n_out, zero_b ? 0.0f : 1.0f / sqrtf((float)r), seed++);
     }
+}
+
+/* The info of the model at path, opened without adapters; its arch kept
+ * (four at a time), its other strings gone with the model. */
+static inline rlx_llm_info lora_model_info(const char *path) {
+  static char arch[4][16];
+  static int next;
+  rlx_llm *m = NULL;
+  if (rlx_llm_open_file(path, NULL, &m) != RLX_OK) fail_msg("%s: %s (run make lm-fixtures)", path, rlx_last_error());
+  rlx_llm_info in;
+  rlx_llm_get_info(m, &in);
+  char *a = arch[next++ % 4];
+  snprintf(a, sizeof arch[0], "%s", in.arch);
+  rlx_llm_free(m);
+  in.arch = a;
+  in.name = in.tokenizer = in.weight_types = NULL;
+  return in;
+}
+
+static inline unsigned char *lora_finish(lora_file *f, size_t *size);
+
+/* An adapter of rank r on mask's targets of every layer for the model of
+ * in, alpha (0: no key) and seeded values in type, as a file's bytes
+ * (free()). */
+static inline unsigned char *lora_adapter(const rlx_llm_info *in, unsigned mask, int64_t r, float alpha,
+                                          rlx_gguf_type type, uint64_t seed, size_t *size) {
+  lora_file f;
+  lora_begin(&f, in->arch, "adapter", "lora");
+  if (alpha) lora_alpha(&f, alpha);
+  lora_pairs(&f, in, mask, r, type, 0, seed);
+  return lora_finish(&f, size);
 }
 
 /* The file's bytes (free()), the writer and the values freed. */

@@ -43,28 +43,6 @@ static rlx_llm *open_with(const char *path, const rlx_llm_lora *l, int32_t n, rl
   return m;
 }
 
-/* The model's info; arch kept past the model (a few at a time). */
-static rlx_llm_info info_of(const char *path) {
-  static char arch[4][16];
-  static int next;
-  rlx_llm_info in;
-  rlx_llm *m = open_with(path, NULL, 0, &in);
-  snprintf(arch[next], sizeof arch[next], "%s", in.arch);
-  in.arch = arch[next], next = (next + 1) % 4;
-  rlx_llm_free(m);
-  return in;
-}
-
-/* An in-memory adapter (free() the bytes). */
-static unsigned char *adapter(const rlx_llm_info *in, unsigned mask, int64_t rank, float alpha, rlx_gguf_type type,
-                              uint64_t seed, size_t *size) {
-  lora_file f;
-  lora_begin(&f, in->arch, "adapter", "lora");
-  lora_alpha(&f, alpha);
-  lora_pairs(&f, in, mask, rank, type, 0, seed);
-  return lora_finish(&f, size);
-}
-
 /* The eval of ft over one window of ids against the model's own steps
  * (rlx_llm_eval token by token, adapters applied): every logit, and the
  * loss from those logits. */
@@ -108,10 +86,10 @@ static void folded_adapters_are_the_generation_path(void **state) {
   (void)state;
   const char *paths[] = {"build/lm/qwen2-f32.gguf", "build/lm/llama-q8_0.gguf"};
   for (int p = 0; p < 2; p++) {
-    const rlx_llm_info in = info_of(paths[p]);
+    const rlx_llm_info in = lora_model_info(paths[p]);
     size_t s0, s1;
-    unsigned char *a0 = adapter(&in, Q | V | DOWN, 4, 8.0f, RLX_GGUF_TYPE_F32, 3, &s0);
-    unsigned char *a1 = adapter(&in, Q | K | O | GATE | UP, 2, 0.0f, RLX_GGUF_TYPE_F16, 9, &s1);
+    unsigned char *a0 = lora_adapter(&in, Q | V | DOWN, 4, 8.0f, RLX_GGUF_TYPE_F32, 3, &s0);
+    unsigned char *a1 = lora_adapter(&in, Q | K | O | GATE | UP, 2, 0.0f, RLX_GGUF_TYPE_F16, 9, &s1);
     rlx_llm_lora l[2] = {{NULL, a0, s0, 0.5f}, {NULL, a1, s1, 0.75f}};
     rlx_llm_info got;
     rlx_llm *m = open_with(paths[p], l, 2, &got);
@@ -160,10 +138,10 @@ static void folded_adapters_are_the_generation_path(void **state) {
 static void folded_ranks_must_fit(void **state) {
   (void)state;
   const char *path = "build/lm/llama-f32.gguf";
-  const rlx_llm_info in = info_of(path);
+  const rlx_llm_info in = lora_model_info(path);
   const int64_t r = in.n_head_kv * in.head_dim / 2 + 1;
   size_t s;
-  unsigned char *a = adapter(&in, V, r, 0.0f, RLX_GGUF_TYPE_F32, 1, &s);
+  unsigned char *a = lora_adapter(&in, V, r, 0.0f, RLX_GGUF_TYPE_F32, 1, &s);
   rlx_llm_lora l[2] = {{NULL, a, s, 1.0f}, {NULL, a, s, 1.0f}};
   rlx_llm *m = open_with(path, l, 2, NULL);
   rlx_llm_finetune *ft = (rlx_llm_finetune *)1;
@@ -294,10 +272,10 @@ static void allocation_failures(void **state) {
   (void)state;
   if (!check_alloc_active()) skip();
   const char *path = "build/lm/llama-q8_0.gguf";
-  const rlx_llm_info in = info_of(path);
+  const rlx_llm_info in = lora_model_info(path);
   size_t s0, s1;
-  unsigned char *a0 = adapter(&in, Q | V | DOWN, 4, 8.0f, RLX_GGUF_TYPE_F16, 3, &s0);
-  unsigned char *a1 = adapter(&in, K | UP, 2, 0.0f, RLX_GGUF_TYPE_F32, 9, &s1);
+  unsigned char *a0 = lora_adapter(&in, Q | V | DOWN, 4, 8.0f, RLX_GGUF_TYPE_F16, 3, &s0);
+  unsigned char *a1 = lora_adapter(&in, K | UP, 2, 0.0f, RLX_GGUF_TYPE_F32, 9, &s1);
   rlx_llm_lora l[2] = {{NULL, a0, s0, 0.5f}, {NULL, a1, s1, 0.75f}};
   rlx_llm *m = open_with(path, l, 2, NULL);
   const char *why = check_alloc_sweep(life, m, 0);

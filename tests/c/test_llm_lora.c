@@ -37,22 +37,6 @@ static rlx_llm *open_with(const char *path, const rlx_llm_lora *lora, int32_t n_
   return m;
 }
 
-/* The info of path with no adapter; its arch kept (its other strings
- * went with the model). */
-static rlx_llm_info info_of(const char *path) {
-  static char arch[4][16];
-  static int next;
-  rlx_llm *m = open_with(path, NULL, 0);
-  rlx_llm_info in;
-  rlx_llm_get_info(m, &in);
-  char *a = arch[next++ % 4];
-  snprintf(a, sizeof arch[0], "%s", in.arch);
-  rlx_llm_free(m);
-  in.arch = a;
-  in.name = in.tokenizer = in.weight_types = NULL;
-  return in;
-}
-
 /* The logits after the prompt and after each of DECODED tokens, one row
  * of n_vocab each (free()). */
 static float *trace(rlx_llm *m) {
@@ -81,7 +65,7 @@ static double trace_diff(const float *a, const float *b, int32_t n_vocab) {
 
 /* The trace of path with one in-memory adapter (pairs on mask). */
 static float *trace_adapted(const char *path, unsigned mask, float scale, int zero_b, rlx_gguf_type type) {
-  const rlx_llm_info in = info_of(path);
+  const rlx_llm_info in = lora_model_info(path);
   lora_file f;
   lora_begin(&f, in.arch, "adapter", "lora");
   lora_alpha(&f, 8.0f);
@@ -101,7 +85,7 @@ static float *trace_adapted(const char *path, unsigned mask, float scale, int ze
 }
 
 static void no_effect(const char *path) {
-  const rlx_llm_info in = info_of(path);
+  const rlx_llm_info in = lora_model_info(path);
   rlx_llm *m = open_with(path, NULL, 0);
   float *base = trace(m);
   rlx_llm_free(m);
@@ -193,7 +177,7 @@ static void free_tensors(tensors *ts) {
 
 static void two_adapters_add(void **state) {
   (void)state;
-  const rlx_llm_info in = info_of(QWEN3);
+  const rlx_llm_info in = lora_model_info(QWEN3);
   static tensors x, y, z;
   memset(&x, 0, sizeof x), memset(&y, 0, sizeof y), memset(&z, 0, sizeof z);
   const float sx = 0.5f, sy = 0.75f;
@@ -227,7 +211,7 @@ static void two_adapters_add(void **state) {
 /* ---- in memory, a path, unaligned ---------------------------------------- */
 static void memory_equals_path(void **state) {
   (void)state;
-  const rlx_llm_info in = info_of(LLAMA);
+  const rlx_llm_info in = lora_model_info(LLAMA);
   lora_file f;
   lora_begin(&f, in.arch, "adapter", "lora");
   lora_pairs(&f, &in, 0x15u, 3, RLX_GGUF_TYPE_F16, 0, 5); /* no alpha: the scale as given; f16 rows of 3 values */
@@ -263,7 +247,7 @@ static void memory_equals_path(void **state) {
 static void allocation_failures(void **state) {
   (void)state;
   if (!check_alloc_active()) skip();
-  const rlx_llm_info in = info_of(QWEN2);
+  const rlx_llm_info in = lora_model_info(QWEN2);
   lora_file f;
   lora_begin(&f, in.arch, "adapter", "lora");
   lora_pairs(&f, &in, 0x51u, 2, RLX_GGUF_TYPE_F16, 0, 3);

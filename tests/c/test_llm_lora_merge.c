@@ -42,28 +42,6 @@ static unsigned char *read_all(const char *path, size_t *size) {
   return buf;
 }
 
-static rlx_llm_info info_of(const char *path) {
-  static char arch[16];
-  rlx_llm *m = NULL;
-  if (rlx_llm_open_file(path, NULL, &m) != RLX_OK) fail_msg("%s: %s (run make lm-fixtures)", path, rlx_last_error());
-  rlx_llm_info in;
-  rlx_llm_get_info(m, &in);
-  snprintf(arch, sizeof arch, "%s", in.arch);
-  rlx_llm_free(m);
-  in.arch = arch;
-  return in;
-}
-
-/* An adapter for the model of in (free()). */
-static unsigned char *adapter(const rlx_llm_info *in, unsigned mask, int64_t r, float alpha, rlx_gguf_type type,
-                              uint64_t seed, size_t *size) {
-  lora_file f;
-  lora_begin(&f, in->arch, "adapter", "lora");
-  if (alpha) lora_alpha(&f, alpha);
-  lora_pairs(&f, in, mask, r, type, 0, seed);
-  return lora_finish(&f, size);
-}
-
 /* The logits after IDS of a model (a file's bytes or a path) with adapters. */
 static float *logits_of(const void *data, size_t size, const char *path, const rlx_llm_lora *l, int32_t n) {
   rlx_llm_options opt = {.n_ctx = 16, .lora = l, .n_lora = n};
@@ -125,7 +103,7 @@ static int64_t file_type_in(const unsigned char *buf, size_t size) {
 /* Merged with l, path's model gives the logits path gives with l applied
  * (within tol of their range), and the adapters move them by > moved. */
 static void merged_is_adapted(const char *path, const rlx_llm_lora *l, int32_t n, rlx_llm_merge_type type, double tol) {
-  const rlx_llm_info in = info_of(path);
+  const rlx_llm_info in = lora_model_info(path);
   size_t base_size, size;
   unsigned char *base = read_all(path, &base_size);
   unsigned char *out = merged(base, base_size, l, n, type, &size);
@@ -142,9 +120,9 @@ static void f32_base_equals_adapted(void **state) {
   (void)state;
   const char *paths[] = {"build/lm/llama-f32.gguf", "build/lm/qwen2-f32.gguf", "build/lm/qwen3-f32.gguf"};
   for (int k = 0; k < 3; k++) {
-    const rlx_llm_info in = info_of(paths[k]);
+    const rlx_llm_info in = lora_model_info(paths[k]);
     size_t s;
-    unsigned char *a = adapter(&in, Q | K | V | O | GATE | UP | DOWN, 4, 8.0f, RLX_GGUF_TYPE_F32, 11 + k, &s);
+    unsigned char *a = lora_adapter(&in, Q | K | V | O | GATE | UP | DOWN, 4, 8.0f, RLX_GGUF_TYPE_F32, 11 + k, &s);
     rlx_llm_lora l = {NULL, a, s, 0.75f};
     merged_is_adapted(paths[k], &l, 1, RLX_LLM_MERGE_AUTO, 1e-5);
     free(a);
@@ -154,11 +132,11 @@ static void f32_base_equals_adapted(void **state) {
 static void several_adapters_and_scales(void **state) {
   (void)state;
   const char *path = "build/lm/qwen2-f32.gguf";
-  const rlx_llm_info in = info_of(path);
+  const rlx_llm_info in = lora_model_info(path);
   size_t s0, s1, s2;
-  unsigned char *a0 = adapter(&in, Q | V | DOWN, 4, 8.0f, RLX_GGUF_TYPE_F16, 3, &s0);
-  unsigned char *a1 = adapter(&in, Q | K | UP | O, 2, 0.0f, RLX_GGUF_TYPE_F32, 9, &s1); /* no alpha: the scale */
-  unsigned char *a2 = adapter(&in, GATE | V, 8, 4.0f, RLX_GGUF_TYPE_F32, 21, &s2);
+  unsigned char *a0 = lora_adapter(&in, Q | V | DOWN, 4, 8.0f, RLX_GGUF_TYPE_F16, 3, &s0);
+  unsigned char *a1 = lora_adapter(&in, Q | K | UP | O, 2, 0.0f, RLX_GGUF_TYPE_F32, 9, &s1); /* no alpha: the scale */
+  unsigned char *a2 = lora_adapter(&in, GATE | V, 8, 4.0f, RLX_GGUF_TYPE_F32, 21, &s2);
   rlx_llm_lora l[3] = {{NULL, a0, s0, 0.5f}, {NULL, a1, s1, -1.25f}, {NULL, a2, s2, 2.0f}};
   merged_is_adapted(path, l, 3, RLX_LLM_MERGE_AUTO, 1e-5);
   merged_is_adapted(path, l, 3, RLX_LLM_MERGE_F32, 1e-5);
@@ -178,9 +156,9 @@ static void scale_zero_is_the_base(void **state) {
   (void)state;
   const char *paths[] = {"build/lm/llama-f32.gguf", "build/lm/qwen3-f32.gguf"};
   for (int k = 0; k < 2; k++) {
-    const rlx_llm_info in = info_of(paths[k]);
+    const rlx_llm_info in = lora_model_info(paths[k]);
     size_t s, base_size, size;
-    unsigned char *a = adapter(&in, Q | K | V | O | GATE | UP | DOWN, 4, 8.0f, RLX_GGUF_TYPE_F32, 5, &s);
+    unsigned char *a = lora_adapter(&in, Q | K | V | O | GATE | UP | DOWN, 4, 8.0f, RLX_GGUF_TYPE_F32, 5, &s);
     rlx_llm_lora l = {NULL, a, s, 0.0f};
     unsigned char *base = read_all(paths[k], &base_size);
     unsigned char *out = merged(base, base_size, &l, 1, RLX_LLM_MERGE_AUTO, &size);
@@ -193,10 +171,10 @@ static void scale_zero_is_the_base(void **state) {
 static void q8_0_base(void **state) {
   (void)state;
   const char *path = "build/lm/llama-q8_0.gguf";
-  const rlx_llm_info in = info_of(path);
+  const rlx_llm_info in = lora_model_info(path);
   size_t s0, s1, base_size, size;
-  unsigned char *a0 = adapter(&in, Q | V | DOWN, 4, 8.0f, RLX_GGUF_TYPE_F16, 3, &s0);
-  unsigned char *a1 = adapter(&in, K | UP, 2, 4.0f, RLX_GGUF_TYPE_F32, 9, &s1);
+  unsigned char *a0 = lora_adapter(&in, Q | V | DOWN, 4, 8.0f, RLX_GGUF_TYPE_F16, 3, &s0);
+  unsigned char *a1 = lora_adapter(&in, K | UP, 2, 4.0f, RLX_GGUF_TYPE_F32, 9, &s1);
   rlx_llm_lora l[2] = {{NULL, a0, s0, 0.5f}, {NULL, a1, s1, 0.75f}};
   /* f32: the dequantized weights plus the products, as the adapted model computes */
   merged_is_adapted(path, l, 2, RLX_LLM_MERGE_F32, 1e-5);
@@ -226,9 +204,9 @@ static void q8_0_base(void **state) {
 static void to_a_file(void **state) {
   (void)state;
   const char *path = "build/lm/qwen3-q8_0.gguf";
-  const rlx_llm_info in = info_of(path);
+  const rlx_llm_info in = lora_model_info(path);
   size_t s, base_size, size, file_size;
-  unsigned char *a = adapter(&in, Q | DOWN, 4, 8.0f, RLX_GGUF_TYPE_F32, 7, &s);
+  unsigned char *a = lora_adapter(&in, Q | DOWN, 4, 8.0f, RLX_GGUF_TYPE_F32, 7, &s);
   char tmpl[] = "/tmp/rlx-merge-XXXXXX";
   assert_non_null(mkdtemp(tmpl));
   char lora_path[64], out_path[64], tmp_path[80];
@@ -288,10 +266,10 @@ static void refused(const char *path, const rlx_llm_lora *l, int32_t n, rlx_llm_
 static void refusals(void **state) {
   (void)state;
   const char *path = "build/lm/llama-f32.gguf";
-  const rlx_llm_info other = info_of("build/lm/qwen2-f32.gguf");
+  const rlx_llm_info other = lora_model_info("build/lm/qwen2-f32.gguf");
   size_t s;
-  unsigned char *a = adapter(&other, Q, 4, 8.0f, RLX_GGUF_TYPE_F32, 1, &s);
-  const rlx_llm_info in = info_of(path); /* (arch: a static of info_of) */
+  unsigned char *a = lora_adapter(&other, Q, 4, 8.0f, RLX_GGUF_TYPE_F32, 1, &s);
+  const rlx_llm_info in = lora_model_info(path);
   rlx_llm_lora l = {NULL, a, s, 1.0f};
   refused(path, &l, 1, RLX_LLM_MERGE_AUTO, RLX_ERR_INVALID_ARG, "'general.architecture' is 'qwen2'");
   free(a);
@@ -355,10 +333,10 @@ static void allocation_failures(void **state) {
   (void)state;
   if (!check_alloc_active()) skip();
   const char *path = "build/lm/llama-q8_0.gguf";
-  const rlx_llm_info in = info_of(path);
+  const rlx_llm_info in = lora_model_info(path);
   size_t s0, s1;
-  unsigned char *a0 = adapter(&in, Q | V | DOWN, 4, 8.0f, RLX_GGUF_TYPE_F16, 3, &s0);
-  unsigned char *a1 = adapter(&in, K | UP, 2, 0.0f, RLX_GGUF_TYPE_F32, 9, &s1);
+  unsigned char *a0 = lora_adapter(&in, Q | V | DOWN, 4, 8.0f, RLX_GGUF_TYPE_F16, 3, &s0);
+  unsigned char *a1 = lora_adapter(&in, K | UP, 2, 0.0f, RLX_GGUF_TYPE_F32, 9, &s1);
   rlx_llm_lora l[2] = {{NULL, a0, s0, 0.5f}, {NULL, a1, s1, 0.75f}};
   merge_args args = {.l = l};
   args.base = read_all(path, &args.base_size);
