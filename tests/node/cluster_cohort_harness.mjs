@@ -7,7 +7,9 @@
 // with one attacking rank. Reports the leader's test accuracy on the 1,000
 // held-out images, the bytes each rank sent per step (from the first step
 // on, so the joining syncs are left out), and whether every rank holds the
-// same parameter bytes.
+// same parameter bytes. With `task` (web/cluster/task.js, e.g. a LoRA
+// fine-tuning of task_llm.js) the ranks train that instead of a vision
+// model, and env may be null.
 import { existsSync, readFileSync } from 'node:fs';
 import init, * as rlx from '../../web/pkg/rlx_web.js';
 import { Buckets } from '../../web/cluster/compute.js';
@@ -81,15 +83,21 @@ export const ATTACKS = {
  */
 export async function trainCohort(env, {
   slug = 'mnist-mlp', ranks = 5, batch = 16, samples = 9600, lr = 0.1, seed = 1, settings = {}, attack = null, maxMs = 600_000,
+  task = null, onUpdate = null,
 } = {}) {
-  const { grads, info } = model(env, slug);
+  // a task's gradients, or the vision model's on its shard of the subset
+  const bucket = task ? (p, dataStep, ctx) => task.grads(p, { step: dataStep, index: ctx.index, count: ctx.count, batch })
+    : (p, dataStep, ctx) => {
+      const { x, labels } = shards.batch(dataStep, ctx.index, ctx.count, batch);
+      return model(env, slug).grads.run(x, labels, p);
+    };
   const periodic = settings.sync === 'periodic';
   const H = periodic ? settings.H : 1;
   const steps = Math.round(samples / (ranks * batch * H));
   const clock = new VirtualClock();
   const hub = new InProcessHub({ clock, wire: true, delayMs: 1 });
-  const shards = new Shards(env.train, { seed });
-  const init0 = model(env, slug).bench.init_params(seed);
+  const shards = task ? null : new Shards(env.train, { seed });
+  const init0 = task ? task.initParams() : model(env, slug).bench.init_params(seed);
   const ids = Array.from({ length: ranks }, (_, i) => `r${i}`);
   const events = [];
   let cohort = null;
@@ -100,10 +108,7 @@ export async function trainCohort(env, {
     const modes = syncModes({
       settings: () => rank.settings,
       lr: () => rank.lr,
-      bucketAt: (p, dataStep, ctx) => {
-        const { x, labels } = shards.batch(dataStep, ctx.index, ctx.count, batch);
-        return grads.run(x, labels, p);
-      },
+      bucketAt: bucket,
     });
     let compute = modes.compute;
     if (attack && attack.id === id) {
@@ -117,7 +122,7 @@ export async function trainCohort(env, {
       compute,
       params: init0,
       lr,
-      update: modes.update,
+      update: onUpdate ? (p, g, info) => (onUpdate(id, p, g, info), modes.update(p, g, info)) : modes.update,
       clock,
       maxSteps: steps,
       minMembers: ranks,
@@ -142,14 +147,14 @@ export async function trainCohort(env, {
   const l = leader();
   // let the last broadcast reach everyone
   await clock.runUntil(() => l.halted || cohort.every((r) => r.version === l.version), 10_000, 5);
-  const acc = l.halted ? null : accuracy(env, slug, l.params);
+  const acc = l.halted || task ? null : accuracy(env, slug, l.params);
   const losses = l.history.map((h) => h.loss);
   const stepsDone = l.step;
   const counted = Math.max(1, stepsDone - (snap?.step ?? 0));
   const bytesPerStep = Object.fromEntries(cohort.map((r) => [r.id, Math.round((r.bus.stats.bytesOut - (snap?.bytes[r.id] ?? 0)) / counted)]));
   const out = {
-    slug,
-    params: info.param_flat_len,
+    slug: task ? task.slug : slug,
+    params: task ? task.paramCount : model(env, slug).info.param_flat_len,
     steps: stepsDone,
     samples: l.history.reduce((s, h) => s + h.samples, 0),
     acc,

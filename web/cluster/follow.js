@@ -52,6 +52,10 @@ export class FollowMethods {
     } else if (msg.version < this.version) {
       this.stats.dropped.stale++;
       return;
+    } else if (msg.go && msg.version === this.version && Array.isArray(msg.members)) {
+      // the step's go for params this rank holds already (its first step, from the same initial params):
+      // the members are the step's, so the shard this rank computes is its own, not index 0 of an old roster
+      this.members = msg.members;
     }
     if (msg.go && msg.version === this.version && !this.guard.isExcluded(this.id)) this._requestCompute();
   }

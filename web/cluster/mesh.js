@@ -85,6 +85,7 @@
 // when the layout changes, but n - 1 of them). Tabs of one browser share a
 // BroadcastChannel, where every post reaches every tab whatever the topology.
 import { peekHeader } from './wire.js';
+import { llmMismatch } from './task_key.js';
 import { OnceVerifier, SeenSet, markCopy } from './auth.js';
 import { PROTOCOL_VERSION as RANK_PROTOCOL } from './protocol.js';
 import { assertNotWorker, classifyIce, icePreflight, peerIceStats, trackPeerConnections } from './ice.js';
@@ -291,7 +292,8 @@ export function helloMismatch(mine, remote, selfId = null, peerId = null) {
     return `protocol mismatch: ${them} speaks cluster protocol ${theirs.protocol}, ${me} protocol ${mine.protocol} (load both pages from the same site)`;
   }
   if (theirs.slug !== mine.slug) {
-    return `model mismatch: ${them} trains ${theirs.slug} (${theirs.paramCount} parameters), ${me} trains ${mine.slug} (${mine.paramCount} parameters)`;
+    const why = llmMismatch(mine.slug, theirs.slug);
+    return `model mismatch: ${them} trains ${theirs.slug} (${theirs.paramCount} parameters), ${me} trains ${mine.slug} (${mine.paramCount} parameters)${why ? `: ${why}` : ''}`;
   }
   if (theirs.paramCount !== mine.paramCount) {
     return `parameter count mismatch in ${mine.slug}: ${them} has ${theirs.paramCount} parameters, ${me} has ${mine.paramCount} parameters (load both pages from the same site)`;

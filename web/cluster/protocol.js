@@ -37,6 +37,7 @@ import { LiveTree } from './tree.js';
 import { Traffic } from './compress.js';
 import { PeerGuard } from './robust.js';
 import { rateOf } from './rate.js';
+import { llmMismatch } from './task_key.js';
 import { ElectionMethods } from './election.js';
 import { ReceiveMethods } from './receive.js';
 import { FollowMethods } from './follow.js';
@@ -345,7 +346,8 @@ export class Rank {
       reason = `speaks cluster protocol ${typeof msg.pv === 'number' ? msg.pv : 'unknown'}, this rank ${PROTOCOL_VERSION} (reload it)`;
     } else {
       const theirs = typeof msg.model === 'string' ? msg.model.slice(0, 64) : 'no model';
-      reason = `trains ${theirs}; this cohort trains ${this.model}`;
+      const why = llmMismatch(this.model, theirs);
+      reason = `trains ${theirs}; this cohort trains ${this.model}${why ? ` (${why})` : ''}`;
     }
     const id = msg.from.slice(0, MAX_ID);
     const isNew = !this.refusedPeers.has(id);

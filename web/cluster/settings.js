@@ -54,6 +54,29 @@ export const LABELS = Object.freeze({
 });
 const labelOf = (byKey) => (key) => (byKey ? key : LABELS[key]);
 
+// A fine-tuning run (task_llm.js): its settings field `model` is LLM_MODEL (the
+// task's identity, base file and text hashes, replaces it in the handshake),
+// and its LoRA shape, every rank's the same or refused.
+export const LLM_MODEL = 'lora';
+export const LORA_DEFAULTS = Object.freeze({ rank: 4, alpha: 8, targets: 'attn_q,attn_v', seq: 32 });
+export const LORA_LIMITS = Object.freeze({ rank: [1, 256], alpha: [0, 1e4], seq: [2, 4096] });
+export const LORA_TARGETS = Object.freeze(['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down']);
+export const LORA_LABELS = Object.freeze({ rank: 'LoRA rank', alpha: 'LoRA alpha', targets: 'LoRA targets', seq: 'window length (tokens)' });
+
+/** The LoRA settings of raw (missing ones take LORA_DEFAULTS): { settings, errors }. */
+export function checkLora(raw = {}) {
+  const errors = [];
+  const pick = (k) => (raw[k] === undefined || raw[k] === null || raw[k] === '' ? LORA_DEFAULTS[k] : raw[k]);
+  const rank = integer(LORA_LABELS.rank, pick('rank'), LORA_LIMITS.rank, errors);
+  const seq = integer(LORA_LABELS.seq, pick('seq'), LORA_LIMITS.seq, errors);
+  const alpha = number(pick('alpha'));
+  if (!(alpha > LORA_LIMITS.alpha[0] && alpha <= LORA_LIMITS.alpha[1])) errors.push(`${LORA_LABELS.alpha}: ${JSON.stringify(String(raw.alpha).slice(0, 32))} is not a number above 0 and at most ${LORA_LIMITS.alpha[1]}`);
+  const names = String(pick('targets')).split(',').map((t) => t.trim()).filter(Boolean);
+  const bad = names.filter((t) => t !== 'all' && !LORA_TARGETS.includes(t));
+  if (!names.length || bad.length) errors.push(`${LORA_LABELS.targets}: ${JSON.stringify(bad.join(',').slice(0, 64))} is not a comma list of ${LORA_TARGETS.join(', ')} or all`);
+  return { settings: { rank, alpha, seq, targets: names.join(',') }, errors };
+}
+
 /** The sync settings of raw (missing ones take SCALE_DEFAULTS): { scale, errors }. */
 export function checkScale(raw = {}, { byKey = false } = {}) {
   const errors = [];

@@ -2,14 +2,17 @@
 // dedicated module Worker: one protocol.js Rank over a ProxyBus whose other
 // end is the page (the page owns the transport - a BroadcastChannel now, a
 // WebRTC mesh later - and relays wire buffers with proxyRelay). Gradients
-// come from VisionBench.grads_* on the backend the rank resolved to (CPU,
-// WebGPU or WebGL2, compute.js) on this rank's shard of the data (data.js),
-// with the cohort's batch size (the leader's settings are in force). The
-// page only renders what this Worker reports.
+// come from the rank's task (task.js: a vision model on the backend it
+// resolved to, or a LoRA fine-tuning of a language model) on this rank's
+// shard of the data, with the cohort's batch size (the leader's settings are
+// in force). The page only renders what this Worker reports.
 //
 // Messages in (from the page, on `self`):
 //   { cmd: 'hello' }                            -> { type: 'hello', models, version, protocol }
-//   { cmd: 'start', port, keys, slug, backend, batch, lr, maxSteps, minMembers, seed, tree, fanout }
+//   { cmd: 'start', port, keys, task, slug, llm, backend, batch, lr, maxSteps, minMembers, seed, tree, fanout }
+//                                               task: 'vision' (default: the model `slug`) or 'llm' (a LoRA
+//                                               fine-tuning, task_llm.js: llm = { model, text: bytes, name,
+//                                               textName, format, rank, alpha, targets, seq }; batch: windows)
 //                                               port: the MessagePort of the bus hop (transferred);
 //                                               keys: { privateKey, publicKey } CryptoKeys of this rank (auth.js:
 //                                               the rank id is derived from the public key; the bus signs with them);
@@ -20,6 +23,8 @@
 //   { cmd: 'stop' }                             leave the cohort (goodbye), -> { type: 'stopped' }
 //   { cmd: 'maxSteps', value }                  the step limit, when this rank leads (0: none)
 //   { cmd: 'params', reqId }                    -> { type: 'params', reqId, params } (a copy, for tests)
+//   { cmd: 'adapter', reqId }                   -> { type: 'adapter', reqId, bytes, version, step }: the
+//                                               cohort's LoRA adapters as a GGUF file (fine-tuning only)
 // Messages out: 'hello', 'started' { info }, 'info' { info } (the backend
 // changed: a GPU failed), 'status' { ..., phase } (every STATUS_MS and on
 // every role change), 'stopped', 'error' { error } (a plain sentence).
@@ -43,9 +48,8 @@ import { BACKEND_ORDER } from '../runtime/backends.js';
 import { ProxyBus } from './bus.js';
 import { identityFromKeys } from './auth.js';
 import { Rank, PROTOCOL_VERSION } from './protocol.js';
-import { Buckets, resolveBackend } from './compute.js';
-import { loadTrainingSet, Shards, subsetFits, loadSubset, scoreBatch } from './data.js';
-import { checkSettings } from './settings.js';
+import { createTask, modelKey } from './task.js';
+import { checkSettings, checkLora, LLM_MODEL } from './settings.js';
 import { topologyOverrides } from './policy.js';
 import { syncModes, collectMs } from './periodic.js';
 import { RlxError } from '../runtime/errors.js';
@@ -54,7 +58,6 @@ import { STATUS } from '../runtime/constants.js';
 const STATUS_MS = 100;
 const MAX_POINTS = 2000; // loss points kept per run
 const EVAL_EVERY = 50; // steps between two test-accuracy measurements of the leader
-const EVAL_BATCH = 100;
 
 let session = null;
 
@@ -142,31 +145,6 @@ class LossTap {
   }
 }
 
-/** The held-out Fashion-MNIST images when they fit the model (else null: no accuracy). */
-async function loadTestSet(model) {
-  if (!subsetFits(model)) return null;
-  try {
-    return await loadSubset('test');
-  } catch {
-    return null;
-  }
-}
-
-/** Test accuracy of params on the held-out images (CPU forward: params are host arrays). */
-function evaluate(s, params) {
-  const { test } = s;
-  const classes = s.evalBench.info().num_classes;
-  const x = new Float32Array(EVAL_BATCH * test.inputLen);
-  const labels = new Int32Array(EVAL_BATCH);
-  let correct = 0, seen = 0;
-  for (let start = 0; start + EVAL_BATCH <= test.count; start += EVAL_BATCH) {
-    for (let k = 0; k < EVAL_BATCH; k++) labels[k] = test.sample(start + k, x, k * test.inputLen);
-    correct += scoreBatch(s.evalBench.forward('cpu', x, params), labels, classes).correct;
-    seen += EVAL_BATCH;
-  }
-  return seen ? correct / seen : NaN;
-}
-
 async function start(opts) {
   if (session) throw new RlxError(STATUS.STATE, 'already running: stop first');
   const { port, seed = 1 } = opts;
@@ -176,23 +154,24 @@ async function start(opts) {
   if (topo.errors.length) throw new RlxError(STATUS.INVALID_ARG, topo.errors.join('; '));
   if (!port) throw new RlxError(STATUS.INVALID_ARG, 'start needs the bus port');
   await init();
-  const checked = checkSettings({ ...opts.scale, model: opts.slug, backend: opts.backend, batch: opts.batch, lr: opts.lr, steps: opts.maxSteps, min: opts.minMembers },
-    { models: vision.list_vision_models() });
-  if (checked.errors.length) throw new RlxError(STATUS.INVALID_ARG, checked.errors.join('; '));
-  const { model: slug, backend, batch, lr, steps: maxSteps, min: minMembers, scale } = checked.settings;
+  const kind = opts.task ?? 'vision';
+  // a fine-tuning run's model is its base file (the task's identity); its LoRA settings are checked apart
+  const checked = checkSettings({ ...opts.scale, model: kind === 'llm' ? LLM_MODEL : opts.slug, backend: opts.backend, batch: opts.batch, lr: opts.lr, steps: opts.maxSteps, min: opts.minMembers },
+    { models: kind === 'llm' ? [LLM_MODEL] : vision.list_vision_models() });
+  const lora = kind === 'llm' ? checkLora(opts.llm ?? {}) : null;
+  const errors = [...checked.errors, ...(lora?.errors ?? [])];
+  if (errors.length) throw new RlxError(STATUS.INVALID_ARG, errors.join('; '));
+  const { backend, batch, lr, steps: maxSteps, min: minMembers, scale } = checked.settings;
   const s = {
     id,
     rank: null,
     bus: null,
-    grads: null,
-    shards: null,
+    task: null,
     info: null,
     points: [], // [step, loss] of the cohort, newest last
     newPoints: [],
     accPoints: [], // [step, test accuracy] of the leader's params, newest last
     newAccPoints: [],
-    test: null, // the held-out images, when they fit the model
-    evalBench: null,
     lastStep: null,
     cohortSps: 0,
     samplesTotal: 0, // samples of every step this rank resolved as leader
@@ -226,39 +205,34 @@ async function start(opts) {
   };
   session = s;
   try {
-    const model = vision.vision_model_info(slug);
-    const resolved = await resolveBackend(model.slug, backend, { batch });
-    const bench = new vision.VisionBench(model.slug);
-    const params = bench.init_params(seed);
-    const { set, why } = await loadTrainingSet(model, bench, { seed });
-    bench.free();
-    s.test = await loadTestSet(model);
-    if (s.test) s.evalBench = new vision.VisionBench(model.slug);
-    s.grads = new Buckets(vision, model.slug, resolved.backend, {
-      onFallback: (reason) => {
-        s.info.backend = 'cpu';
-        s.info.fallback = reason;
-        s.rank?.setInfo({ backend: 'cpu', fallback: reason });
-        post({ type: 'info', info: s.info });
-      },
-    });
-    s.shards = new Shards(set, { seed });
+    const onFallback = (reason) => {
+      s.info.backend = 'cpu';
+      s.info.fallback = reason;
+      s.rank?.setInfo({ backend: 'cpu', fallback: reason });
+      post({ type: 'info', info: s.info });
+    };
+    s.task = await createTask(kind, kind === 'llm'
+      ? { ...opts.llm, ...lora.settings, seed, backend }
+      : { vision, slug: opts.slug, backend, batch, seed, onFallback });
+    const task = s.task;
+    const params = task.initParams();
     s.info = {
       id,
-      slug: model.slug,
-      title: model.title,
-      paramCount: model.param_flat_len,
+      task: kind,
+      slug: task.slug,
+      title: task.title,
+      paramCount: task.paramCount,
       batch,
       lr,
       maxSteps,
       scale,
-      requested: resolved.requested,
-      backend: resolved.backend,
-      fallback: resolved.fallback,
-      data: { kind: set.kind, source: set.source, count: set.count, why },
+      requested: task.requested,
+      backend: task.backend,
+      fallback: task.fallback,
+      data: task.data,
     };
     if (session !== s) {
-      s.grads.free(); // stopped while starting
+      task.free(); // stopped while starting
       return;
     }
     s.bus = new LossTap(new ProxyBus(identity, port), s);
@@ -268,12 +242,11 @@ async function start(opts) {
       bucketAt: (p, dataStep, ctx) => {
         // the cohort's batch per rank (the leader's setting), not necessarily ours
         const n = s.rank.settings.batch ?? batch;
-        const { x, labels } = s.shards.batch(dataStep, ctx.index, ctx.count, n);
         const done = (r) => {
           s.lastCompute = { step: ctx.step, index: ctx.index, count: ctx.count, loss: r.loss, backend: r.backend };
           return r;
         };
-        const r = s.grads.run(x, labels, p);
+        const r = task.grads(p, { step: dataStep, index: ctx.index, count: ctx.count, batch: n });
         return r instanceof Promise ? r.then(done) : done(r);
       },
     });
@@ -285,10 +258,10 @@ async function start(opts) {
       maxSteps: maxSteps > 0 ? maxSteps : Infinity,
       minMembers,
       policy: { ...topo.overrides, collectMs: collectMs(scale) }, // star or tree, fan-out (policy.js); periodic: H x the deadline
-      model: `${model.slug}/${model.param_flat_len}`,
+      model: modelKey(task),
       // encoding, lockstep / periodic, aggregation: the leader's are in force (protocol.js, periodic.js)
-      settings: { model: model.slug, batch, optimizer: 'sgd', ...scale },
-      info: { backend: resolved.backend, fallback: resolved.fallback },
+      settings: { model: task.slug, batch, optimizer: 'sgd', ...scale },
+      info: { backend: task.backend, fallback: task.fallback },
       // the messages sent before a compute (the step's params) are signed and out first: a
       // synchronous compute would hold the signatures, so the step, back until it ends (bus.js drained)
       compute: (params, version, ctx) => {
@@ -302,7 +275,10 @@ async function start(opts) {
           s.samplesTotal += data.samples;
           s.cohortPoint(data.step, data.loss, null);
           const done = data.step + 1; // steps taken by the params the leader now holds
-          if (s.test && (done % EVAL_EVERY === 0 || done === s.rank.maxSteps)) s.accPoint(done, evaluate(s, s.rank.params));
+          if (task.evaluate && (done % EVAL_EVERY === 0 || done === s.rank.maxSteps)) {
+            const acc = task.evaluate(s.rank.params);
+            if (acc !== null) s.accPoint(done, acc);
+          }
         } else if (type === 'error') {
           // a sentence for the page; the stack (if any) for the console
           const text = String(data.error);
@@ -379,10 +355,8 @@ function stop(s = session, { silent = false } = {}) {
     s.rank.stop({ silent });
   }
   s.bus?.close();
-  s.grads?.free();
-  s.grads = null;
-  s.evalBench?.free();
-  s.evalBench = null;
+  s.task?.free();
+  s.task = null;
   if (session === s) session = null;
 }
 
@@ -411,6 +385,13 @@ self.onmessage = async (event) => {
         r.maxSteps = v > 0 ? v : Infinity;
         r.setTraining(true); // re-checks whether a step can start now
         sendStatus(session);
+        break;
+      }
+      case 'adapter': {
+        // the cohort's adapters as a LoRA GGUF (every rank holds the same bytes; the leader's page offers them)
+        const t = session?.task;
+        if (!t?.adapter) throw new RlxError(STATUS.STATE, 'no fine-tuning run: only a LoRA fine-tuning writes an adapter');
+        post({ type: 'adapter', reqId: msg.reqId, bytes: t.adapter(session.rank.params), version: session.rank.version, step: session.rank.step });
         break;
       }
       case 'params':
