@@ -462,10 +462,14 @@ lm-web-fixtures: $(LM_WEB_FIXTURES)
 web/data/lm/%.gguf: build/lm/%.gguf
 	@mkdir -p $(dir $@)
 	cp $< $@
-all: $(LM_WEB_FIXTURES)
+# The test corpus, the training text cluster.html's fine-tuning offers.
+web/data/lm/corpus.txt: tests/llm/corpus.txt
+	@mkdir -p $(dir $@)
+	cp $< $@
+all: $(LM_WEB_FIXTURES) web/data/lm/corpus.txt
 test-node: lm-fixtures build/rlx
 test-webgpu: lm-fixtures
-test-browser: $(LM_WEB_FIXTURES) $(LM_FIXTURES) build/rlx
+test-browser: $(LM_WEB_FIXTURES) web/data/lm/corpus.txt $(LM_FIXTURES) build/rlx
 llama-ref:
 	tests/llama_ref/regenerate.sh
 

@@ -61,11 +61,16 @@ export class RoomPanel {
    * fabric: the page's Fabric; model(): { slug, paramCount } of the model
    * chosen now; query: the page's URLSearchParams; onChange(): the room
    * state changed (the page re-enables controls); onEnter(): Open a room or
-   * Join put this page in a room (the page starts its rank).
+   * Join put this page in a room (the page starts its rank); prepare():
+   * awaited before joining (a fine-tuning choice is read and hashed, so
+   * model() names it); joinQuery(): the task's keys of the join URL
+   * (default { model: model().slug }).
    */
-  constructor({ fabric, model, query, onChange = () => {}, onEnter = () => {} }) {
+  constructor({ fabric, model, query, onChange = () => {}, onEnter = () => {}, prepare = async () => {}, joinQuery = null }) {
     this.fabric = fabric;
     this.model = model;
+    this.prepare = prepare;
+    this.joinQuery = joinQuery ?? (() => ({ model: this.model().slug }));
     this.query = query;
     this.onChange = onChange;
     this.onEnter = onEnter;
@@ -155,6 +160,12 @@ export class RoomPanel {
   async join() {
     if (this.link) return;
     this._error('');
+    try {
+      await this.prepare();
+    } catch (err) {
+      return this._error(`Cannot join: ${err.message}`);
+    }
+    if (this.link) return;
     const { settings, errors } = checkSettings({ model: this.model().slug, batch: 1, lr: 1, room: $('room-id').value.trim(),
       password: $('room-password').value }, { models: [this.model().slug] });
     if (!settings.room) errors.push('room: enter a room id, or press Open a room');
@@ -220,7 +231,7 @@ export class RoomPanel {
     const u = new URL(location.pathname, location.href);
     u.searchParams.set('room', c.room);
     if (c.password) u.searchParams.set('password', c.password);
-    u.searchParams.set('model', this.model().slug);
+    for (const [k, v] of Object.entries(this.joinQuery())) u.searchParams.set(k, v);
     for (const key of ['relays', 'turn', 'ice', 'stun', 'p2p', 'mesh', 'fanout']) if (this.query.get(key)) u.searchParams.set(key, this.query.get(key));
     u.searchParams.set('min', String(ROOM_MIN));
     u.searchParams.set('autostart', '1');

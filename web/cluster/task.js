@@ -14,18 +14,13 @@
 //   evaluate(params)   optional: test accuracy in [0, 1] (vision models that fit the held-out images)
 //   adapter(params)    optional: the trained file's bytes (llm: the LoRA adapter GGUF)
 //   free()
-// createTask picks the kind; modelKey is what the Rank stamps on its messages.
+// createTask picks the kind; task_key.js modelKey is what the Rank stamps on its messages.
 import { createVisionTask } from './task_vision.js';
 import { createLlmTask } from './task_llm.js';
 import { RlxError } from '../runtime/errors.js';
 import { STATUS } from '../runtime/constants.js';
 
 export const TASK_KINDS = Object.freeze(['vision', 'llm']);
-
-/** The Rank's model key of a task: its identity and parameter count (protocol.js compares it). */
-export function modelKey(task) {
-  return `${task.slug}/${task.paramCount}`;
-}
 
 /**
  * A task of `kind`: vision takes { vision, slug, backend, batch, seed, onFallback }

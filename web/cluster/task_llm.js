@@ -24,19 +24,11 @@ import { moduleFile } from '../runtime/simd.js';
 import { RlxError } from '../runtime/errors.js';
 import { STATUS } from '../runtime/constants.js';
 import { Shards } from './data.js';
-import { llmSlug } from './task_key.js';
-import { LORA_DEFAULTS } from './settings.js';
+import { llmSlug, sha256Hex } from './task_key.js';
+import { LORA_DEFAULTS, LORA_TARGETS } from './settings.js';
 
 // The module a backend computes LoRA gradients with (null: not in this build yet).
 export const LLM_BACKENDS = Object.freeze({ cpu: () => moduleFile('llmTrain', 'simd128'), webgpu: null, webgl: null });
-// One letter per projection (rlx_llm_lora_target names), for the task's short identity.
-const PROJ = Object.freeze({ attn_q: 'q', attn_k: 'k', attn_v: 'v', attn_output: 'o', ffn_gate: 'g', ffn_up: 'u', ffn_down: 'd' });
-
-/** SHA-256 of bytes as lowercase hex (WebCrypto: pages, Workers and Node). */
-export async function sha256Hex(bytes) {
-  const digest = await globalThis.crypto.subtle.digest('SHA-256', bytes);
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
-}
 
 /** The backend LoRA gradients run on for a request: { backend, fallback } (see the top of the file). */
 export function resolveLlmBackend(request = 'cpu') {
@@ -70,7 +62,7 @@ export async function createLlmTask({
   const task = new LlmTask(llm, { rank, alpha, targets, seq, seed, format, textBytes });
   task.baseSha = baseSha;
   task.dataSha = dataSha;
-  task.slug = llmSlug({ baseSha, dataSha, rank, alpha, seq, targets: task.targetCode });
+  task.slug = llmSlug({ baseSha, dataSha, rank, alpha, seq, targets });
   task.data.source = `${textName}: ${task.data.source}`;
   task.title = `LoRA of ${name} (rank ${rank}, alpha ${alpha}, ${task.targetNames.join(', ')}, seq ${seq})`;
   task.backend = resolved.backend;
@@ -127,8 +119,7 @@ class LlmTask {
       throw new RlxError(STATUS.INVALID_ARG, `the training text makes no window of ${seq} tokens: give more text or a shorter seq`);
     }
     const projs = new Set(this.pairs.map((p) => /\.([a-z_]+)\.weight$/.exec(p.name)?.[1]));
-    this.targetNames = Object.keys(PROJ).filter((k) => projs.has(k));
-    this.targetCode = this.targetNames.map((k) => PROJ[k]).join('');
+    this.targetNames = LORA_TARGETS.filter((k) => projs.has(k));
     this.shards = new Shards({ count: this.windows }, { seed });
     this.init = this._pairs('rlx_llm_finetune_get_pair'); // before any setParams
     this.data = { kind: 'text', source: `${this.windows} windows of ${seq} tokens (${this.scoredTokens} scored)`, count: this.windows, why: null };

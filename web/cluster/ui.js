@@ -17,7 +17,9 @@ import { BroadcastChannelBus, proxyRelay } from './bus.js';
 import { encodeMessage } from './wire.js';
 import { createIdentity, signBuffer, SIG_PLACEHOLDER } from './auth.js';
 import { LossPlot, AccuracyPlot } from '../train-view.js';
-import { checkSettings } from './settings.js';
+import { checkSettings, LLM_MODEL } from './settings.js';
+import { applyLlmQuery, isLlm, llmChoice, llmJoinQuery, saveAdapter } from './llm_ui.js';
+import { modelKey } from './task_key.js';
 import { topologyOverrides } from './policy.js';
 import { Fabric } from './fabric.js';
 import { RoomPanel, ROOM_MIN } from './room_ui.js';
@@ -33,6 +35,7 @@ const topoQuery = { tree: query.get('tree') ?? '', fanout: query.get('fanout') ?
 const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
 let models = [];
 let run = null; // { id, slug, relay, port } while a rank runs
+let llmSlug = null; // the fine-tuning choice's identity (llm_ui.js), once read: the room's hello carries it
 let state = null; // latest status from the Worker
 let info = null; // the started rank's info
 let points = []; // cohort [step, loss]
@@ -46,9 +49,18 @@ fabric.add('tabs', new BroadcastChannelBus(channelName(), `${crypto.randomUUID()
 const room = new RoomPanel({
   fabric,
   query,
-  model: () => ({ slug: $('model').value, paramCount: models.find((m) => m.slug === $('model').value)?.params ?? 0 }),
+  model: () => (isLlm($) ? { slug: run?.slug ?? llmSlug ?? LLM_MODEL, paramCount: 0 } // the identity fixes the count
+    : { slug: $('model').value, paramCount: models.find((m) => m.slug === $('model').value)?.params ?? 0 }),
   onChange: () => setRunning(!!run),
   onEnter: () => start({ minAtLeast: ROOM_MIN }), // Open a room / Join: this tab's rank trains with the room
+  // a fine-tuning choice is read and hashed before the room's hello names it
+  prepare: async () => {
+    if (!isLlm($) || run) return;
+    const c = await llmChoice($);
+    if (c.errors.length) throw new Error(c.errors.join('; '));
+    llmSlug = c.slug;
+  },
+  joinQuery: () => (isLlm($) ? llmJoinQuery($) : { model: $('model').value }),
 });
 const replies = new Map();
 
@@ -94,6 +106,7 @@ function formRaw() {
 
 /** The form's values as settings.js checks them. */
 function formSettings() {
+  if (isLlm($)) return checkSettings({ ...formRaw(), model: LLM_MODEL }, { models: [LLM_MODEL] });
   return checkSettings(formRaw(), { models: models.map((m) => m.slug) });
 }
 
@@ -104,7 +117,10 @@ const ms = (v) => (Number.isFinite(v) ? `${v} ms` : '-');
 function setRunning(on) {
   $('start').disabled = on || models.length === 0;
   $('stop').disabled = !on;
-  for (const id of ['model', 'backend', 'batch', 'lr']) $(id).disabled = on || models.length === 0;
+  for (const id of ['model', 'backend', 'batch', 'lr', 'task', 'llm-base', 'llm-file', 'llm-text', 'llm-text-file', 'llm-paste', 'llm-rank', 'llm-alpha', 'llm-targets', 'llm-seq']) {
+    $(id).disabled = on || models.length === 0;
+  }
+  $('adapter').disabled = !(on && info?.task === 'llm');
   setScaleDisabled($, on || models.length === 0);
   if (room?.joined) $('model').disabled = true; // the room's handshake named this model
   $('steps').disabled = false;
@@ -256,7 +272,9 @@ function renderInfo(i) {
   show('backend-resolved', i.backend, `${i.backend} (asked for ${i.requested})`);
   show('fallback', i.fallback ?? '', i.fallback ? `- ${i.fallback}` : '');
   const d = i.data;
-  const text = d.why ? `${d.source} - ${d.why}` : `${d.source}: ${d.count} samples, sharded across the ranks`;
+  const text = d.why ? `${d.source} - ${d.why}` : i.task === 'llm' ? `${d.source}, sharded across the ranks`
+    : `${d.source}: ${d.count} samples, sharded across the ranks`;
+  $('adapter').disabled = !(run && i.task === 'llm');
   show('data', d.kind, text);
 }
 
@@ -282,7 +300,20 @@ async function start({ minAtLeast = 1 } = {}) {
     setStatus('ready', 'ready (fix the settings)');
     return;
   }
-  const slug = settings.model;
+  // a fine-tuning run: the base file and text as bytes, and their identity
+  starting = true;
+  let llm = null;
+  let slug = settings.model;
+  if (isLlm($)) {
+    const c = await llmChoice($).finally(() => { starting = false; });
+    if (c.errors.length) {
+      showError(`Cannot start: ${c.errors.join('; ')}.`);
+      setStatus('ready', 'ready (fix the settings)');
+      return;
+    }
+    ({ llm, slug } = c);
+    llmSlug = slug;
+  }
   // this run's key pair: its rank id is derived from the public key (auth.js)
   starting = true;
   let identity;
@@ -300,8 +331,8 @@ async function start({ minAtLeast = 1 } = {}) {
   fabric.selfId = id;
   fabric.identity = identity;
   const relay = proxyRelay(port2, fabric);
-  const paramCount = models.find((m) => m.slug === slug)?.params;
-  run = { id, slug, relay, port: port2, bye: signedBye(identity, { model: `${slug}/${paramCount}`, pv: hello?.protocol }) };
+  const key = llm ? modelKey({ kind: 'llm', slug }) : modelKey({ kind: 'vision', slug, paramCount: models.find((m) => m.slug === slug)?.params });
+  run = { id, slug, relay, port: port2, bye: signedBye(identity, { model: key, pv: hello?.protocol }) };
   points = [];
   accuracy = [];
   lossPlot.clear();
@@ -316,6 +347,8 @@ async function start({ minAtLeast = 1 } = {}) {
     port: port1,
     keys: { privateKey: identity.privateKey, publicKey: identity.publicKey },
     slug,
+    task: llm ? 'llm' : 'vision',
+    llm,
     backend: settings.backend,
     batch: settings.batch,
     lr: settings.lr,
@@ -323,7 +356,7 @@ async function start({ minAtLeast = 1 } = {}) {
     minMembers: settings.min,
     scale: settings.scale,
     ...topoQuery,
-  }, [port1]);
+  }, llm ? [port1, llm.model, llm.text] : [port1]);
 }
 
 /**
@@ -408,6 +441,13 @@ worker.onmessage = (event) => {
       teardown();
       setStatus('stopped');
       break;
+    case 'adapter': {
+      const r = replies.get(msg.reqId);
+      replies.delete(msg.reqId);
+      if (r) r(msg.bytes);
+      else saveAdapter(msg.bytes);
+      break;
+    }
     case 'params': {
       const r = replies.get(msg.reqId);
       replies.delete(msg.reqId);
@@ -431,6 +471,7 @@ worker.onerror = (event) => {
 };
 
 $('start').addEventListener('click', start);
+$('adapter').addEventListener('click', () => worker.postMessage({ cmd: 'adapter', reqId: 0 }));
 $('stop').addEventListener('click', stop);
 $('steps').addEventListener('change', () => {
   if (!run) return;
@@ -470,6 +511,7 @@ function checkQuery() {
   return errors;
 }
 
+applyLlmQuery($, query);
 const urlErrors = checkQuery();
 lossPlot.draw();
 accPlot.draw();
@@ -491,6 +533,14 @@ window.rlxCluster = {
   setMaxSteps(n) {
     $('steps').value = String(n);
     worker.postMessage({ cmd: 'maxSteps', value: n });
+  },
+  /** The cohort's LoRA adapters as GGUF bytes (a fine-tuning run). */
+  adapter() {
+    const reqId = nextReq++;
+    return new Promise((resolve) => {
+      replies.set(reqId, resolve);
+      worker.postMessage({ cmd: 'adapter', reqId });
+    });
   },
   params() {
     const reqId = nextReq++;
