@@ -11,15 +11,15 @@
 //   saveAdapter(bytes)                 the browser saves it as adapter.gguf
 import { checkLora, LORA_DEFAULTS } from './settings.js';
 import { llmSlug, sha256Hex } from './task_key.js';
+import { TEST_MODELS, testModelUrl } from '../test-models.js';
 
-export const TEST_BASES = Object.freeze(['llama-q4_0', 'qwen2-q8_0', 'qwen3-q4_k']); // make lm-web-fixtures
-const dataUrl = (name) => new URL(`../data/lm/${name}`, import.meta.url);
+const CORPUS = new URL('../data/lm/corpus.txt', import.meta.url); // make copies tests/llm/corpus.txt there
 const LORA_FIELDS = { rank: 'llm-rank', alpha: 'llm-alpha', targets: 'llm-targets', seq: 'llm-seq' };
 
 /** Fills the base select and the LoRA fields, and takes the URL's task options. */
 export function applyLlmQuery($, query) {
   const sel = $('llm-base');
-  for (const name of TEST_BASES) sel.append(new Option(`${name} (test model)`, name));
+  for (const name of TEST_MODELS) sel.append(new Option(`${name} (test model)`, name));
   sel.append(new Option('a file of this device...', 'file'));
   for (const [k, id] of Object.entries(LORA_FIELDS)) $(id).value = query.get(k) ?? String(LORA_DEFAULTS[k]);
   if (query.get('base')) sel.value = query.get('base');
@@ -60,7 +60,8 @@ export async function llmChoice($) {
       model = await f.arrayBuffer();
       name = f.name;
     } else {
-      model = await fetchBytes(dataUrl(`${base}.gguf`), `the test model ${base}`);
+      if (!TEST_MODELS.includes(base)) throw new Error(`${JSON.stringify(base.slice(0, 32))} is not one of ${TEST_MODELS.join(', ')} or a file`);
+      model = await fetchBytes(testModelUrl(base), `the test model ${base}`);
       name = base;
     }
   } catch (err) {
@@ -80,7 +81,7 @@ export async function llmChoice($) {
       textName = f.name;
       if (/\.jsonl$/i.test(f.name)) format = 'jsonl';
     } else {
-      text = await fetchBytes(dataUrl('corpus.txt'), 'the test corpus');
+      text = await fetchBytes(CORPUS, 'the test corpus');
       textName = 'the test corpus';
     }
   } catch (err) {

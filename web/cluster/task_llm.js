@@ -16,19 +16,19 @@
 //   const bytes = task.adapter(p);  // llama.cpp's LoRA GGUF of p (f32)
 //   task.free();
 //
-// Backends: the gradients run in the wasm module on the CPU. LLM_BACKENDS is
-// the hook for a GPU build (a module whose rlx_llm_finetune_grad runs on
-// WebGPU): a request for one that is not there runs on the CPU with the reason.
+// Backends: the gradients run in the training module (loadGguf's train) on
+// the CPU. LLM_BACKENDS is the hook for a GPU build (loadGguf options whose
+// module runs rlx_llm_finetune_grad on WebGPU): a request for one that is
+// not there yet runs on the CPU with the reason.
 import { loadGguf } from '../runtime/llm.js';
-import { moduleFile } from '../runtime/simd.js';
 import { RlxError } from '../runtime/errors.js';
 import { STATUS } from '../runtime/constants.js';
 import { Shards } from './data.js';
 import { llmSlug, sha256Hex } from './task_key.js';
 import { LORA_DEFAULTS, LORA_TARGETS } from './settings.js';
 
-// The module a backend computes LoRA gradients with (null: not in this build yet).
-export const LLM_BACKENDS = Object.freeze({ cpu: () => moduleFile('llmTrain', 'simd128'), webgpu: null, webgl: null });
+// The loadGguf options a backend computes LoRA gradients with (null: not in this build yet).
+export const LLM_BACKENDS = Object.freeze({ cpu: Object.freeze({ backend: 'cpu', train: true }), webgpu: null, webgl: null });
 
 /** The backend LoRA gradients run on for a request: { backend, fallback } (see the top of the file). */
 export function resolveLlmBackend(request = 'cpu') {
@@ -45,7 +45,7 @@ export function resolveLlmBackend(request = 'cpu') {
  */
 export async function createLlmTask({
   model, text, rank = LORA_DEFAULTS.rank, alpha = LORA_DEFAULTS.alpha, targets = LORA_DEFAULTS.targets, seq = LORA_DEFAULTS.seq,
-  seed = 1, format = 'text', backend = 'cpu', name = 'the base model', textName = 'the training text', wasm = null,
+  seed = 1, format = 'text', backend = 'cpu', name = 'the base model', textName = 'the training text', trainWasm = undefined,
 } = {}) {
   const bytesOf = (v, what) => {
     if (v instanceof ArrayBuffer) return new Uint8Array(v);
@@ -58,7 +58,7 @@ export async function createLlmTask({
   if (format !== 'text' && format !== 'jsonl') throw new RlxError(STATUS.INVALID_ARG, `createLlmTask: format must be text or jsonl, got ${JSON.stringify(format)}`);
   const resolved = resolveLlmBackend(backend);
   const [baseSha, dataSha] = await Promise.all([sha256Hex(modelBytes), sha256Hex(textBytes)]);
-  const llm = await loadGguf(modelBytes, { backend: 'cpu', wasm: wasm ?? LLM_BACKENDS[resolved.backend](), nCtx: seq });
+  const llm = await loadGguf(modelBytes, { ...LLM_BACKENDS[resolved.backend], trainWasm, nCtx: seq });
   const task = new LlmTask(llm, { rank, alpha, targets, seq, seed, format, textBytes });
   task.baseSha = baseSha;
   task.dataSha = dataSha;
