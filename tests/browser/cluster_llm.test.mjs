@@ -6,15 +6,14 @@
 // steps and end with bit-identical adapters and a falling loss; the
 // leader's adapter.gguf runs in the C CLI (build/rlx generate --lora); a
 // third process with another base file is refused, and both sides say why.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO } from './helpers.mjs';
-import { namespacedTests, launchPeerBrowser, startRelay, stopAll, LEAVE_NOISE } from './mesh_env.mjs';
-import { buildSite, httpServer } from './static_site.mjs';
+import { namespacedTests, launchPeerBrowser, servedSite, LEAVE_NOISE } from './mesh_env.mjs';
 
 const NEEDED = ['web/vendor/trystero.js', 'web/pkg/rlx_llm_train.wasm', 'web/data/lm/llama-q4_0.gguf', 'web/data/lm/qwen2-q8_0.gguf',
   'web/data/lm/corpus.txt', 'build/rlx', 'build/lm/llama-q4_0.gguf'];
@@ -24,27 +23,13 @@ const STEPS = 20;
 namespacedTests(import.meta.url, { title: 'cluster.html fine-tunes a language model across Chromium processes', timeoutMs: 300000, skip: why }, inside);
 
 function inside() {
-  let tmp;
-  let server;
-  let relay;
-
-  before(async () => {
-    const built = buildSite();
-    tmp = built.tmp;
-    [server, relay] = await Promise.all([httpServer(built.site), startRelay()]);
-  });
-
-  after(async () => {
-    await stopAll();
-    await server?.stop();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-  });
+  const env = servedSite();
 
   function pageUrl(room, { base = 'llama-q4_0', steps = STEPS, min = 2 } = {}) {
     const q = new URLSearchParams({ task: 'llm', base, text: 'corpus', seq: '16', rank: '4', alpha: '8', targets: 'attn_q,attn_v',
       backend: 'cpu', batch: '4', lr: '0.2', steps: String(steps), min: String(min), autostart: '1', bye: '0',
-      room, password: 'correct horse battery', relays: relay.url, stun: 'none' });
-    return `${server.url}cluster.html?${q}`;
+      room, password: 'correct horse battery', relays: env.relay.url, stun: 'none' });
+    return `${env.server.url}cluster.html?${q}`;
   }
   const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 

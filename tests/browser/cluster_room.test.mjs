@@ -12,13 +12,12 @@
 //      that does not resolve) names each of them and says what to do
 //      (?relays=); once a relay comes up on that port, it leaves the list.
 // Figures go to stderr as "mesh timing:" lines.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { REPO, screenshot } from './helpers.mjs';
-import { namespacedTests, launchPeerBrowser, startRelay, stopAll, LEAVE_NOISE } from './mesh_env.mjs';
-import { buildSite, httpServer } from './static_site.mjs';
+import { namespacedTests, launchPeerBrowser, startRelay, servedSite, LEAVE_NOISE } from './mesh_env.mjs';
 
 const why = ['web/vendor/trystero.js', 'web/pkg/rlx_web.wasm'].map((f) => (existsSync(`${REPO}${f}`) ? null : `${f} is missing: run make`)).find(Boolean);
 
@@ -37,28 +36,14 @@ function closedPort() {
 }
 
 function inside() {
-  let tmp;
-  let server;
-  let relay;
-
-  before(async () => {
-    const built = buildSite();
-    tmp = built.tmp;
-    [server, relay] = await Promise.all([httpServer(built.site), startRelay()]);
-  });
-
-  after(async () => {
-    await stopAll();
-    await server?.stop();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-  });
+  const env = servedSite();
 
   const state = (page) => page.evaluate(() => window.rlxCluster.state);
 
   test('Open a room: the opener trains from the first step with the device that joins; the peers table fits a phone', { timeout: 120000 }, async () => {
     const [a, b] = await Promise.all([launchPeerBrowser(), launchPeerBrowser()]);
-    const q = new URLSearchParams({ backend: 'cpu', batch: '32', steps: '0', relays: relay.url, stun: 'none' });
-    await a.page.goto(`${server.url}cluster.html?${q}`);
+    const q = new URLSearchParams({ backend: 'cpu', batch: '32', steps: '0', relays: env.relay.url, stun: 'none' });
+    await a.page.goto(`${env.server.url}cluster.html?${q}`);
     await a.page.waitForFunction(() => !document.getElementById('start').disabled, null, { timeout: 30000 });
     await a.page.click('#room-open'); // and nothing else
     await a.page.waitForFunction(() => document.getElementById('room-url').dataset.value, null, { timeout: 30000 });
@@ -107,7 +92,7 @@ function inside() {
     const p = await launchPeerBrowser();
     const q = new URLSearchParams({ room: 'relaycheck', password: 'x', relays: `${down},${unresolved}`, stun: 'none' });
     const t0 = Date.now();
-    await p.page.goto(`${server.url}cluster.html?${q}`);
+    await p.page.goto(`${env.server.url}cluster.html?${q}`);
     await p.page.waitForFunction((want) => document.getElementById('room-relays').dataset.value.split(' ').sort().join(' ') === want,
       [down, unresolved].sort().join(' '), { timeout: 30000, polling: 100 });
     const text = await p.page.textContent('#room-relays');

@@ -24,17 +24,21 @@
 //   startTurn({ port, minPort, maxPort, user, password }) -> { fragment, iceServer, stop() }
 //       tools/turn.py (coturn on 127.0.0.1) once it printed its '&turn=' line
 //   stopAll()                              stops everything started here (call it in `after`)
+//   const env = servedSite()               registers before / after hooks: the static site (static_site.mjs)
+//                                          served on 127.0.0.1 and startRelay() (env.server, env.relay once
+//                                          before ran); after: stopAll(), the server stopped, the site removed
 // Child processes are started in their own process group and killed by that
 // group id only; nothing here touches processes it did not start.
-import { test } from 'node:test';
+import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { ARGS as BASE_ARGS, CHROMIUM, REPO, newPage } from './helpers.mjs';
 import { startRelay as startNostrRelay } from '../../tools/nostr_relay.mjs';
+import { buildSite, httpServer } from './static_site.mjs';
 
 // helpers.mjs's flags, then the two WebRTC-over-loopback ones.
 const ARGS = [...BASE_ARGS, '--allow-loopback-in-peer-connection', '--disable-features=WebRtcHideLocalIpsWithMdns'];
@@ -45,6 +49,21 @@ const stoppers = [];
 function onStop(fn) {
   stoppers.push(fn);
   return fn;
+}
+
+export function servedSite() {
+  const env = { server: null, relay: null, tmp: null };
+  before(async () => {
+    const built = buildSite();
+    env.tmp = built.tmp;
+    [env.server, env.relay] = await Promise.all([httpServer(built.site), startRelay()]);
+  });
+  after(async () => {
+    await stopAll();
+    await env.server?.stop();
+    if (env.tmp) rmSync(env.tmp, { recursive: true, force: true });
+  });
+  return env;
 }
 
 export async function stopAll() {
