@@ -86,6 +86,18 @@ rlx_status rlx_llm_finetune_grad(rlx_llm_finetune *ft, const int32_t *ids, const
 /* The learning rate of the next steps (finite, >= 0). */
 rlx_status rlx_llm_finetune_set_lr(rlx_llm_finetune *ft, float lr);
 
+/* A session of ft for n_windows windows compiled for device (rlx.h's
+ * rlx_device), for an executor that runs it elsewhere (the GPU executors
+ * of web/runtime/): train 1, a training step (inputs "ids", "targets",
+ * "mask" as rlx_llm_finetune_step takes them, with 0 for a target under a
+ * zero weight; output 0 the loss before the update; the pairs and the
+ * optimizer state are params updated by the plan), train 0, the loss
+ * alone.  Its params are bound to the model's weights and ft's pairs and
+ * optimizer state as they are now; the session does not write them back
+ * into ft.  Freed with rlx_session_free, before ft and the model. */
+rlx_status rlx_llm_finetune_compile(rlx_llm_finetune *ft, int32_t n_windows, rlx_device device, int32_t train,
+                                    rlx_session **out);
+
 /* ---- the adapter pairs ------------------------------------------------------
  * Pair i (layer by layer, in the order attn_q, attn_k, attn_v, attn_output,
  * ffn_gate, ffn_up, ffn_down within a layer) is named after its base

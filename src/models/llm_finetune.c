@@ -14,7 +14,6 @@
 
 #include "llm_train.h"
 
-enum { FT_TRAIN, FT_EVAL, FT_GRAD, FT_N_SESSIONS };
 
 typedef struct {
   char name[96];
@@ -218,26 +217,20 @@ static rlx_status bind_all(rlx_llm_finetune *ft, rlx_session *s, const llm_train
   return RLX_OK;
 }
 
-/* Session `kind` for n windows (compiled when missing or made for another
- * count). */
-static rlx_status session_for(rlx_llm_finetune *ft, int kind, int32_t n, rlx_session **out) {
-  if (ft->sessions[kind] && ft->windows[kind] == n) {
-    *out = ft->sessions[kind];
-    return RLX_OK;
-  }
-  rlx_session_free(ft->sessions[kind]);
-  ft->sessions[kind] = NULL;
-  if (kind == FT_GRAD) ft->grad_ready = 0;
+rlx_status llm_finetune_compile(rlx_llm_finetune *ft, int kind, int32_t n, rlx_device device, rlx_session **out) {
   llm_lora_set set = {ft->pairs, ft->pair_at, ft->opt.rank, ft->opt.alpha / (float)ft->opt.rank};
   llm_train_graph t;
   rlx_status st = llm_train_graph_build(ft->m, &set, ft->n_pairs, n, ft->opt.seq, &t);
   if (st != RLX_OK) return st;
+  rlx_compile_options copt = {device, 0, 0};
   rlx_session *s = NULL;
   if (kind == FT_TRAIN) {
-    st = rlx_compile_train(t.g, t.loss, t.params, t.n_params, &ft->opt.optimizer, NULL, &s);
+    st = rlx_compile_train(t.g, t.loss, t.params, t.n_params, &ft->opt.optimizer, &copt, &s);
   } else if (kind == FT_EVAL) {
     rlx_node outs[2] = {t.loss, t.logits};
-    st = rlx_compile(t.g, outs, 2, NULL, &s);
+    st = rlx_compile(t.g, outs, 2, &copt, &s);
+  } else if (kind == FT_LOSS) {
+    st = rlx_compile(t.g, &t.loss, 1, &copt, &s);
   } else {
     rlx_node *outs = rlx_malloc(((size_t)t.n_params + 1) * sizeof *outs);
     st = outs ? rlx_grad_with_loss(t.g, t.loss, t.params, t.n_params, outs)
@@ -253,15 +246,32 @@ static rlx_status session_for(rlx_llm_finetune *ft, int kind, int32_t n, rlx_ses
     rlx_session_free(s);
     return st;
   }
-  ft->sessions[kind] = s;
-  ft->windows[kind] = n;
   *out = s;
   return RLX_OK;
 }
 
-/* Checks the windows, feeds them to session `kind` and runs it. */
-static rlx_status run(rlx_llm_finetune *ft, int kind, const char *fn, const int32_t *ids, const int32_t *targets,
-                      const float *mask, int32_t n_windows, float *loss, rlx_session **ran) {
+/* Session `kind` for n windows on the CPU (compiled when missing or made
+ * for another count). */
+static rlx_status session_for(rlx_llm_finetune *ft, int kind, int32_t n, rlx_session **out) {
+  if (ft->sessions[kind] && ft->windows[kind] == n) {
+    *out = ft->sessions[kind];
+    return RLX_OK;
+  }
+  rlx_session_free(ft->sessions[kind]);
+  ft->sessions[kind] = NULL;
+  if (kind == FT_GRAD) ft->grad_ready = 0;
+  rlx_status st = llm_finetune_compile(ft, kind, n, RLX_DEVICE_CPU, &ft->sessions[kind]);
+  if (st != RLX_OK) return st;
+  ft->windows[kind] = n;
+  *out = ft->sessions[kind];
+  return RLX_OK;
+}
+
+int32_t llm_finetune_seq(const rlx_llm_finetune *ft) { return ft->opt.seq; }
+
+rlx_status llm_finetune_check_windows(const rlx_llm_finetune *ft, const char *fn, const int32_t *ids,
+                                      const int32_t *targets, const float *mask, int32_t n_windows,
+                                      int32_t *fed_targets, float *fed_mask) {
   if (!ft) return rlx_error(RLX_ERR_INVALID_ARG, "%s: the fine-tuning object is NULL", fn);
   if (!ids || !targets) return rlx_error(RLX_ERR_INVALID_ARG, "%s: %s is NULL", fn, ids ? "targets" : "ids");
   const int32_t seq = ft->opt.seq, n_vocab = ft->m->info.n_vocab;
@@ -269,12 +279,6 @@ static rlx_status run(rlx_llm_finetune *ft, int kind, const char *fn, const int3
     return rlx_error(RLX_ERR_INVALID_ARG, "%s: n_windows must lie in 1 .. %d, got %d", fn, (int)(INT32_MAX / seq),
                      (int)n_windows);
   const size_t n = (size_t)n_windows * (size_t)seq;
-  if (n > ft->cap_tokens) {
-    int32_t *fed = rlx_malloc(n * TOKEN_BYTES);
-    if (!fed) return rlx_error(RLX_ERR_NO_MEMORY, "%s: out of memory for %zu tokens", fn, n);
-    rlx_free(ft->targets, ft->cap_tokens * TOKEN_BYTES);
-    ft->targets = fed, ft->mask = (float *)(fed + n), ft->cap_tokens = n;
-  }
   for (size_t i = 0; i < n; i++) {
     const float w = mask ? mask[i] : 1.0f;
     if (!(w >= 0.0f) || isinf(w))
@@ -286,11 +290,28 @@ static rlx_status run(rlx_llm_finetune *ft, int kind, const char *fn, const int3
     if (w != 0.0f && (targets[i] < 0 || targets[i] >= n_vocab))
       return rlx_error(RLX_ERR_INVALID_ARG, "%s: targets[%zu] = %d is outside the vocabulary (0 .. %d)", fn, i,
                        (int)targets[i], (int)n_vocab - 1);
-    ft->targets[i] = w != 0.0f ? targets[i] : 0;
-    ft->mask[i] = w;
+    fed_targets[i] = w != 0.0f ? targets[i] : 0;
+    fed_mask[i] = w;
   }
+  return RLX_OK;
+}
+
+/* Checks the windows, feeds them to session `kind` and runs it. */
+static rlx_status run(rlx_llm_finetune *ft, int kind, const char *fn, const int32_t *ids, const int32_t *targets,
+                      const float *mask, int32_t n_windows, float *loss, rlx_session **ran) {
+  if (!ft) return rlx_error(RLX_ERR_INVALID_ARG, "%s: the fine-tuning object is NULL", fn);
+  const int32_t seq = ft->opt.seq;
+  const size_t n = n_windows > 0 && n_windows <= INT32_MAX / seq ? (size_t)n_windows * (size_t)seq : 0;
+  if (n > ft->cap_tokens) {
+    int32_t *fed = rlx_malloc(n * TOKEN_BYTES);
+    if (!fed) return rlx_error(RLX_ERR_NO_MEMORY, "%s: out of memory for %zu tokens", fn, n);
+    rlx_free(ft->targets, ft->cap_tokens * TOKEN_BYTES);
+    ft->targets = fed, ft->mask = (float *)(fed + n), ft->cap_tokens = n;
+  }
+  rlx_status st = llm_finetune_check_windows(ft, fn, ids, targets, mask, n_windows, ft->targets, ft->mask);
+  if (st != RLX_OK) return st;
   rlx_session *s = NULL;
-  rlx_status st = session_for(ft, kind, n_windows, &s);
+  st = session_for(ft, kind, n_windows, &s);
   if (st == RLX_OK) st = rlx_session_set_input_i32(s, "ids", ids, n);
   if (st == RLX_OK) st = rlx_session_set_input_i32(s, "targets", ft->targets, n);
   if (st == RLX_OK) st = rlx_session_set_input(s, "mask", ft->mask, n);

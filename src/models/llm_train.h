@@ -48,6 +48,26 @@ void llm_train_graph_free(llm_train_graph *t);
 /* llm_finetune.c: the model ft was made for. */
 const rlx_llm *llm_finetune_model(const rlx_llm_finetune *ft);
 
+/* The sessions of a fine-tuning object: a training step (output the loss;
+ * the pairs and the optimizer state updated), the loss and logits, the
+ * loss and every pair's gradients, the loss alone. */
+enum { FT_TRAIN, FT_EVAL, FT_GRAD, FT_N_SESSIONS, FT_LOSS = FT_N_SESSIONS };
+
+/* llm_finetune.c: session `kind` of ft for n windows compiled for device,
+ * every param bound (the model's weights in place, the pairs and the
+ * optimizer state in ft's memory); the caller frees it, before ft. */
+/* llm_finetune.c: checks n_windows windows (ids in the vocabulary, weights
+ * finite and >= 0, scored targets in the vocabulary; refusals name fn) and
+ * writes them as the sessions take them: fed_targets (0 under a zero
+ * weight), fed_mask (1 for every token when mask is NULL), n_windows * seq
+ * values each.  llm_finetune_seq: tokens per window. */
+rlx_status llm_finetune_check_windows(const rlx_llm_finetune *ft, const char *fn, const int32_t *ids,
+                                      const int32_t *targets, const float *mask, int32_t n_windows,
+                                      int32_t *fed_targets, float *fed_mask);
+int32_t llm_finetune_seq(const rlx_llm_finetune *ft);
+
+rlx_status llm_finetune_compile(rlx_llm_finetune *ft, int kind, int32_t n, rlx_device device, rlx_session **out);
+
 /* llm_jsonl.c: line[0, len) of a JSONL file as an example {"prompt": S,
  * "completion": S}: both strings decoded (UTF-8) into out (len bytes
  * suffice), the prompt's *prompt_len bytes then the completion's
