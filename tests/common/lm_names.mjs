@@ -12,3 +12,15 @@ export const LM_NAMES = ARCHS.flatMap((a) => TYPES.map((t) => `${a}-${t}`));
 export function lmHalf(k) {
   return ARCHS.flatMap((a, i) => TYPES.filter((t, j) => (i + j) % 2 === k).map((t) => `${a}-${t}`));
 }
+
+/**
+ * The fine-tuning cases on the GPUs ([model, optimizer]): every
+ * architecture in f32 and q8_0, with AdamW and SGD between them.  Dawn
+ * takes the even ones (tests/node/llm_finetune_webgpu.test.mjs), Chromium
+ * the odd ones on WebGPU and all of them on WebGL2
+ * (tests/browser/llm_finetune_gpu.test.mjs).
+ */
+export const FT_GPU_CASES = [
+  ['llama-f32', 'adamw'], ['llama-q8_0', 'sgd'], ['qwen2-q8_0', 'adamw'],
+  ['qwen2-f32', 'sgd'], ['qwen3-q8_0', 'sgd'], ['qwen3-f32', 'adamw'],
+];

@@ -1,0 +1,97 @@
+// llm_finetune_webgpu.test.mjs - LoRA fine-tuning on WebGPU under Dawn (npm
+// `webgpu`; SwiftShader on CPU machines): web/runtime/llm_finetune_webgpu.js
+// over web/pkg/rlx_llm_train_gpu.wasm against the same module's CPU steps
+// (tests/common/llm_finetune_case.mjs: 3 steps of two windows, then the
+// loss without an update and the pairs read back and written into the C
+// object), for half of the cases (Chromium runs the other half:
+// tests/browser/llm_finetune_gpu.test.mjs): losses and pairs within FT_TOL;
+// every dispatch of the plans on the device (0 host steps); refusals of bad
+// windows come from C with the CPU step's messages.
+// Build first: make wasm lm-fixtures.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { dawnEnv, dawnDevice, rerunTestFileWithDawn } from '../../tools/dawn_node.mjs';
+import { loadGguf, RlxError } from '../../web/runtime/llm.js';
+import { LlmFinetuneWebGpu } from '../../web/runtime/llm_finetune_webgpu.js';
+import { finetuneAgainstCpu, FT_TOL, FT_SEQ } from '../common/llm_finetune_case.mjs';
+import { FT_GPU_CASES } from '../common/lm_names.mjs';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const WASM = `${ROOT}web/pkg/rlx_llm_train_gpu.wasm`;
+const fixture = (name) => `${ROOT}build/lm/${name}.gguf`;
+const CASES = FT_GPU_CASES.filter((_, i) => i % 2 === 0).filter(([n]) => !process.env.FT_ONLY || n === process.env.FT_ONLY);
+
+const missing = [WASM, ...CASES.map(([name]) => fixture(name))].filter((f) => !existsSync(f));
+if (missing.length) {
+  test('llm finetune webgpu: build outputs present', () => assert.fail(`missing ${missing.join(', ')}: run \`make wasm lm-fixtures\``));
+} else if (Object.keys(dawnEnv()).length > 0 && !process.env.RLX_DAWN_REEXEC) {
+  test('llm finetune webgpu (re-run with the Dawn environment)', { timeout: 900_000 }, (t) => {
+    const r = rerunTestFileWithDawn(t, import.meta.url);
+    assert.equal(r.status, 0, `llm finetune webgpu tests failed:\n${r.out.slice(-8000)}`);
+  });
+} else {
+  const { device } = await dawnDevice();
+  const open = (name) => loadGguf(fixture(name), { backend: 'cpu', wasm: WASM, nCtx: 64 });
+
+  for (const [name, optimizer] of CASES) {
+    test(`${name}, ${optimizer}: 3 steps on WebGPU give the CPU's losses and pairs within ${FT_TOL}`, async () => {
+      const model = await open(name);
+      try {
+        let hosts = null;
+        const r = await finetuneAgainstCpu(model, (mod, ft, seq) => {
+          const g = new LlmFinetuneWebGpu(mod, ft, device, seq);
+          const compile = g.compile.bind(g);
+          g.compile = (n, train) => { // every plan: all of its steps on the device
+            const ptr = compile(n, train);
+            mod.scoped((t) => {
+              const out = t.alloc(12);
+              mod.check(mod.call('rlx_session_host_summary', ptr, out));
+              hosts = [...(hosts ?? []), Array.from(mod.i32(out, 3))];
+            });
+            return ptr;
+          };
+          return g;
+        }, optimizer);
+        for (let s = 0; s < r.cpu.length; s++) {
+          assert.ok(Math.abs(r.gpu[s] - r.cpu[s]) <= FT_TOL * Math.abs(r.cpu[s]), `step ${s}: loss webgpu ${r.gpu[s]} vs cpu ${r.cpu[s]}`);
+        }
+        assert.ok(r.cpu[2] < r.cpu[0], `the loss goes down (${r.cpu})`);
+        assert.ok(Math.abs(r.evalGpu - r.evalCpu) <= FT_TOL * Math.abs(r.evalCpu), `eval: webgpu ${r.evalGpu} vs cpu ${r.evalCpu}`);
+        assert.ok(r.pairErr <= FT_TOL, `pairs after 3 steps differ by ${r.pairErr} relative`);
+        assert.equal(r.syncErr, 0, 'syncToHost writes the pairs read back');
+        assert.ok(r.nPairs >= 6);
+        assert.equal(hosts.length, 2, 'a step and a loss compiled');
+        for (const [total, host] of hosts) assert.ok(total > 50 && host === 0, `${host} of ${total} steps on the host`);
+      } finally {
+        model.free();
+      }
+    });
+  }
+
+  test('bad windows are refused with the CPU step\'s messages, before anything runs', async () => {
+    const model = await open(CASES[0][0]);
+    const m = model.mod;
+    const ft = m.scoped((t) => {
+      const out = t.alloc(4);
+      m.check(m.call('rlx_llm_finetune_new', model.handle, 2, 4, 0, FT_SEQ, 3, 1e-3, 0, 0, out));
+      return m.i32(out, 1)[0] >>> 0;
+    });
+    const g = new LlmFinetuneWebGpu(m, ft, device, FT_SEQ);
+    try {
+      const ids = new Int32Array(FT_SEQ).fill(1);
+      const refused = (re) => (err) => err instanceof RlxError && re.test(err.message);
+      await assert.rejects(g.step(ids.subarray(1), ids.subarray(1)), refused(/whole windows of 8 tokens, got 7/));
+      await assert.rejects(g.step(ids, ids.subarray(1)), refused(/targets must hold 8 ids/));
+      await assert.rejects(g.step(Int32Array.of(1, 2, 3, 4, 5, 6, 7, 1e6), ids), refused(/ids\[7\] = 1000000 is outside the vocabulary/));
+      await assert.rejects(g.step(ids, ids, new Float32Array(FT_SEQ).fill(NaN)), refused(/mask\[0\] = nan/));
+      assert.equal(g.sessions.size, 0, 'nothing compiled');
+      assert.throws(() => g.setLr(-1), refused(/lr must be a finite number >= 0/));
+    } finally {
+      g.free();
+      m.call('rlx_llm_finetune_free', ft);
+      model.free();
+    }
+  });
+}
