@@ -20,8 +20,8 @@
 //                              (./executor.js; made(executor) as soon as it exists)
 //   adopt(next, last)        -> Promise: executor next given the pairs (and,
 //                              for a step, the optimizer state) of the last
-//                              step's executor, unless they share them
-//                              (WebGPU's sessions share one set of buffers)
+//                              step's executor, unless they share them (both
+//                              backends share one set by param name: nothing)
 //   gpuError(err)            -> the RlxError for a failure of the GPU
 //   freeShared()             frees what the sessions share
 import { RlxError } from './loader.js';

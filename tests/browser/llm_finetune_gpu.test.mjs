@@ -1,0 +1,111 @@
+// llm_finetune_gpu.test.mjs - LoRA fine-tuning on Chromium's GPU backends
+// (headless, SwiftShader; flags in helpers.mjs), on the page's main thread:
+// tests/common/llm_finetune_case.mjs (3 steps of two windows, the loss
+// without an update, the pairs read back and written into the C object)
+// against the same module's CPU steps, losses and pairs within FT_TOL:
+// WebGPU (web/runtime/llm_finetune_webgpu.js over rlx_llm_train_gpu.wasm)
+// on the cases tests/node/llm_finetune_webgpu.test.mjs leaves to Chromium,
+// WebGL2 (llm_finetune_webgl.js over rlx_llm_train_webgl.wasm) on one model
+// of each architecture (f32 and q8_0, AdamW and SGD between them).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { startServer, launch, lmPage, missing, REPO } from './helpers.mjs';
+import { FT_GPU_CASES } from '../common/lm_names.mjs';
+import { FT_TOL } from '../common/llm_finetune_case.mjs';
+
+const WEBGPU_CASES = FT_GPU_CASES.filter((_, i) => i % 2 === 1);
+const WEBGL_CASES = [FT_GPU_CASES[0], FT_GPU_CASES[3], FT_GPU_CASES[4]];
+const fixtures = FT_GPU_CASES.some(([n]) => !existsSync(`${REPO}build/lm/${n}.gguf`)) ? 'missing build/lm fixtures: run make lm-fixtures' : null;
+const needs = (file) => missing() ?? (!existsSync(`${REPO}web/pkg/${file}`) ? `missing web/pkg/${file}: run \`make wasm\`` : null) ?? fixtures;
+const why = needs('rlx_llm_train_gpu.wasm');
+const whyGl = needs('rlx_llm_train_webgl.wasm');
+
+let server;
+let browser;
+
+before(async () => {
+  if (why && whyGl) return;
+  [server, browser] = await Promise.all([startServer(), launch()]);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+/** generate.html with the shared case served at ./rlx-tests/llm_finetune_case.mjs. */
+async function casePage() {
+  const { page, problems } = await lmPage(browser, server);
+  await page.route('**/rlx-tests/llm_finetune_case.mjs', (route) =>
+    route.fulfill({ path: `${REPO}tests/common/llm_finetune_case.mjs`, contentType: 'text/javascript' }));
+  return { page, problems };
+}
+
+function check(r, name, optimizer, backend) {
+  const what = `${name}, ${optimizer} on ${backend}`;
+  assert.equal(r.error, undefined, `${what}: ${r.error}`);
+  for (let s = 0; s < r.cpu.length; s++) {
+    assert.ok(Math.abs(r.gpu[s] - r.cpu[s]) <= FT_TOL * Math.abs(r.cpu[s]), `${what}: step ${s}: loss ${r.gpu[s]} vs the CPU's ${r.cpu[s]}`);
+  }
+  assert.ok(r.cpu[2] < r.cpu[0], `${what}: the loss goes down (${r.cpu})`);
+  assert.ok(Math.abs(r.evalGpu - r.evalCpu) <= FT_TOL * Math.abs(r.evalCpu), `${what}: eval ${r.evalGpu} vs the CPU's ${r.evalCpu}`);
+  assert.ok(r.pairErr <= FT_TOL, `${what}: pairs differ by ${r.pairErr} (relative)`);
+  assert.equal(r.syncErr, 0, `${what}: syncToHost writes the pairs read back`);
+}
+
+test(`fine-tuning on WebGPU in Chromium: ${WEBGPU_CASES.length} cases give the CPU's losses and pairs within ${FT_TOL}`,
+  { skip: why ?? false, timeout: 600000 }, async () => {
+    const { page, problems } = await casePage();
+    const got = await page.evaluate(async (cases) => {
+      const { loadGguf } = await import('./runtime/llm.js');
+      const { LlmFinetuneWebGpu } = await import('./runtime/llm_finetune_webgpu.js');
+      const { finetuneAgainstCpu } = await import('./rlx-tests/llm_finetune_case.mjs');
+      const adapter = await navigator.gpu.requestAdapter();
+      const device = await adapter.requestDevice({ requiredLimits: { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
+        maxBufferSize: adapter.limits.maxBufferSize } });
+      const out = [];
+      for (const [name, optimizer] of cases) {
+        const model = await loadGguf(`./lm/${name}.gguf`, { backend: 'cpu', wasm: './pkg/rlx_llm_train_gpu.wasm', nCtx: 64 });
+        try {
+          out.push(await finetuneAgainstCpu(model, (mod, ft, seq) => new LlmFinetuneWebGpu(mod, ft, device, seq), optimizer));
+        } catch (err) {
+          out.push({ error: String(err?.stack ?? err) });
+        } finally {
+          model.free();
+        }
+      }
+      return out;
+    }, WEBGPU_CASES);
+    WEBGPU_CASES.forEach(([name, optimizer], i) => check(got[i], name, optimizer, 'WebGPU'));
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+test(`fine-tuning on WebGL2 in Chromium: ${WEBGL_CASES.length} cases give the CPU's losses and pairs within ${FT_TOL}`,
+  { skip: whyGl ?? false, timeout: 600000 }, async () => {
+    const { page, problems } = await casePage();
+    const got = await page.evaluate(async (cases) => {
+      const { loadGguf } = await import('./runtime/llm.js');
+      const { LlmFinetuneWebGl } = await import('./runtime/llm_finetune_webgl.js');
+      const { webGlContext } = await import('./runtime/llm_webgl.js');
+      const { finetuneAgainstCpu } = await import('./rlx-tests/llm_finetune_case.mjs');
+      const out = [];
+      for (const [name, optimizer] of cases) {
+        const model = await loadGguf(`./lm/${name}.gguf`, { backend: 'cpu', wasm: './pkg/rlx_llm_train_webgl.wasm', nCtx: 64 });
+        const { gl } = webGlContext('finetune');
+        try {
+          out.push(await finetuneAgainstCpu(model, (mod, ft, seq) => new LlmFinetuneWebGl(mod, ft, gl, seq), optimizer));
+        } catch (err) {
+          out.push({ error: String(err?.stack ?? err) });
+        } finally {
+          model.free();
+          gl.getExtension('WEBGL_lose_context')?.loseContext(); // browsers cap live contexts
+        }
+      }
+      return out;
+    }, WEBGL_CASES);
+    WEBGL_CASES.forEach(([name, optimizer], i) => check(got[i], name, optimizer, 'WebGL2'));
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
