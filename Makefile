@@ -588,6 +588,7 @@ test-examples-js: wasm sdk $(LM_FIXTURES)
 
 # The relaxed-SIMD builds of the wasm modules (make wasm builds them too).
 include tools/relaxed_simd.mk
+include tools/llm_train_gpu.mk
 -include bench/bench.mk
 # libFuzzer targets: make fuzz, make test-fuzz (tests/fuzz/fuzz.mk).
 -include tests/fuzz/fuzz.mk

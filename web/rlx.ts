@@ -519,12 +519,14 @@ export interface LoadGgufOptions {
    */
   lora?: ReadonlyArray<{ source: GgufSource; scale?: number }>;
   /**
-   * true: the module's training build (pkg/rlx_llm_train.wasm, or
-   * `trainWasm`) on the CPU, so that GgufModel.finetune runs; backend
-   * 'auto' then means 'cpu', and 'webgpu' / 'webgl' are refused.
+   * true: the module's training build, so that GgufModel.finetune runs:
+   * pkg/rlx_llm_train.wasm on the CPU, rlx_llm_train_gpu.wasm with
+   * backend 'webgpu', rlx_llm_train_webgl.wasm with 'webgl' (or
+   * `trainWasm`; the GPU builds generate and fine-tune on that GPU);
+   * backend 'auto' then means 'cpu'.
    */
   train?: boolean;
-  /** Where rlx_llm_train.wasm is (default: pkg/rlx_llm_train.wasm, or its relaxed-SIMD build, next to runtime/llm.js). */
+  /** Where the training build is (default: pkg/rlx_llm_train.wasm or its relaxed-SIMD build, rlx_llm_train_gpu.wasm or rlx_llm_train_webgl.wasm, next to runtime/llm.js). */
   trainWasm?: string | URL | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
 }
 
@@ -569,7 +571,7 @@ export interface FinetuneOptions {
   onProgress?: (p: FinetuneProgress) => void;
   /** Stops after the current step; the result still holds the adapter. */
   signal?: AbortSignal;
-  /** Where the steps run: 'cpu' (the default; 'webgpu' and 'webgl' are not there yet). */
+  /** Where the steps run (default: the model's backend): 'webgpu' / 'webgl' need a model loaded with { train: true, backend: 'webgpu' / 'webgl' }. */
   backend?: 'cpu' | 'webgpu' | 'webgl';
 }
 

@@ -177,7 +177,8 @@ test(`${SIMD}: bad inputs are RlxErrors naming the argument; no training module,
     await assert.rejects(ft(CORPUS, { batch: 0 }), rlxError(/finetune: options\.batch/));
     await assert.rejects(ft(CORPUS, { signal: {} }), rlxError(/finetune: options\.signal must be an AbortSignal/));
     await assert.rejects(ft(CORPUS, { epochs: 2 }), rlxError(/finetune: options\.epochs is not an option/));
-    await assert.rejects(ft(CORPUS, { backend: 'webgpu' }), rlxError(/finetune: options\.backend 'webgpu': fine-tuning runs on the CPU for now/));
+    await assert.rejects(ft(CORPUS, { backend: 'webgpu' }), rlxError(/finetune: options\.backend 'webgpu' needs the model loaded on WebGPU with its training build: loadGguf\(source, \{ train: true, backend: 'webgpu' \}\) \(this one is on 'cpu'\)/));
+    await assert.rejects(ft(CORPUS, { backend: 'webgl' }), rlxError(/finetune: options\.backend 'webgl' needs the model loaded on WebGL2/));
     await assert.rejects(ft(CORPUS, { backend: 'tpu' }), rlxError(/finetune: options\.backend must be 'cpu', 'webgpu', 'webgl'/));
     await assert.rejects(ft('The small river.', {}), rlxError(/finetune: data: .*tokens/));
     await assert.rejects(ft(42, {}), rlxError(/finetune: data must be a string or bytes/));
@@ -185,7 +186,7 @@ test(`${SIMD}: bad inputs are RlxErrors naming the argument; no training module,
     await assert.rejects(ft({ text: CORPUS, valid: { jsonl: 'not json\n' } }, {}), rlxError(/finetune: data\.valid\.jsonl: .*line 1/));
     await assert.rejects(ft(CORPUS, { adapterIn: new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8]) }), rlxError(/finetune: options\.adapterIn/));
     await assert.rejects(ft(CORPUS, { adapterIn: 42 }), rlxError(/finetune: options\.adapterIn must be/));
-    await assert.rejects(loadGguf(LM, { train: true, backend: 'webgpu' }), rlxError(/loadGguf: options\.train loads the CPU training module; backend 'webgpu' cannot train yet/));
+    await assert.rejects(loadGguf(LM, { train: true, backend: 'webgpu' }), rlxError(/loadGguf: options.backend 'webgpu': WebGPU cannot run the model here: WebGPU is not available here/));
     await assert.rejects(loadGguf(LM, { train: 1 }), rlxError(/loadGguf: options\.train must be true or false/));
     // a loss that is not finite ends the run without an adapter, as the CLI's does (it diverges at the same step)
     const diverging = ['--optimizer', 'sgd', '--lr', '10', '--alpha', '1000000', '--rank', '1', '--targets', 'all', '--seq', '24', '--steps', '20'];

@@ -6,7 +6,10 @@
 // object), for half of the cases (Chromium runs the other half:
 // tests/browser/llm_finetune_gpu.test.mjs): losses and pairs within FT_TOL;
 // every dispatch of the plans on the device (0 host steps); refusals of bad
-// windows come from C with the CPU step's messages.
+// windows come from C with the CPU step's messages.  GgufModel.finetune on
+// a model loaded with { train: true, backend: 'webgpu' } (the steps on
+// WebGPU by default) gives the losses and validation losses of the same
+// run on the CPU module within FT_TOL, and an adapter of the same size.
 // Build first: make wasm lm-fixtures.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,7 +24,8 @@ import { FT_GPU_CASES } from '../common/lm_names.mjs';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const WASM = `${ROOT}web/pkg/rlx_llm_train_gpu.wasm`;
 const fixture = (name) => `${ROOT}build/lm/${name}.gguf`;
-const CASES = FT_GPU_CASES.filter((_, i) => i % 2 === 0).filter(([n]) => !process.env.FT_ONLY || n === process.env.FT_ONLY);
+const CASES = FT_GPU_CASES.filter((_, i) => i % 2 === 0);
+const SENTENCE = 'The small river ran past the old mill. ';
 
 const missing = [WASM, ...CASES.map(([name]) => fixture(name))].filter((f) => !existsSync(f));
 if (missing.length) {
@@ -69,6 +73,27 @@ if (missing.length) {
       }
     });
   }
+
+  test('GgufModel.finetune on WebGPU: the CPU\'s losses and validation losses', async () => {
+    const options = { rank: 2, alpha: 4, seq: 16, batch: 2, steps: 3, lr: 1e-2, optimizer: 'sgd', targets: 'attn_q,attn_v', shuffle: false };
+    const data = { text: SENTENCE.repeat(8), valid: { text: SENTENCE.repeat(3) } };
+    const cpu = await loadGguf(fixture('llama-q8_0'), { train: true, backend: 'cpu', nCtx: 64 });
+    const gpu = await loadGguf(fixture('llama-q8_0'), { train: true, backend: 'webgpu', gpu: device, nCtx: 64 });
+    try {
+      assert.equal(gpu.info.backend, 'webgpu');
+      const a = await cpu.finetune(data, options);
+      const b = await gpu.finetune(data, options);
+      assert.equal(b.steps, 3);
+      a.losses.forEach((l, i) => assert.ok(Math.abs(b.losses[i] - l) <= FT_TOL * Math.abs(l), `step ${i + 1}: ${b.losses[i]} vs ${l}`));
+      assert.equal(b.validLosses.length, a.validLosses.length);
+      a.validLosses.forEach((v, i) => assert.ok(Math.abs(b.validLosses[i].loss - v.loss) <= FT_TOL * Math.abs(v.loss), `validation ${v.step}`));
+      assert.ok(a.losses[2] < a.losses[0]);
+      assert.equal(b.adapter.length, a.adapter.length);
+    } finally {
+      cpu.free();
+      gpu.free();
+    }
+  });
 
   test('bad windows are refused with the CPU step\'s messages, before anything runs', async () => {
     const model = await open(CASES[0][0]);

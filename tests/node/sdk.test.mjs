@@ -184,7 +184,7 @@ test('npm pack: the tarball installs offline into a fresh folder and works from 
     const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: `${ROOT}web`, env, encoding: 'utf8', timeout: 120_000 }));
     const files = packed[0].files.map((f) => f.path).sort();
     for (const f of ['package.json', 'rlx.js', 'rlx.d.ts', 'pkg/rlx_web.js', 'pkg/rlx_web.d.ts', 'pkg/rlx_web.wasm',
-      'pkg/rlx_web_relaxed.wasm', 'pkg/rlx_llm.wasm', 'pkg/rlx_llm_relaxed.wasm', 'pkg/rlx_llm_gpu.wasm', 'pkg/rlx_llm_webgl.wasm', 'pkg/rlx_llm_train.wasm', 'pkg/rlx_llm_train_relaxed.wasm', 'runtime/llm_finetune.js', 'runtime/llm_webgpu.js', 'runtime/llm_webgl.js', 'runtime/llm_gpu_steps.js', 'runtime/simd.js', 'runtime/loader.js', 'runtime/wasi.js', 'runtime/webgpu.js', 'runtime/webgraph.js', 'runtime/backends.js']) {
+      'pkg/rlx_web_relaxed.wasm', 'pkg/rlx_llm.wasm', 'pkg/rlx_llm_relaxed.wasm', 'pkg/rlx_llm_gpu.wasm', 'pkg/rlx_llm_webgl.wasm', 'pkg/rlx_llm_train.wasm', 'pkg/rlx_llm_train_relaxed.wasm', 'pkg/rlx_llm_train_gpu.wasm', 'pkg/rlx_llm_train_webgl.wasm', 'runtime/llm_finetune.js', 'runtime/llm_finetune_webgpu.js', 'runtime/llm_finetune_webgl.js', 'runtime/llm_finetune_gpu.js', 'runtime/llm_webgpu.js', 'runtime/llm_webgl.js', 'runtime/llm_gpu_steps.js', 'runtime/simd.js', 'runtime/loader.js', 'runtime/wasi.js', 'runtime/webgpu.js', 'runtime/webgraph.js', 'runtime/backends.js']) {
       assert.ok(files.includes(f), `the tarball lacks ${f} (has ${files.join(', ')})`);
     }
     assert.ok(!files.some((f) => /\.html$|^data\/|^cluster\//.test(f)), `the tarball carries page files: ${files.join(', ')}`);

@@ -57,6 +57,8 @@ const STOPPED_BY = ['maxTokens', 'eog', 'stop', 'callback', 'context'];
 const BACKENDS = ['auto', 'cpu', 'webgpu', 'webgl'];
 const GPU_WASM = new URL('../pkg/rlx_llm_gpu.wasm', import.meta.url);
 const WEBGL_WASM = new URL('../pkg/rlx_llm_webgl.wasm', import.meta.url);
+const TRAIN_GPU_WASM = new URL('../pkg/rlx_llm_train_gpu.wasm', import.meta.url);
+const TRAIN_WEBGL_WASM = new URL('../pkg/rlx_llm_train_webgl.wasm', import.meta.url);
 const MAX_STOP = 16;           // stop strings per generation
 const MAX_TEXT = 1 << 26;      // bytes of text to tokenize at once
 const MAX_IDS = 1 << 24;       // ids in one call
@@ -89,9 +91,12 @@ function gib(bytes) { return `${(bytes / 2 ** 30).toFixed(2)} GiB`; }
  * files, from any source the model may come from, applied while generating
  * on every backend, each with its scale (default 1); llm_lora.js; info.nLora,
  * nLoraPairs and loraBytes say what was applied), train (true: the
- * module's training build, rlx_llm_train.wasm (trainWasm), on the CPU, so
- * that model.finetune() runs; backend 'auto' then means 'cpu', and 'webgpu'
- * / 'webgl' are refused) }.  A 'webgpu' or 'webgl'
+ * module's training build, so that model.finetune() runs: on the CPU
+ * rlx_llm_train.wasm (trainWasm); with backend 'webgpu' its WebGPU build
+ * rlx_llm_train_gpu.wasm and with 'webgl' its WebGL2 build
+ * rlx_llm_train_webgl.wasm (trainWasm too; they generate on that GPU and
+ * fine-tune on it: llm_finetune_webgpu.js, llm_finetune_webgl.js); backend
+ * 'auto' then means 'cpu') }.  A 'webgpu' or 'webgl'
  * that cannot run here is an RlxError with reason 'unavailable'.
  */
 export async function loadGguf(source, options = undefined) {
@@ -108,19 +113,17 @@ export async function loadGguf(source, options = undefined) {
   }
   const lora = loraOption(fn, o.lora);
   if (o.train !== undefined && typeof o.train !== 'boolean') throw fail(fn, `options.train must be true or false, got ${describe(o.train)}`);
-  if (o.train && (backend === 'webgpu' || backend === 'webgl')) {
-    throw new RlxError(STATUS.UNSUPPORTED, `${fn}: options.train loads the CPU training module; backend '${backend}' cannot train yet (use 'cpu')`, 'unsupported');
-  }
   const isWasm = (w) => typeof w === 'string' || w instanceof URL || w instanceof ArrayBuffer || ArrayBuffer.isView(w) ||
     w instanceof WebAssembly.Module;
   for (const k of ['wasm', 'gpuWasm', 'webglWasm', 'trainWasm']) {
     if (o[k] !== undefined && !isWasm(o[k])) throw fail(fn, `options.${k} must be a URL, a path, bytes or a WebAssembly.Module, got ${describe(o[k])}`);
   }
   // The GPU first (an explicit 'webgpu' or 'webgl' that cannot run is refused before anything is read)
-  let gpu = backend === 'cpu' || backend === 'webgl' || o.train ? null : await chooseWebGpu(fn, backend, o.gpu);
-  if (!o.train && (backend === 'webgl' || (backend === 'auto' && !gpu.device))) gpu = await chooseWebGl(fn, backend, gpu?.fallbacks ?? []);
-  const wasm = gpu?.device ? (o.gpuWasm ?? GPU_WASM) : gpu?.gl ? (o.webglWasm ?? WEBGL_WASM)
-    : o.train ? (o.trainWasm ?? moduleFile('llmTrain', simd)) : (o.wasm ?? moduleFile('llm', simd));
+  const cpuOnly = backend === 'cpu' || (o.train && backend === 'auto');
+  let gpu = cpuOnly || backend === 'webgl' ? null : await chooseWebGpu(fn, backend, o.gpu);
+  if (!cpuOnly && (backend === 'webgl' || (backend === 'auto' && !gpu.device))) gpu = await chooseWebGl(fn, backend, gpu?.fallbacks ?? []);
+  const wasm = o.train ? (o.trainWasm ?? (gpu?.device ? TRAIN_GPU_WASM : gpu?.gl ? TRAIN_WEBGL_WASM : moduleFile('llmTrain', simd)))
+    : gpu?.device ? (o.gpuWasm ?? GPU_WASM) : gpu?.gl ? (o.webglWasm ?? WEBGL_WASM) : (o.wasm ?? moduleFile('llm', simd));
   if (!isSource(source)) {
     gpu?.release?.();
     throw fail(fn, `source must be ${SOURCE_KINDS}, got ${describe(source)}`);
@@ -130,6 +133,12 @@ export async function loadGguf(source, options = undefined) {
   try {
     src = await openSource(fn, source);
     mod = await instantiate(wasm);
+    if (o.train && gpu?.device && typeof mod.e.rlx_llm_finetune_webgpu !== 'function') {
+      throw fail(fn, 'options.trainWasm is not rlx_llm_train_gpu.wasm (no rlx_llm_finetune_webgpu export)');
+    }
+    if (o.train && gpu?.gl && typeof mod.e.rlx_llm_finetune_webgl !== 'function') {
+      throw fail(fn, 'options.trainWasm is not rlx_llm_train_webgl.wasm (no rlx_llm_finetune_webgl export)');
+    }
     if (gpu?.device && typeof mod.e.rlx_llm_webgpu_step !== 'function') {
       throw fail(fn, 'options.gpuWasm is not rlx_llm_gpu.wasm (no rlx_llm_webgpu_step export)');
     }
@@ -303,6 +312,7 @@ export class GgufModel {
       fallbacks: Object.freeze(fallbacks), ...(backend.software ? { software: backend.software } : {}) });
     this.defaults = this.readDefaults();
     this.gpu = backend.steps ? backend.steps(mod, handle, this.info) : null; // LlmWebGpu or LlmWebGl (llm_gpu_steps.js)
+    this.device = backend.device ?? backend.gl ?? null; // the GPUDevice or WebGL2 context (fine-tuning runs there too)
   }
 
   live(fn) {

@@ -15,15 +15,20 @@
 //     onProgress: ({ step, steps, loss, validLoss, tokensPerSecond, etaSeconds }) => ..., signal });
 //   r.adapter;  // Uint8Array; r.losses, r.validLosses ([{ step, loss }]), r.steps, r.stopped
 //
-// Where the steps run is options.backend; BACKENDS below is the one place
-// that maps it to a runner ({ step, eval, adapter, free }): 'cpu' runs them
-// in the module.
+// Where the steps run is options.backend (default: the model's backend);
+// BACKENDS below is the one place that maps it to a runner ({ step, eval,
+// adapter, free }): 'cpu' runs them in the module, 'webgpu' and 'webgl' on
+// the model's GPU (a model loaded with { train: true, backend: 'webgpu' |
+// 'webgl' }: ./llm_finetune_webgpu.js, ./llm_finetune_webgl.js, with the
+// whole step on the device and the loss read back).
 import { RlxError, describe, optionsArg } from './loader.js';
 import { seed as seedArg } from './args.js';
 import { OPTIMIZER } from './constants.js';
 import { STATUS, fail, functionOption, intOption, numberOption, now, yieldToEvents } from './llm_common.js';
 import { SOURCE_KINDS, isSource } from './llm_source.js';
 import { loraArrays, readAdapters } from './llm_lora.js';
+import { LlmFinetuneWebGpu } from './llm_finetune_webgpu.js';
+import { LlmFinetuneWebGl } from './llm_finetune_webgl.js';
 
 const FORMAT = { text: 1, jsonl: 2 }; // rlx_llm_data_format
 const SPLIT = { train: 0, valid: 1 }; // RLX_LLM_DATA_TRAIN, RLX_LLM_DATA_VALID
@@ -74,7 +79,7 @@ export function finetuneOptions(fn, model, options, d) {
     'evalEvery', 'adapterIn', 'onProgress', 'signal', 'backend'];
   for (const k of Object.keys(o)) if (!known.includes(k)) throw fail(fn, `options.${k} is not an option (known: ${known.join(', ')})`);
   const r = {};
-  r.backend = o.backend ?? 'cpu';
+  r.backend = o.backend ?? (Object.hasOwn(BACKENDS, model.info.backend) ? model.info.backend : 'cpu');
   if (typeof r.backend !== 'string' || !Object.hasOwn(BACKENDS, r.backend)) {
     throw fail(fn, `options.backend must be ${Object.keys(BACKENDS).map((b) => `'${b}'`).join(', ')}, got ${describe(o.backend)}`);
   }
@@ -139,7 +144,7 @@ class CpuRunner {
   /** The fine-tuning object on the model (or, with adapterIn, on a second handle of the same weights holding it). */
   static async create(fn, model, o) {
     const m = model.mod;
-    const r = new CpuRunner(m, model.handle, o.seq);
+    const r = new this(m, model.handle, o.seq); // this: CpuRunner, or GpuRunner through super.create
     try {
       if (o.adapterIn !== undefined) await r.openWithAdapter(fn, model, o.adapterIn);
       m.scoped((t) => {
@@ -238,19 +243,55 @@ class CpuRunner {
   }
 }
 
+// ---- the GPU runner: the steps on the model's GPU -----------------------------
+// The CPU runner's fine-tuning object and windows, its steps run by an
+// LlmFinetuneGpu; the pairs come back into the object for the adapter.
+class GpuRunner extends CpuRunner {
+  static async create(fn, model, o, api, Steps) {
+    const m = model.mod;
+    const exported = api === 'WebGPU' ? 'rlx_llm_finetune_webgpu' : 'rlx_llm_finetune_webgl';
+    if (model.info.backend !== o.backend || typeof m.e[exported] !== 'function') {
+      throw new RlxError(STATUS.UNSUPPORTED, `${fn}: options.backend '${o.backend}' needs the model loaded on ${api} with its ` +
+        `training build: loadGguf(source, { train: true, backend: '${o.backend}' }) (this one is on '${model.info.backend}')`, 'unsupported');
+    }
+    const r = await super.create(fn, model, o);
+    r.gpu = new Steps(m, r.ft, model.device, o.seq);
+    return r;
+  }
+
+  batch(n) {
+    const m = this.m, count = n * this.seq;
+    return [m.i32(this.ids, count).slice(), m.i32(this.tg, count).slice(), new Float32Array(m.memory.buffer, this.mask, count).slice()];
+  }
+
+  step(n) { return this.gpu.step(...this.batch(n)); }
+  eval(n) { return this.gpu.eval(...this.batch(n)); }
+
+  async adapter() {
+    await this.gpu.syncToHost();
+    return super.adapter();
+  }
+
+  free() {
+    this.gpu?.free();
+    this.gpu = null;
+    super.free();
+  }
+}
+
 /** options.backend -> the runner that takes the steps (the one place a backend is chosen). */
 const BACKENDS = {
   cpu: (fn, model, o) => CpuRunner.create(fn, model, o),
-  webgpu: (fn) => { throw new RlxError(STATUS.UNSUPPORTED, `${fn}: options.backend 'webgpu': fine-tuning runs on the CPU for now (use 'cpu')`, 'unsupported'); },
-  webgl: (fn) => { throw new RlxError(STATUS.UNSUPPORTED, `${fn}: options.backend 'webgl': fine-tuning runs on the CPU for now (use 'cpu')`, 'unsupported'); },
+  webgpu: (fn, model, o) => GpuRunner.create(fn, model, o, 'WebGPU', LlmFinetuneWebGpu),
+  webgl: (fn, model, o) => GpuRunner.create(fn, model, o, 'WebGL2', LlmFinetuneWebGl),
 };
 
 /** The mean loss over a split's windows, batch at a time (as `rlx finetune`'s validation). */
-function meanLoss(runner, data, split, n, batch) {
+async function meanLoss(runner, data, split, n, batch) {
   let sum = 0, weight = 0;
   for (let first = 0; first < n; first += batch) {
     runner.windows(data, split, first, batch, Math.min(batch, n - first));
-    const loss = runner.eval(batch);
+    const loss = await runner.eval(batch);
     const w = runner.maskSum(batch);
     sum += loss * w, weight += w;
   }
@@ -281,7 +322,7 @@ export async function finetune(model, data, options) {
     let step = 0, validLoss = null;
     while (step < steps && !o.signal?.aborted && !model.freeLater) {
       runner.windows(read.data, SPLIT.train, step * o.batch, o.batch);
-      const loss = runner.step(o.batch);
+      const loss = await runner.step(o.batch);
       step++;
       if (!Number.isFinite(loss)) {
         throw new RlxError(STATUS.NUMERIC, `${fn}: the training loss is ${loss} at step ${step} (try a lower options.lr); no adapter made`, 'numeric error');
@@ -289,7 +330,7 @@ export async function finetune(model, data, options) {
       losses.push(loss);
       const stopping = step === steps || !!o.signal?.aborted;
       if (nValid > 0 && (step % every === 0 || stopping)) {
-        validLoss = meanLoss(runner, read.data, SPLIT.valid, nValid, o.batch);
+        validLoss = await meanLoss(runner, read.data, SPLIT.valid, nValid, o.batch);
         validLosses.push({ step, loss: validLoss });
       }
       const spent = (now() - t0) / 1000;
@@ -299,9 +340,9 @@ export async function finetune(model, data, options) {
     }
     if (model.freeLater) throw new RlxError(STATUS.STATE, `${fn}: the model was freed during the run`, 'bad state');
     if (nValid > 0 && step > 0 && validLosses.at(-1)?.step !== step) { // stopped between steps: the validation loss at the stop
-      validLosses.push({ step, loss: meanLoss(runner, read.data, SPLIT.valid, nValid, o.batch) });
+      validLosses.push({ step, loss: await meanLoss(runner, read.data, SPLIT.valid, nValid, o.batch) });
     }
-    return { adapter: runner.adapter(), steps: step, losses, validLosses, stopped: step < steps };
+    return { adapter: await runner.adapter(), steps: step, losses, validLosses, stopped: step < steps };
   } finally {
     if (read && !m.dead) m.call('rlx_llm_data_free', read.data);
     runner?.free();
