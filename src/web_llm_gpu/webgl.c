@@ -8,6 +8,7 @@
 #include "../compile/session.h"
 #include "../models/llm.h"
 #include "../webgl/gl_plan.h"
+#include "webgl.h"
 
 #define EXPORT(name) __attribute__((export_name(#name)))
 
@@ -17,11 +18,17 @@
  * model. */
 EXPORT(rlx_llm_webgl_step) rlx_session *w_webgl_step(const rlx_llm *m, int32_t k, int32_t max_width) {
   rlx_session *s = NULL;
-  if (max_width < 0) {
-    rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_webgl_step: max_width must be >= 0, got %d", (int)max_width);
-    return NULL;
-  }
-  if (rlx_llm_compile_step(m, k, RLX_DEVICE_WEBGL, 0, &s) != RLX_OK) return NULL;
+  if (!llm_webgl_width_ok("rlx_llm_webgl_step", max_width)) return NULL;
+  return rlx_llm_compile_step(m, k, RLX_DEVICE_WEBGL, 0, &s) == RLX_OK ? llm_webgl_finish(s, max_width) : NULL;
+}
+
+int llm_webgl_width_ok(const char *fn, int32_t max_width) {
+  if (max_width >= 0) return 1;
+  rlx_error(RLX_ERR_INVALID_ARG, "%s: max_width must be >= 0, got %d", fn, (int)max_width);
+  return 0;
+}
+
+rlx_session *llm_webgl_finish(rlx_session *s, int32_t max_width) {
   if (max_width > 0 && rlx_gl_prepare(s, max_width) != RLX_OK) {
     rlx_session_free(s);
     return NULL;
