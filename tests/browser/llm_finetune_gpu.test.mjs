@@ -6,7 +6,10 @@
 // WebGPU (web/runtime/llm_finetune_webgpu.js over rlx_llm_train_gpu.wasm)
 // on the cases tests/node/llm_finetune_webgpu.test.mjs leaves to Chromium,
 // WebGL2 (llm_finetune_webgl.js over rlx_llm_train_webgl.wasm) on one model
-// of each architecture (f32 and q8_0, AdamW and SGD between them).
+// of each architecture (f32 and q8_0, AdamW and SGD between them); and
+// GgufModel.finetune on a model loaded with { train: true, backend: 'webgl' }
+// (the steps on WebGL2 by default) gives the CPU run's losses and
+// validation losses.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -82,7 +85,7 @@ test(`fine-tuning on WebGPU in Chromium: ${WEBGPU_CASES.length} cases give the C
     await page.close();
   });
 
-test(`fine-tuning on WebGL2 in Chromium: ${WEBGL_CASES.length} cases give the CPU's losses and pairs within ${FT_TOL}`,
+test(`fine-tuning on WebGL2 in Chromium: ${WEBGL_CASES.length} cases give the CPU's losses and pairs within ${FT_TOL}, and so does finetune()`,
   { skip: whyGl ?? false, timeout: 600000 }, async () => {
     const { page, problems } = await casePage();
     const got = await page.evaluate(async (cases) => {
@@ -103,9 +106,28 @@ test(`fine-tuning on WebGL2 in Chromium: ${WEBGL_CASES.length} cases give the CP
           gl.getExtension('WEBGL_lose_context')?.loseContext(); // browsers cap live contexts
         }
       }
+      // GgufModel.finetune on WebGL2 against the same run on the CPU module
+      const options = { rank: 2, alpha: 4, seq: 8, batch: 2, steps: 2, lr: 1e-2, optimizer: 'sgd', shuffle: false };
+      const data = { text: 'The small river ran past the old mill. '.repeat(4), valid: { text: 'The small river ran past the old mill. '.repeat(2) } };
+      const cpu = await loadGguf('./lm/llama-q8_0.gguf', { train: true, backend: 'cpu', nCtx: 64 });
+      const gl = await loadGguf('./lm/llama-q8_0.gguf', { train: true, backend: 'webgl', nCtx: 64 });
+      try {
+        const a = await cpu.finetune(data, options), b = await gl.finetune(data, options);
+        out.push({ backend: gl.info.backend, cpu: a.losses, gl: b.losses, cpuValid: a.validLosses.map((v) => v.loss),
+          glValid: b.validLosses.map((v) => v.loss), sizes: [a.adapter.length, b.adapter.length] });
+      } finally {
+        cpu.free();
+        gl.free();
+      }
       return out;
     }, WEBGL_CASES);
     WEBGL_CASES.forEach(([name, optimizer], i) => check(got[i], name, optimizer, 'WebGL2'));
+    const run = got[WEBGL_CASES.length];
+    assert.equal(run.backend, 'webgl');
+    const close = (x, y) => Math.abs(x - y) <= FT_TOL * Math.abs(y);
+    assert.ok(run.gl.length === 2 && run.gl.every((l, i) => close(l, run.cpu[i])), `finetune losses: webgl ${run.gl} vs cpu ${run.cpu}`);
+    assert.ok(run.glValid.length > 0 && run.glValid.every((l, i) => close(l, run.cpuValid[i])), `validation: ${run.glValid} vs ${run.cpuValid}`);
+    assert.equal(run.sizes[1], run.sizes[0]);
     assert.deepEqual(problems, []);
     await page.close();
   });
