@@ -22,6 +22,13 @@ const ROOT = join(TMP, 'root');
 const SECRET = 'top secret, outside the root';
 const WASM_BYTES = Buffer.from([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0]);
 let server;
+const RAW_TIMEOUT_MS = 20_000; // a request the server never answers fails (it answers in milliseconds)
+
+/** Waits until the server's output holds `re` (its banner lines arrive one after another). */
+async function printed(srv, re) {
+  for (let i = 0; i < 600 && !re.test(srv.output()); i++) await new Promise((done) => setTimeout(done, 50));
+  return srv.output();
+}
 
 function setupRoot() {
   mkdirSync(join(ROOT, 'sub'), { recursive: true });
@@ -45,6 +52,7 @@ function raw(port, path, method = 'GET') {
     const sock = net.connect(port, '127.0.0.1', () => {
       sock.write(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
     });
+    sock.setTimeout(RAW_TIMEOUT_MS, () => sock.destroy(new Error(`no answer to ${method} ${path} within ${RAW_TIMEOUT_MS} ms`)));
     const chunks = [];
     sock.on('data', (d) => chunks.push(d));
     sock.on('error', reject);
@@ -62,10 +70,14 @@ function raw(port, path, method = 'GET') {
   });
 }
 
-/** A connection that sends `bytes` and no more: { connected, answer } (all the server sent until it closed). */
+/** A connection that sends `bytes` and no more: { connected, answer } (all the server sent until it closed;
+ * `connected` settles on a close before the connection too, so nothing waits for a connection that failed). */
 function stalled(port, bytes) {
   const sock = net.connect(port, '127.0.0.1');
-  const connected = new Promise((resolve) => sock.once('connect', () => { sock.write(bytes); resolve(); }));
+  const connected = new Promise((resolve) => {
+    sock.once('connect', () => { sock.write(bytes); resolve(); });
+    sock.once('close', resolve);
+  });
   const chunks = [];
   sock.on('data', (d) => chunks.push(d));
   const answer = new Promise((resolve) => {
@@ -162,13 +174,12 @@ test('prints the local and LAN URLs of the page; --open without a display only p
   delete env.WAYLAND_DISPLAY;
   const s = await startServer(['--root', ROOT, '--open', 'sub/index.html'], { host: '0.0.0.0', env });
   try {
-    const out = s.output();
+    const out = await printed(s, /no browser available here/); // the banner's last line
     assert.match(out, /^serving .* on http:\/\/0\.0\.0\.0:\d+\/$/m);
     assert.match(out, new RegExp(`^  local: http://localhost:${s.port}/sub/index\\.html$`, 'm'));
     const lan = /^ {2}LAN: {3}http:\/\/([\d.]+):(\d+)\/sub\/index\.html$/m.exec(out);
     if (lan) assert.equal(Number(lan[2]), s.port);
-    await new Promise((r) => setTimeout(r, 200));
-    assert.match(s.output(), /no browser available here: open http:\/\/localhost:\d+\/sub\/index\.html yourself/);
+    assert.match(out, /no browser available here: open http:\/\/localhost:\d+\/sub\/index\.html yourself/);
     assert.equal((await raw(s.port, '/index.html')).status, 200);
   } finally {
     await s.stop();
@@ -176,10 +187,10 @@ test('prints the local and LAN URLs of the page; --open without a display only p
 });
 
 test('limits: printed at start, --request-deadline and --max-per-address enforced', async () => {
-  assert.match(server.output(), /^ {2}limits: idle \d+ s, request head \d+ s, \d+ connections, \d+ per address$/m);
+  assert.match(await printed(server, /limits:/), /^ {2}limits: idle \d+ s, request head \d+ s, \d+ connections, \d+ per address$/m);
   const s = await startServer(['--root', ROOT, '--request-deadline', '1', '--max-per-address', '2', '--idle-timeout', '60']);
   try {
-    assert.match(s.output(), /^ {2}limits: idle 60 s, request head 1 s, \d+ connections, 2 per address$/m);
+    assert.match(await printed(s, /limits:/), /^ {2}limits: idle 60 s, request head 1 s, \d+ connections, 2 per address$/m);
     const heads = [stalled(s.port, 'GET / HTTP/1.1\r\nHost: x\r\n'), stalled(s.port, 'GET / HTTP/1.1\r\nHost: x\r\n')];
     await Promise.all(heads.map((h) => h.connected));
     const third = stalled(s.port, '');
@@ -188,7 +199,7 @@ test('limits: printed at start, --request-deadline and --max-per-address enforce
     let r;
     for (let i = 0; i < 300 && r?.status !== 200; i++) { // the slots come back as the server's threads end
       if (i) await new Promise((done) => setTimeout(done, 100));
-      r = await raw(s.port, '/index.html');
+      r = await raw(s.port, '/index.html').catch((err) => ({ status: err.message }));
     }
     assert.equal(r.status, 200);
   } finally {
@@ -224,7 +235,7 @@ test('--tls: self-signed certificate with the right SAN, made once and reused', 
   const first = await startServer(['--root', ROOT, '--tls', '--tls-dir', tlsDir], { host: '0.0.0.0' });
   let lan = null;
   try {
-    const out = first.output();
+    const out = await printed(first, /limits:/);
     assert.match(out, /tls: made a self-signed certificate/);
     assert.match(out, /^serving .* on https:\/\/0\.0\.0\.0:\d+\/$/m);
     lan = /LAN: {3}https:\/\/([\d.]+):/.exec(out)?.[1] ?? null;
