@@ -74,10 +74,10 @@ sdk: web/rlx.js web/rlx.d.ts
 wasm: web/pkg/rlx_web.wasm build/wasm-tests/opcases.wasm
 # The library's enum values for JS and Python (status codes and their
 # rlx_status_name names, dtypes, attention masks, devices, optimizers),
-# generated from include/rlx.h and src/core/core.c by tools/gen_constants.py:
+# generated from include/rlx.h, include/rlx_llm_train.h and src/core/core.c by tools/gen_constants.py:
 # build outputs (gitignored), which tests/node/constants.test.mjs checks
 # against the header, and the only place the runtimes take them from.
-CONSTANTS_SRC := tools/gen_constants.py include/rlx.h src/core/core.c
+CONSTANTS_SRC := tools/gen_constants.py include/rlx.h include/rlx_llm_train.h src/core/core.c
 web/runtime/constants.js: $(CONSTANTS_SRC)
 	$(PYTHON) tools/gen_constants.py --js $@
 python/rlx/_constants.py: $(CONSTANTS_SRC)

@@ -36,18 +36,18 @@ import weakref
 
 from . import _buffers, _native
 from ._native import lib, check, fail
-from ._constants import OPTIMIZER
+from ._constants import OPTIMIZER, DATA_FORMAT, DATA_SPLIT, FINETUNE_RUN
 from .errors import RlxError, NOT_FOUND, NUMERIC
 
-# rlx finetune's own defaults (RLX_LLM_FINETUNE_RUN_* of include/rlx_llm_train.h;
-# tests/python/test_finetune.py reads them from `rlx finetune --help`).
-BATCH = 4
-LR = 1e-3
-SEED = 1
+# rlx finetune's own defaults (RLX_LLM_FINETUNE_RUN_* of include/rlx_llm_train.h,
+# through the generated constants).
+BATCH = FINETUNE_RUN["batch"]
+LR = FINETUNE_RUN["lr"]
+SEED = FINETUNE_RUN["seed"]
 
 _OPTIMIZERS = {k: OPTIMIZER[k] for k in ("adamw", "sgd")}  # the kinds fine-tuning offers
-_FORMATS = {"auto": 0, "text": 1, "jsonl": 2}  # rlx_llm_data_format
-_SPLITS = {"train": 0, "valid": 1}
+_FORMATS = DATA_FORMAT
+_SPLITS = DATA_SPLIT
 _U64 = 2 ** 64 - 1
 
 

@@ -3,7 +3,9 @@
 // (tools/gen_constants.py): web/runtime/constants.js and
 // python/rlx/_constants.py hold exactly the enums of include/rlx.h (status
 // codes, dtypes, attention masks, devices, optimizers; parsed here on their
-// own) and the names of rlx_status_name (src/core/core.c), both are
+// own), the data format enum, split numbers and fine-tuning run defaults of
+// include/rlx_llm_train.h, and the names of rlx_status_name
+// (src/core/core.c), both are
 // gitignored, and no other file under web/ (JS, TS) or python/rlx/ keeps a
 // copy: a table or constants giving two or more members of one enum their
 // numbers, a status number commented with its RLX_ERR_ name, a status
@@ -31,7 +33,7 @@ function cEnums(text) {
     let next = 0;
     enums[name] = body.split(',').map((s) => s.trim()).filter(Boolean).map((item) => {
       const m = item.match(/^(\w+)\s*(?:=\s*(-?\d+))?$/);
-      assert.ok(m, `include/rlx.h: ${name}: cannot read the member '${item}'`);
+      assert.ok(m, `${name}: cannot read the member '${item}'`);
       const value = m[2] === undefined ? next : Number(m[2]);
       next = value + 1;
       return [m[1], value];
@@ -40,7 +42,8 @@ function cEnums(text) {
   return enums;
 }
 
-const ENUMS = cEnums(read('include/rlx.h'));
+const TRAIN_HEADER = read('include/rlx_llm_train.h');
+const ENUMS = { ...cEnums(read('include/rlx.h')), ...cEnums(TRAIN_HEADER) };
 // export name -> [C enum, prefix stripped from its members, lower-case keys]
 const EXPORTS = {
   STATUS: ['rlx_status', /^RLX_(ERR_)?/, false],
@@ -48,14 +51,22 @@ const EXPORTS = {
   MASK: ['rlx_mask_kind', /^RLX_MASK_/, true],
   DEVICE: ['rlx_device', /^RLX_DEVICE_/, true],
   OPTIMIZER: ['rlx_optimizer_kind', /^RLX_OPT_/, true],
+  DATA_FORMAT: ['rlx_llm_data_format', /^RLX_LLM_DATA_/, true],
 };
 const EXPECTED = {}; // export name -> [[key, value, C name]]
 for (const [name, [cName, prefix, lower]] of Object.entries(EXPORTS)) {
-  assert.ok(ENUMS[cName], `include/rlx.h has no typedef enum ${cName}`);
+  assert.ok(ENUMS[cName], `no typedef enum ${cName} in include/rlx.h or include/rlx_llm_train.h`);
   EXPECTED[name] = ENUMS[cName].map(([c, v]) => {
     const key = c.replace(prefix, '');
     return [lower ? key.toLowerCase() : key, v, c];
   });
+}
+// export name -> [the #define names with the key as group 1]: numbers, keys in lower case
+const DEFINE_EXPORTS = { DATA_SPLIT: 'RLX_LLM_DATA_(TRAIN|VALID)', FINETUNE_RUN: 'RLX_LLM_FINETUNE_RUN_(\\w+)' };
+const DEFINED = {};
+for (const [name, pattern] of Object.entries(DEFINE_EXPORTS)) {
+  DEFINED[name] = [...TRAIN_HEADER.matchAll(new RegExp(`^#define ${pattern} (\\S+)$`, 'gm'))].map(([, k, v]) => [k.toLowerCase(), Number(v)]);
+  assert.ok(DEFINED[name].length >= 2 && DEFINED[name].every(([, v]) => Number.isFinite(v)), `include/rlx_llm_train.h: ${name}`);
 }
 const core = read('src/core/core.c');
 const fnBody = core.match(/const char \*rlx_status_name\(rlx_status s\) \{([\s\S]*?)\n\}/);
@@ -80,7 +91,11 @@ test(`${JS_OUT} holds the enums of include/rlx.h and the names of rlx_status_nam
   assert.deepEqual(Object.keys(C.STATUS_NAME).length, NAMES.length, 'STATUS_NAME has one name per status');
   for (const [v, s] of NAMES) assert.equal(C.STATUS_NAME[v], s, `STATUS_NAME[${v}]`);
   assert.ok(Object.isFrozen(C.STATUS_NAME), 'STATUS_NAME is not frozen');
-  assert.deepEqual(Object.keys(C).sort(), [...Object.keys(EXPORTS), 'STATUS_NAME'].sort(), 'exports');
+  for (const [name, pairs] of Object.entries(DEFINED)) {
+    assert.deepEqual(Object.entries(C[name]), pairs, `${name} differs from include/rlx_llm_train.h`);
+    assert.ok(Object.isFrozen(C[name]), `${name} is not frozen`);
+  }
+  assert.deepEqual(Object.keys(C).sort(), [...Object.keys(EXPORTS), ...Object.keys(DEFINED), 'STATUS_NAME'].sort(), 'exports');
 });
 
 test(`${PY_OUT} holds the same, read-only, with the status codes as module constants`, { skip: missing.length > 0 }, () => {
@@ -91,12 +106,13 @@ test(`${PY_OUT} holds the same, read-only, with the status codes as module const
     '    try:\n        ns[k]["x"] = 1\n        out["_consts"]["writable " + k] = 1\n    except TypeError:\n        pass\n' +
     'print(json.dumps(out))\n';
   const python = process.env.PYTHON ?? 'python3';
-  const r = spawnSync(python, ['-c', script, ROOT + PY_OUT, ...Object.keys(EXPECTED), 'STATUS_NAME'], { encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(python, ['-c', script, ROOT + PY_OUT, ...Object.keys(EXPECTED), ...Object.keys(DEFINED), 'STATUS_NAME'], { encoding: 'utf8', timeout: 60_000 });
   assert.equal(r.status, 0, `${python} could not read ${PY_OUT}: ${r.stderr || r.error}`);
   const got = JSON.parse(r.stdout);
   for (const [name, pairs] of Object.entries(EXPECTED)) {
     assert.deepEqual(got[name], pairs.map(([k, v]) => [k, v]), `${name} differs from ${EXPORTS[name][0]}`);
   }
+  for (const [name, pairs] of Object.entries(DEFINED)) assert.deepEqual(got[name], pairs, `${name} differs from include/rlx_llm_train.h`);
   assert.deepEqual(new Map(got.STATUS_NAME), new Map(NAMES), 'STATUS_NAME differs from rlx_status_name');
   assert.deepEqual(got._consts, Object.fromEntries(EXPECTED.STATUS.map(([k, v]) => [k, v])), 'status module constants (or a writable table)');
 });
@@ -173,6 +189,7 @@ test('the scan finds each kind of copy', () => {
     'INVALID_ARG = -1\nNOT_FOUND = -5\n': /STATUS members/,
     "const DEVICES = { cpu: 0, webgpu: 1, webgl: 2 };": /DEVICE members cpu, webgpu, webgl/,
     '_OPTIMIZERS = {"sgd": 0, "momentum": 1}': /OPTIMIZER members sgd, momentum/,
+    "const FORMAT = { text: 1, jsonl: 2 };": /DATA_FORMAT members text, jsonl/,
     'const INVALID = -1; // RLX_ERR_INVALID_ARG': /commented/,
     "NAMES = { OK: 'ok', NUMERIC: 'numeric error' }": /table of status names/,
     "throw new RlxError(-7, 'gone', 'x');": /literal status number/,

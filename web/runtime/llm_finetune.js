@@ -23,15 +23,13 @@
 // whole step on the device and the loss read back).
 import { RlxError, describe, optionsArg } from './loader.js';
 import { seed as seedArg } from './args.js';
-import { OPTIMIZER } from './constants.js';
+import { DATA_FORMAT, DATA_SPLIT, OPTIMIZER } from './constants.js';
 import { STATUS, fail, functionOption, intOption, numberOption, now, yieldToEvents } from './llm_common.js';
 import { SOURCE_KINDS, isSource } from './llm_source.js';
 import { loraArrays, readAdapters } from './llm_lora.js';
 import { LlmFinetuneWebGpu } from './llm_finetune_webgpu.js';
 import { LlmFinetuneWebGl } from './llm_finetune_webgl.js';
 
-const FORMAT = { text: 1, jsonl: 2 }; // rlx_llm_data_format
-const SPLIT = { train: 0, valid: 1 }; // RLX_LLM_DATA_TRAIN, RLX_LLM_DATA_VALID
 const OPTIMIZERS = ['adamw', 'sgd'];
 const MAX_DATA = 1 << 30; // bytes of data
 
@@ -127,8 +125,8 @@ function readData(fn, m, handle, src, o) {
     const put = (s) => { const p = t.alloc(s.bytes.length + 1); m.u8(p, s.bytes.length).set(s.bytes); return p; };
     const out = t.alloc(4);
     const tp = put(src.train), vp = src.valid ? put(src.valid) : 0;
-    const st = m.call('rlx_llm_data_new', handle, tp, src.train.bytes.length, FORMAT[src.train.format], vp,
-      src.valid ? src.valid.bytes.length : 0, src.valid ? FORMAT[src.valid.format] : 0, o.seq, o.shuffle ? 1 : 0,
+    const st = m.call('rlx_llm_data_new', handle, tp, src.train.bytes.length, DATA_FORMAT[src.train.format], vp,
+      src.valid ? src.valid.bytes.length : 0, src.valid ? DATA_FORMAT[src.valid.format] : 0, o.seq, o.shuffle ? 1 : 0,
       o.seed[0], o.seed[1], o.validFraction, out);
     if (st < 0) throw refused(m, st, fn, /the validation data/.test(m.lastError()) && src.valid ? src.valid.what : src.train.what);
     const data = m.i32(out, 1)[0] >>> 0;
@@ -314,14 +312,14 @@ export async function finetune(model, data, options) {
   try {
     runner = await BACKENDS[o.backend](fn, model, o);
     read = readData(fn, m, runner.handle, src, o);
-    const nTrain = read.info.windows[SPLIT.train], nValid = read.info.windows[SPLIT.valid];
+    const nTrain = read.info.windows[DATA_SPLIT.train], nValid = read.info.windows[DATA_SPLIT.valid];
     const steps = o.steps || Math.ceil(nTrain / o.batch);
     const every = o.evalEvery || (steps >= 10 ? Math.floor(steps / 10) : 1);
     const losses = [], validLosses = [];
     const t0 = now();
     let step = 0, validLoss = null;
     while (step < steps && !o.signal?.aborted && !model.freeLater) {
-      runner.windows(read.data, SPLIT.train, step * o.batch, o.batch);
+      runner.windows(read.data, DATA_SPLIT.train, step * o.batch, o.batch);
       const loss = await runner.step(o.batch);
       step++;
       if (!Number.isFinite(loss)) {
@@ -330,7 +328,7 @@ export async function finetune(model, data, options) {
       losses.push(loss);
       const stopping = step === steps || !!o.signal?.aborted;
       if (nValid > 0 && (step % every === 0 || stopping)) {
-        validLoss = await meanLoss(runner, read.data, SPLIT.valid, nValid, o.batch);
+        validLoss = await meanLoss(runner, read.data, DATA_SPLIT.valid, nValid, o.batch);
         validLosses.push({ step, loss: validLoss });
       }
       const spent = (now() - t0) / 1000;
@@ -340,7 +338,7 @@ export async function finetune(model, data, options) {
     }
     if (model.freeLater) throw new RlxError(STATUS.STATE, `${fn}: the model was freed during the run`, 'bad state');
     if (nValid > 0 && step > 0 && validLosses.at(-1)?.step !== step) { // stopped between steps: the validation loss at the stop
-      validLosses.push({ step, loss: await meanLoss(runner, read.data, SPLIT.valid, nValid, o.batch) });
+      validLosses.push({ step, loss: await meanLoss(runner, read.data, DATA_SPLIT.valid, nValid, o.batch) });
     }
     return { adapter: await runner.adapter(), steps: step, losses, validLosses, stopped: step < steps };
   } finally {
