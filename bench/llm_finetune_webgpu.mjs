@@ -11,7 +11,8 @@
 // step and STEPS timed steps on the GPU; it prints training tokens/s
 // (windows x 128 / the median step) and the CPU's for its one step.
 //
-//   node bench/llm_finetune_webgpu.mjs [--type=q8_0|q4_0|...] [--model=FILE] [--steps=5] [--seq=128] [--batch=4]
+//   node bench/llm_finetune_webgpu.mjs [--type=q8_0|q4_0|...] [--model=FILE] [--steps=5] [--seq=128] [--batch=4] [--profile]
+// --profile: then the GPU time of the step's kernels (timestamp queries).
 //   RLX_BENCH_QUICK=1 node bench/llm_finetune_webgpu.mjs   a 256-wide 4-layer model, seq 32, batch 2, 2 steps
 // Needs: web/pkg/rlx_llm_train_gpu.wasm; build/make_test_lm unless --model is given.
 import path from 'node:path';
@@ -19,6 +20,7 @@ import { loadDawnGpu, withDawnEnv } from '../tools/dawn_node.mjs';
 import { loadGguf } from '../web/runtime/llm.js';
 import { LlmFinetuneWebGpu } from '../web/runtime/llm_finetune_webgpu.js';
 import { benchModel } from './llm_models.mjs';
+import { profileKernels } from './webgpu_profile.mjs';
 
 withDawnEnv(); // Dawn needs the Vulkan driver's environment at process start (CPU machines: SwiftShader)
 
@@ -39,8 +41,9 @@ const gpu = await loadDawnGpu();
 const adapter = await gpu.requestAdapter();
 if (!adapter) throw new Error('llm_finetune_webgpu bench: no WebGPU adapter (Dawn needs a Vulkan driver)');
 const ai = adapter.info ?? {};
+const wantTimestamps = args.profile !== undefined && adapter.features.has('timestamp-query');
 const device = await adapter.requestDevice({ requiredLimits: { maxBufferSize: adapter.limits.maxBufferSize,
-  maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize } });
+  maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize }, requiredFeatures: wantTimestamps ? ['timestamp-query'] : [] });
 const model = await loadGguf(file, { backend: 'cpu', wasm: new URL('../web/pkg/rlx_llm_train_gpu.wasm', import.meta.url), nCtx: SEQ });
 const m = model.mod;
 const make = () => m.scoped((t) => {
@@ -86,6 +89,10 @@ times.sort((a, b) => a - b);
 const median = times[Math.floor(times.length / 2)];
 console.log(`  WebGPU: ${(n / median).toFixed(1)} training tokens/s (median step ${(median * 1000).toFixed(1)} ms over ${STEPS}); ` +
   `CPU (wasm, one step with its compile): ${(n / cpuSeconds).toFixed(1)} tokens/s`);
+if (args.profile !== undefined) {
+  if (!wantTimestamps) console.log('  profile: no timestamp-query feature: no per-kernel times');
+  else for (const line of (await profileKernels(await steps.session('step', BATCH, true), { runs: 3, label: 'training step' })).lines(25)) console.log(line);
+}
 steps.free();
 m.call('rlx_llm_finetune_free', ftCpu);
 m.call('rlx_llm_finetune_free', ftGpu);

@@ -35,6 +35,7 @@ import { fileURLToPath } from 'node:url';
 import { loadDawnGpu, withDawnEnv } from '../tools/dawn_node.mjs';
 import { loadGguf } from '../web/runtime/llm.js';
 import { benchModel, syllableWords } from './llm_models.mjs';
+import { profileKernels } from './webgpu_profile.mjs';
 
 withDawnEnv(); // Dawn needs the Vulkan driver's environment at process start (CPU machines: SwiftShader)
 
@@ -80,19 +81,7 @@ async function profile(model) {
     `with the logits read back each time, ${noRead.toFixed(3)} ms submitted back to back ` +
     `(host encoding and submitting ${host.toFixed(3)} ms per token, all done after ${drained.toFixed(3)} ms per token)`);
   if (!device.features.has('timestamp-query')) return console.log('  profile: no timestamp-query feature: no per-kernel times');
-  const runs = [];
-  for (let r = 0; r < 5; r++) runs.push(await s.profile());
-  const byKey = new Map();
-  for (const row of runs.flat()) {
-    const e = byKey.get(row.key) ?? { ms: 0, n: 0 };
-    e.ms += row.ms / runs.length; e.n += 1 / runs.length;
-    byKey.set(row.key, e);
-  }
-  const total = [...byKey.values()].reduce((a, e) => a + e.ms, 0);
-  console.log(`  profile: GPU time of the 1-token step ${total.toFixed(3)} ms (sum over dispatches, mean of ${runs.length})`);
-  for (const [key, e] of [...byKey].sort((a, b) => b[1].ms - a[1].ms).slice(0, 12)) {
-    console.log(`    ${e.ms.toFixed(3).padStart(8)} ms  ${String(Math.round(e.n)).padStart(4)} x  ${key}`);
-  }
+  for (const line of (await profileKernels(s, { runs: 5, label: '1-token step' })).lines(12)) console.log(line);
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];

@@ -5,8 +5,9 @@
  *  - matmul_q, trans 0: up to MATVEC_MAX_M rows of x (decoding, short
  *    prompt steps) by llm_matvec_q.wgsl (a workgroup per 8 weight rows, 32
  *    threads per row, partial sums added in workgroup memory); more rows
- *    (prompts) by the tiled llm_matmul_q.wgsl; trans 1 by
- *    llm_matmul_qt.wgsl;
+ *    (prompts) by the tiled llm_matmul_q.wgsl; trans 1 (fine-tuning's
+ *    input gradients) by llm_matmul_qt.wgsl, the same tiling over the
+ *    other axis;
  *  - gather_q: llm_gather_q.wgsl;
  *  - attention_kv: causal attention with the keys split over workgroups
  *    (llm_attention_kv.wgsl, which also writes this step's k, v into the
@@ -27,7 +28,7 @@
 
 #define MATVEC_MAX_M 4u
 #define MATVEC_ROWS 8u /* weight rows per workgroup (RPW in llm_matvec_q.wgsl) */
-#define TILE_M 32u     /* llm_matmul_q.wgsl's TM, TN */
+#define TILE_M 32u     /* llm_matmul_q.wgsl's TM, TN; llm_matmul_qt.wgsl's TM, TK */
 #define TILE_N 64u
 #define ATTN_MAX_D 256u
 #define ATTN_LANES 16u       /* score lanes per key (LN in llm_attention_kv.wgsl) */
@@ -84,8 +85,9 @@ rlx_status rlx_wgpu_lower_matmul_q(const rlx_wgpu_ctx *c, rlx_wgpu_lowering *out
   rlx_wgpu_u32(d, M);
   rlx_wgpu_u32(d, t.stride);
   if (trans) {
-    rlx_wgpu_u32(d, t.chunks);
-    rlx_wgpu_grid1d(d, (size_t)M * t.chunks, 64);
+    const uint32_t tiles_k = (t.cols + TILE_N - 1) / TILE_N;
+    rlx_wgpu_u32(d, tiles_k);
+    rlx_wgpu_grid1d(d, (size_t)tiles_k * ((M + TILE_M - 1) / TILE_M), 1);
   } else if (M <= MATVEC_MAX_M) {
     rlx_wgpu_u32(d, t.chunks);
     rlx_wgpu_f32(d, norm ? ATTR_F(c->node, QMATMUL, EPS) : 0.0f);

@@ -249,6 +249,11 @@ const op_case rlx_cases_llm[] = {
     /* more weight rows than one dequantized tile (65536 / K rows) */
     MMQ("matmul_q_q4_K_batch_tiles_3x300x256", RLX_GGUF_TYPE_Q4_K, 300, 256, 0, 0, 2, 3, 256),
     MMQ("matmul_q_q8_0_trans_tiles_2x2100_to_32", RLX_GGUF_TYPE_Q8_0, 2100, 32, 1, 0, 2, 2, 2100),
+    /* the transposed product over several output tiles both ways (32 rows
+     * by 64 columns on WebGPU), partial ones, and a float row whose length
+     * is no multiple of 8 */
+    MMQ("matmul_q_q4_0_trans_tiles_70x40_to_96", RLX_GGUF_TYPE_Q4_0, 40, 96, 1, 0, 2, 70, 40),
+    MMQ("matmul_q_f32_trans_tiles_35x33_to_37", RLX_GGUF_TYPE_F32, 33, 37, 1, 0, 2, 35, 33),
     /* a few x rows (a short prompt step) through the fused rows: more
      * weight rows than one 16 KiB chunk, odd row counts */
     MMQ("matmul_q_q4_0_prompt_chunks_3x1000x32", RLX_GGUF_TYPE_Q4_0, 1000, 32, 0, 0, 2, 3, 32),
