@@ -9,6 +9,7 @@
 #include "rlx.h"
 #include "rlx_gguf.h"
 #include "rlx_llm.h"
+#include "rlx_llm_chat.h"
 #include "rlx_llm_train.h"
 
 #ifdef __cplusplus

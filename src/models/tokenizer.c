@@ -245,28 +245,63 @@ static rlx_status partition(const rlx_tokenizer *t, const char *text, size_t len
   return RLX_OK;
 }
 
+/* Appends part [off, off + plen) of text to the fragments in *all (*n of
+ * them), its special tokens split out as partition() does; plain text that
+ * continues plain text of the previous part joins that fragment, so parts
+ * cut only where specials may be parsed, never how text is tokenized. */
+static rlx_status add_part(const rlx_tokenizer *t, const char *text, size_t off, size_t plen, int parse_special,
+                           tok_buf *all, size_t *n, tok_buf *a, tok_buf *b) {
+  size_t n_frag = 0;
+  rlx_status st = partition(t, text + off, plen, parse_special, a, b, &n_frag);
+  if (st != RLX_OK) return st;
+  if (!tok_reserve(all, (*n + n_frag) * sizeof(fragment)))
+    return rlx_error(RLX_ERR_NO_MEMORY, "rlx_tokenizer_encode: out of memory");
+  fragment *o = all->p;
+  for (size_t f = 0; f < n_frag; f++) {
+    fragment fr = ((fragment *)a->p)[f];
+    fr.off += off;
+    if (fr.id == RLX_TOKEN_NULL && *n > 0 && o[*n - 1].id == RLX_TOKEN_NULL && o[*n - 1].off + o[*n - 1].len == fr.off)
+      o[*n - 1].len += fr.len;
+    else
+      o[(*n)++] = fr;
+  }
+  return RLX_OK;
+}
+
 rlx_status rlx_tokenizer_encode(const rlx_tokenizer *t, const char *text, size_t len, int add_special,
                                 int parse_special, int32_t *ids, size_t cap, size_t *n_ids) {
+  const unsigned char sp = parse_special != 0;
+  return rlx_tokenizer_encode_parts(t, text, len, &len, &sp, 1, add_special, 0, ids, cap, n_ids);
+}
+
+rlx_status rlx_tokenizer_encode_parts(const rlx_tokenizer *t, const char *text, size_t len, const size_t *ends,
+                                      const unsigned char *parse_special, size_t n_parts, int add_special,
+                                      int continued, int32_t *ids, size_t cap, size_t *n_ids) {
   if (n_ids) *n_ids = 0;
-  if (!t || !n_ids || (!text && len) || (!ids && cap))
+  if (!t || !n_ids || (!text && len) || (!ids && cap) || (n_parts && (!ends || !parse_special)))
     return rlx_error(RLX_ERR_INVALID_ARG, "rlx_tokenizer_encode: null argument");
   if (add_special < -1 || add_special > 1)
     return rlx_error(RLX_ERR_INVALID_ARG, "rlx_tokenizer_encode: add_special must be -1, 0 or 1 (is %d)",
                      add_special);
+  for (size_t i = 0; i < n_parts; i++)
+    if (ends[i] > len || (i > 0 && ends[i] < ends[i - 1]) || (i + 1 == n_parts && ends[i] != len))
+      return rlx_error(RLX_ERR_INVALID_ARG, "rlx_tokenizer_encode: part %zu ends at %zu, outside the text's %zu bytes "
+                       "or before the part before it", i, ends[i], len);
   int add_bos = add_special == 1 || (add_special == -1 && t->add_bos);
   int add_eos = add_special != 0 && t->add_eos;
   if (add_bos && t->bos == RLX_TOKEN_NULL)
     return rlx_error(RLX_ERR_INVALID_ARG, "rlx_tokenizer_encode: BOS requested but the vocab has no BOS token");
   tok_out o = {ids, cap, 0};
-  tok_buf a = {0}, b = {0};
+  tok_buf all = {0}, a = {0}, b = {0};
   size_t n_frag = 0;
   rlx_status st = RLX_OK;
-  if (len) st = partition(t, text, len, parse_special != 0, &a, &b, &n_frag);
+  for (size_t i = 0, off = 0; st == RLX_OK && i < n_parts; off = ends[i++])
+    if (ends[i] > off) st = add_part(t, text, off, ends[i] - off, parse_special[i] != 0, &all, &n_frag, &a, &b);
   if (st == RLX_OK) {
-    int prev_special = 1; /* SPM: a space prefix before the first text and after every special token */
+    int prev_special = !continued; /* SPM: a space prefix before the first text and after every special token */
     if (add_bos) tok_emit(&o, t->bos);
     for (size_t f = 0; f < n_frag && st == RLX_OK; f++) {
-      fragment fr = ((fragment *)a.p)[f];
+      fragment fr = ((fragment *)all.p)[f];
       if (fr.id != RLX_TOKEN_NULL) {
         tok_emit(&o, fr.id);
         prev_special = 1;
@@ -279,6 +314,7 @@ rlx_status rlx_tokenizer_encode(const rlx_tokenizer *t, const char *text, size_t
     }
     if (st == RLX_OK && add_eos) tok_emit(&o, t->eos);
   }
+  tok_buf_free(&all);
   tok_buf_free(&a);
   tok_buf_free(&b);
   if (st != RLX_OK) return st;

@@ -69,6 +69,16 @@ rlx_status rlx_tokenizer_token_text(const rlx_tokenizer *t, int32_t id, const ch
 rlx_status rlx_tokenizer_encode(const rlx_tokenizer *t, const char *text, size_t len, int add_special,
                                 int parse_special, int32_t *ids, size_t cap, size_t *n_ids);
 
+/* The same over text cut into parts: part i is text[ends[i-1], ends[i])
+ * (ends ascending, the last = len) and control tokens are parsed in it only
+ * when parse_special[i]; plain text is tokenized across part boundaries as
+ * if uncut (a chat template's own text parsed, the user's not).  continued:
+ * the text follows ids already made (SPM adds no space prefix to its
+ * start). */
+rlx_status rlx_tokenizer_encode_parts(const rlx_tokenizer *t, const char *text, size_t len, const size_t *ends,
+                                      const unsigned char *parse_special, size_t n_parts, int add_special,
+                                      int continued, int32_t *ids, size_t cap, size_t *n_ids);
+
 /* The bytes token id stands for (llama.cpp's token_to_piece, lstrip 0):
  * SPM U+2581 -> ' ', <0xNN> byte tokens -> the byte; BPE byte-level
  * characters -> bytes; user-defined tokens as written; control and unknown
