@@ -177,6 +177,14 @@ rlx_status rlx_llm_detokenize(const rlx_llm *m, const int32_t *ids, size_t n_ids
 int32_t rlx_llm_position(const rlx_llm *m);
 /* Forgets the context (position 0). */
 void rlx_llm_reset(rlx_llm *m);
+/* Keeps the first n tokens of the context and forgets the rest (n at most
+ * the position): the next eval continues after them without recomputing
+ * them.  What rolls a conversation back to where it changed. */
+rlx_status rlx_llm_truncate(rlx_llm *m, int32_t n);
+/* Tokens evaluated by this model since it was opened (every eval and
+ * generated token that ran through the model): for counting what a
+ * conversation recomputes. */
+uint64_t rlx_llm_tokens_evaluated(const rlx_llm *m);
 /* Appends n ids at the current position and writes the logits after the
  * last one (n_vocab floats; logits may be NULL).  Past n_ctx is refused
  * before anything runs, leaving the context as it was. */

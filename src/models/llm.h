@@ -74,6 +74,8 @@ struct rlx_llm {
   float *kv;              /* every layer's caches, one allocation */
   rlx_session *steps[LLM_N_STEP_SIZES];
   int32_t pos;            /* tokens in the cache */
+  uint64_t n_evaluated;   /* tokens evaluated since open (rlx_llm_tokens_evaluated) */
+  uint64_t ctx_epoch;     /* bumped whenever the context changes: a chat session's check that it still owns it */
   float *logits;          /* n_vocab */
   llm_adapter *lora;      /* info.n_lora adapters (llm_lora.c) */
 };
@@ -126,6 +128,12 @@ rlx_status rlx_llm_set_logits(rlx_llm *m, const float *logits, int32_t n_tokens)
  * (RLX_ERR_STATE) when it has not. */
 rlx_status rlx_llm_generator_new_external(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt,
                                           const rlx_llm_sampling *s, rlx_llm_generator **out);
+/* llm_generate.c: a generator whose prompt's first `keep` tokens are
+ * already in the KV cache (keep < n_prompt, keep <= the position): the
+ * context is cut back to them and only the rest is evaluated (a chat
+ * session's turns).  stats.prompt_tokens counts the evaluated ones. */
+rlx_status rlx_llm_generator_new_cached(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt, size_t keep,
+                                        const rlx_llm_sampling *s, rlx_llm_generator **out);
 /* The sampled token next() will want evaluated, or -1. */
 int32_t rlx_llm_generator_pending(const rlx_llm_generator *gen);
 /* 1 when the generator's choice is the plain argmax of the logits (lowest

@@ -84,8 +84,8 @@ static rlx_status check_sampling(const rlx_llm_sampling *s) {
   return RLX_OK;
 }
 
-static rlx_status generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt, const rlx_llm_sampling *s,
-                                int external, rlx_llm_generator **out) {
+static rlx_status generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt, size_t keep,
+                                const rlx_llm_sampling *s, int external, rlx_llm_generator **out) {
   if (!out) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_generator_new: out is NULL");
   *out = NULL;
   if (!m) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_generator_new: model is NULL");
@@ -94,6 +94,9 @@ static rlx_status generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n_
   if (n_prompt > (size_t)m->info.n_ctx)
     return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_generator_new: a prompt of %zu tokens does not fit the context of %d "
                      "tokens", n_prompt, (int)m->info.n_ctx);
+  if (keep >= n_prompt || keep > (size_t)m->pos)
+    return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_generator_new: %zu cached tokens of a %zu-token prompt (%d in the "
+                     "context): at least the last prompt token is evaluated", keep, n_prompt, (int)m->pos);
   rlx_llm_sampling def = rlx_llm_sampling_default();
   if (!s) s = &def;
   rlx_status st = check_sampling(s);
@@ -128,11 +131,12 @@ static rlx_status generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n_
   if (st == RLX_OK) {
     memcpy(gen->history, prompt_ids, n_prompt * sizeof(int32_t));
     gen->n_history = n_prompt;
-    rlx_llm_reset(m);
+    if (keep) st = rlx_llm_truncate(m, (int32_t)keep);
+    else rlx_llm_reset(m);
     double t0 = now_seconds();
-    if (!external) st = rlx_llm_eval(m, prompt_ids, n_prompt, NULL);
+    if (st == RLX_OK && !external) st = rlx_llm_eval(m, prompt_ids + keep, n_prompt - keep, NULL);
     gen->stats.prompt_seconds = now_seconds() - t0;
-    gen->stats.prompt_tokens = (int32_t)n_prompt;
+    gen->stats.prompt_tokens = (int32_t)(n_prompt - keep);
   }
   if (st != RLX_OK) {
     rlx_llm_generator_free(gen);
@@ -144,12 +148,17 @@ static rlx_status generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n_
 
 rlx_status rlx_llm_generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt, const rlx_llm_sampling *s,
                                  rlx_llm_generator **out) {
-  return generator_new(m, prompt_ids, n_prompt, s, 0, out);
+  return generator_new(m, prompt_ids, n_prompt, 0, s, 0, out);
+}
+
+rlx_status rlx_llm_generator_new_cached(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt, size_t keep,
+                                        const rlx_llm_sampling *s, rlx_llm_generator **out) {
+  return generator_new(m, prompt_ids, n_prompt, keep, s, 0, out);
 }
 
 rlx_status rlx_llm_generator_new_external(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt,
                                           const rlx_llm_sampling *s, rlx_llm_generator **out) {
-  return generator_new(m, prompt_ids, n_prompt, s, 1, out);
+  return generator_new(m, prompt_ids, n_prompt, 0, s, 1, out);
 }
 
 int32_t rlx_llm_generator_pending(const rlx_llm_generator *gen) { return gen && !gen->done ? gen->pending : -1; }
@@ -309,6 +318,8 @@ rlx_status rlx_llm_generator_next_chosen(rlx_llm_generator *gen, int32_t tok, in
   /* The pending token had no room in the context: nothing was evaluated. */
   if (m->pos >= m->info.n_ctx) return finish(gen, 4, text, len, done);
   m->pos++; /* the caller evaluated the pending token (its logits stay with the caller) */
+  m->n_evaluated++;
+  m->ctx_epoch++;
   gen->pending = -1;
   return accept(gen, tok, id, text, len, done);
 }

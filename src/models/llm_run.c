@@ -78,8 +78,22 @@ rlx_status rlx_llm_step_session(rlx_llm *m, int32_t k, rlx_session **out) {
 int32_t rlx_llm_position(const rlx_llm *m) { return m ? m->pos : 0; }
 
 void rlx_llm_reset(rlx_llm *m) {
-  if (m) m->pos = 0; /* the cache past pos is never read: attention_kv writes before it reads */
+  if (!m) return;
+  m->pos = 0; /* the cache past pos is never read: attention_kv writes before it reads */
+  m->ctx_epoch++;
 }
+
+rlx_status rlx_llm_truncate(rlx_llm *m, int32_t n) {
+  if (!m) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_truncate: model is NULL");
+  if (n < 0 || n > m->pos)
+    return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_truncate: %d tokens cannot be kept of the %d in the context",
+                     (int)n, (int)m->pos);
+  m->pos = n; /* as reset: what lies past pos is written again before it is read */
+  m->ctx_epoch++;
+  return RLX_OK;
+}
+
+uint64_t rlx_llm_tokens_evaluated(const rlx_llm *m) { return m ? m->n_evaluated : 0; }
 
 rlx_status rlx_llm_eval(rlx_llm *m, const int32_t *ids, size_t n, float *logits) {
   if (!m) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_eval: model is NULL");
@@ -110,6 +124,8 @@ rlx_status rlx_llm_eval(rlx_llm *m, const int32_t *ids, size_t n, float *logits)
     m->pos += rlx_llm_step_sizes[k];
     done += (size_t)rlx_llm_step_sizes[k];
   }
+  m->n_evaluated += n;
+  m->ctx_epoch++;
   memcpy(m->logits, rlx_session_output(s, 0), (size_t)in->n_vocab * sizeof(float));
   if (logits) memcpy(logits, m->logits, (size_t)in->n_vocab * sizeof(float));
   return RLX_OK;
@@ -122,6 +138,8 @@ rlx_status rlx_llm_set_logits(rlx_llm *m, const float *logits, int32_t n_tokens)
                      (int)n_tokens, (int)m->pos, (int)m->info.n_ctx);
   memcpy(m->logits, logits, (size_t)m->info.n_vocab * sizeof(float));
   m->pos += n_tokens;
+  m->n_evaluated += (uint64_t)n_tokens;
+  m->ctx_epoch++;
   return RLX_OK;
 }
 
