@@ -553,6 +553,7 @@ test-browser: wasm sdk build/wasm-tests/webgl_cases.wasm
 # answers.
 test-cli: build/rlx $(LM_FIXTURES)
 	tests/cli/test_cli.sh
+	tests/cli/test_chat.sh
 	tests/cli/accuracy.sh
 	tests/cli/test_finetune.sh
 	tests/cli/test_export_lora.sh

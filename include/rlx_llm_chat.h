@@ -52,6 +52,14 @@ rlx_status rlx_llm_chat_render(const char *name, const rlx_llm_chat_message *msg
                                int add_generation_prompt, const char *bos, const char *eos, char *out, size_t cap,
                                size_t *len);
 
+/* An OpenAI-style messages array, [{"role": "user", "content": "..."},
+ * ...], read from JSON text json[0, len) (other keys skipped; role and
+ * content must be strings; strict JSON, \u0000 refused): *msgs holds *n >= 1
+ * messages, for rlx_llm_chat_messages_free.  Roles are checked where the
+ * messages are used. */
+rlx_status rlx_llm_chat_parse_messages(const char *json, size_t len, rlx_llm_chat_message **msgs, int32_t *n);
+void rlx_llm_chat_messages_free(rlx_llm_chat_message *msgs, int32_t n);
+
 /* ---- chat sessions -------------------------------------------------------- */
 /* A conversation with a model.  Each rlx_llm_chat_respond gets the whole
  * conversation so far (OpenAI style) and answers it: the prompt is the
@@ -94,6 +102,10 @@ rlx_status rlx_llm_chat_new(rlx_llm *m, const rlx_llm_chat_options *opt, rlx_llm
 void rlx_llm_chat_free(rlx_llm_chat *c);
 /* The template in force and how it was chosen. */
 const char *rlx_llm_chat_template(const rlx_llm_chat *c, const char **why);
+/* The prompt text of msgs[0, n) in the session's template with the
+ * model's BOS / EOS texts (rlx_llm_chat_render's conventions). */
+rlx_status rlx_llm_chat_prompt(const rlx_llm_chat *c, const rlx_llm_chat_message *msgs, int32_t n,
+                               int add_generation_prompt, char *out, size_t cap, size_t *len);
 /* Answers msgs[0, n) (the last one a user message): streams the reply
  * through on_token (may be NULL) as rlx_llm_generate does.  The whole reply
  * is then rlx_llm_chat_reply's. */

@@ -48,7 +48,7 @@ typedef struct cli_command {
 extern const cli_command *const cli_commands[];
 extern const cli_command cli_train_command, cli_info_command, cli_bench_command, cli_generate_command,
     cli_tokenize_command, cli_next_tokens_command, cli_gguf_info_command, cli_export_gguf_command,
-    cli_make_lora_command, cli_export_lora_command, cli_finetune_command, cli_perplexity_command;
+    cli_make_lora_command, cli_export_lora_command, cli_finetune_command, cli_perplexity_command, cli_chat_command;
 const cli_command *cli_find_command(const char *name);
 
 /* "rlx <command> --help": usage line, about, options, notes. */
@@ -165,6 +165,38 @@ size_t cli_lora_target_list(char *buf, size_t cap);
  * what.  Returns 1, or prints the library's error and returns 0. */
 int cli_mean_nll(const char *cmd, const char *what, rlx_llm_finetune *ft, const rlx_llm_data *d, int32_t split,
                  int32_t batch, double *nll, double *scored);
+
+/* ---- sampling options (tools/cli_sampling.c) ----------------------------
+ * generate and chat take the same sampling options: their rows in a
+ * command's table start at index B (CLI_SAMPLING_OPTIONS(B)), and
+ * cli_sampling_option parses the k-th (a.opt - B) into s, the --stop
+ * strings into stop[CLI_MAX_STOP]. */
+#define CLI_MAX_STOP 8
+enum { CLI_S_MAX_TOKENS, CLI_S_TEMPERATURE, CLI_S_TOP_K, CLI_S_TOP_P, CLI_S_MIN_P, CLI_S_REPEAT_PENALTY,
+       CLI_S_REPEAT_LAST_N, CLI_S_SEED, CLI_S_STOP, CLI_S_COUNT };
+#define CLI_SAMPLING_OPTIONS(B)                                                                                    \
+  [(B) + CLI_S_MAX_TOKENS] = {"--max-tokens", NULL, "N", CLI_OPTIONAL, "tokens to generate at most"},              \
+  [(B) + CLI_S_TEMPERATURE] = {"--temperature", NULL, "T", CLI_OPTIONAL, "how far sampling strays from the "        \
+                               "likeliest token; a small one is greedy (see below)"},                              \
+  [(B) + CLI_S_TOP_K] = {"--top-k", NULL, "K", CLI_OPTIONAL, "sample among the K likeliest tokens only (0: off)"}, \
+  [(B) + CLI_S_TOP_P] = {"--top-p", NULL, "P", CLI_OPTIONAL, "sample among the likeliest tokens whose "             \
+                         "probabilities add up to P (1: off)"},                                                    \
+  [(B) + CLI_S_MIN_P] = {"--min-p", NULL, "P", CLI_OPTIONAL, "drop the tokens less likely than P times the "        \
+                         "likeliest (0: off)"},                                                                    \
+  [(B) + CLI_S_REPEAT_PENALTY] = {"--repeat-penalty", NULL, "R", CLI_OPTIONAL, "penalize the tokens of the last "   \
+                                  "--repeat-last-n by R (1: off)"},                                                \
+  [(B) + CLI_S_REPEAT_LAST_N] = {"--repeat-last-n", NULL, "N", CLI_OPTIONAL, "how many recent tokens the penalty "  \
+                                 "looks back over (-1: all of them)"},                                             \
+  [(B) + CLI_S_SEED] = {"--seed", NULL, "S", CLI_OPTIONAL, "the sampler's seed"},                                   \
+  [(B) + CLI_S_STOP] = {"--stop", NULL, "TEXT", CLI_OPTIONAL | CLI_REPEATED, "stop where the output shows TEXT "    \
+                        "(what comes before it is kept); at most " CLI_STR(CLI_MAX_STOP)}
+int cli_sampling_option(cli_args *a, int k, rlx_llm_sampling *s, const char **stop);
+/* The sampling defaults paragraph of --help (a cli_command's notes). */
+void cli_sampling_notes(char *buf, size_t cap);
+/* What stopped a generation, by rlx_llm_stats.stopped_by. */
+extern const char *const cli_stopped_by[5];
+/* A number in [min, max] (both inclusive, unlike cli_opt_float). */
+int cli_opt_range(cli_args *a, double min, double max, float *out);
 
 /* splitmix64: the tool's own deterministic RNG for shuffling. */
 uint64_t cli_rand(uint64_t *state);

@@ -11,10 +11,6 @@
 #include "cli.h"
 #include "rlx_gguf.h"
 
-#define MAX_STOP 8
-
-static const char *const STOPPED_BY[] = {"max tokens", "end-of-generation token", "stop string", "caller",
-                                         "context full"};
 
 /* "1,2,3" -> ids (malloc'd); 0 with a usage error printed on bad text. */
 static int parse_ids(const char *cmd, const char *opt, const char *s, int32_t **ids, size_t *n) {
@@ -42,18 +38,6 @@ static int parse_ids(const char *cmd, const char *opt, const char *s, int32_t **
     cli_usage_error(cmd, "%s needs at least one id", opt);
     return 0;
   }
-  return 1;
-}
-
-/* A number in [min, max] (both inclusive, unlike cli_opt_float). */
-static int opt_range(cli_args *a, double min, double max, float *out) {
-  const char *v;
-  if (!cli_opt_string(a, &v)) return 0;
-  char *end;
-  double x = strtod(v, &end);
-  if (end == v || *end || !(x >= min && x <= max))
-    return cli_usage_error(a->cmd, "%s must be a number from %g to %g (got '%s')", a->name, min, max, v), 0;
-  *out = (float)x;
   return 1;
 }
 
@@ -104,27 +88,12 @@ static void print_json_ids(const int32_t *ids, size_t n) {
   "apply a LoRA adapter (a GGUF file as llama.cpp loads it), its terms scaled by SCALE (default 1) times its " \
   "alpha / rank; at most " CLI_STR(CLI_MAX_LORA) ", each adding its own"
 
-enum { G_MODEL, G_PROMPT, G_PROMPT_IDS, G_MAX_TOKENS, G_TEMPERATURE, G_TOP_K, G_TOP_P, G_MIN_P, G_REPEAT_PENALTY,
-       G_REPEAT_LAST_N, G_SEED, G_STOP, G_CTX, G_IDS, G_XQ8, G_LORA, G_END };
+enum { G_MODEL, G_PROMPT, G_PROMPT_IDS, G_SAMPLING, G_CTX = G_SAMPLING + CLI_S_COUNT, G_IDS, G_XQ8, G_LORA, G_END };
 static const cli_option generate_options[] = {
     [G_MODEL] = {"--model", NULL, "FILE.gguf", CLI_REQUIRED, "a GGUF language model (llama, qwen2, qwen3)"},
     [G_PROMPT] = {"--prompt", NULL, "TEXT", CLI_ONE_OF, "the prompt, tokenized as the file asks (BOS, special tokens)"},
     [G_PROMPT_IDS] = {"--prompt-ids", NULL, "I,J,..", CLI_ONE_OF, "the prompt as token ids"},
-    [G_MAX_TOKENS] = {"--max-tokens", NULL, "N", CLI_OPTIONAL, "tokens to generate at most"},
-    [G_TEMPERATURE] = {"--temperature", NULL, "T", CLI_OPTIONAL, "how far sampling strays from the likeliest "
-                       "token; a small one is greedy (see below)"},
-    [G_TOP_K] = {"--top-k", NULL, "K", CLI_OPTIONAL, "sample among the K likeliest tokens only (0: off)"},
-    [G_TOP_P] = {"--top-p", NULL, "P", CLI_OPTIONAL, "sample among the likeliest tokens whose probabilities add up "
-                 "to P (1: off)"},
-    [G_MIN_P] = {"--min-p", NULL, "P", CLI_OPTIONAL, "drop the tokens less likely than P times the likeliest "
-                 "(0: off)"},
-    [G_REPEAT_PENALTY] = {"--repeat-penalty", NULL, "R", CLI_OPTIONAL, "penalize the tokens of the last "
-                          "--repeat-last-n by R (1: off)"},
-    [G_REPEAT_LAST_N] = {"--repeat-last-n", NULL, "N", CLI_OPTIONAL, "how many recent tokens the penalty looks back "
-                         "over (-1: all of them)"},
-    [G_SEED] = {"--seed", NULL, "S", CLI_OPTIONAL, "the sampler's seed"},
-    [G_STOP] = {"--stop", NULL, "TEXT", CLI_OPTIONAL | CLI_REPEATED, "stop where the output shows TEXT (what comes "
-                "before it is kept); at most " CLI_STR(MAX_STOP)},
+    CLI_SAMPLING_OPTIONS(G_SAMPLING),
     [G_CTX] = {"--ctx", NULL, "N", CLI_OPTIONAL, "positions of the KV cache (default: the model's context length, at "
                "most " CLI_STR(RLX_LLM_DEFAULT_CTX) ")"},
     [G_IDS] = {"--ids", NULL, NULL, CLI_OPTIONAL, "end with a JSON line {\"prompt_ids\": [...], \"ids\": [...]}"},
@@ -133,27 +102,17 @@ static const cli_option generate_options[] = {
     [G_END] = {NULL},
 };
 
-/* The sampling defaults, from the library. */
-static void generate_notes(char *buf, size_t cap) {
-  rlx_llm_sampling s = rlx_llm_sampling_default();
-  snprintf(buf, cap, "Defaults (rlx_llm_sampling_default): %d tokens, temperature %g, top-k %d, top-p %g, min-p %g, "
-           "repeat penalty %g over the last %d tokens, seed %llu. A temperature below %g is greedy (the likeliest "
-           "token, the lowest id on ties).", (int)s.max_tokens, (double)s.temperature, (int)s.top_k, (double)s.top_p,
-           (double)s.min_p, (double)s.repeat_penalty, (int)s.repeat_last_n, (unsigned long long)s.seed,
-           (double)RLX_LLM_MIN_TEMPERATURE);
-}
-
 static int cli_generate(int argc, char **argv);
 const cli_command cli_generate_command = {
     "generate", cli_generate, "generate text with a GGUF language model (llama, qwen2, qwen3)",
     "Streams the text a GGUF language model generates after the prompt to stdout, then the speed (prompt and "
     "generated tokens per second) and what stopped it to stderr.",
-    generate_options, generate_notes};
+    generate_options, cli_sampling_notes};
 
 static int cli_generate(int argc, char **argv) {
-  const char *cmd = "generate", *model = NULL, *prompt = NULL, *ids_text = NULL, *stop[MAX_STOP];
+  const char *cmd = "generate", *model = NULL, *prompt = NULL, *ids_text = NULL, *stop[CLI_MAX_STOP];
   rlx_llm_sampling s = rlx_llm_sampling_default();
-  long ctx = 0, lv;
+  long ctx = 0;
   int print_ids = 0, xq8 = 0;
   cli_loras loras = {.n = 0};
   const char *v;
@@ -166,28 +125,15 @@ static int cli_generate(int argc, char **argv) {
     case G_MODEL: ok = cli_opt_string(&a, &model); break;
     case G_PROMPT: ok = cli_opt_string(&a, &prompt); break;
     case G_PROMPT_IDS: ok = cli_opt_string(&a, &ids_text); break;
-    case G_MAX_TOKENS: ok = cli_opt_long(&a, 0, 1 << 24, &lv) && (s.max_tokens = (int32_t)lv, 1); break;
-    case G_TEMPERATURE: ok = opt_range(&a, 0, 100, &s.temperature); break;
-    case G_TOP_K: ok = cli_opt_long(&a, 0, INT32_MAX, &lv) && (s.top_k = (int32_t)lv, 1); break;
-    case G_TOP_P: ok = opt_range(&a, 0, 1, &s.top_p); break;
-    case G_MIN_P: ok = opt_range(&a, 0, 1, &s.min_p); break;
-    case G_REPEAT_PENALTY: ok = opt_range(&a, 1e-3, 100, &s.repeat_penalty); break;
-    case G_REPEAT_LAST_N: ok = cli_opt_long(&a, -1, INT32_MAX, &lv) && (s.repeat_last_n = (int32_t)lv, 1); break;
-    case G_SEED: ok = cli_opt_u64(&a, &s.seed); break;
     case G_CTX: ok = cli_opt_long(&a, 1, 1 << 24, &ctx); break;
     case G_IDS: print_ids = 1; break;
     case G_XQ8: xq8 = 1; break;
-    case G_STOP:
-      if (s.n_stop == MAX_STOP) ok = (cli_usage_error(cmd, "at most %d --stop strings", MAX_STOP), 0);
-      else ok = cli_opt_string(&a, &stop[s.n_stop]);
-      s.n_stop += ok;
-      break;
+    default: ok = cli_sampling_option(&a, a.opt - G_SAMPLING, &s, stop); break;
     }
     if (!ok) return cli_loras_free(&loras), CLI_USAGE;
   }
   int end = cli_args_end(&a);
   if (end >= 0) return cli_loras_free(&loras), end;
-  s.stop = stop;
   int32_t *ids = NULL;
   size_t n_ids = 0;
   if (ids_text && !parse_ids(cmd, "--prompt-ids", ids_text, &ids, &n_ids)) return cli_loras_free(&loras), CLI_USAGE;
@@ -225,7 +171,7 @@ static int cli_generate(int argc, char **argv) {
     fprintf(stderr, "prompt: %d tokens, %.1f tokens/s; generated: %d tokens, %.1f tokens/s; stopped by: %s\n",
             (int)st.prompt_tokens, st.prompt_seconds > 0 ? st.prompt_tokens / st.prompt_seconds : 0.0,
             (int)st.generated_tokens, st.generate_seconds > 0 ? st.generated_tokens / st.generate_seconds : 0.0,
-            STOPPED_BY[st.stopped_by]);
+            cli_stopped_by[st.stopped_by]);
   rlx_llm_free(m);
   return code;
 }

@@ -32,7 +32,8 @@ static const cli_command version_command = {"version", run_version, "the library
 const cli_command *const cli_commands[] = {
     &cli_train_command,    &cli_info_command,        &cli_bench_command,     &cli_generate_command,
     &cli_tokenize_command, &cli_next_tokens_command, &cli_gguf_info_command, &cli_export_gguf_command,
-    &cli_make_lora_command, &cli_export_lora_command, &cli_finetune_command,   &cli_perplexity_command, &help_command,
+    &cli_chat_command,      &cli_make_lora_command, &cli_export_lora_command, &cli_finetune_command,
+    &cli_perplexity_command, &help_command,
     &version_command,       NULL,
 };
 

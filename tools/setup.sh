@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(clang clang-19 lld binaryen wasi-libc libclang-rt-14-dev libclang-rt-14-dev-wasm32 libcmocka-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist make gcc nodejs python3 python3-venv pkgconf openssl chromium python3-numpy coturn gcc-multilib lib32stdc++-12-dev qemu-user)
+debs=(clang clang-19 lld binaryen wasi-libc libclang-rt-14-dev libclang-rt-14-dev-wasm32 libcmocka-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist make gcc nodejs python3 python3-venv pkgconf openssl chromium python3-numpy coturn gcc-multilib lib32stdc++-12-dev qemu-user tmux)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -142,6 +142,13 @@ const int32_t *rlx_llm_chat_prompt_ids(const rlx_llm_chat *c, size_t *n) {
   return c ? c->prompt.p : NULL;
 }
 
+rlx_status rlx_llm_chat_prompt(const rlx_llm_chat *c, const rlx_llm_chat_message *msgs, int32_t n,
+                               int add_generation_prompt, char *out, size_t cap, size_t *len) {
+  if (!c || !len) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_llm_chat_prompt: %s is NULL", c ? "len" : "chat");
+  return rlx_llm_chat_render(rlx_llm_chat_template_name(c->tmpl), msgs, n, add_generation_prompt, c->bos, c->eos, out,
+                             cap, len);
+}
+
 /* The kept reply an assistant message's content stands for, or NULL. */
 static kept_reply *find_kept(rlx_llm_chat *c, const char *content) {
   const size_t len = strlen(content);

@@ -117,7 +117,7 @@ grep -q "usage: rlx" "$tmp/out" || fail "rlx help prints no usage"
 [ -s "$tmp/err" ] && fail "rlx help wrote to stderr: $(cat "$tmp/err")"
 "$RLX" --help >"$tmp/out2" 2>&1 && cmp -s "$tmp/out" "$tmp/out2" || fail "rlx --help is not rlx help"
 commands=$(sed -n 's/^  \([a-z][a-z-]*\)\( .*\)\{0,1\}$/\1/p' "$tmp/out")
-for c in train info bench generate tokenize next-tokens gguf-info export-gguf make-lora export-lora finetune perplexity; do
+for c in train info bench generate chat tokenize next-tokens gguf-info export-gguf make-lora export-lora finetune perplexity; do
   echo "$commands" | grep -qx "$c" || fail "rlx help does not list $c: $(cat "$tmp/out")"
 done
 for c in $commands; do

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# test_chat.sh - rlx chat on the build/lm fixtures: bad arguments exit 2
+# with a message; --print-prompt prints the template's rendering exactly;
+# --messages answers once, as the first turn read from stdin answers the
+# same conversation (greedy); turns from stdin reuse the KV cache (each
+# turn's figures on stderr: the next prompt holds all of the previous one
+# from the cache) and /regen answers again from the cache; --overflow drop
+# keeps a long conversation within a small context where refuse does not;
+# and an interactive session under tmux (a terminal: the "> " prompt).
+# A few seconds.
+#   tests/cli/test_chat.sh [path/to/rlx]
+set -u
+cd "$(dirname "$0")/../.."
+RLX=${1:-build/rlx}
+MODEL=build/lm/qwen2-q8_0.gguf
+for f in "$RLX" "$MODEL"; do
+  [ -e "$f" ] || { echo "test_chat: $f is missing: run make build/rlx lm-fixtures first" >&2; exit 1; }
+done
+
+. tests/cli/checks.sh
+
+# expect_message DESCRIPTION PATTERN ARGS...: exit 2 and stderr matching PATTERN.
+expect_message() {
+  local desc=$1 pattern=$2
+  shift 2
+  "$RLX" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+  local rc=$?
+  [ $rc -eq 2 ] || fail "$desc: 'rlx $*' exited $rc, want 2 ($(head -c 300 "$tmp/err"))"
+  grep -qE -- "$pattern" "$tmp/err" || fail "$desc: stderr lacks /$pattern/: $(head -c 300 "$tmp/err")"
+}
+
+# ---- bad usage -------------------------------------------------------------------
+expect_message "no model" "^rlx chat: --model FILE.gguf is required" chat
+expect_message "unknown template" "--template vicuna is not built in \(chatml, llama3" chat --model "$MODEL" --template vicuna
+expect_message "bad overflow" "--overflow must be refuse or drop" chat --model "$MODEL" --overflow wrap
+expect_message "bad temperature" "--temperature must be a number" chat --model "$MODEL" --temperature hot
+expect_message "missing file" "--messages /no/such.json: cannot read" chat --model "$MODEL" --messages /no/such.json
+printf '[{"role": "user", "content": "hi"}' >"$tmp/broken.json"
+expect_message "broken JSON" "--messages .*broken.json: messages JSON: .*expected at byte" chat --model "$MODEL" --messages "$tmp/broken.json"
+printf '[{"role": "tool", "content": "hi"}]' >"$tmp/role.json"
+expect_message "unknown role" "message 0 has role 'tool'" chat --model "$MODEL" --messages "$tmp/role.json"
+printf '[{"role": "system", "content": "a"}, {"role": "user", "content": "b"}]' >"$tmp/sys.json"
+expect_message "two system prompts" "give one" chat --model "$MODEL" --system x --messages "$tmp/sys.json"
+printf '[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]' >"$tmp/ends.json"
+expect_message "no user turn to answer" "last message must be a user message" chat --model "$MODEL" --messages "$tmp/ends.json"
+expect_message "not a model" "loading the model" chat --model Makefile --messages "$tmp/sys.json"
+
+# ---- --print-prompt --------------------------------------------------------------------
+printf '[{"role": "user", "content": "Hello!"}, {"role": "assistant", "content": "Hi."}, {"role": "user", "content": "Bye"}]' >"$tmp/conv.json"
+"$RLX" chat --model "$MODEL" --system "Be brief." --messages "$tmp/conv.json" --print-prompt >"$tmp/prompt" 2>"$tmp/err" ||
+  fail "--print-prompt exited $?: $(cat "$tmp/err")"
+printf '<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\nHi.<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n' >"$tmp/want"
+cmp -s "$tmp/prompt" "$tmp/want" || fail "--print-prompt printed: $(od -c "$tmp/prompt" | head -5)"
+"$RLX" chat --model "$MODEL" --template llama3 --messages "$tmp/conv.json" --print-prompt >"$tmp/prompt" 2>"$tmp/err"
+grep -q "<|start_header_id|>user<|end_header_id|>$" "$tmp/prompt" || fail "--template llama3: $(head -c 300 "$tmp/prompt")"
+
+# ---- --messages answers once, as the first stdin turn does ------------------------------
+printf '[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello there"}]' >"$tmp/one.json"
+"$RLX" chat --model "$MODEL" --messages "$tmp/one.json" --max-tokens 8 >"$tmp/once" 2>"$tmp/once.err" ||
+  fail "--messages exited $?: $(cat "$tmp/once.err")"
+grep -q '^\[template: chatml: the file has no tokenizer.chat_template' "$tmp/once.err" || fail "no template line: $(cat "$tmp/once.err")"
+grep -qE '^\[prompt: [0-9]+ tokens, 0 from the cache; first token after [0-9.]+ ms; generated: 8 tokens' "$tmp/once.err" ||
+  fail "--messages figures: $(cat "$tmp/once.err")"
+[ "$(wc -l <"$tmp/once")" -ge 1 ] || fail "--messages printed no reply"
+
+# ---- turns from stdin keep the cache ----------------------------------------------------
+printf 'Hello there\nTell me more\n/regen\nAnd then?\n' |
+  "$RLX" chat --model "$MODEL" --system "Be brief." --max-tokens 8 >"$tmp/turns" 2>"$tmp/turns.err" ||
+  fail "stdin turns exited $?: $(cat "$tmp/turns.err")"
+head -c "$(wc -c <"$tmp/once")" "$tmp/turns" | cmp -s - "$tmp/once" || fail "the first turn differs from --messages"
+grep '^\[prompt:' "$tmp/turns.err" | sed -E 's/^\[prompt: ([0-9]+) tokens, ([0-9]+) from.*/\1 \2/' >"$tmp/figs"
+[ "$(wc -l <"$tmp/figs")" -eq 4 ] || fail "want 4 turns' figures: $(cat "$tmp/turns.err")"
+read -r p1 c1 < <(sed -n 1p "$tmp/figs")
+read -r p2 c2 < <(sed -n 2p "$tmp/figs")
+read -r p3 c3 < <(sed -n 3p "$tmp/figs")
+read -r p4 c4 < <(sed -n 4p "$tmp/figs")
+[ "$c1" -eq 0 ] || fail "turn 1 found $c1 tokens in an empty cache"
+[ "$c2" -gt "$p1" ] || fail "turn 2 reused $c2 tokens, not all of turn 1's $p1-token prompt and its reply"
+[ "$p3" -eq "$p2" ] && [ "$c3" -eq $((p2 - 1)) ] || fail "/regen: prompt $p3 with $c3 cached, want $p2 with $((p2 - 1))"
+[ "$c4" -gt "$p3" ] || fail "turn 4 reused $c4 tokens of a $p3-token prompt"
+sed -n 2p "$tmp/turns" >"$tmp/r2"
+sed -n 3p "$tmp/turns" >"$tmp/r3"
+cmp -s "$tmp/r2" "$tmp/r3" || fail "/regen gave another greedy reply: $(cat "$tmp/r2") / $(cat "$tmp/r3")"
+
+# ---- a full context: refuse or drop -----------------------------------------------------
+long="Tell me about rivers, lakes, forests, deserts and every sea there is"
+printf '%s\n' "$long" "$long" "$long" "$long" |
+  "$RLX" chat --model "$MODEL" --system "Be brief." --max-tokens 8 --ctx 96 >/dev/null 2>"$tmp/refuse.err"
+grep -q "the context holds 96: start a new conversation" "$tmp/refuse.err" || fail "refuse: $(cat "$tmp/refuse.err")"
+printf '%s\n' "$long" "$long" "$long" "$long" |
+  "$RLX" chat --model "$MODEL" --system "Be brief." --max-tokens 8 --ctx 96 --overflow drop >/dev/null 2>"$tmp/drop.err" ||
+  fail "drop exited $?"
+[ "$(grep -c '^\[prompt:' "$tmp/drop.err")" -eq 4 ] || fail "drop: want 4 answered turns: $(cat "$tmp/drop.err")"
+grep -q "oldest turns dropped" "$tmp/drop.err" || fail "drop: no turn was dropped: $(cat "$tmp/drop.err")"
+
+# ---- interactive, on a terminal (tmux) -----------------------------------------------------
+if command -v tmux >/dev/null; then
+  sock="$tmp/tmux.sock"
+  tmux -S "$sock" new-session -d -x 200 -y 50 "$RLX chat --model $MODEL --max-tokens 4 2>&1; echo EXITED \$?; sleep 5"
+  for i in $(seq 50); do tmux -S "$sock" capture-pane -p | grep -q '^>' && break; sleep 0.1; done
+  tmux -S "$sock" send-keys "Hello" Enter
+  for i in $(seq 50); do [ "$(tmux -S "$sock" capture-pane -p | grep -c '^\[prompt:')" -ge 1 ] && break; sleep 0.1; done
+  tmux -S "$sock" send-keys "/quit" Enter
+  for i in $(seq 50); do tmux -S "$sock" capture-pane -p | grep -q 'EXITED' && break; sleep 0.1; done
+  tmux -S "$sock" capture-pane -p >"$tmp/pane"
+  tmux -S "$sock" kill-server 2>/dev/null
+  grep -q '^> Hello' "$tmp/pane" || fail "tmux: no '> ' prompt with the turn: $(cat "$tmp/pane")"
+  grep -q '^\[prompt: [0-9]* tokens, 0 from the cache' "$tmp/pane" || fail "tmux: no figures: $(cat "$tmp/pane")"
+  grep -q 'EXITED 0' "$tmp/pane" || fail "tmux: /quit did not end with 0: $(cat "$tmp/pane")"
+else
+  fail "tmux is missing (make setup installs it)"
+fi
+
+finish test_chat
