@@ -25,6 +25,7 @@ Contents:
   RlxError and subclasses, carrying .status and the library's message
   vision_models, VisionModel, mlp_*, transformer_*, Dataset (models.py)
   load_gguf, LanguageModel, LlmInfo  GGUF language models (llm.py)
+  chat_templates         the built-in chat templates of LanguageModel.chat (chat.py)
   FineTune, FineTuneData, FineTuneResult  LoRA fine-tuning (finetune.py)
 """
 
@@ -36,6 +37,7 @@ from .session import Session, TrainSession
 from .models import (VisionInfo, VisionModel, vision_models, mlp_forward, mlp_loss, mlp_grads, mlp_train_step,
                      transformer_next_logits, transformer_logits, Dataset, load_dataset, clear_cache)
 from .llm import LanguageModel, LlmInfo, load_gguf
+from .chat import template_names as chat_templates
 from .finetune import FineTune, FineTuneData, FineTuneResult
 from . import errors
 
@@ -52,5 +54,5 @@ __all__ = [
     "RlxUnsupported", "RlxStateError", "RlxNumericError", "RlxLibraryError", "errors",
     "VisionInfo", "VisionModel", "vision_models", "mlp_forward", "mlp_loss", "mlp_grads", "mlp_train_step",
     "transformer_next_logits", "transformer_logits", "Dataset", "load_dataset", "clear_cache",
-    "LanguageModel", "LlmInfo", "load_gguf", "FineTune", "FineTuneData", "FineTuneResult",
+    "LanguageModel", "LlmInfo", "load_gguf", "chat_templates", "FineTune", "FineTuneData", "FineTuneResult",
 ]

@@ -1,6 +1,6 @@
 """_native.py - loads librlx.so with ctypes and declares the C signatures of
-include/rlx.h, include/rlx_models.h, include/rlx_llm.h and
-include/rlx_llm_train.h that the package uses.
+include/rlx.h, include/rlx_models.h, include/rlx_llm.h, include/rlx_llm_chat.h
+and include/rlx_llm_train.h that the package uses.
 
 Where the library is looked for, in order, is _locate.py's: $RLX_LIBRARY,
 the copy inside the package (a wheel built in the repository), the
@@ -138,6 +138,23 @@ class LlmStats(ctypes.Structure):
                 ("generate_seconds", ctypes.c_double), ("stopped_by", c_int32)]
 
 
+class LlmChatMessage(ctypes.Structure):
+    _fields_ = [("role", c_char_p), ("content", c_char_p)]
+
+
+class LlmChatOptions(ctypes.Structure):
+    _fields_ = [("template_name", c_char_p), ("overflow", c_int)]
+
+
+class LlmChatStats(ctypes.Structure):
+    _fields_ = [("gen", LlmStats), ("prompt_tokens", c_int32), ("cached_tokens", c_int32),
+                ("dropped_messages", c_int32)]
+
+
+# rlx_llm_on_token
+ON_TOKEN = ctypes.CFUNCTYPE(c_int, c_void_p, c_int32, c_void_p, c_size_t)
+
+
 class Dataset(ctypes.Structure):
     _fields_ = [("count", c_int32), ("rows", c_int32), ("cols", c_int32),
                 ("images", P_float), ("labels", P_int32)]
@@ -256,6 +273,17 @@ _SIGNATURES = {
                                        ctypes.POINTER(c_int)]),
     "rlx_llm_generator_stats": (None, [c_void_p, ctypes.POINTER(LlmStats)]),
     "rlx_llm_generator_free": (None, [c_void_p]),
+    "rlx_llm_tokens_evaluated": (ctypes.c_uint64, [c_void_p]),
+    # rlx_llm_chat.h
+    "rlx_llm_chat_template_name": (c_char_p, [c_int32]),
+    "rlx_llm_chat_new": (c_int, [c_void_p, ctypes.POINTER(LlmChatOptions), ctypes.POINTER(c_void_p)]),
+    "rlx_llm_chat_free": (None, [c_void_p]),
+    "rlx_llm_chat_template": (c_char_p, [c_void_p, ctypes.POINTER(c_char_p)]),
+    "rlx_llm_chat_prompt": (c_int, [c_void_p, ctypes.POINTER(LlmChatMessage), c_int32, c_int, c_void_p, c_size_t,
+                                    ctypes.POINTER(c_size_t)]),
+    "rlx_llm_chat_respond": (c_int, [c_void_p, ctypes.POINTER(LlmChatMessage), c_int32, ctypes.POINTER(LlmSampling),
+                                     ON_TOKEN, c_void_p, ctypes.POINTER(LlmChatStats)]),
+    "rlx_llm_chat_reply": (c_void_p, [c_void_p, ctypes.POINTER(c_size_t)]),
     "rlx_llm_lora_target": (c_char_p, [c_int32]),
     "rlx_llm_lora_write": (c_int, [c_char_p, c_char_p, c_float, c_int, ctypes.POINTER(LlmLoraTensor), c_int32]),
     # rlx_llm_train.h

@@ -20,7 +20,7 @@ import math
 import os
 import weakref
 
-from . import _buffers, _native, finetune
+from . import _buffers, _native, chat, finetune
 from ._native import lib, check, fail, decode
 from .errors import RlxError
 
@@ -183,6 +183,44 @@ def _lora_list(lora):
             fail("%s must be a path, the adapter's bytes, (path, scale) or {'path': ..., 'scale': ...} (got %s)"
                  % (what, type(src).__name__))
     return arr, keep + [arr], len(entries)
+
+
+def _sampling(what, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed, stop):
+    """An rlx_llm_sampling from generate()'s arguments, each checked (the
+    stop strings' array returned too: it must outlive the call)."""
+    s = _native.LlmSampling()
+    s.max_tokens = _int(max_tokens, "%s: max_tokens" % what, 0, _INT32_MAX)
+    s.temperature = _float(temperature, "%s: temperature" % what)
+    if s.temperature < 0:
+        fail("%s: temperature must be >= 0 (got %r)" % (what, temperature))
+    s.top_k = _int(top_k, "%s: top_k" % what, 0, _INT32_MAX)
+    s.top_p = _float(top_p, "%s: top_p" % what)
+    if not 0 <= s.top_p <= 1:
+        fail("%s: top_p must be in [0, 1] (got %r)" % (what, top_p))
+    s.min_p = _float(min_p, "%s: min_p" % what)
+    if not 0 <= s.min_p <= 1:
+        fail("%s: min_p must be in [0, 1] (got %r)" % (what, min_p))
+    s.repeat_penalty = _float(repeat_penalty, "%s: repeat_penalty" % what)
+    if not s.repeat_penalty > 0:
+        fail("%s: repeat_penalty must be > 0 (got %r)" % (what, repeat_penalty))
+    s.repeat_last_n = _int(repeat_last_n, "%s: repeat_last_n" % what, -1, _INT32_MAX)
+    s.seed = _int(seed, "%s: seed" % what, 0, 2 ** 64 - 1)
+    if isinstance(stop, (str, bytes)):
+        stop = (stop,)
+    try:
+        stop = list(stop)
+    except TypeError:
+        fail("%s: stop must be a str or a sequence of str (got %s)" % (what, type(stop).__name__))
+    stops = []
+    for i, t in enumerate(stop):
+        b = _text_bytes(t, "%s: stop[%d]" % (what, i))
+        if not b or b"\0" in b:
+            fail("%s: stop[%d] must be a non-empty string without NUL (got %r)" % (what, i, t))
+        stops.append(b)
+    stop_arr = (ctypes.c_char_p * max(1, len(stops)))(*stops)
+    s.stop = stop_arr
+    s.n_stop = len(stops)
+    return s, stop_arr
 
 
 class LanguageModel(_native.Handle):
@@ -387,38 +425,8 @@ class LanguageModel(_native.Handle):
         if prompt.n > self.info.n_ctx:
             fail("%s: prompt_or_ids: %d prompt tokens do not fit the context of %d tokens"
                  % (what, prompt.n, self.info.n_ctx))
-        s = _native.LlmSampling()
-        s.max_tokens = _int(max_tokens, "%s: max_tokens" % what, 0, _INT32_MAX)
-        s.temperature = _float(temperature, "%s: temperature" % what)
-        if s.temperature < 0:
-            fail("%s: temperature must be >= 0 (got %r)" % (what, temperature))
-        s.top_k = _int(top_k, "%s: top_k" % what, 0, _INT32_MAX)
-        s.top_p = _float(top_p, "%s: top_p" % what)
-        if not 0 <= s.top_p <= 1:
-            fail("%s: top_p must be in [0, 1] (got %r)" % (what, top_p))
-        s.min_p = _float(min_p, "%s: min_p" % what)
-        if not 0 <= s.min_p <= 1:
-            fail("%s: min_p must be in [0, 1] (got %r)" % (what, min_p))
-        s.repeat_penalty = _float(repeat_penalty, "%s: repeat_penalty" % what)
-        if not s.repeat_penalty > 0:
-            fail("%s: repeat_penalty must be > 0 (got %r)" % (what, repeat_penalty))
-        s.repeat_last_n = _int(repeat_last_n, "%s: repeat_last_n" % what, -1, _INT32_MAX)
-        s.seed = _int(seed, "%s: seed" % what, 0, 2 ** 64 - 1)
-        if isinstance(stop, (str, bytes)):
-            stop = (stop,)
-        try:
-            stop = list(stop)
-        except TypeError:
-            fail("%s: stop must be a str or a sequence of str (got %s)" % (what, type(stop).__name__))
-        stops = []
-        for i, t in enumerate(stop):
-            b = _text_bytes(t, "%s: stop[%d]" % (what, i))
-            if not b or b"\0" in b:
-                fail("%s: stop[%d] must be a non-empty string without NUL (got %r)" % (what, i, t))
-            stops.append(b)
-        stop_arr = (ctypes.c_char_p * max(1, len(stops)))(*stops)
-        s.stop = stop_arr
-        s.n_stop = len(stops)
+        s, keep_stops = _sampling(what, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n,
+                                  seed, stop)
         if on_token is not None and not callable(on_token):
             fail("%s: on_token must be callable or None (got %s)" % (what, type(on_token).__name__))
 
@@ -449,6 +457,50 @@ class LanguageModel(_native.Handle):
                  "prompt_seconds": st.prompt_seconds, "generate_seconds": st.generate_seconds,
                  "stopped_by": "callback" if by_callback else STOPPED_BY.get(st.stopped_by, str(st.stopped_by))}
         return "".join(pieces), out_ids, stats
+
+
+    # ---- chat ------------------------------------------------------------------
+    def _chat_session(self, template, overflow):
+        s = getattr(self, "_chat", None)
+        if s is not None and not s.closed and s.key == (template, overflow):
+            return s
+        if s is not None:
+            s.close()
+        self._handle()
+        self._chat = chat.ChatSession(self, template, overflow)
+        self._dependents.add(self._chat)
+        return self._chat
+
+    def chat_prompt(self, messages, template=None, add_generation_prompt=True):
+        """The prompt text messages render to in the chat template (template:
+        a name of rlx.chat_templates(), or None: detected from the file's
+        tokenizer.chat_template, chatml when it has none)."""
+        return self._chat_session(template, "refuse").prompt(messages, add_generation_prompt)
+
+    def chat(self, messages, template=None, overflow="refuse", max_tokens=256, temperature=0, top_k=0, top_p=1,
+             min_p=0, repeat_penalty=1, repeat_last_n=64, seed=0, stop=(), on_token=None):
+        """Answers a conversation: messages is a list of {"role": "system" |
+        "user" | "assistant", "content": str} dicts ending with a user message
+        (a system message only first).  It is rendered in the chat template
+        (see chat_prompt; the template's special tokens parsed, the contents'
+        text never), and only the tokens after what the model's KV cache
+        already holds of it are evaluated: call again with the reply and the
+        next user message appended and the earlier turns are not recomputed;
+        an edited or removed turn rolls the cache back to where it differs.
+        overflow: "refuse" a conversation that leaves no room in the context,
+        or "drop" its oldest turns after the system prompt.  The sampling
+        arguments and on_token(id, text) are generate()'s.  eval(), reset()
+        and generate() share the cache: a chat after them recomputes.
+
+        Returns (text, stats): the reply, and a dict with prompt_tokens (the
+        whole prompt), cached_tokens (of those, found in the cache),
+        evaluated_tokens (run through the model by this call, reply tokens
+        included), dropped_messages, generated_tokens, prompt_seconds,
+        generate_seconds, stopped_by and template."""
+        what = "LanguageModel.chat"
+        s, keep_stops = _sampling(what, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n,
+                                  seed, stop)
+        return self._chat_session(template, overflow).respond(messages, s, on_token, STOPPED_BY)
 
 
 def load_gguf(path, n_ctx=0, budget=0, xq8=False, lora=None):
