@@ -6,7 +6,9 @@
  * token and gives the same reply; an edited turn rolls the cache back to
  * the divergence; a full context is refused or its oldest turns dropped,
  * as the policy says; a context moved under the session is recomputed;
- * bad input is refused with the reason. */
+ * the template is detected from a file's tokenizer.chat_template (one none
+ * of the families' refused unless named); bad input is refused with the
+ * reason. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -203,6 +205,81 @@ static void full_context_policy(void **state) {
   rlx_llm_free(m);
 }
 
+/* The fixture at path with tokenizer.chat_template = tmpl, as a file in
+ * memory (*buf, for free() after the model). */
+static rlx_llm *open_with_template(const char *path, const char *tmpl, void **buf) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  size_t size = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  void *src = malloc(size);
+  assert_int_equal(fread(src, 1, size, f), size);
+  fclose(f);
+  rlx_gguf *g;
+  assert_int_equal(rlx_gguf_open_memory(src, size, RLX_GGUF_NO_BUDGET, &g), RLX_OK);
+  rlx_gguf_writer *w;
+  assert_int_equal(rlx_gguf_writer_new(&w), RLX_OK);
+  assert_int_equal(rlx_gguf_writer_set_alignment(w, rlx_gguf_alignment(g)), RLX_OK);
+  for (int64_t i = 0; i < rlx_gguf_kv_count(g); i++) {
+    const char *key;
+    rlx_gguf_value v;
+    assert_int_equal(rlx_gguf_kv(g, i, &key, &v), RLX_OK);
+    if (strcmp(key, "general.alignment") != 0) assert_int_equal(rlx_gguf_writer_add_kv(w, g, i), RLX_OK);
+  }
+  assert_int_equal(rlx_gguf_writer_add_string(w, "tokenizer.chat_template", tmpl, strlen(tmpl)), RLX_OK);
+  for (int64_t i = 0; i < rlx_gguf_tensor_count(g); i++) {
+    rlx_gguf_tensor_info t;
+    assert_int_equal(rlx_gguf_tensor(g, i, &t), RLX_OK);
+    assert_int_equal(rlx_gguf_writer_add_tensor(w, t.name, t.type, t.n_dims, t.dims, t.data, t.bytes), RLX_OK);
+  }
+  uint64_t bytes;
+  assert_int_equal(rlx_gguf_writer_size(w, &bytes), RLX_OK);
+  *buf = malloc(bytes);
+  assert_int_equal(rlx_gguf_writer_write_memory(w, *buf, bytes), RLX_OK);
+  rlx_gguf_writer_free(w);
+  rlx_gguf_free(g);
+  free(src);
+  rlx_llm_options opt = {.n_ctx = 128};
+  rlx_llm *m = NULL;
+  if (rlx_llm_open_memory(*buf, bytes, &opt, &m) != RLX_OK) fail_msg("%s", rlx_last_error());
+  return m;
+}
+
+static void template_from_the_file(void **state) {
+  (void)state;
+  void *buf;
+  rlx_llm *m = open_with_template(MODEL, "{{ bos_token }}{% for m in messages %}{{ '<|start_header_id|>' + "
+                                  "m['role'] + '<|end_header_id|>\n\n' + m['content'] | trim + '<|eot_id|>' }}"
+                                  "{% endfor %}", &buf);
+  rlx_llm_chat *c = NULL;
+  assert_int_equal(rlx_llm_chat_new(m, NULL, &c), RLX_OK);
+  const char *why;
+  assert_string_equal(rlx_llm_chat_template(c, &why), "llama3");
+  assert_contains(why, "detected from the file's tokenizer.chat_template");
+  const rlx_llm_chat_message hi[] = {{"user", " Hi "}};
+  char out[256];
+  size_t len;
+  assert_int_equal(rlx_llm_chat_prompt(c, hi, 1, 1, out, sizeof out, &len), RLX_OK);
+  assert_string_equal(out, "<|endoftext|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+                           "<|start_header_id|>assistant<|end_header_id|>\n\n"); /* the file's BOS text */
+  rlx_llm_chat_free(c);
+  rlx_llm_free(m);
+  free(buf);
+  /* A template none of the families': refused, unless one is named. */
+  m = open_with_template(MODEL, "{% for m in messages %}### {{ m['role'] }}: {{ m['content'] }}\n{% endfor %}", &buf);
+  assert_int_equal(rlx_llm_chat_new(m, NULL, &c), RLX_ERR_UNSUPPORTED);
+  assert_null(c);
+  assert_contains(rlx_last_error(), "--template NAME");
+  rlx_llm_chat_options named = {"zephyr", RLX_LLM_CHAT_REFUSE};
+  assert_int_equal(rlx_llm_chat_new(m, &named, &c), RLX_OK);
+  assert_string_equal(rlx_llm_chat_template(c, &why), "zephyr");
+  assert_contains(why, "as named");
+  rlx_llm_chat_free(c);
+  rlx_llm_free(m);
+  free(buf);
+}
+
 static void refusals(void **state) {
   (void)state;
   rlx_llm *m = open_model(MODEL, 128);
@@ -247,6 +324,7 @@ int main(void) {
       cmocka_unit_test(three_turns_bpe),
       cmocka_unit_test(three_turns_spm),
       cmocka_unit_test(full_context_policy),
+      cmocka_unit_test(template_from_the_file),
       cmocka_unit_test(refusals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
