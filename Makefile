@@ -13,7 +13,7 @@ PYTHON  ?= $(firstword $(wildcard /usr/bin/python3) python3)
 WASMCC  ?= clang
 CFLAGS  ?= -O2 -g
 CFLAGS  += -fno-trapping-math -fno-math-errno -std=c11 -Wall -Wextra -Wno-unused-parameter -fPIC -Iinclude -D_POSIX_C_SOURCE=200809L -DRLX_HAVE_ZLIB
-LDLIBS  += -lm -lz
+LDLIBS  += -lm -lz -lpthread
 WASM_TARGET = --target=wasm32-wasi --sysroot=/usr
 WASM_CFLAGS = $(WASM_TARGET) -O3 -msimd128 -mbulk-memory -std=c11 -Wall -Wextra -Wno-unused-parameter -Iinclude -DNDEBUG
 # Linking without -O keeps clang from running an installed wasm-opt (binaryen
@@ -493,8 +493,20 @@ test: setup
 # Every part of make test, in order; each prints how long it took.
 TEST_PARTS := test-native test-asan test-fuzz test-node test-webgpu test-cli test-browser test-python test-examples test-install
 
-test-native: $(TEST_BINS) test-subops $(LM_FIXTURES)
+test-native: $(TEST_BINS) test-subops test-tsan $(LM_FIXTURES)
 	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t; done
+
+# The thread pool's tests (tests/c/test_pool.c, -DPOOL_ONLY) over its own
+# files (src/core/pool.c, core.c, src/cpu/scratch.c) under ThreadSanitizer.
+TSAN_CC ?= clang
+TSAN_SRC := tests/c/test_pool.c src/core/pool.c src/core/core.c src/cpu/scratch.c
+.PHONY: test-tsan
+build/tests-tsan/test_pool: $(TSAN_SRC) src/core/pool.h src/core/core.h src/cpu/kernels.h
+	@mkdir -p $(dir $@)
+	$(TSAN_CC) -std=c11 -O1 -g -fsanitize=thread -Iinclude -D_POSIX_C_SOURCE=200809L -DPOOL_ONLY -o $@ $(TSAN_SRC) \
+	  -lcmocka -lpthread
+test-tsan: build/tests-tsan/test_pool
+	TSAN_OPTIONS=halt_on_error=1 build/tests-tsan/test_pool
 
 # No literal sub-op number in a shader or C twin (src/core/subops.h).
 .PHONY: test-subops

@@ -248,6 +248,10 @@ typedef struct {
   rlx_device device;
   int skip_fusion;     /* keep every op as written (no fusion passes)        */
   int debug_poison;    /* fill freed arena regions with NaN after each step  */
+  int32_t threads;     /* CPU threads of a CPU session: 0 the default (env
+                          RLX_THREADS, else the physical cores), 1 only the
+                          calling thread, at most 256; results are bitwise
+                          the same for any count.  wasm builds: always 1 */
 } rlx_compile_options;
 
 typedef struct rlx_session rlx_session;

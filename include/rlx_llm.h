@@ -128,6 +128,10 @@ typedef struct {
                                (NULL / 0: none); each is checked against
                                the model at open and refused by name */
   int32_t n_lora;
+  int32_t threads; /* CPU threads of its steps (and of fine-tuning it): 0
+                      the default (env RLX_THREADS, else the physical
+                      cores), 1 .. 256; logits are bitwise the same for
+                      any count.  wasm builds: 1 */
 } rlx_llm_options;
 
 #define RLX_LLM_DEFAULT_CTX 4096
@@ -152,6 +156,7 @@ typedef struct {
   int32_t n_lora;            /* LoRA adapters applied (rlx_llm_options) */
   int32_t n_lora_pairs;      /* adapted products, over every adapter */
   uint64_t lora_bytes;       /* the adapters' tensor data as held */
+  int32_t threads;           /* CPU threads its CPU steps run on (rlx_llm_options) */
 } rlx_llm_info;
 
 /* Reads the file's tensor data into one buffer (refusing, before that

@@ -99,6 +99,11 @@ int cli_args_end(cli_args *a);
 int cli_args_is_option(const cli_args *a);
 int cli_opt_string(cli_args *a, const char **out);
 int cli_opt_long(cli_args *a, long min, long max, long *out);
+/* --threads N (1 .. 256): the CPU threads of every session and model the
+ * command makes from now on (through RLX_THREADS, the library's default). */
+int cli_opt_threads(cli_args *a);
+#define CLI_THREADS_HELP "CPU threads, 1 .. 256 (default: env RLX_THREADS, else the physical cores); results are the same " \
+                         "for any count"
 int cli_opt_float(cli_args *a, double min, double max, double *out);
 int cli_opt_u64(cli_args *a, uint64_t *out);
 

@@ -128,12 +128,13 @@ done:
 
 #define BENCH_BATCH 32
 #define BENCH_STEPS 10
-enum { B_MODEL, B_BATCH, B_STEPS, B_END };
+enum { B_MODEL, B_BATCH, B_STEPS, B_THREADS, B_END };
 static const cli_option bench_options[] = {
     [B_MODEL] = {"--model", "-m", "M", CLI_OPTIONAL, "one model (default: every model; rlx info lists them)"},
     [B_BATCH] = {"--batch", NULL, "B", CLI_OPTIONAL, "samples per step (default " CLI_STR(BENCH_BATCH) ")"},
     [B_STEPS] = {"--steps", NULL, "N", CLI_OPTIONAL, "timed steps per model (default "
                  CLI_STR(BENCH_STEPS) ")"},
+    [B_THREADS] = {"--threads", NULL, "N", CLI_OPTIONAL, CLI_THREADS_HELP},
     [B_END] = {NULL},
 };
 static int cli_bench(int argc, char **argv);
@@ -152,6 +153,7 @@ static int cli_bench(int argc, char **argv) {
   while (cli_args_next(&a)) {
     int ok = 0;
     switch (a.opt) {
+    case B_THREADS: ok = cli_opt_threads(&a); break;
     case B_MODEL: ok = cli_opt_string(&a, &model); break;
     case B_BATCH: ok = cli_opt_long(&a, 1, 4096, &batch); break;
     case B_STEPS: ok = cli_opt_long(&a, 1, 1000000, &steps); break;

@@ -20,7 +20,7 @@
 #define FT_SEED RLX_LLM_FINETUNE_RUN_SEED
 
 enum { F_MODEL, F_DATA, F_OUT, F_VALID, F_VALID_FRACTION, F_RANK, F_ALPHA, F_TARGETS, F_SEQ, F_BATCH, F_STEPS, F_LR,
-       F_OPTIMIZER, F_SEED, F_SHUFFLE, F_EVAL_EVERY, F_ADAPTER_IN, F_END };
+       F_OPTIMIZER, F_SEED, F_SHUFFLE, F_EVAL_EVERY, F_ADAPTER_IN, F_THREADS, F_END };
 static const cli_option finetune_options[] = {
     [F_MODEL] = {"--model", NULL, "FILE.gguf", CLI_REQUIRED, "the GGUF language model to adapt (llama, qwen2, qwen3)"},
     [F_DATA] = {"--data", NULL, "FILE", CLI_REQUIRED, "training data: a UTF-8 text, or a .jsonl file of "
@@ -48,6 +48,7 @@ static const cli_option finetune_options[] = {
                       "(default: ten times a run)"},
     [F_ADAPTER_IN] = {"--adapter-in", NULL, "FILE.gguf", CLI_OPTIONAL, "start from this adapter (one written for "
                       "this model with the same --rank, --alpha and --targets) instead of B = 0"},
+    [F_THREADS] = {"--threads", NULL, "N", CLI_OPTIONAL, CLI_THREADS_HELP},
     [F_END] = {NULL},
 };
 
@@ -92,6 +93,7 @@ static int parse(int argc, char **argv, ft_args *o) {
     int ok = 1;
     char *end;
     switch (a.opt) {
+    case F_THREADS: ok = cli_opt_threads(&a); break;
     case F_MODEL: ok = cli_opt_string(&a, &o->model); break;
     case F_DATA: ok = cli_opt_string(&a, &o->data); break;
     case F_OUT: ok = cli_opt_string(&a, &o->out); break;

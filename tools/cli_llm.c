@@ -88,7 +88,7 @@ static void print_json_ids(const int32_t *ids, size_t n) {
   "apply a LoRA adapter (a GGUF file as llama.cpp loads it), its terms scaled by SCALE (default 1) times its " \
   "alpha / rank; at most " CLI_STR(CLI_MAX_LORA) ", each adding its own"
 
-enum { G_MODEL, G_PROMPT, G_PROMPT_IDS, G_SAMPLING, G_CTX = G_SAMPLING + CLI_S_COUNT, G_IDS, G_XQ8, G_LORA, G_END };
+enum { G_MODEL, G_PROMPT, G_PROMPT_IDS, G_SAMPLING, G_CTX = G_SAMPLING + CLI_S_COUNT, G_IDS, G_XQ8, G_LORA, G_THREADS, G_END };
 static const cli_option generate_options[] = {
     [G_MODEL] = {"--model", NULL, "FILE.gguf", CLI_REQUIRED, "a GGUF language model (llama, qwen2, qwen3)"},
     [G_PROMPT] = {"--prompt", NULL, "TEXT", CLI_ONE_OF, "the prompt, tokenized as the file asks (BOS, special tokens)"},
@@ -99,6 +99,7 @@ static const cli_option generate_options[] = {
     [G_IDS] = {"--ids", NULL, NULL, CLI_OPTIONAL, "end with a JSON line {\"prompt_ids\": [...], \"ids\": [...]}"},
     [G_XQ8] = {"--xq8", NULL, NULL, CLI_OPTIONAL, XQ8_HELP},
     [G_LORA] = {"--lora", NULL, "FILE[:SCALE]", CLI_OPTIONAL | CLI_REPEATED, LORA_HELP},
+    [G_THREADS] = {"--threads", NULL, "N", CLI_OPTIONAL, CLI_THREADS_HELP},
     [G_END] = {NULL},
 };
 
@@ -121,6 +122,7 @@ static int cli_generate(int argc, char **argv) {
   while (cli_args_next(&a)) {
     int ok = 1;
     switch (a.opt) {
+    case G_THREADS: ok = cli_opt_threads(&a); break;
     case G_LORA: ok = cli_opt_string(&a, &v) && cli_loras_add(cmd, v, &loras); break;
     case G_MODEL: ok = cli_opt_string(&a, &model); break;
     case G_PROMPT: ok = cli_opt_string(&a, &prompt); break;
@@ -244,13 +246,14 @@ static void top2(const float *logits, int32_t n, int32_t *best, int32_t *second)
   }
 }
 
-enum { N_MODEL, N_IDS, N_FOLLOW, N_XQ8, N_LORA, N_END };
+enum { N_MODEL, N_IDS, N_FOLLOW, N_XQ8, N_LORA, N_THREADS, N_END };
 static const cli_option next_tokens_options[] = {
     [N_MODEL] = {"--model", NULL, "FILE.gguf", CLI_REQUIRED, "a GGUF language model"},
     [N_IDS] = {"--ids", NULL, "I,J,..", CLI_REQUIRED, "the prompt's token ids"},
     [N_FOLLOW] = {"--follow", NULL, "K,L,..", CLI_OPTIONAL, "tokens forced after the prompt, one at a time"},
     [N_XQ8] = {"--xq8", NULL, NULL, CLI_OPTIONAL, XQ8_HELP},
     [N_LORA] = {"--lora", NULL, "FILE[:SCALE]", CLI_OPTIONAL | CLI_REPEATED, LORA_HELP},
+    [N_THREADS] = {"--threads", NULL, "N", CLI_OPTIONAL, CLI_THREADS_HELP},
     [N_END] = {NULL},
 };
 static int cli_next_tokens(int argc, char **argv);
@@ -271,6 +274,7 @@ static int cli_next_tokens(int argc, char **argv) {
   while (cli_args_next(&a)) {
     int ok = 1;
     switch (a.opt) {
+    case N_THREADS: ok = cli_opt_threads(&a); break;
     case N_MODEL: ok = cli_opt_string(&a, &model); break;
     case N_IDS: ok = cli_opt_string(&a, &prompt); break;
     case N_FOLLOW: ok = cli_opt_string(&a, &follow); break;

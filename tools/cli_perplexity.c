@@ -47,7 +47,7 @@ int cli_mean_nll(const char *cmd, const char *what, rlx_llm_finetune *ft, const 
 
 /* ---- perplexity ------------------------------------------------------------- */
 #define PPL_BATCH 1
-enum { P_MODEL, P_TEXT, P_SEQ, P_BATCH, P_LORA, P_END };
+enum { P_MODEL, P_TEXT, P_SEQ, P_BATCH, P_LORA, P_THREADS, P_END };
 static const cli_option perplexity_options[] = {
     [P_MODEL] = {"--model", NULL, "FILE.gguf", CLI_REQUIRED, "a GGUF language model (llama, qwen2, qwen3)"},
     [P_TEXT] = {"--text", NULL, "FILE", CLI_REQUIRED, "a UTF-8 text, or a .jsonl file of {\"prompt\", "
@@ -56,6 +56,7 @@ static const cli_option perplexity_options[] = {
     [P_BATCH] = {"--batch", NULL, "B", CLI_OPTIONAL, "windows evaluated at once (default " CLI_STR(PPL_BATCH) ")"},
     [P_LORA] = {"--lora", NULL, "FILE[:SCALE]", CLI_OPTIONAL | CLI_REPEATED, "apply a LoRA adapter, its terms "
                 "scaled by SCALE (default 1) times its alpha / rank, as generate does; at most " CLI_STR(CLI_MAX_LORA)},
+    [P_THREADS] = {"--threads", NULL, "N", CLI_OPTIONAL, CLI_THREADS_HELP},
     [P_END] = {NULL},
 };
 
@@ -84,6 +85,7 @@ static int cli_perplexity(int argc, char **argv) {
   while (cli_args_next(&a)) {
     int ok = 1;
     switch (a.opt) {
+    case P_THREADS: ok = cli_opt_threads(&a); break;
     case P_MODEL: ok = cli_opt_string(&a, &model); break;
     case P_TEXT: ok = cli_opt_string(&a, &text); break;
     case P_SEQ: ok = cli_opt_long(&a, 2, 1 << 20, &seq); break;

@@ -70,7 +70,7 @@ static double default_lr(rlx_optimizer_kind k) {
   return k == RLX_OPT_SGD ? LR_SGD : k == RLX_OPT_MOMENTUM ? LR_MOMENTUM : LR_ADAM;
 }
 
-enum { O_MODEL, O_EPOCHS, O_BATCH, O_LR, O_OPTIMIZER, O_SCHEDULE, O_SEED, O_LIMIT, O_DATA, O_LOG_EVERY, O_END };
+enum { O_MODEL, O_EPOCHS, O_BATCH, O_LR, O_OPTIMIZER, O_SCHEDULE, O_SEED, O_LIMIT, O_DATA, O_LOG_EVERY, O_THREADS, O_END };
 static const cli_option options[] = {
     [O_MODEL] = {"--model", "-m", "M", CLI_REQUIRED, "the vision model to train (rlx info lists them)"},
     [O_EPOCHS] = {"--epochs", NULL, "E", CLI_OPTIONAL, "passes over the training set (default "
@@ -89,6 +89,7 @@ static const cli_option options[] = {
                 DEFAULT_DATA_DIR ")"},
     [O_LOG_EVERY] = {"--log-every", NULL, "N", CLI_OPTIONAL, "a progress line every N steps (default: a tenth of "
                      "an epoch)"},
+    [O_THREADS] = {"--threads", NULL, "N", CLI_OPTIONAL, CLI_THREADS_HELP},
     [O_END] = {NULL},
 };
 
@@ -117,6 +118,7 @@ static int parse_train(int argc, char **argv, train_opts *o) {
     const char *v;
     int ok = 0;
     switch (a.opt) {
+    case O_THREADS: ok = cli_opt_threads(&a); break;
     case O_MODEL: ok = cli_opt_string(&a, &o->model); break;
     case O_EPOCHS: ok = cli_opt_long(&a, 1, 1000, &o->epochs); break;
     case O_BATCH: ok = cli_opt_long(&a, 1, 4096, &o->batch); break;

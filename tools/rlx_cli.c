@@ -145,6 +145,15 @@ rlx_status cli_get_params(const rlx_session *s, const rlx_vision_info *info, flo
   return RLX_OK;
 }
 
+int cli_opt_threads(cli_args *a) {
+  long n;
+  if (!cli_opt_long(a, 1, 256, &n)) return 0;
+  char text[16];
+  snprintf(text, sizeof text, "%ld", n);
+  setenv("RLX_THREADS", text, 1);
+  return 1;
+}
+
 double cli_now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);

@@ -30,7 +30,7 @@ VISION_MAX_PARAMS = 16
 
 
 class CompileOptions(ctypes.Structure):
-    _fields_ = [("device", c_int), ("skip_fusion", c_int), ("debug_poison", c_int)]
+    _fields_ = [("device", c_int), ("skip_fusion", c_int), ("debug_poison", c_int), ("threads", c_int32)]
 
 
 class Optimizer(ctypes.Structure):
@@ -81,7 +81,7 @@ class TransformerConfig(ctypes.Structure):
 
 class LlmOptions(ctypes.Structure):
     _fields_ = [("n_ctx", c_int32), ("budget", ctypes.c_uint64), ("xq8", c_int32), ("lora", c_void_p),
-                ("n_lora", c_int32)]
+                ("n_lora", c_int32), ("threads", c_int32)]
 
 
 class LlmLora(ctypes.Structure):
@@ -124,7 +124,7 @@ class LlmInfo(ctypes.Structure):
         (n, c_int32) for n in ("rope_neox", "tied_output", "bos", "eos", "add_bos")] + [
         ("n_params", ctypes.c_uint64), ("weight_bytes", ctypes.c_uint64), ("kv_bytes", ctypes.c_uint64),
         ("weight_types", c_char_p), ("xq8", c_int32), ("n_lora", c_int32), ("n_lora_pairs", c_int32),
-        ("lora_bytes", ctypes.c_uint64)]
+        ("lora_bytes", ctypes.c_uint64), ("threads", c_int32)]
 
 
 class LlmSampling(ctypes.Structure):

@@ -532,29 +532,33 @@ class Graph(_native.Handle):
 
     # ---- compile --------------------------------------------------------
     @staticmethod
-    def _options(device, skip_fusion, debug_poison):
+    def _options(device, skip_fusion, debug_poison, threads):
         if isinstance(device, str):
             if device.lower() not in _DEVICES:
                 fail("device must be one of %s, got %r" % (", ".join(_DEVICES), device))
             device = _DEVICES[device.lower()]
-        return _native.CompileOptions(int(device), int(bool(skip_fusion)), int(bool(debug_poison)))
+        if isinstance(threads, bool) or not isinstance(threads, int) or not -2 ** 31 <= threads < 2 ** 31:
+            fail("threads must be an integer (got %r)" % (threads,))
+        return _native.CompileOptions(int(device), int(bool(skip_fusion)), int(bool(debug_poison)), threads)
 
-    def compile(self, outputs, device="cpu", skip_fusion=False, debug_poison=False):
+    def compile(self, outputs, device="cpu", skip_fusion=False, debug_poison=False, threads=0):
         """Compiles the graph for outputs (a Node or a sequence of Nodes) into
         a Session.  The session keeps its own copy: the graph may be closed
-        or extended afterwards."""
+        or extended afterwards.  threads: CPU threads of a CPU session (0:
+        RLX_THREADS, else the physical cores; 1 .. 256), results bitwise the
+        same for any count."""
         from .session import Session
         if isinstance(outputs, Node):
             outputs = [outputs]
         ids, n = int32_array([self._id(o) for o in outputs])
-        opt = self._options(device, skip_fusion, debug_poison)
+        opt = self._options(device, skip_fusion, debug_poison, threads)
         out = _native.S()
         check(lib().rlx_compile(self._handle(), ids, n, opt, out))
         return Session(out.value)
 
     def compile_train(self, loss, params=None, optimizer="sgd", lr=0.01, momentum=None, beta1=0.9,
                       beta2=0.999, eps=1e-8, weight_decay=None, device="cpu", skip_fusion=False,
-                      debug_poison=False):
+                      debug_poison=False, threads=0):
         """Compiles one training step of loss over params (default: every
         param of the graph) into a TrainSession whose run() returns the loss
         before the update.
@@ -563,7 +567,7 @@ class Graph(_native.Handle):
         p -= lr v; momentum defaults to 0.9), 'adam' or 'adamw' (beta1, beta2,
         eps; adamw also decays p -= lr weight_decay p, weight_decay defaulting
         to 0.01).  The graph gains the gradient nodes and the state params
-        '<param>.m' / '<param>.v', 'rlx.step'."""
+        '<param>.m' / '<param>.v', 'rlx.step'.  threads: as compile's."""
         from .session import TrainSession
         if isinstance(optimizer, str):
             if optimizer.lower() not in _OPTIMIZERS:
@@ -579,7 +583,7 @@ class Graph(_native.Handle):
         ids, n = int32_array([self._id(p) for p in params])
         opt = _native.Optimizer(kind, float(lr), float(momentum), float(beta1), float(beta2), float(eps),
                                 float(weight_decay))
-        copt = self._options(device, skip_fusion, debug_poison)
+        copt = self._options(device, skip_fusion, debug_poison, threads)
         out = _native.S()
         check(lib().rlx_compile_train(self._handle(), self._id(loss), ids, n, opt, copt, out))
         return TrainSession(out.value, lr=float(lr))

@@ -44,7 +44,8 @@ class LlmInfo:
     context) and n_ctx (this instance's KV cache positions), bos / eos (-1
     when none), add_bos, n_params, weight_bytes, kv_bytes, weight_types
     ("q8_0 x 15, f32 x 5"), xq8 (as load_gguf opened it), n_lora (its
-    LoRA adapters), n_lora_pairs (the adapted products) and lora_bytes."""
+    LoRA adapters), n_lora_pairs (the adapted products), lora_bytes and
+    threads (the CPU threads its steps run on)."""
 
     arch: str
     name: str
@@ -73,6 +74,7 @@ class LlmInfo:
     n_lora: int
     n_lora_pairs: int
     lora_bytes: int
+    threads: int
 
     def as_dict(self):
         return dataclasses.asdict(self)
@@ -234,7 +236,7 @@ class LanguageModel(_native.Handle):
 
     _what = "the language model"
 
-    def __init__(self, path, n_ctx=0, budget=0, xq8=False, lora=None):
+    def __init__(self, path, n_ctx=0, budget=0, xq8=False, lora=None, threads=0):
         self._h = None
         self._finalizer = weakref.finalize(self, lambda: None)
         self._dependents = weakref.WeakSet()  # FineTune objects on this model, closed before it
@@ -242,12 +244,13 @@ class LanguageModel(_native.Handle):
             fail("rlx.load_gguf: path must be a str, bytes or os.PathLike (got %s)" % type(path).__name__)
         n_ctx = _int(n_ctx, "rlx.load_gguf: n_ctx", 0, _INT32_MAX)
         budget = _int(budget, "rlx.load_gguf: budget", 0, 2 ** 64 - 1)
+        threads = _int(threads, "rlx.load_gguf: threads", -2 ** 31, 2 ** 31 - 1)
         if not isinstance(xq8, bool):
             fail("rlx.load_gguf: xq8 must be True or False (got %s)" % type(xq8).__name__)
         adapters, keep, n_lora = _lora_list(lora)
         L = lib()
         opt = _native.LlmOptions(n_ctx, budget, int(xq8), ctypes.cast(adapters, ctypes.c_void_p) if n_lora else None,
-                                 n_lora)
+                                 n_lora, threads)
         h = ctypes.c_void_p()
         try:
             check(L.rlx_llm_open_file(os.fsencode(path), ctypes.byref(opt), ctypes.byref(h)))
@@ -503,7 +506,7 @@ class LanguageModel(_native.Handle):
         return self._chat_session(template, overflow).respond(messages, s, on_token, STOPPED_BY)
 
 
-def load_gguf(path, n_ctx=0, budget=0, xq8=False, lora=None):
+def load_gguf(path, n_ctx=0, budget=0, xq8=False, lora=None, threads=0):
     """Opens a GGUF language model (llama, qwen2, qwen3).  n_ctx: positions
     of the KV cache (0: the model's context length, at most 4096); budget:
     bytes of tensor data allowed (0: no limit); xq8: products with
@@ -511,6 +514,8 @@ def load_gguf(path, n_ctx=0, budget=0, xq8=False, lora=None):
     as llama.cpp does; lora: LoRA adapters applied while it runs (llama.cpp's
     adapter GGUF files, e.g. written by finetune()), a list of paths,
     (path, scale) pairs or {"path": ..., "scale": ...} dicts ("data": the
-    file's bytes instead of "path"); scale 1 is the adapter as trained.
-    Returns a LanguageModel."""
-    return LanguageModel(path, n_ctx, budget, xq8, lora)
+    file's bytes instead of "path"); scale 1 is the adapter as trained;
+    threads: CPU threads of its steps and of fine-tuning it (0: RLX_THREADS,
+    else the physical cores; 1 .. 256), logits bitwise the same for any
+    count.  Returns a LanguageModel."""
+    return LanguageModel(path, n_ctx, budget, xq8, lora, threads)

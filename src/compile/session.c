@@ -3,6 +3,7 @@
  * inputs by name, outputs by index; what JS executors read (host copies,
  * the plan document, the host summary). */
 #include "session.h"
+#include "../core/pool.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -60,7 +61,7 @@ static rlx_status alloc_buffers(rlx_session *s) {
 /* The one compile path (backend.h): plan, bind to the device, buffers. */
 rlx_status rlx_compile(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs,
                        const rlx_compile_options *opt, rlx_session **out) {
-  rlx_compile_options defaults = {RLX_DEVICE_CPU, 0, 0};
+  rlx_compile_options defaults = {RLX_DEVICE_CPU, 0, 0, 0};
   if (!out) return rlx_error(RLX_ERR_INVALID_ARG, "compile: the session out-pointer is NULL");
   *out = NULL;
   if (!opt) opt = &defaults;
@@ -90,6 +91,11 @@ rlx_status rlx_compile(const rlx_graph *g, const rlx_node *outputs, int32_t n_ou
   s->device = opt->device;
   s->backend = b;
   s->debug_poison = opt->debug_poison != 0;
+  if ((st = rlx_threads_resolve(opt->threads, "compile", &s->threads)) != RLX_OK) {
+    rlx_plan_free(&s->plan);
+    rlx_free(s, sizeof *s);
+    return st;
+  }
   if (b->prepare && (st = b->prepare(s)) != RLX_OK) {
     char why[512];
     snprintf(why, sizeof why, "%s", rlx_last_error());

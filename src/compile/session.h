@@ -21,6 +21,7 @@ struct rlx_session {
   float **param_data;   /* per param (i32 params hold int32 bits) */
   uint8_t *param_bound; /* per param: param_data is the caller's memory (rlx_session_bind_param) */
   int ran;              /* outputs are valid */
+  int32_t threads;      /* as resolved at compile (the CPU backend's pool) */
 };
 
 /* Storage of node id (an arena region, an input, a param or constant data). */

@@ -23,7 +23,23 @@ void rlx_set_allocator(rlx_alloc_fn fn, void *ud) {
   g_alloc_ud = fn ? ud : NULL;
 }
 
-void *rlx_malloc(size_t n) { return n ? g_alloc(g_alloc_ud, NULL, 0, n) : NULL; }
+/* The kernels' ranges on the thread pool (pool.c) allocate their
+ * workspaces from several threads at once: the hook is called under a lock,
+ * so a hook written for one thread stays correct. */
+#if defined(__wasm__) || defined(RLX_NO_THREADS)
+static void *call_alloc(void *ptr, size_t osize, size_t nsize) { return g_alloc(g_alloc_ud, ptr, osize, nsize); }
+#else
+#include <pthread.h>
+static pthread_mutex_t alloc_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *call_alloc(void *ptr, size_t osize, size_t nsize) {
+  pthread_mutex_lock(&alloc_mu);
+  void *r = g_alloc(g_alloc_ud, ptr, osize, nsize);
+  pthread_mutex_unlock(&alloc_mu);
+  return r;
+}
+#endif
+
+void *rlx_malloc(size_t n) { return n ? call_alloc(NULL, 0, n) : NULL; }
 
 void *rlx_calloc(size_t count, size_t size) {
   size_t n;
@@ -38,11 +54,11 @@ void *rlx_realloc(void *p, size_t old_n, size_t new_n) {
     rlx_free(p, old_n);
     return NULL;
   }
-  return g_alloc(g_alloc_ud, p, p ? old_n : 0, new_n);
+  return call_alloc(p, p ? old_n : 0, new_n);
 }
 
 void rlx_free(void *p, size_t n) {
-  if (p) g_alloc(g_alloc_ud, p, n, 0);
+  if (p) call_alloc(p, n, 0);
 }
 
 char *rlx_strdup(const char *s) {

@@ -3,7 +3,9 @@
  * arena region is filled with NaN once its value is dead, so a kernel that
  * reads freed memory (or a planner that overlaps live values) shows up as
  * NaN in the outputs.  Also the CPU backend's table (src/compile/backend.h):
- * its state is the kernels' scratch, kept across runs.  The table holds
+ * its state is the kernels' scratch, kept across runs, and the session's
+ * thread pool (src/core/pool.h), current on the running thread during a
+ * run; the kernels reach it only through rlx_parallel_for.  The table holds
  * the kernels of the op families the build has (src/core/families.h). */
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 
 #include "../compile/session.h"
 #include "../core/families.h"
+#include "../core/pool.h"
 #include "kernels.h"
 
 const rlx_cpu_kernel rlx_cpu_kernels[RLX_OP_COUNT] = {
@@ -25,31 +28,6 @@ rlx_status rlx_cpu_input(const rlx_kargs *a) { (void)a; return RLX_OK; }
 rlx_status rlx_cpu_param(const rlx_kargs *a) { (void)a; return RLX_OK; }
 rlx_status rlx_cpu_constant(const rlx_kargs *a) { (void)a; return RLX_OK; }
 
-void *rlx_scratch_get(rlx_scratch *s, size_t bytes) {
-  if (bytes <= s->bytes) return s->ptr;
-  size_t want = (bytes + 63) & ~(size_t)63;
-  void *p = NULL;
-  rlx_scratch_release(s);
-  p = rlx_malloc(want + 64);
-  if (!p) return NULL;
-  s->ptr = p;
-  s->bytes = want;
-  /* Keep the raw pointer for free: store alignment offset before the block. */
-  uintptr_t aligned = ((uintptr_t)p + 64) & ~(uintptr_t)63;
-  ((unsigned char *)aligned)[-1] = (unsigned char)(aligned - (uintptr_t)p);
-  s->ptr = (void *)aligned;
-  return s->ptr;
-}
-
-void rlx_scratch_release(rlx_scratch *s) {
-  if (s->ptr) {
-    unsigned char *aligned = s->ptr;
-    rlx_free(aligned - aligned[-1], s->bytes + 64);
-  }
-  s->ptr = NULL;
-  s->bytes = 0;
-}
-
 static void poison_dead(rlx_session *s, int32_t step) {
   const rlx_plan *p = &s->plan;
   for (int32_t id = 0; id < p->graph.n_nodes; id++)
@@ -60,7 +38,12 @@ static void poison_dead(rlx_session *s, int32_t step) {
     }
 }
 
-static rlx_status cpu_execute(rlx_session *s) {
+typedef struct {
+  rlx_scratch scratch;
+  rlx_pool *pool;
+} cpu_state;
+
+static rlx_status cpu_steps(rlx_session *s) {
   const rlx_plan *p = &s->plan;
   int32_t flags = 0;
   if (s->debug_poison)
@@ -76,7 +59,7 @@ static rlx_status cpu_execute(rlx_session *s) {
       a.in[k] = rlx_session_value(s, n->inputs[k]);
     }
     a.out = rlx_session_value(s, id);
-    a.scratch = s->state;
+    a.scratch = &((cpu_state *)s->state)->scratch;
     a.flags = &flags;
     rlx_status st = rlx_cpu_kernels[n->op](&a);
     if (st != RLX_OK) {
@@ -98,15 +81,25 @@ static rlx_status cpu_execute(rlx_session *s) {
   return RLX_OK;
 }
 
+static rlx_status cpu_execute(rlx_session *s) {
+  rlx_pool *prev = rlx_pool_use(((cpu_state *)s->state)->pool);
+  rlx_status st = cpu_steps(s);
+  rlx_pool_use(prev);
+  return st;
+}
+
 static rlx_status cpu_prepare(rlx_session *s) {
-  if (!(s->state = rlx_calloc(1, sizeof(rlx_scratch)))) return rlx_error(RLX_ERR_NO_MEMORY, "out of memory");
-  return RLX_OK;
+  cpu_state *c = rlx_calloc(1, sizeof *c);
+  if (!(s->state = c)) return rlx_error(RLX_ERR_NO_MEMORY, "out of memory");
+  return rlx_pool_acquire(s->threads, &c->pool);
 }
 
 static void cpu_free_state(rlx_session *s) {
-  if (!s->state) return;
-  rlx_scratch_release(s->state);
-  rlx_free(s->state, sizeof(rlx_scratch));
+  cpu_state *c = s->state;
+  if (!c) return;
+  rlx_pool_release(c->pool);
+  rlx_scratch_release(&c->scratch);
+  rlx_free(c, sizeof *c);
   s->state = NULL;
 }
 

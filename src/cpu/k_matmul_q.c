@@ -14,10 +14,15 @@
  *    at a time (about 256 KiB) and the tile is multiplied with every x row
  *    by the GEMM, so each weight byte is decoded once per call.
  * With norm, x's rows are first normalized into the kernel's own buffer
- * by rms_norm's rows (k_norm.c), then take the paths above. */
+ * by rms_norm's rows (k_norm.c), then take the paths above.  Every path
+ * (trans 0) splits the weight rows, that is y's columns, over the thread
+ * pool (src/core/pool.h) at the bounds of its own loop (chunks, tiles), so
+ * each y value is the same dot product for any thread count; trans 1 sums
+ * over tiles and threads each tile's GEMM instead. */
 #include <math.h>
 #include <string.h>
 
+#include "../core/pool.h"
 #include "../models/gguf_quants.h"
 #include "kernels.h"
 #include "matmul_q.h"
@@ -181,16 +186,53 @@ void *rlx_xq8_codes_of(const float *x, size_t M, size_t K, size_t extra, rlx_scr
   return mem + codes;
 }
 
+/* Weight rows a chunk (about 16 KiB, so it stays in L1) at a time. */
+static size_t fused_chunk(const qtable *t) { return t->stride >= FUSED_CHUNK_BYTES ? 1 : FUSED_CHUNK_BYTES / t->stride; }
+
+/* One parallel loop of the fused paths: the table, x, the row function. */
+typedef struct {
+  const qtable *t;
+  const uint8_t *w;
+  size_t M;
+  const float *x, *xsum;   /* rows_fn */
+  rlx_wt_rows_fn rows_fn;
+  const rlx_xq8 *c;        /* rows8_fn */
+  rlx_wt_rows8_fn rows8_fn;
+  float *y;
+} fused_loop;
+
+/* y[:, b .. e) over chunks of weight rows, each against every x row. */
+static void fused_range(void *ctx, size_t b, size_t e, rlx_scratch *ws) {
+  (void)ws;
+  const fused_loop *f = ctx;
+  const qtable *t = f->t;
+  const size_t K = (size_t)t->cols, N = (size_t)t->rows, nb = K / 32, chunk = fused_chunk(t);
+  for (size_t n0 = b; n0 < e; n0 += chunk) {
+    const size_t rows = e - n0 < chunk ? e - n0 : chunk;
+    for (size_t m = 0; m < f->M; m++)
+      if (f->rows8_fn)
+        f->rows8_fn(f->w + n0 * t->stride, t->stride, f->c->q + m * K, f->c->d + m * nb, f->c->s + m * nb,
+                    (int64_t)t->nblocks, f->y + m * N + n0, rows);
+      else
+        f->rows_fn(f->w + n0 * t->stride, t->stride, f->x + m * K, f->xsum + m * nb, (int64_t)t->nblocks,
+                   f->y + m * N + n0, rows);
+  }
+}
+
+static void fused_rows(const fused_loop *f) {
+  rlx_parallel_for((size_t)f->t->rows, fused_chunk(f->t), f->M * (size_t)f->t->cols, fused_range, (void *)f, NULL);
+}
+
+void rlx_qtable_rows(const rlx_qtable *t, rlx_wt_rows_fn fn, const uint8_t *w, const float *x, const float *xsum,
+                     size_t M, float *y) {
+  const fused_loop f = {t, w, M, x, xsum, fn, NULL, NULL, y};
+  fused_rows(&f);
+}
+
 void rlx_qtable_rows8(const rlx_qtable *t, rlx_wt_rows8_fn fn, const uint8_t *w, const rlx_xq8 *c, size_t M,
                       float *y) {
-  const size_t K = (size_t)t->cols, N = (size_t)t->rows, nb = K / 32;
-  const size_t chunk = t->stride >= FUSED_CHUNK_BYTES ? 1 : FUSED_CHUNK_BYTES / t->stride;
-  for (size_t n0 = 0; n0 < N; n0 += chunk) {
-    const size_t rows = N - n0 < chunk ? N - n0 : chunk;
-    for (size_t m = 0; m < M; m++)
-      fn(w + n0 * t->stride, t->stride, c->q + m * K, c->d + m * nb, c->s + m * nb, (int64_t)t->nblocks,
-         y + m * N + n0, rows);
-  }
+  const fused_loop f = {t, w, M, NULL, NULL, NULL, c, fn, y};
+  fused_rows(&f);
 }
 
 /* The helpers above, for the kernels of matmul_q.h. */
@@ -200,6 +242,80 @@ int rlx_qtable_fast_decode(const rlx_qtable *t) { return fast_decode(t); }
 rlx_wt_rows_fn rlx_qtable_simd_rows(uint32_t code) { return simd_rows(code); }
 rlx_wt_rows8_fn rlx_qtable_simd_rows8(uint32_t code) { return simd_rows8(code); }
 float rlx_qdot_f32(const float *a, const float *b, size_t n) { return dot_f32(a, b, n); }
+
+/* One x row against weight rows [b, e): decoded into ws and dotted, or
+ * the type's fused dot. */
+typedef struct {
+  const qtable *t;
+  const uint8_t *w;
+  const float *x;
+  float *y;
+  int failed;
+} row_loop;
+
+static void row_range(void *ctx, size_t b, size_t e, rlx_scratch *ws) {
+  row_loop *l = ctx;
+  const qtable *t = l->t;
+  const size_t K = (size_t)t->cols;
+  if (!fast_decode(t)) { /* the type's fused dot beats decoding its blocks here */
+    for (size_t n = b; n < e; n++) l->y[n] = t->wt->dot(l->w + n * t->stride, l->x, (int64_t)t->nblocks);
+    return;
+  }
+  float *row = rlx_scratch_get(ws, K * sizeof(float));
+  if (!row) {
+    rlx_task_failed(&l->failed, 1);
+    return;
+  }
+  for (size_t n = b; n < e; n++) {
+    decode_row(t, l->w + n * t->stride, row);
+    l->y[n] = dot_f32(row, l->x, K);
+  }
+}
+
+/* Weight rows [b, e) (whole tiles) decoded a tile at a time into ws, each
+ * tile times every x row by the GEMM (trans 0: y's columns of the tile;
+ * trans 1: y += x's columns of the tile . tile, tiles in order). */
+typedef struct {
+  const qtable *t;
+  const uint8_t *w;
+  int trans;
+  size_t tile, own;
+  rlx_gemm_args full; /* the product of the largest tile */
+  size_t gemm_bytes;
+  int failed;         /* 1: no memory; else the GEMM's status */
+} tile_loop;
+
+static void tile_range(void *ctx, size_t b, size_t e, rlx_scratch *ws) {
+  tile_loop *l = ctx;
+  const qtable *t = l->t;
+  const size_t K = (size_t)t->cols;
+  unsigned char *mem = rlx_scratch_get(ws, l->own + l->gemm_bytes);
+  if (!mem) {
+    rlx_task_failed(&l->failed, RLX_ERR_NO_MEMORY);
+    return;
+  }
+  float *wtile = (float *)mem;
+  rlx_scratch gemm_scratch = {mem + l->own, l->gemm_bytes};
+  for (size_t n0 = b; n0 < e; n0 += l->tile) {
+    size_t rows = e - n0 < l->tile ? e - n0 : l->tile;
+    for (size_t r = 0; r < rows; r++) decode_row(t, l->w + (n0 + r) * t->stride, wtile + r * K);
+    rlx_gemm_args g = l->full;
+    g.B = wtile;
+    if (!l->trans) { /* y[:, n0 .. n0 + rows) = x . tile^T */
+      g.N = (int32_t)rows;
+      g.C += n0;
+    } else {         /* y += x[:, n0 .. n0 + rows) . tile */
+      g.K = (int32_t)rows;
+      g.A += n0;
+      g.accumulate = n0 > 0;
+    }
+    rlx_status st = rlx_gemm(&g, &gemm_scratch);
+    if (st != RLX_OK) {
+      rlx_task_failed(&l->failed, (int)st);
+      return;
+    }
+  }
+}
 
 /* x[M, K] (trans 0) or x[M, N] (trans 1), w: N rows of K quantized values
  * -> y[M, N] = x W^T (trans 0) or y[M, K] = x W (trans 1). */
@@ -213,9 +329,8 @@ static rlx_status product(const rlx_kargs *a, const float *x) {
 
   rlx_wt_rows_fn rows_fn = trans ? NULL : simd_rows(t.wt->code);
   if (rows_fn && M <= FUSED_MAX_M) {
-    /* per x row, its sums over each 32 values; then weight rows a chunk
-     * (about 16 KiB, so it stays in L1) at a time against every x row */
-    const size_t ns = K / 32, chunk = t.stride >= FUSED_CHUNK_BYTES ? 1 : FUSED_CHUNK_BYTES / t.stride;
+    /* per x row, its sums over each 32 values; then the fused rows */
+    const size_t ns = K / 32;
     float *xsum = rlx_scratch_get(a->scratch, M * ns * sizeof(float));
     if (!xsum) return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for %zu sums", M * ns);
     for (size_t i = 0; i < M * ns; i++) {
@@ -223,25 +338,14 @@ static rlx_status product(const rlx_kargs *a, const float *x) {
       for (int j = 0; j < 32; j++) s += x[32 * i + j];
       xsum[i] = s;
     }
-    for (size_t n0 = 0; n0 < N; n0 += chunk) {
-      size_t rows = N - n0 < chunk ? N - n0 : chunk;
-      for (size_t m = 0; m < M; m++)
-        rows_fn(w + n0 * t.stride, t.stride, x + m * K, xsum + m * ns, (int64_t)t.nblocks, y + m * N + n0, rows);
-    }
+    rlx_qtable_rows(&t, rows_fn, w, x, xsum, M, y);
     return RLX_OK;
   }
 
   if (!trans && M == 1) {
-    float *row = rlx_scratch_get(a->scratch, K * sizeof(float));
-    if (!row) return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for a row of %zu values", K);
-    if (!fast_decode(&t)) { /* the type's fused dot beats decoding its blocks here */
-      for (size_t n = 0; n < N; n++) y[n] = t.wt->dot(w + n * t.stride, x, (int64_t)t.nblocks);
-      return RLX_OK;
-    }
-    for (size_t n = 0; n < N; n++) {
-      decode_row(&t, w + n * t.stride, row);
-      y[n] = dot_f32(row, x, K);
-    }
+    row_loop l = {&t, w, x, y, 0};
+    rlx_parallel_for(N, 1, K, row_range, &l, a->scratch);
+    if (l.failed) return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for a row of %zu values", K);
     return RLX_OK;
   }
 
@@ -252,27 +356,13 @@ static rlx_status product(const rlx_kargs *a, const float *x) {
   rlx_gemm_args full = {(int32_t)M, trans ? (int32_t)K : (int32_t)tile, trans ? (int32_t)tile : (int32_t)K,
                         x, trans ? (int32_t)N : (int32_t)K, 0, NULL, (int32_t)K, !trans, y,
                         trans ? (int32_t)K : (int32_t)N, 0};
-  size_t own = (tile * K * sizeof(float) + 63) & ~(size_t)63, gemm_bytes = rlx_gemm_scratch_bytes(&full);
-  unsigned char *mem = rlx_scratch_get(a->scratch, own + gemm_bytes);
-  if (!mem) return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for a %zu x %zu weight tile", tile, K);
-  float *wtile = (float *)mem;
-  rlx_scratch gemm_scratch = {mem + own, gemm_bytes};
-  for (size_t n0 = 0; n0 < N; n0 += tile) {
-    size_t rows = N - n0 < tile ? N - n0 : tile;
-    for (size_t r = 0; r < rows; r++) decode_row(&t, w + (n0 + r) * t.stride, wtile + r * K);
-    rlx_gemm_args g = full;
-    g.B = wtile;
-    if (!trans) { /* y[:, n0 .. n0 + rows) = x . tile^T */
-      g.N = (int32_t)rows;
-      g.C = y + n0;
-    } else {      /* y += x[:, n0 .. n0 + rows) . tile */
-      g.K = (int32_t)rows;
-      g.A = x + n0;
-      g.accumulate = n0 > 0;
-    }
-    rlx_status st = rlx_gemm(&g, &gemm_scratch);
-    if (st != RLX_OK) return st;
-  }
+  tile_loop l = {&t, w, trans, tile, (tile * K * sizeof(float) + 63) & ~(size_t)63, full,
+                 rlx_gemm_scratch_bytes(&full), 0};
+  if (trans) tile_range(&l, 0, N, a->scratch); /* a sum over tiles: each tile's GEMM is threaded */
+  else rlx_parallel_for(N, tile, M * K, tile_range, &l, a->scratch);
+  if (l.failed == RLX_ERR_NO_MEMORY)
+    return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for a %zu x %zu weight tile", tile, K);
+  if (l.failed) return rlx_error((rlx_status)l.failed, "matmul_q: the product of a weight tile failed");
   return RLX_OK;
 }
 

@@ -13,9 +13,11 @@
  *    GEMM, so x is packed once per tile for both weights.
  * silu(g) is the silu kernel's g * sigmoid_stable(g) (k_unary.c), then
  * times u: the rounding of silu followed by mul.  With norm, x's rows are
- * normalized first (as matmul_q's). */
+ * normalized first (as matmul_q's).  Each path splits the N outputs over
+ * the thread pool at its own loop's bounds (chunks, rows, tiles). */
 #include <string.h>
 
+#include "../core/pool.h"
 #include "fast_math.h"
 #include "matmul_q.h"
 
@@ -23,6 +25,79 @@
  * compilers vectorize it as the silu kernel). */
 static void swiglu_row(const float *restrict g, float *restrict y, size_t n) {
   RLX_VEC_LOOP(i, n, y[i] = g[i] * sigmoid_stable(g[i]) * y[i]);
+}
+
+/* One parallel loop of swiglu's row and tile paths. */
+typedef struct {
+  const rlx_qtable *t;
+  const uint8_t *wg, *wu;
+  const float *x;
+  float *y, *gate;                /* rows: the gate's products */
+  size_t M, tile, own, prod;      /* tiles: rows per tile, the workspace's parts */
+  rlx_gemm_args full;
+  size_t gemm_bytes;
+  int failed;                     /* 1 or RLX_ERR_NO_MEMORY: no memory; else the GEMM's status */
+} swiglu_loop;
+
+/* One x row: outputs [b, e)'s gate and up rows decoded into ws and dotted
+ * (or the type's fused dot). */
+static void one_row_range(void *ctx, size_t b, size_t e, rlx_scratch *ws) {
+  swiglu_loop *l = ctx;
+  const rlx_qtable *t = l->t;
+  const size_t K = (size_t)t->cols;
+  const int fast = rlx_qtable_fast_decode(t); /* else the type's fused dot beats decoding its blocks here */
+  float *row = fast ? rlx_scratch_get(ws, K * sizeof(float)) : NULL;
+  if (fast && !row) {
+    rlx_task_failed(&l->failed, 1);
+    return;
+  }
+  for (size_t n = b; n < e; n++) {
+    if (!fast) {
+      l->gate[n] = t->wt->dot(l->wg + n * t->stride, l->x, (int64_t)t->nblocks);
+      l->y[n] = t->wt->dot(l->wu + n * t->stride, l->x, (int64_t)t->nblocks);
+      continue;
+    }
+    rlx_qtable_decode_row(t, l->wg + n * t->stride, row);
+    l->gate[n] = rlx_qdot_f32(row, l->x, K);
+    rlx_qtable_decode_row(t, l->wu + n * t->stride, row);
+    l->y[n] = rlx_qdot_f32(row, l->x, K);
+  }
+}
+
+/* Outputs [b, e) (whole tiles), a tile at a time: its gate and up rows
+ * dequantized into ws, times every x row by one GEMM, combined into y. */
+static void tile_range(void *ctx, size_t b, size_t e, rlx_scratch *ws) {
+  swiglu_loop *l = ctx;
+  const rlx_qtable *t = l->t;
+  const size_t K = (size_t)t->cols, N = (size_t)t->rows;
+  unsigned char *mem = rlx_scratch_get(ws, l->own + l->prod + l->gemm_bytes);
+  if (!mem) {
+    rlx_task_failed(&l->failed, RLX_ERR_NO_MEMORY);
+    return;
+  }
+  float *wtile = (float *)mem, *gu = (float *)(mem + l->own);
+  rlx_scratch gemm_scratch = {mem + l->own + l->prod, l->gemm_bytes};
+  for (size_t n0 = b; n0 < e; n0 += l->tile) {
+    const size_t rows = e - n0 < l->tile ? e - n0 : l->tile;
+    for (size_t r = 0; r < rows; r++) {
+      rlx_qtable_decode_row(t, l->wg + (n0 + r) * t->stride, wtile + r * K);
+      rlx_qtable_decode_row(t, l->wu + (n0 + r) * t->stride, wtile + (rows + r) * K);
+    }
+    rlx_gemm_args g = l->full;
+    g.N = (int32_t)(2 * rows);
+    g.B = wtile;
+    g.C = gu;
+    g.ldc = (int32_t)(2 * rows);
+    rlx_status st = rlx_gemm(&g, &gemm_scratch);
+    if (st != RLX_OK) {
+      rlx_task_failed(&l->failed, (int)st);
+      return;
+    }
+    for (size_t m = 0; m < l->M; m++) {
+      memcpy(l->y + m * N + n0, gu + (2 * m + 1) * rows, rows * sizeof(float));
+      swiglu_row(gu + 2 * m * rows, l->y + m * N + n0, rows);
+    }
+  }
 }
 
 /* x[M, K], w_gate, w_up: N rows of K quantized values -> y[M, N]. */
@@ -34,7 +109,7 @@ static rlx_status swiglu(const rlx_kargs *a, const float *x) {
 
   rlx_wt_rows_fn rows_fn = rlx_qtable_simd_rows(t.wt->code);
   if (rows_fn && M <= FUSED_MAX_M) {
-    const size_t ns = K / 32, chunk = t.stride >= FUSED_CHUNK_BYTES ? 1 : FUSED_CHUNK_BYTES / t.stride;
+    const size_t ns = K / 32;
     float *gate = rlx_scratch_get(a->scratch, (M * N + M * ns) * sizeof(float)), *xsum = gate + M * N;
     if (!gate) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for %zu values", M * N + M * ns);
     for (size_t i = 0; i < M * ns; i++) {
@@ -42,32 +117,20 @@ static rlx_status swiglu(const rlx_kargs *a, const float *x) {
       for (int j = 0; j < 32; j++) s += x[32 * i + j];
       xsum[i] = s;
     }
-    for (int up = 0; up < 2; up++) /* the gate's products into gate, the up's into y */
-      for (size_t n0 = 0; n0 < N; n0 += chunk) {
-        const size_t rows = N - n0 < chunk ? N - n0 : chunk;
-        for (size_t m = 0; m < M; m++)
-          rows_fn((up ? wu : wg) + n0 * t.stride, t.stride, x + m * K, xsum + m * ns, (int64_t)t.nblocks,
-                  (up ? y : gate) + m * N + n0, rows);
-      }
+    rlx_qtable_rows(&t, rows_fn, wg, x, xsum, M, gate); /* the gate's products into gate, the up's into y */
+    rlx_qtable_rows(&t, rows_fn, wu, x, xsum, M, y);
     swiglu_row(gate, y, M * N);
     return RLX_OK;
   }
 
+  swiglu_loop l = {.t = &t, .wg = wg, .wu = wu, .x = x, .y = y};
   if (M == 1) {
-    float *gate = rlx_scratch_get(a->scratch, (N + K) * sizeof(float)), *row = gate + N;
+    float *gate = rlx_scratch_get(a->scratch, (N + K) * sizeof(float));
     if (!gate) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for %zu values", N + K);
-    const int fast = rlx_qtable_fast_decode(&t); /* else the type's fused dot beats decoding its blocks here */
-    for (size_t n = 0; n < N; n++) {
-      if (!fast) {
-        gate[n] = t.wt->dot(wg + n * t.stride, x, (int64_t)t.nblocks);
-        y[n] = t.wt->dot(wu + n * t.stride, x, (int64_t)t.nblocks);
-        continue;
-      }
-      rlx_qtable_decode_row(&t, wg + n * t.stride, row);
-      gate[n] = rlx_qdot_f32(row, x, K);
-      rlx_qtable_decode_row(&t, wu + n * t.stride, row);
-      y[n] = rlx_qdot_f32(row, x, K);
-    }
+    rlx_scratch row = {gate + N, K * sizeof(float)}; /* the row buffer when the loop runs inline */
+    l.gate = gate;
+    rlx_parallel_for(N, 1, 2 * K, one_row_range, &l, &row);
+    if (l.failed) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for a row of %zu values", K);
     swiglu_row(gate, y, N);
     return RLX_OK;
   }
@@ -78,30 +141,16 @@ static rlx_status swiglu(const rlx_kargs *a, const float *x) {
   if (tile > N) tile = N;
   rlx_gemm_args full = {(int32_t)M, (int32_t)(2 * tile), (int32_t)K, x, (int32_t)K, 0, NULL, (int32_t)K, 1,
                         NULL, (int32_t)(2 * tile), 0};
-  const size_t own = (2 * tile * K * sizeof(float) + 63) & ~(size_t)63;
-  const size_t prod = (M * 2 * tile * sizeof(float) + 63) & ~(size_t)63, gemm_bytes = rlx_gemm_scratch_bytes(&full);
-  unsigned char *mem = rlx_scratch_get(a->scratch, own + prod + gemm_bytes);
-  if (!mem) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for a 2 x %zu x %zu weight tile", tile, K);
-  float *wtile = (float *)mem, *gu = (float *)(mem + own);
-  rlx_scratch gemm_scratch = {mem + own + prod, gemm_bytes};
-  for (size_t n0 = 0; n0 < N; n0 += tile) {
-    const size_t rows = N - n0 < tile ? N - n0 : tile;
-    for (size_t r = 0; r < rows; r++) {
-      rlx_qtable_decode_row(&t, wg + (n0 + r) * t.stride, wtile + r * K);
-      rlx_qtable_decode_row(&t, wu + (n0 + r) * t.stride, wtile + (rows + r) * K);
-    }
-    rlx_gemm_args g = full;
-    g.N = (int32_t)(2 * rows);
-    g.B = wtile;
-    g.C = gu;
-    g.ldc = (int32_t)(2 * rows);
-    rlx_status st = rlx_gemm(&g, &gemm_scratch);
-    if (st != RLX_OK) return st;
-    for (size_t m = 0; m < M; m++) {
-      memcpy(y + m * N + n0, gu + (2 * m + 1) * rows, rows * sizeof(float));
-      swiglu_row(gu + 2 * m * rows, y + m * N + n0, rows);
-    }
-  }
+  l.M = M;
+  l.tile = tile;
+  l.own = (2 * tile * K * sizeof(float) + 63) & ~(size_t)63;
+  l.prod = (M * 2 * tile * sizeof(float) + 63) & ~(size_t)63;
+  l.full = full;
+  l.gemm_bytes = rlx_gemm_scratch_bytes(&full);
+  rlx_parallel_for(N, tile, 2 * M * K, tile_range, &l, a->scratch);
+  if (l.failed == RLX_ERR_NO_MEMORY)
+    return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for a 2 x %zu x %zu weight tile", tile, K);
+  if (l.failed) return rlx_error((rlx_status)l.failed, "swiglu_q: the product of a weight tile failed");
   return RLX_OK;
 }
 

@@ -50,7 +50,11 @@ void rlx_xq8_round(const float *x, size_t nblocks, float *out);
 /* The int8 SIMD rows of a type on this CPU or build, else NULL. */
 rlx_wt_rows8_fn rlx_qtable_simd_rows8(uint32_t code);
 /* y[M, N] = x's codes c . W^T by fn, weight rows 16 KiB at a time against
- * every x row. */
+ * every x row, the chunks of rows spread over the thread pool. */
+/* The same for x[M, K] in f32 with its sums per 32 values xsum[M, K / 32]
+ * by the fused rows fn. */
+void rlx_qtable_rows(const rlx_qtable *t, rlx_wt_rows_fn fn, const uint8_t *w, const float *x, const float *xsum,
+                     size_t M, float *y);
 void rlx_qtable_rows8(const rlx_qtable *t, rlx_wt_rows8_fn fn, const uint8_t *w, const rlx_xq8 *c, size_t M,
                       float *y);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/pool.h"
 #include "gguf_quants.h"
 #include "llm.h"
 
@@ -116,7 +117,7 @@ static rlx_status read_hparams(rlx_llm *m, const rlx_llm_options *opt) {
   if (opt && opt->xq8 != 0 && opt->xq8 != 1)
     return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open: xq8 must be 0 or 1, got %d", (int)opt->xq8);
   in->xq8 = opt ? opt->xq8 : 0;
-  return RLX_OK;
+  return rlx_threads_resolve(opt ? opt->threads : 0, "rlx_llm_open", &in->threads);
 }
 
 /* ---- tensors --------------------------------------------------------------- */

@@ -53,7 +53,7 @@ rlx_status rlx_llm_compile_step(const rlx_llm *m, int32_t k, rlx_device device, 
   rlx_node logits;
   rlx_status st = rlx_llm_build_step(m, rlx_llm_step_sizes[k], fuse, &g, &logits);
   if (st != RLX_OK) return st;
-  rlx_compile_options opt = {device, 0, 0};
+  rlx_compile_options opt = {device, 0, 0, m->info.threads};
   rlx_session *s = NULL;
   st = rlx_compile(g, &logits, 1, &opt, &s);
   rlx_graph_free(g);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "../core/core.h"
+#include "../core/pool.h"
 #include "cache.h"
 
 typedef enum { KIND_FORWARD, KIND_LOSS, KIND_GRADS, KIND_TRAIN } mlp_kind;
@@ -84,7 +85,8 @@ static rlx_status prepare(const char *what, const rlx_mlp *m, mlp_kind kind, con
   if (!x || (kind != KIND_FORWARD && !t) || !dst)
     return rlx_error(RLX_ERR_INVALID_ARG, "%s: x, t or the output array is NULL", what);
   char key[96];
-  snprintf(key, sizeof key, "mlp/%d/%d/%d/%d/%s", (int)m->rows, (int)m->in, (int)m->hid, (int)m->out, kind_names[kind]);
+  snprintf(key, sizeof key, "mlp/%d/%d/%d/%d/%s/t%d", (int)m->rows, (int)m->in, (int)m->hid, (int)m->out, kind_names[kind],
+           (int)rlx_threads_default());
   rlx_session *s = rlx_cache_get(key);
   if (!s) {
     if ((st = compile_mlp(m, kind, &s)) != RLX_OK) return st;

@@ -199,7 +199,7 @@ rlx_status rlx_transformer_compile(const rlx_transformer_config *cfg, int32_t n_
   rlx_node logits;
   rlx_status st = rlx_transformer_build(g, cfg, n_tokens, flags, &logits);
   if (st == RLX_OK) {
-    rlx_compile_options opt = {RLX_DEVICE_CPU, cfg->skip_fusion != 0, 0};
+    rlx_compile_options opt = {RLX_DEVICE_CPU, cfg->skip_fusion != 0, 0, 0};
     st = rlx_compile(g, &logits, 1, &opt, out);
   }
   rlx_graph_free(g);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "../core/core.h"
+#include "../core/pool.h"
 #include "cache.h"
 #include "vision.h"
 
@@ -23,10 +24,11 @@ static rlx_status check_call(const char *what, const char *slug, int32_t batch, 
   return RLX_OK;
 }
 
-/* The cached session for (model, batch, kind), compiled on first use. */
+/* The cached session for (model, batch, kind, threads: the default at the
+ * time, RLX_THREADS or the cores), compiled on first use. */
 static rlx_status get_session(const rlx_vision_info *info, int32_t batch, session_kind kind, rlx_session **out) {
   char key[96];
-  snprintf(key, sizeof key, "vision/%s/%d/%s", info->slug, (int)batch, kind_names[kind]);
+  snprintf(key, sizeof key, "vision/%s/%d/%s/t%d", info->slug, (int)batch, kind_names[kind], (int)rlx_threads_default());
   if ((*out = rlx_cache_get(key)) != NULL) return RLX_OK;
   rlx_graph *g = rlx_graph_new();
   if (!g) return rlx_error(RLX_ERR_NO_MEMORY, "vision: out of memory building %s", info->slug);

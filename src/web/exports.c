@@ -73,7 +73,7 @@ rlx_node w_op_node(rlx_graph *g, int32_t op, const rlx_node *inputs, int32_t n_i
 EXPORT(rlx_compile)
 int32_t w_compile(const rlx_graph *g, const rlx_node *outputs, int32_t n_outputs, int32_t device,
                   int32_t skip_fusion, int32_t debug_poison, rlx_session **out) {
-  rlx_compile_options opt = {(rlx_device)device, skip_fusion, debug_poison};
+  rlx_compile_options opt = {(rlx_device)device, skip_fusion, debug_poison, 0};
   return rlx_compile(g, outputs, n_outputs, &opt, out);
 }
 EXPORT(rlx_session_free) void w_session_free(rlx_session *s) { rlx_session_free(s); }

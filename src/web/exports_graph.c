@@ -40,7 +40,7 @@ int32_t w_compile_train(rlx_graph *g, rlx_node loss, const rlx_node *params, int
                         float lr, float momentum, float beta1, float beta2, float eps, float weight_decay,
                         int32_t device, int32_t skip_fusion, rlx_session **out) {
   rlx_optimizer opt = {(rlx_optimizer_kind)kind, lr, momentum, beta1, beta2, eps, weight_decay};
-  rlx_compile_options copt = {(rlx_device)device, skip_fusion, 0};
+  rlx_compile_options copt = {(rlx_device)device, skip_fusion, 0, 0};
   return rlx_compile_train(g, loss, params, n_params, &opt, &copt, out);
 }
 EXPORT(rlx_session_set_lr) int32_t w_session_set_lr(rlx_session *s, float lr) { return rlx_session_set_lr(s, lr); }

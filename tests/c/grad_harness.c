@@ -105,7 +105,7 @@ static double loss_of(rlx_session *fwd, const double *r) {
 
 void gradcase_run(const grad_case *c, double scale_analytic, gradcase_result *res) {
   grad_builder b;
-  rlx_session *bwd = NULL, *fwd = NULL;
+  rlx_session *bwd = NULL, *bwd3 = NULL, *fwd = NULL;
   float *x[MAX_IN] = {0}, *rf = NULL;
   double *r = NULL;
   rlx_node wrt[MAX_IN], outs[MAX_IN + 1];
@@ -137,27 +137,41 @@ void gradcase_run(const grad_case *c, double scale_analytic, gradcase_result *re
     fail(res, st, "grad");
     goto done;
   }
-  if ((st = rlx_compile(b.g, outs, n_wrt + 1, NULL, &bwd)) != RLX_OK || (st = rlx_compile(b.g, &y, 1, NULL, &fwd)) != RLX_OK) {
+  /* the gradients on one thread, and again on three (bitwise the same) */
+  const rlx_compile_options one = {RLX_DEVICE_CPU, 0, 0, 1}, three = {RLX_DEVICE_CPU, 0, 0, 3};
+  if ((st = rlx_compile(b.g, outs, n_wrt + 1, &one, &bwd)) != RLX_OK ||
+      (st = rlx_compile(b.g, outs, n_wrt + 1, &three, &bwd3)) != RLX_OK ||
+      (st = rlx_compile(b.g, &y, 1, &one, &fwd)) != RLX_OK) {
     fail(res, st, "compile");
     goto done;
   }
-  float one = 1.0f;
-  rlx_session_set_input(bwd, "d_output", &one, 1);
+  const float seed = 1.0f;
+  rlx_session_set_input(bwd, "d_output", &seed, 1);
+  rlx_session_set_input(bwd3, "d_output", &seed, 1);
   for (int32_t k = 0; k < b.n; k++) {
     x[k] = malloc(b.numel[k] * sizeof(float));
     fill(&b, k, x[k], 1234 + (uint64_t)k);
     if (b.kind[k] >= FILL_INDEX) { /* int32 bits */
       rlx_session_set_input_i32(bwd, b.name[k], (const int32_t *)x[k], b.numel[k]);
+      rlx_session_set_input_i32(bwd3, b.name[k], (const int32_t *)x[k], b.numel[k]);
       rlx_session_set_input_i32(fwd, b.name[k], (const int32_t *)x[k], b.numel[k]);
       continue;
     }
     rlx_session_set_input(bwd, b.name[k], x[k], b.numel[k]);
+    rlx_session_set_input(bwd3, b.name[k], x[k], b.numel[k]);
     rlx_session_set_input(fwd, b.name[k], x[k], b.numel[k]);
   }
-  if ((st = rlx_session_run(bwd)) != RLX_OK || (st = rlx_session_run(fwd)) != RLX_OK) {
+  if ((st = rlx_session_run(bwd)) != RLX_OK || (st = rlx_session_run(bwd3)) != RLX_OK ||
+      (st = rlx_session_run(fwd)) != RLX_OK) {
     fail(res, st, "run");
     goto done;
   }
+  for (int32_t o = 0; o <= n_wrt; o++)
+    if (memcmp(rlx_session_output(bwd, o), rlx_session_output(bwd3, o), rlx_session_output_len(bwd, o) * sizeof(float))) {
+      res->status = RLX_ERR_STATE;
+      snprintf(res->message, sizeof res->message, "output %d on 3 threads differs from 1 thread", (int)o);
+      goto done;
+    }
   double tol = c->tol > 0 ? c->tol : 1e-2;
   for (int32_t w = 0; w < n_wrt; w++) {
     int32_t k = wrt_of[w];
@@ -196,6 +210,7 @@ done:
   free(r);
   free(rf);
   rlx_session_free(bwd);
+  rlx_session_free(bwd3);
   rlx_session_free(fwd);
   rlx_graph_free(b.g);
 }

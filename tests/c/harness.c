@@ -110,7 +110,9 @@ static void fail(opcase_result *r, rlx_status st, const char *what) {
   snprintf(r->message, sizeof r->message, "%s: %s", what, rlx_last_error());
 }
 
-void opcase_run(const op_case *c, int debug_poison, opcase_result *r) {
+void opcase_run(const op_case *c, int debug_poison, opcase_result *r) { opcase_run_threads(c, debug_poison, 0, r); }
+
+void opcase_run_threads(const op_case *c, int debug_poison, int32_t threads, opcase_result *r) {
   memset(r, 0, sizeof *r);
   r->worst_index = -1;
   rlx_graph *g = rlx_graph_new();
@@ -124,7 +126,7 @@ void opcase_run(const op_case *c, int debug_poison, opcase_result *r) {
     return;
   }
   rlx_node out = c->build(g, c);
-  rlx_compile_options opt = {RLX_DEVICE_CPU, 0, debug_poison};
+  rlx_compile_options opt = {RLX_DEVICE_CPU, 0, debug_poison, threads};
   rlx_status st = rlx_compile(g, &out, 1, &opt, &s);
   if (st != RLX_OK) {
     fail(r, st, "compile");

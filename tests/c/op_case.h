@@ -85,6 +85,8 @@ typedef struct {
 
 /* Builds, compiles (with the given poison mode), fills, runs and compares. */
 void opcase_run(const op_case *c, int debug_poison, opcase_result *r);
+/* The same on `threads` CPU threads (0: the default). */
+void opcase_run_threads(const op_case *c, int debug_poison, int32_t threads, opcase_result *r);
 void opcase_result_free(opcase_result *r);
 
 /* Shared helpers for references: element count, and the flat index into a

@@ -37,7 +37,7 @@ static rlx_status cnn_train_step_on(rlx_device device) {
   for (int32_t i = 0; st == RLX_OK && i < info.n_params; i++) params[i] = rlx_graph_find(g, info.param_names[i]);
   rlx_session *s = NULL;
   rlx_optimizer opt = {RLX_OPT_ADAM, 0.01f, 0, 0, 0, 0, 0};
-  rlx_compile_options copt = {device, device != RLX_DEVICE_CPU, 0};
+  rlx_compile_options copt = {device, device != RLX_DEVICE_CPU, 0, 0};
   if (st == RLX_OK) st = rlx_compile_train(g, loss, params, info.n_params, &opt, &copt, &s);
   rlx_graph_free(g);
   static float x[BATCH * 784], flat[6000];

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../src/core/pool.h"
 #include "../../src/cpu/gemm_impl.h"
 
 typedef struct {
@@ -165,6 +166,44 @@ static void test_rlx_gemm(void **state) {
   assert_int_equal(fails, 0);
 }
 
+/* Products cut over 2 and 3 threads (every split taken) give C bitwise
+ * equal to one thread's: K past the cache block (partial sums reloaded
+ * from C), edge tiles, both transposes, accumulate, a single row. */
+static void test_threads_bitwise(void **state) {
+  (void)state;
+  static const gemm_case cases[] = {{67, 131, 700, 0, 0, 0, 1}, {300, 45, 513, 1, 0, 1, 0}, {129, 257, 300, 0, 1, 0, 2},
+                                    {7, 500, 600, 1, 1, 1, 0},   {1, 1000, 333, 0, 0, 0, 0}, {1, 700, 90, 1, 1, 1, 0}};
+  rlx_parallel_set_min_work(1);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    const gemm_case *t = &cases[c];
+    const int32_t lda = (t->trans_a ? t->M : t->K) + t->pad, ldb = (t->trans_b ? t->K : t->N) + t->pad;
+    const size_t na = (size_t)(t->trans_a ? t->K : t->M) * lda, nb = (size_t)(t->trans_b ? t->N : t->K) * ldb;
+    const size_t nc = (size_t)t->M * t->N;
+    float *A = malloc(na * sizeof(float)), *B = malloc(nb * sizeof(float)), *C[3];
+    for (size_t i = 0; i < na; i++) A[i] = rnd();
+    for (size_t i = 0; i < nb; i++) B[i] = rnd();
+    for (int k = 0; k < 3; k++) {
+      C[k] = malloc(nc * sizeof(float));
+      lcg_state = 777u;
+      for (size_t i = 0; i < nc; i++) C[k][i] = rnd();
+      rlx_pool *p = NULL;
+      assert_int_equal(rlx_pool_acquire(k + 1, &p), RLX_OK);
+      rlx_pool *prev = rlx_pool_use(p);
+      rlx_scratch s = {0};
+      rlx_gemm_args g = {t->M, t->N, t->K, A, lda, t->trans_a, B, ldb, t->trans_b, C[k], t->N, t->accumulate};
+      assert_int_equal(rlx_gemm(&g, &s), RLX_OK);
+      rlx_scratch_release(&s);
+      rlx_pool_use(prev);
+      rlx_pool_release(p);
+      if (k && memcmp(C[k], C[0], nc * sizeof(float)))
+        fail_msg("%d x %d x %d: %d threads differ from 1", (int)t->M, (int)t->N, (int)t->K, k + 1);
+    }
+    for (int k = 0; k < 3; k++) free(C[k]);
+    free(A), free(B);
+  }
+  rlx_parallel_set_min_work(RLX_PARALLEL_MIN_WORK);
+}
+
 /* K = 0: C = 0 (or unchanged with accumulate); M or N = 0: nothing. */
 static void test_empty_k(void **state) {
   (void)state;
@@ -236,7 +275,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_avx2),     cmocka_unit_test(test_sse),
       cmocka_unit_test(test_simd128),  cmocka_unit_test(test_portable),
-      cmocka_unit_test(test_rlx_gemm), cmocka_unit_test(test_empty_k),
+      cmocka_unit_test(test_rlx_gemm), cmocka_unit_test(test_threads_bitwise), cmocka_unit_test(test_empty_k),
       cmocka_unit_test(test_scratch_reuse), cmocka_unit_test(test_scratch_bytes),
   };
   return cmocka_run_group_tests_name("gemm", tests, NULL, NULL);

@@ -1,7 +1,9 @@
 /* test_grad.c - autodiff: every rule against finite differences (and a
  * self-test showing the checker catches a 5% error), gradients of a sum of
  * losses equal the sum of gradients, the mean semantics the tab cluster
- * relies on, and clear errors for gradients that cannot exist.
+ * relies on, and clear errors for gradients that cannot exist.  Each
+ * case's gradients are computed on one thread and on three, bitwise equal
+ * (every parallel loop splits: rlx_parallel_set_min_work).
  * Usage: test_grad [substring]. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "../../src/core/pool.h"
 #include "grad_case.h"
 
 #define D(...) ((const int32_t[]){__VA_ARGS__})
@@ -154,6 +157,7 @@ static void unreachable_and_invalid_gradients_are_errors(void **state) {
 int main(int argc, char **argv) {
   const char *filter = argc > 1 ? argv[1] : NULL;
   int n = gradcase_count(), m = 0;
+  rlx_parallel_set_min_work(1);
   struct CMUnitTest *tests = calloc((size_t)n + 8, sizeof *tests);
   for (int i = 0; i < n; i++) {
     const grad_case *c = gradcase_get(i);

@@ -103,7 +103,7 @@ static void structural_errors(void **state) {
   assert_int_equal(rlx_compile(g, &bad, 1, NULL, &s), RLX_ERR_GRAPH);
   assert_contains(rlx_last_error(), "unknown node 7");
   assert_int_equal(rlx_compile(g, &x, 0, NULL, &s), RLX_ERR_INVALID_ARG);
-  rlx_compile_options junk = {(rlx_device)42, 0, 0};
+  rlx_compile_options junk = {(rlx_device)42, 0, 0, 0};
   assert_int_equal(rlx_compile(g, &x, 1, &junk, &s), RLX_ERR_INVALID_ARG);
   assert_null(s);
   rlx_graph_free(g);
@@ -193,7 +193,7 @@ static void session_runs_again_without_recompiling(void **state) {
   rlx_node flat = rlx_reshape(g, w, 1, (int32_t[]){-1}); /* a view of a param */
   rlx_node outs[2] = {y, flat};
   rlx_session *s = NULL;
-  rlx_compile_options unfused = {RLX_DEVICE_CPU, 1, 0};
+  rlx_compile_options unfused = {RLX_DEVICE_CPU, 1, 0, 0};
   assert_int_equal(rlx_compile(g, outs, 2, &unfused, &s), RLX_OK);
   rlx_graph_free(g); /* the session keeps what it needs */
   assert_int_equal(rlx_session_step_count(s), 2); /* matmul, relu; the reshape is a view */

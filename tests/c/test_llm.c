@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "../../src/core/pool.h"
 #include "rlx_models.h"
 
 #include "../../src/models/llm.h"
@@ -144,6 +145,49 @@ static void eval_splits_agree(void **state) {
     free(split);
     rlx_llm_free(m);
   }
+}
+
+/* A prompt of 40 ids in pieces (the prompt steps, 1-4 token steps), then
+ * three single-token steps, on 1, 2 and 3 threads: the logits after each
+ * piece bitwise the same (every parallel loop splits), for a K-quant, a
+ * Q8_0 model with xq8 and an f32 one. */
+static void logits_are_the_same_on_any_thread_count(void **state) {
+  (void)state;
+  const char *models[] = {SPM_MODEL, "build/lm/qwen2-q8_0.gguf", "build/lm/qwen3-f32.gguf"};
+  const size_t pieces[] = {17, 4, 3, 2, 9, 5, 1, 1, 1};
+  rlx_parallel_set_min_work(1);
+  for (int k = 0; k < 3; k++) {
+    float *logits[3] = {NULL};
+    size_t nv = 0;
+    for (int t = 0; t < 3; t++) {
+      rlx_llm_options opt = {.xq8 = k == 1, .threads = t + 1};
+      rlx_llm *m = NULL;
+      assert_int_equal(rlx_llm_open_file(models[k], &opt, &m), RLX_OK);
+      rlx_llm_info in;
+      rlx_llm_get_info(m, &in);
+      assert_int_equal(in.threads, t + 1);
+      nv = (size_t)in.n_vocab;
+      logits[t] = malloc(9 * nv * sizeof(float));
+      int32_t ids[48];
+      for (int i = 0; i < 48; i++) ids[i] = (i * 29 + 5) % in.n_vocab;
+      size_t at = 0;
+      for (int p = 0; p < 9; p++) {
+        assert_int_equal(rlx_llm_eval(m, ids + at, pieces[p], logits[t] + p * nv), RLX_OK);
+        at += pieces[p];
+      }
+      rlx_llm_free(m);
+    }
+    for (int t = 1; t < 3; t++)
+      if (memcmp(logits[t], logits[0], 9 * nv * sizeof(float)))
+        fail_msg("%s: logits on %d threads differ from 1 thread", models[k], t + 1);
+    for (int t = 0; t < 3; t++) free(logits[t]);
+  }
+  rlx_parallel_set_min_work(RLX_PARALLEL_MIN_WORK);
+  rlx_llm_options bad = {.threads = -2};
+  rlx_llm *m = NULL;
+  assert_int_equal(rlx_llm_open_file(SPM_MODEL, &bad, &m), RLX_ERR_INVALID_ARG);
+  assert_null(m);
+  assert_non_null(strstr(rlx_last_error(), "threads"));
 }
 
 /* xq8: the prompt steps (x rounded, then the GEMM) and the decode steps
@@ -569,7 +613,8 @@ static void allocation_failures(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(open_refusals),   cmocka_unit_test(info_and_tokens),
-      cmocka_unit_test(eval_splits_agree), cmocka_unit_test(context_limit_and_bad_ids),
+      cmocka_unit_test(eval_splits_agree), cmocka_unit_test(logits_are_the_same_on_any_thread_count),
+      cmocka_unit_test(context_limit_and_bad_ids),
       cmocka_unit_test(generation),      cmocka_unit_test(generator_steps),
       cmocka_unit_test(chosen_generator),  cmocka_unit_test(xq8_model),
       cmocka_unit_test(allocation_failures),

@@ -45,7 +45,7 @@ static rlx_session *step(rlx_llm *m, int32_t n, int fuse, int32_t *norms, int32_
   assert_int_equal(rlx_llm_build_step(m, n, fuse, &g, &logits), RLX_OK);
   *norms = count_op(g, RLX_OP_RMS_NORM);
   *ropes = count_op(g, RLX_OP_ROPE);
-  rlx_compile_options opt = {RLX_DEVICE_CPU, 0, 0};
+  rlx_compile_options opt = {RLX_DEVICE_CPU, 0, 0, 0};
   rlx_session *s = NULL;
   rlx_status st = rlx_compile(g, &logits, 1, &opt, &s);
   rlx_graph_free(g);

@@ -81,7 +81,7 @@ static rlx_session *compile_layer(int32_t S, model *m, float *kc, float *vc, int
   rlx_graph *g = layer(S, m);
   rlx_node out = rlx_graph_node_count(g) - 1;
   rlx_session *s = NULL;
-  rlx_compile_options opt = {RLX_DEVICE_CPU, skip_fusion, 1};
+  rlx_compile_options opt = {RLX_DEVICE_CPU, skip_fusion, 1, 0};
   assert_int_equal(rlx_compile(g, &out, 1, &opt, &s), RLX_OK);
   rlx_graph_free(g);
   assert_int_equal(rlx_session_bind_param(s, "wq", m->wq, (size_t)m->nq * 4), RLX_OK);
@@ -210,7 +210,7 @@ static void bind_param_refusals(void **state) {
   /* GPU sessions bind too (their executors upload the bound memory), with
    * the same checks. */
   for (int dev = RLX_DEVICE_WEBGPU; dev <= RLX_DEVICE_WEBGL; dev++) {
-    rlx_compile_options opt = {(rlx_device)dev, 1, 0};
+    rlx_compile_options opt = {(rlx_device)dev, 1, 0, 0};
     s = NULL;
     assert_int_equal(rlx_compile(g, &y, 1, &opt, &s), RLX_OK);
     assert_int_equal(rlx_session_bind_param(s, "weights", buf, 15), RLX_ERR_INVALID_ARG);
@@ -435,7 +435,7 @@ static void shape_rules_refuse(void **state) {
   rlx_node pos = rlx_input(g, "pos", 1, (int32_t[]){1}, RLX_I32);
   rlx_node y = rlx_op_node(g, RLX_OP_ATTENTION_KV, (rlx_node[]){q, k, k, kc, vc, pos}, 6, (int32_t[]){2}, 1,
                            (float[]){0.0f, 10000.0f}, 2);
-  rlx_compile_options opt = {RLX_DEVICE_WEBGPU, 1, 0};
+  rlx_compile_options opt = {RLX_DEVICE_WEBGPU, 1, 0, 0};
   rlx_session *s = NULL;
   assert_int_equal(rlx_compile(g, &y, 1, &opt, &s), RLX_ERR_UNSUPPORTED);
   assert_contains(rlx_last_error(), "attention_kv with rope rotates heads of up to 128 values in its kernel (D = 256)");

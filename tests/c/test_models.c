@@ -19,6 +19,7 @@
 #include "rlx_models.h"
 #include "../../src/models/cache.h"
 #include "../../src/models/vision.h" /* the build that also returns the param nodes */
+#include "../../src/core/pool.h"
 
 static const char *const slugs[4] = {"mnist-cnn", "mnist-mlp", "cifar-cnn", "resnet"};
 static const char *const aliases[4] = {"mnist_cnn", "mnist_mlp", "cifar_cnn", "resnet-cifar"};
@@ -240,6 +241,39 @@ static void mlp_loss_at_init_is_near_ln10(void **state) {
   assert_true(fabsf(loss - logf(10.0f)) < 0.3f);
   assert_memory_equal(p, before, info.param_flat_len * sizeof(float)); /* lr 0 moves nothing */
   free(p), free(before), free(x), free(labels);
+}
+
+/* Two training steps of each model on 1, 2 and 3 threads (RLX_THREADS, the
+ * default of the sessions rlx_vision_train_step makes; every parallel loop
+ * splits): losses and params bitwise the same. */
+static void training_steps_are_the_same_on_any_thread_count(void **state) {
+  (void)state;
+  const int32_t batch = 3;
+  rlx_parallel_set_min_work(1);
+  for (int m = 0; m < 4; m++) {
+    rlx_vision_info info = info_of(slugs[m]);
+    const size_t n = info.param_flat_len;
+    int32_t *labels;
+    float *x = synthetic(&info, 21, batch, &labels), *first = NULL, losses[3][2];
+    for (int t = 0; t < 3; t++) {
+      char text[4];
+      snprintf(text, sizeof text, "%d", t + 1);
+      setenv("RLX_THREADS", text, 1);
+      float *p = init_params(&info, 20);
+      for (int step = 0; step < 2; step++)
+        assert_int_equal(rlx_vision_train_step(info.slug, batch, x, labels, p, 0.05f, &losses[t][step]), RLX_OK);
+      if (!first) {
+        first = p;
+        continue;
+      }
+      if (memcmp(p, first, n * sizeof(float)) || memcmp(losses[t], losses[0], sizeof losses[0]))
+        fail_msg("%s: %d threads give other params or losses than 1", info.slug, t + 1);
+      free(p);
+    }
+    unsetenv("RLX_THREADS");
+    free(first), free(x), free(labels);
+  }
+  rlx_parallel_set_min_work(RLX_PARALLEL_MIN_WORK);
 }
 
 /* The gradient g of each model (rlx_grad_with_loss over the built graph)
@@ -612,6 +646,7 @@ int main(void) {
       cmocka_unit_test(init_is_deterministic_and_he_bounded),
       cmocka_unit_test(synthetic_batches_are_deterministic),
       cmocka_unit_test(mlp_loss_at_init_is_near_ln10),
+      cmocka_unit_test(training_steps_are_the_same_on_any_thread_count),
       cmocka_unit_test(model_gradients_match_a_directional_difference),
       cmocka_unit_test(sgd_lowers_the_loss_of_every_model),
       cmocka_unit_test(train_step_updates_params_and_reuses_its_session),

@@ -29,7 +29,7 @@ static void conv2d_refused_by_name_on_webgpu(void **state) {
   rlx_node y;
   rlx_graph *g = conv_graph(&y);
   assert_true(y != RLX_NO_NODE);
-  rlx_compile_options opt = {RLX_DEVICE_WEBGPU, 0, 0};
+  rlx_compile_options opt = {RLX_DEVICE_WEBGPU, 0, 0, 0};
   rlx_session *s = (rlx_session *)1;
   assert_int_equal(rlx_compile(g, &y, 1, &opt, &s), RLX_ERR_UNSUPPORTED);
   assert_null(s);
@@ -54,7 +54,7 @@ static void relu_compiles_on_webgpu(void **state) {
   rlx_graph *g = rlx_graph_new();
   const int32_t d[2] = {2, 3};
   rlx_node y = rlx_relu(g, rlx_input(g, "x", 2, d, RLX_F32));
-  rlx_compile_options opt = {RLX_DEVICE_WEBGPU, 0, 0};
+  rlx_compile_options opt = {RLX_DEVICE_WEBGPU, 0, 0, 0};
   rlx_session *s = NULL;
   assert_int_equal(rlx_compile(g, &y, 1, &opt, &s), RLX_OK);
   rlx_session_free(s);

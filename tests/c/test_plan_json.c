@@ -119,7 +119,7 @@ static const char *document(rlx_session *s, rlx_device d) {
 
 static void pin(rlx_device d, const char *backend) {
   char name[64];
-  rlx_compile_options opt = {d, 0, 0};
+  rlx_compile_options opt = {d, 0, 0, 0};
   /* inference */
   rlx_graph *g = rlx_graph_new();
   rlx_node w, y = small_model(g, &w);

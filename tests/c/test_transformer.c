@@ -283,7 +283,7 @@ static void attention_block_masks(void **state) {
       rlx_graph *g = rlx_graph_new();
       rlx_node y = build_block(g, c, NULL, NULL);
       rlx_session *s = NULL;
-      rlx_compile_options opt = {RLX_DEVICE_CPU, skip, 0};
+      rlx_compile_options opt = {RLX_DEVICE_CPU, skip, 0, 0};
       assert_int_equal(rlx_compile(g, &y, 1, &opt, &s), RLX_OK);
       if (!skip && (rlx_session_fused_count(s) != 1 || rlx_session_step_count(s) != 1))
         fail_msg("%s: %d fused nodes, %d steps (want one fused_attention)", c->name, (int)rlx_session_fused_count(s),
@@ -322,7 +322,7 @@ static void attention_block_needed_elsewhere(void **state) {
       outs[0] = build_block(g, c, &att, &q);
       outs[1] = which ? q : att;
       rlx_session *s = NULL;
-      rlx_compile_options opt = {RLX_DEVICE_CPU, skip, 0};
+      rlx_compile_options opt = {RLX_DEVICE_CPU, skip, 0, 0};
       assert_int_equal(rlx_compile(g, outs, 2, &opt, &s), RLX_OK);
       assert_int_equal(rlx_session_fused_count(s), 0);
       feed_block(s, c, &d);
@@ -366,7 +366,7 @@ static rlx_node build_epilogue(rlx_graph *g, int kind, rlx_node *add, rlx_node *
 /* Runs outs of an epilogue graph; returns the session (caller frees). */
 static rlx_session *run_epilogue(rlx_graph *g, const rlx_node *outs, int32_t n, int skip) {
   rlx_session *s = NULL;
-  rlx_compile_options opt = {RLX_DEVICE_CPU, skip, 0};
+  rlx_compile_options opt = {RLX_DEVICE_CPU, skip, 0, 0};
   assert_int_equal(rlx_compile(g, outs, n, &opt, &s), RLX_OK);
   const char *names[5] = {"x", "w", "b", "r", "w2"};
   for (int k = 0; k < 5; k++) {

@@ -43,7 +43,7 @@ static rlx_session *webgl_step(rlx_llm *m, int32_t n) {
   rlx_node logits;
   rlx_session *s = NULL;
   assert_int_equal(rlx_llm_build_step(m, n, 0, &g, &logits), RLX_OK);
-  rlx_compile_options opt = {RLX_DEVICE_WEBGL, 0, 1};
+  rlx_compile_options opt = {RLX_DEVICE_WEBGL, 0, 1, 0};
   rlx_status st = rlx_compile(g, &logits, 1, &opt, &s);
   rlx_graph_free(g);
   if (st != RLX_OK) fail_msg("compile for WebGL2: %s", rlx_last_error());

@@ -85,7 +85,7 @@ static void run_case(void **state) {
 /* ---- planner tests ------------------------------------------------------ */
 
 static rlx_session *compile_gl(rlx_graph *g, rlx_node *outs, int32_t n) {
-  rlx_compile_options opt = {RLX_DEVICE_WEBGL, 0, 1};
+  rlx_compile_options opt = {RLX_DEVICE_WEBGL, 0, 1, 0};
   rlx_session *s = NULL;
   assert_int_equal(rlx_compile(g, outs, n, &opt, &s), RLX_OK);
   return s;
@@ -253,7 +253,7 @@ static void check_lined_training(int32_t B) {
     int32_t axes[2] = {0, 1};
     rlx_node loss = rlx_reduce_sum(g, rlx_mul(g, h, h), axes, 2, 0);
     rlx_optimizer opt = {RLX_OPT_SGD, 0.01f, 0, 0, 0, 0, 0};
-    rlx_compile_options copt = {dev ? RLX_DEVICE_WEBGL : RLX_DEVICE_CPU, 0, 1};
+    rlx_compile_options copt = {dev ? RLX_DEVICE_WEBGL : RLX_DEVICE_CPU, 0, 1, 0};
     assert_int_equal(rlx_compile_train(g, loss, &w, 1, &opt, &copt, &sess[dev]), RLX_OK);
     assert_int_equal(rlx_session_set_param(sess[dev], "w", w0, K * N), RLX_OK);
     assert_int_equal(rlx_session_set_input(sess[dev], "x", xv, (size_t)B * K), RLX_OK);
@@ -417,7 +417,7 @@ static void missing_lowering_is_refused(void **state) {
   rlx_node y = rlx_op_node(g, RLX_OP_FUSED_MATMUL, (rlx_node[]){rlx_reshape(g, x, 2, (int32_t[]){2, 2}),
                                                                rlx_reshape(g, x, 2, (int32_t[]){2, 2})},
                            2, (int32_t[]){0, 0, 0, 0, 0}, 5, NULL, 0);
-  rlx_compile_options opt = {RLX_DEVICE_WEBGL, 0, 0};
+  rlx_compile_options opt = {RLX_DEVICE_WEBGL, 0, 0, 0};
   rlx_session *s = NULL;
   assert_int_equal(rlx_compile(g, &y, 1, &opt, &s), RLX_ERR_UNSUPPORTED);
   assert_null(s);
@@ -456,7 +456,7 @@ static void training_assignments(void **state) {
     rlx_node w = rlx_param(g, "w", 1, &one);
     rlx_node d = rlx_sub(g, rlx_mul(g, w, x), t), loss = rlx_mul(g, d, d);
     rlx_optimizer opt = {RLX_OPT_SGD, 0.1f, 0, 0, 0, 0, 0};
-    rlx_compile_options copt = {dev ? RLX_DEVICE_WEBGL : RLX_DEVICE_CPU, 0, 1};
+    rlx_compile_options copt = {dev ? RLX_DEVICE_WEBGL : RLX_DEVICE_CPU, 0, 1, 0};
     assert_int_equal(rlx_compile_train(g, loss, &w, 1, &opt, &copt, &sess[dev]), RLX_OK);
     float w0 = 0.5f, xv = 2.0f, tv = 3.0f;
     assert_int_equal(rlx_session_set_param(sess[dev], "w", &w0, 1), RLX_OK);
@@ -491,7 +491,7 @@ static rlx_status compile_run_and_plan(void) {
   rlx_node parts[3] = {rlx_gelu(g, x), rlx_mul(g, x, w), rlx_exp(g, x)};
   for (int i = 0; i < 3; i++) parts[i] = rlx_reshape(g, parts[i], 1, (int32_t[]){12});
   rlx_node y = rlx_concat(g, parts, 3, 0), z = rlx_narrow(g, y, 0, 4, n);
-  rlx_compile_options opt = {RLX_DEVICE_WEBGL, 0, 1};
+  rlx_compile_options opt = {RLX_DEVICE_WEBGL, 0, 1, 0};
   rlx_session *s = NULL;
   rlx_status st = rlx_compile(g, &z, 1, &opt, &s);
   rlx_graph_free(g);

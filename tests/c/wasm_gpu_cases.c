@@ -59,7 +59,7 @@ static void prepare(const op_case *c, gpu_case *r) {
   rlx_node out = c->build(g, c);
   const rlx_node_t *on = rlx_graph_node(g, out);
   r->op = on ? on->op : RLX_OP_COUNT;
-  rlx_compile_options copt = {RLX_DEVICE_CPU, 0, 0}, gopt = {RLX_DEVICE_WEBGPU, 1, 0};
+  rlx_compile_options copt = {RLX_DEVICE_CPU, 0, 0, 0}, gopt = {RLX_DEVICE_WEBGPU, 1, 0, 0};
   if ((r->cpu_status = rlx_compile(g, &out, 1, &copt, &cpu)) != RLX_OK) note(r->cpu_message, "compile");
   if ((r->gpu_status = rlx_compile(g, &out, 1, &gopt, &r->gpu)) != RLX_OK) note(r->gpu_message, "compile for WebGPU");
   if (r->cpu_status != RLX_OK) goto done;
@@ -207,7 +207,7 @@ EXPORT(gputrain_new) gpu_train *w_gputrain_new(int32_t model, int32_t batch, flo
   t->model = model;
   t->batch = batch;
   rlx_optimizer sgd = {RLX_OPT_SGD, lr, 0, 0, 0, 0, 0};
-  rlx_compile_options copt = {RLX_DEVICE_CPU, 0, 0}, gopt = {RLX_DEVICE_WEBGPU, 1, 0};
+  rlx_compile_options copt = {RLX_DEVICE_CPU, 0, 0, 0}, gopt = {RLX_DEVICE_WEBGPU, 1, 0, 0};
   for (int dev = 0; dev < 2; dev++) {
     rlx_graph *g = rlx_graph_new();
     rlx_node loss = RLX_NO_NODE, logits, params[64];

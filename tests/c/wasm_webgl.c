@@ -60,7 +60,7 @@ EXPORT(webgl_case_free) void w_free(webgl_case *w) {
 EXPORT(webgl_big_session) rlx_session *w_big_session(int32_t n, int32_t max_width) {
   rlx_graph *g = rlx_graph_new();
   rlx_node x = rlx_input(g, "x", 1, &n, RLX_F32), y = rlx_neg(g, x);
-  rlx_compile_options opt = {RLX_DEVICE_WEBGL, 0, 0};
+  rlx_compile_options opt = {RLX_DEVICE_WEBGL, 0, 0, 0};
   rlx_session *s = NULL;
   if (rlx_compile(g, &y, 1, &opt, &s) == RLX_OK && rlx_gl_prepare(s, max_width) == RLX_OK) {
     float *xs = malloc((size_t)n * sizeof(float));
@@ -85,7 +85,7 @@ EXPORT(webgl_train_session) rlx_session *w_train_session(int32_t device) {
   for (int32_t i = 1; i < n; i++) loss = rlx_add(g, loss, rlx_narrow(g, sq, 0, i, 1));
   rlx_node params[2] = {w, b};
   rlx_optimizer opt = {RLX_OPT_ADAM, 0.05f, 0, 0, 0, 0, 0};
-  rlx_compile_options copt = {device ? RLX_DEVICE_WEBGL : RLX_DEVICE_CPU, 0, 0};
+  rlx_compile_options copt = {device ? RLX_DEVICE_WEBGL : RLX_DEVICE_CPU, 0, 0, 0};
   rlx_session *s = NULL;
   if (rlx_compile_train(g, loss, params, 2, &opt, &copt, &s) == RLX_OK) {
     float xs[5] = {1, -2, 0.5f, 3, -1}, ts[5] = {2, -3, 1, 4, 0}, ws[5] = {0.1f, 0.2f, -0.3f, 0.4f, 0.5f};

@@ -28,7 +28,7 @@ rlx_status webgl_case_prepare(webgl_case *w, const op_case *c) {
   w->c = c;
   if (!(w->g = rlx_graph_new())) return fail(w, RLX_ERR_NO_MEMORY, "graph");
   rlx_node out = c->build(w->g, c);
-  rlx_compile_options cpu_opt = {RLX_DEVICE_CPU, 1, 0}, gl_opt = {RLX_DEVICE_WEBGL, 1, 1};
+  rlx_compile_options cpu_opt = {RLX_DEVICE_CPU, 1, 0, 0}, gl_opt = {RLX_DEVICE_WEBGL, 1, 1, 0};
   rlx_status st = rlx_compile(w->g, &out, 1, &cpu_opt, &w->cpu);
   if (st != RLX_OK) return fail(w, st, "compile for the CPU");
   if ((st = rlx_compile(w->g, &out, 1, &gl_opt, &w->gl)) != RLX_OK) {

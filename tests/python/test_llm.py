@@ -137,6 +137,21 @@ class LanguageModels(unittest.TestCase):
         self.assertEqual(lm.position, 128)
         lm.reset()
 
+    def test_threads(self):
+        # logits bitwise the same on 1 and 3 threads; info says the count;
+        # a bad count is refused naming it
+        ids = [(i * 29 + 5) % self.bpe.info.n_vocab for i in range(21)]
+        out = []
+        for t in (1, 3):
+            with rlx.load_gguf(fixture(BPE), n_ctx=64, threads=t) as lm:
+                self.assertEqual(lm.info.threads, t)
+                out.append([lm.eval(ids[:17]), lm.eval(ids[17:18]), lm.eval(ids[18:21])])
+        self.assertEqual(out[0], out[1])
+        self.assertGreaterEqual(self.bpe.info.threads, 1)
+        for bad in (-1, 100000):
+            self.assertRlx(rlx.RlxInvalidArgument, lambda: rlx.load_gguf(fixture(BPE), threads=bad), "threads")
+        self.assertRlx(rlx.RlxInvalidArgument, lambda: rlx.load_gguf(fixture(BPE), threads="two"), "threads")
+
     def test_greedy_generate_equals_cli(self):
         if not os.path.exists(CLI):
             self.skipTest("build/rlx is not built (make build/rlx)")

@@ -83,6 +83,30 @@ def small_graph():
 
 
 class TestGraphs(Case):
+    def test_threads(self):
+        # a product large enough to be split: the same bits on 1 and 3
+        # threads; bad counts refused with the reason
+        g = rlx.Graph()
+        a, b = g.input("a", (96, 200)), g.input("b", (200, 160))
+        y = (a @ b).tanh()
+        av = [((i * 7) % 13 - 6) / 7.0 for i in range(96 * 200)]
+        bv = [((i * 5) % 11 - 5) / 9.0 for i in range(200 * 160)]
+        outs = []
+        for t in (1, 3):
+            with g.compile(y, threads=t) as s:
+                s.set_input("a", av)
+                s.set_input("b", bv)
+                s.run()
+                outs.append(list(s.output(0)))
+        self.assertEqual(outs[0], outs[1])
+        for bad in (-1, 257):
+            with self.assertRaises(rlx.RlxInvalidArgument) as cm:
+                g.compile(y, threads=bad)
+            self.assertIn("threads", str(cm.exception))
+        with self.assertRaises(rlx.RlxError):
+            g.compile(y, threads=1.5)
+        g.close()
+
     def test_small_graph_matches_python(self):
         g, y = small_graph()
         self.assertEqual(y.shape, (2, 4))

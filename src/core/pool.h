@@ -1,0 +1,93 @@
+/* pool.h - the one parallel-for of the C core.  A kernel cuts its OUTPUT
+ * (rows, tiles, channels, heads) into fixed ranges and hands them to
+ * rlx_parallel_for; every element is computed by the same code whatever
+ * thread runs its range, and no reduction is ever split, so results are
+ * bitwise the same for any thread count.  Natively the ranges run on a
+ * pthread pool (pool.c); in wasm builds without threads (and with
+ * RLX_NO_THREADS) the parallel-for is this header's inline loop: one call
+ * of the task over the whole range, nothing else compiled in.
+ *
+ * The executor makes a session's pool current on its thread for a run
+ * (rlx_pool_use); kernels never see a pool, only rlx_parallel_for. */
+#ifndef RLX_CORE_POOL_H
+#define RLX_CORE_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlx.h"
+
+struct rlx_scratch;
+typedef struct rlx_pool rlx_pool;
+
+/* Runs items [begin, end) of the caller's loop.  ws: a workspace of the
+ * thread running the range (rlx_scratch_get on it; kept by the pool across
+ * calls), or the kernel's own scratch when the loop runs inline. */
+typedef void (*rlx_task_fn)(void *ctx, size_t begin, size_t end, struct rlx_scratch *ws);
+
+/* Largest thread count a session or model accepts. */
+#define RLX_MAX_THREADS 256
+
+/* Below this many units of work (about one multiply-add, or one element of
+ * an elementwise op, each) a parallel-for runs inline on the calling
+ * thread.  Measured with bench/pool_bench.c on a 2-core AMD EPYC: handing
+ * out and joining one loop costs about 4-8 us (workers woken from their
+ * spin, more when they sleep), the time of about 2^15 multiply-adds in the
+ * GEMM micro-kernels or 2^14 elements of a binary op; at 2^17 units the two
+ * threads beat one by 1.5x or more. */
+#define RLX_PARALLEL_MIN_WORK ((size_t)1 << 17)
+
+#if defined(__wasm__) || defined(RLX_NO_THREADS)
+
+static inline int32_t rlx_threads_default(void) { return 1; }
+static inline rlx_status rlx_pool_acquire(int32_t threads, rlx_pool **out) {
+  (void)threads;
+  *out = NULL;
+  return RLX_OK;
+}
+static inline void rlx_pool_release(rlx_pool *p) { (void)p; }
+static inline rlx_pool *rlx_pool_use(rlx_pool *p) { return p; }
+static inline int32_t rlx_parallel_threads(void) { return 1; }
+static inline void rlx_parallel_for(size_t n, size_t grain, size_t work, rlx_task_fn fn, void *ctx,
+                                    struct rlx_scratch *ws) {
+  (void)grain;
+  (void)work;
+  if (n) fn(ctx, 0, n, ws);
+}
+
+#else
+
+/* RLX_THREADS when set (1 .. RLX_MAX_THREADS), else the physical cores
+ * this process may run on (at least 1). */
+int32_t rlx_threads_default(void);
+/* A pool of `threads` threads in all (the caller counts as one), shared by
+ * every holder of the same count and started on its first acquire; *out is
+ * NULL for 1 thread.  threads 1 .. RLX_MAX_THREADS. */
+rlx_status rlx_pool_acquire(int32_t threads, rlx_pool **out);
+/* Drops one hold; the last one joins the pool's threads and frees it. */
+void rlx_pool_release(rlx_pool *p);
+/* RLX_PARALLEL_MIN_WORK, lowered by tests (to 1) so that tiny op cases
+ * split too. */
+void rlx_parallel_set_min_work(size_t units);
+/* Makes p the calling thread's pool (NULL: none) and returns the previous. */
+rlx_pool *rlx_pool_use(rlx_pool *p);
+/* Threads of the calling thread's pool (1 without one). */
+int32_t rlx_parallel_threads(void);
+/* fn over [0, n) in ranges whose bounds are multiples of grain (the last
+ * ends at n), spread over the current pool; inline (fn(ctx, 0, n, ws))
+ * without a pool, when the pool is busy (a nested loop, another session),
+ * or when n * work (work: units per item) is under RLX_PARALLEL_MIN_WORK.
+ * Returns once every range has run. */
+void rlx_parallel_for(size_t n, size_t grain, size_t work, rlx_task_fn fn, void *ctx, struct rlx_scratch *ws);
+
+#endif
+
+/* A range's failure, written from any thread into the loop's context (read
+ * by the caller once the loop returned). */
+static inline void rlx_task_failed(int *flag, int value) { __atomic_store_n(flag, value, __ATOMIC_RELAXED); }
+
+/* Checks a threads option (0: the default; else 1 .. RLX_MAX_THREADS) and
+ * gives the count to use, or an RLX_ERR_INVALID_ARG naming `who`. */
+rlx_status rlx_threads_resolve(int32_t threads, const char *who, int32_t *out);
+
+#endif
