@@ -39,6 +39,10 @@ typedef void (*rlx_task_fn)(void *ctx, size_t begin, size_t end, struct rlx_scra
 
 #if defined(__wasm__) || defined(RLX_NO_THREADS)
 
+/* 0 where every loop runs inline: code only a threaded build needs can be
+ * written as `if (RLX_THREADED && ...)` and vanishes from this one. */
+#define RLX_THREADED 0
+
 static inline int32_t rlx_threads_default(void) { return 1; }
 static inline rlx_status rlx_pool_acquire(int32_t threads, rlx_pool **out) {
   (void)threads;
@@ -56,6 +60,8 @@ static inline void rlx_parallel_for(size_t n, size_t grain, size_t work, rlx_tas
 }
 
 #else
+
+#define RLX_THREADED 1
 
 /* RLX_THREADS when set (1 .. RLX_MAX_THREADS), else the physical cores
  * this process may run on (at least 1). */
@@ -81,6 +87,10 @@ int32_t rlx_parallel_threads(void);
 void rlx_parallel_for(size_t n, size_t grain, size_t work, rlx_task_fn fn, void *ctx, struct rlx_scratch *ws);
 
 #endif
+
+/* Elements per range of a large elementwise op: whole vector blocks, and
+ * enough work per range to pay for handing it out. */
+#define RLX_ELEMENTWISE_GRAIN 4096
 
 /* A range's failure, written from any thread into the loop's context (read
  * by the caller once the loop returned). */

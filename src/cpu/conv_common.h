@@ -66,4 +66,22 @@ int32_t rlx_conv_last_band(const conv_geom *g, int32_t band);
 size_t rlx_conv_workspace(rlx_scratch *scratch, size_t cols_bytes, const rlx_gemm_args *gemms, int32_t n,
                           float **cols, rlx_scratch *gemm);
 
+/* One loop of a conv kernel over the thread pool (src/core/pool.h): the
+ * geometry, two operands (x and w, dy and w, x and dy), the output, and
+ * for image ranges the function that computes images [n0, n1) with a
+ * workspace. */
+typedef rlx_status (*rlx_conv_images_fn)(const conv_geom *g, const float *a, const float *b, float *out, int32_t n0,
+                                         int32_t n1, rlx_scratch *ws);
+typedef struct {
+  const conv_geom *g;
+  const float *a, *b;
+  float *out;
+  rlx_conv_images_fn images;
+  int failed; /* a range's status */
+} rlx_conv_loop;
+/* The pool's task over images: l->images on [n0, n1). */
+void rlx_conv_images_range(void *ctx, size_t n0, size_t n1, rlx_scratch *ws);
+/* RLX_OK, or the error of a failed range named for `what`. */
+rlx_status rlx_conv_loop_status(const rlx_conv_loop *l, const char *what);
+
 #endif

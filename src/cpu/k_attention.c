@@ -15,9 +15,13 @@
  * of -inf everywhere) outputs zeros rather than NaN.
  *
  * rlx_gemm would be faster for long sequences, but the score buffer lives in
- * the same scratch that rlx_gemm uses for its packing buffers. */
+ * the same scratch that rlx_gemm uses for its packing buffers.
+ *
+ * The (batch, head) pairs are spread over the thread pool (src/core/pool.h),
+ * each range with its own key block and scores. */
 #include <math.h>
 #include <string.h>
+#include "../core/pool.h"
 #include "kernels.h"
 #include "seq_shared.h"
 #include "row_math.h"
@@ -150,6 +154,48 @@ static void attn_block(int nq, const attn_head *p, int32_t i0, const float *q, f
     if (inv[r] == 0.0f) memset(rows[r], 0, sizeof(float) * (size_t)p->Dv);
 }
 
+/* The heads' loop: the shared head description, the tensors, the mask. */
+typedef struct {
+  const attn_head *p;
+  const float *q, *k, *v, *mask;
+  float *y, scale;
+  int32_t H;
+  size_t bias_stride[4];
+  int failed;
+} attn_heads;
+
+/* (batch, head) pairs [b0, e) of the B * H, pair b * H + h, with the
+ * transposed keys, scores and a block of q rows in ws. */
+static void attn_head_range(void *ctx, size_t b0, size_t e, rlx_scratch *ws) {
+  attn_heads *l = ctx;
+  attn_head p = *l->p;
+  size_t kt_floats = (size_t)p.D * p.sk8, s_floats = (size_t)QB * p.sk8, qs_floats = (size_t)QB * p.D;
+  float *kt = (float *)rlx_scratch_get(ws, (kt_floats + s_floats + qs_floats) * sizeof(float));
+  if (!kt) {
+    rlx_task_failed(&l->failed, 1);
+    return;
+  }
+  float *s = kt + kt_floats, *qs = s + s_floats;
+  size_t q_head = (size_t)p.Sq * p.D, k_head = (size_t)p.Sk * p.D, v_head = (size_t)p.Sk * p.Dv;
+  size_t y_head = (size_t)p.Sq * p.Dv;
+  for (size_t bh = b0; bh < e; bh++) {
+    const size_t b = bh / (size_t)l->H, h = bh % (size_t)l->H;
+    const float *q = l->q + bh * q_head, *k = l->k + bh * k_head, *v = l->v + bh * v_head;
+    float *y = l->y + bh * y_head;
+    if (l->mask && p.kind == RLX_MASK_PADDING) p.pad = l->mask + b * p.Sk;
+    if (l->mask && p.kind == RLX_MASK_BIAS) p.bias = l->mask + b * l->bias_stride[0] + h * l->bias_stride[1];
+    for (int32_t d = 0; d < p.D; d++) {
+      float *row = kt + (size_t)d * p.sk8;
+      for (int32_t j = 0; j < p.Sk; j++) row[j] = k[(size_t)j * p.D + d];
+      for (size_t j = (size_t)p.Sk; j < p.sk8; j++) row[j] = 0.0f;
+    }
+    int32_t i = 0;
+    for (; i + QB <= p.Sq; i += QB)
+      attn_block(QB, &p, i, q + (size_t)i * p.D, l->scale, kt, v, qs, s, y + (size_t)i * p.Dv);
+    for (; i < p.Sq; i++) attn_block(1, &p, i, q + (size_t)i * p.D, l->scale, kt, v, qs, s, y + (size_t)i * p.Dv);
+  }
+}
+
 /* q[B,H,Sq,D], k[B,H,Sk,D], v[B,H,Sk,Dv] (, mask) -> y[B,H,Sq,Dv];
  * attributes mask, window, scale (<= 0: 1/sqrt(D));
  * mask: PADDING [B,Sk] nonzero = keep, BIAS additive, broadcast to [B,H,Sq,Sk] */
@@ -175,29 +221,10 @@ rlx_status rlx_cpu_attention(const rlx_kargs *a) {
     p.bias_sj = bias_stride[3];
   }
 
-  size_t kt_floats = (size_t)p.D * p.sk8, s_floats = (size_t)QB * p.sk8, qs_floats = (size_t)QB * p.D;
-  float *kt = (float *)rlx_scratch_get(a->scratch, (kt_floats + s_floats + qs_floats) * sizeof(float));
-  if (!kt) return rlx_error(RLX_ERR_NO_MEMORY, "attention: no memory for a %d x %d key block", p.D, p.Sk);
-  float *s = kt + kt_floats, *qs = s + s_floats;
-
-  const float *q = a->in[0], *k = a->in[1], *v = a->in[2];
-  float *y = a->out;
-  size_t q_head = (size_t)p.Sq * p.D, k_head = (size_t)p.Sk * p.D, v_head = (size_t)p.Sk * p.Dv;
-  size_t y_head = (size_t)p.Sq * p.Dv;
-  for (int32_t b = 0; b < B; b++) {
-    if (mask && p.kind == RLX_MASK_PADDING) p.pad = mask + (size_t)b * p.Sk;
-    for (int32_t h = 0; h < H; h++, q += q_head, k += k_head, v += v_head, y += y_head) {
-      if (mask && p.kind == RLX_MASK_BIAS) p.bias = mask + (size_t)b * bias_stride[0] + (size_t)h * bias_stride[1];
-      for (int32_t d = 0; d < p.D; d++) {
-        float *row = kt + (size_t)d * p.sk8;
-        for (int32_t j = 0; j < p.Sk; j++) row[j] = k[(size_t)j * p.D + d];
-        for (size_t j = (size_t)p.Sk; j < p.sk8; j++) row[j] = 0.0f;
-      }
-      int32_t i = 0;
-      for (; i + QB <= p.Sq; i += QB)
-        attn_block(QB, &p, i, q + (size_t)i * p.D, scale, kt, v, qs, s, y + (size_t)i * p.Dv);
-      for (; i < p.Sq; i++) attn_block(1, &p, i, q + (size_t)i * p.D, scale, kt, v, qs, s, y + (size_t)i * p.Dv);
-    }
-  }
+  attn_heads l = {&p, a->in[0], a->in[1], a->in[2], mask, a->out, scale, H, {0}, 0};
+  memcpy(l.bias_stride, bias_stride, sizeof bias_stride);
+  const size_t macs = (size_t)p.Sq * p.Sk * (size_t)(p.D + p.Dv); /* per head */
+  rlx_parallel_for((size_t)B * H, 1, macs, attn_head_range, &l, a->scratch);
+  if (l.failed) return rlx_error(RLX_ERR_NO_MEMORY, "attention: no memory for a %d x %d key block", p.D, p.Sk);
   return RLX_OK;
 }

@@ -4,12 +4,64 @@
  * before reading them, so a prompt run and the token runs after it share
  * one cache.  Scores are f32, softmax with the row max subtracted.  With
  * rope, q and k are rotated first as the rope kernel does (k_rope.c's
- * table and rows), so the cache holds rotated keys. */
+ * table and rows), so the cache holds rotated keys.  The rows (s, h) of
+ * the output are spread over the thread pool (src/core/pool.h), each with
+ * its own scores. */
 #include <math.h>
 #include <string.h>
 
+#include "../core/pool.h"
 #include "kernels.h"
 #include "seq_shared.h"
+
+/* The rows' loop: the (rotated) q, the caches, the sizes. */
+typedef struct {
+  const float *q, *kc, *vc;
+  float *out, scale;
+  size_t hq, S, D, Dv, C, group, pos, live;
+  int failed;
+} kv_rows;
+
+/* Output rows [b, e) of the S * Hq, row s * Hq + h; scores [C] and sums
+ * [Dv] in ws. */
+static void kv_row_range(void *ctx, size_t b, size_t e, rlx_scratch *ws) {
+  kv_rows *r = ctx;
+  const size_t C = r->C, D = r->D, Dv = r->Dv, S = r->S;
+  float *scores = rlx_scratch_get(ws, (C + Dv) * sizeof(float));
+  if (!scores) {
+    rlx_task_failed(&r->failed, 1);
+    return;
+  }
+  float *acc = scores + C;
+  for (size_t row = b; row < e; row++) {
+    const size_t s = row / r->hq, h = row % r->hq;
+    float *o = r->out + row * Dv;
+    if (s >= r->live) {
+      memset(o, 0, Dv * sizeof(float));
+      continue;
+    }
+    size_t n_keys = r->pos + s + 1, g = h / r->group;
+    const float *qr = r->q + (h * S + s) * D, *kh = r->kc + g * C * D, *vh = r->vc + g * C * Dv;
+    float mx = -INFINITY;
+    for (size_t j = 0; j < n_keys; j++) {
+      const float *kr = kh + j * D;
+      float dot = 0.0f;
+      for (size_t i = 0; i < D; i++) dot += qr[i] * kr[i];
+      scores[j] = dot * r->scale;
+      if (scores[j] > mx) mx = scores[j];
+    }
+    float sum = 0.0f;
+    for (size_t i = 0; i < Dv; i++) acc[i] = 0.0f;
+    for (size_t j = 0; j < n_keys; j++) {
+      float ex = expf(scores[j] - mx);
+      const float *vr = vh + j * Dv;
+      sum += ex;
+      for (size_t i = 0; i < Dv; i++) acc[i] += ex * vr[i];
+    }
+    float inv = 1.0f / sum;
+    for (size_t i = 0; i < Dv; i++) o[i] = acc[i] * inv;
+  }
+}
 
 /* (q[Hq, S, D], k[Hkv, S, D], v[Hkv, S, Dv], k_cache[Hkv, C, D],
  * v_cache[Hkv, C, Dv], pos[1] i32) -> out[S, Hq, Dv].  For s < S with
@@ -37,7 +89,7 @@ rlx_status rlx_cpu_attention_kv(const rlx_kargs *a) {
   const size_t rot = rope ? S * D + hq * S * D : 0;
   float *scores = rlx_scratch_get(a->scratch, (C + Dv + rot) * sizeof(float));
   if (!scores) return rlx_error(RLX_ERR_NO_MEMORY, "attention_kv: no memory for a row of %zu scores", C);
-  float *acc = scores + C, *table = acc + Dv;
+  float *table = scores + C + Dv;
   if (rope) {
     float *q_rot = table + S * D;
     rlx_rope_table(table, S, D, (double)ATTR_F(a->node, ATTENTION_KV, THETA), (double)pos, 1.0);
@@ -56,33 +108,9 @@ rlx_status rlx_cpu_attention_kv(const rlx_kargs *a) {
       memmove(vc + (h * C + p) * Dv, v + (h * S + s) * Dv, Dv * sizeof(float));
     }
 
-  for (size_t s = 0; s < S; s++)
-    for (size_t h = 0; h < hq; h++) {
-      float *o = out + (s * hq + h) * Dv;
-      if (s >= live) {
-        memset(o, 0, Dv * sizeof(float));
-        continue;
-      }
-      size_t n_keys = (size_t)pos + s + 1, g = h / group;
-      const float *qr = q + (h * S + s) * D, *kh = kc + g * C * D, *vh = vc + g * C * Dv;
-      float mx = -INFINITY;
-      for (size_t j = 0; j < n_keys; j++) {
-        const float *kr = kh + j * D;
-        float dot = 0.0f;
-        for (size_t i = 0; i < D; i++) dot += qr[i] * kr[i];
-        scores[j] = dot * scale;
-        if (scores[j] > mx) mx = scores[j];
-      }
-      float sum = 0.0f;
-      for (size_t i = 0; i < Dv; i++) acc[i] = 0.0f;
-      for (size_t j = 0; j < n_keys; j++) {
-        float e = expf(scores[j] - mx);
-        const float *vr = vh + j * Dv;
-        sum += e;
-        for (size_t i = 0; i < Dv; i++) acc[i] += e * vr[i];
-      }
-      float inv = 1.0f / sum;
-      for (size_t i = 0; i < Dv; i++) o[i] = acc[i] * inv;
-    }
+  kv_rows r = {q, kc, vc, out, scale, hq, S, D, Dv, C, group, (size_t)pos, live, 0};
+  rlx_scratch row_ws = {scores, (C + Dv) * sizeof(float)}; /* the rows' buffers when the loop runs inline */
+  rlx_parallel_for(S * hq, 1, ((size_t)pos + S) * (D + Dv), kv_row_range, &r, &row_ws);
+  if (r.failed) return rlx_error(RLX_ERR_NO_MEMORY, "attention_kv: no memory for a row of %zu scores", C);
   return RLX_OK;
 }

@@ -9,8 +9,11 @@
  *    input planes themselves as cols.
  *  - direct: each output plane accumulates weight * shifted input rows.
  *    Used for depthwise-like convs (one or two outputs per group, few taps),
- *    where unfolding costs more than the thin product it feeds. */
+ *    where unfolding costs more than the thin product it feeds.
+ * The thread pool (src/core/pool.h) takes whole images (GEMM; one image:
+ * the GEMMs split C themselves) or whole output planes (direct). */
 #include <string.h>
+#include "../core/pool.h"
 #include "conv_common.h"
 
 static conv_geom conv_geom_of(const rlx_kargs *a) {
@@ -40,8 +43,9 @@ static rlx_gemm_args forward_gemm(const conv_geom *g, const float *wg, const flo
   return ga;
 }
 
-/* x[N,C,H,W], w[O,C/g,KH,KW] -> y[N,O,OH,OW] through im2col + GEMM. */
-static rlx_status conv_gemm(const conv_geom *g, const float *x, const float *w, float *y,
+/* Images [n0, n1) of x[N,C,H,W], w[O,C/g,KH,KW] -> y[N,O,OH,OW] through
+ * im2col + GEMM, the columns and the GEMM's packing in scratch. */
+static rlx_status conv_gemm(const conv_geom *g, const float *x, const float *w, float *y, int32_t n0, int32_t n1,
                             rlx_scratch *scratch) {
   const int32_t kdim = g->Cg * g->KH * g->KW;
   const size_t in_plane = (size_t)g->H * g->W, out_plane = (size_t)g->OH * g->OW;
@@ -60,7 +64,7 @@ static rlx_status conv_gemm(const conv_geom *g, const float *x, const float *w, 
     if (!cols) return rlx_error(RLX_ERR_NO_MEMORY, "conv2d: no memory for im2col (%zu bytes)", bytes);
     gs = &gemm_scratch;
   }
-  for (int32_t n = 0; n < g->N; n++) {
+  for (int32_t n = n0; n < n1; n++) {
     for (int32_t grp = 0; grp < g->groups; grp++) {
       const float *xg = x + ((size_t)n * g->C + (size_t)grp * g->Cg) * in_plane;
       const float *wg = w + (size_t)grp * g->Og * kdim;
@@ -77,33 +81,37 @@ static rlx_status conv_gemm(const conv_geom *g, const float *x, const float *w, 
   return RLX_OK;
 }
 
-/* x[N,C,H,W], w[O,C/g,KH,KW] -> y[N,O,OH,OW], one output plane at a time:
- * plane += w[o,c,kh,kw] * (input plane c shifted by the tap), over the
- * outputs whose tap lands inside the input. */
-static void conv_direct(const conv_geom *g, const float *x, const float *w, float *y) {
+/* x[N,C,H,W], w[O,C/g,KH,KW] -> y[N,O,OH,OW], output planes [b, e) of
+ * the N * O: plane += w[o,c,kh,kw] * (input plane c shifted by the tap),
+ * over the outputs whose tap lands inside the input. */
+static void direct_planes(void *ctx, size_t b, size_t e, rlx_scratch *ws) {
+  (void)ws;
+  const rlx_conv_loop *l = ctx;
+  const conv_geom *g = l->g;
+  const float *x = l->a, *w = l->b;
+  float *y = l->out;
   const size_t in_plane = (size_t)g->H * g->W, out_plane = (size_t)g->OH * g->OW;
-  for (int32_t n = 0; n < g->N; n++) {
-    for (int32_t o = 0; o < g->O; o++) {
-      const int32_t grp = o / g->Og;
-      float *yp = y + ((size_t)n * g->O + o) * out_plane;
-      memset(yp, 0, out_plane * sizeof(float));
-      for (int32_t c = 0; c < g->Cg; c++) {
-        const float *xc = x + ((size_t)n * g->C + (size_t)grp * g->Cg + c) * in_plane;
-        const float *wc = w + ((size_t)o * g->Cg + c) * g->KH * g->KW;
-        for (int32_t kh = 0; kh < g->KH; kh++) {
-          const int32_t off_h = kh * g->dh - g->ph;
-          int32_t oh0, oh1;
-          rlx_conv_valid_range(off_h, g->sh, g->H, g->OH, &oh0, &oh1);
-          if (oh0 == oh1) continue;
-          for (int32_t kw = 0; kw < g->KW; kw++) {
-            const int32_t off_w = kw * g->dw - g->pw;
-            int32_t ow0, ow1;
-            rlx_conv_valid_range(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
-            if (ow0 == ow1) continue;
-            const size_t x_first = (size_t)(oh0 * g->sh + off_h) * g->W + (size_t)(ow0 * g->sw + off_w);
-            rlx_conv_region_axpy(yp + (size_t)oh0 * g->OW + ow0, (size_t)g->OW, 1, xc + x_first,
-                                 (size_t)g->sh * g->W, g->sw, wc[kh * g->KW + kw], oh1 - oh0, ow1 - ow0);
-          }
+  for (size_t plane = b; plane < e; plane++) {
+    const int32_t n = (int32_t)(plane / (size_t)g->O), o = (int32_t)(plane % (size_t)g->O);
+    const int32_t grp = o / g->Og;
+    float *yp = y + ((size_t)n * g->O + o) * out_plane;
+    memset(yp, 0, out_plane * sizeof(float));
+    for (int32_t c = 0; c < g->Cg; c++) {
+      const float *xc = x + ((size_t)n * g->C + (size_t)grp * g->Cg + c) * in_plane;
+      const float *wc = w + ((size_t)o * g->Cg + c) * g->KH * g->KW;
+      for (int32_t kh = 0; kh < g->KH; kh++) {
+        const int32_t off_h = kh * g->dh - g->ph;
+        int32_t oh0, oh1;
+        rlx_conv_valid_range(off_h, g->sh, g->H, g->OH, &oh0, &oh1);
+        if (oh0 == oh1) continue;
+        for (int32_t kw = 0; kw < g->KW; kw++) {
+          const int32_t off_w = kw * g->dw - g->pw;
+          int32_t ow0, ow1;
+          rlx_conv_valid_range(off_w, g->sw, g->W, g->OW, &ow0, &ow1);
+          if (ow0 == ow1) continue;
+          const size_t x_first = (size_t)(oh0 * g->sh + off_h) * g->W + (size_t)(ow0 * g->sw + off_w);
+          rlx_conv_region_axpy(yp + (size_t)oh0 * g->OW + ow0, (size_t)g->OW, 1, xc + x_first,
+                               (size_t)g->sh * g->W, g->sw, wc[kh * g->KW + kw], oh1 - oh0, ow1 - ow0);
         }
       }
     }
@@ -125,9 +133,12 @@ static int conv_prefers_direct(const conv_geom *g) {
  * iattr = {stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups}. */
 rlx_status rlx_cpu_conv2d(const rlx_kargs *a) {
   const conv_geom g = conv_geom_of(a);
+  rlx_conv_loop l = {&g, a->in[0], a->in[1], a->out, conv_gemm, 0};
+  const size_t macs_per_plane = (size_t)g.Cg * g.KH * g.KW * g.OH * g.OW;
   if (conv_prefers_direct(&g)) {
-    conv_direct(&g, a->in[0], a->in[1], a->out);
+    rlx_parallel_for((size_t)g.N * g.O, 1, macs_per_plane, direct_planes, &l, NULL);
     return RLX_OK;
   }
-  return conv_gemm(&g, a->in[0], a->in[1], a->out, a->scratch);
+  rlx_parallel_for((size_t)g.N, 1, macs_per_plane * g.O, rlx_conv_images_range, &l, a->scratch);
+  return rlx_conv_loop_status(&l, "conv2d");
 }

@@ -12,8 +12,12 @@
  *  - direct: shifted rows of dy times a weight tap are added into dx, and
  *    each weight tap is a dot product of dy with shifted rows of x.  Used
  *    for depthwise-like convs (see input_prefers_direct and
- *    weight_prefers_direct). */
+ *    weight_prefers_direct).
+ * On the thread pool (src/core/pool.h): dx by whole images (one image: the
+ * GEMMs split their C), dw direct by output channel; dw through the GEMM
+ * sums over images, so only each GEMM splits (over dw's rows or columns). */
 #include <string.h>
+#include "../core/pool.h"
 #include "conv_common.h"
 
 /* Direct loops for dx when a group has at most two output channels and
@@ -85,9 +89,10 @@ static rlx_gemm_args input_gemm(const conv_geom *g, const float *wg, const float
   return ga;
 }
 
-/* dy[N,O,OH,OW], w[O,C/g,KH,KW] -> dx[N,C,H,W] through GEMM + col2im. */
-static rlx_status grad_input_gemm(const conv_geom *g, const float *dy, const float *w, float *dx,
-                                  rlx_scratch *scratch) {
+/* dy[N,O,OH,OW], w[O,C/g,KH,KW] -> dx[N,C,H,W] through GEMM + col2im, for
+ * images [n0, n1). */
+static rlx_status grad_input_gemm(const conv_geom *g, const float *dy, const float *w, float *dx, int32_t n0,
+                                  int32_t n1, rlx_scratch *scratch) {
   const int32_t kdim = g->Cg * g->KH * g->KW;
   const size_t in_plane = (size_t)g->H * g->W, out_plane = (size_t)g->OH * g->OW;
   const int pointwise = rlx_conv_is_pointwise(g);
@@ -104,9 +109,10 @@ static rlx_status grad_input_gemm(const conv_geom *g, const float *dy, const flo
     if (!dcols)
       return rlx_error(RLX_ERR_NO_MEMORY, "conv2d_grad_input: no memory for columns (%zu bytes)", bytes);
     gs = &gemm_scratch;
-    memset(dx, 0, (size_t)g->N * g->C * in_plane * sizeof(float)); /* col2im accumulates */
+    /* col2im accumulates */
+    memset(dx + (size_t)n0 * g->C * in_plane, 0, (size_t)(n1 - n0) * g->C * in_plane * sizeof(float));
   }
-  for (int32_t n = 0; n < g->N; n++) {
+  for (int32_t n = n0; n < n1; n++) {
     for (int32_t grp = 0; grp < g->groups; grp++) {
       const float *dyg = dy + ((size_t)n * g->O + (size_t)grp * g->Og) * out_plane;
       const float *wg = w + (size_t)grp * g->Og * kdim;
@@ -123,13 +129,18 @@ static rlx_status grad_input_gemm(const conv_geom *g, const float *dy, const flo
   return RLX_OK;
 }
 
-/* dy[N,O,OH,OW], w[O,C/g,KH,KW] -> dx[N,C,H,W], one output-gradient plane
- * at a time: dx plane c += w[o,c,kh,kw] * (dy plane o shifted by the tap),
- * over the outputs whose tap lands inside the input. */
-static void grad_input_direct(const conv_geom *g, const float *dy, const float *w, float *dx) {
+/* dy[N,O,OH,OW], w[O,C/g,KH,KW] -> dx[N,C,H,W] for images [n0, n1), one
+ * output-gradient plane at a time: dx plane c += w[o,c,kh,kw] * (dy plane
+ * o shifted by the tap), over the outputs whose tap lands inside the input. */
+static void input_direct_images(void *ctx, size_t n0, size_t n1, rlx_scratch *ws) {
+  (void)ws;
+  const rlx_conv_loop *l = ctx;
+  const conv_geom *g = l->g;
+  const float *dy = l->a, *w = l->b;
+  float *dx = l->out;
   const size_t in_plane = (size_t)g->H * g->W, out_plane = (size_t)g->OH * g->OW;
-  memset(dx, 0, (size_t)g->N * g->C * in_plane * sizeof(float));
-  for (int32_t n = 0; n < g->N; n++) {
+  memset(dx + n0 * g->C * in_plane, 0, (n1 - n0) * g->C * in_plane * sizeof(float));
+  for (size_t n = n0; n < n1; n++) {
     for (int32_t o = 0; o < g->O; o++) {
       const int32_t grp = o / g->Og;
       const float *dyp = dy + ((size_t)n * g->O + o) * out_plane;
@@ -160,11 +171,11 @@ static void grad_input_direct(const conv_geom *g, const float *dy, const float *
 rlx_status rlx_cpu_conv2d_grad_input(const rlx_kargs *a) {
   const conv_geom g = rlx_conv_geom(a->node->shape.dims, a->in_node[1]->shape.dims,
                                     a->in_node[0]->shape.dims, a->node->iattr);
-  if (input_prefers_direct(&g)) {
-    grad_input_direct(&g, a->in[0], a->in[1], a->out);
-    return RLX_OK;
-  }
-  return grad_input_gemm(&g, a->in[0], a->in[1], a->out, a->scratch);
+  rlx_conv_loop l = {&g, a->in[0], a->in[1], a->out, grad_input_gemm, 0};
+  const size_t macs = (size_t)g.O * g.Cg * g.KH * g.KW * g.OH * g.OW; /* per image */
+  rlx_parallel_for((size_t)g.N, 1, macs, input_prefers_direct(&g) ? input_direct_images : rlx_conv_images_range, &l,
+                   a->scratch);
+  return rlx_conv_loop_status(&l, "conv2d_grad_input");
 }
 
 /* ---- gradient with respect to the weight ---- */
@@ -230,12 +241,18 @@ static rlx_status grad_weight_gemm(const conv_geom *g, const float *x, const flo
   return RLX_OK;
 }
 
-/* x[N,C,H,W], dy[N,O,OH,OW] -> dw[O,C/g,KH,KW]: each tap is the dot
- * product of dy plane o with input plane c shifted by the tap (over the
- * outputs whose tap lands inside the input), summed over images. */
-static void grad_weight_direct(const conv_geom *g, const float *x, const float *dy, float *dw) {
+/* x[N,C,H,W], dy[N,O,OH,OW] -> dw[O,C/g,KH,KW] for output channels
+ * [o0, o1): each tap is the dot product of dy plane o with input plane c
+ * shifted by the tap (over the outputs whose tap lands inside the input),
+ * summed over images. */
+static void weight_direct_channels(void *ctx, size_t o0, size_t o1, rlx_scratch *ws) {
+  (void)ws;
+  const rlx_conv_loop *l = ctx;
+  const conv_geom *g = l->g;
+  const float *x = l->a, *dy = l->b;
+  float *dw = l->out;
   const size_t in_plane = (size_t)g->H * g->W, out_plane = (size_t)g->OH * g->OW;
-  for (int32_t o = 0; o < g->O; o++) {
+  for (int32_t o = (int32_t)o0; o < (int32_t)o1; o++) {
     const int32_t grp = o / g->Og;
     for (int32_t c = 0; c < g->Cg; c++) {
       float *dwc = dw + ((size_t)o * g->Cg + c) * g->KH * g->KW;
@@ -271,7 +288,9 @@ rlx_status rlx_cpu_conv2d_grad_weight(const rlx_kargs *a) {
   const conv_geom g = rlx_conv_geom(a->in_node[0]->shape.dims, a->node->shape.dims,
                                     a->in_node[1]->shape.dims, a->node->iattr);
   if (weight_prefers_direct(&g)) {
-    grad_weight_direct(&g, a->in[0], a->in[1], a->out);
+    rlx_conv_loop l = {&g, a->in[0], a->in[1], a->out, NULL, 0};
+    const size_t macs = (size_t)g.N * g.Cg * g.KH * g.KW * g.OH * g.OW; /* per output channel */
+    rlx_parallel_for((size_t)g.O, 1, macs, weight_direct_channels, &l, NULL);
     return RLX_OK;
   }
   return grad_weight_gemm(&g, a->in[0], a->in[1], a->out, a->scratch);

@@ -19,6 +19,7 @@
  * below). */
 #include <math.h>
 
+#include "../core/pool.h"
 #include "../core/subops.h"
 #include "fast_math.h"
 #include "kernels.h"
@@ -67,11 +68,28 @@ NOINLINE static void fill(float *restrict buf, float v, size_t n) {
  * (innermost stride 1) in place, a broadcast one (stride 0) from a buffer;
  * with y broadcast and x dense, vs (when the op has one) reads y's value
  * directly. */
+typedef struct {
+  binary_loop loop;
+  const float *x, *y;
+  float *o;
+} binary_ranges;
+
+static void binary_range(void *ctx, size_t b, size_t e, rlx_scratch *ws) {
+  (void)ws;
+  const binary_ranges *r = ctx;
+  r->loop(r->x + b, r->y + b, r->o + b, e - b);
+}
+
 static rlx_status binary_run(const rlx_kargs *a, binary_loop loop, binary_loop vs) {
   size_t dims[RLX_MAX_RANK], strides[2][RLX_MAX_RANK];
   int32_t rank = broadcast_plan(a, 2, dims, strides);
   size_t n = dims[rank - 1], rows = outer_count(rank, dims), first = n < CHUNK ? n : CHUNK;
   int x_dense = strides[0][rank - 1] != 0, y_dense = strides[1][rank - 1] != 0;
+  if (RLX_THREADED && rows == 1 && x_dense && y_dense) { /* same shapes: ranges over the thread pool */
+    const binary_ranges r = {loop, a->in[0], a->in[1], a->out};
+    rlx_parallel_for(n, RLX_ELEMENTWISE_GRAIN, 4, binary_range, (void *)&r, NULL);
+    return RLX_OK;
+  }
   size_t idx[RLX_MAX_RANK] = {0}, offs[2] = {0, 0};
   float xb[CHUNK], yb[CHUNK], *o = a->out;
   for (size_t row = 0; row < rows; row++, o += n) {

@@ -4,6 +4,7 @@
  * zero keep their digits); the affine weight and bias apply in float.
  * The 8-wide inner loops vectorize at -O2 without fast-math. */
 #include <math.h>
+#include "../core/pool.h"
 #include "kernels.h"
 
 #define LANES 8
@@ -53,11 +54,35 @@ static void layer_apply(const float *restrict x, double mean, double inv, const 
   for (; i < n; i++) y[i] = (float)(((double)x[i] - mean) * inv) * w[i] + b[i];
 }
 
-void rlx_rms_norm_rows(const float *x, const float *w, double eps, size_t rows, size_t d, float *y) {
-  for (size_t r = 0; r < rows; r++, x += d, y += d) {
-    float inv = (float)(1.0 / sqrt(sum_sq(x, 0.0, d) / (double)d + eps));
-    rms_apply(x, inv, w, y, d);
+/* The rows' loop of both norms over the thread pool (src/core/pool.h). */
+typedef struct {
+  const float *x, *w, *b; /* b NULL: rms_norm */
+  float *y;
+  double eps;
+  size_t d;
+} norm_rows;
+
+static void norm_range(void *ctx, size_t r0, size_t r1, rlx_scratch *ws) {
+  (void)ws;
+  const norm_rows *l = ctx;
+  const size_t d = l->d;
+  for (size_t r = r0; r < r1; r++) {
+    const float *x = l->x + r * d;
+    float *y = l->y + r * d;
+    if (!l->b) {
+      float inv = (float)(1.0 / sqrt(sum_sq(x, 0.0, d) / (double)d + l->eps));
+      rms_apply(x, inv, l->w, y, d);
+      continue;
+    }
+    double mean = sum_row(x, d) / (double)d;
+    double inv = 1.0 / sqrt(sum_sq(x, mean, d) / (double)d + l->eps);
+    layer_apply(x, mean, inv, l->w, l->b, y, d);
   }
+}
+
+void rlx_rms_norm_rows(const float *x, const float *w, double eps, size_t rows, size_t d, float *y) {
+  const norm_rows l = {x, w, NULL, y, eps, d};
+  rlx_parallel_for(rows, 1, 2 * d, norm_range, (void *)&l, NULL);
 }
 
 /* x[..., D], w[D] -> y[..., D]; y = x / sqrt(mean(x^2) + eps) * w, attribute eps */
@@ -73,14 +98,7 @@ rlx_status rlx_cpu_rms_norm(const rlx_kargs *a) {
 rlx_status rlx_cpu_layer_norm(const rlx_kargs *a) {
   const rlx_shape *s = &a->in_node[0]->shape;
   size_t d = (size_t)s->dims[s->rank - 1];
-  size_t rows = rlx_shape_numel(s) / d;
-  double eps = ATTR_F(a->node, NORM, EPS);
-  const float *x = a->in[0];
-  float *y = a->out;
-  for (size_t r = 0; r < rows; r++, x += d, y += d) {
-    double mean = sum_row(x, d) / (double)d;
-    double inv = 1.0 / sqrt(sum_sq(x, mean, d) / (double)d + eps);
-    layer_apply(x, mean, inv, a->in[1], a->in[2], y, d);
-  }
+  const norm_rows l = {a->in[0], a->in[1], a->in[2], a->out, ATTR_F(a->node, NORM, EPS), d};
+  rlx_parallel_for(rlx_shape_numel(s) / d, 1, 3 * d, norm_range, (void *)&l, NULL);
   return RLX_OK;
 }

@@ -14,6 +14,7 @@
  * elementwise loops through RLX_VEC_LOOP (fast_math.h). */
 #include <math.h>
 #include <string.h>
+#include "../core/pool.h"
 #include "fast_math.h"
 #include "kernels.h"
 #include "row_math.h"
@@ -138,21 +139,41 @@ static void softmax_strided(const float *x, float *y, size_t n, size_t inner, in
   }
 }
 
+/* The loop of softmax and cross-entropy over outer rows on the thread pool
+ * (src/core/pool.h); each range's workspace is its thread's. */
+typedef struct {
+  const rlx_kargs *a;
+  size_t n, inner;
+  int log_out;
+  int failed;    /* no memory */
+  int bad_label; /* cross-entropy: a label outside [0, C) */
+} softmax_loop;
+
+static void softmax_range(void *ctx, size_t o0, size_t o1, rlx_scratch *ws) {
+  softmax_loop *l = ctx;
+  const size_t n = l->n, inner = l->inner, block = n * inner;
+  const float *x = l->a->in[0];
+  float *y = l->a->out;
+  if (inner == 1) {
+    for (size_t o = o0; o < o1; o++) softmax_row(x + o * n, y + o * n, n, l->log_out);
+    return;
+  }
+  /* doubles first so both workspaces stay aligned */
+  double *sum = (double *)rlx_scratch_get(ws, inner * (sizeof(double) + 2 * sizeof(float)));
+  if (!sum) {
+    rlx_task_failed(&l->failed, 1);
+    return;
+  }
+  float *mx = (float *)(sum + inner);
+  for (size_t o = o0; o < o1; o++) softmax_strided(x + o * block, y + o * block, n, inner, l->log_out, mx, sum);
+}
+
 static rlx_status softmax_common(const rlx_kargs *a, int log_out) {
   size_t outer, n, inner;
   softmax_view(&a->in_node[0]->shape, ATTR_I(a->node, AXIS, AXIS), &outer, &n, &inner);
-  const float *x = a->in[0];
-  float *y = a->out;
-  if (inner == 1) {
-    for (size_t o = 0; o < outer; o++) softmax_row(x + o * n, y + o * n, n, log_out);
-    return RLX_OK;
-  }
-  /* doubles first so both workspaces stay aligned */
-  double *sum = (double *)rlx_scratch_get(a->scratch, inner * (sizeof(double) + 2 * sizeof(float)));
-  if (!sum) return rlx_error(RLX_ERR_NO_MEMORY, "softmax: no memory for a %zu-wide workspace", inner);
-  float *mx = (float *)(sum + inner);
-  size_t block = n * inner;
-  for (size_t o = 0; o < outer; o++) softmax_strided(x + o * block, y + o * block, n, inner, log_out, mx, sum);
+  softmax_loop l = {a, n, inner, log_out, 0, 0};
+  rlx_parallel_for(outer, 1, 4 * n * inner, softmax_range, &l, a->scratch);
+  if (l.failed) return rlx_error(RLX_ERR_NO_MEMORY, "softmax: no memory for a %zu-wide workspace", inner);
   return RLX_OK;
 }
 
@@ -165,18 +186,21 @@ rlx_status rlx_cpu_log_softmax(const rlx_kargs *a) { return softmax_common(a, 1)
 /* logits[..., C], labels[...] (f32 or i32 class ids) -> loss[...]
  * loss = logsumexp(logits) - logits[label]; a label outside [0, C) gives 0
  * and sets RLX_KFLAG_BAD_INDEX. */
-rlx_status rlx_cpu_softmax_cross_entropy(const rlx_kargs *a) {
-  const rlx_shape *ls = &a->in_node[0]->shape;
-  size_t c = (size_t)ls->dims[ls->rank - 1];
-  size_t rows = rlx_shape_numel(ls) / c;
-  float *tmp = (float *)rlx_scratch_get(a->scratch, c * sizeof(float));
-  if (!tmp) return rlx_error(RLX_ERR_NO_MEMORY, "softmax_cross_entropy: no memory for a %zu-class row", c);
-  const float *x = a->in[0];
-  for (size_t r = 0; r < rows; r++, x += c) {
+static void cross_entropy_range(void *ctx, size_t r0, size_t r1, rlx_scratch *ws) {
+  softmax_loop *l = ctx;
+  const rlx_kargs *a = l->a;
+  const size_t c = l->n;
+  float *tmp = (float *)rlx_scratch_get(ws, c * sizeof(float));
+  if (!tmp) {
+    rlx_task_failed(&l->failed, 1);
+    return;
+  }
+  for (size_t r = r0; r < r1; r++) {
+    const float *x = a->in[0] + r * c;
     int64_t label = rlx_kindex(a, 1, r);
     if (label < 0 || label >= (int64_t)c) {
       a->out[r] = 0.0f;
-      *a->flags |= RLX_KFLAG_BAD_INDEX;
+      rlx_task_failed(&l->bad_label, 1);
       continue;
     }
     float m = rlx_cpu_row_max(x, c);
@@ -185,5 +209,14 @@ rlx_status rlx_cpu_softmax_cross_entropy(const rlx_kargs *a) {
      * cancelling two large logsumexp terms */
     a->out[r] = (float)(log(sum) + ((double)m - (double)x[label]));
   }
+}
+
+rlx_status rlx_cpu_softmax_cross_entropy(const rlx_kargs *a) {
+  const rlx_shape *ls = &a->in_node[0]->shape;
+  const size_t c = (size_t)ls->dims[ls->rank - 1];
+  softmax_loop l = {a, c, 1, 0, 0, 0};
+  rlx_parallel_for(rlx_shape_numel(ls) / c, 1, 4 * c, cross_entropy_range, &l, a->scratch);
+  if (l.bad_label) *a->flags |= RLX_KFLAG_BAD_INDEX;
+  if (l.failed) return rlx_error(RLX_ERR_NO_MEMORY, "softmax_cross_entropy: no memory for a %zu-class row", c);
   return RLX_OK;
 }
