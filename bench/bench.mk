@@ -43,7 +43,7 @@ $(BENCH_DIR)/models_native: bench/bench_models_native.c build/librlx.a $(HDRS)
 
 .PHONY: bench-models bench-size
 bench-models: $(BENCH_DIR)/models_native web/pkg/rlx_web.wasm $(WEB_WASM_RELAXED) | $(BENCH_DIR)/gemm_native $(BENCH_DIR)/gemm_bench.wasm
-	node $(NODE_RELAXED_FLAG) bench/bench_models.mjs --native=$(BENCH_DIR)/models_native --out=$(BENCH_DIR)/models.json
+	RLX_THREADS=1 node $(NODE_RELAXED_FLAG) bench/bench_models.mjs --native=$(BENCH_DIR)/models_native --out=$(BENCH_DIR)/models.json
 bench-size: web/pkg/rlx_web.wasm | bench-models
 	node bench/size.mjs
 bench: bench-models bench-size
@@ -93,15 +93,39 @@ bench: bench-gpu-chromium
 # build/bench/, a 64-token prompt and 64 greedy tokens: ours in wasm next to
 # wllama in one headless Chromium page, ours native (build/rlx) next to
 # llama.cpp (node-llama-cpp, installed on demand into tests/llama_ref/),
-# one thread each, rounds interleaved; fails when the greedy tokens disagree
+# one thread each (RLX_THREADS=1; bench-threads has 1 and 2), rounds interleaved; fails when the greedy tokens disagree
 # beyond rounding; results go to build/bench/llm.json, and with ours' 8-bit
 # activations (--xq8) to build/bench/llm_xq8.json.  RLX_BENCH_QUICK=1:
 # a small model, two rounds (under a minute).
 .PHONY: bench-llm
 bench-llm: build/rlx build/make_test_lm web/pkg/rlx_llm.wasm $(LLM_WASM_RELAXED)
-	node bench/llm.mjs --out=$(BENCH_DIR)/llm.json
-	node bench/llm.mjs --xq8 --out=$(BENCH_DIR)/llm_xq8.json
+	RLX_THREADS=1 node bench/llm.mjs --out=$(BENCH_DIR)/llm.json
+	RLX_THREADS=1 node bench/llm.mjs --xq8 --out=$(BENCH_DIR)/llm_xq8.json
 bench: bench-llm
+
+# Threads (bench/bench_threads.c): 1 and 2 threads (BENCH_THREADS) natively
+# for GEMM 256 / 512 / 1024 next to OpenBLAS at the same counts, the
+# vision training steps at batch 64, adds around the inline threshold, and
+# the SmolLM-shaped q8_0 model of bench-llm (64-token prompt, 32 tokens;
+# f32 and --xq8 activations), then llama.cpp on the same file at the same
+# counts (bench/llm_llamacpp.mjs --threads) where tests/llama_ref has
+# node-llama-cpp installed.  JSON lines in build/bench/threads.jsonl.
+BENCH_THREADS ?= 1,2
+$(BENCH_DIR)/threads_native: bench/bench_threads.c build/librlx.a $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I/usr/include/x86_64-linux-gnu/openblas-pthread -o $@ $< build/librlx.a -lopenblas $(LDLIBS)
+.PHONY: bench-threads
+bench-threads: $(BENCH_DIR)/threads_native build/make_test_lm
+	$(BENCH_DIR)/threads_native --threads=$(BENCH_THREADS) | tee $(BENCH_DIR)/threads.jsonl
+	@lm=$$(node --input-type=module -e "import {benchModel} from './bench/llm_models.mjs'; \
+	  console.log(benchModel('q8_0', {quick: !!process.env.RLX_BENCH_QUICK}))" | tail -1); \
+	$(BENCH_DIR)/threads_native --threads=$(BENCH_THREADS) --lm=$$lm | tee -a $(BENCH_DIR)/threads.jsonl; \
+	$(BENCH_DIR)/threads_native --threads=$(BENCH_THREADS) --lm=$$lm --xq8 | tee -a $(BENCH_DIR)/threads.jsonl; \
+	if [ -d tests/llama_ref/node_modules/node-llama-cpp ]; then for t in $$(echo $(BENCH_THREADS) | tr , ' '); do \
+	  printf '{"kind":"llama.cpp","threads":%s,"run":' $$t; node bench/llm_llamacpp.mjs $$lm --threads $$t --tokens 32 \
+	    --ids $$(seq -s, 1 64) | tail -1; echo '}'; done | tee -a $(BENCH_DIR)/threads.jsonl; \
+	else echo "(llama.cpp: tests/llama_ref/node_modules absent; tests/llama_ref/regenerate.sh installs it)"; fi
+bench: bench-threads
 
 # LoRA fine-tuning speed (bench/llm_finetune.mjs): the same SmolLM-shaped
 # llama (q8_0, q4_0), rank 8 on attn_q,attn_v, seq 128, batch 4: ours

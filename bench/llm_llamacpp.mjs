@@ -1,6 +1,6 @@
 // llm_llamacpp.mjs - the llama.cpp side of bench/llm.mjs: one greedy
 // generation from a GGUF file through node-llama-cpp 3.21.1 (the package
-// pinned in tests/llama_ref/, CPU build, one thread), run as a process of its
+// pinned in tests/llama_ref/, CPU build, one thread or --threads N), run as a process of its
 // own per iteration so its peak RSS is its own.  Prints one JSON line:
 //   { ids, promptTps, genTps, maxRssBytes, baseRssBytes, llamaCpp, gap? }
 // promptTps: prompt tokens over the time from the call to the first
@@ -17,7 +17,7 @@
 // side's greedy ids, teacher-forced) and returns only gap[] after the prompt
 // and after each forced token but the last, the ids of --ban I,J,.. left out.
 //
-//   node bench/llm_llamacpp.mjs FILE.gguf --ids 1,2,3 [--tokens 64] [--ctx 2048] [--check] [--text T]
+//   node bench/llm_llamacpp.mjs FILE.gguf --ids 1,2,3 [--tokens 64] [--ctx 2048] [--check] [--text T] [--threads N]
 //   node bench/llm_llamacpp.mjs FILE.gguf --ids 1,2,3 --follow 4,5,6 [--ban 7,8]
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -31,7 +31,7 @@ const opt = (name, dflt) => { const i = argv.indexOf(name); return i < 0 ? dflt 
 const file = argv[0];
 const promptIds = opt('--ids', '').split(',').filter(Boolean).map(Number);
 const nGen = Number(opt('--tokens', 64)), nCtx = Number(opt('--ctx', 2048)), check = argv.includes('--check');
-const gpu = opt('--gpu', false);
+const gpu = opt('--gpu', false), nThreads = Number(opt('--threads', 1));
 if (gpu !== false && gpu !== 'vulkan') {
   console.error(`llm_llamacpp: --gpu must be vulkan, got ${gpu}`);
   process.exit(2);
@@ -43,14 +43,14 @@ if (!file || !promptIds.length || !(nGen >= 1)) {
 
 const entry = createRequire(path.join(REF, 'package.json')).resolve('node-llama-cpp');
 const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry));
-const llama = await getLlama({ gpu, build: 'never', maxThreads: 1, logLevel: LlamaLogLevel.error });
+const llama = await getLlama({ gpu, build: 'never', maxThreads: nThreads, logLevel: LlamaLogLevel.error });
 if (gpu && llama.gpu !== gpu) throw new Error(`llm_llamacpp: asked for ${gpu}, llama.cpp runs on ${llama.gpu}`);
 const baseRssBytes = process.memoryUsage().rss;
 const model = await llama.loadModel({ modelPath: file, gpuLayers: gpu ? 'max' : 0, useMmap: true });
 const text = opt('--text', null);
 const addBos = model.fileInfo.metadata.tokenizer?.ggml?.add_bos_token === true;
 const textIds = text == null ? undefined : [...(addBos ? [model.tokens.bos] : []), ...model.tokenize(text, true)];
-const context = await model.createContext({ contextSize: nCtx, batchSize: 512, threads: 1, sequences: 1 });
+const context = await model.createContext({ contextSize: nCtx, batchSize: 512, threads: nThreads, sequences: 1 });
 const sequence = context.getSequence();
 const options = { temperature: 0, yieldEogToken: true, repeatPenalty: false };
 const list = (name) => opt(name, '').split(',').filter(Boolean).map(Number);

@@ -251,7 +251,8 @@ typedef struct {
   int32_t threads;     /* CPU threads of a CPU session: 0 the default (env
                           RLX_THREADS, else the physical cores), 1 only the
                           calling thread, at most 256; results are bitwise
-                          the same for any count.  wasm builds: always 1 */
+                          the same for any count.  wasm builds: 1, the
+                          option ignored */
 } rlx_compile_options;
 
 typedef struct rlx_session rlx_session;

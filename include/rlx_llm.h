@@ -131,7 +131,7 @@ typedef struct {
   int32_t threads; /* CPU threads of its steps (and of fine-tuning it): 0
                       the default (env RLX_THREADS, else the physical
                       cores), 1 .. 256; logits are bitwise the same for
-                      any count.  wasm builds: 1 */
+                      any count.  wasm builds: 1, the option ignored */
 } rlx_llm_options;
 
 #define RLX_LLM_DEFAULT_CTX 4096

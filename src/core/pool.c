@@ -17,18 +17,15 @@
 #include "../cpu/kernels.h"
 #include "core.h"
 
+#if !defined(__wasm__) && !defined(RLX_NO_THREADS)
+
 rlx_status rlx_threads_resolve(int32_t threads, const char *who, int32_t *out) {
   if (threads < 0 || threads > RLX_MAX_THREADS)
     return rlx_error(RLX_ERR_INVALID_ARG, "%s: threads is %d; give 1 .. %d, or 0 for the default", who, (int)threads,
                      RLX_MAX_THREADS);
   *out = threads ? threads : rlx_threads_default();
-#if defined(__wasm__) || defined(RLX_NO_THREADS)
-  *out = 1; /* this build runs every loop on the calling thread */
-#endif
   return RLX_OK;
 }
-
-#if !defined(__wasm__) && !defined(RLX_NO_THREADS)
 
 #include <pthread.h>
 #include <sched.h>

@@ -44,6 +44,12 @@ typedef void (*rlx_task_fn)(void *ctx, size_t begin, size_t end, struct rlx_scra
 #define RLX_THREADED 0
 
 static inline int32_t rlx_threads_default(void) { return 1; }
+/* Every loop runs on the calling thread: the option is ignored. */
+static inline rlx_status rlx_threads_resolve(int32_t threads, const char *who, int32_t *out) {
+  (void)threads, (void)who;
+  *out = 1;
+  return RLX_OK;
+}
 static inline rlx_status rlx_pool_acquire(int32_t threads, rlx_pool **out) {
   (void)threads;
   *out = NULL;
@@ -66,6 +72,9 @@ static inline void rlx_parallel_for(size_t n, size_t grain, size_t work, rlx_tas
 /* RLX_THREADS when set (1 .. RLX_MAX_THREADS), else the physical cores
  * this process may run on (at least 1). */
 int32_t rlx_threads_default(void);
+/* Checks a threads option (0: the default; else 1 .. RLX_MAX_THREADS) and
+ * gives the count to use, or an RLX_ERR_INVALID_ARG naming `who`. */
+rlx_status rlx_threads_resolve(int32_t threads, const char *who, int32_t *out);
 /* A pool of `threads` threads in all (the caller counts as one), shared by
  * every holder of the same count and started on its first acquire; *out is
  * NULL for 1 thread.  threads 1 .. RLX_MAX_THREADS. */
@@ -96,8 +105,5 @@ void rlx_parallel_for(size_t n, size_t grain, size_t work, rlx_task_fn fn, void 
  * by the caller once the loop returned). */
 static inline void rlx_task_failed(int *flag, int value) { __atomic_store_n(flag, value, __ATOMIC_RELAXED); }
 
-/* Checks a threads option (0: the default; else 1 .. RLX_MAX_THREADS) and
- * gives the count to use, or an RLX_ERR_INVALID_ARG naming `who`. */
-rlx_status rlx_threads_resolve(int32_t threads, const char *who, int32_t *out);
 
 #endif

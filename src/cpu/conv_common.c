@@ -154,13 +154,8 @@ size_t rlx_conv_workspace(rlx_scratch *scratch, size_t cols_bytes, const rlx_gem
   return cols_bytes + gemm_bytes;
 }
 
-void rlx_conv_images_range(void *ctx, size_t n0, size_t n1, rlx_scratch *ws) {
-  rlx_conv_loop *l = ctx;
-  const rlx_status st = l->images(l->g, l->a, l->b, l->out, (int32_t)n0, (int32_t)n1, ws);
-  if (st != RLX_OK) rlx_task_failed(&l->failed, (int)st);
-}
-
 rlx_status rlx_conv_loop_status(const rlx_conv_loop *l, const char *what) {
+  if (!RLX_THREADED) return (rlx_status)l->failed; /* inline: the range's own message stands */
   if (l->failed == RLX_ERR_NO_MEMORY) return rlx_error(RLX_ERR_NO_MEMORY, "%s: no memory for columns", what);
   if (l->failed) return rlx_error((rlx_status)l->failed, "%s: a product failed", what);
   return RLX_OK;

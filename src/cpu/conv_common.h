@@ -5,6 +5,7 @@
 #ifndef RLX_CPU_CONV_COMMON_H
 #define RLX_CPU_CONV_COMMON_H
 
+#include "../core/pool.h"
 #include "kernels.h"
 
 typedef struct {
@@ -79,8 +80,13 @@ typedef struct {
   rlx_conv_images_fn images;
   int failed; /* a range's status */
 } rlx_conv_loop;
-/* The pool's task over images: l->images on [n0, n1). */
-void rlx_conv_images_range(void *ctx, size_t n0, size_t n1, rlx_scratch *ws);
+/* The pool's task over images: l->images on [n0, n1) (inline, so that a
+ * threadless build calls l->images directly). */
+static inline void rlx_conv_images_range(void *ctx, size_t n0, size_t n1, rlx_scratch *ws) {
+  rlx_conv_loop *l = ctx;
+  const rlx_status st = l->images(l->g, l->a, l->b, l->out, (int32_t)n0, (int32_t)n1, ws);
+  if (st != RLX_OK) rlx_task_failed(&l->failed, (int)st);
+}
 /* RLX_OK, or the error of a failed range named for `what`. */
 rlx_status rlx_conv_loop_status(const rlx_conv_loop *l, const char *what);
 

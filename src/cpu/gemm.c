@@ -126,12 +126,15 @@ rlx_status rlx_gemm(const rlx_gemm_args *g, rlx_scratch *scratch) {
 #else
   const gemm_route r = route(g);
   switch (r) {
-    case GEMM_ROW: return gemm_parallel(g, r, scratch);
+    case GEMM_ROW:
+      if (RLX_THREADED) return gemm_parallel(g, r, scratch);
+      rlx_gemm_row(g, 0);
+      return RLX_OK;
     case GEMM_COLUMN: rlx_gemm_column(g); return RLX_OK;
     case GEMM_ROWS: rlx_gemm_rows(g); return RLX_OK;
     case GEMM_BLOCKED: break;
   }
-  if (rlx_parallel_threads() < 2) return rlx_gemm_blocked(g, scratch, chosen_impl());
+  if (!RLX_THREADED || rlx_parallel_threads() < 2) return rlx_gemm_blocked(g, scratch, chosen_impl());
   return gemm_parallel(g, r, scratch);
 #endif
 }

@@ -156,11 +156,11 @@ static void attn_block(int nq, const attn_head *p, int32_t i0, const float *q, f
 
 /* The heads' loop: the shared head description, the tensors, the mask. */
 typedef struct {
-  const attn_head *p;
+  attn_head *p;
   const float *q, *k, *v, *mask;
   float *y, scale;
   int32_t H;
-  size_t bias_stride[4];
+  const size_t *bias_stride; /* the mask's, over [B, H, Sq, Sk] */
   int failed;
 } attn_heads;
 
@@ -168,31 +168,37 @@ typedef struct {
  * transposed keys, scores and a block of q rows in ws. */
 static void attn_head_range(void *ctx, size_t b0, size_t e, rlx_scratch *ws) {
   attn_heads *l = ctx;
-  attn_head p = *l->p;
-  size_t kt_floats = (size_t)p.D * p.sk8, s_floats = (size_t)QB * p.sk8, qs_floats = (size_t)QB * p.D;
+  /* each range its own copy (pad and bias change per head); threadless
+   * builds change the kernel's */
+#if RLX_THREADED
+  attn_head own = *l->p, *p = &own;
+#else
+  attn_head *p = l->p;
+#endif
+  size_t kt_floats = (size_t)p->D * p->sk8, s_floats = (size_t)QB * p->sk8, qs_floats = (size_t)QB * p->D;
   float *kt = (float *)rlx_scratch_get(ws, (kt_floats + s_floats + qs_floats) * sizeof(float));
   if (!kt) {
     rlx_task_failed(&l->failed, 1);
     return;
   }
   float *s = kt + kt_floats, *qs = s + s_floats;
-  size_t q_head = (size_t)p.Sq * p.D, k_head = (size_t)p.Sk * p.D, v_head = (size_t)p.Sk * p.Dv;
-  size_t y_head = (size_t)p.Sq * p.Dv;
-  for (size_t bh = b0; bh < e; bh++) {
+  size_t q_head = (size_t)p->Sq * p->D, k_head = (size_t)p->Sk * p->D, v_head = (size_t)p->Sk * p->Dv;
+  size_t y_head = (size_t)p->Sq * p->Dv;
+  const float *q = l->q + b0 * q_head, *k = l->k + b0 * k_head, *v = l->v + b0 * v_head;
+  float *y = l->y + b0 * y_head;
+  for (size_t bh = b0; bh < e; bh++, q += q_head, k += k_head, v += v_head, y += y_head) {
     const size_t b = bh / (size_t)l->H, h = bh % (size_t)l->H;
-    const float *q = l->q + bh * q_head, *k = l->k + bh * k_head, *v = l->v + bh * v_head;
-    float *y = l->y + bh * y_head;
-    if (l->mask && p.kind == RLX_MASK_PADDING) p.pad = l->mask + b * p.Sk;
-    if (l->mask && p.kind == RLX_MASK_BIAS) p.bias = l->mask + b * l->bias_stride[0] + h * l->bias_stride[1];
-    for (int32_t d = 0; d < p.D; d++) {
-      float *row = kt + (size_t)d * p.sk8;
-      for (int32_t j = 0; j < p.Sk; j++) row[j] = k[(size_t)j * p.D + d];
-      for (size_t j = (size_t)p.Sk; j < p.sk8; j++) row[j] = 0.0f;
+    if (l->mask && p->kind == RLX_MASK_PADDING) p->pad = l->mask + b * p->Sk;
+    if (l->mask && p->kind == RLX_MASK_BIAS) p->bias = l->mask + b * l->bias_stride[0] + h * l->bias_stride[1];
+    for (int32_t d = 0; d < p->D; d++) {
+      float *row = kt + (size_t)d * p->sk8;
+      for (int32_t j = 0; j < p->Sk; j++) row[j] = k[(size_t)j * p->D + d];
+      for (size_t j = (size_t)p->Sk; j < p->sk8; j++) row[j] = 0.0f;
     }
     int32_t i = 0;
-    for (; i + QB <= p.Sq; i += QB)
-      attn_block(QB, &p, i, q + (size_t)i * p.D, l->scale, kt, v, qs, s, y + (size_t)i * p.Dv);
-    for (; i < p.Sq; i++) attn_block(1, &p, i, q + (size_t)i * p.D, l->scale, kt, v, qs, s, y + (size_t)i * p.Dv);
+    for (; i + QB <= p->Sq; i += QB)
+      attn_block(QB, p, i, q + (size_t)i * p->D, l->scale, kt, v, qs, s, y + (size_t)i * p->Dv);
+    for (; i < p->Sq; i++) attn_block(1, p, i, q + (size_t)i * p->D, l->scale, kt, v, qs, s, y + (size_t)i * p->Dv);
   }
 }
 
@@ -221,8 +227,7 @@ rlx_status rlx_cpu_attention(const rlx_kargs *a) {
     p.bias_sj = bias_stride[3];
   }
 
-  attn_heads l = {&p, a->in[0], a->in[1], a->in[2], mask, a->out, scale, H, {0}, 0};
-  memcpy(l.bias_stride, bias_stride, sizeof bias_stride);
+  attn_heads l = {&p, a->in[0], a->in[1], a->in[2], mask, a->out, scale, H, bias_stride, 0};
   const size_t macs = (size_t)p.Sq * p.Sk * (size_t)(p.D + p.Dv); /* per head */
   rlx_parallel_for((size_t)B * H, 1, macs, attn_head_range, &l, a->scratch);
   if (l.failed) return rlx_error(RLX_ERR_NO_MEMORY, "attention: no memory for a %d x %d key block", p.D, p.Sk);

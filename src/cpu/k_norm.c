@@ -54,35 +54,39 @@ static void layer_apply(const float *restrict x, double mean, double inv, const 
   for (; i < n; i++) y[i] = (float)(((double)x[i] - mean) * inv) * w[i] + b[i];
 }
 
-/* The rows' loop of both norms over the thread pool (src/core/pool.h). */
+/* The rows' loops of both norms over the thread pool (src/core/pool.h). */
 typedef struct {
-  const float *x, *w, *b; /* b NULL: rms_norm */
+  const float *x, *w, *b; /* b: layer_norm's */
   float *y;
   double eps;
   size_t d;
 } norm_rows;
 
-static void norm_range(void *ctx, size_t r0, size_t r1, rlx_scratch *ws) {
+static void rms_range(void *ctx, size_t r0, size_t r1, rlx_scratch *ws) {
+  (void)ws;
+  const norm_rows *l = ctx;
+  const size_t d = l->d;
+  for (size_t r = r0; r < r1; r++) {
+    float inv = (float)(1.0 / sqrt(sum_sq(l->x + r * d, 0.0, d) / (double)d + l->eps));
+    rms_apply(l->x + r * d, inv, l->w, l->y + r * d, d);
+  }
+}
+
+static void layer_range(void *ctx, size_t r0, size_t r1, rlx_scratch *ws) {
   (void)ws;
   const norm_rows *l = ctx;
   const size_t d = l->d;
   for (size_t r = r0; r < r1; r++) {
     const float *x = l->x + r * d;
-    float *y = l->y + r * d;
-    if (!l->b) {
-      float inv = (float)(1.0 / sqrt(sum_sq(x, 0.0, d) / (double)d + l->eps));
-      rms_apply(x, inv, l->w, y, d);
-      continue;
-    }
     double mean = sum_row(x, d) / (double)d;
     double inv = 1.0 / sqrt(sum_sq(x, mean, d) / (double)d + l->eps);
-    layer_apply(x, mean, inv, l->w, l->b, y, d);
+    layer_apply(x, mean, inv, l->w, l->b, l->y + r * d, d);
   }
 }
 
 void rlx_rms_norm_rows(const float *x, const float *w, double eps, size_t rows, size_t d, float *y) {
   const norm_rows l = {x, w, NULL, y, eps, d};
-  rlx_parallel_for(rows, 1, 2 * d, norm_range, (void *)&l, NULL);
+  rlx_parallel_for(rows, 1, 2 * d, rms_range, (void *)&l, NULL);
 }
 
 /* x[..., D], w[D] -> y[..., D]; y = x / sqrt(mean(x^2) + eps) * w, attribute eps */
@@ -99,6 +103,6 @@ rlx_status rlx_cpu_layer_norm(const rlx_kargs *a) {
   const rlx_shape *s = &a->in_node[0]->shape;
   size_t d = (size_t)s->dims[s->rank - 1];
   const norm_rows l = {a->in[0], a->in[1], a->in[2], a->out, ATTR_F(a->node, NORM, EPS), d};
-  rlx_parallel_for(rlx_shape_numel(s) / d, 1, 3 * d, norm_range, (void *)&l, NULL);
+  rlx_parallel_for(rlx_shape_numel(s) / d, 1, 3 * d, layer_range, (void *)&l, NULL);
   return RLX_OK;
 }

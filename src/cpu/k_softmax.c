@@ -145,8 +145,7 @@ typedef struct {
   const rlx_kargs *a;
   size_t n, inner;
   int log_out;
-  int failed;    /* no memory */
-  int bad_label; /* cross-entropy: a label outside [0, C) */
+  int failed; /* no memory */
 } softmax_loop;
 
 static void softmax_range(void *ctx, size_t o0, size_t o1, rlx_scratch *ws) {
@@ -171,7 +170,7 @@ static void softmax_range(void *ctx, size_t o0, size_t o1, rlx_scratch *ws) {
 static rlx_status softmax_common(const rlx_kargs *a, int log_out) {
   size_t outer, n, inner;
   softmax_view(&a->in_node[0]->shape, ATTR_I(a->node, AXIS, AXIS), &outer, &n, &inner);
-  softmax_loop l = {a, n, inner, log_out, 0, 0};
+  softmax_loop l = {a, n, inner, log_out, 0};
   rlx_parallel_for(outer, 1, 4 * n * inner, softmax_range, &l, a->scratch);
   if (l.failed) return rlx_error(RLX_ERR_NO_MEMORY, "softmax: no memory for a %zu-wide workspace", inner);
   return RLX_OK;
@@ -200,7 +199,7 @@ static void cross_entropy_range(void *ctx, size_t r0, size_t r1, rlx_scratch *ws
     int64_t label = rlx_kindex(a, 1, r);
     if (label < 0 || label >= (int64_t)c) {
       a->out[r] = 0.0f;
-      rlx_task_failed(&l->bad_label, 1);
+      __atomic_fetch_or(a->flags, RLX_KFLAG_BAD_INDEX, __ATOMIC_RELAXED); /* ranges may run on several threads */
       continue;
     }
     float m = rlx_cpu_row_max(x, c);
@@ -214,9 +213,8 @@ static void cross_entropy_range(void *ctx, size_t r0, size_t r1, rlx_scratch *ws
 rlx_status rlx_cpu_softmax_cross_entropy(const rlx_kargs *a) {
   const rlx_shape *ls = &a->in_node[0]->shape;
   const size_t c = (size_t)ls->dims[ls->rank - 1];
-  softmax_loop l = {a, c, 1, 0, 0, 0};
+  softmax_loop l = {a, c, 1, 0, 0};
   rlx_parallel_for(rlx_shape_numel(ls) / c, 1, 4 * c, cross_entropy_range, &l, a->scratch);
-  if (l.bad_label) *a->flags |= RLX_KFLAG_BAD_INDEX;
   if (l.failed) return rlx_error(RLX_ERR_NO_MEMORY, "softmax_cross_entropy: no memory for a %zu-class row", c);
   return RLX_OK;
 }

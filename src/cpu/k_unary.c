@@ -21,8 +21,10 @@ static inline float gelu_tanh(float x) {
   return x * sigmoid_stable(2.0f * k * (x + 0.044715f * x * x * x));
 }
 
-/* Large tensors go over the thread pool (src/core/pool.h) in ranges of
- * RLX_ELEMENTWISE_GRAIN elements; threadless builds call the loop. */
+/* x[...] -> y[...] (same shape).  Natively large tensors go over the thread
+ * pool (src/core/pool.h) in ranges of RLX_ELEMENTWISE_GRAIN elements; the
+ * threadless builds call the loop. */
+#if RLX_THREADED
 typedef void (*unary_loop)(const float *restrict xs, float *restrict o, size_t n);
 typedef struct {
   unary_loop loop;
@@ -37,23 +39,21 @@ static void unary_range(void *ctx, size_t b, size_t e, rlx_scratch *ws) {
 }
 
 static rlx_status unary_run(const rlx_kargs *a, unary_loop loop) {
-  const size_t n = rlx_shape_numel(&a->node->shape);
-  if (!RLX_THREADED) {
-    loop(a->in[0], a->out, n);
-    return RLX_OK;
-  }
   const unary_ranges u = {loop, a->in[0], a->out};
-  rlx_parallel_for(n, RLX_ELEMENTWISE_GRAIN, 4, unary_range, (void *)&u, NULL);
+  rlx_parallel_for(rlx_shape_numel(&a->node->shape), RLX_ELEMENTWISE_GRAIN, 4, unary_range, (void *)&u, NULL);
   return RLX_OK;
 }
+#define UNARY_RUN(name) return unary_run(a, name##_loop)
+#else
+#define UNARY_RUN(name) return name##_loop(a->in[0], a->out, rlx_shape_numel(&a->node->shape)), RLX_OK
+#endif
 
-/* x[...] -> y[...] (same shape) */
 #define RLX_UNARY_KERNEL(name, EXPR)                                               \
   static inline float name##_op(float x) { return EXPR; }                          \
   static void name##_loop(const float *restrict xs, float *restrict o, size_t n) { \
     RLX_VEC_LOOP(i, n, o[i] = name##_op(xs[i]));                                   \
   }                                                                                \
-  rlx_status rlx_cpu_##name(const rlx_kargs *a) { return unary_run(a, name##_loop); }
+  rlx_status rlx_cpu_##name(const rlx_kargs *a) { UNARY_RUN(name); }
 
 RLX_UNARY_KERNEL(neg, -x)
 RLX_UNARY_KERNEL(abs, fabsf(x))
