@@ -28,13 +28,17 @@ typedef void (*rlx_task_fn)(void *ctx, size_t begin, size_t end, struct rlx_scra
 /* Largest thread count a session or model accepts. */
 #define RLX_MAX_THREADS 256
 
-/* Below this many units of work (about one multiply-add, or one element of
- * an elementwise op, each) a parallel-for runs inline on the calling
- * thread.  Measured with bench/pool_bench.c on a 2-core AMD EPYC: handing
- * out and joining one loop costs about 4-8 us (workers woken from their
- * spin, more when they sleep), the time of about 2^15 multiply-adds in the
- * GEMM micro-kernels or 2^14 elements of a binary op; at 2^17 units the two
- * threads beat one by 1.5x or more. */
+/* Below this many units of work (about one multiply-add, or a quarter of
+ * an element of an elementwise op, each) a parallel-for runs inline on the
+ * calling thread.  Measured with bench/bench_threads.c (make bench-threads)
+ * on the 2-core AMD EPYC test machine: one thread adds 8,192 floats in
+ * about 1 us, 131,072 in 18 us, and a 256^3 GEMM (2^24 units) takes 0.33
+ * ms, while handing a loop to a woken worker and joining it costs a few us
+ * (more when the worker sleeps, tens of us when the OS runs it late).
+ * 2^17 units, some 30-60 us of one thread's work, keeps that cost under a
+ * tenth of the loop's.  On that machine, shared with other jobs, no size
+ * ran faster on two threads than on one (2026-12-06), so the value is the
+ * cost ratio above, not a measured break-even. */
 #define RLX_PARALLEL_MIN_WORK ((size_t)1 << 17)
 
 #if defined(__wasm__) || defined(RLX_NO_THREADS)

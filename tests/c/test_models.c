@@ -256,7 +256,7 @@ static void training_steps_are_the_same_on_any_thread_count(void **state) {
     int32_t *labels;
     float *x = synthetic(&info, 21, batch, &labels), *first = NULL, losses[3][2];
     for (int t = 0; t < 3; t++) {
-      char text[4];
+      char text[12];
       snprintf(text, sizeof text, "%d", t + 1);
       setenv("RLX_THREADS", text, 1);
       float *p = init_params(&info, 20);

@@ -147,6 +147,23 @@ if [ -f "$lm" ]; then
   "$RLX" tokenize --model "$lm" --text --help --text -h >"$tmp/out" 2>"$tmp/err" || fail "tokenize --text --help: $(cat "$tmp/err")"
   [ "$(grep -c '^\[' "$tmp/out")" -eq 2 ] || fail "tokenize --text --help --text -h: not two lines of ids: $(cat "$tmp/out")"
 fi
+# --threads: a count from 1 to 256 on the commands that compute; the ids
+# and logits do not depend on it
+for c in train generate next-tokens finetune perplexity bench; do
+  expect_message "$c --threads 0" "--threads must be a whole number from 1 to 256" $c --threads 0
+  expect_message "$c --threads -2" "--threads must be" $c --threads -2
+  expect_message "$c --threads 1000" "--threads must be" $c --threads 1000
+done
+if [ -f "$lm" ]; then
+  for t in 1 2 3; do
+    "$RLX" generate --model "$lm" --prompt "The small river" --max-tokens 6 --ids --threads $t >"$tmp/gen$t" 2>"$tmp/err" ||
+      fail "generate --threads $t: $(cat "$tmp/err")"
+    "$RLX" next-tokens --model "$lm" --ids 1,5,9 --follow 7,8 --threads $t >"$tmp/next$t" 2>"$tmp/err" ||
+      fail "next-tokens --threads $t: $(cat "$tmp/err")"
+  done
+  cmp -s "$tmp/gen1" "$tmp/gen2" && cmp -s "$tmp/gen1" "$tmp/gen3" || fail "generate differs between 1, 2 and 3 threads"
+  cmp -s "$tmp/next1" "$tmp/next2" && cmp -s "$tmp/next1" "$tmp/next3" || fail "next-tokens differs between 1, 2 and 3 threads"
+fi
 expect_message "help of an unknown command" "unknown command 'fly'" help fly
 "$RLX" info mnist-cnn >"$tmp/out" 2>&1 || fail "rlx info mnist-cnn exited $?"
 grep -q "5258" "$tmp/out" || fail "rlx info mnist-cnn does not show 5258 params: $(cat "$tmp/out")"
