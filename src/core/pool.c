@@ -47,6 +47,7 @@ struct rlx_pool {
   int32_t threads, holders;
   pthread_t *th;
   rlx_scratch *ws; /* one workspace per thread; [0] for the caller */
+  rlx_scratch *loop_ws; /* the published loop's: ws or its caller's (rlx_pool_workspaces) */
   pthread_mutex_t mu;
   pthread_cond_t wake;
   atomic_uint gen;        /* the loop being run (changes under mu) */
@@ -64,6 +65,7 @@ struct rlx_pool {
 static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
 static rlx_pool *pools;
 static _Thread_local rlx_pool *current;
+static _Thread_local rlx_scratch *current_ws;
 static atomic_size_t min_work = RLX_PARALLEL_MIN_WORK;
 
 void rlx_parallel_set_min_work(size_t units) { atomic_store(&min_work, units); }
@@ -82,20 +84,20 @@ static void run_range(rlx_pool *p, size_t r, size_t ranges, rlx_scratch *ws) {
   atomic_fetch_add_explicit(&p->done, 1, memory_order_acq_rel);
 }
 
-/* Claims and runs ranges of loop g until none is left. */
-static void run_ranges(rlx_pool *p, unsigned g, rlx_scratch *ws) {
+/* Claims and runs ranges of loop g until none is left, as thread `index`. */
+static void run_ranges(rlx_pool *p, unsigned g, int32_t index) {
   uint_fast64_t c = atomic_load_explicit(&p->claim, memory_order_acquire);
   for (;;) {
     const size_t next = (size_t)(c & 0xffff), ranges = (size_t)((c >> 16) & 0xffff);
     if ((unsigned)(c >> 32) != g || next >= ranges) return;
     if (atomic_compare_exchange_weak_explicit(&p->claim, &c, c + 1, memory_order_acq_rel, memory_order_acquire))
-      run_range(p, next, ranges, ws);
+      run_range(p, next, ranges, &p->loop_ws[index]);
   }
 }
 
 static void *worker(void *arg) {
   rlx_pool *p = ((worker_arg *)arg)->p;
-  rlx_scratch *ws = &p->ws[((worker_arg *)arg)->index];
+  const int32_t index = ((worker_arg *)arg)->index;
   free(arg);
   unsigned seen = atomic_load_explicit(&p->gen, memory_order_acquire);
   for (;;) {
@@ -113,7 +115,7 @@ static void *worker(void *arg) {
       if (stop) return NULL;
     }
     seen = g;
-    run_ranges(p, g, ws);
+    run_ranges(p, g, index);
   }
 }
 
@@ -203,6 +205,12 @@ rlx_pool *rlx_pool_use(rlx_pool *p) {
   return prev;
 }
 
+rlx_scratch *rlx_pool_workspaces(rlx_scratch *ws) {
+  rlx_scratch *prev = current_ws;
+  current_ws = ws;
+  return prev;
+}
+
 int32_t rlx_parallel_threads(void) { return current ? current->threads : 1; }
 
 void rlx_parallel_for(size_t n, size_t grain, size_t work, rlx_task_fn fn, void *ctx, rlx_scratch *ws) {
@@ -224,6 +232,7 @@ void rlx_parallel_for(size_t n, size_t grain, size_t work, rlx_task_fn fn, void 
   p->n = n;
   p->grain = grain;
   p->units = units;
+  p->loop_ws = current_ws ? current_ws : p->ws;
   atomic_store_explicit(&p->done, 0, memory_order_relaxed);
   pthread_mutex_lock(&p->mu);
   const unsigned g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
@@ -232,7 +241,7 @@ void rlx_parallel_for(size_t n, size_t grain, size_t work, rlx_task_fn fn, void 
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   /* The caller runs ranges too (a loop inside one runs inline: busy). */
-  run_ranges(p, g, &p->ws[0]);
+  run_ranges(p, g, 0);
   for (unsigned spins = 0; atomic_load_explicit(&p->done, memory_order_acquire) < ranges; spins++) {
     CPU_RELAX();
     if (spins > 256) sched_yield();

@@ -61,6 +61,7 @@ static inline rlx_status rlx_pool_acquire(int32_t threads, rlx_pool **out) {
 }
 static inline void rlx_pool_release(rlx_pool *p) { (void)p; }
 static inline rlx_pool *rlx_pool_use(rlx_pool *p) { return p; }
+static inline struct rlx_scratch *rlx_pool_workspaces(struct rlx_scratch *ws) { return ws; }
 static inline int32_t rlx_parallel_threads(void) { return 1; }
 static inline void rlx_parallel_for(size_t n, size_t grain, size_t work, rlx_task_fn fn, void *ctx,
                                     struct rlx_scratch *ws) {
@@ -90,6 +91,12 @@ void rlx_pool_release(rlx_pool *p);
 void rlx_parallel_set_min_work(size_t units);
 /* Makes p the calling thread's pool (NULL: none) and returns the previous. */
 rlx_pool *rlx_pool_use(rlx_pool *p);
+/* The workspaces the calling thread's loops hand their ranges from now on:
+ * ws[0] for the caller, ws[i] for worker i, one per thread of the pool
+ * (NULL: the pool's own, kept until the pool is freed).  A session passes
+ * its own, so that what its kernels ask for is freed with it.  Returns the
+ * previous. */
+struct rlx_scratch *rlx_pool_workspaces(struct rlx_scratch *ws);
 /* Threads of the calling thread's pool (1 without one). */
 int32_t rlx_parallel_threads(void);
 /* fn over [0, n) in ranges whose bounds are multiples of grain (the last

@@ -41,6 +41,8 @@ static void poison_dead(rlx_session *s, int32_t step) {
 typedef struct {
   rlx_scratch scratch;
   rlx_pool *pool;
+  rlx_scratch *thread_ws; /* the ranges' workspaces, one per thread of the pool */
+  int32_t threads;
 } cpu_state;
 
 static rlx_status cpu_steps(rlx_session *s) {
@@ -82,8 +84,11 @@ static rlx_status cpu_steps(rlx_session *s) {
 }
 
 static rlx_status cpu_execute(rlx_session *s) {
-  rlx_pool *prev = rlx_pool_use(((cpu_state *)s->state)->pool);
+  cpu_state *c = s->state;
+  rlx_pool *prev = rlx_pool_use(c->pool);
+  rlx_scratch *prev_ws = rlx_pool_workspaces(c->thread_ws);
   rlx_status st = cpu_steps(s);
+  rlx_pool_workspaces(prev_ws);
   rlx_pool_use(prev);
   return st;
 }
@@ -91,13 +96,22 @@ static rlx_status cpu_execute(rlx_session *s) {
 static rlx_status cpu_prepare(rlx_session *s) {
   cpu_state *c = rlx_calloc(1, sizeof *c);
   if (!(s->state = c)) return rlx_error(RLX_ERR_NO_MEMORY, "out of memory");
-  return rlx_pool_acquire(s->threads, &c->pool);
+  rlx_status st = rlx_pool_acquire(s->threads, &c->pool);
+  if (!RLX_THREADED || st != RLX_OK || !c->pool) return st;
+  c->threads = s->threads;
+  if (!(c->thread_ws = rlx_calloc((size_t)c->threads, sizeof(rlx_scratch))))
+    return rlx_error(RLX_ERR_NO_MEMORY, "out of memory");
+  return RLX_OK;
 }
 
 static void cpu_free_state(rlx_session *s) {
   cpu_state *c = s->state;
   if (!c) return;
   rlx_pool_release(c->pool);
+  if (RLX_THREADED && c->thread_ws) {
+    for (int32_t i = 0; i < c->threads; i++) rlx_scratch_release(&c->thread_ws[i]);
+    rlx_free(c->thread_ws, (size_t)c->threads * sizeof(rlx_scratch));
+  }
   rlx_scratch_release(&c->scratch);
   rlx_free(c, sizeof *c);
   s->state = NULL;
