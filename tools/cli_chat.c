@@ -11,7 +11,7 @@
 #include "cli.h"
 
 enum { C_MODEL, C_SYSTEM, C_MESSAGES, C_TEMPLATE, C_PRINT_PROMPT, C_OVERFLOW, C_SAMPLING,
-       C_CTX = C_SAMPLING + CLI_S_COUNT, C_END };
+       C_CTX = C_SAMPLING + CLI_S_COUNT, C_THREADS, C_END };
 static const cli_option chat_options[] = {
     [C_MODEL] = {"--model", NULL, "FILE.gguf", CLI_REQUIRED, "a GGUF language model (llama, qwen2, qwen3)"},
     [C_SYSTEM] = {"--system", NULL, "TEXT", CLI_OPTIONAL, "the system prompt"},
@@ -26,6 +26,7 @@ static const cli_option chat_options[] = {
     CLI_SAMPLING_OPTIONS(C_SAMPLING),
     [C_CTX] = {"--ctx", NULL, "N", CLI_OPTIONAL, "positions of the KV cache (default: the model's context length, at "
                "most " CLI_STR(RLX_LLM_DEFAULT_CTX) ")"},
+    [C_THREADS] = {"--threads", NULL, "N", CLI_OPTIONAL, CLI_THREADS_HELP},
     [C_END] = {NULL},
 };
 
@@ -203,6 +204,7 @@ static int cli_chat(int argc, char **argv) {
     case C_PRINT_PROMPT: show_prompt = 1; break;
     case C_OVERFLOW: ok = cli_opt_string(&a, &overflow); break;
     case C_CTX: ok = cli_opt_long(&a, 1, 1 << 24, &ctx); break;
+    case C_THREADS: ok = cli_opt_threads(&a); break;
     default: ok = cli_sampling_option(&a, a.opt - C_SAMPLING, &s, stop); break;
     }
     if (!ok) return CLI_USAGE;

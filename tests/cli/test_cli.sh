@@ -149,7 +149,7 @@ if [ -f "$lm" ]; then
 fi
 # --threads: a count from 1 to 256 on the commands that compute; the ids
 # and logits do not depend on it
-for c in train generate next-tokens finetune perplexity bench; do
+for c in train generate next-tokens chat finetune perplexity bench; do
   expect_message "$c --threads 0" "--threads must be a whole number from 1 to 256" $c --threads 0
   expect_message "$c --threads -2" "--threads must be" $c --threads -2
   expect_message "$c --threads 1000" "--threads must be" $c --threads 1000
