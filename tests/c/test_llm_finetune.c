@@ -31,7 +31,7 @@ static const char *const MODELS[] = {"build/lm/llama-f32.gguf", "build/lm/llama-
 /* The model at path (a 64-token cache), its info and the default
  * fine-tuning options (in and o may be NULL). */
 static rlx_llm *open_or_fail(const char *path, rlx_llm_info *in, rlx_llm_finetune_options *o) {
-  rlx_llm_options opt = {64, 0, 0};
+  rlx_llm_options opt = {.n_ctx = 64};
   rlx_llm *m = NULL;
   if (rlx_llm_open_file(path, &opt, &m) != RLX_OK) fail_msg("%s: %s (run make lm-fixtures)", path, rlx_last_error());
   if (in) rlx_llm_get_info(m, in);
@@ -376,7 +376,7 @@ static void learns_a_sentence(void **state) {
   size_t size;
   unsigned char *buf = merged_copy(path, ft, &size);
   rlx_llm *tuned;
-  rlx_llm_options lo = {64, 0, 0};
+  rlx_llm_options lo = {.n_ctx = 64};
   assert_int_equal(rlx_llm_open_memory(buf, size, &lo, &tuned), RLX_OK);
   rlx_llm_sampling sp = rlx_llm_sampling_default();
   sp.max_tokens = S - 6;
