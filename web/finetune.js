@@ -1,7 +1,9 @@
-// finetune.js - the UI of finetune.html: a base model from a test model on
-// this server, a picked or dropped .gguf file (gguf-drop.js) or the file
-// kept in this browser (gguf-kept.js), loaded in a Worker with the training
-// module (GgufWorker, loadGguf's { train: true }); training text pasted or a
+// finetune.js - the UI of finetune.html: a base model from the picker it
+// shares with generate.html (gguf-picker.js: a test model on this server, a
+// picked or dropped .gguf file or the file kept in this browser), loaded in
+// a Worker with the training module of the backend chosen (GgufWorker,
+// loadGguf's { train: true, backend }: the CPU, WebGPU, WebGL2 or auto; the
+// page says which runs and why not the others); training text pasted or a
 // .txt / .jsonl file; the settings checked next to their fields (fields.js);
 // GgufWorker.finetune with live loss plots (chart.js), tokens per second and
 // time left; the prompt's greedy text before and after (the adapter applied
@@ -9,13 +11,11 @@
 // adapter it has); the adapter to download or keep in this browser
 // (gguf-store.js's ADAPTER_FOLDER), where generate.html applies it.
 import { show, status, showError } from './page-status.js';
-import { readFields, applyQuery, intRule, numberRule, choiceRule, notStarted } from './fields.js';
+import { readFields, applyQuery, intRule, numberRule, notStarted } from './fields.js';
 import { GgufWorker } from './runtime/llm.js';
-import { acceptDrops } from './gguf-drop.js';
-import { KeptFile } from './gguf-kept.js';
+import { ModelPicker, backendRule, backendText, modelRule } from './gguf-picker.js';
 import * as store from './gguf-store.js';
 import { drawChart } from './chart.js';
-import { TEST_MODELS, testModelUrl } from './test-models.js';
 
 const $ = (id) => document.getElementById(id);
 const query = new URLSearchParams(location.search);
@@ -26,17 +26,11 @@ let lm = null;        // the GgufWorker holding the base model, or null
 let info = null;
 let picked = null;    // { src, name } of the model loaded
 let busy = false;
-let source = 'model'; // the model control used last: 'model' | 'file' | 'kept'
-let chosen = null;    // the .gguf file picked or dropped last
 let run = null;       // the running fine-tuning's AbortController
 let adapter = null;   // the last run's adapter bytes
-const kept = new KeptFile(() => { if (!busy) { source = 'kept'; load(); } });
+const picker = new ModelPicker({ isBusy: () => busy, load: () => load(), waitFor: 'the model has loaded or training has ended' });
 
-/** A backend of the selector; a listed but disabled one is refused with its reason. */
-function backendRule(text, el) {
-  const off = [...el.options].find((o) => o.value === text && o.disabled);
-  return off ? { error: `${off.value} is ${off.dataset.reason}` } : choiceRule()(text, el);
-}
+const LOAD = { backend: backendRule }; // read at Load: the model's Worker loads the backend's training module
 const SETTINGS = {
   rank: intRule(1, 1024),
   alpha: numberRule({ gt: 0, max: 1e6 }),
@@ -46,13 +40,9 @@ const SETTINGS = {
   steps: intRule(1, 100000),
   seq: intRule(2, 4096),
   batch: intRule(1, 256),
-  backend: backendRule,
   prompt: (text) => (text === '' ? { error: 'write a prompt' } : { value: text }),
 };
-const QUERY_RULES = {
-  ...SETTINGS,
-  model: (text) => (TEST_MODELS.includes(text) ? { value: text } : { error: `not one of ${TEST_MODELS.join(', ')}` }),
-};
+const QUERY_RULES = { ...SETTINGS, ...LOAD, model: modelRule };
 
 function setBusy(on, training = false) {
   busy = on;
@@ -64,35 +54,19 @@ function setBusy(on, training = false) {
 const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(bytes < 2 ** 24 ? 2 : 0)} MiB`;
 const clock = (s) => `${Math.floor(s / 60)}:${String(Math.round(s % 60)).padStart(2, '0')}`;
 
-/** The model picked (marked next to its control when there is none). */
-function pickSource() {
-  for (const id of ['model', 'file']) $(`${id}-error`).textContent = '';
-  if (source === 'file') {
-    if (chosen) return { src: chosen, name: chosen.name, keep: true };
-    $('file-error').textContent = 'choose a .gguf file';
-    return null;
-  }
-  if (source === 'kept') {
-    if (kept.file) return { src: kept.file, name: kept.file.name };
-    $('file-error').textContent = 'no file is kept in this browser now: choose a .gguf file';
-    return null;
-  }
-  const name = $('model').value;
-  if (!name) { $('model-error').textContent = 'pick a test model or a file'; return null; }
-  return { src: testModelUrl(name).href, name: `${name}.gguf` };
-}
-
 async function load() {
   $('error').textContent = '';
-  const next = pickSource();
-  if (!next) { status('error', 'Not loaded: fix the marked field.'); return; }
+  const f = readFields(LOAD);
+  const next = picker.pick();
+  if (!f.ok || !next) { status('error', 'Not loaded: fix the marked field.'); return; }
+  const from = picker.source;
   setBusy(true);
   $('load-progress').value = 0;
   status('loading', `Loading ${next.name}...`);
   const w = new GgufWorker(); // a fresh Worker: the model loaded before stays until this one has loaded
   try {
     const nextInfo = await w.load(next.src, {
-      train: true, backend: 'cpu',
+      train: true, backend: f.values.backend, // 'auto': a hardware GPU, else the CPU (info.fallbacks say why)
       onProgress: ({ loaded, total }) => {
         if (total) $('load-progress').value = loaded / total;
         status('loading', `Loading ${next.name}: ${mib(loaded)}${total ? ` of ${mib(total)}` : ''}...`);
@@ -101,11 +75,14 @@ async function load() {
     lm?.terminate();
     [lm, info, picked] = [w, nextInfo, next];
     $('load-progress').value = 1;
-    status('ready', `Loaded ${next.name}: ${info.arch}, ${info.nLayer} layers, context ${info.nCtxTrain}. Set the data and Train.`);
-    if (next.keep) kept.keep(next.src).catch(showError);
+    show('r-backend', info.backend, backendText(info));
+    status('ready', `Loaded ${next.name}: ${info.arch}, ${info.nLayer} layers, context ${info.nCtxTrain}; training runs on ` +
+      `${backendText(info)}. Set the data and Train.`);
+    picker.keepLoaded(next).catch(showError);
   } catch (err) {
     w.terminate();
-    $(`${source === 'kept' ? 'file' : source}-error`).textContent = err?.message ?? String(err);
+    const where = /options\.backend\b/.test(err?.message ?? '') ? 'backend' : from === 'kept' ? 'file' : from;
+    $(`${where}-error`).textContent = err?.message ?? String(err);
     status('error', `Not loaded: ${next.name} (the reason is next to the control).`);
   } finally {
     setBusy(false);
@@ -132,6 +109,14 @@ function plot(losses, valid) {
   ], { xLabel: 'step', yLabel: 'loss' });
 }
 
+/** plot() at the next frame, once however many steps came before it (fast steps would flood the page with redraws). */
+let plotQueued = false;
+function plotSoon(losses, valid) {
+  if (plotQueued) return;
+  plotQueued = true;
+  requestAnimationFrame(() => { plotQueued = false; plot(losses, valid); });
+}
+
 /** Greedy text of the prompt with w's model. */
 async function greedy(w, prompt) {
   return (await w.generate(prompt, GREEDY)).text;
@@ -153,6 +138,7 @@ async function train() {
   $('before').textContent = $('after').textContent = '';
   const losses = [], valid = [];
   plot(losses, valid);
+  delete $('loss-chart').dataset.losses;
   run = new AbortController();
   try {
     status('training', 'Greedy text before training...');
@@ -168,11 +154,12 @@ async function train() {
         if (p.validLoss !== null) show('r-valid', p.validLoss, p.validLoss.toFixed(4));
         if (p.tokensPerSecond) show('r-rate', p.tokensPerSecond, p.tokensPerSecond.toFixed(0));
         show('r-eta', p.etaSeconds, clock(p.etaSeconds));
-        plot(losses, valid);
+        plotSoon(losses, valid);
         if (!run.signal.aborted) status('training', `Training: step ${p.step} of ${p.steps}...`);
       },
     });
     adapter = r.adapter;
+    $('loss-chart').dataset.losses = JSON.stringify(r.losses); // the run's losses at full precision
     valid.splice(0, valid.length, ...r.validLosses);
     plot(losses, valid);
     if (valid.length) show('r-valid', valid.at(-1).loss, valid.at(-1).loss.toFixed(4));
@@ -221,21 +208,9 @@ async function keepAdapter() {
 }
 
 async function main() {
-  for (const name of TEST_MODELS) $('model').append(new Option(name, name));
   $('text').value = SAMPLE;
   const report = (m) => { $('error').textContent += `${$('error').textContent ? '\n' : ''}${m}`; };
   const good = applyQuery(query, QUERY_RULES, report, ['autoload']);
-  $('model').addEventListener('change', () => { source = 'model'; });
-  $('file').addEventListener('change', () => { source = 'file'; chosen = $('file').files?.[0] ?? null; });
-  acceptDrops($('drop-zone'), {
-    onFile: (file) => {
-      if (busy) { $('file-error').textContent = `${file.name}: wait until the model has loaded or training has ended`; return; }
-      source = 'file';
-      chosen = file;
-      load();
-    },
-    onRefuse: (message) => { $('file-error').textContent = message; },
-  });
   $('load').addEventListener('click', () => { if (!busy) load(); });
   $('train').addEventListener('click', () => { if (!busy) train(); });
   $('stop-run').addEventListener('click', () => {
@@ -245,7 +220,7 @@ async function main() {
   $('keep-adapter').addEventListener('click', () => { if (!busy) keepAdapter().catch(showError); });
   setBusy(false);
   plot([], []);
-  kept.refresh().catch(showError);
+  picker.kept.refresh().catch(showError);
   if (!good) status('error', 'Some URL settings were refused (see above).');
   if (query.get('autoload') === '1' && good) await load();
 }

@@ -1,7 +1,7 @@
-// generate.js - the UI of generate.html: a model from a test model on this
-// server, a picked or dropped .gguf file (gguf-drop.js), the file kept in
-// this browser (gguf-kept.js over gguf-store.js) or a URL on this server,
-// loaded in a Worker (GgufWorker, runtime/llm.js) with progress; its info;
+// generate.js - the UI of generate.html: a model from the picker it shares
+// with finetune.html (gguf-picker.js: a test model on this server, a picked
+// or dropped .gguf file, the file kept in this browser or a URL on this
+// server), loaded in a Worker (GgufWorker, runtime/llm.js) with progress; its info;
 // the backend (the CPU, WebGPU, WebGL2 or auto, and what runs); sampling settings
 // checked next to their fields (fields.js); the prompt's tokens and the
 // context used and left, live; the text streamed in as it is generated,
@@ -12,13 +12,11 @@
 // (reading, compiling GPU pipelines); a software GPU picked by name is timed
 // against the CPU on a few tokens and the page warns with that figure.
 import { show, status, showError } from './page-status.js';
-import { readFields, applyQuery, intRule, choiceRule, notStarted } from './fields.js';
+import { readFields, applyQuery, intRule, notStarted } from './fields.js';
 import { GgufWorker } from './runtime/llm.js';
 import { slowdown, slowdownText, gpuName } from './software-gpu.js';
-import { acceptDrops } from './gguf-drop.js';
-import { KeptFile } from './gguf-kept.js';
+import { ModelPicker, backendRule, backendText, modelRule } from './gguf-picker.js';
 import { ADAPTER_FOLDER, kept as keptIn } from './gguf-store.js';
-import { TEST_MODELS, testModelUrl } from './test-models.js';
 
 const $ = (id) => document.getElementById(id);
 const query = new URLSearchParams(location.search);
@@ -28,13 +26,7 @@ let lm = null;        // the GgufWorker holding the model in use (info), or null
 let info = null;
 let loadedName = '';  // the file it came from
 let busy = false;
-let source = 'model'; // the model control used last: 'model' | 'file' | 'url' | 'kept'
-let chosen = null;    // the file picked or dropped last
-const kept = new KeptFile(() => { // the file kept in this browser (OPFS), offered after a reload
-  if (busy) return;
-  source = 'kept';
-  load();
-});
+const picker = new ModelPicker({ isBusy: () => busy, load: () => load(), waitFor: 'the model has loaded or the generation has ended' });
 let keptAdapter = null; // the LoRA adapter finetune.html kept in this browser (a File), or null
 let countTimer = 0;
 let countSeq = 0;     // the latest prompt count asked for (older answers are dropped)
@@ -72,16 +64,11 @@ const SAMPLING = {
   stop: stopRule,
   prompt: (text) => (text === '' ? { error: 'write a prompt' } : { value: text }),
 };
-/** A backend of the selector; a listed but disabled one is refused with its reason. */
-function backendRule(text, el) {
-  const off = [...el.options].find((o) => o.value === text && o.disabled);
-  return off ? { error: `${off.value} is ${off.dataset.reason}` } : choiceRule()(text, el);
-}
 const LOAD = { nCtx: intRule(0, 131072), backend: backendRule };
 const { stop: _stop, ...QUERY_SAMPLING } = SAMPLING; // stop strings are typed on the page
 const QUERY_RULES = {
   ...QUERY_SAMPLING, ...LOAD,
-  model: (text) => (TEST_MODELS.includes(text) ? { value: text } : { error: `not one of ${TEST_MODELS.join(', ')}` }),
+  model: modelRule,
   url: (text) => ({ value: text }),
 };
 
@@ -111,39 +98,7 @@ function showInfo(i) {
   show('i-shape', i.nLayer, `${i.nLayer}, ${i.nHead} (${i.nHeadKv}), ${i.nEmbd}`);
   show('i-vocab', i.nVocab, `${i.nVocab.toLocaleString('en-US')} (${i.tokenizer})`);
   show('i-simd', i.simd, i.simd === 'relaxed' ? 'relaxed SIMD' : 'SIMD128');
-  const why = i.fallbacks.map((f) => `not ${f.backend}: ${f.reason}`).join('; ');
-  const gpu = gpuName(i.backend);
-  show('i-backend', i.backend, `${gpu ? `${gpu}${i.software ? ` (${i.software})` : ''}` : 'CPU (wasm)'}` +
-    `${i.xq8 ? ', 8-bit activations' : ''}${why ? ` (${why})` : ''}`);
-}
-
-/** The source picked (marked next to its control when there is none or it is bad). */
-function pickSource() {
-  for (const id of ['model', 'file', 'url']) $(`${id}-error`).textContent = '';
-  if (source === 'file') {
-    if (chosen) return { src: chosen, name: chosen.name, keep: true };
-    $('file-error').textContent = 'choose a .gguf file';
-    return null;
-  }
-  if (source === 'kept') {
-    if (kept.file) return { src: kept.file, name: kept.file.name, from: ' from this browser\'s storage' };
-    $('file-error').textContent = 'no file is kept in this browser now: choose a .gguf file';
-    return null;
-  }
-  if (source === 'url') {
-    const text = $('url').value.trim();
-    if (!text) { $('url-error').textContent = 'enter a URL'; return null; }
-    let url;
-    try { url = new URL(text, location.href); } catch { url = null; }
-    if (!url || url.origin !== location.origin) {
-      $('url-error').textContent = `only this server's URLs (${location.origin}/...)`;
-      return null;
-    }
-    return { src: url.href, name: url.pathname.split('/').pop() };
-  }
-  const name = $('model').value;
-  if (!name) { $('model-error').textContent = 'pick a test model, a file or a URL'; return null; }
-  return { src: testModelUrl(name).href, name: `${name}.gguf` };
+  show('i-backend', i.backend, backendText(i));
 }
 
 /** Where a failed load's message goes: next to the control that picked the file, or the backend's. */
@@ -156,12 +111,12 @@ const CONTROL_NAMES = { file: 'the file picker', model: 'the test model list', u
 async function load() {
   $('error').textContent = '';
   const f = readFields(LOAD);
-  const picked = pickSource();
+  const picked = picker.pick();
   if (!f.ok || !picked) {
     status('error', 'Not loaded: fix the marked field.');
     return;
   }
-  const from = source;
+  const from = picker.source;
   setBusy(true);
   $('load-progress').value = 0;
   status('loading', `Loading ${picked.name}...`);
@@ -197,7 +152,7 @@ async function load() {
     await warnSoftware(picked);
     const adapted = info.nLora ? `, with the LoRA adapter ${keptAdapter?.name ?? ''} (${info.nLoraPairs} products)` : '';
     status('ready', `Loaded ${picked.name} (${mib(info.fileBytes)})${picked.from ?? ''}${adapted} in ${s} s${compiled}.`);
-    if (picked.keep) kept.keep(picked.src).catch(showError);
+    picker.keepLoaded(picked).catch(showError);
   } catch (err) {
     next.terminate();
     const where = noteFor(err, from);
@@ -339,7 +294,6 @@ async function generate() {
 }
 
 async function main() {
-  for (const name of TEST_MODELS) $('model').append(new Option(name, name));
   const report = (m) => { $('error').textContent += `${$('error').textContent ? '\n' : ''}${m}`; };
   let good = applyQuery(query, QUERY_RULES, report, ['autoload', 'xq8']);
   if (query.has('xq8')) { // a checkbox: 1 or 0
@@ -347,34 +301,11 @@ async function main() {
     if (v === '1' || v === '0') $('xq8').checked = v === '1';
     else good = (report(`URL parameter xq8=${v}: must be 1 or 0`), false);
   }
-  if (query.has('url')) source = 'url';
-  $('model').addEventListener('change', () => { source = 'model'; });
-  $('file').addEventListener('change', () => {
-    source = 'file';
-    chosen = $('file').files?.[0] ?? null;
-  });
-  acceptDrops($('drop-zone'), {
-    onFile: (file) => {
-      if (busy) {
-        $('file-error').textContent = `${file.name}: wait until the model has loaded or the generation has ended, then drop it again`;
-        return;
-      }
-      source = 'file';
-      chosen = file;
-      try { // the picker shows the dropped file where the browser allows it
-        const dt = new DataTransfer();
-        dt.items.add(file);
-        $('file').files = dt.files;
-      } catch { /* the picker keeps its own text */ }
-      load();
-    },
-    onRefuse: (message) => { $('file-error').textContent = message; },
-  });
+  if (query.has('url')) picker.source = 'url';
   $('prompt').addEventListener('input', () => {
     clearTimeout(countTimer);
     countTimer = setTimeout(countPrompt, 150);
   });
-  $('url').addEventListener('input', () => { source = 'url'; });
   $('load').addEventListener('click', () => { if (!busy) load(); });
   $('generate').addEventListener('click', () => { if (!busy) generate(); });
   $('stop-run').addEventListener('click', () => {
@@ -382,7 +313,7 @@ async function main() {
     status('stopping', 'Stopping...');
   });
   setBusy(false);
-  kept.refresh().catch(showError);
+  picker.kept.refresh().catch(showError);
   keptIn(ADAPTER_FOLDER).then(({ file }) => { // an adapter finetune.html kept
     keptAdapter = file;
     if (!file) return;

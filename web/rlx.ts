@@ -523,7 +523,8 @@ export interface LoadGgufOptions {
    * pkg/rlx_llm_train.wasm on the CPU, rlx_llm_train_gpu.wasm with
    * backend 'webgpu', rlx_llm_train_webgl.wasm with 'webgl' (or
    * `trainWasm`; the GPU builds generate and fine-tune on that GPU);
-   * backend 'auto' then means 'cpu'.
+   * backend 'auto' picks as for generation (a hardware GPU, else the CPU
+   * with the reasons in info.fallbacks).
    */
   train?: boolean;
   /** Where the training build is (default: pkg/rlx_llm_train.wasm or its relaxed-SIMD build, rlx_llm_train_gpu.wasm or rlx_llm_train_webgl.wasm, next to runtime/llm.js). */

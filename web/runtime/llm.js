@@ -96,7 +96,8 @@ function gib(bytes) { return `${(bytes / 2 ** 30).toFixed(2)} GiB`; }
  * rlx_llm_train_gpu.wasm and with 'webgl' its WebGL2 build
  * rlx_llm_train_webgl.wasm (trainWasm too; they generate on that GPU and
  * fine-tune on it: llm_finetune_webgpu.js, llm_finetune_webgl.js); backend
- * 'auto' then means 'cpu') }.  A 'webgpu' or 'webgl'
+ * 'auto' picks as for generation: a hardware GPU, else the CPU with the
+ * reasons in info.fallbacks) }.  A 'webgpu' or 'webgl'
  * that cannot run here is an RlxError with reason 'unavailable'.
  */
 export async function loadGguf(source, options = undefined) {
@@ -119,7 +120,7 @@ export async function loadGguf(source, options = undefined) {
     if (o[k] !== undefined && !isWasm(o[k])) throw fail(fn, `options.${k} must be a URL, a path, bytes or a WebAssembly.Module, got ${describe(o[k])}`);
   }
   // The GPU first (an explicit 'webgpu' or 'webgl' that cannot run is refused before anything is read)
-  const cpuOnly = backend === 'cpu' || (o.train && backend === 'auto');
+  const cpuOnly = backend === 'cpu';
   let gpu = cpuOnly || backend === 'webgl' ? null : await chooseWebGpu(fn, backend, o.gpu);
   if (!cpuOnly && (backend === 'webgl' || (backend === 'auto' && !gpu.device))) gpu = await chooseWebGl(fn, backend, gpu?.fallbacks ?? []);
   const wasm = o.train ? (o.trainWasm ?? (gpu?.device ? TRAIN_GPU_WASM : gpu?.gl ? TRAIN_WEBGL_WASM : moduleFile('llmTrain', simd)))
