@@ -13,6 +13,9 @@
 //    prompt kernel and every step size at its position) and eval after it;
 //  - a context that fills up ends both runs the same way ('context'),
 //    reset and a second run repeat the first, eval appends at the position;
+//  - LoRA adapters (build/rlx make-lora, an f16 one and an f32 one with
+//    scales): the CPU's logits and greedy tokens with the same adapters;
+//    the logits differ from the plain model's (an adapter left out fails);
 //  - 'auto' keeps the CPU where WebGPU is missing or a software adapter and
 //    says why; 'webgpu' without WebGPU is an RlxError with reason
 //    'unavailable'; bad options are RlxErrors naming them.
@@ -24,7 +27,10 @@
 // Dawn is added when missing, by re-running this file.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dawnEnv, dawnDevice, rerunTestFileWithDawn } from '../../tools/dawn_node.mjs';
 import { loadGguf, RlxError } from '../../web/runtime/llm.js';
@@ -32,6 +38,7 @@ import { LM_NAMES, lmHalf } from '../common/lm_names.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const GPU_WASM = `${ROOT}web/pkg/rlx_llm_gpu.wasm`;
+const CLI = `${ROOT}build/rlx`;
 const fixture = (name) => `${ROOT}build/lm/${name}.gguf`;
 const LOGIT_TOL = 1e-3; // |gpu - cpu| <= LOGIT_TOL * (1 + |cpu|), see above
 const PROMPT = 'The small river ran past the old mill';
@@ -57,7 +64,7 @@ function closeLogits(got, want, what) {
   return worst;
 }
 
-const missing = [GPU_WASM, ...LM_NAMES.map(fixture)].filter((f) => !existsSync(f));
+const missing = [GPU_WASM, CLI, ...LM_NAMES.map(fixture)].filter((f) => !existsSync(f));
 if (missing.length) {
   test('llm webgpu: build outputs present', () => assert.fail(`missing ${missing.join(', ')}: run \`make wasm lm-fixtures\``));
 } else if (Object.keys(dawnEnv()).length > 0 && !process.env.RLX_DAWN_REEXEC) {
@@ -193,6 +200,39 @@ if (missing.length) {
     } finally {
       g.free();
       cpu.free();
+    }
+  });
+
+  test('llama-q8_0 with two LoRA adapters: the CPU\'s logits and greedy tokens with them, not the plain model\'s logits', async (t) => {
+    const prompt = 'The small river'; // steps of 4 and 1 tokens: few plans to compile
+    const dir = mkdtempSync(join(tmpdir(), 'rlx-lora-webgpu-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const makeLora = (file, args) => {
+      execFileSync(CLI, ['make-lora', '--model', fixture('llama-q8_0'), '--out', join(dir, file), ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+      return join(dir, file);
+    };
+    const lora = [
+      { source: makeLora('a.gguf', ['--targets', 'attn_q,attn_v', '--rank', '2', '--alpha', '8', '--type', 'f16']), scale: 0.5 },
+      { source: makeLora('b.gguf', ['--targets', 'ffn_down', '--rank', '2', '--seed', '3']), scale: 0.75 },
+    ];
+    const cpu = await onCpu('llama-q8_0', { lora });
+    const g = await onGpu('llama-q8_0', { lora });
+    const plain = await onCpu('llama-q8_0');
+    try {
+      assert.equal(g.info.backend, 'webgpu');
+      assert.deepEqual([g.info.nLora, g.info.nLoraPairs], [2, 3 * g.info.nLayer]);
+      const ids = cpu.tokenize(prompt);
+      const want = cpu.logits(ids);
+      worstLogit = Math.max(worstLogit, closeLogits(await g.logits(ids), want, 'llama-q8_0 with adapters'));
+      const moved = plain.logits(ids).reduce((m, v, i) => Math.max(m, Math.abs(v - want[i]) / (1 + Math.abs(want[i]))), 0);
+      assert.ok(moved > 100 * LOGIT_TOL, `the adapters move the logits (by ${moved})`);
+      g.reset();
+      const got = await g.generate(prompt, { maxTokens: 3 }); // a few decoding steps: each costs seconds on SwiftShader
+      assert.deepEqual(got.ids, (await cpu.generate(prompt, { maxTokens: 3 })).ids);
+    } finally {
+      g.free();
+      cpu.free();
+      plain.free();
     }
   });
 
