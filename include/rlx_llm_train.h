@@ -92,7 +92,10 @@ rlx_status rlx_llm_finetune_set_lr(rlx_llm_finetune *ft, float lr);
  * "mask" as rlx_llm_finetune_step takes them, with 0 for a target under a
  * zero weight; output 0 the loss before the update; the pairs and the
  * optimizer state are params updated by the plan), train 0, the loss
- * alone.  Its params are bound to the model's weights and ft's pairs and
+ * alone, train 2, the loss and the pairs' gradients without an update
+ * (input "d_output" = 1 as well; output 0 the loss, 1 + 2 i and 2 + 2 i
+ * pair i's dA and dB, as rlx_llm_finetune_grad; the pairs are params the
+ * caller may write first).  Its params are bound to the model's weights and ft's pairs and
  * optimizer state as they are now; the session does not write them back
  * into ft.  Freed with rlx_session_free, before ft and the model. */
 rlx_status rlx_llm_finetune_compile(rlx_llm_finetune *ft, int32_t n_windows, rlx_device device, int32_t train,

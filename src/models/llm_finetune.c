@@ -235,8 +235,7 @@ rlx_status llm_finetune_compile(rlx_llm_finetune *ft, int kind, int32_t n, rlx_d
     rlx_node *outs = rlx_malloc(((size_t)t.n_params + 1) * sizeof *outs);
     st = outs ? rlx_grad_with_loss(t.g, t.loss, t.params, t.n_params, outs)
               : rlx_error(RLX_ERR_NO_MEMORY, "rlx_llm_finetune: out of memory");
-    const rlx_compile_options cpu = {RLX_DEVICE_CPU, 0, 0, ft->m->info.threads};
-    if (st == RLX_OK) st = rlx_compile(t.g, outs, t.n_params + 1, &cpu, &s);
+    if (st == RLX_OK) st = rlx_compile(t.g, outs, t.n_params + 1, &copt, &s);
     const float one = 1.0f;
     if (st == RLX_OK) st = rlx_session_set_input(s, "d_output", &one, 1);
     rlx_free(outs, ((size_t)t.n_params + 1) * sizeof *outs);

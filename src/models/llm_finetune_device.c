@@ -1,6 +1,6 @@
 /* llm_finetune_device.c - a fine-tuning object's sessions compiled for a
  * device (include/rlx_llm_train.h: rlx_llm_finetune_compile): the training
- * step or the loss alone, for the GPU executors (web/runtime/webgpu.js,
+ * step, the loss alone or the loss and the pairs' gradients, for the GPU executors (web/runtime/webgpu.js,
  * webgl.js) to run with the pairs and the optimizer state living on the
  * device.  The sessions' params are bound as the CPU sessions' are (the
  * model's weights in place, the pairs and the optimizer state in the
@@ -19,5 +19,6 @@ rlx_status rlx_llm_finetune_compile(rlx_llm_finetune *ft, int32_t n_windows, rlx
                      (int)n_windows);
   if (device < RLX_DEVICE_CPU || device > RLX_DEVICE_WEBGL)
     return rlx_error(RLX_ERR_INVALID_ARG, "%s: unknown device %d", fn, (int)device);
-  return llm_finetune_compile(ft, train ? FT_TRAIN : FT_LOSS, n_windows, device, out);
+  if (train < 0 || train > 2) return rlx_error(RLX_ERR_INVALID_ARG, "%s: train must be 0, 1 or 2, got %d", fn, (int)train);
+  return llm_finetune_compile(ft, train == 2 ? FT_GRAD : train ? FT_TRAIN : FT_LOSS, n_windows, device, out);
 }

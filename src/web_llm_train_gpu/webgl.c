@@ -1,5 +1,5 @@
 /* webgl.c - rlx_llm_train_webgl.wasm's export: a fine-tuning object's
- * training step (or loss) compiled for WebGL2 with textures at most
+ * training step (or loss, or gradients) compiled for WebGL2 with textures at most
  * max_width wide (web/runtime/llm_finetune_webgl.js runs it through
  * webgl.js), made ready as generation's steps are
  * (src/web_llm_gpu/webgl.h). */
@@ -8,7 +8,7 @@
 
 #define EXPORT(name) __attribute__((export_name(#name)))
 
-/* The session for n_windows windows (train 1: a step, 0: the loss;
+/* The session for n_windows windows (train 1: a step, 0: the loss, 2: the loss and the gradients;
  * max_width 0: WebGL2's guaranteed 2048); NULL with rlx_last_error().
  * Freed with rlx_llm_session_free, before the fine-tuning object. */
 EXPORT(rlx_llm_finetune_webgl)

@@ -122,7 +122,7 @@ static void webgl_steps_equal_cpu(void **state) {
   steps_match("build/lm/qwen2-f32.gguf", RLX_OPT_ADAMW);
 }
 
-/* Every step of the WebGPU plans on the device, training and loss alike. */
+/* Every step of the WebGPU plans on the device: training, loss and gradients alike. */
 static void webgpu_plans_have_no_host_steps(void **state) {
   (void)state;
   const char *models[] = {"build/lm/llama-f32.gguf", "build/lm/llama-tied-q8_0.gguf", "build/lm/qwen2-q4_0.gguf",
@@ -133,7 +133,7 @@ static void webgpu_plans_have_no_host_steps(void **state) {
     o.targets = "all";
     rlx_llm_finetune *ft = NULL;
     assert_int_equal(rlx_llm_finetune_new(m, &o, &ft), RLX_OK);
-    for (int32_t train = 0; train < 2; train++) {
+    for (int32_t train = 0; train < 3; train++) {
       rlx_session *s = NULL;
       if (rlx_llm_finetune_compile(ft, WINDOWS, RLX_DEVICE_WEBGPU, train, &s) != RLX_OK)
         fail_msg("%s: compile for WebGPU: %s", models[i], rlx_last_error());
@@ -159,6 +159,8 @@ static void refusals(void **state) {
   assert_non_null(strstr(rlx_last_error(), "n_windows must lie in 1 .."));
   assert_int_equal(rlx_llm_finetune_compile(ft, 1, (rlx_device)9, 1, &s), RLX_ERR_INVALID_ARG);
   assert_non_null(strstr(rlx_last_error(), "unknown device 9"));
+  assert_int_equal(rlx_llm_finetune_compile(ft, 1, RLX_DEVICE_WEBGPU, 3, &s), RLX_ERR_INVALID_ARG);
+  assert_non_null(strstr(rlx_last_error(), "train must be 0, 1 or 2, got 3"));
   assert_int_equal(rlx_llm_finetune_compile(NULL, 1, RLX_DEVICE_WEBGPU, 1, &s), RLX_ERR_INVALID_ARG);
   assert_int_equal(rlx_llm_finetune_compile(ft, 1, RLX_DEVICE_WEBGPU, 1, NULL), RLX_ERR_INVALID_ARG);
   rlx_llm_finetune_free(ft);

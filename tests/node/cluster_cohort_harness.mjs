@@ -9,7 +9,9 @@
 // on, so the joining syncs are left out), and whether every rank holds the
 // same parameter bytes. With `task` (web/cluster/task.js, e.g. a LoRA
 // fine-tuning of task_llm.js) the ranks train that instead of a vision
-// model, and env may be null.
+// model, and env may be null; with `tasks`, rank i trains tasks[i] (the
+// same model on other backends).  A compute that returns a Promise (a GPU)
+// takes no simulated time: the clock waits for it before moving on.
 import { existsSync, readFileSync } from 'node:fs';
 import init, * as rlx from '../../web/pkg/rlx_web.js';
 import { Buckets } from '../../web/cluster/compute.js';
@@ -83,14 +85,30 @@ export const ATTACKS = {
  */
 export async function trainCohort(env, {
   slug = 'mnist-mlp', ranks = 5, batch = 16, samples = 9600, lr = 0.1, seed = 1, settings = {}, attack = null, maxMs = 600_000,
-  task = null, onUpdate = null,
+  task = null, tasks = null, onUpdate = null,
 } = {}) {
+  task ??= tasks?.[0] ?? null;
+  const inFlight = new Set(); // the computes still running (Promises)
+  const held = (r) => {
+    if (!(r instanceof Promise)) return r;
+    const p = r.finally(() => inFlight.delete(p));
+    inFlight.add(p);
+    return p;
+  };
   // a task's gradients, or the vision model's on its shard of the subset
-  const bucket = task ? (p, dataStep, ctx) => task.grads(p, { step: dataStep, index: ctx.index, count: ctx.count, batch })
+  const bucketOf = (i) => (task ? (p, dataStep, ctx) => held((tasks?.[i] ?? task).grads(p, { step: dataStep, index: ctx.index, count: ctx.count, batch }))
     : (p, dataStep, ctx) => {
       const { x, labels } = shards.batch(dataStep, ctx.index, ctx.count, batch);
       return model(env, slug).grads.run(x, labels, p);
-    };
+    });
+  const runUntil = async (predicate, ms) => {
+    const start = clock.now();
+    while (!predicate()) {
+      if (inFlight.size) await Promise.allSettled([...inFlight]);
+      else if (clock.now() - start >= ms) throw new Error(`cohort: condition not reached within ${ms} ms of simulated time`);
+      else await clock.advance(5);
+    }
+  };
   const periodic = settings.sync === 'periodic';
   const H = periodic ? settings.H : 1;
   const steps = Math.round(samples / (ranks * batch * H));
@@ -102,13 +120,13 @@ export async function trainCohort(env, {
   const events = [];
   let cohort = null;
   let snap = null; // bytes sent by each rank when the first step resolved: traffic is counted from there (no joining syncs)
-  cohort = ids.map((id) => {
+  cohort = ids.map((id, i) => {
     let rank = null;
     // the compute and update worker.js gives its Rank (periodic.js syncModes)
     const modes = syncModes({
       settings: () => rank.settings,
       lr: () => rank.lr,
-      bucketAt: bucket,
+      bucketAt: bucketOf(i),
     });
     let compute = modes.compute;
     if (attack && attack.id === id) {
@@ -140,13 +158,13 @@ export async function trainCohort(env, {
     return rank.start();
   });
   const leader = () => cohort.find((r) => r.role === 'leader');
-  await clock.runUntil(() => {
+  await runUntil(() => {
     const l = leader();
     return !!l && (l.halted || (l.step >= steps && !l.collect));
-  }, maxMs, 5);
+  }, maxMs);
   const l = leader();
   // let the last broadcast reach everyone
-  await clock.runUntil(() => l.halted || cohort.every((r) => r.version === l.version), 10_000, 5);
+  await runUntil(() => l.halted || cohort.every((r) => r.version === l.version), 10_000);
   const acc = l.halted || task ? null : accuracy(env, slug, l.params);
   const losses = l.history.map((h) => h.loss);
   const stepsDone = l.step;

@@ -10,16 +10,25 @@
 // a model loaded with { train: true, backend: 'webgpu' } (the steps on
 // WebGPU by default) gives the losses and validation losses of the same
 // run on the CPU module within FT_TOL, and an adapter of the same size.
+// The cluster's fine-tuning task (web/cluster/task_llm.js) with backend
+// 'webgpu' (the gradients plan, LlmFinetuneGpu.grads) on the same device
+// (its pipelines mostly compiled by then) in a cohort with a CPU rank
+// (cluster_cohort_harness.mjs: protocol.js Ranks on a wire-mode hub) ends 3
+// steps with bit-identical adapters on both, and at those adapters (B no
+// longer zero) its loss and gradients of a shard equal the CPU task's within
+// FT_TOL of the largest.
 // Build first: make wasm lm-fixtures.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dawnEnv, dawnDevice, rerunTestFileWithDawn } from '../../tools/dawn_node.mjs';
 import { loadGguf, RlxError } from '../../web/runtime/llm.js';
 import { LlmFinetuneWebGpu } from '../../web/runtime/llm_finetune_webgpu.js';
 import { finetuneAgainstCpu, FT_TOL, FT_SEQ } from '../common/llm_finetune_case.mjs';
 import { FT_GPU_CASES } from '../common/lm_names.mjs';
+import { trainCohort } from './cluster_cohort_harness.mjs';
+import { createTask } from '../../web/cluster/task.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const WASM = `${ROOT}web/pkg/rlx_llm_train_gpu.wasm`;
@@ -92,6 +101,42 @@ if (missing.length) {
     } finally {
       cpu.free();
       gpu.free();
+    }
+  });
+
+  test('a WebGPU rank and a CPU rank fine-tune with bit-identical adapters; its gradients are the CPU\'s', async () => {
+    // the shapes of the GgufModel.finetune test above: its pipelines serve
+    const opts = { model: readFileSync(fixture('llama-q8_0')), text: new TextEncoder().encode(SENTENCE.repeat(8)), rank: 2, alpha: 4, targets: 'attn_q,attn_v', seq: 16, seed: 1 };
+    const cpu = await createTask('llm', opts);
+    const gpu = await createTask('llm', { ...opts, backend: 'webgpu', gpu: device });
+    try {
+      assert.deepEqual([gpu.backend, gpu.fallback, gpu.slug], ['webgpu', null, cpu.slug]);
+      const backends = new Set(); // where the cohort's buckets were computed
+      for (const t of [cpu, gpu]) {
+        const grads = t.grads.bind(t);
+        const note = (g) => (backends.add(g.backend), g);
+        t.grads = (p, ctx) => { const g = grads(p, ctx); return g instanceof Promise ? g.then(note) : note(g); };
+      }
+      const r = await trainCohort(null, { tasks: [cpu, gpu], ranks: 2, batch: 2, samples: 3 * 2 * 2, lr: 0.5 });
+      assert.equal(r.halted, null);
+      assert.equal(r.steps, 3);
+      assert.ok(r.sameBytes, `adapters differ across the ranks: ${r.hashes}`);
+      assert.deepEqual([...backends].sort(), ['cpu', 'webgpu'], 'each rank computed on its own backend');
+      const params = r.cohort.find((x) => x.id === r.leader).params;
+      const windows = cpu.indices(3, 0, 2, 2); // 2 windows: the gradients session the cohort compiled
+      const want = cpu.gradsOf(params, windows);
+      const got = await gpu.gradsOf(params, windows);
+      assert.equal(got.backend, 'webgpu');
+      assert.equal(got.samples, want.samples);
+      assert.ok(Math.abs(got.loss - want.loss) <= FT_TOL * Math.abs(want.loss), `loss: webgpu ${got.loss} vs cpu ${want.loss}`);
+      const scale = want.grads.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+      assert.ok(scale > 0);
+      let worst = 0;
+      for (let i = 0; i < want.grads.length; i++) worst = Math.max(worst, Math.abs(got.grads[i] - want.grads[i]));
+      assert.ok(worst <= FT_TOL * scale, `gradients differ by ${worst} (largest ${scale})`);
+    } finally {
+      gpu.free();
+      cpu.free();
     }
   });
 

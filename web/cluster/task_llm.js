@@ -16,10 +16,14 @@
 //   const bytes = task.adapter(p);  // llama.cpp's LoRA GGUF of p (f32)
 //   task.free();
 //
-// Backends: the gradients run in the training module (loadGguf's train) on
-// the CPU. LLM_BACKENDS is the hook for a GPU build (loadGguf options whose
-// module runs rlx_llm_finetune_grad on WebGPU): a request for one that is
-// not there yet runs on the CPU with the reason.
+// Backends: the gradients run in the training module (loadGguf's train) of
+// the backend asked for: the CPU (rlx_llm_finetune_grad), WebGPU or WebGL2
+// (the GPU build's gradients plan, LlmFinetuneGpu.grads: the rank's params
+// written to the device, the loss and the gradients read back); 'auto' is
+// the CPU, and a GPU that cannot run here falls back to the CPU with the
+// reason. As in the vision tasks, only gradients come from the device: the
+// leader's mean and the optimizer step are the same host code on every
+// rank, so a mixed cohort keeps bit-identical adapters.
 import { loadGguf } from '../runtime/llm.js';
 import { RlxError } from '../runtime/errors.js';
 import { STATUS } from '../runtime/constants.js';
@@ -27,25 +31,30 @@ import { Shards } from './data.js';
 import { llmSlug, sha256Hex } from './task_key.js';
 import { LORA_DEFAULTS, LORA_TARGETS } from './settings.js';
 
-// The loadGguf options a backend computes LoRA gradients with (null: not in this build yet).
-export const LLM_BACKENDS = Object.freeze({ cpu: Object.freeze({ backend: 'cpu', train: true }), webgpu: null, webgl: null });
+// The loadGguf options a backend computes LoRA gradients with.
+export const LLM_BACKENDS = Object.freeze(Object.fromEntries(['cpu', 'webgpu', 'webgl'].map((b) => [b, Object.freeze({ backend: b, train: true })])));
+const GPU_STEPS = { // the GPU build's runner of each backend
+  webgpu: async () => (await import('../runtime/llm_finetune_webgpu.js')).LlmFinetuneWebGpu,
+  webgl: async () => (await import('../runtime/llm_finetune_webgl.js')).LlmFinetuneWebGl,
+};
 
 /** The backend LoRA gradients run on for a request: { backend, fallback } (see the top of the file). */
 export function resolveLlmBackend(request = 'cpu') {
   const want = request === 'auto' ? 'cpu' : String(request);
   if (!(want in LLM_BACKENDS)) throw new RlxError(STATUS.INVALID_ARG, `backend must be auto, cpu, webgpu or webgl, got ${JSON.stringify(want)}`);
-  if (LLM_BACKENDS[want]) return { requested: request, backend: want, fallback: null };
-  return { requested: request, backend: 'cpu', fallback: `LoRA gradients on ${want} are not in this build yet; this rank computes them on the CPU` };
+  return { requested: request, backend: want, fallback: null };
 }
 
 /**
  * Opens the model and the text and makes the adapters (see the top of the
  * file). model, text: bytes (ArrayBuffer or view); format: 'text' or 'jsonl';
- * seed: the adapters' initial A (every rank the same, so any rank may lead).
+ * seed: the adapters' initial A (every rank the same, so any rank may lead);
+ * gpu: loadGguf's options.gpu (a GPUDevice or a GPU, where there is no
+ * navigator.gpu).
  */
 export async function createLlmTask({
   model, text, rank = LORA_DEFAULTS.rank, alpha = LORA_DEFAULTS.alpha, targets = LORA_DEFAULTS.targets, seq = LORA_DEFAULTS.seq,
-  seed = 1, format = 'text', backend = 'cpu', name = 'the base model', textName = 'the training text', trainWasm = undefined,
+  seed = 1, format = 'text', backend = 'cpu', name = 'the base model', textName = 'the training text', trainWasm = undefined, gpu = undefined,
 } = {}) {
   const bytesOf = (v, what) => {
     if (v instanceof ArrayBuffer) return new Uint8Array(v);
@@ -58,8 +67,23 @@ export async function createLlmTask({
   if (format !== 'text' && format !== 'jsonl') throw new RlxError(STATUS.INVALID_ARG, `createLlmTask: format must be text or jsonl, got ${JSON.stringify(format)}`);
   const resolved = resolveLlmBackend(backend);
   const [baseSha, dataSha] = await Promise.all([sha256Hex(modelBytes), sha256Hex(textBytes)]);
-  const llm = await loadGguf(modelBytes, { ...LLM_BACKENDS[resolved.backend], trainWasm, nCtx: seq });
+  let llm;
+  try {
+    llm = await loadGguf(modelBytes, { ...LLM_BACKENDS[resolved.backend], trainWasm, nCtx: seq, gpu });
+  } catch (err) {
+    if (resolved.backend === 'cpu' || err?.reason !== 'unavailable') throw err;
+    Object.assign(resolved, { backend: 'cpu', fallback: `${err.message}; this rank computes its gradients on the CPU` });
+    llm = await loadGguf(modelBytes, { ...LLM_BACKENDS.cpu, nCtx: seq });
+  }
   const task = new LlmTask(llm, { rank, alpha, targets, seq, seed, format, textBytes });
+  if (resolved.backend !== 'cpu') {
+    try {
+      task.gpu = new (await GPU_STEPS[resolved.backend]())(llm.mod, task.ft, llm.device, seq);
+    } catch (err) {
+      task.free();
+      throw err;
+    }
+  }
   task.baseSha = baseSha;
   task.dataSha = dataSha;
   task.slug = llmSlug({ baseSha, dataSha, rank, alpha, seq, targets });
@@ -78,6 +102,7 @@ class LlmTask {
     const m = llm.mod;
     this.m = m;
     this.seq = seq;
+    this.gpu = null; // the GPU build's runner (LlmFinetuneGpu) where the gradients run on a GPU
     this.ft = 0;
     this.textData = 0;
     this.io = null; // { batch, ids, targets, mask, loss } in wasm memory, for the last batch size
@@ -171,10 +196,10 @@ class LlmTask {
     return this.shards.indices(step, index, count, batch);
   }
 
-  /** { grads, loss, samples: scored tokens, backend } at params of the windows `indices`. */
+  /** { grads, loss, samples: scored tokens, backend } at params of the windows `indices` (a Promise on a GPU). */
   gradsOf(params, indices) {
     this._alive();
-    this.setParams(params);
+    if (!this.gpu) this.setParams(params);
     const m = this.m;
     const n = indices.length;
     const io = this._io(n);
@@ -185,6 +210,14 @@ class LlmTask {
     const mask = new Float32Array(m.memory.buffer, io.mask, n * len);
     let samples = 0;
     for (let i = 0; i < mask.length; i++) samples += mask[i];
+    if (this.gpu) {
+      if (!(params instanceof Float32Array) || params.length !== this.paramCount) {
+        throw new RlxError(STATUS.INVALID_ARG, `LoRA params must be a Float32Array of ${this.paramCount} values`);
+      }
+      const count = n * len;
+      return this.gpu.grads(m.i32(io.ids, count).slice(), m.i32(io.targets, count).slice(), mask.slice(), params)
+        .then(({ grads, loss }) => ({ grads, loss, samples, backend: this.backend }));
+    }
     m.check(m.call('rlx_llm_finetune_grad', this.ft, io.ids, io.targets, io.mask, n, io.loss), 'fine-tuning gradient: ');
     const loss = new Float32Array(m.memory.buffer, io.loss, 1)[0];
     return { grads: this._pairs('rlx_llm_finetune_get_grad'), loss, samples, backend: this.backend ?? 'cpu' };
@@ -227,6 +260,8 @@ class LlmTask {
   free() {
     if (!this.llm) return;
     try {
+      this.gpu?.free(); // before the fine-tuning object
+      this.gpu = null;
       this._freeIo();
       if (this.ft) this.m.call('rlx_llm_finetune_free', this.ft);
       if (this.textData) this.m.call('rlx_llm_data_free', this.textData);

@@ -12,10 +12,13 @@
 // The C object's own pairs are not updated by device steps: readPairs()
 // reads them from the device, syncToHost() writes them into the object
 // (for rlx_llm_finetune_adapter or a CPU step after it); the optimizer
-// state stays on the device.
+// state stays on the device.  grads() runs the loss and the pairs'
+// gradients without an update, at pairs the caller gives (the cluster's
+// ranks: web/cluster/task_llm.js applies the cohort's step itself).
 //
 // A backend extends LlmFinetuneGpu with:
-//   compile(n, train)        -> the C session (0 with rlx_last_error)
+//   compile(n, kind)         -> the C session (kind 1 a step, 0 the loss, 2 the
+//                              gradients: rlx_llm_finetune_compile's train; 0 with rlx_last_error)
 //   prepare(ptr, train, made) -> Promise of the session's prepared executor
 //                              (./executor.js; made(executor) as soon as it exists)
 //   adopt(next, last)        -> Promise: executor next given the pairs (and,
@@ -62,16 +65,16 @@ export class LlmFinetuneGpu {
     });
   }
 
-  /** The executor of the step (train true) or the loss for n windows. */
-  session(fn, n, train) {
-    const key = `${n}:${train ? 1 : 0}`;
+  /** The executor of the step (kind 1), the loss (0) or the gradients (2) for n windows. */
+  session(fn, n, kind) {
+    const key = `${n}:${kind}`;
     if (!this.sessions.has(key)) {
-      const ptr = this.compile(n, train ? 1 : 0) >>> 0;
-      if (!ptr) this.mod.check(STATUS.UNSUPPORTED, `${fn}: compiling the ${train ? 'training step' : 'loss'} of ${n} windows: `);
+      const ptr = this.compile(n, kind) >>> 0;
+      if (!ptr) this.mod.check(STATUS.UNSUPPORTED, `${fn}: compiling the ${['loss', 'training step', 'gradients'][kind]} of ${n} windows: `);
       this.pointers.push(ptr);
       const p = (async () => {
         try {
-          return await this.prepare(ptr, train, (made) => this.made.push(made));
+          return await this.prepare(ptr, kind === 1, (made) => this.made.push(made));
         } catch (err) {
           throw this.gpuError(err);
         }
@@ -124,7 +127,7 @@ export class LlmFinetuneGpu {
    */
   async step(ids, targets, mask = null) {
     const { n, feeds } = this.feeds('step', ids, targets, mask);
-    const s = await this.session('step', n, true);
+    const s = await this.session('step', n, 1);
     if (this.lr !== null) feeds['rlx.lr'] = Float32Array.of(this.lr);
     try {
       if (this.current && this.current !== s) await this.adopt(s, this.current);
@@ -139,11 +142,46 @@ export class LlmFinetuneGpu {
   /** The loss of the windows with the current pairs, without an update: a number. */
   async eval(ids, targets, mask = null) {
     const { n, feeds } = this.feeds('eval', ids, targets, mask);
-    const s = await this.session('eval', n, false);
+    const s = await this.session('eval', n, 0);
     try {
       if (this.current) await this.adopt(s, this.current);
       const [loss] = await s.run(feeds);
       return loss[0];
+    } catch (err) {
+      throw this.gpuError(err);
+    }
+  }
+
+  /**
+   * The loss and the pairs' gradients over the windows, without an update:
+   * { loss, grads }.  params: every pair's A then B in pair order, flat (a
+   * Float32Array), written to the device first (and left there); null: the
+   * pairs as they are on the device.  grads: the same layout.
+   */
+  async grads(ids, targets, mask = null, params = null) {
+    const { n, feeds } = this.feeds('grads', ids, targets, mask);
+    const sizes = this.pairs.flatMap((p) => [p.rank * p.nIn, p.nOut * p.rank]);
+    const total = sizes.reduce((a, b) => a + b, 0);
+    if (params !== null && (!(params instanceof Float32Array) || params.length !== total)) {
+      throw new RlxError(STATUS.INVALID_ARG, `grads: params must be a Float32Array of ${total} values (every pair's A then B), or null`);
+    }
+    const s = await this.session('grads', n, 2);
+    if (s.inputs.some((x) => x.name === 'd_output')) feeds.d_output = Float32Array.of(1);
+    if (params) {
+      let at = 0;
+      this.pairs.forEach((p, i) => {
+        feeds[p.aName] = params.subarray(at, at += sizes[2 * i]);
+        feeds[p.bName] = params.subarray(at, at += sizes[2 * i + 1]);
+      });
+    }
+    try {
+      if (this.current && this.current !== s) await this.adopt(s, this.current);
+      this.current = s;
+      const [loss, ...parts] = await s.run(feeds);
+      const grads = new Float32Array(total);
+      let at = 0;
+      for (const g of parts) { grads.set(g, at); at += g.length; }
+      return { loss: loss[0], grads };
     } catch (err) {
       throw this.gpuError(err);
     }
