@@ -1,10 +1,14 @@
 // helpers.mjs - shared set-up of the browser tests: tools/serve.py on a free
 // port (127.0.0.1) and Debian's chromium driven by playwright-core, with the
 // flags of the verified recipe (SwiftShader WebGPU / WebGL2).  Pages get a
-// log of console errors and uncaught exceptions to assert on.
+// log of console errors and uncaught exceptions to assert on; the set-up the
+// language-model GPU files share (lmSuite).
+import { before, after } from 'node:test';
 import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import { REPO } from './server.mjs';
+
+import { startServer } from './server.mjs';
 
 export { REPO, startServer } from './server.mjs';
 export const CHROMIUM = process.env.RLX_CHROMIUM ?? '/usr/bin/chromium';
@@ -49,6 +53,28 @@ export async function lmPage(browser, server) {
   });
   await page.goto(`${server.url}generate.html`);
   return { page, problems };
+}
+
+/**
+ * The set-up of a file of language-model GPU tests: whys[i] says why the
+ * tests of web/pkg/files[i] cannot run here (no chromium, that module or
+ * one of the build/lm fixtures `names`), or is null; the server and the
+ * browser start before the tests when any can run and stop after them;
+ * page() is lmPage on them.
+ */
+export function lmSuite(names, files) {
+  const fixtures = names.some((n) => !existsSync(`${REPO}build/lm/${n}.gguf`)) ? 'missing build/lm fixtures: run make lm-fixtures' : null;
+  const whys = files.map((file) => missing() ?? (!existsSync(`${REPO}web/pkg/${file}`) ? `missing web/pkg/${file}: run \`make wasm\`` : null) ?? fixtures);
+  let server, browser;
+  before(async () => {
+    if (whys.every(Boolean)) return;
+    [server, browser] = await Promise.all([startServer(), launch()]);
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+  return { whys, page: () => lmPage(browser, server) };
 }
 
 /** The data-value of an element (full precision of a number shown). */

@@ -12,37 +12,21 @@
 // GgufModel.finetune on a model loaded with { train: true, backend: 'webgl' }
 // (the steps on WebGL2 by default) gives the CPU run's losses and
 // validation losses.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { startServer, launch, lmPage, missing, REPO } from './helpers.mjs';
+import { lmSuite, REPO } from './helpers.mjs';
 import { FT_GPU_CASES } from '../common/lm_names.mjs';
 import { FT_TOL } from '../common/llm_finetune_case.mjs';
 
 const WEBGPU_CASES = [FT_GPU_CASES[5]]; // qwen3-f32, AdamW (Dawn runs the even cases)
 const WEBGL_CASES = [FT_GPU_CASES[1]]; // llama-q8_0, SGD
 const cases = (list) => list.map(([name, optimizer]) => `${name} (${optimizer})`).join(", ");
-const fixtures = FT_GPU_CASES.some(([n]) => !existsSync(`${REPO}build/lm/${n}.gguf`)) ? 'missing build/lm fixtures: run make lm-fixtures' : null;
-const needs = (file) => missing() ?? (!existsSync(`${REPO}web/pkg/${file}`) ? `missing web/pkg/${file}: run \`make wasm\`` : null) ?? fixtures;
-const why = needs('rlx_llm_train_gpu.wasm');
-const whyGl = needs('rlx_llm_train_webgl.wasm');
-
-let server;
-let browser;
-
-before(async () => {
-  if (why && whyGl) return;
-  [server, browser] = await Promise.all([startServer(), launch()]);
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+const suite = lmSuite(FT_GPU_CASES.map(([n]) => n), ['rlx_llm_train_gpu.wasm', 'rlx_llm_train_webgl.wasm']);
+const [why, whyGl] = suite.whys;
 
 /** generate.html with the shared case served at ./rlx-tests/llm_finetune_case.mjs. */
 async function casePage() {
-  const { page, problems } = await lmPage(browser, server);
+  const { page, problems } = await suite.page();
   await page.route('**/rlx-tests/llm_finetune_case.mjs', (route) =>
     route.fulfill({ path: `${REPO}tests/common/llm_finetune_case.mjs`, contentType: 'text/javascript' }));
   return { page, problems };

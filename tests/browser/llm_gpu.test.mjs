@@ -21,10 +21,9 @@
 // WebGPU and says why for each; with a hardware renderer (faked) and no
 // hardware WebGPU it takes WebGL2.
 // (generate.html's GPU choices, in a Worker: llm_page.test.mjs.)
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { startServer, launch, lmPage, missing, REPO } from './helpers.mjs';
+import { lmSuite } from './helpers.mjs';
 import { LM_NAMES, lmHalf } from '../common/lm_names.mjs';
 
 const NAMES = LM_NAMES;
@@ -33,27 +32,12 @@ const LOGIT_TOL = 1e-3;
 const PROMPT = 'The small river ran past the old mill';
 const TEXT = `${PROMPT}, and the miller counted the sacks of grain by the door`;
 const PROMPT_TOKENS = 21; // WebGL2: 16 + 4 + 1
-const fixtures = NAMES.some((n) => !existsSync(`${REPO}build/lm/${n}.gguf`)) ? 'missing build/lm fixtures: run make lm-fixtures' : null;
-const needs = (file) => missing() ?? (!existsSync(`${REPO}web/pkg/${file}`) ? `missing web/pkg/${file}: run \`make wasm\`` : null) ?? fixtures;
-const why = needs('rlx_llm_gpu.wasm');
-const whyGl = needs('rlx_llm_webgl.wasm');
-
-let server;
-let browser;
-
-before(async () => {
-  if (why && whyGl) return;
-  [server, browser] = await Promise.all([startServer(), launch()]);
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+const suite = lmSuite(NAMES, ['rlx_llm_gpu.wasm', 'rlx_llm_webgl.wasm']);
+const [why, whyGl] = suite.whys;
 
 test(`${GPU_NAMES.length} test models on WebGPU in Chromium: logits within ${LOGIT_TOL} and greedy tokens equal to the CPU's`,
   { skip: why ?? false, timeout: 600000 }, async (t) => {
-    const { page, problems } = await lmPage(browser, server);
+    const { page, problems } = await suite.page();
     const got = await page.evaluate(async ({ names, prompt }) => {
       const { loadGguf } = await import('./runtime/llm.js');
       // one device for every model: the pipelines are compiled once
@@ -111,7 +95,7 @@ test(`${GPU_NAMES.length} test models on WebGPU in Chromium: logits within ${LOG
 
 test(`${NAMES.length} test models on WebGL2 in Chromium: logits within ${LOGIT_TOL} and greedy tokens equal to the CPU's`,
   { skip: whyGl ?? false, timeout: 600000 }, async (t) => {
-    const { page, problems } = await lmPage(browser, server);
+    const { page, problems } = await suite.page();
     const got = await page.evaluate(async ({ names, text, n }) => {
       const { loadGguf } = await import('./runtime/llm.js');
       const worstOf = (logits, want) => {
@@ -178,7 +162,7 @@ test(`${NAMES.length} test models on WebGL2 in Chromium: logits within ${LOGIT_T
 test("WebGL2: a 69-token prompt (steps 64, 4, 1) as on the CPU; refusals: a step position outside the context, no WebGL2; " +
   "'auto' on SwiftShader and on a hardware renderer",
   { skip: whyGl ?? false, timeout: 120000 }, async () => {
-    const { page, problems } = await lmPage(browser, server);
+    const { page, problems } = await suite.page();
     const got = await page.evaluate(async () => {
       const { loadGguf } = await import('./runtime/llm.js');
       const caught = async (f) => {
