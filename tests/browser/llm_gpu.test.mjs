@@ -1,8 +1,8 @@
 // llm_gpu.test.mjs - GGUF language models on Chromium's GPU backends
 // (headless, SwiftShader; flags in helpers.mjs), on the page's main thread,
 // for the q8_0, q4_0, q4_K and f16 test models of each architecture
-// (build/lm, through a route; WebGPU: the half of them that
-// tests/node/llm_webgpu.test.mjs leaves out, tests/common/lm_names.mjs),
+// (build/lm, through a route; WebGPU: one per architecture from the half
+// that tests/node/llm_webgpu.test.mjs leaves out, tests/common/lm_names.mjs),
 // each also loaded on the CPU module:
 // WebGPU: loadGguf(..., { backend: 'webgpu' }) (rlx_llm_gpu.wasm,
 // web/runtime/llm_webgpu.js): the logits after a prompt agree within
@@ -24,10 +24,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { lmSuite } from './helpers.mjs';
-import { LM_NAMES, lmHalf } from '../common/lm_names.mjs';
+import { LM_NAMES, lmHalfPerArch } from '../common/lm_names.mjs';
 
 const NAMES = LM_NAMES;
-const GPU_NAMES = lmHalf(1);
+const GPU_NAMES = lmHalfPerArch(1);
 const LOGIT_TOL = 1e-3;
 const PROMPT = 'The small river ran past the old mill';
 const TEXT = `${PROMPT}, and the miller counted the sacks of grain by the door`;
