@@ -249,7 +249,9 @@ typedef struct {
   int skip_fusion;     /* keep every op as written (no fusion passes)        */
   int debug_poison;    /* fill freed arena regions with NaN after each step  */
   int32_t threads;     /* CPU threads of a CPU session: 0 the default (env
-                          RLX_THREADS, else the physical cores), 1 only the
+                          RLX_THREADS, else the physical cores; an
+                          RLX_THREADS that is no count of 1 .. 256 is
+                          refused), 1 only the
                           calling thread, at most 256; results are bitwise
                           the same for any count.  wasm builds: 1, the
                           option ignored */

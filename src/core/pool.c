@@ -19,10 +19,23 @@
 
 #if !defined(__wasm__) && !defined(RLX_NO_THREADS)
 
+/* RLX_THREADS from the environment: 0 unset or empty, -1 not a count of
+ * 1 .. RLX_MAX_THREADS, else the count. */
+static int32_t env_threads(void) {
+  const char *env = getenv("RLX_THREADS");
+  if (!env || !*env) return 0;
+  char *end;
+  const long v = strtol(env, &end, 10);
+  return *end == '\0' && v >= 1 && v <= RLX_MAX_THREADS ? (int32_t)v : -1;
+}
+
 rlx_status rlx_threads_resolve(int32_t threads, const char *who, int32_t *out) {
   if (threads < 0 || threads > RLX_MAX_THREADS)
     return rlx_error(RLX_ERR_INVALID_ARG, "%s: threads is %d; give 1 .. %d, or 0 for the default", who, (int)threads,
                      RLX_MAX_THREADS);
+  if (!threads && env_threads() < 0)
+    return rlx_error(RLX_ERR_INVALID_ARG, "%s: the environment's RLX_THREADS is '%.32s'; give 1 .. %d, or unset it "
+                     "for the physical cores", who, getenv("RLX_THREADS"), RLX_MAX_THREADS);
   *out = threads ? threads : rlx_threads_default();
   return RLX_OK;
 }
@@ -281,12 +294,8 @@ static int32_t physical_cores(void) {
 }
 
 int32_t rlx_threads_default(void) {
-  const char *env = getenv("RLX_THREADS");
-  if (env && *env) {
-    char *end;
-    long v = strtol(env, &end, 10);
-    if (*end == '\0' && v >= 1 && v <= RLX_MAX_THREADS) return (int32_t)v;
-  }
+  const int32_t env = env_threads();
+  if (env > 0) return env; /* a bad value: refused by rlx_threads_resolve, the cores here */
   static atomic_int cached;
   int v = atomic_load(&cached);
   if (!v) atomic_store(&cached, v = physical_cores());

@@ -144,6 +144,23 @@ static void thread_counts_checked(void **state) {
   assert_true(n >= 1 && n <= RLX_MAX_THREADS);
   assert_int_equal(rlx_threads_resolve(7, "test", &n), RLX_OK);
   assert_int_equal(n, 7);
+  /* RLX_THREADS: a count for the default; anything else refused by name (an explicit count still goes) */
+  const char *saved = getenv("RLX_THREADS");
+  char keep[32] = "";
+  if (saved) snprintf(keep, sizeof keep, "%s", saved);
+  setenv("RLX_THREADS", "3", 1);
+  assert_int_equal(rlx_threads_resolve(0, "test", &n), RLX_OK);
+  assert_int_equal(n, 3);
+  const char *bad[3] = {"many", "0", "1000"};
+  for (int i = 0; i < 3; i++) {
+    setenv("RLX_THREADS", bad[i], 1);
+    assert_int_equal(rlx_threads_resolve(0, "test", &n), RLX_ERR_INVALID_ARG);
+    assert_non_null(strstr(rlx_last_error(), "RLX_THREADS is"));
+    assert_int_equal(rlx_threads_resolve(2, "test", &n), RLX_OK);
+    assert_int_equal(n, 2);
+  }
+  if (saved) setenv("RLX_THREADS", keep, 1);
+  else unsetenv("RLX_THREADS");
 }
 
 #ifndef POOL_ONLY
