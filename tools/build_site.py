@@ -31,6 +31,8 @@ import shutil
 import sys
 import urllib.parse
 
+from isolation_headers import HEADERS as ISOLATION_HEADERS
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # References (globs relative to the site root) allowed not to resolve.  None:
@@ -372,6 +374,8 @@ def card_text(pages):
     assert len(CARD["short_description"]) <= 60, "Hugging Face allows 60 characters"
     assert not any(re.search(r":\s|\s#|^[-?:,\[\]{}#&*!|>'\"%@`]", v) for v in CARD.values()), "plain YAML only"
     front = "".join("%s: %s\n" % (k, v) for k, v in CARD.items())
+    # cross-origin isolation on the Space as tools/serve.py sends it (HF's custom_headers)
+    front += "custom_headers:\n" + "".join("  %s: %s\n" % (k.lower(), v) for k, v in ISOLATION_HEADERS)
     links = "".join("- [%s](./%s)\n" % (p, p) for p in pages)
     return ("---\n%s---\n\n# RLX for the web\n\n"
             "RLX is a small machine-learning runtime written in C and compiled to WebAssembly.  It builds\n"

@@ -16,7 +16,9 @@ address cannot take every slot.  The limits are printed at start.  With
 --tls it serves https with a self-signed certificate made once with
 `openssl` into build/tls/ (localhost, 127.0.0.1 and the LAN address in its
 subjectAltName) and reused afterwards; a certificate that lacks the current
-LAN address is made again.
+LAN address is made again.  Every response carries the cross-origin
+isolation headers of tools/isolation_headers.py (COOP same-origin, COEP
+require-corp), so the pages are crossOriginIsolated.
 
   python3 tools/serve.py [--port N] [--host ADDR] [--root DIR] [--open PAGE]
                          [--tls] [--tls-dir DIR] [--quiet] [--idle-timeout S]
@@ -41,6 +43,8 @@ import threading
 import time
 import urllib.parse
 import webbrowser
+
+from isolation_headers import HEADERS as ISOLATION_HEADERS
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_ROOT = os.path.join(REPO, "web")
@@ -163,6 +167,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.connection.sendall(plain_response(408, "Request Timeout", "request head too slow"))
             except OSError:
                 pass
+
+    def end_headers(self):
+        for name, value in ISOLATION_HEADERS:
+            self.send_header(name, value)
+        super().end_headers()
 
     def log_message(self, fmt, *args):
         if not self.quiet:

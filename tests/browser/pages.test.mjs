@@ -359,6 +359,8 @@ test('rlx_web.js in a page and a module Worker: backends probed, MLP numbers equ
     return out;
   };
   const inPage = await page.evaluate(probe, args);
+  // tools/serve.py's COOP / COEP headers: the page is cross-origin isolated (SharedArrayBuffer available)
+  assert.deepEqual(await page.evaluate(() => [crossOriginIsolated, typeof SharedArrayBuffer]), [true, 'function']);
   assert.deepEqual(inPage.parsed, ['webgl', 'webgpu', 'auto']);
   assert.equal(inPage.preferred, 'webgpu', 'chromium with --enable-unsafe-webgpu offers navigator.gpu');
   assert.deepEqual(inPage.grads, Array.from(want), 'page and Node differ');
@@ -367,7 +369,8 @@ test('rlx_web.js in a page and a module Worker: backends probed, MLP numbers equ
     const src = `Object.defineProperty(WorkerNavigator.prototype, 'gpu', { get: () => undefined });
       const m = await import(${JSON.stringify(new URL('./pkg/rlx_web.js', location.href).href)});
       await m.default();
-      postMessage({ preferred: m.preferred_backend(), grads: Array.from(m.mlp_grads(...${JSON.stringify(gradArgs)})) });`;
+      postMessage({ isolated: self.crossOriginIsolated, preferred: m.preferred_backend(),
+        grads: Array.from(m.mlp_grads(...${JSON.stringify(gradArgs)})) });`;
     const url = URL.createObjectURL(new Blob([src], { type: 'text/javascript' }));
     const w = new Worker(url, { type: 'module' });
     return new Promise((resolve, reject) => {
@@ -375,6 +378,7 @@ test('rlx_web.js in a page and a module Worker: backends probed, MLP numbers equ
       w.onerror = (e) => reject(new Error(e.message));
     });
   }, args);
+  assert.equal(inWorker.isolated, true, 'the module Worker is cross-origin isolated as its page');
   assert.equal(inWorker.preferred, 'webgl');
   assert.deepEqual(inWorker.grads, Array.from(want), 'Worker and Node differ');
   const noGpu = await page.evaluate(async () => {

@@ -1,5 +1,6 @@
 // serve.test.mjs - tools/serve.py: MIME types (wasm, JS modules, ...),
-// Content-Length and HEAD, directory redirects, 404, 405, every way of
+// Content-Length and HEAD, directory redirects, 404, 405, the cross-origin
+// isolation headers on every response, every way of
 // leaving the served root refused with 403 (.., encoded .., backslashes,
 // symlinks), the printed local/LAN URLs, --open without a display, and
 // --tls: a self-signed certificate with localhost, 127.0.0.1 and the LAN
@@ -138,6 +139,16 @@ test('the real web/ folder serves the module and the wasm with the right types',
     }
   } finally {
     await web.stop();
+  }
+});
+
+test('every response carries the cross-origin isolation headers (files, redirects, errors)', async () => {
+  for (const [path, method, status] of [['/index.html', 'GET', 200], ['/c.wasm', 'HEAD', 200], ['/sub', 'GET', 301],
+    ['/nope.html', 'GET', 404], ['/../secret.txt', 'GET', 403], ['/index.html', 'POST', 405]]) {
+    const r = await raw(server.port, path, method);
+    assert.equal(r.status, status, path);
+    assert.equal(r.headers['cross-origin-opener-policy'], 'same-origin', `${method} ${path}`);
+    assert.equal(r.headers['cross-origin-embedder-policy'], 'require-corp', `${method} ${path}`);
   }
 });
 

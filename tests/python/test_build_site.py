@@ -229,7 +229,8 @@ class Prologue(unittest.TestCase):
 
 
 class Card(unittest.TestCase):
-    ALLOWED = {"title", "emoji", "colorFrom", "colorTo", "sdk", "app_file", "header", "pinned", "short_description"}
+    ALLOWED = {"title", "emoji", "colorFrom", "colorTo", "sdk", "app_file", "header", "pinned", "short_description",
+               "custom_headers"}
     PALETTE = {"red", "yellow", "green", "blue", "indigo", "purple", "pink", "gray"}
 
     def test_card_and_nojekyll(self):
@@ -240,8 +241,14 @@ class Card(unittest.TestCase):
             text = f.read()
         self.assertTrue(text.startswith("---\n"))
         front, body = text[4:].split("\n---\n", 1)
-        card = dict(line.split(": ", 1) for line in front.splitlines())
+        top = [line for line in front.splitlines() if not line.startswith("  ")]
+        card = dict(line.split(": ", 1) if ": " in line else (line.rstrip(":"), None) for line in top)
         self.assertEqual(set(card), self.ALLOWED)
+        # custom_headers: the cross-origin isolation headers, indented under it (HF's format)
+        nested = front.split("custom_headers:\n", 1)[1].splitlines()
+        headers = dict(line.strip().split(": ", 1) for line in nested if line.startswith("  "))
+        self.assertEqual(headers, {"cross-origin-opener-policy": "same-origin",
+                                   "cross-origin-embedder-policy": "require-corp"})
         self.assertEqual(card["sdk"], "static")
         self.assertEqual(card["app_file"], "index.html")
         self.assertEqual(card["header"], "mini")
