@@ -62,7 +62,8 @@ export class SoftwareProbe {
 
 /** A GPU backend's name for people ('WebGPU', 'WebGL2': ./runtime/backends.js); undefined for the CPU. */
 export const gpuName = (backend) => (backend === 'cpu' ? undefined : BACKEND_LABEL[backend]);
-const ms = (v) => (v >= 100 ? `${v.toFixed(0)} ms` : `${v.toPrecision(2)} ms`);
+// Two significant digits below 100 ms, whole ms above (99.5 and up round to 100: toPrecision(2) would write 1.0e+2).
+const ms = (v) => (v >= 99.5 ? `${v.toFixed(0)} ms` : `${v.toPrecision(2)} ms`);
 
 /** The measured figure: "26x" or "1.4x". */
 export function ratioText(ratio) {

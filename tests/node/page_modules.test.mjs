@@ -2,11 +2,13 @@
 // optimizers against a float64 reference written from their definitions
 // (SGD, heavy-ball momentum, bias-corrected Adam) and on a quadratic they
 // must minimise; fields.js's rules refuse what is not a valid value instead
-// of changing it.
+// of changing it; software-gpu.js's warning writes its times as plain
+// numbers at every size.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeOptimizer, OPTIMIZERS } from '../../web/optim.js';
 import { intRule, numberRule, choiceRule } from '../../web/fields.js';
+import { slowdownText } from '../../web/software-gpu.js';
 
 function reference(kind, lr, steps, p0, grad) {
   const p = Float64Array.from(p0), v = new Float64Array(p.length), m = new Float64Array(p.length);
@@ -71,4 +73,14 @@ test('fields.js: rules give the value or a message, never a changed value', () =
   const select = { options: [{ value: 'a', disabled: false }, { value: 'b', disabled: true }] };
   assert.deepEqual(choiceRule()('a', select), { value: 'a' });
   assert.match(choiceRule()('b', select).error, /"b" is not one of a$/, 'a disabled option is not a choice');
+});
+
+test('software-gpu.js: the warning writes each time as a plain number (no exponent at 99.5 .. 100 ms)', () => {
+  for (const [gpuMs, cpuMs, want] of [[99.97, 1.7, '100 ms on it and 1.7 ms'], [99.4, 0.5, '99 ms on it and 0.50 ms'],
+    [1234.5, 12.3, '1235 ms on it and 12 ms'], [3.14159, 250, '3.1 ms on it and 250 ms']]) {
+    const text = slowdownText({ backend: 'webgpu', software: 'SwiftShader', what: 'a training step', gpuMs, cpuMs,
+      ratio: gpuMs / cpuMs }, 'Pick cpu.');
+    assert.ok(text.includes(`took ${want} on the CPU`), text);
+    assert.doesNotMatch(text, /e[+-]\d/, text);
+  }
 });
