@@ -156,6 +156,11 @@ typedef struct {
   int32_t n;
 } cli_loras;
 int cli_loras_add(const char *cmd, const char *value, cli_loras *ls);
+#define CLI_LORA_HELP \
+  "apply a LoRA adapter (a GGUF file as llama.cpp loads it), its terms scaled by SCALE (default 1) times its " \
+  "alpha / rank; at most " CLI_STR(CLI_MAX_LORA) ", each adding its own"
+#define CLI_XQ8_HELP \
+  "round the input of each quantized product to 8 bits first (int8 dot products, as llama.cpp does; the CPU)"
 void cli_loras_free(cli_loras *ls);
 /* --targets T,U,..: the bits of rlx_llm_lora_target's names (and every
  * bit for "all" when all_ok), or a usage error printed and 0. */

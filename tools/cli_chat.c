@@ -11,7 +11,7 @@
 #include "cli.h"
 
 enum { C_MODEL, C_SYSTEM, C_MESSAGES, C_TEMPLATE, C_PRINT_PROMPT, C_OVERFLOW, C_SAMPLING,
-       C_CTX = C_SAMPLING + CLI_S_COUNT, C_THREADS, C_END };
+       C_CTX = C_SAMPLING + CLI_S_COUNT, C_XQ8, C_LORA, C_THREADS, C_END };
 static const cli_option chat_options[] = {
     [C_MODEL] = {"--model", NULL, "FILE.gguf", CLI_REQUIRED, "a GGUF language model (llama, qwen2, qwen3)"},
     [C_SYSTEM] = {"--system", NULL, "TEXT", CLI_OPTIONAL, "the system prompt"},
@@ -26,6 +26,8 @@ static const cli_option chat_options[] = {
     CLI_SAMPLING_OPTIONS(C_SAMPLING),
     [C_CTX] = {"--ctx", NULL, "N", CLI_OPTIONAL, "positions of the KV cache (default: the model's context length, at "
                "most " CLI_STR(RLX_LLM_DEFAULT_CTX) ")"},
+    [C_XQ8] = {"--xq8", NULL, NULL, CLI_OPTIONAL, CLI_XQ8_HELP},
+    [C_LORA] = {"--lora", NULL, "FILE[:SCALE]", CLI_OPTIONAL | CLI_REPEATED, CLI_LORA_HELP},
     [C_THREADS] = {"--threads", NULL, "N", CLI_OPTIONAL, CLI_THREADS_HELP},
     [C_END] = {NULL},
 };
@@ -191,7 +193,9 @@ static int cli_chat(int argc, char **argv) {
   const char *stop[CLI_MAX_STOP];
   rlx_llm_sampling s = rlx_llm_sampling_default();
   long ctx = 0;
-  int show_prompt = 0;
+  int show_prompt = 0, xq8 = 0;
+  cli_loras loras = {.n = 0};
+  const char *v;
   cli_args a;
   cli_args_init(&a, &cli_chat_command, argc, argv);
   while (cli_args_next(&a)) {
@@ -205,22 +209,24 @@ static int cli_chat(int argc, char **argv) {
     case C_OVERFLOW: ok = cli_opt_string(&a, &overflow); break;
     case C_CTX: ok = cli_opt_long(&a, 1, 1 << 24, &ctx); break;
     case C_THREADS: ok = cli_opt_threads(&a); break;
+    case C_XQ8: xq8 = 1; break;
+    case C_LORA: ok = cli_opt_string(&a, &v) && cli_loras_add(cmd, v, &loras); break;
     default: ok = cli_sampling_option(&a, a.opt - C_SAMPLING, &s, stop); break;
     }
-    if (!ok) return CLI_USAGE;
+    if (!ok) return cli_loras_free(&loras), CLI_USAGE;
   }
   int end = cli_args_end(&a);
-  if (end >= 0) return end;
+  if (end >= 0) return cli_loras_free(&loras), end;
   rlx_llm_chat_options copt = {tmpl, RLX_LLM_CHAT_REFUSE};
   if (overflow && strcmp(overflow, "drop") == 0) copt.overflow = RLX_LLM_CHAT_DROP_OLDEST;
   else if (overflow && strcmp(overflow, "refuse") != 0)
-    return cli_usage_error(cmd, "--overflow must be refuse or drop (got '%s')", overflow);
+    return cli_loras_free(&loras), cli_usage_error(cmd, "--overflow must be refuse or drop (got '%s')", overflow);
   if (tmpl) { /* refused before the model is read */
     int known = 0;
     for (int32_t i = 0; rlx_llm_chat_template_name(i); i++) known |= strcmp(tmpl, rlx_llm_chat_template_name(i)) == 0;
     if (!known)
-      return cli_usage_error(cmd, "--template %s is not built in (chatml, llama3, llama2, mistral, gemma, phi3, "
-                             "zephyr)", tmpl);
+      return cli_loras_free(&loras), cli_usage_error(cmd, "--template %s is not built in (chatml, llama3, llama2, "
+                                                     "mistral, gemma, phi3, zephyr)", tmpl);
   }
   convo c = {NULL, 0, 0};
   int code = CLI_OK;
@@ -228,9 +234,10 @@ static int cli_chat(int argc, char **argv) {
   if (code == CLI_OK && messages && !load_messages(cmd, messages, &c)) code = CLI_USAGE;
   rlx_llm *m = NULL;
   rlx_llm_chat *chat = NULL;
-  rlx_llm_options mopt = {.n_ctx = (int32_t)ctx};
+  rlx_llm_options mopt = {.n_ctx = (int32_t)ctx, .xq8 = xq8, .lora = loras.lora, .n_lora = loras.n};
   if (code == CLI_OK && rlx_llm_open_file(model, &mopt, &m) != RLX_OK)
     code = cli_lib_error(cmd, CLI_USAGE, "loading the model");
+  cli_loras_free(&loras); /* the adapters are read at open */
   if (code == CLI_OK && rlx_llm_chat_new(m, &copt, &chat) != RLX_OK)
     code = cli_lib_error(cmd, CLI_USAGE, "choosing the chat template");
   if (code == CLI_OK) {

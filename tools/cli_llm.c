@@ -82,11 +82,6 @@ static void print_json_ids(const int32_t *ids, size_t n) {
   printf("]");
 }
 
-#define XQ8_HELP \
-  "round the input of each quantized product to 8 bits first (int8 dot products, as llama.cpp does; the CPU)"
-#define LORA_HELP \
-  "apply a LoRA adapter (a GGUF file as llama.cpp loads it), its terms scaled by SCALE (default 1) times its " \
-  "alpha / rank; at most " CLI_STR(CLI_MAX_LORA) ", each adding its own"
 
 enum { G_MODEL, G_PROMPT, G_PROMPT_IDS, G_SAMPLING, G_CTX = G_SAMPLING + CLI_S_COUNT, G_IDS, G_XQ8, G_LORA, G_THREADS, G_END };
 static const cli_option generate_options[] = {
@@ -97,8 +92,8 @@ static const cli_option generate_options[] = {
     [G_CTX] = {"--ctx", NULL, "N", CLI_OPTIONAL, "positions of the KV cache (default: the model's context length, at "
                "most " CLI_STR(RLX_LLM_DEFAULT_CTX) ")"},
     [G_IDS] = {"--ids", NULL, NULL, CLI_OPTIONAL, "end with a JSON line {\"prompt_ids\": [...], \"ids\": [...]}"},
-    [G_XQ8] = {"--xq8", NULL, NULL, CLI_OPTIONAL, XQ8_HELP},
-    [G_LORA] = {"--lora", NULL, "FILE[:SCALE]", CLI_OPTIONAL | CLI_REPEATED, LORA_HELP},
+    [G_XQ8] = {"--xq8", NULL, NULL, CLI_OPTIONAL, CLI_XQ8_HELP},
+    [G_LORA] = {"--lora", NULL, "FILE[:SCALE]", CLI_OPTIONAL | CLI_REPEATED, CLI_LORA_HELP},
     [G_THREADS] = {"--threads", NULL, "N", CLI_OPTIONAL, CLI_THREADS_HELP},
     [G_END] = {NULL},
 };
@@ -251,8 +246,8 @@ static const cli_option next_tokens_options[] = {
     [N_MODEL] = {"--model", NULL, "FILE.gguf", CLI_REQUIRED, "a GGUF language model"},
     [N_IDS] = {"--ids", NULL, "I,J,..", CLI_REQUIRED, "the prompt's token ids"},
     [N_FOLLOW] = {"--follow", NULL, "K,L,..", CLI_OPTIONAL, "tokens forced after the prompt, one at a time"},
-    [N_XQ8] = {"--xq8", NULL, NULL, CLI_OPTIONAL, XQ8_HELP},
-    [N_LORA] = {"--lora", NULL, "FILE[:SCALE]", CLI_OPTIONAL | CLI_REPEATED, LORA_HELP},
+    [N_XQ8] = {"--xq8", NULL, NULL, CLI_OPTIONAL, CLI_XQ8_HELP},
+    [N_LORA] = {"--lora", NULL, "FILE[:SCALE]", CLI_OPTIONAL | CLI_REPEATED, CLI_LORA_HELP},
     [N_THREADS] = {"--threads", NULL, "N", CLI_OPTIONAL, CLI_THREADS_HELP},
     [N_END] = {NULL},
 };

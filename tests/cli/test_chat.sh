@@ -6,6 +6,7 @@
 # turn's figures on stderr: the next prompt holds all of the previous one
 # from the cache) and /regen answers again from the cache; --overflow drop
 # keeps a long conversation within a small context where refuse does not;
+# --lora changes the answer (and at scale 0 does not), --xq8 runs;
 # and an interactive session under tmux (a terminal: the "> " prompt).
 # A few seconds.
 #   tests/cli/test_chat.sh [path/to/rlx]
@@ -62,6 +63,18 @@ grep -q '^\[template: chatml: the file has no tokenizer.chat_template' "$tmp/onc
 grep -qE '^\[prompt: [0-9]+ tokens, 0 from the cache; first token after [0-9.]+ ms; generated: 8 tokens' "$tmp/once.err" ||
   fail "--messages figures: $(cat "$tmp/once.err")"
 [ "$(wc -l <"$tmp/once")" -ge 1 ] || fail "--messages printed no reply"
+
+# ---- --lora and --xq8 reach the model ------------------------------------------------------
+"$RLX" make-lora --model "$MODEL" --out "$tmp/adapter.gguf" --seed 3 >/dev/null 2>"$tmp/err" || fail "make-lora: $(cat "$tmp/err")"
+"$RLX" chat --model "$MODEL" --messages "$tmp/one.json" --max-tokens 8 --lora "$tmp/adapter.gguf:4" >"$tmp/lora" 2>"$tmp/err" ||
+  fail "--lora exited $?: $(cat "$tmp/err")"
+cmp -s "$tmp/lora" "$tmp/once" && fail "--lora (scale 4) answered as the plain model"
+"$RLX" chat --model "$MODEL" --messages "$tmp/one.json" --max-tokens 8 --lora "$tmp/adapter.gguf:0" >"$tmp/lora0" 2>"$tmp/err" ||
+  fail "--lora :0 exited $?: $(cat "$tmp/err")"
+cmp -s "$tmp/lora0" "$tmp/once" || fail "--lora at scale 0 answered otherwise than the plain model"
+expect_message "missing adapter" "loading the model" chat --model "$MODEL" --messages "$tmp/one.json" --lora /no/such.gguf
+"$RLX" chat --model "$MODEL" --messages "$tmp/one.json" --max-tokens 4 --xq8 >"$tmp/xq8" 2>"$tmp/err" ||
+  fail "--xq8 exited $?: $(cat "$tmp/err")"
 
 # ---- turns from stdin keep the cache ----------------------------------------------------
 printf 'Hello there\nTell me more\n/regen\nAnd then?\n' |
