@@ -132,13 +132,17 @@ bench: bench-threads
 # natively (one thread) and, where torch, transformers and peft import
 # (the GPU machine), PyTorch + peft (bench/peft_lora.py) on the same weights
 # and windows; fails when the first losses disagree; results go to
-# build/bench/finetune.json.
+# build/bench/finetune.json.  Then the wasm module in headless Chromium
+# (bench/llm_finetune_chromium.mjs, the relaxed-SIMD training build) next to
+# ours native in the same run, for q8_0 and q4_0.
 $(BENCH_DIR)/llm_finetune_native: bench/llm_finetune_native.c build/librlx.a $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< build/librlx.a $(LDLIBS)
 .PHONY: bench-finetune
-bench-finetune: $(BENCH_DIR)/llm_finetune_native build/make_test_lm
-	node bench/llm_finetune.mjs --out=$(BENCH_DIR)/finetune.json
+bench-finetune: $(BENCH_DIR)/llm_finetune_native build/make_test_lm web/pkg/rlx_llm_train.wasm $(LLM_TRAIN_WASM_RELAXED)
+	RLX_THREADS=1 node bench/llm_finetune.mjs --out=$(BENCH_DIR)/finetune.json
+	node bench/llm_finetune_chromium.mjs --type=q8_0
+	node bench/llm_finetune_chromium.mjs --type=q4_0
 bench: bench-finetune
 
 # The benches load web/runtime/, which imports the generated constants.
