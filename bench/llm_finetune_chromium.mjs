@@ -73,7 +73,7 @@ try {
     const t0 = performance.now();
     const r = await m.finetune(data, { ...shape, steps, shuffle: false, validFraction: 0,
       onProgress: () => at.push(performance.now()) });
-    const info = { simd: m.info.simd, backend: m.info.backend };
+    const info = { simd: m.info.simd, backend: m.info.backend, memoryBytes: m.mod.memory.buffer.byteLength };
     m.free();
     const stepMs = at.map((t, i) => t - (i ? at[i - 1] : t0));
     return { ...info, losses: r.losses, stepMs };
@@ -95,3 +95,11 @@ if (!(err <= TOL)) {
 console.log(`  Chromium wasm (${wasm.simd}): ${rate.toFixed(1)} training tokens/s (median of steps 2..${STEPS}: ` +
   `${median(wasm.stepMs.slice(1)).toFixed(0)} ms); ours native ${native.tokens_per_s.toFixed(1)} tokens/s; ` +
   `wasm / native ${(rate / native.tokens_per_s).toFixed(2)}x`);
+// memory: the wasm memory (it never shrinks: the run's peak) against the
+// file and, natively, the peak RSS beyond the file (adapters, optimizer
+// state, activations and their gradients)
+const MiB = (b) => (b / 2 ** 20).toFixed(1);
+const beyond = native.peak_rss_bytes - native.file_bytes;
+console.log(`  memory: wasm ${MiB(wasm.memoryBytes)} MiB; the file ${MiB(native.file_bytes)} MiB, native peak RSS ` +
+  `${MiB(native.peak_rss_bytes)} MiB (${MiB(beyond)} beyond the file); wasm / (file + 1.5 x that + 16 MiB) ` +
+  `${(wasm.memoryBytes / (native.file_bytes + 1.5 * beyond + 16 * 2 ** 20)).toFixed(2)}`);
