@@ -10,7 +10,7 @@ BENCH_DIR := build/bench
 # the target_features section wasm-opt rejects the SIMD128 code.
 BENCH_WASM_LDFLAGS := -mexec-model=reactor -Wl,-z,stack-size=1048576 -Wl,--initial-memory=4194304
 
-$(BENCH_DIR)/gemm_native: bench/bench_gemm_native.c build/librlx.a $(HDRS)
+$(BENCH_DIR)/gemm_native: bench/bench_gemm_native.c bench/bench_clock.h build/librlx.a $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I/usr/include/x86_64-linux-gnu/openblas-pthread -o $@ $< build/librlx.a -lopenblas $(LDLIBS)
 
@@ -111,7 +111,7 @@ bench: bench-llm
 # counts (bench/llm_llamacpp.mjs --threads) where tests/llama_ref has
 # node-llama-cpp installed.  JSON lines in build/bench/threads.jsonl.
 BENCH_THREADS ?= 1,2
-$(BENCH_DIR)/threads_native: bench/bench_threads.c build/librlx.a $(HDRS)
+$(BENCH_DIR)/threads_native: bench/bench_threads.c bench/bench_clock.h build/librlx.a $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I/usr/include/x86_64-linux-gnu/openblas-pthread -o $@ $< build/librlx.a -lopenblas $(LDLIBS)
 .PHONY: bench-threads
@@ -135,7 +135,7 @@ bench: bench-threads
 # build/bench/finetune.json.  Then the wasm module in headless Chromium
 # (bench/llm_finetune_chromium.mjs, the relaxed-SIMD training build) next to
 # ours native in the same run, for q8_0 and q4_0.
-$(BENCH_DIR)/llm_finetune_native: bench/llm_finetune_native.c build/librlx.a $(HDRS)
+$(BENCH_DIR)/llm_finetune_native: bench/llm_finetune_native.c bench/bench_clock.h build/librlx.a $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< build/librlx.a $(LDLIBS)
 .PHONY: bench-finetune

@@ -9,20 +9,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "../src/cpu/kernels.h"
 
 char *openblas_get_corename(void);
-
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double d = *(const double *)a - *(const double *)b;
-  return (d > 0) - (d < 0);
-}
 
 typedef struct {
   int M, N, K;

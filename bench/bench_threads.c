@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "../src/core/pool.h"
 #include "../src/cpu/kernels.h"
 #include "rlx_llm.h"
@@ -23,22 +24,6 @@
 void openblas_set_num_threads(int n);
 
 #define MAX_T 8
-
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double d = *(const double *)a - *(const double *)b;
-  return (d > 0) - (d < 0);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static int n_threads = 2, threads[MAX_T] = {1, 2};
 
@@ -69,7 +54,7 @@ static void add_sizes(int iters) {
       }
     for (int k = 0; k < n_threads; k++) {
       printf("{\"kind\":\"add\",\"n\":%d,\"threads\":%d,\"us\":%.2f}\n", (int)sizes[i], threads[k],
-             median(t[k], iters));
+             median_of(t[k], iters));
       rlx_session_free(s[k]);
     }
     free(v);
@@ -105,7 +90,7 @@ static void language_model(const char *path, int xq8, int iters) {
     }
   for (int k = 0; k < n_threads; k++) {
     printf("{\"kind\":\"lm\",\"weights\":\"%s\",\"xq8\":%d,\"threads\":%d,\"prompt_tps\":%.1f,\"gen_tps\":%.1f}\n",
-           info.weight_types, xq8, threads[k], median(prompt[k], iters), median(gen[k], iters));
+           info.weight_types, xq8, threads[k], median_of(prompt[k], iters), median_of(gen[k], iters));
     rlx_llm_free(m[k]);
   }
 }
@@ -133,7 +118,7 @@ static void gemm(int size, int iters) {
       if (it >= 0) ours[k][it] = t1 - t0, blas[k][it] = t2 - t1;
     }
   for (int k = 0; k < n_threads; k++) {
-    const double flop = 2.0 * size * size * size, mo = median(ours[k], iters), mb = median(blas[k], iters);
+    const double flop = 2.0 * size * size * size, mo = median_of(ours[k], iters), mb = median_of(blas[k], iters);
     printf("{\"kind\":\"gemm\",\"size\":%d,\"threads\":%d,\"ours_ms\":%.3f,\"ours_gflops\":%.1f,"
            "\"openblas_ms\":%.3f,\"openblas_gflops\":%.1f}\n",
            size, threads[k], mo, flop / (mo * 1e6), mb, flop / (mb * 1e6));
@@ -163,7 +148,7 @@ static void vision(const char *slug, int32_t batch, int iters) {
     }
   for (int k = 0; k < n_threads; k++)
     printf("{\"kind\":\"train\",\"model\":\"%s\",\"batch\":%d,\"threads\":%d,\"ms\":%.3f}\n", slug, (int)batch,
-           threads[k], median(t[k], iters));
+           threads[k], median_of(t[k], iters));
   free(p), free(x), free(labels);
 }
 

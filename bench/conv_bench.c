@@ -22,6 +22,7 @@
 #define rlx_cpu_conv2d bench_cpu_conv2d
 #define rlx_cpu_conv2d_grad_input bench_cpu_conv2d_grad_input
 #define rlx_cpu_conv2d_grad_weight bench_cpu_conv2d_grad_weight
+#include "bench_clock.h"
 #include "../src/cpu/k_conv.c"
 #include "../src/cpu/k_conv_grad.c"
 #undef rlx_gemm
@@ -87,12 +88,6 @@ static const conv_shape shapes[] = {
     {"dw     conv3x3 64->64 g64 8x8 s2 pad1", 64, 8, 8, 64, 3, 2, 1, 64},
 };
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
 enum { RUN_DIRECT, RUN_GEMM, RUN_NAIVE, RUN_KERNEL, RUN_IM2COL, RUN_COUNT };
 static const char *run_names[RUN_COUNT] = {"direct", "im2col+gemm", "im2col+naive", "kernel",
                                            "im2col"};
@@ -110,10 +105,14 @@ static rlx_status im2col_all(const conv_geom *g, const float *x, rlx_scratch *sc
 static rlx_status run_once(int which, const rlx_kargs *a, const conv_geom *g) {
   use_naive_gemm = which == RUN_NAIVE;
   switch (which) {
-  case RUN_DIRECT: conv_direct(g, a->in[0], a->in[1], a->out); return RLX_OK;
+  case RUN_DIRECT: { /* every output plane on this thread */
+    rlx_conv_loop l = {g, a->in[0], a->in[1], a->out, conv_gemm, 0};
+    direct_planes(&l, 0, (size_t)g->N * g->O, NULL);
+    return RLX_OK;
+  }
   case RUN_KERNEL: return bench_cpu_conv2d(a);
   case RUN_IM2COL: return im2col_all(g, a->in[0], a->scratch);
-  default: return conv_gemm(g, a->in[0], a->in[1], a->out, a->scratch);
+  default: return conv_gemm(g, a->in[0], a->in[1], a->out, 0, g->N, a->scratch);
   }
 }
 
@@ -132,10 +131,18 @@ typedef struct {
 static rlx_status run_grad_once(int which, const grad_bench *b, const conv_geom *g) {
   const rlx_kargs *dx = &b->dx, *dw = &b->dw;
   switch (which) {
-  case GRAD_DX_DIRECT: grad_input_direct(g, dx->in[0], dx->in[1], dx->out); return RLX_OK;
-  case GRAD_DX_GEMM: return grad_input_gemm(g, dx->in[0], dx->in[1], dx->out, dx->scratch);
+  case GRAD_DX_DIRECT: { /* every image and output channel on this thread */
+    rlx_conv_loop l = {g, dx->in[0], dx->in[1], dx->out, grad_input_gemm, 0};
+    input_direct_images(&l, 0, (size_t)g->N, NULL);
+    return RLX_OK;
+  }
+  case GRAD_DX_GEMM: return grad_input_gemm(g, dx->in[0], dx->in[1], dx->out, 0, g->N, dx->scratch);
   case GRAD_DX_KERNEL: return bench_cpu_conv2d_grad_input(dx);
-  case GRAD_DW_DIRECT: grad_weight_direct(g, dw->in[0], dw->in[1], dw->out); return RLX_OK;
+  case GRAD_DW_DIRECT: {
+    rlx_conv_loop l = {g, dw->in[0], dw->in[1], dw->out, NULL, 0};
+    weight_direct_channels(&l, 0, (size_t)g->O, NULL);
+    return RLX_OK;
+  }
   case GRAD_DW_GEMM: return grad_weight_gemm(g, dw->in[0], dw->in[1], dw->out, dw->scratch);
   default: return bench_cpu_conv2d_grad_weight(dw);
   }

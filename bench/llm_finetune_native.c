@@ -23,13 +23,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "rlx_models.h"
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static int fail(const char *what) {
   fprintf(stderr, "llm_finetune_native: %s: %s\n", what, rlx_last_error());
