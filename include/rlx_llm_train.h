@@ -86,13 +86,17 @@ rlx_status rlx_llm_finetune_grad(rlx_llm_finetune *ft, const int32_t *ids, const
 /* The learning rate of the next steps (finite, >= 0). */
 rlx_status rlx_llm_finetune_set_lr(rlx_llm_finetune *ft, float lr);
 
+/* What rlx_llm_finetune_compile's plan computes (its `train` argument). */
+typedef enum { RLX_LLM_PLAN_LOSS, RLX_LLM_PLAN_STEP, RLX_LLM_PLAN_GRADS } rlx_llm_finetune_plan;
+
 /* A session of ft for n_windows windows compiled for device (rlx.h's
  * rlx_device), for an executor that runs it elsewhere (the GPU executors
- * of web/runtime/): train 1, a training step (inputs "ids", "targets",
+ * of web/runtime/): train RLX_LLM_PLAN_STEP (1), a training step (inputs "ids", "targets",
  * "mask" as rlx_llm_finetune_step takes them, with 0 for a target under a
  * zero weight; output 0 the loss before the update; the pairs and the
- * optimizer state are params updated by the plan), train 0, the loss
- * alone, train 2, the loss and the pairs' gradients without an update
+ * optimizer state are params updated by the plan), RLX_LLM_PLAN_LOSS (0),
+ * the loss alone, RLX_LLM_PLAN_GRADS (2), the loss and the pairs' gradients
+ * without an update
  * (input "d_output" = 1 as well; output 0 the loss, 1 + 2 i and 2 + 2 i
  * pair i's dA and dB, as rlx_llm_finetune_grad; the pairs are params the
  * caller may write first).  Its params are bound to the model's weights and ft's pairs and

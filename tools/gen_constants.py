@@ -10,7 +10,7 @@ from the C sources, so that neither keeps a copy by hand:
   * the status names of rlx_status_name (src/core/core.c): STATUS_NAME,
     code -> name ("invalid argument", ...);
   * from include/rlx_llm_train.h: rlx_llm_data_format (DATA_FORMAT: auto,
-    text, jsonl), the split numbers RLX_LLM_DATA_TRAIN / _VALID
+    text, jsonl), rlx_llm_finetune_plan (FINETUNE_PLAN: loss, step, grads), the split numbers RLX_LLM_DATA_TRAIN / _VALID
     (DATA_SPLIT: train, valid) and rlx finetune's run defaults
     RLX_LLM_FINETUNE_RUN_* (FINETUNE_RUN: batch, lr, seed).
 
@@ -39,6 +39,7 @@ EXPORTS = {
     "DEVICE": ("rlx_device", r"RLX_DEVICE_", True),
     "OPTIMIZER": ("rlx_optimizer_kind", r"RLX_OPT_", True),
     "DATA_FORMAT": ("rlx_llm_data_format", r"RLX_LLM_DATA_", True),
+    "FINETUNE_PLAN": ("rlx_llm_finetune_plan", r"RLX_LLM_PLAN_", True),
 }
 # export name: (header, the #define names with the key as group 1); keys in
 # lower case, values integer or floating literals
@@ -54,6 +55,7 @@ DOCS = {
     "DEVICE": "rlx_device of rlx_compile_options",
     "OPTIMIZER": "rlx_optimizer_kind of rlx_optimizer",
     "DATA_FORMAT": "rlx_llm_data_format of rlx_llm_data_source",
+    "FINETUNE_PLAN": "rlx_llm_finetune_plan: what rlx_llm_finetune_compile's plan computes",
     "DATA_SPLIT": "the splits of rlx_llm_data_count / rlx_llm_data_windows",
     "FINETUNE_RUN": "rlx finetune's run defaults beside the options' (RLX_LLM_FINETUNE_RUN_*)",
 }

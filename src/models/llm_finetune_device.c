@@ -19,6 +19,8 @@ rlx_status rlx_llm_finetune_compile(rlx_llm_finetune *ft, int32_t n_windows, rlx
                      (int)n_windows);
   if (device < RLX_DEVICE_CPU || device > RLX_DEVICE_WEBGL)
     return rlx_error(RLX_ERR_INVALID_ARG, "%s: unknown device %d", fn, (int)device);
-  if (train < 0 || train > 2) return rlx_error(RLX_ERR_INVALID_ARG, "%s: train must be 0, 1 or 2, got %d", fn, (int)train);
-  return llm_finetune_compile(ft, train == 2 ? FT_GRAD : train ? FT_TRAIN : FT_LOSS, n_windows, device, out);
+  if (train < RLX_LLM_PLAN_LOSS || train > RLX_LLM_PLAN_GRADS)
+    return rlx_error(RLX_ERR_INVALID_ARG, "%s: train must be 0, 1 or 2, got %d", fn, (int)train);
+  const int kind = train == RLX_LLM_PLAN_GRADS ? FT_GRAD : train == RLX_LLM_PLAN_STEP ? FT_TRAIN : FT_LOSS;
+  return llm_finetune_compile(ft, kind, n_windows, device, out);
 }

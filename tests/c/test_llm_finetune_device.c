@@ -86,8 +86,8 @@ static void steps_match(const char *path, rlx_optimizer_kind kind) {
   assert_int_equal(rlx_llm_finetune_new(m, &o, &cpu), RLX_OK);
   assert_int_equal(rlx_llm_finetune_new(m, &o, &gl), RLX_OK);
   rlx_session *train = NULL, *loss = NULL;
-  if (rlx_llm_finetune_compile(gl, WINDOWS, RLX_DEVICE_WEBGL, 1, &train) != RLX_OK ||
-      rlx_llm_finetune_compile(gl, WINDOWS, RLX_DEVICE_WEBGL, 0, &loss) != RLX_OK)
+  if (rlx_llm_finetune_compile(gl, WINDOWS, RLX_DEVICE_WEBGL, RLX_LLM_PLAN_STEP, &train) != RLX_OK ||
+      rlx_llm_finetune_compile(gl, WINDOWS, RLX_DEVICE_WEBGL, RLX_LLM_PLAN_LOSS, &loss) != RLX_OK)
     fail_msg("%s: compile for WebGL2: %s", path, rlx_last_error());
   int32_t ids[N], targets[N];
   float mask[N];
@@ -133,7 +133,7 @@ static void webgpu_plans_have_no_host_steps(void **state) {
     o.targets = "all";
     rlx_llm_finetune *ft = NULL;
     assert_int_equal(rlx_llm_finetune_new(m, &o, &ft), RLX_OK);
-    for (int32_t train = 0; train < 3; train++) {
+    for (int32_t train = RLX_LLM_PLAN_LOSS; train <= RLX_LLM_PLAN_GRADS; train++) {
       rlx_session *s = NULL;
       if (rlx_llm_finetune_compile(ft, WINDOWS, RLX_DEVICE_WEBGPU, train, &s) != RLX_OK)
         fail_msg("%s: compile for WebGPU: %s", models[i], rlx_last_error());

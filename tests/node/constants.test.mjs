@@ -3,7 +3,7 @@
 // (tools/gen_constants.py): web/runtime/constants.js and
 // python/rlx/_constants.py hold exactly the enums of include/rlx.h (status
 // codes, dtypes, attention masks, devices, optimizers; parsed here on their
-// own), the data format enum, split numbers and fine-tuning run defaults of
+// own), the data format and fine-tuning plan enums, split numbers and fine-tuning run defaults of
 // include/rlx_llm_train.h, and the names of rlx_status_name
 // (src/core/core.c), both are
 // gitignored, and no other file under web/ (JS, TS) or python/rlx/ keeps a
@@ -52,6 +52,7 @@ const EXPORTS = {
   DEVICE: ['rlx_device', /^RLX_DEVICE_/, true],
   OPTIMIZER: ['rlx_optimizer_kind', /^RLX_OPT_/, true],
   DATA_FORMAT: ['rlx_llm_data_format', /^RLX_LLM_DATA_/, true],
+  FINETUNE_PLAN: ['rlx_llm_finetune_plan', /^RLX_LLM_PLAN_/, true],
 };
 const EXPECTED = {}; // export name -> [[key, value, C name]]
 for (const [name, [cName, prefix, lower]] of Object.entries(EXPORTS)) {

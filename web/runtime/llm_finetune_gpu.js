@@ -17,8 +17,8 @@
 // ranks: web/cluster/task_llm.js applies the cohort's step itself).
 //
 // A backend extends LlmFinetuneGpu with:
-//   compile(n, kind)         -> the C session (kind 1 a step, 0 the loss, 2 the
-//                              gradients: rlx_llm_finetune_compile's train; 0 with rlx_last_error)
+//   compile(n, kind)         -> the C session (kind: FINETUNE_PLAN's step, loss or
+//                              grads, rlx_llm_finetune_compile's train; 0 with rlx_last_error)
 //   prepare(ptr, train, made) -> Promise of the session's prepared executor
 //                              (./executor.js; made(executor) as soon as it exists)
 //   adopt(next, last)        -> Promise: executor next given the pairs (and,
@@ -28,7 +28,10 @@
 //   gpuError(err)            -> the RlxError for a failure of the GPU
 //   freeShared()             frees what the sessions share
 import { RlxError } from './loader.js';
-import { STATUS } from './constants.js';
+import { FINETUNE_PLAN, STATUS } from './constants.js';
+
+/** What each FINETUNE_PLAN kind compiles, for messages. */
+const PLAN_NAMES = { [FINETUNE_PLAN.loss]: 'loss', [FINETUNE_PLAN.step]: 'training step', [FINETUNE_PLAN.grads]: 'gradients' };
 
 /** Fine-tuning steps of one object on one GPU (see the top of this file). */
 export class LlmFinetuneGpu {
@@ -65,16 +68,16 @@ export class LlmFinetuneGpu {
     });
   }
 
-  /** The executor of the step (kind 1), the loss (0) or the gradients (2) for n windows. */
+  /** The executor of the step, the loss or the gradients (kind: FINETUNE_PLAN's) for n windows. */
   session(fn, n, kind) {
     const key = `${n}:${kind}`;
     if (!this.sessions.has(key)) {
       const ptr = this.compile(n, kind) >>> 0;
-      if (!ptr) this.mod.check(STATUS.UNSUPPORTED, `${fn}: compiling the ${['loss', 'training step', 'gradients'][kind]} of ${n} windows: `);
+      if (!ptr) this.mod.check(STATUS.UNSUPPORTED, `${fn}: compiling the ${PLAN_NAMES[kind]} of ${n} windows: `);
       this.pointers.push(ptr);
       const p = (async () => {
         try {
-          return await this.prepare(ptr, kind === 1, (made) => this.made.push(made));
+          return await this.prepare(ptr, kind === FINETUNE_PLAN.step, (made) => this.made.push(made));
         } catch (err) {
           throw this.gpuError(err);
         }
@@ -127,7 +130,7 @@ export class LlmFinetuneGpu {
    */
   async step(ids, targets, mask = null) {
     const { n, feeds } = this.feeds('step', ids, targets, mask);
-    const s = await this.session('step', n, 1);
+    const s = await this.session('step', n, FINETUNE_PLAN.step);
     if (this.lr !== null) feeds['rlx.lr'] = Float32Array.of(this.lr);
     try {
       if (this.current && this.current !== s) await this.adopt(s, this.current);
@@ -142,7 +145,7 @@ export class LlmFinetuneGpu {
   /** The loss of the windows with the current pairs, without an update: a number. */
   async eval(ids, targets, mask = null) {
     const { n, feeds } = this.feeds('eval', ids, targets, mask);
-    const s = await this.session('eval', n, 0);
+    const s = await this.session('eval', n, FINETUNE_PLAN.loss);
     try {
       if (this.current) await this.adopt(s, this.current);
       const [loss] = await s.run(feeds);
@@ -165,7 +168,7 @@ export class LlmFinetuneGpu {
     if (params !== null && (!(params instanceof Float32Array) || params.length !== total)) {
       throw new RlxError(STATUS.INVALID_ARG, `grads: params must be a Float32Array of ${total} values (every pair's A then B), or null`);
     }
-    const s = await this.session('grads', n, 2);
+    const s = await this.session('grads', n, FINETUNE_PLAN.grads);
     if (s.inputs.some((x) => x.name === 'd_output')) feeds.d_output = Float32Array.of(1);
     if (params) {
       let at = 0;

@@ -28,8 +28,8 @@ export class LlmFinetuneWebGl extends LlmFinetuneGpu {
     this.shared = new Map(); // param name -> { texture, width, height, format }: weights, pairs, optimizer state
   }
 
-  compile(n, train) {
-    return this.mod.call('rlx_llm_finetune_webgl', this.ft, n, train, this.maxTextureSize);
+  compile(n, kind) {
+    return this.mod.call('rlx_llm_finetune_webgl', this.ft, n, kind, this.maxTextureSize);
   }
 
   async prepare(ptr, train, made) {

@@ -29,8 +29,8 @@ export class LlmFinetuneWebGpu extends LlmFinetuneGpu {
     device.lost?.then((info) => { this.lost = info; });
   }
 
-  compile(n, train) {
-    return this.mod.call('rlx_llm_finetune_webgpu', this.ft, n, train);
+  compile(n, kind) {
+    return this.mod.call('rlx_llm_finetune_webgpu', this.ft, n, kind);
   }
 
   async prepare(ptr, train, made) {
