@@ -17,10 +17,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { startServer, launch, missing } from '../tests/browser/helpers.mjs';
-import { inLoopbackNamespace, launchPeerBrowser, startRelay, stopAll, LEAVE_NOISE } from '../tests/browser/mesh_env.mjs';
+import { inLoopbackNamespace, launchPeerBrowser, rerunInLoopbackNamespace, startRelay, stopAll, LEAVE_NOISE } from '../tests/browser/mesh_env.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => {
   const [key, ...value] = a.replace(/^--/, '').split('=');
@@ -134,23 +132,9 @@ async function measure(pages, problems, n, inRoom = false) {
   };
 }
 
-/** --webrtc outside a namespace: the same command again under `unshare -n` with lo up. */
-function reexecIsolated() {
-  return new Promise((resolve) => {
-    const file = fileURLToPath(import.meta.url);
-    const child = spawn('unshare', ['-n', '--', 'sh', '-c', 'ip link set lo up && exec "$@"', 'sh', process.execPath, file, ...process.argv.slice(2)],
-      { stdio: 'inherit', env: { ...process.env, RLX_NETNS: '1' } });
-    child.on('exit', (code) => resolve(code ?? 1));
-    child.on('error', (err) => {
-      console.log(`bench_cluster: --webrtc needs unshare -n (root): ${err.message}`);
-      resolve(1);
-    });
-  });
-}
-
 async function main() {
   if (webrtc && !inLoopbackNamespace()) {
-    process.exitCode = await reexecIsolated();
+    process.exitCode = await rerunInLoopbackNamespace(import.meta.url);
     return;
   }
   const why = missing();

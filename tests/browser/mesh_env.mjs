@@ -13,6 +13,8 @@
 //                                          file and asserts every inner test passed (none skipped), or
 //                                          is skipped with the reason (skip: why the file cannot run)
 //   inLoopbackNamespace() -> bool         RLX_NETNS=1 and no interface but lo
+//   rerunInLoopbackNamespace(import.meta.url) -> exit code
+//                                          a bench script run again in such a namespace, output inherited
 //   launchPeerBrowser({ permissions, killable }) -> { browser, context, page, problems, close(), kill() }
 //       (kill: SIGKILL of the browser process, when killable: true)
 //   LEAVE_NOISE                            the console error Chromium logs when a room peer leaves
@@ -109,6 +111,22 @@ function namespaceProblem() {
   if (r.error) return `unshare is not available: ${r.error.message}`;
   if (r.status !== 0) return `unshare -n failed (root and CAP_SYS_ADMIN needed): ${(r.stderr || '').trim() || `exit ${r.status}`}`;
   return null;
+}
+
+/**
+ * A script (a bench) run again under `unshare -n` with lo up and RLX_NETNS=1,
+ * the same arguments, its output inherited: resolves to its exit code.
+ */
+export function rerunInLoopbackNamespace(fileUrl, args = process.argv.slice(2)) {
+  return new Promise((resolve) => {
+    const child = spawn('unshare', ['-n', '--', 'sh', '-c', 'ip link set lo up && exec "$@"', 'sh', process.execPath, fileURLToPath(fileUrl), ...args],
+      { stdio: 'inherit', env: { ...process.env, RLX_NETNS: '1' } });
+    child.on('exit', (code) => resolve(code ?? 1));
+    child.on('error', (err) => {
+      console.log(`${fileURLToPath(fileUrl)}: needs unshare -n (root): ${err.message}`);
+      resolve(1);
+    });
+  });
 }
 
 export function isolate(fileUrl, { timeoutMs = 120000 } = {}) {

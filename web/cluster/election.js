@@ -24,7 +24,9 @@
 //   late (it was the suspended one, or a long synchronous compute blocked it)
 //   does not conclude that everyone else died: it takes the time it was not
 //   running off every peer's silence, so on waking it resyncs as a follower
-//   instead of claiming leadership with stale params.
+//   instead of claiming leadership with stale params. A peer that announced
+//   a long compute (a heartbeat's busyMs, follow.js) may stay silent that
+//   much longer.
 import { DEFAULT_POLICY, claimBeats, BOUNDS } from './policy.js';
 
 /** Rank's liveness and leadership methods (protocol.js installs them; never constructed). */
@@ -35,7 +37,7 @@ export class ElectionMethods {
     const pol = this.policy;
     const own = beats === 'drop' ? pol.dropMs : pol.takeoverMs;
     const factor = beats === 'drop' ? this._beats('dropBeats') : this._beats('takeoverBeats');
-    return Math.max(own, factor * (p?.hbMs ?? 0));
+    return Math.max(own, factor * (p?.hbMs ?? 0)) + (p?.busyMs ?? 0); // a peer computing announced its silence
   }
 
   _beats(key) {
@@ -55,6 +57,7 @@ export class ElectionMethods {
       version: this.version,
       step: this.step,
       hbMs: this.policy.heartbeatMs,
+      busyMs: this._busyLeft(),
       sps: this.samplesPerSec(),
       backend: this.info.backend,
       fallback: this.info.fallback,

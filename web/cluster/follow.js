@@ -9,9 +9,20 @@
 //   there, e.g. model, batch, optimizer) travel with every `params`; a
 //   follower adopts them (its own lr and step limit no longer apply; a rank
 //   that takes over keeps the cohort's), and reports them in status().
+//
+// Long computes (a language model's gradient takes seconds, and a CPU
+// compute blocks the thread that would send heartbeats): before a compute
+// that may outlast half a heartbeat period a rank beats once with `busyMs`,
+// twice its last compute's duration (the Rank's firstComputeMs for its
+// first, which also compiles), so that peers stretch its silence limit by that much
+// (election.js) and the leader waits for its bucket instead of resolving
+// the step without it (step.js).
 import { paramsHash, copyF32 } from './reduce.js';
+import { BOUNDS } from './policy.js';
 import { adoptDelta } from './compress.js';
 import { pushRate } from './rate.js';
+
+const BUSY_MARGIN = 2; // announced busy time: this many times the last compute's duration
 
 /** Rank's params, settings and compute methods (protocol.js installs them; never constructed). */
 export class FollowMethods {
@@ -90,6 +101,11 @@ export class FollowMethods {
     const ctx = { step, index, count: shard ? shard.count : Math.max(1, this.members.length) };
     const t0 = this.clock.now();
     this._computedVersion = version;
+    const busy = this._busyEstimate();
+    if (busy > 0) {
+      this._busyUntil = t0 + busy;
+      this._beat(); // out before the compute blocks this thread (the caller drains the bus first)
+    }
     Promise.resolve()
       .then(() => this.compute(params, version, ctx))
       .then(
@@ -115,6 +131,7 @@ export class FollowMethods {
       return;
     }
     const now = this.clock.now();
+    this._computeMs = now - t0;
     pushRate(this._rate, now, r.samples, now - t0);
     if (version !== this.version) {
       this.stats.abandoned++; // newer params arrived meanwhile; this bucket is stale
@@ -126,6 +143,17 @@ export class FollowMethods {
       this._send(this.leaderId, { type: 'grad', version, step, loss: r.loss, samples: r.samples, ...this.traffic.bucketFields(r.grads, this.settings.enc, this.members.length) });
     }
     this._computeDone();
+  }
+
+  /** How long the compute about to start may keep this rank silent (0: too short to announce). */
+  _busyEstimate() {
+    if (this._computeMs === null) return this.firstComputeMs;
+    return this._computeMs > this.policy.heartbeatMs / 2 ? Math.min(BOUNDS.maxBusyMs, Math.ceil(BUSY_MARGIN * this._computeMs)) : 0;
+  }
+
+  /** The busy time left that this rank's heartbeats announce (0 when not computing). */
+  _busyLeft() {
+    return this._computing ? Math.max(0, Math.ceil(this._busyUntil - this.clock.now())) : 0;
   }
 
   _computeDone() {

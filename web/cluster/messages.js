@@ -151,6 +151,7 @@ export function validate(msg, paramCount) {
       num(msg, 'version', { int: true, min: -1 });
       num(msg, 'step', { int: true, min: 0 });
       num(msg, 'hbMs', { min: 1 });
+      num(msg, 'busyMs', { min: 0, optional: true });
       num(msg, 'sps', { min: 0 });
       str(msg, 'backend', 64, { nullable: true });
       str(msg, 'fallback', MAX_TEXT, { nullable: true });

@@ -37,6 +37,8 @@ export const DEFAULT_POLICY = Object.freeze({
  *   maxPeers       peers a rank keeps; beyond it the longest silent goes
  *   controlBurst   heartbeats, need and bye of one sender: a burst of this many,
  *   controlPerBeat then this many per heartbeat period
+ *   maxBusyMs      longest compute a heartbeat may announce (busyMs: a rank
+ *                  about to block its thread on a long gradient, election.js)
  * Heartbeat periods (hbMs) lie in [1, hbMaxMs(overrides)]: the policy's own
  * largest period; bucket samples in [0, the largest batch x local steps
  * (settings.js LIMITS, SCALE_LIMITS) x the ranks a partial covers].
@@ -48,6 +50,7 @@ export const BOUNDS = Object.freeze({
   controlBurst: 32,
   controlPerBeat: 4,
   ruleStrikes: 8,
+  maxBusyMs: 600000,
 });
 
 /** The longest heartbeat period a peer may announce under these overrides. */

@@ -29,7 +29,7 @@
 //   step.js      the leader's step: collect, aggregate, update; halting
 // and protocol.js installs them on Rank.prototype.
 import { realClock } from './clock.js';
-import { policyFor } from './policy.js';
+import { policyFor, BOUNDS } from './policy.js';
 import { paramsHash, copyF32 } from './reduce.js';
 import { MAX_ID } from './messages.js';
 import { SenderRules } from './rules.js';
@@ -71,6 +71,9 @@ export const PROTOCOL_VERSION = 2;
  *   maxSteps   the leader stops starting steps at this step count
  *   minMembers the leader starts a step only with this many synced members
  *   minStepMs  shortest time between two step starts (default 0)
+ *   firstComputeMs  how long this rank's first compute may take (default 0:
+ *              short; a language model's gradient says seconds): peers
+ *              tolerate that much silence (follow.js, long computes)
  *   discoverMs how long a newcomer listens for a leader before electing
  *   onEvent    fn(type, data): 'role' (role or leader changed), 'step' (the
  *              leader resolved one), 'roster' (a peer appeared or left:
@@ -94,6 +97,7 @@ export class Rank {
       maxSteps = Infinity,
       minMembers = 1,
       minStepMs = 0,
+      firstComputeMs = 0,
       discoverMs,
       onEvent = null,
       computeWhenLeader = true,
@@ -105,6 +109,9 @@ export class Rank {
     if (!(params instanceof Float32Array) || params.length === 0) throw new RlxError(STATUS.INVALID_ARG, 'Rank needs initial params (Float32Array)');
     if (typeof id !== 'string' || !id || id.length > MAX_ID) throw new RlxError(STATUS.INVALID_ARG, 'Rank id must be a short non-empty string');
     if (bus.id !== undefined && bus.id !== id) throw new RlxError(STATUS.INVALID_ARG, `rank id ${id} differs from bus id ${bus.id}`);
+    if (!(Number.isFinite(firstComputeMs) && firstComputeMs >= 0 && firstComputeMs <= BOUNDS.maxBusyMs)) {
+      throw new RlxError(STATUS.INVALID_ARG, `Rank firstComputeMs must lie in [0, ${BOUNDS.maxBusyMs}]`);
+    }
     if (model !== null && (typeof model !== 'string' || !model || model.length > 64)) throw new RlxError(STATUS.INVALID_ARG, 'Rank model must be a short string or null');
 
     this.id = id;
@@ -123,6 +130,7 @@ export class Rank {
     this.maxSteps = maxSteps;
     this.minMembers = minMembers;
     this.minStepMs = minStepMs;
+    this.firstComputeMs = firstComputeMs;
     this.computeWhenLeader = computeWhenLeader;
     this.discoverMs = discoverMs ?? policyFor(1, policy).takeoverMs;
     this._onEvent = onEvent;
@@ -155,6 +163,8 @@ export class Rank {
     this._computing = false;
     this._computeWanted = false;
     this._computedVersion = -1;
+    this._computeMs = null; // the last compute's duration: the next one's estimate (follow.js)
+    this._busyUntil = 0;
     this._rate = [];
     this._cohortRate = [];
     this._electAfter = Infinity;

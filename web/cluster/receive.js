@@ -64,7 +64,7 @@ export class ReceiveMethods {
       this.peers.set(msg.from, p);
     } else {
       if (this.peers.size >= BOUNDS.maxPeers) this._evictSilent();
-      p = { id: msg.from, role: 'joining', leader: null, term: msg.term, version: -1, step: 0, hbMs: 0, sps: 0, backend: null, fallback: null, hash: null, lastSeen: now, lastSyncAt: -Infinity };
+      p = { id: msg.from, role: 'joining', leader: null, term: msg.term, version: -1, step: 0, hbMs: 0, busyMs: 0, sps: 0, backend: null, fallback: null, hash: null, lastSeen: now, lastSyncAt: -Infinity };
       this.peers.set(msg.from, p);
     }
     p.lastSeen = now;
@@ -80,6 +80,7 @@ export class ReceiveMethods {
         version: msg.version,
         step: msg.step,
         hbMs: msg.hbMs,
+        busyMs: msg.busyMs ?? 0,
         sps: msg.sps,
         backend: msg.backend ?? null,
         fallback: msg.fallback ?? null,

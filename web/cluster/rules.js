@@ -71,6 +71,7 @@ export class SenderRules {
       const max = hbMaxMs(r.policyOverrides);
       if (msg.hbMs > max) return `heartbeat period ${msg.hbMs} ms above ${max} ms`;
       if (msg.version > BOUNDS.maxVersion) return `version ${msg.version} above ${BOUNDS.maxVersion}`;
+      if (msg.busyMs > BOUNDS.maxBusyMs) return `a compute of ${msg.busyMs} ms announced (at most ${BOUNDS.maxBusyMs} ms)`;
     }
     if (msg.type === 'grad') {
       const covers = Array.isArray(msg.ids) ? msg.ids.length : 1;

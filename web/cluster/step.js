@@ -23,11 +23,17 @@
 //   it with the reason (roster rows say `excluded`). In a tree step buckets
 //   travel up as f32 partial means and take the plain mean (the params
 //   still come down as compressed deltas, relayed as they are).
+//
+// Long computes: at the step's deadline a member still computing (its
+// heartbeat's busyMs, follow.js) is waited for, up to SLOWER_PEER times the
+// leader's own compute; then the step resolves with what arrived.
 import { policyFor } from './policy.js';
 import { paramsHash, copyF32, allFinite, weightedMean, sgd } from './reduce.js';
 import { unpack } from './compress.js';
 import { aggregate, robustOn, DEFAULT_ROBUST } from './robust.js';
 import { pushRate } from './rate.js';
+
+const SLOWER_PEER = 8; // the step waits for a computing member up to this many times the leader's own compute
 
 /** Rank's leader-side step and halt methods (protocol.js installs them; never constructed). */
 export class StepMethods {
@@ -199,6 +205,11 @@ export class StepMethods {
 
   _collectDeadline(c) {
     if (this.collect !== c) return;
+    const busy = this._busyWait(c);
+    if (busy > 0) {
+      c.timer = this.clock.setTimeout(() => this._collectDeadline(c), busy);
+      return;
+    }
     if (c.buckets.size > 0) {
       this._resolve(c, true);
     } else if (c.nonFinite.size > 0) {
@@ -206,6 +217,28 @@ export class StepMethods {
     } else {
       c.timer = this.clock.setTimeout(() => this._collectDeadline(c), this.policy.collectMs);
     }
+  }
+
+  /**
+   * How much longer the step waits for a member whose bucket is missing
+   * while it computes (its announced busyMs, or this rank's own compute),
+   * at most SLOWER_PEER x this rank's own compute past the step's start
+   * (a peer announcing endless computes does not hold every step). 0: none.
+   */
+  _busyWait(c) {
+    const now = this.clock.now();
+    let until = 0;
+    for (const id of c.members) {
+      if (c.buckets.has(id)) continue;
+      if (id === this.id) {
+        if (this._computing) until = Math.max(until, this._busyUntil);
+        continue;
+      }
+      const p = this.peers.get(id);
+      if (p && p.busyMs > 0 && !this.suspects.has(id)) until = Math.max(until, p.lastSeen + p.busyMs);
+    }
+    if (this._computeMs !== null) until = Math.min(until, c.t0 + Math.max(this.policy.collectMs, SLOWER_PEER * this._computeMs));
+    return Math.max(0, Math.ceil(until - now));
   }
 
   _resolve(c, short) {

@@ -14,6 +14,7 @@
 //   const p = task.initParams();
 //   const { grads, loss, samples } = task.grads(p, { step, index, count, batch });
 //   const bytes = task.adapter(p);  // llama.cpp's LoRA GGUF of p (f32)
+//   task.firstComputeMs           the silence a first gradient may take (Rank's firstComputeMs)
 //   task.free();
 //
 // Backends: the gradients run in the training module (loadGguf's train) of
@@ -30,6 +31,11 @@ import { STATUS } from '../runtime/constants.js';
 import { Shards } from './data.js';
 import { llmSlug, sha256Hex } from './task_key.js';
 import { LORA_DEFAULTS, LORA_TARGETS } from './settings.js';
+
+// How long a rank's first gradient (plans compiled, seconds of compute on a
+// real model) may keep it silent before its peers write it off (protocol.js
+// firstComputeMs); later computes announce twice their last duration.
+const FIRST_GRADS_MS = 60000;
 
 // The loadGguf options a backend computes LoRA gradients with.
 export const LLM_BACKENDS = Object.freeze(Object.fromEntries(['cpu', 'webgpu', 'webgl'].map((b) => [b, Object.freeze({ backend: b, train: true })])));
@@ -92,6 +98,7 @@ export async function createLlmTask({
   task.backend = resolved.backend;
   task.requested = resolved.requested;
   task.fallback = resolved.fallback;
+  task.firstComputeMs = FIRST_GRADS_MS;
   return task;
 }
 

@@ -177,6 +177,7 @@ async function start(opts) {
     cohortSps: 0,
     samplesTotal: 0, // samples of every step this rank resolved as leader
     lastCompute: null, // this rank's last bucket: step, shard index / count, loss
+    computeMs: 0, // time this rank spent computing its buckets (the rest of a step is the exchange and waiting)
     firstStep: null, // the first step whose params named this rank a member: { step, ranks } (where it joined the cohort's work)
     lastEvent: null,
     timer: 0,
@@ -243,7 +244,9 @@ async function start(opts) {
       bucketAt: (p, dataStep, ctx) => {
         // the cohort's batch per rank (the leader's setting), not necessarily ours
         const n = s.rank.settings.batch ?? batch;
+        const t0 = performance.now();
         const done = (r) => {
+          s.computeMs += performance.now() - t0;
           s.lastCompute = { step: ctx.step, index: ctx.index, count: ctx.count, loss: r.loss, backend: r.backend };
           return r;
         };
@@ -258,6 +261,7 @@ async function start(opts) {
       lr,
       maxSteps: maxSteps > 0 ? maxSteps : Infinity,
       minMembers,
+      firstComputeMs: task.firstComputeMs ?? 0, // a language model's first gradient takes seconds: peers wait for it
       policy: { ...topo.overrides, collectMs: collectMs(scale) }, // star or tree, fan-out (policy.js); periodic: H x the deadline
       model: modelKey(task),
       // encoding, lockstep / periodic, aggregation: the leader's are in force (protocol.js, periodic.js)
@@ -338,6 +342,7 @@ function sendStatus(s) {
     cohortSamplesPerSec: s.cohortSps,
     samplesTotal: s.samplesTotal,
     shard: s.lastCompute,
+    computeMs: s.computeMs,
     firstStep: s.firstStep,
     points: s.newPoints.splice(0),
     accPoints: s.newAccPoints.splice(0),
