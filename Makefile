@@ -66,7 +66,7 @@ SAN_FLAGS    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-saniti
 .PRECIOUS: %.o build/gen/%.c
 .PHONY: test-webgl
 .PHONY: all native wasm sdk test-examples-js test test-native test-asan test-node test-webgpu test-cli test-browser test-python test-examples bench serve site setup clean
-all: native wasm sdk build/rlx web/data/fashion-mnist-train.bin web/data/fashion-mnist-test.bin web/vendor/trystero.js
+all: native wasm sdk build/rlx web/data/fashion-mnist-train.bin web/data/fashion-mnist-test.bin web/vendor/trystero.js web/vendor/jinja.js
 native: build/librlx.a build/librlx.so
 # The SDK: web/rlx.ts compiled by the npm typescript of package.json (make
 # setup) to web/rlx.js + web/rlx.d.ts, build outputs (gitignored) like the wasm.
@@ -310,8 +310,10 @@ wasm: web/pkg/rlx_llm_webgl.wasm
 # as it is): rlx_llm.wasm's objects with the training ops' families
 # (MODULE_FAMILIES_llmtrain), autodiff and the optimizer (src/autodiff),
 # and src/web_llm_train/exports.c (LoRA fine-tuning, its data from bytes,
-# the adapter written into memory) beside src/web_llm/*.c.
-LLM_TRAIN_WEB_OBJ := $(LLM_WEB_OBJ) build/wasm/src/web_llm_train/exports.o
+# the adapter written into memory) beside src/web_llm/*.c, less chat.c
+# (chat templates and kept conversations: 6 KB the training builds have no
+# room for; a model loaded to fine-tune does not chat).
+LLM_TRAIN_WEB_OBJ := $(filter-out build/wasm/src/web_llm/chat.o,$(LLM_WEB_OBJ)) build/wasm/src/web_llm_train/exports.o
 LLM_TRAIN_LIB_OBJ := $(call families,llmtrain,$(filter-out build/wasm/src/core/backends.o \
                        $(patsubst build/wasm-llm/%,build/wasm/%,$(LLM_O3_OBJ) $(LLM_O2_OBJ)),\
                        $(filter $(foreach d,core ir compile cpu models autodiff,build/wasm/src/$(d)/%),$(WASM_OBJ)))) \
@@ -339,6 +341,18 @@ web/vendor/trystero.js: package-lock.json
 	node_modules/.bin/esbuild node_modules/trystero/dist/index.mjs --bundle --format=esm --minify --log-level=warning \
 	  '--banner:js=/* Trystero (MIT, github.com/dmotz/trystero) with @noble/secp256k1 (MIT), bundled from node_modules by make; do not edit */' \
 	  --outfile=$@
+
+# @huggingface/jinja (npm, pinned in package-lock.json), which renders a GGUF
+# file's tokenizer.chat_template (web/runtime/llm_chat_template.js imports it
+# on first use), bundled the same way with its licence on top.  A build output
+# (gitignored).
+web/vendor/jinja.js: package-lock.json
+	@test -x node_modules/.bin/esbuild || { echo "node_modules/.bin/esbuild is missing: run make setup (npm ci)"; exit 1; }
+	@mkdir -p $(dir $@)
+	{ echo '/* @huggingface/jinja (github.com/huggingface/huggingface.js), bundled from node_modules by make; do not edit.'; \
+	  sed 's/\*\//* \//g' node_modules/@huggingface/jinja/LICENSE; echo '*/'; \
+	  node_modules/.bin/esbuild node_modules/@huggingface/jinja/dist/index.js --bundle --format=esm --minify --log-level=warning; } > $@.tmp
+	mv -f $@.tmp $@
 
 # The op cases compiled to wasm, run by tests/node/opcases.test.mjs.
 WASM_TEST_OBJ := $(patsubst %.c,build/wasm/%.o,tests/c/wasm_opcases.c tests/c/wasm_gradcases.c tests/c/wasm_gpu_cases.c \

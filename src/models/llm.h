@@ -134,6 +134,11 @@ rlx_status rlx_llm_generator_new_external(rlx_llm *m, const int32_t *prompt_ids,
  * session's turns).  stats.prompt_tokens counts the evaluated ones. */
 rlx_status rlx_llm_generator_new_cached(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt, size_t keep,
                                         const rlx_llm_sampling *s, rlx_llm_generator **out);
+/* Either of the two (external nonzero: the caller evaluates the prompt
+ * past `keep`, as for rlx_llm_generator_new_external): the wasm modules'
+ * one entry, for generation and kept conversations on every backend. */
+rlx_status rlx_llm_generator_new_kept(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt, size_t keep,
+                                      const rlx_llm_sampling *s, int external, rlx_llm_generator **out);
 /* The sampled token next() will want evaluated, or -1. */
 int32_t rlx_llm_generator_pending(const rlx_llm_generator *gen);
 /* 1 when the generator's choice is the plain argmax of the logits (lowest

@@ -156,6 +156,11 @@ rlx_status rlx_llm_generator_new_cached(rlx_llm *m, const int32_t *prompt_ids, s
   return generator_new(m, prompt_ids, n_prompt, keep, s, 0, out);
 }
 
+rlx_status rlx_llm_generator_new_kept(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt, size_t keep,
+                                      const rlx_llm_sampling *s, int external, rlx_llm_generator **out) {
+  return generator_new(m, prompt_ids, n_prompt, keep, s, external != 0, out);
+}
+
 rlx_status rlx_llm_generator_new_external(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt,
                                           const rlx_llm_sampling *s, rlx_llm_generator **out) {
   return generator_new(m, prompt_ids, n_prompt, 0, s, 1, out);
