@@ -551,7 +551,7 @@ endef
 # by SwiftShader's compiles: two at a time measured no faster) and
 # test-browser run one file at a time.
 TEST_CONCURRENCY ?= 2
-test-node: wasm sdk build/tests/opcases_native.bin build/tests/models_native.json
+test-node: wasm sdk build/tests/opcases_native.bin build/tests/models_native.json web/vendor/jinja.js
 	$(call node_test,node,600,$(filter-out $(WEBGPU_TESTS),$(NODE_TESTS)),,--test-concurrency=$(TEST_CONCURRENCY))
 	$(call node_test,node-relaxed,600,$(RELAXED_TESTS),RLX_TEST_SIMD=relaxed,$(NODE_RELAXED_FLAG) --test-concurrency=$(TEST_CONCURRENCY))
 
@@ -570,7 +570,7 @@ test-webgpu: wasm sdk
 	$(call node_test,webgpu,1200,$(WEBGPU_TESTS),$(DAWN_ENV) RLX_CASE_STRIDE=$(RLX_CASE_STRIDE))
 
 # The pages in Debian's chromium (playwright-core) against tools/serve.py.
-test-browser: wasm sdk build/wasm-tests/webgl_cases.wasm
+test-browser: wasm sdk build/wasm-tests/webgl_cases.wasm web/vendor/jinja.js
 	$(call node_test,browser,1200,tests/browser/,RLX_CASE_STRIDE=$(RLX_CASE_STRIDE))
 
 # The CLI: argument handling, a short run, the Fashion-MNIST accuracy
@@ -615,7 +615,7 @@ test-examples: build/examples/classifier build/examples/generate build/librlx.so
 	@$(MAKE) --no-print-directory test-examples-js
 
 # The same classifier described with the JS SDK (web/rlx.js) in Node.
-test-examples-js: wasm sdk $(LM_FIXTURES)
+test-examples-js: wasm sdk $(LM_FIXTURES) web/vendor/jinja.js
 	node examples/js/classifier.mjs
 	node examples/js/classifier.mjs --steps 20
 	$(call example_fails,node examples/js/classifier.mjs --steps 5 --lr 0)

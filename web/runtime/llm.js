@@ -49,6 +49,9 @@ import { LlmModule, instantiate } from './llm_module.js';
 import { SOURCE_KINDS, isSource, openSource } from './llm_source.js';
 import { loraArrays, loraMessage, loraOption, readAdapters } from './llm_lora.js';
 import { finetune } from './llm_finetune.js';
+import { chat, chatPrompt } from './llm_chat.js';
+import { templateInForce } from './llm_chat_template.js';
+import { createChatCompletion } from './llm_openai.js';
 
 export { RlxError };
 export { GgufWorker } from './llm_worker_client.js';
@@ -59,6 +62,9 @@ const GPU_WASM = new URL('../pkg/rlx_llm_gpu.wasm', import.meta.url);
 const WEBGL_WASM = new URL('../pkg/rlx_llm_webgl.wasm', import.meta.url);
 const TRAIN_GPU_WASM = new URL('../pkg/rlx_llm_train_gpu.wasm', import.meta.url);
 const TRAIN_WEBGL_WASM = new URL('../pkg/rlx_llm_train_webgl.wasm', import.meta.url);
+/** generate()'s options (chat() takes them too). */
+export const GENERATE_OPTIONS = Object.freeze(['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'seed',
+  'stop', 'onToken', 'signal']);
 const MAX_STOP = 16;           // stop strings per generation
 const MAX_TEXT = 1 << 26;      // bytes of text to tokenize at once
 const MAX_IDS = 1 << 24;       // ids in one call
@@ -234,6 +240,7 @@ export async function loadGguf(source, options = undefined) {
         throw err;
       }
     }
+    model.chatTemplate = await templateInForce(fn, model);
     return model;
   } catch (err) {
     if (!mod.dead) for (const p of [ptr, ...adapters.map((a) => a.ptr)]) mod.free(p);
@@ -308,6 +315,8 @@ export class GgufModel {
     this.running = false;     // a generate() (or, on a GPU, an eval) is in progress
     this.training = false;    // a finetune() is in progress (llm_finetune.js)
     this.freeLater = false;   // free() came during generate()
+    this.chatTemplate = null; // { name, source, why }: the chat template in force (llm_chat_template.js), set by loadGguf
+    this.chatState = null;    // what the kept conversation knows of the KV cache (llm_chat.js)
     const fallbacks = backend.fallbacks.map((f) => Object.freeze({ ...f }));
     this.info = Object.freeze({ ...this.readInfo(), fileBytes, simd: mod.simd, backend: backend.backend,
       fallbacks: Object.freeze(fallbacks), ...(backend.software ? { software: backend.software } : {}) });
@@ -483,16 +492,21 @@ export class GgufModel {
    * generateTokensPerSecond } }.  The context starts from the prompt.
    */
   generate(prompt, options = undefined) {
+    const fn = 'GgufModel.generate';
+    return this.exclusive(fn, (push, stopRequested) => this.run(fn, prompt, options, push, stopRequested));
+  }
+
+  /** A Generation of work(push, stopRequested) with the model taken (generate(), chat()). */
+  exclusive(fn, work) {
     // The model is taken now, not when the generation starts a microtask
     // later: a second generate() before the first has ended is refused
     // however fast the first one runs.
     const busy = this.running;
     this.running = true;
     return new Generation(async (push, stopRequested) => {
-      const fn = 'GgufModel.generate';
       if (busy) throw new RlxError(STATUS.STATE, `${fn}: a generation is already running on this model (await it, or stop it through its signal)`, 'bad state');
       try {
-        return await this.run(fn, prompt, options, push, stopRequested);
+        return await work(push, stopRequested);
       } finally {
         this.running = false;
         if (this.freeLater && this.handle) this.release(); // free() came while it ran
@@ -500,10 +514,15 @@ export class GgufModel {
     });
   }
 
-  async run(fn, prompt, options, push, stopRequested) {
+  /**
+   * generate()'s work; cached: the prompt's first tokens already in the KV
+   * cache (a kept conversation, llm_chat.js), not evaluated again; more:
+   * option names the caller checks itself.
+   */
+  async run(fn, prompt, options, push, stopRequested, cached = 0, more = []) {
     const h = this.live(fn);
     const o = optionsArg(fn, options);
-    const known = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'seed', 'stop', 'onToken', 'signal'];
+    const known = [...GENERATE_OPTIONS, ...more];
     for (const k of Object.keys(o)) {
       if (!known.includes(k)) throw fail(fn, `unknown option ${k} (known: ${known.join(', ')})`);
     }
@@ -565,9 +584,9 @@ export class GgufModel {
       const t0 = now();
       m.check(m.call('rlx_llm_generator_new', h, idsPtr, promptIds.length, temperature, topK, topP, minP, repeatPenalty,
         repeatLastN, Number(seed & 0xffffffffn), Number(seed >> 32n), maxTokens, stopArr, stopPtrs.length, this.gpu ? 1 : 0,
-        scratch), `${fn}: `);
+        cached, scratch), `${fn}: `);
       gen = m.i32(scratch, 1)[0] >>> 0;
-      if (this.gpu) await this.gpu.eval(fn, promptIds); // the generator samples what the GPU computed
+      if (this.gpu) await this.gpu.eval(fn, promptIds.slice(cached)); // the generator samples what the GPU computed
       const promptSeconds = (now() - t0) / 1000;
 
       let text = '';
@@ -636,6 +655,24 @@ export class GgufModel {
       }
     }
   }
+
+  /**
+   * A conversation's next reply (llm_chat.js): messages [{ role: 'system' |
+   * 'user' | 'assistant', content }] ending with a user message, options
+   * generate()'s plus template (a built-in template's name), jinja (a Jinja
+   * chat template instead of the file's) and overflow ('refuse' | 'drop').
+   * A Generation as generate() returns, resolving to { text, ids,
+   * promptIds, stoppedBy, finishReason, template, stats: { promptTokens,
+   * cachedTokens, evaluatedTokens, generatedTokens, droppedMessages, ... } }.
+   * The KV cache is kept between calls: only the new tokens are evaluated.
+   */
+  chat(messages, options = undefined) { return chat(this, messages, options); }
+
+  /** The prompt chat() would evaluate, not run: Promise of { text, ids, template }. */
+  chatPrompt(messages, options = undefined) { return chatPrompt(this, messages, options); }
+
+  /** OpenAI's chat completions over chat() (llm_openai.js): Promise of a 'chat.completion', or of an async iterable of chunks. */
+  createChatCompletion(request) { return createChatCompletion(this, request); }
 
   /**
    * LoRA fine-tuning on data (a text, or { text | jsonl, valid? }) with
