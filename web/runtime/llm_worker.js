@@ -2,7 +2,9 @@
 // (llm.js): requests { id, op, ... } are answered { id, ok, value } or
 // { id, ok: false, error: { message, status, statusName } }; on the way,
 // { id, event: 'progress', loaded, total } while loading and { id, event:
-// 'token', text, tokenId } per generated token, { id, event: 'progress',
+// 'token', text, tokenId } per generated token (generate, chat), { id, event:
+// 'chunk', chunk } per chat.completion.chunk (createChatCompletion with
+// stream: true), { id, event: 'progress',
 // step, steps, loss, ... } after each fine-tuning step (the adapter's
 // bytes are transferred back with the result).  { op: 'stop' } ends the
 // running generation at once, and a fine-tuning after its current step
@@ -22,6 +24,17 @@ function errorOf(err) {
 function needModel(op) {
   if (!model) throw new RlxError(STATUS.STATE, `GgufWorker.${op}: no model loaded (call load() first)`, 'bad state');
   return model;
+}
+
+/** run(signal) with the signal that { op: 'stop' } aborts. */
+async function stoppable(run) {
+  const own = new AbortController();
+  abort = own;
+  try {
+    return await run(own.signal);
+  } finally {
+    if (abort === own) abort = null;
+  }
 }
 
 const OPS = {
@@ -49,32 +62,36 @@ const OPS = {
   },
   async generate(msg, post) {
     const m = needModel('generate');
-    abort = new AbortController();
     const options = msg.options === undefined ? {} : msg.options;
     if (options === null || typeof options !== 'object' || Array.isArray(options)) {
       return m.generate(msg.prompt, options); // the model's own message for a bad options argument
     }
-    try {
-      return await m.generate(msg.prompt, {
-        ...options,
-        signal: abort.signal,
-        onToken: (text, tokenId) => post({ event: 'token', text, tokenId }),
-      });
-    } finally {
-      abort = null;
-    }
+    return stoppable((signal) => m.generate(msg.prompt, { ...options, signal, onToken: (text, tokenId) => post({ event: 'token', text, tokenId }) }));
+  },
+  async chat(msg, post) {
+    const m = needModel('chat');
+    const options = msg.options === undefined ? {} : msg.options;
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) return m.chat(msg.messages, options);
+    return stoppable((signal) => m.chat(msg.messages, { ...options, signal, onToken: (text, tokenId) => post({ event: 'token', text, tokenId }) }));
+  },
+  chatPrompt: (msg) => needModel('chatPrompt').chatPrompt(msg.messages, msg.options),
+  chatTemplate: () => needModel('chatTemplate').chatTemplate,
+  async createChatCompletion(msg, post) {
+    const m = needModel('createChatCompletion');
+    const req = msg.request;
+    if (req === null || typeof req !== 'object' || Array.isArray(req)) return m.createChatCompletion(req);
+    return stoppable(async (signal) => {
+      const r = await m.createChatCompletion({ ...req, signal });
+      if (!req.stream) return r;
+      for await (const chunk of r) post({ event: 'chunk', chunk });
+      return null;
+    });
   },
   async finetune(msg, post) {
     const m = needModel('finetune');
     const options = msg.options === undefined ? {} : msg.options;
     if (options === null || typeof options !== 'object' || Array.isArray(options)) return m.finetune(msg.data, options);
-    const own = new AbortController();
-    abort = own;
-    try {
-      return await m.finetune(msg.data, { ...options, signal: own.signal, onProgress: (p) => post({ event: 'progress', ...p }) });
-    } finally {
-      if (abort === own) abort = null;
-    }
+    return stoppable((signal) => m.finetune(msg.data, { ...options, signal, onProgress: (p) => post({ event: 'progress', ...p }) }));
   },
 };
 

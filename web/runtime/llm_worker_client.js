@@ -22,6 +22,8 @@ function remoteError(e) {
  *   const lm = new GgufWorker();
  *   const info = await lm.load(file, { nCtx: 2048, onProgress });
  *   const r = await lm.generate('Hello', { maxTokens: 32, onToken: (text) => ... });
+ *   const c = await lm.chat([{ role: 'user', content: 'Hi' }], { onToken });  // lm.chatTemplate says which template
+ *   for await (const chunk of await lm.createChatCompletion({ messages, stream: true })) ...
  *   await lm.load(file, { train: true });
  *   const { adapter } = await lm.finetune(text, { steps: 30, onProgress, signal });
  *   lm.stop(); await lm.free(); lm.terminate();
@@ -35,6 +37,7 @@ export class GgufWorker {
     this.pending = new Map(); // id -> { resolve, reject, onEvent }
     this.nextId = 1;
     this.info = null;
+    this.chatTemplate = null;
     this.worker.onmessage = (event) => {
       const msg = event.data ?? {};
       const entry = this.pending.get(msg.id);
@@ -78,6 +81,7 @@ export class GgufWorker {
     const { onProgress: _, ...rest } = o;
     if (Array.isArray(rest.lora)) rest.lora = rest.lora.map((a) => (isUrl(a?.source) ? { ...a, source: pageUrl(a.source) } : a));
     this.info = await this.request('load', { source: src, options: rest }, (msg) => onProgress?.({ loaded: msg.loaded, total: msg.total, stage: msg.stage }));
+    this.chatTemplate = await this.request('chatTemplate', {}); // as GgufModel.chatTemplate
     return this.info;
   }
 
@@ -93,6 +97,52 @@ export class GgufWorker {
     const onToken = functionOption(fn, 'options.onToken', o.onToken);
     const { onToken: _, signal, ...rest } = o;
     return this.stoppable(fn, signal, 'generate', { prompt, options: rest }, (msg) => onToken?.(msg.text, msg.tokenId));
+  }
+
+  /** As GgufModel.chat, resolving to its result; onToken(text, id) as the tokens arrive, options.signal (or stop()) ends it. */
+  async chat(messages, options = undefined) {
+    const fn = 'GgufWorker.chat';
+    const o = optionsArg(fn, options);
+    const onToken = functionOption(fn, 'options.onToken', o.onToken);
+    const { onToken: _, signal, ...rest } = o;
+    return this.stoppable(fn, signal, 'chat', { messages, options: rest }, (msg) => onToken?.(msg.text, msg.tokenId));
+  }
+
+  /** As GgufModel.chatPrompt. */
+  chatPrompt(messages, options = undefined) { return this.request('chatPrompt', { messages, options }); }
+
+  /**
+   * As GgufModel.createChatCompletion: a Promise of the chat.completion, or
+   * with stream: true of an async iterable of the chunks as the worker sends
+   * them (leaving the loop early stops the reply); request.signal (or
+   * stop()) ends it.
+   */
+  async createChatCompletion(request) {
+    const fn = 'GgufWorker.createChatCompletion';
+    const { signal, ...rest } = optionsArg(fn, request, 'request');
+    if (!rest.stream) return this.stoppable(fn, signal, 'createChatCompletion', { request: rest });
+    const queue = [];
+    let wake = null;
+    let ended = false;
+    const run = this.stoppable(fn, signal, 'createChatCompletion', { request: rest }, (msg) => { queue.push(msg.chunk); wake?.(); });
+    run.then(() => { ended = true; wake?.(); }, () => { ended = true; wake?.(); });
+    // The request's own errors (bad options) reject here, before any chunk.
+    await Promise.race([run, new Promise((resolve) => { wake = resolve; })]);
+    const worker = this;
+    return (async function* chunks() {
+      let done = false;
+      try {
+        for (;;) {
+          while (queue.length) yield queue.shift();
+          if (ended) break;
+          await new Promise((resolve) => { wake = resolve; });
+        }
+        await run; // a failure after the chunks
+        done = true;
+      } finally {
+        if (!done && !ended) worker.stop();
+      }
+    })();
   }
 
   /**
