@@ -4,28 +4,17 @@
 // GgufModel.chat on the page does, keeps its KV cache (turn 2 evaluates
 // only its new tokens), streams tokens, and stops on its signal; its
 // createChatCompletion gives OpenAI's shapes, streamed through messages.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { startServer, launch, lmPage as servedLmPage, missing, REPO } from './helpers.mjs';
+import { lmSuite, REPO } from './helpers.mjs';
 
 const NAME = 'qwen2-q8_0';
-const why = missing() ?? ['web/pkg/rlx_llm.wasm', 'web/vendor/jinja.js', `build/lm/${NAME}.gguf`]
-  .map((f) => (existsSync(`${REPO}${f}`) ? null : `missing ${f}: run make (and make lm-fixtures)`)).find(Boolean) ?? null;
-
-let server;
-let browser;
-before(async () => {
-  if (why) return;
-  [server, browser] = await Promise.all([startServer(), launch()]);
-});
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+const suite = lmSuite([NAME], ['rlx_llm.wasm']);
+const why = suite.whys[0] ?? (existsSync(`${REPO}web/vendor/jinja.js`) ? null : 'missing web/vendor/jinja.js: run make');
 
 test('GgufWorker.chat and createChatCompletion with a Jinja template, as GgufModel.chat on the page', { skip: why ?? false, timeout: 120000 }, async () => {
-  const { page, problems } = await servedLmPage(browser, server);
+  const { page, problems } = await suite.page();
   const jinja = readFileSync(`${REPO}tests/llm/chat_templates/chatml.jinja`, 'utf8');
   const got = await page.evaluate(async ({ name, jinja }) => {
     const { loadGguf, GgufWorker } = await import('./runtime/llm.js');

@@ -91,22 +91,19 @@ export class GgufWorker {
   free() { return this.request('free', {}); }
 
   /** As GgufModel.generate; onToken(text, id) is called as the tokens arrive (its result does not stop the run: use stop()). */
-  async generate(prompt, options = undefined) {
-    const fn = 'GgufWorker.generate';
+  generate(prompt, options = undefined) { return this.streamed('generate', { prompt }, options); }
+
+  /** A generation op (generate, chat) with options.onToken fed by the worker's token messages. */
+  async streamed(op, args, options) {
+    const fn = `GgufWorker.${op}`;
     const o = optionsArg(fn, options);
     const onToken = functionOption(fn, 'options.onToken', o.onToken);
     const { onToken: _, signal, ...rest } = o;
-    return this.stoppable(fn, signal, 'generate', { prompt, options: rest }, (msg) => onToken?.(msg.text, msg.tokenId));
+    return this.stoppable(fn, signal, op, { ...args, options: rest }, (msg) => onToken?.(msg.text, msg.tokenId));
   }
 
   /** As GgufModel.chat, resolving to its result; onToken(text, id) as the tokens arrive, options.signal (or stop()) ends it. */
-  async chat(messages, options = undefined) {
-    const fn = 'GgufWorker.chat';
-    const o = optionsArg(fn, options);
-    const onToken = functionOption(fn, 'options.onToken', o.onToken);
-    const { onToken: _, signal, ...rest } = o;
-    return this.stoppable(fn, signal, 'chat', { messages, options: rest }, (msg) => onToken?.(msg.text, msg.tokenId));
-  }
+  chat(messages, options = undefined) { return this.streamed('chat', { messages }, options); }
 
   /** As GgufModel.chatPrompt. */
   chatPrompt(messages, options = undefined) { return this.request('chatPrompt', { messages, options }); }
