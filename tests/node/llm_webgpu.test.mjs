@@ -13,6 +13,8 @@
 //    prompt kernel and every step size at its position) and eval after it;
 //  - a context that fills up ends both runs the same way ('context'),
 //    reset and a second run repeat the first, eval appends at the position;
+//  - a kept conversation (GgufModel.chat): three turns, greedy and sampled,
+//    give the CPU's tokens and evaluate only the tokens after the cache;
 //  - LoRA adapters (build/rlx make-lora, an f16 one and an f32 one with
 //    scales): the CPU's logits and greedy tokens with the same adapters;
 //    the logits differ from the plain model's (an adapter left out fails);
@@ -197,6 +199,28 @@ if (missing.length) {
       assert.equal(early.stoppedBy, 'callback');
       assert.deepEqual(early.ids, want.ids.slice(0, 3));
       closeLogits(await g.logits([3, 4, 5]), cpu.logits([3, 4, 5]), 'logits after a stopped run');
+    } finally {
+      g.free();
+      cpu.free();
+    }
+  });
+
+  test('a kept conversation on WebGPU: three chat turns give the CPU\'s tokens and reuse the same cached tokens', async () => {
+    const cpu = await onCpu('qwen2-q8_0');
+    const g = await onGpu('qwen2-q8_0');
+    try {
+      for (const options of [{ temperature: 0 }, { temperature: 0.8, seed: 5 }]) { // the GPU's argmax, then the host's sampler
+        const msgs = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: PROMPT }];
+        for (let turn = 1; turn <= 3; turn++) {
+          const want = await cpu.chat(msgs, { ...options, maxTokens: 6 });
+          const got = await g.chat(msgs, { ...options, maxTokens: 6 });
+          assert.deepEqual(got.ids, want.ids, `turn ${turn}`);
+          assert.deepEqual(got.stats.cachedTokens, want.stats.cachedTokens, `turn ${turn}`);
+          assert.equal(got.stats.evaluatedTokens, got.stats.promptTokens - got.stats.cachedTokens);
+          if (turn > 1) assert.ok(got.stats.cachedTokens > 0, `turn ${turn} reused the cache`);
+          msgs.push({ role: 'assistant', content: got.text }, { role: 'user', content: `and ${turn}?` });
+        }
+      }
     } finally {
       g.free();
       cpu.free();
