@@ -642,12 +642,75 @@ export interface GenerateResult {
 /** One generated token and the text it completes (possibly ''). */
 export interface GeneratedPiece { text: string; id: number; }
 
-/** What generate() returns: the result's Promise and an async iterable of the pieces. */
-export interface Generation extends AsyncIterable<GeneratedPiece> {
-  then<A = GenerateResult, B = never>(onFulfilled?: ((r: GenerateResult) => A | PromiseLike<A>) | null,
+/** What generate() (and chat()) returns: the result's Promise and an async iterable of the pieces. */
+export interface Generation<R = GenerateResult> extends AsyncIterable<GeneratedPiece> {
+  then<A = R, B = never>(onFulfilled?: ((r: R) => A | PromiseLike<A>) | null,
     onRejected?: ((e: unknown) => B | PromiseLike<B>) | null): Promise<A | B>;
-  catch<B = never>(onRejected?: ((e: unknown) => B | PromiseLike<B>) | null): Promise<GenerateResult | B>;
-  finally(onFinally?: (() => void) | null): Promise<GenerateResult>;
+  catch<B = never>(onRejected?: ((e: unknown) => B | PromiseLike<B>) | null): Promise<R | B>;
+  finally(onFinally?: (() => void) | null): Promise<R>;
+}
+
+/** A message of a conversation (the system prompt first only; chat()'s last message a user's). */
+export interface ChatMessage { role: 'system' | 'user' | 'assistant'; content: string; }
+
+/** The chat template in force and why (name and source null, why the reason, when none fits the file). */
+export interface ChatTemplate {
+  /** 'jinja' for a Jinja template, else the built-in template's name. */
+  readonly name: 'jinja' | 'chatml' | 'llama3' | 'llama2' | 'mistral' | 'gemma' | 'phi3' | 'zephyr' | null;
+  /** The file's Jinja, options.jinja, a built-in one detected (or chatml: the file has none), or one named. */
+  readonly source: 'file' | 'option' | 'builtin' | 'named' | null;
+  readonly why: string;
+}
+
+export interface ChatTemplateOptions {
+  /** A built-in template by name, instead of the file's. */
+  template?: 'chatml' | 'llama3' | 'llama2' | 'mistral' | 'gemma' | 'phi3' | 'zephyr';
+  /** A Jinja chat template instead of the file's tokenizer.chat_template. */
+  jinja?: string;
+}
+
+export interface ChatOptions extends GenerateOptions, ChatTemplateOptions {
+  /** A prompt that leaves no room: 'refuse' (default, an RlxError) or 'drop' the oldest turns after the system prompt. */
+  overflow?: 'refuse' | 'drop';
+}
+
+export interface ChatResult extends Omit<GenerateResult, 'stats'> {
+  finishReason: 'stop' | 'length' | 'abort';
+  template: ChatTemplate;
+  stats: Omit<GenerateResult['stats'], 'promptTokens'> & {
+    /** The whole prompt, of which cachedTokens came from the KV cache and evaluatedTokens were evaluated. */
+    promptTokens: number; cachedTokens: number; evaluatedTokens: number;
+    /** Messages left out by overflow 'drop'. */
+    droppedMessages: number;
+  };
+}
+
+/** OpenAI's chat completions request (the subset read; anything else is refused). */
+export interface ChatCompletionRequest {
+  messages: ChatMessage[];
+  model?: string;
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean };
+  max_tokens?: number; max_completion_tokens?: number;
+  temperature?: number; top_p?: number; seed?: number;
+  stop?: string | string[];
+  n?: 1;
+  /** Only { type: 'text' }: JSON output is not supported yet. */
+  response_format?: { type: 'text' };
+  signal?: AbortSignal;
+}
+
+export interface ChatCompletion {
+  id: string; object: 'chat.completion'; created: number; model: string; system_fingerprint: null;
+  choices: [{ index: 0; message: { role: 'assistant'; content: string }; logprobs: null; finish_reason: 'stop' | 'length' | 'abort' }];
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+}
+
+export interface ChatCompletionChunk {
+  id: string; object: 'chat.completion.chunk'; created: number; model: string; system_fingerprint: null;
+  /** Empty in the usage chunk (stream_options.include_usage). */
+  choices: Array<{ index: 0; delta: { role?: 'assistant'; content?: string }; logprobs: null; finish_reason: 'stop' | 'length' | 'abort' | null }>;
+  usage?: ChatCompletion['usage'];
 }
 
 /** A loaded GGUF model (free() gives its memory back). */
@@ -666,6 +729,19 @@ export interface GgufModel {
    * or iterate the pieces as they come (leaving the loop stops it).
    */
   generate(prompt: string | ArrayLike<number>, options?: GenerateOptions): Generation;
+  /** The chat template in force (as loaded; chat() says which one each reply used). */
+  readonly chatTemplate: ChatTemplate | null;
+  /**
+   * The conversation's next reply.  The KV cache is kept between calls: only
+   * the tokens after what it holds are evaluated (an edited turn rolls back).
+   */
+  chat(messages: ChatMessage[], options?: ChatOptions): Generation<ChatResult>;
+  /** The prompt chat() would evaluate, not run. */
+  chatPrompt(messages: ChatMessage[], options?: ChatTemplateOptions & { addGenerationPrompt?: boolean }):
+    Promise<{ text: string; ids: number[]; template: ChatTemplate }>;
+  /** OpenAI's chat completions over chat(). */
+  createChatCompletion(request: ChatCompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
+  createChatCompletion(request: ChatCompletionRequest & { stream?: false }): Promise<ChatCompletion>;
   /** LoRA fine-tuning (a model loaded with { train: true }), as `rlx finetune`. */
   finetune(data: FinetuneData, options?: FinetuneOptions): Promise<FinetuneResult>;
   reset(): void;

@@ -3,7 +3,8 @@
 // type-checks under --strict, the @ts-expect-error lines must be rejected.
 // Run by tests/node/llm_wasm.test.mjs; never executed.
 import { loadGguf, RlxError } from '../../web/rlx.js';
-import type { GgufModel, GgufInfo, GenerateResult, GenerateOptions, GeneratedPiece, FinetuneResult, FinetuneProgress } from '../../web/rlx.js';
+import type { GgufModel, GgufInfo, GenerateResult, GenerateOptions, GeneratedPiece, FinetuneResult, FinetuneProgress, ChatMessage, ChatResult,
+  ChatTemplate, ChatCompletion, ChatCompletionChunk } from '../../web/rlx.js';
 
 export async function main(file: File): Promise<void> {
   const model: GgufModel = await loadGguf(file, { nCtx: 512, onProgress: ({ loaded, total }) => console.log(loaded, total ?? '?') });
@@ -51,6 +52,20 @@ export async function main(file: File): Promise<void> {
   const adapterBytes: Uint8Array = tuned.adapter;
   const lastValid: number | undefined = tuned.validLosses.at(-1)?.loss;
   console.log(adapterBytes, lastValid, tuned.losses[0], tuned.steps, tuned.stopped);
+  const messages: ChatMessage[] = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }];
+  const reply: ChatResult = await model.chat(messages, { maxTokens: 16, temperature: 0, overflow: 'drop', template: 'chatml', signal: new AbortController().signal });
+  const reused: number = reply.stats.cachedTokens + reply.stats.evaluatedTokens + reply.stats.droppedMessages;
+  const finish: 'stop' | 'length' | 'abort' = reply.finishReason;
+  for await (const piece of model.chat(messages, { jinja: '{{ messages[0].content }}' })) console.log(piece.text);
+  const inForce: ChatTemplate | null = model.chatTemplate;
+  const prompt: { text: string; ids: number[] } = await model.chatPrompt(messages, { addGenerationPrompt: false });
+  const completion: ChatCompletion = await model.createChatCompletion({ messages, max_tokens: 8, temperature: 0.7, top_p: 0.9, seed: 1, stop: '\n' });
+  const content: string = completion.choices[0].message.content;
+  for await (const chunk of await model.createChatCompletion({ messages, stream: true, stream_options: { include_usage: true } })) {
+    const c: ChatCompletionChunk = chunk;
+    console.log(c.choices[0]?.delta.content ?? '', c.usage?.total_tokens);
+  }
+  console.log(reused, finish, inForce?.why, prompt.ids, content, reply.template.source);
   const rate: number | null = r2.stats.generateTokensPerSecond;
   const pos: number = model.position;
   model.reset();
@@ -72,6 +87,12 @@ export async function main(file: File): Promise<void> {
   await trainable.finetune('x', { optimizer: 'adam' });
   // @ts-expect-error data is text, bytes, { text } or { jsonl }
   await trainable.finetune({ csv: 'a,b' });
+  // @ts-expect-error no such role
+  await model.chat([{ role: 'tool', content: 'x' }]);
+  // @ts-expect-error overflow is 'refuse' or 'drop'
+  await model.chat(messages, { overflow: 'wrap' });
+  // @ts-expect-error JSON output is not supported yet
+  await model.createChatCompletion({ messages, response_format: { type: 'json_object' } });
   // @ts-expect-error the info is read-only
   model.info = info;
 }
