@@ -293,6 +293,14 @@ test('bad input: RlxErrors naming the function and the argument', async () => {
   const busy = m.chat(ok, { maxTokens: 4 });
   await assert.rejects(m.chat(ok), rlxError(/GgufModel\.chat: a generation is already running/));
   await busy;
+  const trainable = await loadGguf(fixture('qwen2-q8_0'), { backend: 'cpu', train: true });
+  try {
+    assert.equal(trainable.chatTemplate.name, null);
+    assert.match(trainable.chatTemplate.why, /loaded with \{ train: true \}, whose module has no chat/);
+    await assert.rejects(trainable.chat(ok), rlxError(/^GgufModel\.chat: this model was loaded with \{ train: true \}.*load it without train/));
+  } finally {
+    trainable.free();
+  }
   const gone = await loadGguf(fixture('qwen2-q8_0'), { backend: 'cpu' });
   gone.free();
   await assert.rejects(gone.chat(ok), rlxError(/GgufModel\.chat: the model was freed/));
