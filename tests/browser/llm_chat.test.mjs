@@ -4,14 +4,17 @@
 // GgufModel.chat on the page does, keeps its KV cache (turn 2 evaluates
 // only its new tokens), streams tokens, and stops on its signal; its
 // createChatCompletion gives OpenAI's shapes, streamed through messages.
+// On WebGL2 (SwiftShader) three turns give the CPU's tokens and reuse the
+// same cached tokens.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { lmSuite, REPO } from './helpers.mjs';
 
 const NAME = 'qwen2-q8_0';
-const suite = lmSuite([NAME], ['rlx_llm.wasm']);
+const suite = lmSuite([NAME], ['rlx_llm.wasm', 'rlx_llm_webgl.wasm']);
 const why = suite.whys[0] ?? (existsSync(`${REPO}web/vendor/jinja.js`) ? null : 'missing web/vendor/jinja.js: run make');
+const whyGl = suite.whys[1];
 
 test('GgufWorker.chat and createChatCompletion with a Jinja template, as GgufModel.chat on the page', { skip: why ?? false, timeout: 120000 }, async () => {
   const { page, problems } = await suite.page();
@@ -59,6 +62,38 @@ test('GgufWorker.chat and createChatCompletion with a Jinja template, as GgufMod
   assert.equal(got.chunks.slice(1, -1).map((ch) => ch.choices[0].delta.content).join(''), got.page1.text);
   assert.equal(got.chunks.at(-1).choices[0].finish_reason, 'length');
   assert.match(got.refused, /createChatCompletion: response_format json_object is not supported yet/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('three chat turns on WebGL2 give the CPU\'s tokens and reuse the same cached tokens', { skip: whyGl ?? false, timeout: 300000 }, async () => {
+  const { page, problems } = await suite.page();
+  const got = await page.evaluate(async ({ name }) => {
+    const { loadGguf } = await import('./runtime/llm.js');
+    const cpu = await loadGguf(`./lm/${name}.gguf`, { backend: 'cpu' });
+    const gl = await loadGguf(`./lm/${name}.gguf`, { backend: 'webgl' });
+    const out = [];
+    try {
+      const msgs = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'The small river ran past the old mill' }];
+      for (let turn = 1; turn <= 3; turn++) {
+        const want = await cpu.chat(msgs, { temperature: 0, maxTokens: 6 });
+        const r = await gl.chat(msgs, { temperature: 0, maxTokens: 6 });
+        out.push({ want: want.ids, got: r.ids, wantCached: want.stats.cachedTokens, stats: r.stats, backend: gl.info.backend });
+        msgs.push({ role: 'assistant', content: r.text }, { role: 'user', content: `and ${turn}?` });
+      }
+    } finally {
+      gl.free();
+      cpu.free();
+    }
+    return out;
+  }, { name: NAME });
+  for (const [i, t] of got.entries()) {
+    assert.equal(t.backend, 'webgl');
+    assert.deepEqual(t.got, t.want, `turn ${i + 1}`);
+    assert.equal(t.stats.cachedTokens, t.wantCached, `turn ${i + 1}`);
+    assert.equal(t.stats.evaluatedTokens, t.stats.promptTokens - t.stats.cachedTokens);
+    if (i > 0) assert.ok(t.stats.cachedTokens > 0, `turn ${i + 1} reused the cache`);
+  }
   assert.deepEqual(problems, []);
   await page.close();
 });
