@@ -11,7 +11,9 @@
 // executor in tests/c/test_llm_finetune_device.c); and
 // GgufModel.finetune on a model loaded with { train: true, backend: 'webgl' }
 // (the steps on WebGL2 by default) gives the CPU run's losses and
-// validation losses.
+// validation losses; a cluster rank of the fine-tuning task on WebGL2
+// (web/cluster/task_llm.js) computes the CPU rank's bucket at adapters with
+// B != 0 (as a Node test checks a WebGPU rank under Dawn).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { lmSuite, REPO } from './helpers.mjs';
@@ -115,6 +117,44 @@ test(`fine-tuning on WebGL2 in Chromium: ${cases(WEBGL_CASES)}: the CPU's losses
     assert.ok(run.gl.length === 2 && run.gl.every((l, i) => close(l, run.cpu[i])), `finetune losses: webgl ${run.gl} vs cpu ${run.cpu}`);
     assert.ok(run.glValid.length > 0 && run.glValid.every((l, i) => close(l, run.cpuValid[i])), `validation: ${run.glValid} vs ${run.cpuValid}`);
     assert.equal(run.sizes[1], run.sizes[0]);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+test('a cluster fine-tuning rank on WebGL2 computes the CPU rank\'s bucket (loss, scored tokens, gradients within FT_TOL of the largest)',
+  { skip: whyGl ?? false, timeout: 300000 }, async () => {
+    const { page, problems } = await casePage();
+    const r = await page.evaluate(async () => {
+      const { createLlmTask } = await import('./cluster/task_llm.js');
+      const model = await (await fetch('./lm/llama-q8_0.gguf')).arrayBuffer();
+      const opts = { model, text: new TextEncoder().encode('The small river ran past the old mill. '.repeat(8)), rank: 2, alpha: 4,
+        targets: 'attn_q,attn_v', seq: 16, seed: 1 };
+      const cpu = await createLlmTask(opts);
+      const gl = await createLlmTask({ ...opts, backend: 'webgl' });
+      try {
+        // the initial adapters (B = 0) with every value nudged: A's gradients are then not zero
+        const params = cpu.initParams().map((v, i) => v + 0.05 * Math.sin(1.7 * i + 0.3));
+        const windows = cpu.indices(0, 0, 1, 2);
+        const want = cpu.gradsOf(params, windows);
+        const got = await gl.gradsOf(params, windows);
+        let worst = 0, scale = 0;
+        for (let i = 0; i < want.grads.length; i++) {
+          scale = Math.max(scale, Math.abs(want.grads[i]));
+          worst = Math.max(worst, Math.abs(got.grads[i] - want.grads[i]));
+        }
+        return { backends: [gl.backend, gl.fallback, got.backend], slugs: [gl.slug, cpu.slug], loss: [got.loss, want.loss],
+          samples: [got.samples, want.samples], worst, scale, n: want.grads.length };
+      } finally {
+        gl.free();
+        cpu.free();
+      }
+    });
+    assert.deepEqual(r.backends, ['webgl', null, 'webgl']);
+    assert.equal(r.slugs[0], r.slugs[1], 'the same task identity on both backends');
+    assert.equal(r.samples[0], r.samples[1]);
+    assert.ok(Math.abs(r.loss[0] - r.loss[1]) <= FT_TOL * Math.abs(r.loss[1]), `loss: webgl ${r.loss[0]} vs cpu ${r.loss[1]}`);
+    assert.ok(r.scale > 0 && r.n > 0);
+    assert.ok(r.worst <= FT_TOL * r.scale, `gradients differ by ${r.worst} (largest ${r.scale})`);
     assert.deepEqual(problems, []);
     await page.close();
   });
