@@ -1,5 +1,7 @@
 // nav.js - the pages' navigation, from one list: fills every <nav data-pages>
-// with a link to each page, the current one marked.
+// with a link to each page, the current one marked. Every page loads it, so
+// it also starts the page's cross-origin isolation (isolation.js).
+import './isolation.js';
 export const PAGES = [
   ['index.html', 'MLP demo'],
   ['train.html', 'Train on Fashion-MNIST'],

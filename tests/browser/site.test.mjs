@@ -9,29 +9,35 @@
 // has a failed request, an HTTP error, a console error or an uncaught
 // exception. The server gives .wasm the application/wasm type that the
 // loader streams from (web/runtime/loader.js), and .js a JavaScript type.
+// Cross-origin isolation: with the Space's headers every page is isolated
+// by them; served with no headers at all, web/coi-sw.js (registered by
+// isolation.js) isolates the page after one reload, its Worker too, and the
+// next page at once.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { launch, newPage, missing, REPO } from './helpers.mjs';
-import { buildSite, httpServer } from './static_site.mjs';
+import { buildSite, httpServer, ISOLATION_HEADERS } from './static_site.mjs';
 
 const why = missing();
 const HAS_SUBSET = existsSync(`${REPO}web/data/fashion-mnist-train.bin`);
 let tmp;
 let site;
 let server;
+let bare; // the same site with no headers at all
 let browser;
 
 before(async () => {
   if (why) return;
   ({ tmp, site } = buildSite());
-  [server, browser] = await Promise.all([httpServer(site), launch()]);
+  [server, bare, browser] = await Promise.all([httpServer(site), httpServer(site, { headers: [] }), launch()]);
 });
 
 after(async () => {
   await browser?.close();
   await server?.stop();
+  await bare?.stop();
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -99,4 +105,48 @@ test('site: cluster.html is ready and a rank trains on the subset', { skip: why 
   assert.equal(data[0], HAS_SUBSET ? 'fashion-mnist' : 'synthetic', data[1]);
   assert.deepEqual(problems, []);
   await context.close();
+});
+
+/** window.rlxIsolation once isolation.js settled, across the reload it may cause. */
+async function isolationOf(page) {
+  for (;;) {
+    try {
+      const r = await page.waitForFunction(() => self.rlxIsolation, null, { timeout: 30000, polling: 50 });
+      return await r.jsonValue();
+    } catch (err) {
+      if (!/context was destroyed|navigat/i.test(String(err?.message))) throw err; // the reload: wait on the new page
+    }
+  }
+}
+
+const workerIsolated = (page) => page.evaluate(() => new Promise((resolve) => {
+  const w = new Worker(URL.createObjectURL(new Blob(['postMessage([self.crossOriginIsolated, typeof SharedArrayBuffer])'], { type: 'text/javascript' })));
+  w.onmessage = (e) => {
+    resolve(e.data);
+    w.terminate();
+  };
+}));
+
+test('site: cross-origin isolated by the headers, or by the service worker on a host that sends none', { skip: why ?? false, timeout: 90000 }, async () => {
+  const headers = await fetch(`${server.url}index.html`);
+  for (const [name, value] of ISOLATION_HEADERS) assert.equal(headers.headers.get(name), value);
+  const plain = await fetch(`${bare.url}index.html`);
+  for (const [name] of ISOLATION_HEADERS) assert.equal(plain.headers.get(name), null, `the bare host sends ${name}`);
+  for (const [host, via] of [[server, 'headers'], [bare, 'service worker']]) {
+    const context = await browser.newContext();
+    const { page, problems } = await newPage(context);
+    await page.goto(`${host.url}index.html?steps=1`);
+    assert.deepEqual(await isolationOf(page), { isolated: true, via, why: null });
+    assert.deepEqual(await page.evaluate(() => [crossOriginIsolated, typeof SharedArrayBuffer]), [true, 'function']);
+    assert.deepEqual(await workerIsolated(page), [true, 'function']);
+    const navigation = () => page.evaluate(() => performance.getEntriesByType('navigation')[0].type);
+    assert.equal(await navigation(), via === 'headers' ? 'navigate' : 'reload', 'one reload where the service worker isolates the page');
+    // the next page of the site: isolated as it loads, no reload
+    await page.goto(`${host.url}generate.html`);
+    assert.deepEqual(await isolationOf(page), { isolated: true, via, why: null });
+    assert.equal(await navigation(), 'navigate');
+    // the reload cuts short what the first load was fetching: those aborts are expected, nothing else
+    assert.deepEqual(problems.filter((m) => !(via === 'service worker' && /net::ERR_ABORTED$/.test(m))), []);
+    await context.close();
+  }
 });
