@@ -9,7 +9,8 @@
 // (the same module) and on the GPU from the same start, whose losses must
 // agree within 1e-4 (relative; the run stops otherwise), then a warm-up
 // step and STEPS timed steps on the GPU; it prints training tokens/s
-// (windows x 128 / the median step) and the CPU's for its one step.
+// (windows x 128 / the median step), the CPU's for its one step, and the
+// dispatches of the GPU's step.
 //
 //   node bench/llm_finetune_webgpu.mjs [--type=q8_0|q4_0|...] [--model=FILE] [--steps=5] [--seq=128] [--batch=4] [--profile]
 // --profile: then the GPU time of the step's kernels (timestamp queries).
@@ -17,6 +18,7 @@
 // Needs: web/pkg/rlx_llm_train_gpu.wasm; build/make_test_lm unless --model is given.
 import path from 'node:path';
 import { loadDawnGpu, withDawnEnv } from '../tools/dawn_node.mjs';
+import { FINETUNE_PLAN } from '../web/runtime/constants.js';
 import { loadGguf } from '../web/runtime/llm.js';
 import { LlmFinetuneWebGpu } from '../web/runtime/llm_finetune_webgpu.js';
 import { benchModel } from './llm_models.mjs';
@@ -89,9 +91,11 @@ times.sort((a, b) => a - b);
 const median = times[Math.floor(times.length / 2)];
 console.log(`  WebGPU: ${(n / median).toFixed(1)} training tokens/s (median step ${(median * 1000).toFixed(1)} ms over ${STEPS}); ` +
   `CPU (wasm, one step with its compile): ${(n / cpuSeconds).toFixed(1)} tokens/s`);
+const stepSession = await steps.session('step', BATCH, FINETUNE_PLAN.step);
+console.log(`  dispatches a step: ${stepSession.dispatchCount}`);
 if (args.profile !== undefined) {
   if (!wantTimestamps) console.log('  profile: no timestamp-query feature: no per-kernel times');
-  else for (const line of (await profileKernels(await steps.session('step', BATCH, true), { runs: 3, label: 'training step' })).lines(25)) console.log(line);
+  else for (const line of (await profileKernels(stepSession, { runs: 3, label: 'training step' })).lines(25)) console.log(line);
 }
 steps.free();
 m.call('rlx_llm_finetune_free', ftCpu);
