@@ -1,7 +1,9 @@
-/* optim.c - training steps: the backward graph plus optimizer updates
- * written as ordinary graph nodes, compiled into one session whose run ends
- * by copying each updated value over its param (the plan's assignments).
- * Params and optimizer state never leave the session. */
+/* optim.c - training steps: the backward graph plus optimizer updates,
+ * compiled into one session whose run ends by copying each updated value
+ * over its param (the plan's assignments).  SGD and momentum are ordinary
+ * elementwise nodes; Adam and AdamW one adam_update node per param, which
+ * writes its moments in place.  Params and optimizer state never leave the
+ * session. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,17 +42,12 @@ static int32_t add_update(update_ctx *u, rlx_node p, rlx_node grad, rlx_node *va
     values[n] = rlx_sub(g, p, rlx_mul(g, u->lr, v2)), targets[n++] = p;
     values[n] = v2, targets[n++] = v;
   } else {
-    float b1 = o->beta1, b2 = o->beta2, eps = o->eps > 0 ? o->eps : 1e-8f;
-    rlx_node m = state_like(g, p, "m"), v = state_like(g, p, "v");
-    rlx_node m2 = rlx_add(g, rlx_mul(g, scalar(g, b1), m), rlx_mul(g, scalar(g, 1 - b1), grad));
-    rlx_node v2 = rlx_add(g, rlx_mul(g, scalar(g, b2), v), rlx_mul(g, scalar(g, 1 - b2), rlx_mul(g, grad, grad)));
-    rlx_node mhat = rlx_div(g, m2, u->bias1), vhat = rlx_div(g, v2, u->bias2);
-    rlx_node step = rlx_div(g, mhat, rlx_add(g, rlx_sqrt(g, vhat), scalar(g, eps)));
-    if (o->kind == RLX_OPT_ADAMW && o->weight_decay != 0)
-      step = rlx_add(g, step, rlx_mul(g, scalar(g, o->weight_decay), p));
-    values[n] = rlx_sub(g, p, rlx_mul(g, u->lr, step)), targets[n++] = p;
-    values[n] = m2, targets[n++] = m;
-    values[n] = v2, targets[n++] = v;
+    /* adam_update: one node, m and v written in place (include/rlx_ops.def) */
+    const float attrs[4] = {o->beta1, o->beta2, o->eps > 0 ? o->eps : 1e-8f,
+                            o->kind == RLX_OPT_ADAMW ? o->weight_decay : 0.0f};
+    const rlx_node m = state_like(g, p, "m"), v = state_like(g, p, "v");
+    const rlx_node in[7] = {p, grad, m, v, u->lr, u->bias1, u->bias2};
+    values[n] = rlx_op_node(g, RLX_OP_ADAM_UPDATE, in, 7, NULL, 0, attrs, 4), targets[n++] = p;
   }
   return n;
 }

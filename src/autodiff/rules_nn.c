@@ -1,6 +1,7 @@
 /* rules_nn.c - gradient rules of softmax, cross-entropy, the norms, RoPE,
  * attention, convolution and pooling, mostly through backward ops; and the
- * backward ops themselves, which have no gradient (no second order). */
+ * backward ops themselves, which have no gradient (no second order), nor
+ * has the optimizer update adam_update. */
 #include <math.h>
 #include <string.h>
 
@@ -139,3 +140,11 @@ NO_GRAD(gelu_grad) NO_GRAD(silu_grad) NO_GRAD(narrow_grad) NO_GRAD(scatter_add) 
 NO_GRAD(log_softmax_grad) NO_GRAD(softmax_cross_entropy_grad) NO_GRAD(rms_norm_grad) NO_GRAD(rms_norm_grad_weight)
 NO_GRAD(layer_norm_grad) NO_GRAD(layer_norm_grad_weight) NO_GRAD(attention_grad) NO_GRAD(conv2d_grad_input)
 NO_GRAD(conv2d_grad_weight) NO_GRAD(max_pool2d_grad) NO_GRAD(avg_pool2d_grad) NO_GRAD(fused_matmul) NO_GRAD(fused_attention)
+
+/* An optimizer update is a training step's last node, never differentiated. */
+rlx_status rlx_grad_adam_update(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
+  (void)c, (void)dy;
+  return rlx_error(RLX_ERR_UNSUPPORTED,
+                   "grad: node %d (adam_update) is an optimizer update, which has no gradient (it updates params in "
+                   "place at the end of a training step)", (int)id);
+}

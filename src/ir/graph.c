@@ -121,6 +121,10 @@ rlx_node rlx_graph_find(const rlx_graph *g, const char *name) {
   return i < 0 ? RLX_NO_NODE : (rlx_node)i;
 }
 
+int rlx_op_writes_input(rlx_op op, int32_t k) {
+  return (op == RLX_OP_ATTENTION_KV && (k == 3 || k == 4)) || (op == RLX_OP_ADAM_UPDATE && (k == 2 || k == 3));
+}
+
 /* Input k of `op` may be an i32 index tensor. */
 static int accepts_i32(rlx_op op, int32_t k) {
   switch (op) {

@@ -69,6 +69,10 @@ rlx_status rlx_op_absent(rlx_op op, const char *who, const char *where);
 /* The same message written into msg (for shape-rule style callers). */
 void rlx_op_absent_message(rlx_op op, char *msg, size_t cap);
 
+/* 1 when op writes its input k in place (its side effect, include/
+ * rlx_ops.def): attention_kv's caches, adam_update's moments. */
+int rlx_op_writes_input(rlx_op op, int32_t k);
+
 size_t rlx_shape_numel(const rlx_shape *s);
 int rlx_shape_equal(const rlx_shape *a, const rlx_shape *b);
 /* "add(node 3: [2, 3], node 5: [4])"-style description of a node's inputs. */

@@ -37,9 +37,9 @@ static rlx_status check_dispatch(const rlx_plan *p, int32_t id, const rlx_wgpu_l
                        (int)id, (int)di, (unsigned)d->groups[g], (int)g);
   for (int32_t b = 0; b < d->n_bindings; b++) {
     const rlx_wgpu_binding *x = &d->bindings[b];
-    /* Inputs are read-only, but for the caches attention_kv writes (its
-     * side effect, include/rlx_ops.def). */
-    const int writes_input = n->op == RLX_OP_ATTENTION_KV && (x->index == 3 || x->index == 4);
+    /* Inputs are read-only, but for those an op writes in place (its side
+     * effect, include/rlx_ops.def). */
+    const int writes_input = rlx_op_writes_input(n->op, x->index);
     if (x->kind == RLX_WB_INPUT && (x->index < 0 || x->index >= n->n_inputs || (x->writable && !writes_input)))
       return rlx_error(RLX_ERR_STATE, "webgpu: %s (node %d): binding %d names input %d (of %d, read-only)", op,
                        (int)id, (int)b, (int)x->index, (int)n->n_inputs);

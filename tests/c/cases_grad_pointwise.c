@@ -1,6 +1,7 @@
 /* cases_grad_pointwise.c - op cases for the backward ops gelu_grad, silu_grad,
  * narrow_grad, scatter_add, softmax_grad, log_softmax_grad and
- * softmax_cross_entropy_grad (references in ref_grad_pointwise.c).  Backward ops
+ * softmax_cross_entropy_grad, and the optimizer update adam_update
+ * (references in ref_grad_pointwise.c).  Backward ops
  * have no typed builders, so the graphs use rlx_op_node.  Parameter
  * layouts (c->p):
  *   pointwise  {op (0 gelu, 1 silu), extremes, rank, dims...}; inputs x
@@ -14,6 +15,11 @@
  *              built in the graph; otherwise inputs y (case range), dy
  *   CE grad    {i32 labels, logits rank, logits dims...}; inputs logits
  *              (case range), labels uniform in [0, C), dy in [-1, 1)
+ *   adam       {beta1, beta2, eps, weight decay (each * 1e6), rank,
+ *              dims...}; inputs p, g, m in [-1, 1), v in [0, 0.01), lr
+ *              in [0.001, 0.1), bias1, bias2 in [0.05, 1) (the optimizer
+ *              update adam_update; its output p' is checked, the moments
+ *              it writes in place by tests/c/test_train_adam.c)
  * Out-of-range ids and labels make rlx_session_run fail
  * (RLX_KFLAG_BAD_INDEX), which an op case cannot express, so every id and
  * label here is in range. */
@@ -26,6 +32,7 @@ void ref_narrow_grad_case(const op_case *c, const op_inputs *in, double *expect)
 void ref_scatter_add_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_axis_grad_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_softmax_ce_grad_case(const op_case *c, const op_inputs *in, double *expect);
+void ref_adam_update_case(const op_case *c, const op_inputs *in, double *expect);
 
 /* Input 0 uniform in the case range, every later input in [-1, 1). */
 static void fill_first_in_range(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
@@ -145,7 +152,30 @@ static void fill_softmax_ce_grad(const op_case *c, int32_t k, float *data, size_
   {"softmax_cross_entropy_grad_" name, build_softmax_ce_grad, ref_softmax_ce_grad_case, fill_softmax_ce_grad, \
    {i32, rank, __VA_ARGS__}, lo, hi, 0}
 
+static rlx_node build_adam_update(rlx_graph *g, const op_case *c) {
+  static const char *names[7] = {"p", "g", "m", "v", "lr", "bias1", "bias2"};
+  rlx_node in[7];
+  for (int32_t k = 0; k < 7; k++)
+    in[k] = k < 4 ? rlx_input(g, names[k], c->p[4], &c->p[5], RLX_F32) : rlx_input(g, names[k], 0, NULL, RLX_F32);
+  const float attrs[4] = {c->p[0] * 1e-6f, c->p[1] * 1e-6f, c->p[2] * 1e-6f, c->p[3] * 1e-6f};
+  return rlx_op_node(g, RLX_OP_ADAM_UPDATE, in, 7, NULL, 0, attrs, 4);
+}
+
+static void fill_adam_update(const op_case *c, int32_t k, float *data, size_t n, unsigned seed) {
+  (void)c;
+  static const float lo[7] = {-1, -1, -1, 0, 0.001f, 0.05f, 0.05f}, hi[7] = {1, 1, 1, 0.01f, 0.1f, 1, 1};
+  for (size_t i = 0; i < n; i++) data[i] = opcase_uniform(seed, i, lo[k], hi[k]);
+}
+
+#define ADAM(name, b1, b2, eps, wd, rank, ...) \
+  {"adam_update_" name, build_adam_update, ref_adam_update_case, fill_adam_update, {b1, b2, eps, wd, rank, __VA_ARGS__}, 0, 0, 1e-5}
+
 const op_case rlx_cases_grad_pointwise[] = {
+    ADAM("adam_37", 900000, 999000, 10, 0, 1, 37),
+    ADAM("adamw_5x33", 900000, 999000, 10, 10000, 2, 5, 33),
+    ADAM("adamw_2x3x40_eps", 800000, 990000, 1000, 500000, 3, 2, 3, 40),
+    ADAM("adam_1", 0, 0, 1, 0, 1, 1),
+
     GELU("37", -4.0f, 4.0f, 0, 1, 37),
     GELU("3x1x17_wide", -12.0f, 12.0f, 0, 3, 3, 1, 17),
     GELU("1", -1.0f, 1.0f, 0, 1, 1),

@@ -5,7 +5,9 @@
  * independently of the kernels: the activation derivatives are the
  * analytic derivatives of the tanh form (gelu) and x / (1 + e^-x) (silu),
  * and the softmax gradients are explicit Jacobian-vector products
- * dx_j = sum_i dy_i d(y_i)/d(x_j).  Parameter layouts are documented in
+ * dx_j = sum_i dy_i d(y_i)/d(x_j).  adam_update: Adam's (AdamW's)
+ * update as Kingma and Ba (Loshchilov and Hutter) write it, with the bias
+ * corrections given.  Parameter layouts are documented in
  * cases_grad_pointwise.c. */
 #include <math.h>
 #include <stdint.h>
@@ -18,6 +20,7 @@ void ref_narrow_grad_case(const op_case *c, const op_inputs *in, double *expect)
 void ref_scatter_add_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_axis_grad_case(const op_case *c, const op_inputs *in, double *expect);
 void ref_softmax_ce_grad_case(const op_case *c, const op_inputs *in, double *expect);
+void ref_adam_update_case(const op_case *c, const op_inputs *in, double *expect);
 
 /* An integer stored in input k at i: int32 bits or a float value. */
 static int64_t read_index(const op_inputs *in, int32_t k, size_t i, int is_i32) {
@@ -153,5 +156,21 @@ void ref_softmax_ce_grad_case(const op_case *c, const op_inputs *in, double *exp
       double onehot = (int64_t)j == label ? 1.0 : 0.0;
       expect[r * classes + j] = (exp((double)x[j] - m) / sum - onehot) * dy;
     }
+  }
+}
+
+/* p' = p - lr ((m' / bias1) / (sqrt(v' / bias2) + eps) + wd p) with
+ * m' = b1 m + (1 - b1) g, v' = b2 v + (1 - b2) g^2 (inputs p, g, m, v, lr,
+ * bias1, bias2); hyperparameters from c->p in millionths, as the f32
+ * attributes the case gives the op. */
+void ref_adam_update_case(const op_case *c, const op_inputs *in, double *expect) {
+  const double b1 = c->p[0] * 1e-6f, b2 = c->p[1] * 1e-6f, eps = c->p[2] * 1e-6f, wd = c->p[3] * 1e-6f;
+  const double lr = in->data[4][0], bias1 = in->data[5][0], bias2 = in->data[6][0];
+  size_t n = 1;
+  for (int32_t d = 0; d < c->p[4]; d++) n *= (size_t)c->p[5 + d];
+  for (size_t i = 0; i < n; i++) {
+    const double p = in->data[0][i], g = in->data[1][i];
+    const double m = b1 * in->data[2][i] + (1 - b1) * g, v = b2 * in->data[3][i] + (1 - b2) * g * g;
+    expect[i] = p - lr * ((m / bias1) / (sqrt(v / bias2) + eps) + wd * p);
   }
 }

@@ -59,7 +59,7 @@ static void run_case(void **state) {
   }
   float *first = malloc((w.n_out ? w.n_out : 1) * sizeof(float));
   for (int run = 0; run < 2; run++) {
-    if ((st = rlx_session_run(w.gl)) != RLX_OK) {
+    if ((st = webgl_case_refeed(&w)) != RLX_OK || (st = rlx_session_run(w.gl)) != RLX_OK) {
       print_error("case %s: WebGL2 reference run %d: %s\n", c->name, run, rlx_last_error());
       free(first);
       webgl_case_free(&w);
@@ -69,7 +69,7 @@ static void run_case(void **state) {
     size_t worst;
     double err = webgl_case_max_err(got, w.cpu_out, w.n_out, &worst);
     if (!(err <= webgl_case_tol(c))) {
-      print_error("case %s: max error %.3g > %.3g at %zu: webgl %.9g cpu %.9g\n", c->name, err, webgl_case_tol(c),
+      print_error("case %s run %d: max error %.3g > %.3g at %zu: webgl %.9g cpu %.9g\n", c->name, run, err, webgl_case_tol(c),
                   worst, (double)got[worst], (double)w.cpu_out[worst]);
       free(first);
       webgl_case_free(&w);

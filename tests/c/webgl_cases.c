@@ -66,6 +66,14 @@ rlx_status webgl_case_prepare(webgl_case *w, const op_case *c) {
   return RLX_OK;
 }
 
+rlx_status webgl_case_refeed(webgl_case *w) {
+  for (int32_t k = 0; k < w->n_inputs; k++) {
+    rlx_status st = set_input(w->gl, rlx_session_input_name(w->cpu, k), w->inputs[k], w->input_n[k], w->input_i32[k]);
+    if (st != RLX_OK) return st;
+  }
+  return RLX_OK;
+}
+
 void webgl_case_free(webgl_case *w) {
   for (int32_t k = 0; k < RLX_MAX_INPUTS; k++) free(w->inputs[k]);
   free(w->cpu_out);

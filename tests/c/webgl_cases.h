@@ -28,6 +28,9 @@ typedef struct {
 /* Prepares w for case c (WebGL session compiled with debug_poison). */
 rlx_status webgl_case_prepare(webgl_case *w, const op_case *c);
 void webgl_case_free(webgl_case *w);
+/* Sets the WebGL2 session's inputs again as prepared (an op with a side
+ * effect, such as adam_update, has written some of them). */
+rlx_status webgl_case_refeed(webgl_case *w);
 
 /* The tolerance a WebGL result must meet against the CPU: 1e-5 relative,
  * or the case's own tolerance when larger (a case loosens it where the CPU
