@@ -151,7 +151,7 @@ WEB_LIB_OBJ := $(call families,web,$(filter-out build/wasm/src/webgl/reference.o
 # Among the kernels, the GEMM micro-kernels, packing and convolution (most of
 # a training step) get -O3 (the blocked GEMM driver -O2: no slower);
 # attention (fused, unfused, backward), norms, layout, softmax, reductions,
-# elementwise, unary and pointwise-gradient ops, RoPE and pooling (small
+# elementwise, unary and pointwise-gradient ops, RoPE, pooling and the Adam update (small
 # next to the GEMMs around them in the benchmarked models: W2 and W4 ratios
 # to tfjs-wasm unchanged within noise) -Os; the rest -O2 (as fast as -O3
 # here, smaller).  The unary ops get -Oz (less than half the size of -Os;
@@ -159,7 +159,7 @@ WEB_LIB_OBJ := $(call families,web,$(filter-out build/wasm/src/webgl/reference.o
 WASM_O3_KERNELS := gemm gemm_direct gemm_pack gemm_portable gemm_wasm gemm_x86 conv_common k_conv \
                    k_conv_grad k_matmul k_fused_matmul k_matmul_q_wasm
 WASM_OS_KERNELS := k_attention k_attention_grad k_norm_grad k_layout k_grad_layout k_softmax k_grad_softmax k_reduce \
-                   k_grad_pointwise k_rope k_pool_grad k_norm k_pool k_elementwise k_fused_attention
+                   k_grad_pointwise k_rope k_pool_grad k_norm k_pool k_elementwise k_fused_attention k_optim
 $(filter-out build/wasm/src/cpu/%,$(WASM_OBJ) $(WEB_OBJ) $(WEB_LIB_OBJ)): WASM_CFLAGS += -Oz
 WASM_OZ_KERNELS := k_unary
 $(filter-out $(WASM_O3_KERNELS:%=build/wasm/src/cpu/%.o) $(WASM_OS_KERNELS:%=build/wasm/src/cpu/%.o) \

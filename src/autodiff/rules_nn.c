@@ -131,8 +131,8 @@ rlx_status rlx_grad_global_avg_pool(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
 
 static rlx_status no_second_order(rlx_node id, const char *name) {
   return rlx_error(RLX_ERR_UNSUPPORTED,
-                   "grad: node %d (%s) is a backward or fused op, which has no gradient (no second order; fusion "
-                   "runs after autodiff)", (int)id, name);
+                   "grad: node %d (%s) is a backward, fused or optimizer op, which has no gradient (no second order; "
+                   "fusion runs after autodiff)", (int)id, name);
 }
 #define NO_GRAD(name) \
   rlx_status rlx_grad_##name(rlx_grad_ctx *c, rlx_node id, rlx_node dy) { return no_second_order(id, #name); }
@@ -140,11 +140,4 @@ NO_GRAD(gelu_grad) NO_GRAD(silu_grad) NO_GRAD(narrow_grad) NO_GRAD(scatter_add) 
 NO_GRAD(log_softmax_grad) NO_GRAD(softmax_cross_entropy_grad) NO_GRAD(rms_norm_grad) NO_GRAD(rms_norm_grad_weight)
 NO_GRAD(layer_norm_grad) NO_GRAD(layer_norm_grad_weight) NO_GRAD(attention_grad) NO_GRAD(conv2d_grad_input)
 NO_GRAD(conv2d_grad_weight) NO_GRAD(max_pool2d_grad) NO_GRAD(avg_pool2d_grad) NO_GRAD(fused_matmul) NO_GRAD(fused_attention)
-
-/* An optimizer update is a training step's last node, never differentiated. */
-rlx_status rlx_grad_adam_update(rlx_grad_ctx *c, rlx_node id, rlx_node dy) {
-  (void)c, (void)dy;
-  return rlx_error(RLX_ERR_UNSUPPORTED,
-                   "grad: node %d (adam_update) is an optimizer update, which has no gradient (it updates params in "
-                   "place at the end of a training step)", (int)id);
-}
+NO_GRAD(adam_update)

@@ -535,20 +535,16 @@ RULE(norm_grad_weight) { /* (x, dy) -> [D] */
 
 RULE(adam_update) { /* (p, g, m, v, lr, bias1, bias2) -> p's shape */
   ATTRS();
-  static const char *names[7] = {"p", "grad", "m", "v", "lr", "bias1", "bias2"};
-  const float b1 = ATTR_F(n, ADAM, BETA1), b2 = ATTR_F(n, ADAM, BETA2);
-  const float eps = ATTR_F(n, ADAM, EPS), wd = ATTR_F(n, ADAM, WEIGHT_DECAY);
-  if (!(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1)) FAIL(RLX_ERR_INVALID_ARG, "beta1 and beta2 must lie in [0, 1)");
-  if (!(eps > 0) || !isfinite(eps) || !isfinite(wd)) FAIL(RLX_ERR_INVALID_ARG, "eps must be finite and > 0, weight_decay finite");
-  for (int32_t k = 1; k < 4; k++)
-    if (!rlx_shape_equal(IN(k), IN(0))) FAIL(RLX_ERR_SHAPE, "%s must have p's shape", names[k]);
-  for (int32_t k = 2; k < 4; k++)
-    if (g->nodes[n->inputs[k]].op != RLX_OP_PARAM && g->nodes[n->inputs[k]].op != RLX_OP_INPUT)
-      FAIL(RLX_ERR_GRAPH, "%s must be a param or input leaf (it is updated in place)", names[k]);
-  if (n->inputs[2] == n->inputs[3] || n->inputs[0] == n->inputs[2] || n->inputs[0] == n->inputs[3])
-    FAIL(RLX_ERR_GRAPH, "p, m and v must be three different nodes");
-  for (int32_t k = 4; k < 7; k++)
-    if (rlx_shape_numel(IN(k)) != 1) FAIL(RLX_ERR_SHAPE, "%s must hold one value", names[k]);
+  const float b1 = ATTR_F(n, ADAM, BETA1), b2 = ATTR_F(n, ADAM, BETA2), eps = ATTR_F(n, ADAM, EPS);
+  if (!(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1 && eps > 0 && eps < INFINITY && isfinite(ATTR_F(n, ADAM, WEIGHT_DECAY))))
+    FAIL(RLX_ERR_INVALID_ARG, "beta1 and beta2 must lie in [0, 1), eps be > 0, all finite");
+  for (int32_t k = 1; k < 7; k++)
+    if (k < 4 ? !rlx_shape_equal(IN(k), IN(0)) : rlx_shape_numel(IN(k)) != 1)
+      FAIL(RLX_ERR_SHAPE, "grad, m and v must have p's shape, lr, bias1 and bias2 one value");
+  const rlx_node_t *m = &g->nodes[n->inputs[2]], *v = &g->nodes[n->inputs[3]];
+  if (m->n_inputs || v->n_inputs || m->op == RLX_OP_CONSTANT || v->op == RLX_OP_CONSTANT || m == v ||
+      n->inputs[0] == n->inputs[2] || n->inputs[0] == n->inputs[3])
+    FAIL(RLX_ERR_GRAPH, "m and v must be input or param leaves other than p and each other (updated in place)");
   n->shape = *IN(0);
   return RLX_OK;
 }

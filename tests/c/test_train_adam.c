@@ -146,9 +146,10 @@ static void bad_inputs_are_refused(void **state) {
     const float *attrs;
     const char *says;
   } cases[] = {
-      {"pxmvsss", bad_beta, "beta1"},        {"pxmvsss", bad_eps, "eps"},
-      {"pxwvsss", good, "m must have p's shape"}, {"pxnvsss", good, "m must be a param or input leaf"},
-      {"pxmmsss", good, "three different"},  {"pxmvpss", good, "lr must hold one value"},
+      {"pxmvsss", bad_beta, "beta1 and beta2"}, {"pxmvsss", bad_eps, "eps be > 0"},
+      {"pxwvsss", good, "m and v must have p's shape"}, {"pxnvsss", good, "must be input or param leaves"},
+      {"pxmmsss", good, "other than p and each other"}, {"pxmvpss", good, "lr, bias1 and bias2 one value"},
+      {"pxmpsss", good, "other than p"},
   };
   const int32_t d[1] = {3}, d4[1] = {4};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {

@@ -1,6 +1,8 @@
 // size.test.mjs - the browser module stays within its download budget:
-// web/pkg/rlx_web.wasm <= 301,000 bytes (300,000 until graphs indexed their
-// names and arenas were packed in linear time, ~900 bytes), and so does its relaxed-SIMD build
+// web/pkg/rlx_web.wasm <= 303,000 bytes (300,000 until graphs indexed their
+// names and arenas were packed in linear time, ~900 bytes; 301,000 until the
+// fused Adam update adam_update, ~2,000 bytes: its kernel, shape rule, WGSL and
+// GLSL shaders and lowerings, 302,963 when it was set), and so does its relaxed-SIMD build
 // rlx_web_relaxed.wasm (bench/size.mjs prints the sizes of everything a page
 // loads; `make bench` runs it).  The language-model module's WebGPU build,
 // web/pkg/rlx_llm_gpu.wasm (rlx_llm.wasm plus the WebGPU backend, loaded
@@ -20,7 +22,7 @@ import { statSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { MODULE_FILES, relaxedSimdSupported } from '../../web/runtime/simd.js';
 
-const BUDGET = 301_000;
+const BUDGET = 303_000;
 const GPU_LLM_BUDGET = 350_000;
 const TRAIN_LLM_BUDGET = 360_000;
 const TRAIN_GPU_LLM_BUDGET = 420_000;
