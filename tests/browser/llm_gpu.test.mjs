@@ -19,11 +19,18 @@
 // position outside the context (before it runs), WebGL2 missing (reason
 // 'unavailable').  'auto' stays on the CPU with SwiftShader's WebGL2 and
 // WebGPU and says why for each; with a hardware renderer (faked) and no
-// hardware WebGPU it takes WebGL2.
+// hardware WebGPU it takes WebGL2. LoRA at generation on WebGL2: two
+// adapters (build/rlx make-lora, f16 and f32, scales 0.5 and 0.75) give the
+// CPU's logits (with the same adapters) and greedy tokens, logits far from
+// the plain model's (WebGPU's twin under Dawn: tests/node/llm_webgpu.test.mjs).
 // (generate.html's GPU choices, in a Worker: llm_page.test.mjs.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lmSuite } from './helpers.mjs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { lmSuite, REPO } from './helpers.mjs';
 import { LM_NAMES, lmHalfPerArch } from '../common/lm_names.mjs';
 
 const NAMES = LM_NAMES;
@@ -233,6 +240,51 @@ test("WebGL2: a 69-token prompt (steps 64, 4, 1) as on the CPU; refusals: a step
       /^loadGguf: options\.backend 'webgl': WebGL2 cannot run the model here: WebGL2 is not available here \(getContext\("webgl2"\) gave null\)$/);
     assert.deepEqual(got.noneAuto.map((f) => f.backend), ['webgpu', 'webgl']);
     assert.match(got.noneAuto[1].reason, /^WebGL2 is not available here/);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+test('WebGL2 with two LoRA adapters: the CPU\'s logits and greedy tokens with them, not the plain model\'s logits',
+  { skip: whyGl ?? false, timeout: 300000 }, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'rlx-lora-webgl-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const makeLora = (file, args) => execFileSync(`${REPO}build/rlx`, ['make-lora', '--model', `${REPO}build/lm/llama-q8_0.gguf`,
+      '--out', join(dir, file), ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    makeLora('a.gguf', ['--targets', 'attn_q,attn_v', '--rank', '2', '--alpha', '8', '--type', 'f16']);
+    makeLora('b.gguf', ['--targets', 'ffn_down', '--rank', '2', '--seed', '3']);
+    const { page, problems } = await suite.page();
+    await page.route('**/rlx-lora/*.gguf', (route) => route.fulfill({ path: join(dir, new URL(route.request().url()).pathname.split('/').pop()) }));
+    const r = await page.evaluate(async (prompt) => {
+      const { loadGguf } = await import('./runtime/llm.js');
+      const lora = [{ source: './rlx-lora/a.gguf', scale: 0.5 }, { source: './rlx-lora/b.gguf', scale: 0.75 }];
+      const cpu = await loadGguf('./lm/llama-q8_0.gguf', { backend: 'cpu', lora });
+      const gl = await loadGguf('./lm/llama-q8_0.gguf', { backend: 'webgl', lora });
+      const plain = await loadGguf('./lm/llama-q8_0.gguf', { backend: 'cpu' });
+      try {
+        const ids = cpu.tokenize(prompt);
+        const want = cpu.logits(ids);
+        const got = await gl.logits(ids);
+        const base = plain.logits(ids);
+        let worst = 0, moved = 0;
+        for (let i = 0; i < want.length; i++) {
+          worst = Math.max(worst, Math.abs(got[i] - want[i]) / (1 + Math.abs(want[i])));
+          moved = Math.max(moved, Math.abs(base[i] - want[i]) / (1 + Math.abs(want[i])));
+        }
+        gl.reset();
+        const a = await cpu.generate(prompt, { maxTokens: 3 });
+        const b = await gl.generate(prompt, { maxTokens: 3 });
+        return { backend: gl.info.backend, lora: [gl.info.nLora, gl.info.nLoraPairs, 3 * gl.info.nLayer], worst, moved, cpu: a.ids, gl: b.ids };
+      } finally {
+        gl.free();
+        cpu.free();
+        plain.free();
+      }
+    }, 'The small river'); // steps of 4 and 1 tokens: few plans to compile
+    assert.equal(r.backend, 'webgl');
+    assert.deepEqual(r.lora.slice(0, 2), [2, r.lora[2]]);
+    assert.ok(r.worst <= LOGIT_TOL, `logits with the adapters differ by ${r.worst} (relative) from the CPU's`);
+    assert.ok(r.moved > 100 * LOGIT_TOL, `the adapters move the logits (by ${r.moved})`);
+    assert.deepEqual(r.gl, r.cpu, 'greedy ids with the adapters on WebGL2 vs the CPU');
     assert.deepEqual(problems, []);
     await page.close();
   });
