@@ -11,8 +11,11 @@
 // to the control that picked the file).  The stages of a load are said
 // (reading, compiling GPU pipelines); a software GPU picked by name is timed
 // against the CPU on a few tokens and the page warns with that figure.
+// Two modes (the mode select, ?mode=): chat, a conversation in the model's
+// chat template (chat-view.js), and complete, the prompt as it is.
 import { show, status, showError } from './page-status.js';
-import { readFields, applyQuery, intRule, notStarted } from './fields.js';
+import { readFields, applyQuery, intRule, notStarted, choiceRule } from './fields.js';
+import { ChatView } from './chat-view.js';
 import { GgufWorker } from './runtime/llm.js';
 import { slowdown, slowdownText, gpuName } from './software-gpu.js';
 import { ModelPicker, backendRule, backendText, modelRule } from './gguf-picker.js';
@@ -66,17 +69,29 @@ const SAMPLING = {
 };
 const LOAD = { nCtx: intRule(0, 131072), backend: backendRule };
 const { stop: _stop, ...QUERY_SAMPLING } = SAMPLING; // stop strings are typed on the page
+const { prompt: _prompt, ...CHAT_SAMPLING } = SAMPLING; // a chat's prompt is its conversation
 const QUERY_RULES = {
   ...QUERY_SAMPLING, ...LOAD,
+  mode: choiceRule(),
   model: modelRule,
   url: (text) => ({ value: text }),
 };
 
 function setBusy(on, generating = false) {
   busy = on;
-  for (const id of ['load', 'kept-load', 'kept-forget']) $(id).disabled = on;
+  for (const id of ['load', 'kept-load', 'kept-forget', 'mode']) $(id).disabled = on;
   $('generate').disabled = on || !info;
   $('stop-run').disabled = !generating;
+  chat?.enable(!!info, on, generating);
+}
+
+const chat = new ChatView({ model: () => lm, sampling: () => readFields(CHAT_SAMPLING), setBusy });
+
+/** Shows the mode's section: the chat, or the prompt and its output. */
+function applyMode() {
+  const isChat = $('mode').value === 'chat';
+  $('chat-section').hidden = !isChat;
+  $('complete-section').hidden = isChat;
 }
 
 const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(bytes < 2 ** 24 ? 2 : 0)} MiB`;
@@ -147,6 +162,7 @@ async function load() {
     $('load-progress').value = 1;
     for (const id of ['c-prompt', 'c-used', 'c-size', 'c-left']) show(id, '', '-');
     showInfo(info);
+    chat.modelChanged(info, lm.chatTemplate);
     const s = ((performance.now() - t0) / 1000).toFixed(2);
     const compiled = compiling ? `, ${((performance.now() - compiling) / 1000).toFixed(2)} s of it compiling GPU pipelines` : '';
     await warnSoftware(picked);
@@ -302,6 +318,8 @@ async function main() {
     else good = (report(`URL parameter xq8=${v}: must be 1 or 0`), false);
   }
   if (query.has('url')) picker.source = 'url';
+  applyMode();
+  $('mode').addEventListener('change', applyMode);
   $('prompt').addEventListener('input', () => {
     clearTimeout(countTimer);
     countTimer = setTimeout(countPrompt, 150);

@@ -106,7 +106,7 @@ test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node
     }).observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
   });
   await page.setViewportSize({ width: 1280, height: 1000 });
-  await page.goto(`${server.url}generate.html?model=${FIXTURE}&autoload=1`);
+  await page.goto(`${server.url}generate.html?mode=complete&model=${FIXTURE}&autoload=1`);
   await settled(page, ['ready', 'error']);
   assert.equal(await state(page), 'ready', await page.textContent('#error'));
   assert.equal(await valueOf(page, '#i-arch'), info.arch);
@@ -143,7 +143,7 @@ test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node
   await screenshot(page, 'generate');
   // WebGPU and WebGL2 (an OffscreenCanvas's context) asked for in the URL: the Worker runs the steps there, to the same tokens.
   for (const [backend, shown] of [['webgpu', /WebGPU \(SwiftShader\)/], ['webgl', /WebGL2 \(SwiftShader\)/]]) {
-    await page.goto(`${server.url}generate.html?model=${FIXTURE}&backend=${backend}&autoload=1`);
+    await page.goto(`${server.url}generate.html?mode=complete&model=${FIXTURE}&backend=${backend}&autoload=1`);
     await settled(page, ['ready', 'error'], 150000); // compiling on SwiftShader, then a few tokens timed on it and on the CPU
     assert.equal(await state(page), 'ready', await page.textContent('#error'));
     assert.equal(await valueOf(page, '#i-backend'), backend);
@@ -165,20 +165,20 @@ test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node
     assert.equal(onGpu.text, expected.text);
   }
   // auto: the CPU on this software adapter, with the reason shown.
-  await page.goto(`${server.url}generate.html?model=${FIXTURE}&backend=auto&autoload=1`);
+  await page.goto(`${server.url}generate.html?mode=complete&model=${FIXTURE}&backend=auto&autoload=1`);
   await settled(page, ['ready', 'error']);
   assert.equal(await valueOf(page, '#i-backend'), 'cpu');
   assert.match(await page.textContent('#i-backend'),
     /not webgpu: the WebGPU adapter is SwiftShader, a software renderer.*; not webgl: the WebGL2 renderer is SwiftShader, a software renderer/);
   // 8-bit activations (the checkbox, here from the URL): Node's xq8 tokens; a bad value is refused
-  await page.goto(`${server.url}generate.html?model=${FIXTURE}&xq8=1&autoload=1`);
+  await page.goto(`${server.url}generate.html?mode=complete&model=${FIXTURE}&xq8=1&autoload=1`);
   await settled(page, ['ready', 'error']);
   assert.equal(await state(page), 'ready', await page.textContent('#error'));
   assert.equal(await page.$eval('#xq8', (el) => el.checked), true);
   assert.match(await page.textContent('#i-backend'), /^CPU \(wasm\), 8-bit activations$/);
   assert.deepEqual((await greedy(page)).ids, expectedXq8.ids, 'xq8 in the Worker generates the tokens Node does with xq8');
   assert.notDeepEqual(expectedXq8.ids, expected.ids, 'the rounding changes this model\'s greedy tokens');
-  await page.goto(`${server.url}generate.html?model=${FIXTURE}&xq8=2`);
+  await page.goto(`${server.url}generate.html?mode=complete&model=${FIXTURE}&xq8=2`);
   await page.waitForFunction(() => document.getElementById('error').textContent !== '');
   assert.match(await page.textContent('#error'), /URL parameter xq8=2: must be 1 or 0/);
   assert.deepEqual(problems, []);
@@ -187,7 +187,7 @@ test(`generate.html: ${FIXTURE} loads in the Worker and greedy tokens match Node
 
 test('generate.html: bad sampling fields and a URL off this server are refused next to their fields', { skip: why ?? false, timeout: 120000 }, async () => {
   const { page, problems } = await newPage(browser);
-  await page.goto(`${server.url}generate.html?model=${FIXTURE}&autoload=1`);
+  await page.goto(`${server.url}generate.html?mode=complete&model=${FIXTURE}&autoload=1`);
   await settled(page, ['ready', 'error']);
   assert.equal(await state(page), 'ready', await page.textContent('#error'));
   await page.fill('#temperature', '-1');
@@ -269,7 +269,7 @@ test('generate.html: bad sampling fields and a URL off this server are refused n
 
 test('generate.html: Stop ends a running generation in the Worker; GgufWorker passes RlxErrors back', { skip: why ?? false, timeout: 120000 }, async () => {
   const { page, problems } = await newPage(browser);
-  await page.goto(`${server.url}generate.html?model=${FIXTURE}&autoload=1`);
+  await page.goto(`${server.url}generate.html?mode=complete&model=${FIXTURE}&autoload=1`);
   await settled(page, ['ready', 'error']);
   assert.equal(await state(page), 'ready', await page.textContent('#error'));
   // Sampled, as many tokens as the context holds (512): Stop comes long before the end.
@@ -321,7 +321,7 @@ test('generate.html: Stop ends a running generation in the Worker; GgufWorker pa
 test(`generate.html: a dropped ${FIXTURE} loads, is kept in OPFS across a reload, loads from there to the same tokens, and Forget removes it`,
   { skip: why ?? false, timeout: 240000 }, async () => {
     const { page, problems } = await newPage(browser);
-    await page.goto(`${server.url}generate.html`);
+    await page.goto(`${server.url}generate.html?mode=complete`);
     await storeSays(page, ['none']);
     assert.equal(await page.isVisible('#kept'), false);
     // Refused next to the picker, nothing loads: a file that is not .gguf, two files, a .gguf that is not GGUF.
