@@ -10,6 +10,10 @@
  *  - else one x row, trans 0: each weight row is decoded into a K-float
  *    buffer that stays in L1 and dotted with x (the float types, Q8_0,
  *    Q4_0), or goes through the type's portable fused dot (the others);
+ *  - with xq8 (x rounded to 8 bits), Q8_0 or Q4_0, natively, where the
+ *    first path does not take it (more x rows, or a CPU without the int8
+ *    rows): the int8 tiles (k_q8_tile.c, k_q8_tile_x86.c), each y the same
+ *    value as the int8 rows give, 16 KiB of weight rows at a time;
  *  - otherwise (a prompt, or trans 1): weight rows are dequantized a tile
  *    at a time (about 256 KiB) and the tile is multiplied with every x row
  *    by the GEMM, so each weight byte is decoded once per call.
@@ -235,6 +239,37 @@ void rlx_qtable_rows8(const rlx_qtable *t, rlx_wt_rows8_fn fn, const uint8_t *w,
   fused_rows(&f);
 }
 
+#if RLX_Q8_TILES
+/* The int8 tiles' loop: y[:, b .. e) a chunk of whole 4-row tiles (about
+ * 16 KiB of weight rows) at a time against every x row. */
+typedef struct {
+  const qtable *t;
+  const uint8_t *w;
+  const rlx_xq8 *c;
+  size_t M;
+  rlx_q8_tile_fn fn;
+  float *y;
+} tile8_loop;
+
+static size_t tile8_chunk(const qtable *t) { return fused_chunk(t) < 4 ? 4 : fused_chunk(t) & ~(size_t)3; }
+
+static void tile8_range(void *ctx, size_t b, size_t e, rlx_scratch *ws) {
+  (void)ws;
+  const tile8_loop *l = ctx;
+  const qtable *t = l->t;
+  const size_t N = (size_t)t->rows, chunk = tile8_chunk(t);
+  for (size_t n0 = b; n0 < e; n0 += chunk)
+    l->fn(l->w + n0 * t->stride, t->stride, l->c->q, l->c->d, l->M, (int64_t)t->nblocks, l->y + n0, N,
+          e - n0 < chunk ? e - n0 : chunk);
+}
+
+void rlx_qtable_tiles8(const rlx_qtable *t, rlx_q8_tile_fn fn, const uint8_t *w, const rlx_xq8 *c, size_t M,
+                       float *y) {
+  const tile8_loop l = {t, w, c, M, fn, y};
+  rlx_parallel_for((size_t)t->rows, tile8_chunk(t), M * (size_t)t->cols, tile8_range, (void *)&l, NULL);
+}
+#endif
+
 /* The helpers above, for the kernels of matmul_q.h. */
 rlx_qtable rlx_qtable_of(const rlx_node_t *n) { return table_of(n); }
 void rlx_qtable_decode_row(const rlx_qtable *t, const uint8_t *src, float *dst) { decode_row(t, src, dst); }
@@ -367,16 +402,19 @@ static rlx_status product(const rlx_kargs *a, const float *x) {
 }
 
 /* The product of x rounded to 8 bits (xq8): the int8 rows of its type
- * for a few x rows, else the rounded x through the f32 paths. */
+ * for a few x rows, the int8 tiles (native Q8_0, Q4_0) for more, else the
+ * rounded x through the f32 paths. */
 static rlx_status product_xq8(const rlx_kargs *a, const float *x_in) {
   const qtable t = table_of(a->node);
   const size_t K = (size_t)t.cols, M = rlx_shape_numel(&a->in_node[0]->shape) / K;
-  rlx_wt_rows8_fn fn = simd_rows8(t.wt->code);
-  if (fn && M <= FUSED_MAX_M) {
+  rlx_wt_rows8_fn fn = M <= FUSED_MAX_M ? simd_rows8(t.wt->code) : NULL;
+  rlx_q8_tile_fn tile = fn ? NULL : rlx_qtable_tile8(t.wt->code);
+  if (fn || tile) {
     rlx_xq8 c;
     if (!rlx_xq8_codes_of(x_in, M, K, 0, a->scratch, &c))
       return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for %zu 8-bit codes", M * K);
-    rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[1], &c, M, a->out);
+    if (fn) rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[1], &c, M, a->out);
+    else rlx_qtable_tiles8(&t, tile, (const uint8_t *)a->in[1], &c, M, a->out);
     return RLX_OK;
   }
   rlx_scratch own = {NULL, 0};

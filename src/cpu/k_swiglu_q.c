@@ -154,19 +154,27 @@ static rlx_status swiglu(const rlx_kargs *a, const float *x) {
   return RLX_OK;
 }
 
-/* xq8: for a few x rows the int8 rows of the type, x's codes made once for
- * both tables (the gate's products after them in the scratch, the up's in
- * y); else x rounded to 8 bits through the paths above. */
+/* xq8: for a few x rows the int8 rows of the type, for more its int8
+ * tiles (native Q8_0, Q4_0), x's codes made once for both tables (the
+ * gate's products after them in the scratch, the up's in y); else x
+ * rounded to 8 bits through the paths above. */
 static rlx_status swiglu_xq8(const rlx_kargs *a, const float *x_in) {
   const rlx_qtable t = rlx_qtable_of(a->node);
   const size_t N = (size_t)t.rows, K = (size_t)t.cols, M = rlx_shape_numel(&a->in_node[0]->shape) / K;
   rlx_wt_rows8_fn fn = rlx_qtable_simd_rows8(t.wt->code);
-  if (fn && M <= FUSED_MAX_M) {
+  if (!(M <= FUSED_MAX_M)) fn = NULL;
+  rlx_q8_tile_fn tile = fn ? NULL : rlx_qtable_tile8(t.wt->code);
+  if (fn || tile) {
     rlx_xq8 c;
     float *gate = rlx_xq8_codes_of(x_in, M, K, M * N * sizeof(float), a->scratch, &c);
     if (!gate) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for %zu 8-bit codes", M * K);
-    rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[1], &c, M, gate);
-    rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[2], &c, M, a->out);
+    if (fn) {
+      rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[1], &c, M, gate);
+      rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[2], &c, M, a->out);
+    } else {
+      rlx_qtable_tiles8(&t, tile, (const uint8_t *)a->in[1], &c, M, gate);
+      rlx_qtable_tiles8(&t, tile, (const uint8_t *)a->in[2], &c, M, a->out);
+    }
     swiglu_row(gate, a->out, M * N);
     return RLX_OK;
   }

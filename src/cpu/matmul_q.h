@@ -49,6 +49,38 @@ void *rlx_xq8_codes_of(const float *x, size_t M, size_t K, size_t extra, rlx_scr
 void rlx_xq8_round(const float *x, size_t nblocks, float *out);
 /* The int8 SIMD rows of a type on this CPU or build, else NULL. */
 rlx_wt_rows8_fn rlx_qtable_simd_rows8(uint32_t code);
+
+/* The int8 tiles of prompts with xq8 (k_q8_tile.c, k_q8_tile_x86.c):
+ * y[m ldy + n] for m < M, n < N = x's codes (M rows of nb blocks: xq,
+ * xd) . N weight rows at w (stride bytes apart), Q8_0 or Q4_0.  Each y is
+ * the value the int8 rows give (rlx_wt_rows8_fn, k_matmul_q_x86.c), bit
+ * for bit: per 32-value block b, 8 lanes j of exact integer sums over
+ * values 4j .. 4j + 3, each lane fused-multiply-added with d_w(b) xd[b]
+ * into a sum of even blocks or of odd ones; then the two sums added lane
+ * by lane and the 8 lanes as (l0 + l4 + l2 + l6) + (l1 + l5 + l3 + l7)
+ * (precisely: u_j = l_j + l_{j+4}, then (u0 + u2) + (u1 + u3)). */
+typedef void (*rlx_q8_tile_fn)(const uint8_t *w, size_t stride, const int8_t *xq, const float *xd, size_t M,
+                               int64_t nb, float *y, size_t ldy, size_t N);
+typedef struct {
+  rlx_q8_tile_fn q8_0, q4_0;
+  const char *name;
+} rlx_q8_tile_set;
+#ifdef __wasm__ /* no tiles in wasm: prompts with xq8 keep the f32 GEMM */
+#define RLX_Q8_TILES 0
+static inline rlx_q8_tile_fn rlx_qtable_tile8(uint32_t code) { return (void)code, (rlx_q8_tile_fn)0; }
+#else
+#define RLX_Q8_TILES 1
+/* The tile of a type (Q8_0, Q4_0) on this CPU, else NULL. */
+rlx_q8_tile_fn rlx_qtable_tile8(uint32_t code);
+#endif
+/* Each set: portable C always; AVX2 (with FMA and F16C) and AVX-512 VNNI
+ * (256-bit and 512-bit, BW and VL) where the running CPU has them, else
+ * NULL. */
+const rlx_q8_tile_set *rlx_q8_tiles_portable(void);
+const rlx_q8_tile_set *rlx_q8_tiles_avx2(void);
+const rlx_q8_tile_set *rlx_q8_tiles_vnni(void);
+/* Tests: the set rlx_qtable_tile8 takes from (NULL: the best one). */
+void rlx_q8_tiles_force(const rlx_q8_tile_set *s);
 /* y[M, N] = x's codes c . W^T by fn, weight rows 16 KiB at a time against
  * every x row, the chunks of rows spread over the thread pool. */
 /* The same for x[M, K] in f32 with its sums per 32 values xsum[M, K / 32]
@@ -57,5 +89,8 @@ void rlx_qtable_rows(const rlx_qtable *t, rlx_wt_rows_fn fn, const uint8_t *w, c
                      size_t M, float *y);
 void rlx_qtable_rows8(const rlx_qtable *t, rlx_wt_rows8_fn fn, const uint8_t *w, const rlx_xq8 *c, size_t M,
                       float *y);
+/* The same by a tile function (any M), weight rows 16 KiB at a time. */
+void rlx_qtable_tiles8(const rlx_qtable *t, rlx_q8_tile_fn fn, const uint8_t *w, const rlx_xq8 *c, size_t M,
+                       float *y);
 
 #endif
