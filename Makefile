@@ -515,7 +515,7 @@ test-native: $(TEST_BINS) test-subops test-tsan $(LM_FIXTURES)
 TSAN_CC ?= clang
 TSAN_SRC := tests/c/test_pool.c src/core/pool.c src/core/core.c src/cpu/scratch.c
 .PHONY: test-tsan
-build/tests-tsan/test_pool: $(TSAN_SRC) src/core/pool.h src/core/core.h src/cpu/kernels.h
+build/tests-tsan/test_pool: $(TSAN_SRC) src/core/pool.h src/core/pool_loop.h src/core/core.h src/cpu/kernels.h
 	@mkdir -p $(dir $@)
 	$(TSAN_CC) -std=c11 -O1 -g -fsanitize=thread -Iinclude -D_POSIX_C_SOURCE=200809L -DPOOL_ONLY -o $@ $(TSAN_SRC) \
 	  -lcmocka -lpthread
@@ -623,6 +623,8 @@ test-examples-js: wasm sdk $(LM_FIXTURES) web/vendor/jinja.js
 
 # The relaxed-SIMD builds of the wasm modules (make wasm builds them too).
 include tools/relaxed_simd.mk
+# The threaded builds of the language-model module.
+include tools/wasm_threads.mk
 include tools/llm_train_gpu.mk
 -include bench/bench.mk
 # libFuzzer targets: make fuzz, make test-fuzz (tests/fuzz/fuzz.mk).

@@ -26,7 +26,20 @@ void rlx_set_allocator(rlx_alloc_fn fn, void *ud) {
 /* The kernels' ranges on the thread pool (pool.c) allocate their
  * workspaces from several threads at once: the hook is called under a lock,
  * so a hook written for one thread stays correct. */
-#if defined(__wasm__) || defined(RLX_NO_THREADS)
+#if defined(__wasm__) && defined(RLX_WASM_THREADS)
+/* The Web Worker pool (pool_wasm.c): a spinlock, as a page's main thread
+ * cannot wait; it also keeps wasi-libc's malloc, which has no lock of its
+ * own, to one thread at a time. */
+#include <stdatomic.h>
+static atomic_flag alloc_mu = ATOMIC_FLAG_INIT;
+static void *call_alloc(void *ptr, size_t osize, size_t nsize) {
+  while (atomic_flag_test_and_set_explicit(&alloc_mu, memory_order_acquire)) {
+  }
+  void *r = g_alloc(g_alloc_ud, ptr, osize, nsize);
+  atomic_flag_clear_explicit(&alloc_mu, memory_order_release);
+  return r;
+}
+#elif defined(__wasm__) || defined(RLX_NO_THREADS)
 static void *call_alloc(void *ptr, size_t osize, size_t nsize) { return g_alloc(g_alloc_ud, ptr, osize, nsize); }
 #else
 #include <pthread.h>
@@ -73,7 +86,7 @@ void rlx_strfree(char *s) {
 }
 
 #if defined(__wasm__)
-#define RLX_TLS /* single-threaded */
+#define RLX_TLS /* one message per instance, threads or not (pool_wasm.c) */
 #else
 #define RLX_TLS _Thread_local
 #endif

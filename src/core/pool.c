@@ -1,12 +1,11 @@
 /* pool.c - the pthread pool behind rlx_parallel_for (pool.h).  One pool per
  * thread count, shared by every session and model that asks for that count
  * (reference-counted: started on the first acquire, its threads joined on
- * the last release).  A loop is published as a generation number; workers
- * spin briefly on it, then sleep on a condition variable.  Ranges are
- * claimed through one 64-bit word holding (generation, ranges, next range),
- * so a worker late from an earlier loop can never claim a range of the next
- * one, and the loop's other fields are read only after a claim succeeded.  A loop started while the pool runs another (a nested loop, or two
- * sessions on different threads) runs inline: same results, no deadlock. */
+ * the last release).  A loop (pool_loop.h) is published as a generation
+ * number; workers spin briefly on it, then sleep on a condition variable.
+ * A loop started while the pool runs another (a nested loop, or two
+ * sessions on different threads) runs inline: same results, no deadlock.
+ * The wasm builds with threads have their own pool (pool_wasm.c). */
 #define _GNU_SOURCE 1 /* sched_getaffinity, CPU_COUNT */
 #include "pool.h"
 
@@ -16,6 +15,7 @@
 
 #include "../cpu/kernels.h"
 #include "core.h"
+#include "pool_loop.h"
 
 #if !defined(__wasm__) && !defined(RLX_NO_THREADS)
 
@@ -45,9 +45,6 @@ rlx_status rlx_threads_resolve(int32_t threads, const char *who, int32_t *out) {
 #include <stdatomic.h>
 #include <unistd.h>
 
-/* Ranges per thread in one loop: a few more ranges than threads let a
- * thread that finishes early (or one the OS runs late) even out the load. */
-#define RANGES_PER_THREAD 2
 /* Spins of a worker on the generation before it sleeps (about 100 us). */
 #define SPIN_WAIT 4000
 #if defined(__x86_64__) || defined(__i386__)
@@ -57,28 +54,21 @@ rlx_status rlx_threads_resolve(int32_t threads, const char *who, int32_t *out) {
 #endif
 
 struct rlx_pool {
+  rlx_pool_loop loop; /* its ws: the pool's own or its caller's (rlx_pool_workspaces) */
   int32_t threads, holders;
   pthread_t *th;
   rlx_scratch *ws; /* one workspace per thread; [0] for the caller */
-  rlx_scratch *loop_ws; /* the published loop's: ws or its caller's (rlx_pool_workspaces) */
   pthread_mutex_t mu;
   pthread_cond_t wake;
   atomic_uint gen;        /* the loop being run (changes under mu) */
-  atomic_uint_fast64_t claim; /* gen << 32 | ranges << 16 | next range */
-  atomic_size_t done;     /* ranges finished in this loop */
   atomic_flag busy;
   int stop;
-  /* the loop (written before gen is published) */
-  rlx_task_fn fn;
-  void *ctx;
-  size_t n, grain, units;
   rlx_pool *next; /* the shared list */
 };
 
 static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
 static rlx_pool *pools;
-static _Thread_local rlx_pool *current;
-static _Thread_local rlx_scratch *current_ws;
+RLX_POOL_CURRENT(_Thread_local)
 static atomic_size_t min_work = RLX_PARALLEL_MIN_WORK;
 
 void rlx_parallel_set_min_work(size_t units) { atomic_store(&min_work, units); }
@@ -87,26 +77,6 @@ typedef struct {
   rlx_pool *p;
   int32_t index;
 } worker_arg;
-
-/* Range r of `ranges` of the published loop, bounds in multiples of grain. */
-static void run_range(rlx_pool *p, size_t r, size_t ranges, rlx_scratch *ws) {
-  const size_t u0 = p->units * r / ranges, u1 = p->units * (r + 1) / ranges;
-  size_t b = u0 * p->grain, e = u1 * p->grain;
-  if (e > p->n) e = p->n;
-  if (b < e) p->fn(p->ctx, b, e, ws);
-  atomic_fetch_add_explicit(&p->done, 1, memory_order_acq_rel);
-}
-
-/* Claims and runs ranges of loop g until none is left, as thread `index`. */
-static void run_ranges(rlx_pool *p, unsigned g, int32_t index) {
-  uint_fast64_t c = atomic_load_explicit(&p->claim, memory_order_acquire);
-  for (;;) {
-    const size_t next = (size_t)(c & 0xffff), ranges = (size_t)((c >> 16) & 0xffff);
-    if ((unsigned)(c >> 32) != g || next >= ranges) return;
-    if (atomic_compare_exchange_weak_explicit(&p->claim, &c, c + 1, memory_order_acq_rel, memory_order_acquire))
-      run_range(p, next, ranges, &p->loop_ws[index]);
-  }
-}
 
 static void *worker(void *arg) {
   rlx_pool *p = ((worker_arg *)arg)->p;
@@ -128,7 +98,7 @@ static void *worker(void *arg) {
       if (stop) return NULL;
     }
     seen = g;
-    run_ranges(p, g, index);
+    rlx_pool_loop_run(&p->loop, g, index);
   }
 }
 
@@ -155,8 +125,8 @@ static rlx_status pool_create(int32_t threads, rlx_pool **out) {
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   atomic_init(&p->gen, 0);
-  atomic_init(&p->claim, 0);
-  atomic_init(&p->done, 0);
+  atomic_init(&p->loop.claim, 0);
+  atomic_init(&p->loop.done, 0);
   atomic_flag_clear(&p->busy);
   if (!p->th || !p->ws) {
     pool_destroy(p, 0);
@@ -212,50 +182,26 @@ void rlx_pool_release(rlx_pool *p) {
   if (last) pool_destroy(p, p->threads - 1);
 }
 
-rlx_pool *rlx_pool_use(rlx_pool *p) {
-  rlx_pool *prev = current;
-  current = p;
-  return prev;
-}
-
-rlx_scratch *rlx_pool_workspaces(rlx_scratch *ws) {
-  rlx_scratch *prev = current_ws;
-  current_ws = ws;
-  return prev;
-}
-
-int32_t rlx_parallel_threads(void) { return current ? current->threads : 1; }
 
 void rlx_parallel_for(size_t n, size_t grain, size_t work, rlx_task_fn fn, void *ctx, rlx_scratch *ws) {
   rlx_pool *p = current;
   if (!n) return;
-  if (grain < 1) grain = 1;
-  const size_t units = (n + grain - 1) / grain;
-  const size_t least = atomic_load_explicit(&min_work, memory_order_relaxed);
-  const int small = work == 0 || (n <= least / work && n * work < least);
-  if (!p || units < 2 || small ||
+  size_t ranges;
+  if (!p || !(ranges = rlx_pool_loop_ranges(n, &grain, work, atomic_load_explicit(&min_work, memory_order_relaxed),
+                                             p->threads)) ||
       atomic_flag_test_and_set_explicit(&p->busy, memory_order_acquire)) {
     fn(ctx, 0, n, ws);
     return;
   }
-  size_t ranges = (size_t)p->threads * RANGES_PER_THREAD;
-  if (ranges > units) ranges = units;
-  p->fn = fn;
-  p->ctx = ctx;
-  p->n = n;
-  p->grain = grain;
-  p->units = units;
-  p->loop_ws = current_ws ? current_ws : p->ws;
-  atomic_store_explicit(&p->done, 0, memory_order_relaxed);
   pthread_mutex_lock(&p->mu);
   const unsigned g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
-  atomic_store_explicit(&p->claim, (uint_fast64_t)g << 32 | (uint_fast64_t)ranges << 16, memory_order_release);
+  rlx_pool_loop_publish(&p->loop, g, ranges, n, grain, fn, ctx, current_ws ? current_ws : p->ws);
   atomic_store_explicit(&p->gen, g, memory_order_release);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   /* The caller runs ranges too (a loop inside one runs inline: busy). */
-  run_ranges(p, g, 0);
-  for (unsigned spins = 0; atomic_load_explicit(&p->done, memory_order_acquire) < ranges; spins++) {
+  rlx_pool_loop_run(&p->loop, g, 0);
+  for (unsigned spins = 0; atomic_load_explicit(&p->loop.done, memory_order_acquire) < ranges; spins++) {
     CPU_RELAX();
     if (spins > 256) sched_yield();
   }

@@ -3,9 +3,11 @@
  * rlx_parallel_for; every element is computed by the same code whatever
  * thread runs its range, and no reduction is ever split, so results are
  * bitwise the same for any thread count.  Natively the ranges run on a
- * pthread pool (pool.c); in wasm builds without threads (and with
- * RLX_NO_THREADS) the parallel-for is this header's inline loop: one call
- * of the task over the whole range, nothing else compiled in.
+ * pthread pool (pool.c), in wasm builds with RLX_WASM_THREADS on Web
+ * Workers sharing the module's memory (pool_wasm.c); in the other wasm
+ * builds (and with RLX_NO_THREADS) the parallel-for is this header's
+ * inline loop: one call of the task over the whole range, nothing else
+ * compiled in.
  *
  * The executor makes a session's pool current on its thread for a run
  * (rlx_pool_use); kernels never see a pool, only rlx_parallel_for. */
@@ -41,7 +43,7 @@ typedef void (*rlx_task_fn)(void *ctx, size_t begin, size_t end, struct rlx_scra
  * cost ratio above, not a measured break-even. */
 #define RLX_PARALLEL_MIN_WORK ((size_t)1 << 17)
 
-#if defined(__wasm__) || defined(RLX_NO_THREADS)
+#if (defined(__wasm__) && !defined(RLX_WASM_THREADS)) || defined(RLX_NO_THREADS)
 
 /* 0 where every loop runs inline: code only a threaded build needs can be
  * written as `if (RLX_THREADED && ...)` and vanishes from this one. */
@@ -75,7 +77,8 @@ static inline void rlx_parallel_for(size_t n, size_t grain, size_t work, rlx_tas
 #define RLX_THREADED 1
 
 /* RLX_THREADS when set (1 .. RLX_MAX_THREADS), else the physical cores
- * this process may run on (at least 1). */
+ * this process may run on (at least 1); in wasm the threads JS started
+ * (rlx_wasm_threads_start; 1 before). */
 int32_t rlx_threads_default(void);
 /* Checks a threads option (0: the default; else 1 .. RLX_MAX_THREADS) and
  * gives the count to use, or an RLX_ERR_INVALID_ARG naming `who`. */
@@ -105,6 +108,27 @@ int32_t rlx_parallel_threads(void);
  * or when n * work (work: units per item) is under RLX_PARALLEL_MIN_WORK.
  * Returns once every range has run. */
 void rlx_parallel_for(size_t n, size_t grain, size_t work, rlx_task_fn fn, void *ctx, struct rlx_scratch *ws);
+
+#if defined(__wasm__)
+/* The Web Worker pool of a wasm build with threads (pool_wasm.c), driven
+ * by JS: one pool per instance, started before any session; a threads
+ * option other than 0, 1 or the started count is refused. */
+#define RLX_WASM_MAX_THREADS 64
+/* `threads` in all (the caller and threads - 1 Workers), each Worker with
+ * a stack of stack_bytes carved from the heap. */
+rlx_status rlx_wasm_threads_start(int32_t threads, size_t stack_bytes);
+/* The top of Worker index's stack (1 .. threads - 1; NULL otherwise). */
+void *rlx_wasm_thread_stack(int32_t index);
+/* Worker index's loop: runs ranges until rlx_wasm_threads_stop. */
+void rlx_wasm_thread_run(int32_t index);
+/* Wakes every Worker and makes its loop return. */
+void rlx_wasm_threads_stop(void);
+/* Workers inside rlx_wasm_thread_run now. */
+int32_t rlx_wasm_threads_running(void);
+/* A word JS sets (Atomics.store) when a Worker traps: the caller's join
+ * traps then instead of waiting for a range that never ends. */
+int32_t *rlx_wasm_thread_dead_flag(void);
+#endif
 
 #endif
 
