@@ -512,6 +512,15 @@ export interface LoadGgufOptions {
    */
   xq8?: boolean;
   /**
+   * Threads of the CPU steps, 1 .. 64 (default: half the logical cores, at
+   * least 1).  More than 1 loads the module's threaded build
+   * (rlx_llm_threads.wasm: helper Workers on a shared memory) where
+   * SharedArrayBuffer exists (a cross-origin isolated page or Worker, or
+   * Node), the one-thread build otherwise; results are bitwise the same
+   * for any count.  info.threads and info.threadsWhy say what runs and why.
+   */
+  threads?: number;
+  /**
    * LoRA adapters (GGUF files as llama.cpp loads them) applied while
    * generating, on every backend: each adapted product gets scale * alpha /
    * rank times its low-rank term (scale default 1).  info.nLora,
@@ -600,6 +609,8 @@ export interface GgufInfo {
   nLora: number; nLoraPairs: number; loraBytes: number;
   /** Which build of rlx_llm.wasm runs the model. */
   simd: SimdBuild;
+  /** Threads the CPU steps run on (LoadGgufOptions.threads), and why that many (e.g. no cross-origin isolation). */
+  threads: number; threadsWhy: string;
   /** What evaluates the model, and why a better backend did not ('auto'). */
   backend: 'cpu' | 'webgpu' | 'webgl';
   fallbacks: ReadonlyArray<{ readonly backend: 'webgpu' | 'webgl'; readonly reason: string }>;

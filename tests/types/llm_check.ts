@@ -11,6 +11,9 @@ export async function main(file: File): Promise<void> {
   await loadGguf('model.gguf');
   const fast: boolean = (await loadGguf('model.gguf', { backend: 'cpu', xq8: true })).info.xq8;
   void fast;
+  const threaded = (await loadGguf('model.gguf', { threads: 2 })).info;
+  const threads: number = threaded.threads, threadsWhy: string = threaded.threadsWhy;
+  void threads, void threadsWhy;
   const adapted: number = (await loadGguf('model.gguf', { lora: [{ source: 'style.gguf', scale: 0.5 }, { source: file }] })).info.nLora;
   void adapted;
   await loadGguf(new URL('https://example.com/m.gguf'));
@@ -73,6 +76,8 @@ export async function main(file: File): Promise<void> {
   console.log(arch, params, tied, text, logits, why, rate, pos, RlxError);
   // @ts-expect-error a number is no source
   await loadGguf(42);
+  // @ts-expect-error threads is a number
+  await loadGguf(file, { threads: '2' });
   // @ts-expect-error nCtx is a number
   await loadGguf(file, { nCtx: '512' });
   // @ts-expect-error stop strings are an array

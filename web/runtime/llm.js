@@ -17,6 +17,7 @@
 //   await loadGguf(file, { backend: 'webgl' });   // the steps on WebGL2 (likewise)
 //   await loadGguf(file, { lora: [{ source: 'style.gguf', scale: 0.5 }] });  // LoRA adapters (llm_lora.js)
 //   const t = await loadGguf(file, { train: true });  // the training build: t.finetune(text, options) (llm_finetune.js)
+//   await loadGguf(file, { threads: 4 });        // 4 threads on the CPU where SharedArrayBuffer exists (llm_threads.js)
 //   model.reset(); model.free();
 //
 // Sources: a File or Blob (read with stream(), or slice() where there is
@@ -27,6 +28,13 @@
 // (RLX_GGUF_WASM32_DATA_BUDGET, 3.5 GiB) is refused before that buffer is
 // allocated.  Every bad argument is an RlxError naming the function and the
 // argument; the library's own refusals are RlxErrors with its message.
+//
+// Threads: on the CPU, options.threads (default: half the logical cores)
+// > 1 loads the module's threaded build (rlx_llm_threads*.wasm, its helper
+// Workers on a shared memory; llm_threads.js) where SharedArrayBuffer
+// exists (a cross-origin isolated page or Worker, or Node), the one-thread
+// build otherwise; info.threads says how many run and info.threadsWhy why.
+// Results are bitwise the same for any count.  free() ends the Workers.
 //
 // GgufWorker (llm_worker_client.js) runs the same API in a module Worker
 // (llm_worker.js), so a page generates without blocking its UI; tokens
@@ -52,6 +60,7 @@ import { finetune } from './llm_finetune.js';
 import { chat, chatPrompt } from './llm_chat.js';
 import { templateInForce } from './llm_chat_template.js';
 import { createChatCompletion } from './llm_openai.js';
+import { threadsChoice, threadsOption } from './llm_threads.js';
 
 export { RlxError };
 export { GgufWorker } from './llm_worker_client.js';
@@ -103,7 +112,10 @@ function gib(bytes) { return `${(bytes / 2 ** 30).toFixed(2)} GiB`; }
  * rlx_llm_train_webgl.wasm (trainWasm too; they generate on that GPU and
  * fine-tune on it: llm_finetune_webgpu.js, llm_finetune_webgl.js); backend
  * 'auto' picks as for generation: a hardware GPU, else the CPU with the
- * reasons in info.fallbacks) }.  A 'webgpu' or 'webgl'
+ * reasons in info.fallbacks), threads (1 .. 64, default half the logical
+ * cores, at least 1: the CPU steps' threads, through the threaded build
+ * where SharedArrayBuffer exists; info.threads and info.threadsWhy say what
+ * runs and why) }.  A 'webgpu' or 'webgl'
  * that cannot run here is an RlxError with reason 'unavailable'.
  */
 export async function loadGguf(source, options = undefined) {
@@ -120,6 +132,7 @@ export async function loadGguf(source, options = undefined) {
   }
   const lora = loraOption(fn, o.lora);
   if (o.train !== undefined && typeof o.train !== 'boolean') throw fail(fn, `options.train must be true or false, got ${describe(o.train)}`);
+  const threads = await threadsOption(fn, o.threads);
   const isWasm = (w) => typeof w === 'string' || w instanceof URL || w instanceof ArrayBuffer || ArrayBuffer.isView(w) ||
     w instanceof WebAssembly.Module;
   for (const k of ['wasm', 'gpuWasm', 'webglWasm', 'trainWasm']) {
@@ -129,8 +142,10 @@ export async function loadGguf(source, options = undefined) {
   const cpuOnly = backend === 'cpu';
   let gpu = cpuOnly || backend === 'webgl' ? null : await chooseWebGpu(fn, backend, o.gpu);
   if (!cpuOnly && (backend === 'webgl' || (backend === 'auto' && !gpu.device))) gpu = await chooseWebGl(fn, backend, gpu?.fallbacks ?? []);
+  const threading = threadsChoice(threads, { backend: gpu?.device ? 'webgpu' : gpu?.gl ? 'webgl' : 'cpu', train: o.train });
   const wasm = o.train ? (o.trainWasm ?? (gpu?.device ? TRAIN_GPU_WASM : gpu?.gl ? TRAIN_WEBGL_WASM : moduleFile('llmTrain', simd)))
-    : gpu?.device ? (o.gpuWasm ?? GPU_WASM) : gpu?.gl ? (o.webglWasm ?? WEBGL_WASM) : (o.wasm ?? moduleFile('llm', simd));
+    : gpu?.device ? (o.gpuWasm ?? GPU_WASM) : gpu?.gl ? (o.webglWasm ?? WEBGL_WASM)
+      : (o.wasm ?? moduleFile(threading.threaded ? 'llmThreads' : 'llm', simd));
   if (!isSource(source)) {
     gpu?.release?.();
     throw fail(fn, `source must be ${SOURCE_KINDS}, got ${describe(source)}`);
@@ -139,7 +154,9 @@ export async function loadGguf(source, options = undefined) {
   let src, mod;
   try {
     src = await openSource(fn, source);
-    mod = await instantiate(wasm);
+    mod = await instantiate(wasm, threading.threaded ? threads : 1);
+    mod.threadsWhy = mod.pool ? (threading.threaded ? threading.why : `options.wasm is a threaded build: ${mod.threads} thread(s)`)
+      : threading.threaded ? 'options.wasm is a build without threads' : threading.why;
     if (o.train && gpu?.device && typeof mod.e.rlx_llm_finetune_webgpu !== 'function') {
       throw fail(fn, 'options.trainWasm is not rlx_llm_train_gpu.wasm (no rlx_llm_finetune_webgpu export)');
     }
@@ -156,6 +173,7 @@ export async function loadGguf(source, options = undefined) {
       throw fail(fn, 'options.trainWasm is not rlx_llm_train.wasm (no rlx_llm_finetune_new export)');
     }
   } catch (err) {
+    mod?.close();
     gpu?.release?.();
     throw err;
   }
@@ -171,11 +189,13 @@ export async function loadGguf(source, options = undefined) {
     onProgress({ loaded, total: src.size });
   };
   if (src.size !== null && src.size > budget) {
+    mod.close();
     gpu?.release?.();
     await src.chunks.return?.();
     throw tooBig(src.size);
   }
   if (src.size === 0) {
+    mod.close();
     gpu?.release?.();
     throw fail(fn, `${src.name.slice(0, 200)} is empty (0 bytes), not a GGUF file`);
   }
@@ -244,6 +264,7 @@ export async function loadGguf(source, options = undefined) {
     return model;
   } catch (err) {
     if (!mod.dead) for (const p of [ptr, ...adapters.map((a) => a.ptr)]) mod.free(p);
+    mod.close();
     gpu?.release?.();
     throw err;
   }
@@ -318,7 +339,8 @@ export class GgufModel {
     this.chatTemplate = null; // { name, source, why }: the chat template in force (llm_chat_template.js), set by loadGguf
     this.chatState = null;    // what the kept conversation knows of the KV cache (llm_chat.js)
     const fallbacks = backend.fallbacks.map((f) => Object.freeze({ ...f }));
-    this.info = Object.freeze({ ...this.readInfo(), fileBytes, simd: mod.simd, backend: backend.backend,
+    this.info = Object.freeze({ ...this.readInfo(), fileBytes, simd: mod.simd, threads: mod.threads,
+      threadsWhy: mod.threadsWhy ?? '', backend: backend.backend,
       fallbacks: Object.freeze(fallbacks), ...(backend.software ? { software: backend.software } : {}) });
     this.defaults = this.readDefaults();
     this.gpu = backend.steps ? backend.steps(mod, handle, this.info) : null; // LlmWebGpu or LlmWebGl (llm_gpu_steps.js)
@@ -413,7 +435,7 @@ export class GgufModel {
         const len = m.i32(lenPtr, 1)[0] >>> 0;
         if (st < 0 && len + 1 > cap && attempt === 0) { cap = len + 1; continue; }
         m.check(st, `${fn}: `);
-        return m.decoder.decode(m.u8(buf, len)); // whole UTF-8: the library made bad bytes U+FFFD
+        return m.text(buf, len); // whole UTF-8: the library made bad bytes U+FFFD
       }
       throw new RlxError(STATUS.STATE, `${fn}: the text length changed between two calls`, 'bad state');
     });
@@ -614,7 +636,7 @@ export class GgufModel {
           }
           generateMs += now() - t;
           const [, id, textPtr, len, done] = m.i32(scratch, 5);
-          const piece = len ? m.decoder.decode(m.u8(textPtr >>> 0, len >>> 0)) : '';
+          const piece = len ? m.text(textPtr >>> 0, len >>> 0) : '';
           if (id >= 0) ids.push(id);
           text += piece;
           if ((id >= 0 || piece) && push({ text: piece, id }) && !done) {
@@ -698,6 +720,7 @@ export class GgufModel {
       m.free(this.buffer);
       for (const p of this.adapters) m.free(p);
     }
+    m.close(); // a threaded build's Workers end here
     this.adapters = [];
     this.handle = 0;
     this.buffer = 0;

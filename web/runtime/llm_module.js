@@ -1,8 +1,11 @@
 // llm_module.js - one instance of a language-model module (rlx_llm.wasm or
-// its WebGPU / WebGL2 builds): compiled once per URL, instantiated with the
-// WASI shim, and wrapped with its memory helpers; a trap inside it (a bug,
-// never bad arguments) becomes a 'fatal' RlxError and ends the instance.
-import { WasiShim } from './wasi.js';
+// its WebGPU / WebGL2 and threaded builds): compiled once per URL,
+// instantiated with the WASI shim (a threaded build on a shared memory, with
+// its Workers started: llm_threads.js), and wrapped with its memory helpers;
+// a trap inside it (a bug, never bad arguments) becomes a 'fatal' RlxError
+// and ends the instance.
+import { WasiShim, unshared } from './wasi.js';
+import { isThreadedModule, startThreads, threadsMemory } from './llm_threads.js';
 import { RlxError } from './loader.js';
 import { moduleSimd } from './simd.js';
 import { STATUS, isNode, now } from './llm_common.js';
@@ -51,10 +54,11 @@ async function compileModule(source) {
 
 /** One instance of rlx_llm.wasm with its memory helpers. */
 export class LlmModule {
-  constructor(instance, simd) {
+  constructor(instance, simd, memory = instance.exports.memory) {
     this.e = instance.exports;
     this.simd = simd; // 'relaxed' | 'simd128': the build (runtime/simd.js)
-    this.memory = this.e.memory;
+    this.memory = memory; // shared (and imported) in a threaded build
+    this.pool = null; // a threaded build's Workers (llm_threads.js)
     this.encoder = new TextEncoder();
     this.decoder = new TextDecoder();
     this.dead = null; // the trap that ended this instance
@@ -62,13 +66,22 @@ export class LlmModule {
   u8(ptr, n) { return new Uint8Array(this.memory.buffer, ptr, n); }
   i32(ptr, n) { return new Int32Array(this.memory.buffer, ptr, n); }
   f64(ptr, n) { return new Float64Array(this.memory.buffer, ptr, n); }
+  /** Threads the model's steps run on: the caller and the pool's Workers. */
+  get threads() { return this.pool?.threads ?? 1; }
+  /** Stops a threaded build's Workers (the model's free); harmless twice. */
+  close() {
+    this.pool?.stop();
+    this.pool = null;
+  }
+  /** The UTF-8 text of n bytes at ptr. */
+  text(ptr, n) { return this.decoder.decode(unshared(this.u8(ptr, n))); }
   cstring(ptr) {
     ptr >>>= 0;
     if (!ptr) return '';
     const mem = new Uint8Array(this.memory.buffer);
     let end = ptr;
     while (end < mem.length && mem[end] !== 0) end++;
-    return this.decoder.decode(mem.subarray(ptr, end));
+    return this.decoder.decode(unshared(mem.subarray(ptr, end)));
   }
   alloc(bytes) {
     const ptr = this.call('rlx_wasm_alloc', bytes) >>> 0;
@@ -122,7 +135,8 @@ export class LlmModule {
   }
 }
 
-export async function instantiate(wasm) {
+/** An instance of wasm; a threaded build gets its pool of `threads` threads. */
+export async function instantiate(wasm, threads = 1) {
   let module;
   try {
     module = await compileModule(wasm);
@@ -131,12 +145,22 @@ export async function instantiate(wasm) {
     e.cause = err;
     throw e;
   }
+  const threaded = isThreadedModule(module);
+  if (threaded && typeof SharedArrayBuffer !== 'function') {
+    throw new RlxError(STATUS.UNSUPPORTED, 'loadGguf: options.wasm is a threaded build, which needs SharedArrayBuffer ' +
+      '(a cross-origin isolated page); give rlx_llm.wasm', 'unsupported');
+  }
+  const memory = threaded ? threadsMemory() : undefined;
   const wasi = new LlmWasi();
-  const instance = await WebAssembly.instantiate(module, wasi.imports(module));
-  wasi.attach(instance);
+  const imports = wasi.imports(module);
+  if (memory) imports.env = { memory };
+  const instance = await WebAssembly.instantiate(module, imports);
+  wasi.attach(instance, memory);
   instance.exports._initialize?.();
   if (typeof instance.exports.rlx_llm_open !== 'function') {
     throw new RlxError(STATUS.INVALID_ARG, 'loadGguf: options.wasm is not rlx_llm.wasm (no rlx_llm_open export)', 'invalid argument');
   }
-  return new LlmModule(instance, moduleSimd(module));
+  const mod = new LlmModule(instance, moduleSimd(module), memory);
+  if (threaded) mod.pool = await startThreads('loadGguf', mod, module, threads);
+  return mod;
 }

@@ -16,6 +16,11 @@ const ERRNO_BADF = 8;
 const ERRNO_NOSYS = 52;
 const FILETYPE_CHARACTER_DEVICE = 2;
 
+/** bytes, copied when they are a view of shared memory (TextDecoder refuses those in browsers). */
+export function unshared(bytes) {
+  return bytes.buffer instanceof ArrayBuffer ? bytes : bytes.slice();
+}
+
 /** Thrown by proc_exit (a reactor should never call it; abort() traps instead). */
 export class WasiExit extends Error {
   constructor(code) {
@@ -34,9 +39,9 @@ export class WasiShim {
     this.decoder = new TextDecoder();
   }
 
-  /** Call once after instantiation, before any export runs. */
-  attach(instance) {
-    this.memory = instance.exports.memory;
+  /** Call once after instantiation, before any export runs (memory: an imported one). */
+  attach(instance, memory = instance.exports.memory) {
+    this.memory = memory;
   }
 
   view() {
@@ -52,7 +57,7 @@ export class WasiShim {
     for (let i = 0; i < iovsLen; i++) {
       const ptr = dv.getUint32(iovs + 8 * i, true);
       const len = dv.getUint32(iovs + 8 * i + 4, true);
-      text += this.decoder.decode(new Uint8Array(this.memory.buffer, ptr, len));
+      text += this.decoder.decode(unshared(new Uint8Array(this.memory.buffer, ptr, len)));
       total += len;
     }
     const lines = (this.pending[fd] + text).split('\n');
