@@ -24,7 +24,7 @@ NODE_RELAXED_FLAG = $(shell node --experimental-wasm-relaxed-simd -e 0 2>/dev/nu
 # steps, the language models and their fine-tuning, and which build the
 # loaders take.
 RELAXED_TESTS := tests/node/opcases.test.mjs tests/node/gradcases.test.mjs tests/node/llm_wasm.test.mjs \
-                 tests/node/llm_finetune_wasm.test.mjs \
+                 tests/node/llm_finetune_wasm.test.mjs tests/node/llm_threads.test.mjs \
                  tests/node/simd.test.mjs
 
 build/wasm-relaxed/%.o: %.c $(HDRS)
