@@ -127,6 +127,16 @@ bench-threads: $(BENCH_DIR)/threads_native build/make_test_lm
 	else echo "(llama.cpp: tests/llama_ref/node_modules absent; tests/llama_ref/regenerate.sh installs it)"; fi
 bench: bench-threads
 
+# The language-model module on 1 and 2 threads in Node (bench/llm_threads.mjs):
+# rlx_llm.wasm for one thread, the threaded build rlx_llm_threads.wasm (helper
+# Workers on a shared memory) for two, on bench-llm's SmolLM-shaped q8_0
+# model (128-token prompt, 32 greedy tokens), the greedy ids checked equal.
+.PHONY: bench-llm-threads
+bench-llm-threads: build/make_test_lm web/pkg/rlx_llm.wasm $(LLM_WASM_THREADS)
+	@mkdir -p $(BENCH_DIR)
+	node bench/llm_threads.mjs | tee $(BENCH_DIR)/llm_threads.txt
+bench: bench-llm-threads
+
 # LoRA fine-tuning speed (bench/llm_finetune.mjs): the same SmolLM-shaped
 # llama (q8_0, q4_0), rank 8 on attn_q,attn_v, seq 128, batch 4: ours
 # natively (one thread) and, where torch, transformers and peft import
