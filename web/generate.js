@@ -33,6 +33,7 @@ const picker = new ModelPicker({ isBusy: () => busy, load: () => load(), waitFor
 let keptAdapter = null; // the LoRA adapter finetune.html kept in this browser (a File), or null
 let countTimer = 0;
 let countSeq = 0;     // the latest prompt count asked for (older answers are dropped)
+let threads;          // the URL's threads (1 .. 64), else the default: half the logical cores
 
 /** A number from min to max (both included). */
 function rangeRule(min, max) {
@@ -113,6 +114,7 @@ function showInfo(i) {
   show('i-shape', i.nLayer, `${i.nLayer}, ${i.nHead} (${i.nHeadKv}), ${i.nEmbd}`);
   show('i-vocab', i.nVocab, `${i.nVocab.toLocaleString('en-US')} (${i.tokenizer})`);
   show('i-simd', i.simd, i.simd === 'relaxed' ? 'relaxed SIMD' : 'SIMD128');
+  show('i-threads', i.threads, `${i.threads} (${i.threadsWhy})`);
   show('i-backend', i.backend, backendText(i));
 }
 
@@ -144,6 +146,7 @@ async function load() {
       nCtx: f.values.nCtx,
       backend: f.values.backend, // 'cpu', 'webgpu' (navigator.gpu of the Worker), 'webgl' (its OffscreenCanvas) or 'auto'
       xq8: $('xq8').checked, // the CPU only: refused with 'webgpu' / 'webgl', not applied where 'auto' picks a GPU
+      threads, // the CPU's: the threaded build where this page is cross-origin isolated (info.threadsWhy)
       lora: $('lora-kept').checked && keptAdapter ? [{ source: keptAdapter }] : undefined,
       onProgress: ({ loaded, total, stage }) => {
         if (stage === 'compiling') {
@@ -311,7 +314,12 @@ async function generate() {
 
 async function main() {
   const report = (m) => { $('error').textContent += `${$('error').textContent ? '\n' : ''}${m}`; };
-  let good = applyQuery(query, QUERY_RULES, report, ['autoload', 'xq8']);
+  let good = applyQuery(query, QUERY_RULES, report, ['autoload', 'xq8', 'threads']);
+  if (query.has('threads')) {
+    const v = query.get('threads');
+    if (/^[1-9][0-9]?$/.test(v) && Number(v) <= 64) threads = Number(v);
+    else good = (report(`URL parameter threads=${v}: must be a whole number from 1 to 64`), false);
+  }
   if (query.has('xq8')) { // a checkbox: 1 or 0
     const v = query.get('xq8');
     if (v === '1' || v === '0') $('xq8').checked = v === '1';

@@ -1,0 +1,119 @@
+// llm_threads.test.mjs - the language-model module's threaded build in
+// Debian's chromium (headless, playwright-core) against tools/serve.py,
+// which serves the pages cross-origin isolated (COOP + COEP): on a page's
+// main thread (whose joins spin: Atomics.wait traps there) loadGguf with
+// threads 2 and 3 takes rlx_llm_threads_relaxed.wasm, says so in info, and
+// gives logits bitwise equal to the one-thread build's in the same page and
+// Node's greedy tokens; GgufWorker runs it in a Worker (its helper Workers
+// nested there) to the same tokens; generate.html?threads=2 shows the
+// threads and why; a page served without the isolation headers falls back
+// to the one-thread build with the reason in info.threadsWhy.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { startServer, launch, newPage, valueOf, missing } from './helpers.mjs';
+import { loadGguf } from '../../web/runtime/llm.js';
+
+const FIXTURE = 'llama-q4_0';
+const FILE = fileURLToPath(new URL(`../../web/data/lm/${FIXTURE}.gguf`, import.meta.url));
+const THREADED = new URL('../../web/pkg/rlx_llm_threads_relaxed.wasm', import.meta.url);
+const PROMPT = 'The miller counted the sacks';
+const TOKENS = 6;
+const why = missing() ?? (!existsSync(THREADED) ? 'missing web/pkg/rlx_llm_threads_relaxed.wasm: run `make wasm`' : null) ??
+  (!existsSync(FILE) ? `missing ${FILE}: run make lm-web-fixtures` : null);
+let server;
+let browser;
+let expected; // Node's greedy ids of PROMPT (the one-thread build)
+
+before(async () => {
+  if (why) return;
+  const model = await loadGguf(FILE, { threads: 1 });
+  expected = (await model.generate(PROMPT, { maxTokens: TOKENS, temperature: 0 })).ids;
+  model.free();
+  [server, browser] = await Promise.all([startServer(), launch()]);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+/** In the page: the model's info, the base64 bits of its prompt logits, its greedy ids, for each threads count. */
+function runInPage(page, counts) {
+  return page.evaluate(async ({ file, prompt, tokens, counts }) => {
+    const { loadGguf } = await import('./runtime/llm.js');
+    const { liveThreadWorkers } = await import('./runtime/llm_threads.js');
+    const bits = (f) => btoa(String.fromCharCode(...new Uint8Array(f.buffer, f.byteOffset, f.byteLength)));
+    const out = { isolated: globalThis.crossOriginIsolated, runs: {} };
+    for (const threads of counts) {
+      const model = await loadGguf(file, { threads });
+      const ids = model.tokenize(prompt);
+      out.runs[threads] = { info: { ...model.info }, logits: bits(model.logits(ids)),
+        ids: (await model.generate(prompt, { maxTokens: tokens, temperature: 0 })).ids };
+      model.free();
+    }
+    out.live = liveThreadWorkers();
+    return out;
+  }, { file: `data/lm/${FIXTURE}.gguf`, prompt: PROMPT, tokens: TOKENS, counts });
+}
+
+test('a cross-origin isolated page runs the threaded build on its main thread: same logits and tokens', { skip: why ?? false, timeout: 120000 }, async () => {
+  const { page, problems } = await newPage(browser);
+  await page.goto(`${server.url}generate.html`);
+  const r = await runInPage(page, [1, 2, 3]);
+  assert.equal(r.isolated, true, 'tools/serve.py serves the page cross-origin isolated');
+  assert.equal(r.runs[1].info.threads, 1);
+  for (const t of [2, 3]) {
+    const { info } = r.runs[t];
+    assert.equal(info.threads, t);
+    assert.match(info.threadsWhy, new RegExp(`^${t} threads: the calling thread and ${t - 1} Worker`));
+    assert.equal(info.simd, 'relaxed', 'Chromium has relaxed SIMD: rlx_llm_threads_relaxed.wasm');
+    assert.equal(r.runs[t].logits, r.runs[1].logits, `${t} threads: the prompt's logits differ from one thread's`);
+    assert.deepEqual(r.runs[t].ids, expected, `${t} threads: greedy ids`);
+  }
+  assert.deepEqual(r.runs[1].ids, expected);
+  assert.equal(r.live, 0, 'free() ended every Worker');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('GgufWorker runs the threaded build in a Worker; generate.html?threads=2 shows it', { skip: why ?? false, timeout: 120000 }, async () => {
+  const { page, problems } = await newPage(browser);
+  await page.goto(`${server.url}generate.html?model=${FIXTURE}&threads=2&autoload=1`);
+  await page.waitForFunction(() => ['ready', 'error'].includes(document.getElementById('status').dataset.state), null, { timeout: 60000 });
+  assert.equal(await page.$eval('#status', (el) => el.dataset.state), 'ready', await page.textContent('#error'));
+  assert.equal(Number(await valueOf(page, '#i-threads')), 2);
+  assert.match(await page.textContent('#i-threads'), /^2 \(2 threads: the calling thread and 1 Worker on a shared memory\)$/);
+  const r = await page.evaluate(async ({ file, prompt, tokens }) => {
+    const { GgufWorker } = await import('./runtime/llm.js');
+    const w = new GgufWorker();
+    try {
+      const info = await w.load(file, { threads: 2 });
+      const { ids } = await w.generate(prompt, { maxTokens: tokens, temperature: 0 });
+      return { threads: info.threads, why: info.threadsWhy, ids };
+    } finally {
+      w.terminate?.();
+    }
+  }, { file: `data/lm/${FIXTURE}.gguf`, prompt: PROMPT, tokens: TOKENS });
+  assert.equal(r.threads, 2, r.why);
+  assert.deepEqual(r.ids, expected);
+  await page.goto(`${server.url}generate.html?threads=0`);
+  assert.match(await page.textContent('#error'), /URL parameter threads=0: must be a whole number from 1 to 64/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('a page served without the isolation headers falls back to the one-thread build and says why', { skip: why ?? false, timeout: 120000 }, async () => {
+  const { page, problems } = await newPage(browser);
+  // The same origin, but this page's response carries no COOP / COEP headers.
+  await page.route('**/no-isolation.html', (route) => route.fulfill({ contentType: 'text/html', body: '<!doctype html><title>plain</title>' }));
+  await page.goto(`${server.url}no-isolation.html`);
+  const r = await runInPage(page, [2]);
+  assert.equal(r.isolated, false);
+  assert.equal(r.runs[2].info.threads, 1);
+  assert.match(r.runs[2].info.threadsWhy, /not cross-origin isolated/);
+  assert.deepEqual(r.runs[2].ids, expected);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
