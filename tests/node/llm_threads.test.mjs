@@ -6,12 +6,14 @@
 // (the threaded build with no Worker), 2 and 3 threads and equal to the
 // one-thread build's; loadGguf picks the build and says why in info; a
 // model loaded and freed 30 times (or freed while it generates) leaves no
-// Worker running; bad threads options are RlxErrors naming loadGguf and
+// Worker running, and one never freed (or trapped) does not keep Node from
+// exiting; bad threads options are RlxErrors naming loadGguf and
 // the option; both threaded builds stay within the one-thread module's
 // 300,000-byte budget.  RLX_TEST_SIMD=relaxed runs it on the relaxed-SIMD
 // builds (Node 20 needs --experimental-wasm-relaxed-simd).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { readFileSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -101,6 +103,17 @@ test('a model loaded and freed 30 times, or freed while it generates, leaves no 
   assert.ok(r.ids.length >= 1 && pieces >= 1, 'the generation ran');
   assert.equal(model.handle, 0, 'the model was freed once the generation stopped');
   await noWorkerLeft();
+});
+
+test('a threaded model never freed, even a trapped one, does not keep Node from exiting', () => {
+  const script = `import { loadGguf } from ${JSON.stringify(new URL('../../web/runtime/llm.js', import.meta.url).href)};
+    const m = await loadGguf(${JSON.stringify(fixture('qwen2-q4_0'))}, { simd: ${JSON.stringify(SIMD)}, threads: 3 });
+    const t = await loadGguf(${JSON.stringify(fixture('qwen2-q4_0'))}, { simd: ${JSON.stringify(SIMD)}, threads: 2 });
+    try { t.mod.call('rlx_llm_position', 0xfffffff0); } catch {}
+    console.log(m.info.threads + t.info.threads);`;
+  const out = execFileSync(process.execPath, [...process.execArgv, '--input-type=module', '-e', script],
+    { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(out.trim(), '5');
 });
 
 test('bad threads options are RlxErrors naming loadGguf and options.threads', async () => {

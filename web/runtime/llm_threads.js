@@ -73,16 +73,17 @@ export function threadsMemory() { return new WebAssembly.Memory(MEMORY); }
 async function spawn() {
   if (isNode) {
     const { Worker } = await import('node:worker_threads');
-    const w = new Worker(WORKER_URL);
-    w.unref(); // a model never freed does not keep Node running
+    // No Node options of the parent (--input-type=module with -e would stop it); V8's flags are the process's anyway
+    const w = new Worker(WORKER_URL, { execArgv: [] });
     const on = (kind, f) => w.on(kind, f);
     on('exit', () => { live--; });
-    return { post: (m) => w.postMessage(m), on, end: () => { w.terminate(); } };
+    // unref (once running: a 'message' listener refs the Worker again): a model never freed does not keep Node running
+    return { post: (m) => w.postMessage(m), on, running: () => w.unref(), end: () => { w.terminate(); } };
   }
   const w = new Worker(WORKER_URL, { type: 'module' });
   let ended = false;
   const on = (kind, f) => w.addEventListener(kind, kind === 'message' ? (e) => f(e.data) : (e) => f(e.error ?? e.message ?? e));
-  return { post: (m) => w.postMessage(m), on, end: () => { if (!ended) { ended = true; w.terminate(); live--; } } };
+  return { post: (m) => w.postMessage(m), on, running: () => {}, end: () => { if (!ended) { ended = true; w.terminate(); live--; } } };
 }
 
 /**
@@ -108,7 +109,10 @@ export async function startThreads(fn, mod, module, threads) {
         const timer = setTimeout(() => reject(new Error(`not running after ${START_MS / 1000} s`)), START_MS);
         const settle = (f, v) => { clearTimeout(timer); f(v); };
         w.on('message', (m) => {
-          if (m?.ready) settle(resolve);
+          if (m?.ready) {
+            w.running();
+            settle(resolve);
+          }
           else if (m?.error) settle(reject, new Error(m.error));
         });
         w.on('error', (err) => settle(reject, err));
