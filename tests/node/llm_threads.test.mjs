@@ -7,7 +7,8 @@
 // one-thread build's; loadGguf picks the build and says why in info; a
 // model loaded and freed 30 times (or freed while it generates) leaves no
 // Worker running, and one never freed (or trapped) does not keep Node from
-// exiting; bad threads options are RlxErrors naming loadGguf and
+// exiting; without a shared memory loadGguf falls back to one thread with the
+// reason; bad threads options are RlxErrors naming loadGguf and
 // the option; both threaded builds stay within the one-thread module's
 // 300,000-byte budget.  RLX_TEST_SIMD=relaxed runs it on the relaxed-SIMD
 // builds (Node 20 needs --experimental-wasm-relaxed-simd).
@@ -114,6 +115,27 @@ test('a threaded model never freed, even a trapped one, does not keep Node from 
   const out = execFileSync(process.execPath, [...process.execArgv, '--input-type=module', '-e', script],
     { encoding: 'utf8', timeout: 60_000 });
   assert.equal(out.trim(), '5');
+});
+
+test('where no shared memory can be had, loadGguf falls back to the one-thread build and says why', async () => {
+  const Memory = WebAssembly.Memory;
+  WebAssembly.Memory = function (desc) {
+    if (desc?.shared) throw new RangeError('WebAssembly.Memory(): could not allocate memory');
+    return new Memory(desc);
+  };
+  try {
+    const model = await loadGguf(fixture('qwen2-q4_0'), { simd: SIMD, threads: 2 });
+    assert.equal(model.info.threads, 1);
+    assert.equal(model.info.threadsWhy, "cannot reserve the threaded build's shared memory (up to 4 GiB) " +
+      '(WebAssembly.Memory(): could not allocate memory); one thread runs');
+    assert.equal(model.tokenize('Hello').length > 0, true);
+    model.free();
+    await assert.rejects(loadGguf(fixture('qwen2-q4_0'), { simd: SIMD, threads: 2, wasm: THREADED }),
+      rlxError(/^loadGguf: cannot reserve the threaded build's shared memory/), 'no fallback from an explicit options.wasm');
+  } finally {
+    WebAssembly.Memory = Memory;
+  }
+  assert.equal(liveThreadWorkers(), 0);
 });
 
 test('bad threads options are RlxErrors naming loadGguf and options.threads', async () => {

@@ -142,7 +142,7 @@ export async function loadGguf(source, options = undefined) {
   const cpuOnly = backend === 'cpu';
   let gpu = cpuOnly || backend === 'webgl' ? null : await chooseWebGpu(fn, backend, o.gpu);
   if (!cpuOnly && (backend === 'webgl' || (backend === 'auto' && !gpu.device))) gpu = await chooseWebGl(fn, backend, gpu?.fallbacks ?? []);
-  const threading = threadsChoice(threads, { backend: gpu?.device ? 'webgpu' : gpu?.gl ? 'webgl' : 'cpu', train: o.train });
+  let threading = threadsChoice(threads, { backend: gpu?.device ? 'webgpu' : gpu?.gl ? 'webgl' : 'cpu', train: o.train });
   const wasm = o.train ? (o.trainWasm ?? (gpu?.device ? TRAIN_GPU_WASM : gpu?.gl ? TRAIN_WEBGL_WASM : moduleFile('llmTrain', simd)))
     : gpu?.device ? (o.gpuWasm ?? GPU_WASM) : gpu?.gl ? (o.webglWasm ?? WEBGL_WASM)
       : (o.wasm ?? moduleFile(threading.threaded ? 'llmThreads' : 'llm', simd));
@@ -154,7 +154,12 @@ export async function loadGguf(source, options = undefined) {
   let src, mod;
   try {
     src = await openSource(fn, source);
-    mod = await instantiate(wasm, threading.threaded ? threads : 1);
+    mod = await instantiate(wasm, threading.threaded ? threads : 1).catch((err) => {
+      // No shared memory or Workers after all (a memory limit, a CSP): the one-thread build, with the reason
+      if (!err?.threadsFailed || o.wasm) throw err;
+      threading = { threaded: false, why: err.message.replace(/^loadGguf: /, '').replace(/; options\.threads 1 .*$/, '; one thread runs') };
+      return instantiate(moduleFile('llm', simd), 1);
+    });
     mod.threadsWhy = mod.pool ? (threading.threaded ? threading.why : `options.wasm is a threaded build: ${mod.threads} thread(s)`)
       : threading.threaded ? 'options.wasm is a build without threads' : threading.why;
     if (o.train && gpu?.device && typeof mod.e.rlx_llm_finetune_webgpu !== 'function') {

@@ -150,7 +150,7 @@ export async function instantiate(wasm, threads = 1) {
     throw new RlxError(STATUS.UNSUPPORTED, 'loadGguf: options.wasm is a threaded build, which needs SharedArrayBuffer ' +
       '(a cross-origin isolated page); give rlx_llm.wasm', 'unsupported');
   }
-  const memory = threaded ? threadsMemory() : undefined;
+  const memory = threaded ? threadsMemory('loadGguf') : undefined;
   const wasi = new LlmWasi();
   const imports = wasi.imports(module);
   if (memory) imports.env = { memory };

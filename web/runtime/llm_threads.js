@@ -67,8 +67,22 @@ export function isThreadedModule(module) {
   return WebAssembly.Module.imports(module).some((i) => i.kind === 'memory');
 }
 
+/** An RlxError of the threaded build's set-up (threadsFailed: loadGguf then falls back to one thread). */
+function setupError(fn, message, cause) {
+  const e = fail(fn, `${message} (${cause?.message ?? cause}); options.threads 1 runs without them`);
+  e.cause = cause;
+  e.threadsFailed = true;
+  return e;
+}
+
 /** The shared memory a threaded build is instantiated on. */
-export function threadsMemory() { return new WebAssembly.Memory(MEMORY); }
+export function threadsMemory(fn) {
+  try {
+    return new WebAssembly.Memory(MEMORY);
+  } catch (err) {
+    throw setupError(fn, 'cannot reserve the threaded build\'s shared memory (up to 4 GiB)', err);
+  }
+}
 
 async function spawn() {
   if (isNode) {
@@ -121,10 +135,7 @@ export async function startThreads(fn, mod, module, threads) {
     }));
   } catch (err) {
     stop();
-    const e = fail(fn, `cannot start the module's ${threads - 1} Worker thread${threads > 2 ? 's' : ''} ` +
-      `(${err?.message ?? err}); options.threads 1 runs without them`);
-    e.cause = err;
-    throw e;
+    throw setupError(fn, `cannot start the module's ${threads - 1} Worker thread${threads > 2 ? 's' : ''}`, err);
   }
   return { threads, stop };
 }
