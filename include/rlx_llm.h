@@ -16,6 +16,7 @@
 #define RLX_LLM_H
 
 #include "rlx.h"
+#include "rlx_llm_grammar.h"
 #include "rlx_gguf.h"
 
 #ifdef __cplusplus
@@ -213,6 +214,11 @@ typedef struct {
   int32_t max_tokens;    /* tokens to generate at most */
   const char *const *stop; /* stop strings (the text before one is kept) */
   int32_t n_stop;
+  /* NULL, or the grammar the generated text follows (rlx_llm_grammar.h):
+   * each token must continue it, and generation ends only where the text is
+   * complete under it (or at max_tokens, a stop string or a full context).
+   * Native builds only: the web modules leave it out. */
+  const rlx_llm_grammar *grammar;
 } rlx_llm_sampling;
 
 /* Greedy, 64 tokens, no stop strings. */
