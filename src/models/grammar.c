@@ -179,8 +179,8 @@ static int cmp_range(const void *x, const void *y) {
 /* Sorts and merges rg[from ..), complemented when neg; emits the class. */
 static int emit_class(parser *p, uint32_t r, size_t from, int neg, const char *at) {
   size_t n = p->n_rg - from, m = 0;
-  uint32_t (*v)[2] = p->rg + from;
-  qsort(v, n, sizeof *v, cmp_range);
+  uint32_t (*v)[2] = n ? p->rg + from : NULL;
+  if (n > 1) qsort(v, n, sizeof *v, cmp_range);
   for (size_t i = 0; i < n; i++) {
     if (m && v[i][0] <= v[m - 1][1] + 1) {
       if (v[i][1] > v[m - 1][1]) v[m - 1][1] = v[i][1];

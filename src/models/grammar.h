@@ -43,17 +43,29 @@ typedef struct {
   uint32_t cp, need, min; /* min: the least code point of its length (no overlong forms) */
 } rlx_gutf8;
 
-/* Scratch for rlx_gmatch_try: a worklist, two stack sets and a buffer. */
+/* A set of stacks for finding repeats: the stacks in keys, a hash table
+ * of their offsets (+1), each slot valid only with the current stamp (so
+ * emptying it is one increment). */
+typedef struct {
+  rlx_gstacks keys;
+  uint32_t (*slot)[2]; /* {stamp, offset + 1} */
+  size_t cap_slot;
+  uint32_t stamp;
+} rlx_gset;
+
+/* Scratch for rlx_gmatch_try: a worklist, two stack sets, a buffer and
+ * the sets of the stacks an expansion has seen and put out. */
 typedef struct {
   rlx_gstacks a, b, c;
+  rlx_gset seen, put;
   uint32_t *tmp;
   size_t cap_tmp;
 } rlx_gscratch;
 
 void rlx_gscratch_free(rlx_gscratch *w);
 /* Would in (with its partial code point u) still continue after bytes?
- * 1 yes (*out, *u_out: the result; out is one of w's sets), 0 no, or -1 out
- * of memory (the error set). */
+ * 1 yes (*out, *u_out: the result; out is one of w's sets), 0 no, or
+ * the (negative) status of an error: out of memory, too many parses. */
 int rlx_gmatch_try(const rlx_llm_grammar *g, const rlx_gstacks *in, rlx_gutf8 u, const unsigned char *bytes,
                    size_t n, rlx_gscratch *w, const rlx_gstacks **out, rlx_gutf8 *u_out);
 /* The state's stacks and partial code point, and replacing them. */

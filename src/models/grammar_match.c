@@ -14,6 +14,9 @@
 #include "../core/core.h"
 
 #define MAX_CP 0x10FFFFu
+/* Words of stacks one expansion may meet: an ambiguous grammar such as
+ * (x+)+ has a parse for every way to split its text, too many to follow. */
+#define MAX_EXPANSION_WORDS (1u << 18)
 
 struct rlx_llm_grammar_state {
   const rlx_llm_grammar *g;
@@ -27,7 +30,14 @@ static void stacks_free(rlx_gstacks *s) {
   memset(s, 0, sizeof *s);
 }
 
+static void gset_free(rlx_gset *s) {
+  stacks_free(&s->keys);
+  rlx_free(s->slot, s->cap_slot * sizeof *s->slot);
+}
+
 void rlx_gscratch_free(rlx_gscratch *w) {
+  gset_free(&w->seen);
+  gset_free(&w->put);
   stacks_free(&w->a);
   stacks_free(&w->b);
   stacks_free(&w->c);
@@ -46,18 +56,55 @@ static int reserve(uint32_t **v, size_t *cap, size_t need) {
   return 1;
 }
 
-/* Appends stack v[0, len) (bottom first); with dedup, not when s has it. */
-static int push(rlx_gstacks *s, const uint32_t *v, uint32_t len, int dedup) {
-  if (dedup)
-    for (size_t at = 0; at < s->n; at += 1 + s->v[at])
-      if (s->v[at] == len && (!len || s->v[at + len] == v[len - 1]) && !memcmp(s->v + at + 1, v, len * sizeof *v))
-        return 1;
+/* Appends stack v[0, len) (bottom first). */
+static int push(rlx_gstacks *s, const uint32_t *v, uint32_t len) {
   if (!reserve(&s->v, &s->cap, s->n + 1 + len)) return 0;
   s->v[s->n] = len;
   memcpy(s->v + s->n + 1, v, len * sizeof *v);
   s->n += 1 + len;
   s->count++;
   return 1;
+}
+
+static void gset_clear(rlx_gset *s) {
+  s->keys.n = s->keys.count = 0;
+  if (++s->stamp == 0) { /* wrapped: forget every slot for real */
+    memset(s->slot, 0, s->cap_slot * sizeof *s->slot);
+    s->stamp = 1;
+  }
+}
+
+static uint64_t hash_stack(const uint32_t *v, uint32_t len) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ len;
+  for (uint32_t i = 0; i < len; i++) h = (h ^ v[i]) * 0x100000001B3ull;
+  return h ^ (h >> 29);
+}
+
+/* Adds stack v[0, len) to s: 1 added, 0 there already, -1 out of memory. */
+static int gset_add(rlx_gset *s, const uint32_t *v, uint32_t len) {
+  if (2 * (s->keys.count + 1) > s->cap_slot) { /* grow and rehash what the stamp still holds */
+    size_t cap = s->cap_slot ? 2 * s->cap_slot : 64;
+    uint32_t (*slot)[2] = rlx_calloc(cap, sizeof *slot);
+    if (!slot) return rlx_error(RLX_ERR_NO_MEMORY, "grammar: out of memory"), -1;
+    for (size_t at = 0; at < s->keys.n; at += 1 + s->keys.v[at]) {
+      size_t i = hash_stack(s->keys.v + at + 1, s->keys.v[at]) & (cap - 1);
+      while (slot[i][1]) i = (i + 1) & (cap - 1);
+      slot[i][0] = 1, slot[i][1] = (uint32_t)at + 1;
+    }
+    rlx_free(s->slot, s->cap_slot * sizeof *s->slot);
+    s->slot = slot;
+    s->cap_slot = cap;
+    s->stamp = 1;
+  }
+  size_t i = hash_stack(v, len) & (s->cap_slot - 1);
+  for (; s->slot[i][0] == s->stamp && s->slot[i][1]; i = (i + 1) & (s->cap_slot - 1)) {
+    const uint32_t *k = s->keys.v + s->slot[i][1] - 1;
+    if (k[0] == len && !memcmp(k + 1, v, len * sizeof *v)) return 0;
+  }
+  if (s->keys.n + 1 + len > UINT32_MAX - 1) return rlx_error(RLX_ERR_NO_MEMORY, "grammar: too many parses"), -1;
+  s->slot[i][0] = s->stamp;
+  s->slot[i][1] = (uint32_t)s->keys.n + 1;
+  return push(&s->keys, v, len) ? 1 : -1;
 }
 
 /* The worklist of expand(): stacks as [e_0 .. e_len-1, len], so the last
@@ -71,17 +118,29 @@ static int wpush(rlx_gstacks *work, const uint32_t *v, uint32_t len) {
 }
 
 /* Expands the stacks of work (emptied) into out, each until its top is a
- * class or it is empty. */
-static int expand(const rlx_llm_grammar *g, rlx_gstacks *work, rlx_gscratch *w, rlx_gstacks *out) {
+ * class or it is empty.  A stack met before in this expansion is not
+ * expanded again (many ways through things that can be empty lead to the
+ * same stacks: without this, x{40} of a nullable x takes 2^40 steps). */
+static rlx_status expand(const rlx_llm_grammar *g, rlx_gstacks *work, rlx_gscratch *w, rlx_gstacks *out) {
+  gset_clear(&w->seen);
+  gset_clear(&w->put);
   while (work->n) {
     uint32_t len = work->v[work->n - 1];
-    if (!reserve(&w->tmp, &w->cap_tmp, (size_t)len + 2)) return 0;
+    if (!reserve(&w->tmp, &w->cap_tmp, (size_t)len + 2)) return RLX_ERR_NO_MEMORY;
     work->n -= 1 + len;
     uint32_t *t = w->tmp;
     memcpy(t, work->v + work->n, len * sizeof *t);
     while (len && g->el[t[len - 1]].type == G_END) len--; /* alternatives done: back to the callers */
+    if (w->seen.keys.n + w->put.keys.n + len > MAX_EXPANSION_WORDS)
+      return rlx_error(RLX_ERR_INVALID_ARG, "grammar: the text has too many parses to follow (over %u words of "
+                       "stacks: an ambiguous grammar, such as (x+)+)", MAX_EXPANSION_WORDS);
+    int fresh = gset_add(len && g->el[t[len - 1]].type == G_REF ? &w->seen : &w->put, t, len);
+    if (fresh <= 0) {
+      if (fresh < 0) return RLX_ERR_NO_MEMORY;
+      continue;
+    }
     if (!len || g->el[t[len - 1]].type == G_CHARS) {
-      if (!push(out, t, len, 1)) return 0;
+      if (!push(out, t, len)) return RLX_ERR_NO_MEMORY;
       continue;
     }
     const uint32_t pos = t[len - 1], r = g->el[pos].a;
@@ -89,10 +148,10 @@ static int expand(const rlx_llm_grammar *g, rlx_gstacks *work, rlx_gscratch *w, 
     else t[len - 1] = pos + 1;
     for (uint32_t k = g->rule_alt[r]; k < g->rule_alt[r + 1]; k++) {
       t[len] = g->alt[k];
-      if (!wpush(work, t, len + 1)) return 0;
+      if (!wpush(work, t, len + 1)) return RLX_ERR_NO_MEMORY;
     }
   }
-  return 1;
+  return RLX_OK;
 }
 
 static int class_has(const rlx_llm_grammar *g, const rlx_gel *e, uint32_t lo, uint32_t hi) {
@@ -106,14 +165,14 @@ static int class_has(const rlx_llm_grammar *g, const rlx_gel *e, uint32_t lo, ui
 }
 
 /* The stacks of in whose class takes cp, advanced and expanded into out. */
-static int advance(const rlx_llm_grammar *g, const rlx_gstacks *in, uint32_t cp, rlx_gscratch *w, rlx_gstacks *out,
+static rlx_status advance(const rlx_llm_grammar *g, const rlx_gstacks *in, uint32_t cp, rlx_gscratch *w, rlx_gstacks *out,
                    rlx_gstacks *work) {
   out->n = out->count = 0;
   work->n = work->count = 0;
   for (size_t at = 0; at < in->n; at += 1 + in->v[at]) {
     uint32_t len = in->v[at];
     if (!len || !class_has(g, &g->el[in->v[at + len]], cp, cp)) continue;
-    if (!wpush(work, in->v + at + 1, len)) return 0;
+    if (!wpush(work, in->v + at + 1, len)) return RLX_ERR_NO_MEMORY;
     work->v[work->n - 2]++;
   }
   return expand(g, work, w, out);
@@ -138,7 +197,8 @@ int rlx_gmatch_try(const rlx_llm_grammar *g, const rlx_gstacks *in, rlx_gutf8 u,
     if (u.need) continue;
     if (u.cp < u.min || u.cp > MAX_CP || (u.cp >= 0xD800 && u.cp <= 0xDFFF)) return 0;
     rlx_gstacks *dst = cur == &w->b ? &w->c : &w->b; /* alternate, never over cur */
-    if (!advance(g, cur, u.cp, w, dst, &w->a)) return -1;
+    rlx_status st = advance(g, cur, u.cp, w, dst, &w->a);
+    if (st != RLX_OK) return (int)st; /* negative */
     cur = dst;
     if (!cur->count) return 0;
   }
@@ -189,9 +249,10 @@ rlx_status rlx_llm_grammar_state_new(const rlx_llm_grammar *g, rlx_llm_grammar_s
   s->g = g;
   int ok = 1;
   for (uint32_t k = g->rule_alt[g->root]; ok && k < g->rule_alt[g->root + 1]; k++) ok = wpush(&s->w.a, &g->alt[k], 1);
-  if (!ok || !expand(g, &s->w.a, &s->w, &s->st)) {
+  rlx_status st = ok ? expand(g, &s->w.a, &s->w, &s->st) : RLX_ERR_NO_MEMORY;
+  if (st != RLX_OK) {
     rlx_llm_grammar_state_free(s);
-    return RLX_ERR_NO_MEMORY;
+    return st;
   }
   *out = s;
   return RLX_OK;
@@ -217,7 +278,7 @@ rlx_status rlx_llm_grammar_state_accept(rlx_llm_grammar_state *s, const char *by
   const rlx_gstacks *res;
   rlx_gutf8 u;
   int r = rlx_gmatch_try(s->g, &s->st, s->u, (const unsigned char *)bytes, n, &s->w, &res, &u);
-  if (r < 0) return RLX_ERR_NO_MEMORY;
+  if (r < 0) return (rlx_status)r;
   if (r == 0) return RLX_OK;
   *accepted = 1;
   return rlx_gstate_set(s, res, u);

@@ -84,7 +84,7 @@ rlx_status rlx_gsampler_new(const rlx_llm_grammar *g, const rlx_tokenizer *t, in
   return RLX_OK;
 }
 
-/* 1 allowed, 0 not, -1 out of memory. */
+/* 1 allowed, 0 not, or the (negative) status of an error. */
 static int allowed(rlx_gsampler *gs, int32_t id) {
   if (rlx_tokenizer_is_eog(gs->t, id)) return rlx_llm_grammar_state_complete(gs->st);
   const uint32_t a = gs->off[id], b = gs->off[id + 1];
@@ -101,13 +101,13 @@ rlx_status rlx_gsampler_sample(rlx_gsampler *gs, rlx_sampler *s, int greedy, con
   if (greedy) {
     if ((st = rlx_sampler_sample(s, logits, gs->n_vocab, history, n_history, id)) != RLX_OK) return st;
     int ok = allowed(gs, *id);
-    if (ok < 0) return RLX_ERR_NO_MEMORY;
+    if (ok < 0) return (rlx_status)ok;
     if (ok) return RLX_OK;
   }
   int any = 0;
   for (int32_t i = 0; i < gs->n_vocab; i++) {
     int ok = logits[i] > -INFINITY ? allowed(gs, i) : 0;
-    if (ok < 0) return RLX_ERR_NO_MEMORY;
+    if (ok < 0) return (rlx_status)ok;
     gs->masked[i] = ok ? logits[i] : -INFINITY;
     any |= ok;
   }
