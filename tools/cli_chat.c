@@ -131,29 +131,10 @@ static int interact(const char *cmd, rlx_llm_chat *chat, convo *c, int32_t n_fix
   return code;
 }
 
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    n += fread(buf + n, 1, cap - n, f);
-    if (n < cap) break;
-    char *g = cap < ((size_t)1 << 30) ? realloc(buf, cap * 2) : NULL;
-    if (!g) free(buf);
-    buf = g, cap *= 2;
-  }
-  int err = ferror(f);
-  fclose(f);
-  if (err) return free(buf), NULL;
-  *len = n;
-  return buf;
-}
-
 /* The --messages file's messages appended to c; 0 with the error printed. */
 static int load_messages(const char *cmd, const char *path, convo *c) {
   size_t len = 0;
-  char *json = read_file(path, &len);
+  char *json = cli_read_file(path, &len);
   if (!json) return cli_usage_error(cmd, "--messages %s: cannot read the file", path), 0;
   rlx_llm_chat_message *m = NULL;
   int32_t n = 0;
@@ -188,10 +169,9 @@ static int print_prompt(const char *cmd, rlx_llm_chat *chat, const convo *c) {
   return st == RLX_OK ? CLI_OK : cli_lib_error(cmd, CLI_USAGE, "rendering the prompt");
 }
 
-static int cli_chat(int argc, char **argv) {
+static int chat_with(int argc, char **argv, rlx_llm_sampling *s) {
   const char *cmd = "chat", *model = NULL, *system = NULL, *messages = NULL, *tmpl = NULL, *overflow = NULL;
   const char *stop[CLI_MAX_STOP];
-  rlx_llm_sampling s = rlx_llm_sampling_default();
   long ctx = 0;
   int show_prompt = 0, xq8 = 0;
   cli_loras loras = {.n = 0};
@@ -211,7 +191,7 @@ static int cli_chat(int argc, char **argv) {
     case C_THREADS: ok = cli_opt_threads(&a); break;
     case C_XQ8: xq8 = 1; break;
     case C_LORA: ok = cli_opt_string(&a, &v) && cli_loras_add(cmd, v, &loras); break;
-    default: ok = cli_sampling_option(&a, a.opt - C_SAMPLING, &s, stop); break;
+    default: ok = cli_sampling_option(&a, a.opt - C_SAMPLING, s, stop); break;
     }
     if (!ok) return cli_loras_free(&loras), CLI_USAGE;
   }
@@ -245,12 +225,19 @@ static int cli_chat(int argc, char **argv) {
     rlx_llm_chat_template(chat, &why);
     if (!show_prompt) fprintf(stderr, "[template: %s]\n", why);
     if (show_prompt) code = print_prompt(cmd, chat, &c);
-    else if (messages) code = answer(cmd, chat, &c, &s);
-    else code = interact(cmd, chat, &c, c.n, &s);
+    else if (messages) code = answer(cmd, chat, &c, s);
+    else code = interact(cmd, chat, &c, c.n, s);
   }
   rlx_llm_chat_free(chat);
   rlx_llm_free(m);
   while (c.n) convo_pop(&c);
   free(c.m);
+  return code;
+}
+
+static int cli_chat(int argc, char **argv) {
+  rlx_llm_sampling s = rlx_llm_sampling_default();
+  int code = chat_with(argc, argv, &s);
+  cli_sampling_free(&s);
   return code;
 }

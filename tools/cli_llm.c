@@ -105,9 +105,8 @@ const cli_command cli_generate_command = {
     "generated tokens per second) and what stopped it to stderr.",
     generate_options, cli_sampling_notes};
 
-static int cli_generate(int argc, char **argv) {
+static int generate_with(int argc, char **argv, rlx_llm_sampling *s) {
   const char *cmd = "generate", *model = NULL, *prompt = NULL, *ids_text = NULL, *stop[CLI_MAX_STOP];
-  rlx_llm_sampling s = rlx_llm_sampling_default();
   long ctx = 0;
   int print_ids = 0, xq8 = 0;
   cli_loras loras = {.n = 0};
@@ -125,7 +124,7 @@ static int cli_generate(int argc, char **argv) {
     case G_CTX: ok = cli_opt_long(&a, 1, 1 << 24, &ctx); break;
     case G_IDS: print_ids = 1; break;
     case G_XQ8: xq8 = 1; break;
-    default: ok = cli_sampling_option(&a, a.opt - G_SAMPLING, &s, stop); break;
+    default: ok = cli_sampling_option(&a, a.opt - G_SAMPLING, s, stop); break;
     }
     if (!ok) return cli_loras_free(&loras), CLI_USAGE;
   }
@@ -150,7 +149,7 @@ static int cli_generate(int argc, char **argv) {
   }
   rlx_llm_stats st;
   id_list out = {NULL, 0, 0};
-  rlx_status r = rlx_llm_generate_ids(m, ids, n_ids, &s, print_ids ? on_token_ids : on_token, &out, &st);
+  rlx_status r = rlx_llm_generate_ids(m, ids, n_ids, s, print_ids ? on_token_ids : on_token, &out, &st);
   printf("\n");
   if (print_ids && r == RLX_OK) {
     printf("{\"prompt_ids\": ");
@@ -170,6 +169,13 @@ static int cli_generate(int argc, char **argv) {
             (int)st.generated_tokens, st.generate_seconds > 0 ? st.generated_tokens / st.generate_seconds : 0.0,
             cli_stopped_by[st.stopped_by]);
   rlx_llm_free(m);
+  return code;
+}
+
+static int cli_generate(int argc, char **argv) {
+  rlx_llm_sampling s = rlx_llm_sampling_default();
+  int code = generate_with(argc, argv, &s);
+  cli_sampling_free(&s);
   return code;
 }
 

@@ -1,7 +1,8 @@
 /* cli_sampling.c - the sampling options that generate and chat share
  * (their table rows are CLI_SAMPLING_OPTIONS in cli.h): parsing one into
- * an rlx_llm_sampling, the defaults paragraph of --help, and the names of
- * what stopped a generation. */
+ * an rlx_llm_sampling (--grammar FILE parsed into its grammar), the
+ * defaults paragraph of --help, and the names of what stopped a
+ * generation. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -21,6 +22,47 @@ int cli_opt_range(cli_args *a, double min, double max, float *out) {
   return 1;
 }
 
+char *cli_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    n += fread(buf + n, 1, cap - n, f);
+    if (n < cap) break;
+    char *g = cap < ((size_t)1 << 30) ? realloc(buf, cap * 2) : NULL;
+    if (!g) free(buf);
+    buf = g, cap *= 2;
+  }
+  int err = ferror(f);
+  fclose(f);
+  if (err) return free(buf), NULL;
+  *len = n;
+  return buf;
+}
+
+/* --grammar FILE: the file's GBNF, parsed (refused with the parser's
+ * message). */
+static int grammar_option(cli_args *a, rlx_llm_sampling *s) {
+  const char *path;
+  if (!cli_opt_string(a, &path)) return 0;
+  if (s->grammar) return cli_usage_error(a->cmd, "give one --grammar"), 0;
+  size_t len = 0;
+  char *text = cli_read_file(path, &len);
+  if (!text) return cli_usage_error(a->cmd, "--grammar %s: cannot read the file", path), 0;
+  rlx_llm_grammar *g = NULL;
+  rlx_status st = rlx_llm_grammar_parse(text, len, &g);
+  free(text);
+  if (st != RLX_OK) return cli_usage_error(a->cmd, "--grammar %s: %s", path, rlx_last_error()), 0;
+  s->grammar = g;
+  return 1;
+}
+
+void cli_sampling_free(rlx_llm_sampling *s) {
+  rlx_llm_grammar_free((rlx_llm_grammar *)s->grammar);
+  s->grammar = NULL;
+}
+
 int cli_sampling_option(cli_args *a, int k, rlx_llm_sampling *s, const char **stop) {
   long lv;
   switch (k) {
@@ -32,6 +74,7 @@ int cli_sampling_option(cli_args *a, int k, rlx_llm_sampling *s, const char **st
   case CLI_S_REPEAT_PENALTY: return cli_opt_range(a, 1e-3, 100, &s->repeat_penalty);
   case CLI_S_REPEAT_LAST_N: return cli_opt_long(a, -1, INT32_MAX, &lv) && (s->repeat_last_n = (int32_t)lv, 1);
   case CLI_S_SEED: return cli_opt_u64(a, &s->seed);
+  case CLI_S_GRAMMAR: return grammar_option(a, s);
   case CLI_S_STOP:
     if (s->n_stop == CLI_MAX_STOP) return cli_usage_error(a->cmd, "at most %d --stop strings", CLI_MAX_STOP), 0;
     if (!cli_opt_string(a, &stop[s->n_stop])) return 0;

@@ -7,7 +7,11 @@
 # from the cache) and /regen answers again from the cache; --overflow drop
 # keeps a long conversation within a small context where refuse does not;
 # --lora changes the answer (and at scale 0 does not), --xq8 runs;
-# and an interactive session under tmux (a terminal: the "> " prompt).
+# --grammar FILE (of chat and generate) gives only text of the grammar: a
+# choice of words at any seed, a fixed string exactly, and a malformed
+# grammar, a missing file or two of them refused (exit 2, the parser's
+# message) before the model is read; and an interactive session under tmux
+# (a terminal: the "> " prompt).
 # A few seconds.
 #   tests/cli/test_chat.sh [path/to/rlx]
 set -u
@@ -105,6 +109,32 @@ printf '%s\n' "$long" "$long" "$long" "$long" |
   fail "drop exited $?"
 [ "$(grep -c '^\[prompt:' "$tmp/drop.err")" -eq 4 ] || fail "drop: want 4 answered turns: $(cat "$tmp/drop.err")"
 grep -q "oldest turns dropped" "$tmp/drop.err" || fail "drop: no turn was dropped: $(cat "$tmp/drop.err")"
+
+# ---- --grammar FILE ----
+printf 'root ::= ("red" | "green" | "blue") "."  # a colour\n' >"$tmp/colour.gbnf"
+for seed in 1 2 3 4 5; do
+  "$RLX" generate --model "$MODEL" --prompt "My favourite colour is" --temperature 1.2 --seed $seed \
+    --grammar "$tmp/colour.gbnf" >"$tmp/out" 2>"$tmp/err" || fail "generate --grammar: $(cat "$tmp/err")"
+  grep -qxE '(red|green|blue)\.' "$tmp/out" || fail "generate --grammar seed $seed: '$(cat "$tmp/out")'"
+  grep -q 'stopped by: end-of-generation token' "$tmp/err" || fail "generate --grammar seed $seed: $(cat "$tmp/err")"
+done
+
+printf 'root ::= "{\\"ok\\": true}"\n' >"$tmp/fixed.gbnf"
+echo '[{"role": "user", "content": "Say it."}]' >"$tmp/messages.json"
+"$RLX" chat --model "$MODEL" --messages "$tmp/messages.json" --temperature 0.8 --grammar "$tmp/fixed.gbnf" \
+  >"$tmp/out" 2>"$tmp/err" || fail "chat --grammar: $(cat "$tmp/err")"
+[ "$(cat "$tmp/out")" = '{"ok": true}' ] || fail "chat --grammar: '$(cat "$tmp/out")'"
+
+printf 'root ::= "a" thing\n' >"$tmp/bad.gbnf"
+expect_message "an undefined rule" "^rlx generate: --grammar $tmp/bad.gbnf: grammar: line 1, column 14: undefined rule 'thing'$" \
+  generate --model missing.gguf --prompt x --grammar "$tmp/bad.gbnf"
+expect_message "chat: left recursion" "^rlx chat: --grammar .*: grammar: rule 'root' can reach itself" \
+  chat --model missing.gguf --grammar <(printf 'root ::= root "a" | "b"\n')
+expect_message "a missing file" "^rlx generate: --grammar $tmp/none.gbnf: cannot read the file$" \
+  generate --model missing.gguf --prompt x --grammar "$tmp/none.gbnf"
+expect_message "two grammars" "^rlx generate: give one --grammar$" \
+  generate --model missing.gguf --prompt x --grammar "$tmp/colour.gbnf" --grammar "$tmp/colour.gbnf"
+
 
 # ---- interactive, on a terminal (tmux) -----------------------------------------------------
 if command -v tmux >/dev/null; then
