@@ -177,7 +177,7 @@ build/librlx.a: $(LIB_OBJ)
 # declaration moved out of them stops being exported.  Soname librlx.so.0
 # (make install adds the links); tests/python/test_symbols.py checks nm -D.
 PUBLIC_HDRS := include/rlx.h include/rlx_models.h include/rlx_op_info.h include/rlx_gguf.h include/rlx_llm.h \
-               include/rlx_llm_train.h include/rlx_llm_chat.h
+               include/rlx_llm_train.h include/rlx_llm_chat.h include/rlx_llm_grammar.h
 .PHONY: print-public-hdrs
 print-public-hdrs:
 	@echo $(PUBLIC_HDRS)

@@ -130,7 +130,8 @@ class LlmInfo(ctypes.Structure):
 class LlmSampling(ctypes.Structure):
     _fields_ = [("temperature", c_float), ("top_k", c_int32), ("top_p", c_float), ("min_p", c_float),
                 ("repeat_penalty", c_float), ("repeat_last_n", c_int32), ("seed", ctypes.c_uint64),
-                ("max_tokens", c_int32), ("stop", ctypes.POINTER(c_char_p)), ("n_stop", c_int32)]
+                ("max_tokens", c_int32), ("stop", ctypes.POINTER(c_char_p)), ("n_stop", c_int32),
+                ("grammar", c_void_p)]
 
 
 class LlmStats(ctypes.Structure):
@@ -275,6 +276,8 @@ _SIGNATURES = {
     "rlx_llm_generator_free": (None, [c_void_p]),
     "rlx_llm_tokens_evaluated": (ctypes.c_uint64, [c_void_p]),
     # rlx_llm_chat.h
+    "rlx_llm_grammar_parse": (c_int, [c_char_p, c_size_t, ctypes.POINTER(c_void_p)]),
+    "rlx_llm_grammar_free": (None, [c_void_p]),
     "rlx_llm_chat_template_name": (c_char_p, [c_int32]),
     "rlx_llm_chat_new": (c_int, [c_void_p, ctypes.POINTER(LlmChatOptions), ctypes.POINTER(c_void_p)]),
     "rlx_llm_chat_free": (None, [c_void_p]),

@@ -225,6 +225,29 @@ def _sampling(what, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty
     return s, stop_arr
 
 
+class _Grammar:
+    """A GBNF grammar parsed for one call (with: freed after it); None
+    text: no grammar.  A malformed grammar raises the parser's message."""
+
+    def __init__(self, what, text):
+        self.ptr = None
+        if text is None:
+            return
+        b = _text_bytes(text, "%s: grammar" % what)
+        g = ctypes.c_void_p()
+        check(lib().rlx_llm_grammar_parse(b, len(b), ctypes.byref(g)))
+        self.ptr = g
+
+    def __enter__(self):
+        return self.ptr
+
+    def __exit__(self, *exc):
+        if self.ptr is not None:
+            lib().rlx_llm_grammar_free(self.ptr)
+            self.ptr = None
+        return False
+
+
 class LanguageModel(_native.Handle):
     """A GGUF language model (an rlx_llm), made by rlx.load_gguf().
 
@@ -394,7 +417,7 @@ class LanguageModel(_native.Handle):
 
     # ---- generation ------------------------------------------------------------
     def generate(self, prompt_or_ids, max_tokens=64, temperature=0, top_k=0, top_p=1, min_p=0, repeat_penalty=1,
-                 repeat_last_n=64, seed=0, stop=(), on_token=None):
+                 repeat_last_n=64, seed=0, stop=(), on_token=None, grammar=None):
         """Generates up to max_tokens tokens after the prompt (text, tokenized
         as tokenize() does with the file's BOS rule, or token ids), starting
         from an empty context.  Greedy when temperature is 0, or below 1e-6
@@ -404,7 +427,10 @@ class LanguageModel(_native.Handle):
         (0: off), temperature, a draw seeded by seed.  Stops at an
         end-of-generation token, a stop string (a str or a sequence of str;
         the text before it is kept), a full context, or when on_token returns
-        a true value.
+        a true value.  grammar: None, or GBNF text (llama.cpp's format) the
+        output follows: only tokens that continue it are drawn, and it ends
+        only where the text is complete under it (a malformed grammar raises
+        the parser's message).
 
         on_token(id, text) is called for each generated token with the text
         it completes (whole UTF-8 characters, possibly '' while a character
@@ -433,6 +459,11 @@ class LanguageModel(_native.Handle):
         if on_token is not None and not callable(on_token):
             fail("%s: on_token must be callable or None (got %s)" % (what, type(on_token).__name__))
 
+        with _Grammar(what, grammar) as g:
+            s.grammar = g
+            return self._generate(h, prompt, s, on_token)
+
+    def _generate(self, h, prompt, s, on_token):
         L = lib()
         gen = ctypes.c_void_p()
         check(L.rlx_llm_generator_new(h, prompt.ptr, prompt.n, ctypes.byref(s), ctypes.byref(gen)))
@@ -481,7 +512,7 @@ class LanguageModel(_native.Handle):
         return self._chat_session(template, "refuse").prompt(messages, add_generation_prompt)
 
     def chat(self, messages, template=None, overflow="refuse", max_tokens=256, temperature=0, top_k=0, top_p=1,
-             min_p=0, repeat_penalty=1, repeat_last_n=64, seed=0, stop=(), on_token=None):
+             min_p=0, repeat_penalty=1, repeat_last_n=64, seed=0, stop=(), on_token=None, grammar=None):
         """Answers a conversation: messages is a list of {"role": "system" |
         "user" | "assistant", "content": str} dicts ending with a user message
         (a system message only first).  It is rendered in the chat template
@@ -492,7 +523,7 @@ class LanguageModel(_native.Handle):
         an edited or removed turn rolls the cache back to where it differs.
         overflow: "refuse" a conversation that leaves no room in the context,
         or "drop" its oldest turns after the system prompt.  The sampling
-        arguments and on_token(id, text) are generate()'s.  eval(), reset()
+        arguments, grammar and on_token(id, text) are generate()'s.  eval(), reset()
         and generate() share the cache: a chat after them recomputes.
 
         Returns (text, stats): the reply, and a dict with prompt_tokens (the
@@ -503,7 +534,9 @@ class LanguageModel(_native.Handle):
         what = "LanguageModel.chat"
         s, keep_stops = _sampling(what, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n,
                                   seed, stop)
-        return self._chat_session(template, overflow).respond(messages, s, on_token, STOPPED_BY)
+        with _Grammar(what, grammar) as g:
+            s.grammar = g
+            return self._chat_session(template, overflow).respond(messages, s, on_token, STOPPED_BY)
 
 
 def load_gguf(path, n_ctx=0, budget=0, xq8=False, lora=None, threads=0):

@@ -4,7 +4,9 @@ everything evaluated before in the KV cache each turn (the counts of the
 library's evaluated-token counter) and answers as a recomputation from an
 empty cache does; regenerating evaluates one prompt token; the CLI's
 --messages answer equals chat's; a full context is refused or trimmed as
-overflow says; bad arguments raise RlxInvalidArgument naming them.
+overflow says; bad arguments raise RlxInvalidArgument naming them;
+grammar= (GBNF text) holds generate's and chat's output to the grammar, and
+a malformed one raises the parser's message.
 
 Run: make test-python   (PYTHONPATH=python python3 -m unittest tests/python/test_chat.py)
 """
@@ -97,6 +99,22 @@ class ChatTest(unittest.TestCase):
             self.assertTrue(lm.chat_prompt(msgs).startswith("<|im_start|>system\nBe brief.<|im_end|>"))
         finally:
             lm.close()
+
+    def test_grammar(self):
+        words = 'root ::= ("north" | "south" | "east" | "west") "!"'
+        for seed in range(4):
+            text, ids, st = self.lm.generate("Which way?", temperature=1.0, seed=seed, grammar=words)
+            self.assertIn(text, ["north!", "south!", "east!", "west!"])
+            self.assertEqual(st["stopped_by"], "end_of_generation")
+        text, st = self.lm.chat([{"role": "user", "content": "Count."}], temperature=0.7, seed=1,
+                                grammar='root ::= [1-9] ("," [0-9]){2}')
+        self.assertRegex(text, r"^[1-9],[0-9],[0-9]$")
+        with self.assertRaises(rlx.RlxInvalidArgument) as e:
+            self.lm.generate("x", grammar="root ::= (")
+        self.assertIn("grammar: line 1, column 10: a '(' without its ')'", str(e.exception))
+        with self.assertRaises(rlx.RlxInvalidArgument) as e:
+            self.lm.chat([{"role": "user", "content": "hi"}], grammar="start ::= \"a\"")
+        self.assertIn("grammar: no 'root' rule", str(e.exception))
 
     def test_bad_arguments(self):
         ok = [{"role": "user", "content": "hi"}]
