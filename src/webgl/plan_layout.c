@@ -13,7 +13,7 @@
  * readers whose outputs have other constraints. */
 static int flat_safe(const char *shader) {
   static const char *const names[] = {"binary", "unary", "copy", "where", "strided", "pad", "gather", "concat",
-                                      "scatter_add", "pointwise_grad", "rope", "unpack4", NULL};
+                                      "scatter_add", "pointwise_grad", "rope", "unpack4", "adam_update", NULL};
   for (int32_t k = 0; names[k]; k++)
     if (strcmp(names[k], shader) == 0) return 1;
   return 0;

@@ -5,8 +5,10 @@
 // (y[i] y[i]) (u_in0 = m or v, u_in1 = g; u_f = {a, c}).  MODE 1: the new
 // param, s = (m'[i] / bias1) / (sqrt(v'[i] / bias2) + eps) [+ wd p[i]],
 // out[i] = p[i] - lr s (u_in0 = p, u_in1 = m', u_in2 = v', u_in3 = lr,
-// u_in4 = bias1, u_in5 = bias2, one value each; u_f = {eps, wd}).  All
-// flat, one float per texel.
+// u_in4 = bias1, u_in5 = bias2, one value each; u_f = {eps, wd}).  Every
+// read goes through rlx_fetch, so the param may hold 1 or 4 floats per
+// texel (plan_layout.c's flat-safe shaders): the layout the sessions that
+// share it (the loss and gradients plans) give it.
 #include "common.glsl"
 
 uniform highp sampler2D u_in0;
