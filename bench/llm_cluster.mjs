@@ -78,10 +78,9 @@ async function measure(server, relay, model, corpus, n) {
     });
     const error = await pages[0].textContent('#error');
     if (error) throw new Error(`cluster.html: ${error}`);
-    const states = await Promise.all(pages.map(state));
-    const li = states.findIndex((s) => s.role === 'leader');
-    if (li < 0) throw new Error(`no leader among ${n} ranks`);
     const from = await Promise.all(pages.map(state));
+    const li = from.findIndex((s) => s.role === 'leader');
+    if (li < 0) throw new Error(`no leader among ${n} ranks`);
     const target = from[li].step + STEPS;
     await pages[li].waitForFunction((t) => window.rlxCluster.state.step >= t, target, { timeout: STEP_TIMEOUT_MS * STEPS, polling: 20 });
     const to = await Promise.all(pages.map(state));

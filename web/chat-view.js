@@ -7,7 +7,7 @@
 // and speed. Regenerate sends the same conversation again without its last
 // reply (the cache rolls back to it); Clear forgets the conversation.
 //
-//   const chat = new ChatView({ model: () => lm, sampling: () => readFields(...), setBusy, onIdle });
+//   const chat = new ChatView({ model: () => lm, sampling: () => readFields(...), setBusy });
 //   chat.modelChanged(info, lm.chatTemplate);   after each load
 import { show, status, showError } from './page-status.js';
 import { notStarted } from './fields.js';

@@ -123,8 +123,6 @@ void *rlx_wasm_thread_stack(int32_t index);
 void rlx_wasm_thread_run(int32_t index);
 /* Wakes every Worker and makes its loop return. */
 void rlx_wasm_threads_stop(void);
-/* Workers inside rlx_wasm_thread_run now. */
-int32_t rlx_wasm_threads_running(void);
 /* A word JS sets (Atomics.store) when a Worker traps: the caller's join
  * traps then instead of waiting for a range that never ends. */
 int32_t *rlx_wasm_thread_dead_flag(void);

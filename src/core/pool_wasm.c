@@ -39,10 +39,10 @@
 
 struct rlx_pool {
   rlx_pool_loop loop;
-  int32_t threads, holders;
+  int32_t threads;
   rlx_scratch ws[RLX_WASM_MAX_THREADS]; /* the pool's own workspaces */
   atomic_int gen;                     /* the loop being run (wait32 needs an int) */
-  atomic_int stop, dead, running;     /* running: workers inside rlx_wasm_thread_run */
+  atomic_int stop, dead;
   atomic_flag busy;
 };
 
@@ -77,7 +77,6 @@ int32_t *rlx_wasm_thread_dead_flag(void) { return (int32_t *)&pool.dead; }
 
 void rlx_wasm_thread_run(int32_t index) {
   if (index < 1 || index >= pool.threads) return;
-  atomic_fetch_add(&pool.running, 1);
   int seen = atomic_load(&pool.gen);
   while (!atomic_load(&pool.stop)) {
     int g = seen;
@@ -89,7 +88,6 @@ void rlx_wasm_thread_run(int32_t index) {
     seen = g;
     rlx_pool_loop_run(&pool.loop, (unsigned)g, index);
   }
-  atomic_fetch_sub(&pool.running, 1);
 }
 
 void rlx_wasm_threads_stop(void) {
@@ -97,8 +95,6 @@ void rlx_wasm_threads_stop(void) {
   atomic_fetch_add(&pool.gen, 1);
   __builtin_wasm_memory_atomic_notify((int *)&pool.gen, (unsigned)-1);
 }
-
-int32_t rlx_wasm_threads_running(void) { return atomic_load(&pool.running); }
 
 int32_t rlx_threads_default(void) { return pool.threads > 0 ? pool.threads : 1; }
 
@@ -117,13 +113,12 @@ rlx_status rlx_pool_acquire(int32_t threads, rlx_pool **out) {
   if (threads != pool.threads)
     return rlx_error(RLX_ERR_INVALID_ARG, "thread pool: %d threads, but this module started %d", (int)threads,
                      (int)pool.threads);
-  pool.holders++;
   *out = &pool;
   return RLX_OK;
 }
 
 void rlx_pool_release(rlx_pool *p) {
-  if (p) p->holders--; /* the Workers stay until JS stops them (rlx_wasm_threads_stop) */
+  (void)p; /* the Workers stay until JS stops them (rlx_wasm_threads_stop) */
 }
 
 void rlx_parallel_for(size_t n, size_t grain, size_t work, rlx_task_fn fn, void *ctx, rlx_scratch *ws) {

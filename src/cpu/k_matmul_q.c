@@ -246,18 +246,21 @@ typedef struct {
   const qtable *t;
   const uint8_t *w;
   const rlx_xq8 *c;
-  size_t M;
+  size_t M, chunk; /* chunk: weight rows a range holds (the parallel-for's grain) */
   rlx_q8_tile_fn fn;
   float *y;
 } tile8_loop;
 
-static size_t tile8_chunk(const qtable *t) { return fused_chunk(t) < 4 ? 4 : fused_chunk(t) & ~(size_t)3; }
+static size_t tile8_chunk(const qtable *t) {
+  const size_t c = fused_chunk(t);
+  return c < 4 ? 4 : c & ~(size_t)3;
+}
 
 static void tile8_range(void *ctx, size_t b, size_t e, rlx_scratch *ws) {
   (void)ws;
   const tile8_loop *l = ctx;
   const qtable *t = l->t;
-  const size_t N = (size_t)t->rows, chunk = tile8_chunk(t);
+  const size_t N = (size_t)t->rows, chunk = l->chunk;
   for (size_t n0 = b; n0 < e; n0 += chunk)
     l->fn(l->w + n0 * t->stride, t->stride, l->c->q, l->c->d, l->M, (int64_t)t->nblocks, l->y + n0, N,
           e - n0 < chunk ? e - n0 : chunk);
@@ -265,8 +268,8 @@ static void tile8_range(void *ctx, size_t b, size_t e, rlx_scratch *ws) {
 
 void rlx_qtable_tiles8(const rlx_qtable *t, rlx_q8_tile_fn fn, const uint8_t *w, const rlx_xq8 *c, size_t M,
                        float *y) {
-  const tile8_loop l = {t, w, c, M, fn, y};
-  rlx_parallel_for((size_t)t->rows, tile8_chunk(t), M * (size_t)t->cols, tile8_range, (void *)&l, NULL);
+  const tile8_loop l = {t, w, c, M, tile8_chunk(t), fn, y};
+  rlx_parallel_for((size_t)t->rows, l.chunk, M * (size_t)t->cols, tile8_range, (void *)&l, NULL);
 }
 #endif
 

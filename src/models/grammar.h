@@ -73,8 +73,6 @@ const rlx_gstacks *rlx_gstate_stacks(const rlx_llm_grammar_state *s, rlx_gutf8 *
 const rlx_llm_grammar *rlx_gstate_grammar(const rlx_llm_grammar_state *s);
 rlx_status rlx_gstate_set(rlx_llm_grammar_state *s, const rlx_gstacks *st, rlx_gutf8 u);
 
-#endif
-
 /* ---- sampling under a grammar (grammar_sample.c) ---- */
 struct rlx_tokenizer;
 struct rlx_sampler;
@@ -89,3 +87,5 @@ rlx_status rlx_gsampler_sample(rlx_gsampler *gs, struct rlx_sampler *s, int gree
                                const int32_t *history, size_t n_history, int32_t *id);
 /* Moves the grammar on by token id (an allowed one). */
 rlx_status rlx_gsampler_accept(rlx_gsampler *gs, int32_t id);
+
+#endif

@@ -16,5 +16,4 @@ EXPORT(rlx_wasm_threads_start) int32_t w_threads_start(int32_t threads, int32_t 
 EXPORT(rlx_wasm_thread_stack) void *w_thread_stack(int32_t index) { return rlx_wasm_thread_stack(index); }
 EXPORT(rlx_wasm_thread_run) void w_thread_run(int32_t index) { rlx_wasm_thread_run(index); }
 EXPORT(rlx_wasm_threads_stop) void w_threads_stop(void) { rlx_wasm_threads_stop(); }
-EXPORT(rlx_wasm_threads_running) int32_t w_threads_running(void) { return rlx_wasm_threads_running(); }
 EXPORT(rlx_wasm_thread_dead_flag) int32_t *w_thread_dead_flag(void) { return rlx_wasm_thread_dead_flag(); }

@@ -131,7 +131,6 @@ export class FollowMethods {
       return;
     }
     const now = this.clock.now();
-    this._computeMs = now - t0;
     pushRate(this._rate, now, r.samples, now - t0);
     if (version !== this.version) {
       this.stats.abandoned++; // newer params arrived meanwhile; this bucket is stale
@@ -145,10 +144,16 @@ export class FollowMethods {
     this._computeDone();
   }
 
+  /** The last compute's duration (the rate window's newest entry), or null before the first. */
+  _lastComputeMs() {
+    return this._rate.length ? this._rate[this._rate.length - 1].ms : null;
+  }
+
   /** How long the compute about to start may keep this rank silent (0: too short to announce). */
   _busyEstimate() {
-    if (this._computeMs === null) return this.firstComputeMs;
-    return this._computeMs > this.policy.heartbeatMs / 2 ? Math.min(BOUNDS.maxBusyMs, Math.ceil(BUSY_MARGIN * this._computeMs)) : 0;
+    const last = this._lastComputeMs();
+    if (last === null) return this.firstComputeMs;
+    return last > this.policy.heartbeatMs / 2 ? Math.min(BOUNDS.maxBusyMs, Math.ceil(BUSY_MARGIN * last)) : 0;
   }
 
   /** The busy time left that this rank's heartbeats announce (0 when not computing). */

@@ -163,7 +163,6 @@ export class Rank {
     this._computing = false;
     this._computeWanted = false;
     this._computedVersion = -1;
-    this._computeMs = null; // the last compute's duration: the next one's estimate (follow.js)
     this._busyUntil = 0;
     this._rate = [];
     this._cohortRate = [];

@@ -237,7 +237,8 @@ export class StepMethods {
       const p = this.peers.get(id);
       if (p && p.busyMs > 0 && !this.suspects.has(id)) until = Math.max(until, p.lastSeen + p.busyMs);
     }
-    if (this._computeMs !== null) until = Math.min(until, c.t0 + Math.max(this.policy.collectMs, SLOWER_PEER * this._computeMs));
+    const own = this._lastComputeMs();
+    if (own !== null) until = Math.min(until, c.t0 + Math.max(this.policy.collectMs, SLOWER_PEER * own));
     return Math.max(0, Math.ceil(until - now));
   }
 

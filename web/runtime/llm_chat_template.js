@@ -62,22 +62,19 @@ export function builtinTemplates(mod) {
   }
 }
 
-function tokenText(mod, handle, id) {
+/** The text an export returns as (pointer, its length written to a last argument), or null (a NULL pointer). */
+function lengthText(mod, name, ...args) {
   return mod.scoped((t) => {
     const len = t.alloc(4);
-    const p = mod.call('rlx_llm_token_text', handle, id, len) >>> 0;
-    return p ? mod.decoder.decode(mod.u8(p, mod.i32(len, 1)[0] >>> 0)) : '';
+    const p = mod.call(name, ...args, len) >>> 0;
+    return p ? mod.text(p, mod.i32(len, 1)[0] >>> 0) : null; // text(): a copy out of a shared memory too
   });
 }
 
+const tokenText = (mod, handle, id) => lengthText(mod, 'rlx_llm_token_text', handle, id) ?? '';
+
 /** The file's tokenizer.chat_template, or null. */
-export function fileTemplate(mod, handle) {
-  return mod.scoped((t) => {
-    const len = t.alloc(4);
-    const p = mod.call('rlx_llm_chat_template_text', handle, len) >>> 0;
-    return p ? mod.decoder.decode(mod.u8(p, mod.i32(len, 1)[0] >>> 0)) : null;
-  });
-}
+export const fileTemplate = (mod, handle) => lengthText(mod, 'rlx_llm_chat_template_text', handle);
 
 /** The built-in template for the model: named (or null: detected from the file) -> { index, name, why }. */
 function builtin(fn, mod, handle, name) {
@@ -86,7 +83,8 @@ function builtin(fn, mod, handle, name) {
     const why = t.alloc(256);
     const index = t.alloc(4);
     mod.check(mod.call('rlx_llm_chat_template_choose', handle, nameStr, why, 256, index), `${fn}: `);
-    return { index: mod.i32(index, 1)[0], name: builtinTemplates(mod)[mod.i32(index, 1)[0]], why: mod.cstring(why) };
+    const i = mod.i32(index, 1)[0];
+    return { index: i, name: mod.cstring(mod.call('rlx_llm_chat_template_name', i)), why: mod.cstring(why) };
   });
 }
 
@@ -203,7 +201,7 @@ function renderBuiltin(fn, model, choice, messages, addGenerationPrompt, bos, eo
       let from = 0;
       for (let i = 0; i < n; i++) {
         const end = m.i32(ends, n)[i] >>> 0;
-        parts.push({ text: m.decoder.decode(m.u8(text + from, end - from)), special: m.u8(special, n)[i] === 1, msg: m.i32(msg, n)[i] });
+        parts.push({ text: m.text(text + from, end - from), special: m.u8(special, n)[i] === 1, msg: m.i32(msg, n)[i] });
         from = end;
       }
       return { text: parts.map((p) => p.text).join(''), parts, addBos: fileBos && m.i32(writesBos, 1)[0] === 0, template: publicChoice(choice) };
