@@ -12,23 +12,8 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
-#include <immintrin.h>
-#include <string.h>
 
-#define AVX2 __attribute__((target("avx2,fma,f16c")))
-
-AVX2 static inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-AVX2 static inline float f16(const uint8_t *p) {
-  uint16_t h;
-  memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
+#include "x86_avx2.h"
 
 /* the low 8 int8 lanes of v as 8 floats */
 AVX2 static inline __m256 cvt8(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)); }
@@ -261,19 +246,15 @@ ROWS8(rows8_q4_0, 1)
 
 static const rlx_wt_rows8_set avx2_rows8 = {rows8_q8_0, rows8_q4_0};
 
-/* The CPU is asked once: CPUID traps to the hypervisor in a VM (asked on
- * every call it took 12% of a token's time here). */
+static int has_avx2_fma_f16c(void) {
+  unsigned a, b, c, d; /* F16C by cpuid: clang 14's __builtin_cpu_supports does not know "f16c" */
+  int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
+}
+
 const rlx_wt_rows_set *rlx_wt_rows_avx2(void) {
-  static int known; /* 0: not asked yet, 1: no, 2: yes */
-  int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
-  if (!k) {
-    __builtin_cpu_init();
-    unsigned a, b, c, d; /* F16C by cpuid: clang 14's __builtin_cpu_supports does not know "f16c" */
-    int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
-    k = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c ? 2 : 1;
-    __atomic_store_n(&known, k, __ATOMIC_RELAXED);
-  }
-  return k == 2 ? &avx2_rows : NULL;
+  static int known;
+  return cpu_has_once(&known, has_avx2_fma_f16c) ? &avx2_rows : NULL;
 }
 
 const rlx_wt_rows8_set *rlx_wt_rows8_avx2(void) { return rlx_wt_rows_avx2() ? &avx2_rows8 : NULL; }

@@ -10,25 +10,10 @@
 #include "matmul_q.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
-#include <immintrin.h>
-#include <string.h>
+#include "x86_avx2.h"
 
-#define AVX2 __attribute__((target("avx2,fma,f16c")))
 #define VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define INLINE static inline __attribute__((always_inline)) /* each tile specialized for its type, in registers */
-
-AVX2 static inline float lanes_sum(__m256 v) { /* (l0 + l4 + l2 + l6) + (l1 + l5 + l3 + l7) */
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-static inline uint16_t half_at(const uint8_t *p) {
-  uint16_t h;
-  memcpy(&h, p, 2);
-  return h;
-}
 
 /* ---- AVX2: 2 x 2 ---------------------------------------------------------- */
 
@@ -48,7 +33,7 @@ AVX2 INLINE void step2(__m256 acc[2][2], const uint8_t *const w[2], size_t off, 
 #pragma GCC unroll 16
   for (int n = 0; n < 2; n++) {
     c[n] = codes(w[n] + off, q4);
-    dw[n] = _mm256_set1_ps(_cvtsh_ss(half_at(w[n] + off)));
+    dw[n] = _mm256_set1_ps(f16(w[n] + off));
   }
 #pragma GCC unroll 16
   for (int m = 0; m < 2; m++) {
@@ -88,7 +73,7 @@ AVX2 INLINE void tile_avx2(const uint8_t *w, size_t stride, const int8_t *xq, co
 #pragma GCC unroll 16
         for (int j = 0; j < 2; j++)
           if (m0 + (size_t)i < M && n0 + (size_t)j < N)
-            y[(m0 + (size_t)i) * ldy + n0 + (size_t)j] = lanes_sum(_mm256_add_ps(e[i][j], o[i][j]));
+            y[(m0 + (size_t)i) * ldy + n0 + (size_t)j] = hsum(_mm256_add_ps(e[i][j], o[i][j]));
     }
 }
 
@@ -186,7 +171,7 @@ VNNI INLINE void tile_vnni(const uint8_t *w, size_t stride, const int8_t *xq, co
           if (m0 + (size_t)i >= M || n0 + (size_t)j >= N) continue;
           const __m512 a = acc[i][j];
           y[(m0 + (size_t)i) * ldy + n0 + (size_t)j] =
-              lanes_sum(_mm256_add_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
+              hsum(_mm256_add_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
         }
     }
 }
@@ -196,19 +181,15 @@ static const rlx_q8_tile_set vnni_set = {vnni_q8_0, vnni_q4_0, "avx512vnni"};
 
 const rlx_q8_tile_set *rlx_q8_tiles_avx2(void) { return rlx_wt_rows_avx2() ? &avx2_set : NULL; }
 
-/* AVX-512 F, BW, VL and VNNI, asked once (cpuid traps in a VM) */
+static int has_vnni(void) {
+  return rlx_wt_rows_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+}
+
+/* AVX-512 F, BW, VL and VNNI */
 const rlx_q8_tile_set *rlx_q8_tiles_vnni(void) {
-  static int known; /* 0: not asked yet, 1: no, 2: yes */
-  int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
-  if (!k) {
-    __builtin_cpu_init();
-    k = rlx_wt_rows_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni")
-            ? 2
-            : 1;
-    __atomic_store_n(&known, k, __ATOMIC_RELAXED);
-  }
-  return k == 2 ? &vnni_set : NULL;
+  static int known;
+  return cpu_has_once(&known, has_vnni) ? &vnni_set : NULL;
 }
 
 #elif !defined(__wasm__)
