@@ -28,12 +28,15 @@ typedef struct {
   struct rlx_scratch *ws; /* one workspace per thread; [0] for the caller */
 } rlx_pool_loop;
 
+/* The units of grain items in a loop of n (the last one may be short). */
+static inline size_t rlx_pool_loop_units(size_t n, size_t grain) { return (n + grain - 1) / grain; }
+
 /* The ranges of a loop of n items (grain raised to 1) on `threads`
  * threads, or 0 where it runs inline: a single unit, or n * work under
  * `least` units of work. */
 static inline size_t rlx_pool_loop_ranges(size_t n, size_t *grain, size_t work, size_t least, int32_t threads) {
   if (*grain < 1) *grain = 1;
-  const size_t units = (n + *grain - 1) / *grain;
+  const size_t units = rlx_pool_loop_units(n, *grain);
   if (units < 2 || work == 0 || (n <= least / work && n * work < least)) return 0;
   const size_t ranges = (size_t)threads * RLX_RANGES_PER_THREAD;
   return ranges < units ? ranges : units;
@@ -46,7 +49,7 @@ static inline void rlx_pool_loop_publish(rlx_pool_loop *l, unsigned g, size_t ra
   l->ctx = ctx;
   l->n = n;
   l->grain = grain;
-  l->units = (n + grain - 1) / grain;
+  l->units = rlx_pool_loop_units(n, grain);
   l->ws = ws;
   atomic_store_explicit(&l->done, 0, memory_order_relaxed);
   atomic_store_explicit(&l->claim, (uint_fast64_t)g << 32 | (uint_fast64_t)ranges << 16, memory_order_release);

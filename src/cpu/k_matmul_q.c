@@ -233,8 +233,8 @@ void rlx_qtable_rows(const rlx_qtable *t, rlx_wt_rows_fn fn, const uint8_t *w, c
   fused_rows(&f);
 }
 
-void rlx_qtable_rows8(const rlx_qtable *t, rlx_wt_rows8_fn fn, const uint8_t *w, const rlx_xq8 *c, size_t M,
-                      float *y) {
+static void qtable_rows8(const rlx_qtable *t, rlx_wt_rows8_fn fn, const uint8_t *w, const rlx_xq8 *c, size_t M,
+                         float *y) {
   const fused_loop f = {t, w, M, NULL, NULL, NULL, c, fn, y};
   fused_rows(&f);
 }
@@ -266,19 +266,43 @@ static void tile8_range(void *ctx, size_t b, size_t e, rlx_scratch *ws) {
           e - n0 < chunk ? e - n0 : chunk);
 }
 
-void rlx_qtable_tiles8(const rlx_qtable *t, rlx_q8_tile_fn fn, const uint8_t *w, const rlx_xq8 *c, size_t M,
-                       float *y) {
+static void qtable_tiles8(const rlx_qtable *t, rlx_q8_tile_fn fn, const uint8_t *w, const rlx_xq8 *c, size_t M,
+                          float *y) {
   const tile8_loop l = {t, w, c, M, tile8_chunk(t), fn, y};
   rlx_parallel_for((size_t)t->rows, l.chunk, M * (size_t)t->cols, tile8_range, (void *)&l, NULL);
 }
 #endif
+
+rlx_xq8_path rlx_qtable_xq8_path(const rlx_qtable *t, size_t M) {
+  rlx_xq8_path p = {M <= FUSED_MAX_M ? simd_rows8(t->wt->code) : NULL, NULL};
+  if (!p.rows) p.tile = rlx_qtable_tile8(t->wt->code);
+  return p;
+}
+
+void rlx_qtable_xq8_product(const rlx_qtable *t, rlx_xq8_path p, const uint8_t *w, const rlx_xq8 *c, size_t M,
+                            float *y) {
+  if (p.rows) qtable_rows8(t, p.rows, w, c, M, y);
+#if RLX_Q8_TILES
+  else qtable_tiles8(t, p.tile, w, c, M, y);
+#endif
+}
+
+rlx_status rlx_qtable_rounded(const rlx_kargs *a, const float *x_in, size_t n,
+                              rlx_status (*f)(const rlx_kargs *, const float *), const char *op) {
+  rlx_scratch own = {NULL, 0};
+  float *x = rlx_scratch_get(&own, n * sizeof(float));
+  if (!x) return rlx_error(RLX_ERR_NO_MEMORY, "%s: no memory for x rounded to 8 bits (%zu values)", op, n);
+  rlx_xq8_round(x_in, n / 32, x);
+  const rlx_status st = f(a, x);
+  rlx_scratch_release(&own);
+  return st;
+}
 
 /* The helpers above, for the kernels of matmul_q.h. */
 rlx_qtable rlx_qtable_of(const rlx_node_t *n) { return table_of(n); }
 void rlx_qtable_decode_row(const rlx_qtable *t, const uint8_t *src, float *dst) { decode_row(t, src, dst); }
 int rlx_qtable_fast_decode(const rlx_qtable *t) { return fast_decode(t); }
 rlx_wt_rows_fn rlx_qtable_simd_rows(uint32_t code) { return simd_rows(code); }
-rlx_wt_rows8_fn rlx_qtable_simd_rows8(uint32_t code) { return simd_rows8(code); }
 float rlx_qdot_f32(const float *a, const float *b, size_t n) { return dot_f32(a, b, n); }
 
 /* One x row against weight rows [b, e): decoded into ws and dotted, or
@@ -410,23 +434,13 @@ static rlx_status product(const rlx_kargs *a, const float *x) {
 static rlx_status product_xq8(const rlx_kargs *a, const float *x_in) {
   const qtable t = table_of(a->node);
   const size_t K = (size_t)t.cols, M = rlx_shape_numel(&a->in_node[0]->shape) / K;
-  rlx_wt_rows8_fn fn = M <= FUSED_MAX_M ? simd_rows8(t.wt->code) : NULL;
-  rlx_q8_tile_fn tile = fn ? NULL : rlx_qtable_tile8(t.wt->code);
-  if (fn || tile) {
-    rlx_xq8 c;
-    if (!rlx_xq8_codes_of(x_in, M, K, 0, a->scratch, &c))
-      return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for %zu 8-bit codes", M * K);
-    if (fn) rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[1], &c, M, a->out);
-    else rlx_qtable_tiles8(&t, tile, (const uint8_t *)a->in[1], &c, M, a->out);
-    return RLX_OK;
-  }
-  rlx_scratch own = {NULL, 0};
-  float *x = rlx_scratch_get(&own, M * K * sizeof(float));
-  if (!x) return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for x rounded to 8 bits (%zu values)", M * K);
-  rlx_xq8_round(x_in, M * K / 32, x);
-  rlx_status st = product(a, x);
-  rlx_scratch_release(&own);
-  return st;
+  const rlx_xq8_path p = rlx_qtable_xq8_path(&t, M);
+  if (!p.rows && !p.tile) return rlx_qtable_rounded(a, x_in, M * K, product, "matmul_q");
+  rlx_xq8 c;
+  if (!rlx_xq8_codes_of(x_in, M, K, 0, a->scratch, &c))
+    return rlx_error(RLX_ERR_NO_MEMORY, "matmul_q: no memory for %zu 8-bit codes", M * K);
+  rlx_qtable_xq8_product(&t, p, (const uint8_t *)a->in[1], &c, M, a->out);
+  return RLX_OK;
 }
 
 int rlx_qtable_norm(const rlx_node_t *n) {

@@ -161,30 +161,15 @@ static rlx_status swiglu(const rlx_kargs *a, const float *x) {
 static rlx_status swiglu_xq8(const rlx_kargs *a, const float *x_in) {
   const rlx_qtable t = rlx_qtable_of(a->node);
   const size_t N = (size_t)t.rows, K = (size_t)t.cols, M = rlx_shape_numel(&a->in_node[0]->shape) / K;
-  rlx_wt_rows8_fn fn = rlx_qtable_simd_rows8(t.wt->code);
-  if (!(M <= FUSED_MAX_M)) fn = NULL;
-  rlx_q8_tile_fn tile = fn ? NULL : rlx_qtable_tile8(t.wt->code);
-  if (fn || tile) {
-    rlx_xq8 c;
-    float *gate = rlx_xq8_codes_of(x_in, M, K, M * N * sizeof(float), a->scratch, &c);
-    if (!gate) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for %zu 8-bit codes", M * K);
-    if (fn) {
-      rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[1], &c, M, gate);
-      rlx_qtable_rows8(&t, fn, (const uint8_t *)a->in[2], &c, M, a->out);
-    } else {
-      rlx_qtable_tiles8(&t, tile, (const uint8_t *)a->in[1], &c, M, gate);
-      rlx_qtable_tiles8(&t, tile, (const uint8_t *)a->in[2], &c, M, a->out);
-    }
-    swiglu_row(gate, a->out, M * N);
-    return RLX_OK;
-  }
-  rlx_scratch own = {NULL, 0};
-  float *x = rlx_scratch_get(&own, M * K * sizeof(float));
-  if (!x) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for x rounded to 8 bits (%zu values)", M * K);
-  rlx_xq8_round(x_in, M * K / 32, x);
-  const rlx_status st = swiglu(a, x);
-  rlx_scratch_release(&own);
-  return st;
+  const rlx_xq8_path p = rlx_qtable_xq8_path(&t, M);
+  if (!p.rows && !p.tile) return rlx_qtable_rounded(a, x_in, M * K, swiglu, "swiglu_q");
+  rlx_xq8 c;
+  float *gate = rlx_xq8_codes_of(x_in, M, K, M * N * sizeof(float), a->scratch, &c);
+  if (!gate) return rlx_error(RLX_ERR_NO_MEMORY, "swiglu_q: no memory for %zu 8-bit codes", M * K);
+  rlx_qtable_xq8_product(&t, p, (const uint8_t *)a->in[1], &c, M, gate);
+  rlx_qtable_xq8_product(&t, p, (const uint8_t *)a->in[2], &c, M, a->out);
+  swiglu_row(gate, a->out, M * N);
+  return RLX_OK;
 }
 
 /* x normalized first with norm; then xq8's paths or the f32 ones. */

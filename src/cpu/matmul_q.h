@@ -47,8 +47,6 @@ typedef struct {
 void *rlx_xq8_codes_of(const float *x, size_t M, size_t K, size_t extra, rlx_scratch *s, rlx_xq8 *c);
 /* nblocks blocks of 32 values of x -> the rounded values q d themselves. */
 void rlx_xq8_round(const float *x, size_t nblocks, float *out);
-/* The int8 SIMD rows of a type on this CPU or build, else NULL. */
-rlx_wt_rows8_fn rlx_qtable_simd_rows8(uint32_t code);
 
 /* The int8 tiles of prompts with xq8 (k_q8_tile.c, k_q8_tile_x86.c):
  * y[m ldy + n] for m < M, n < N = x's codes (M rows of nb blocks: xq,
@@ -81,16 +79,26 @@ const rlx_q8_tile_set *rlx_q8_tiles_avx2(void);
 const rlx_q8_tile_set *rlx_q8_tiles_vnni(void);
 /* Tests: the set rlx_qtable_tile8 takes from (NULL: the best one). */
 void rlx_q8_tiles_force(const rlx_q8_tile_set *s);
-/* y[M, N] = x's codes c . W^T by fn, weight rows 16 KiB at a time against
- * every x row, the chunks of rows spread over the thread pool. */
-/* The same for x[M, K] in f32 with its sums per 32 values xsum[M, K / 32]
- * by the fused rows fn. */
+/* y[M, N] = x[M, K] in f32 with its sums per 32 values xsum[M, K / 32]
+ * . W^T by the fused rows fn, weight rows 16 KiB at a time against every
+ * x row, the chunks of rows spread over the thread pool. */
 void rlx_qtable_rows(const rlx_qtable *t, rlx_wt_rows_fn fn, const uint8_t *w, const float *x, const float *xsum,
                      size_t M, float *y);
-void rlx_qtable_rows8(const rlx_qtable *t, rlx_wt_rows8_fn fn, const uint8_t *w, const rlx_xq8 *c, size_t M,
-                      float *y);
-/* The same by a tile function (any M), weight rows 16 KiB at a time. */
-void rlx_qtable_tiles8(const rlx_qtable *t, rlx_q8_tile_fn fn, const uint8_t *w, const rlx_xq8 *c, size_t M,
-                       float *y);
+
+/* xq8's int8 path for M x rows of a table: the type's int8 rows for a few
+ * rows (M <= FUSED_MAX_M), its int8 tiles for more; neither (both NULL):
+ * x rounded to 8 bits goes through the f32 paths (rlx_qtable_rounded). */
+typedef struct {
+  rlx_wt_rows8_fn rows;
+  rlx_q8_tile_fn tile;
+} rlx_xq8_path;
+rlx_xq8_path rlx_qtable_xq8_path(const rlx_qtable *t, size_t M);
+/* y[M, N] = x's codes c . W^T by path p (one of its functions set). */
+void rlx_qtable_xq8_product(const rlx_qtable *t, rlx_xq8_path p, const uint8_t *w, const rlx_xq8 *c, size_t M,
+                            float *y);
+/* f(a, x) with x the n values of x_in rounded to 8 bits (their own
+ * scratch); op names the kernel in the out-of-memory message. */
+rlx_status rlx_qtable_rounded(const rlx_kargs *a, const float *x_in, size_t n,
+                              rlx_status (*f)(const rlx_kargs *, const float *), const char *op);
 
 #endif
