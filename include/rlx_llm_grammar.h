@@ -39,6 +39,21 @@ rlx_status rlx_llm_grammar_state_accept(rlx_llm_grammar_state *s, const char *by
  * point held). */
 int rlx_llm_grammar_state_complete(const rlx_llm_grammar_state *s);
 
+/* JSON Schema (len bytes of JSON) to GBNF, as llama.cpp's
+ * json-schema-to-grammar converts it; the subset taken is listed in
+ * docs/language-models.md (JSON Schema).  *gbnf: the grammar's text,
+ * NUL-terminated (*gbnf_len bytes before the NUL; gbnf_len may be NULL),
+ * freed with rlx_llm_text_free.  Malformed JSON, anything outside the
+ * subset and a schema that admits no document -> RLX_ERR_INVALID_ARG with
+ * rlx_last_error() "json schema: <where, a JSON pointer such as
+ * /properties/age, or (root)>: <problem>" (malformed JSON: "json schema:
+ * <problem> at byte N"). */
+rlx_status rlx_llm_json_schema_to_gbnf(const char *schema, size_t len, char **gbnf, size_t *gbnf_len);
+/* The same schema converted and parsed: a grammar for rlx_llm_sampling. */
+rlx_status rlx_llm_grammar_from_json_schema(const char *schema, size_t len, rlx_llm_grammar **out);
+/* Frees text this library returned (NULL: nothing). */
+void rlx_llm_text_free(char *text);
+
 #ifdef __cplusplus
 }
 #endif

@@ -26,7 +26,6 @@
 #include "grammar.h"
 #include "../core/core.h"
 
-#define RLX_GRAMMAR_MAX_REPEAT 10000
 #define MAX_CP 0x10FFFFu
 
 typedef struct {
@@ -99,13 +98,16 @@ static uint32_t rule_id(parser *p, const char *name, size_t len, const char *at)
   return (uint32_t)p->n_rules++;
 }
 
-/* A new rule for a group or a repetition, named after the rule it serves. */
+/* A new rule for a group or a repetition, named after the rule it serves
+ * and a number, with a '~' that no user rule name can hold: it never
+ * meets a user rule (so it is made without a search). */
 static uint32_t new_rule(parser *p, uint32_t parent) {
-  char name[64];
-  snprintf(name, sizeof name, "%.40s-%zu", p->r[parent].name, p->n_rules);
-  uint32_t r = rule_id(p, name, strlen(name), p->s);
-  if (r != UINT32_MAX) p->r[r].defined = 1;
-  return r;
+  if (!grow(p, (void **)&p->r, &p->cap_rules, p->n_rules + 1, sizeof *p->r)) return UINT32_MAX;
+  prule *x = &p->r[p->n_rules];
+  memset(x, 0, sizeof *x);
+  snprintf(x->name, sizeof x->name, "%.40s~%zu", p->r[parent].name, p->n_rules);
+  x->defined = 1;
+  return (uint32_t)p->n_rules++;
 }
 
 static int is_name(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-'; }

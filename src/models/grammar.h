@@ -14,6 +14,9 @@
 #include <stdint.h>
 #include "rlx_llm_grammar.h"
 
+/* The most a {m,n} repetition may count. */
+#define RLX_GRAMMAR_MAX_REPEAT 10000
+
 enum { G_END = 0, G_REF = 1, G_CHARS = 2 };
 typedef struct {
   uint32_t type, a, b;

@@ -56,6 +56,9 @@ static const match_case cases[] = {
   {"root ::= \"\xe2\x82\xac\" [\xce\xb1-\xcf\x89]", {"\xe2\x82\xac\xce\xb2"}, {"\xe2\x82\xac" "a", "\xe2\x82"}},
   {"root ::= \"\" | \"x\" root", {"", "x", "xxxx"}, {"y"}},
   {"root ::= \"a\" dead | \"b\"\ndead ::= \"c\" dead", {"b"}, {"a", "ac", "acc"}},
+  /* user rules named as the parser once named the rules it makes for groups */
+  {"root ::= (\"a\") root-1 root-2\nroot-1 ::= \"b\"\nroot-2 ::= (\"c\")+ root-3?\nroot-3 ::= \"d\"",
+   {"abc", "abccd"}, {"ab", "a", "abd"}},
 };
 
 static void test_matches(void **state) {
@@ -105,7 +108,7 @@ static const bad_case bad[] = {
                                  "line break?)"},
   {"root ::= root \"a\" | \"b\"", "grammar: rule 'root' can reach itself without consuming input (left recursion, "
                                   "or a repetition of something that can be empty)"},
-  {"root ::= (\"a\"?)*", "grammar: rule 'root-3' can reach itself without consuming input (left recursion, or a "
+  {"root ::= (\"a\"?)*", "grammar: rule 'root~3' can reach itself without consuming input (left recursion, or a "
                          "repetition of something that can be empty)"},
   {"root ::= \"a\" root", "grammar: the grammar admits no string: 'root' never completes (every way through it "
                           "recurses forever or uses a rule that does)"},
