@@ -7,8 +7,13 @@
  *
  * Greedy (a temperature below RLX_LLM_MIN_TEMPERATURE): the sampler picks
  * from the unmasked logits first; when the grammar takes that token it is
- * the masked argmax too, so only one token is checked on most steps; else
- * every token is checked and the pick is made again.  With a temperature,
+ * the masked argmax too, so only one token is checked on most steps, and
+ * the state that check reached is kept for rlx_gsampler_accept (the token
+ * is matched once); else every token is checked and the pick is made again.
+ * A full check first finds which first bytes the state takes (256 one-byte
+ * matches): a token whose first byte is refused is refused whole, without
+ * matching it (a text the grammar refuses stays refused as it grows), and a
+ * one-byte token is decided by that table alone.  With a temperature,
  * every token is checked and the disallowed ones are set to -inf before the
  * whole sampler chain (penalties, top-k, top-p, min-p, temperature, draw),
  * so the draw follows the chain's distribution over the allowed tokens.
@@ -32,11 +37,14 @@ struct rlx_gsampler {
   uint32_t *off;    /* piece i: bytes[off[i], off[i+1]) */
   float *masked;    /* n_vocab logits */
   rlx_gscratch w;
+  rlx_llm_grammar_state *kept; /* the state after token kept_id (-1: none) */
+  int32_t kept_id;
 };
 
 void rlx_gsampler_free(rlx_gsampler *gs) {
   if (!gs) return;
   rlx_llm_grammar_state_free(gs->st);
+  rlx_llm_grammar_state_free(gs->kept);
   rlx_free(gs->bytes, gs->cap_bytes);
   rlx_free(gs->off, ((size_t)gs->n_vocab + 1) * sizeof *gs->off);
   rlx_free(gs->masked, (size_t)gs->n_vocab * sizeof *gs->masked);
@@ -51,7 +59,9 @@ rlx_status rlx_gsampler_new(const rlx_llm_grammar *g, const rlx_tokenizer *t, in
   if (!gs) return rlx_error(RLX_ERR_NO_MEMORY, "grammar: out of memory");
   gs->t = t;
   gs->n_vocab = n_vocab;
+  gs->kept_id = -1;
   rlx_status st = rlx_llm_grammar_state_new(g, &gs->st);
+  if (st == RLX_OK) st = rlx_llm_grammar_state_new(g, &gs->kept);
   gs->off = st == RLX_OK ? rlx_malloc(((size_t)n_vocab + 1) * sizeof *gs->off) : NULL;
   gs->masked = gs->off ? rlx_malloc((size_t)n_vocab * sizeof *gs->masked) : NULL;
   if (st == RLX_OK && !gs->masked) st = rlx_error(RLX_ERR_NO_MEMORY, "grammar: out of memory");
@@ -84,29 +94,51 @@ rlx_status rlx_gsampler_new(const rlx_llm_grammar *g, const rlx_tokenizer *t, in
   return RLX_OK;
 }
 
-/* 1 allowed, 0 not, or the (negative) status of an error. */
-static int allowed(rlx_gsampler *gs, int32_t id) {
-  if (rlx_tokenizer_is_eog(gs->t, id)) return rlx_llm_grammar_state_complete(gs->st);
-  const uint32_t a = gs->off[id], b = gs->off[id + 1];
-  if (a == b) return 0;
+/* 1 when the state takes bytes b[0, n), 0 not, or the (negative) status
+ * of an error; with keep, the state it reaches is kept for token id. */
+static int takes(rlx_gsampler *gs, const unsigned char *b, size_t n, int keep, int32_t id) {
   rlx_gutf8 u, u2;
   const rlx_gstacks *in = rlx_gstate_stacks(gs->st, &u), *res;
-  return rlx_gmatch_try(rlx_gstate_grammar(gs->st), in, u, (const unsigned char *)gs->bytes + a, b - a, &gs->w, &res,
-                        &u2);
+  int ok = rlx_gmatch_try(rlx_gstate_grammar(gs->st), in, u, b, n, &gs->w, &res, &u2);
+  if (ok > 0 && keep) {
+    rlx_status st = rlx_gstate_set(gs->kept, res, u2);
+    if (st != RLX_OK) return (int)st;
+    gs->kept_id = id;
+  }
+  return ok;
+}
+
+/* 1 allowed, 0 not, or the (negative) status of an error; first: the
+ * first-byte table, or NULL. */
+static int allowed(rlx_gsampler *gs, int32_t id, const uint8_t *first, int keep) {
+  if (rlx_tokenizer_is_eog(gs->t, id)) return rlx_llm_grammar_state_complete(gs->st);
+  const uint32_t a = gs->off[id], b = gs->off[id + 1];
+  const unsigned char *bytes = (const unsigned char *)gs->bytes + a;
+  if (a == b) return 0;
+  if (first && (!first[bytes[0]] || b - a == 1)) return first[bytes[0]];
+  return takes(gs, bytes, b - a, keep, id);
 }
 
 rlx_status rlx_gsampler_sample(rlx_gsampler *gs, rlx_sampler *s, int greedy, const float *logits,
                                const int32_t *history, size_t n_history, int32_t *id) {
   rlx_status st;
+  gs->kept_id = -1;
   if (greedy) {
     if ((st = rlx_sampler_sample(s, logits, gs->n_vocab, history, n_history, id)) != RLX_OK) return st;
-    int ok = allowed(gs, *id);
+    int ok = allowed(gs, *id, NULL, 1);
     if (ok < 0) return (rlx_status)ok;
     if (ok) return RLX_OK;
   }
+  uint8_t first[256];
+  for (int c = 0; c < 256; c++) {
+    const unsigned char byte = (unsigned char)c;
+    int ok = takes(gs, &byte, 1, 0, -1);
+    if (ok < 0) return (rlx_status)ok;
+    first[c] = (uint8_t)ok;
+  }
   int any = 0;
   for (int32_t i = 0; i < gs->n_vocab; i++) {
-    int ok = logits[i] > -INFINITY ? allowed(gs, i) : 0;
+    int ok = logits[i] > -INFINITY ? allowed(gs, i, first, 0) : 0;
     if (ok < 0) return (rlx_status)ok;
     gs->masked[i] = ok ? logits[i] : -INFINITY;
     any |= ok;
@@ -119,6 +151,11 @@ rlx_status rlx_gsampler_sample(rlx_gsampler *gs, rlx_sampler *s, int greedy, con
 
 rlx_status rlx_gsampler_accept(rlx_gsampler *gs, int32_t id) {
   if (rlx_tokenizer_is_eog(gs->t, id)) return RLX_OK;
+  if (id == gs->kept_id) { /* matched when it was drawn: take that state */
+    rlx_llm_grammar_state *t = gs->st;
+    gs->st = gs->kept, gs->kept = t, gs->kept_id = -1;
+    return RLX_OK;
+  }
   int ok;
   rlx_status st = rlx_llm_grammar_state_accept(gs->st, gs->bytes + gs->off[id], gs->off[id + 1] - gs->off[id], &ok);
   if (st == RLX_OK && !ok) st = rlx_error(RLX_ERR_STATE, "grammar: token %d does not continue the text", (int)id);
