@@ -71,6 +71,9 @@ void rlx_gscratch_free(rlx_gscratch *w);
  * the (negative) status of an error: out of memory, too many parses. */
 int rlx_gmatch_try(const rlx_llm_grammar *g, const rlx_gstacks *in, rlx_gutf8 u, const unsigned char *bytes,
                    size_t n, rlx_gscratch *w, const rlx_gstacks **out, rlx_gutf8 *u_out);
+/* first[b] = 1 when stacks in (with no partial code point) take a text
+ * that starts with byte b, as rlx_gmatch_try would for that one byte. */
+void rlx_gmatch_first_bytes(const rlx_llm_grammar *g, const rlx_gstacks *in, uint8_t first[256]);
 /* The state's stacks and partial code point, and replacing them. */
 const rlx_gstacks *rlx_gstate_stacks(const rlx_llm_grammar_state *s, rlx_gutf8 *u);
 const rlx_llm_grammar *rlx_gstate_grammar(const rlx_llm_grammar_state *s);

@@ -10,10 +10,11 @@
  * the masked argmax too, so only one token is checked on most steps, and
  * the state that check reached is kept for rlx_gsampler_accept (the token
  * is matched once); else every token is checked and the pick is made again.
- * A full check first finds which first bytes the state takes (256 one-byte
- * matches): a token whose first byte is refused is refused whole, without
- * matching it (a text the grammar refuses stays refused as it grows), and a
- * one-byte token is decided by that table alone.  With a temperature,
+ * A full check first finds which first bytes the state takes (from the
+ * classes atop its stacks, when no code point is partial): a token whose
+ * first byte is refused is refused whole, without matching it (a text the
+ * grammar refuses stays refused as it grows), and a one-byte token is
+ * decided by that table alone.  With a temperature,
  * every token is checked and the disallowed ones are set to -inf before the
  * whole sampler chain (penalties, top-k, top-p, min-p, temperature, draw),
  * so the draw follows the chain's distribution over the allowed tokens.
@@ -130,15 +131,12 @@ rlx_status rlx_gsampler_sample(rlx_gsampler *gs, rlx_sampler *s, int greedy, con
     if (ok) return RLX_OK;
   }
   uint8_t first[256];
-  for (int c = 0; c < 256; c++) {
-    const unsigned char byte = (unsigned char)c;
-    int ok = takes(gs, &byte, 1, 0, -1);
-    if (ok < 0) return (rlx_status)ok;
-    first[c] = (uint8_t)ok;
-  }
+  rlx_gutf8 u;
+  const rlx_gstacks *now = rlx_gstate_stacks(gs->st, &u);
+  if (!u.need) rlx_gmatch_first_bytes(rlx_gstate_grammar(gs->st), now, first);
   int any = 0;
   for (int32_t i = 0; i < gs->n_vocab; i++) {
-    int ok = logits[i] > -INFINITY ? allowed(gs, i, first, 0) : 0;
+    int ok = logits[i] > -INFINITY ? allowed(gs, i, u.need ? NULL : first, 0) : 0;
     if (ok < 0) return (rlx_status)ok;
     gs->masked[i] = ok ? logits[i] : -INFINITY;
     any |= ok;
