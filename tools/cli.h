@@ -183,7 +183,7 @@ int cli_mean_nll(const char *cmd, const char *what, rlx_llm_finetune *ft, const 
  * strings into stop[CLI_MAX_STOP]. */
 #define CLI_MAX_STOP 8
 enum { CLI_S_MAX_TOKENS, CLI_S_TEMPERATURE, CLI_S_TOP_K, CLI_S_TOP_P, CLI_S_MIN_P, CLI_S_REPEAT_PENALTY,
-       CLI_S_REPEAT_LAST_N, CLI_S_SEED, CLI_S_STOP, CLI_S_GRAMMAR, CLI_S_COUNT };
+       CLI_S_REPEAT_LAST_N, CLI_S_SEED, CLI_S_STOP, CLI_S_GRAMMAR, CLI_S_JSON_SCHEMA, CLI_S_COUNT };
 #define CLI_SAMPLING_OPTIONS(B)                                                                                    \
   [(B) + CLI_S_MAX_TOKENS] = {"--max-tokens", NULL, "N", CLI_OPTIONAL, "tokens to generate at most"},              \
   [(B) + CLI_S_TEMPERATURE] = {"--temperature", NULL, "T", CLI_OPTIONAL, "how far sampling strays from the "        \
@@ -201,7 +201,9 @@ enum { CLI_S_MAX_TOKENS, CLI_S_TEMPERATURE, CLI_S_TOP_K, CLI_S_TOP_P, CLI_S_MIN_
   [(B) + CLI_S_STOP] = {"--stop", NULL, "TEXT", CLI_OPTIONAL | CLI_REPEATED, "stop where the output shows TEXT "    \
                         "(what comes before it is kept); at most " CLI_STR(CLI_MAX_STOP)},                    \
   [(B) + CLI_S_GRAMMAR] = {"--grammar", NULL, "FILE", CLI_OPTIONAL, "a GBNF grammar (llama.cpp's format) the "     \
-                           "output follows: only tokens that continue it, and an end only where it is complete"}
+                           "output follows: only tokens that continue it, and an end only where it is complete"},    \
+  [(B) + CLI_S_JSON_SCHEMA] = {"--json-schema", NULL, "FILE", CLI_OPTIONAL, "a JSON Schema the output follows, "    \
+                               "as the grammar it converts to (one of --grammar, --json-schema)"}
 int cli_sampling_option(cli_args *a, int k, rlx_llm_sampling *s, const char **stop);
 /* Frees what the options parsed into s (its grammar). */
 void cli_sampling_free(rlx_llm_sampling *s);

@@ -1,6 +1,7 @@
 /* cli_sampling.c - the sampling options that generate and chat share
  * (their table rows are CLI_SAMPLING_OPTIONS in cli.h): parsing one into
- * an rlx_llm_sampling (--grammar FILE parsed into its grammar), the
+ * an rlx_llm_sampling (--grammar FILE or --json-schema FILE parsed into
+ * its grammar), the
  * defaults paragraph of --help, and the names of what stopped a
  * generation. */
 #include <stdio.h>
@@ -41,19 +42,20 @@ char *cli_read_file(const char *path, size_t *len) {
   return buf;
 }
 
-/* --grammar FILE: the file's GBNF, parsed (refused with the parser's
- * message). */
-static int grammar_option(cli_args *a, rlx_llm_sampling *s) {
+/* --grammar FILE: the file's GBNF, parsed; --json-schema FILE: the
+ * file's JSON Schema, converted and parsed (refused with the parser's or
+ * the converter's message). */
+static int grammar_option(cli_args *a, rlx_llm_sampling *s, int schema) {
   const char *path;
   if (!cli_opt_string(a, &path)) return 0;
-  if (s->grammar) return cli_usage_error(a->cmd, "give one --grammar"), 0;
+  if (s->grammar) return cli_usage_error(a->cmd, "give one of --grammar, --json-schema"), 0;
   size_t len = 0;
   char *text = cli_read_file(path, &len);
-  if (!text) return cli_usage_error(a->cmd, "--grammar %s: cannot read the file", path), 0;
+  if (!text) return cli_usage_error(a->cmd, "%s %s: cannot read the file", a->name, path), 0;
   rlx_llm_grammar *g = NULL;
-  rlx_status st = rlx_llm_grammar_parse(text, len, &g);
+  rlx_status st = schema ? rlx_llm_grammar_from_json_schema(text, len, &g) : rlx_llm_grammar_parse(text, len, &g);
   free(text);
-  if (st != RLX_OK) return cli_usage_error(a->cmd, "--grammar %s: %s", path, rlx_last_error()), 0;
+  if (st != RLX_OK) return cli_usage_error(a->cmd, "%s %s: %s", a->name, path, rlx_last_error()), 0;
   s->grammar = g;
   return 1;
 }
@@ -74,7 +76,8 @@ int cli_sampling_option(cli_args *a, int k, rlx_llm_sampling *s, const char **st
   case CLI_S_REPEAT_PENALTY: return cli_opt_range(a, 1e-3, 100, &s->repeat_penalty);
   case CLI_S_REPEAT_LAST_N: return cli_opt_long(a, -1, INT32_MAX, &lv) && (s->repeat_last_n = (int32_t)lv, 1);
   case CLI_S_SEED: return cli_opt_u64(a, &s->seed);
-  case CLI_S_GRAMMAR: return grammar_option(a, s);
+  case CLI_S_GRAMMAR: return grammar_option(a, s, 0);
+  case CLI_S_JSON_SCHEMA: return grammar_option(a, s, 1);
   case CLI_S_STOP:
     if (s->n_stop == CLI_MAX_STOP) return cli_usage_error(a->cmd, "at most %d --stop strings", CLI_MAX_STOP), 0;
     if (!cli_opt_string(a, &stop[s->n_stop])) return 0;

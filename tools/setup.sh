@@ -4,13 +4,14 @@
 # data; clang-19 compiles the relaxed-SIMD kernels: tools/relaxed_simd.mk;
 # gcc-multilib, lib32stdc++-12-dev and qemu-user build and run the 32-bit
 # fuzzers of tests/fuzz/fuzz.mk; python3-venv and pkgconf: the venv and
-# pkg-config installs of tests/cli/test_install.sh)
+# pkg-config installs of tests/cli/test_install.sh; python3-jsonschema: the
+# validator of tests/python/test_json_schema.py)
 # and the npm packages of package-lock.json.  Idempotent; takes well
 # under a second when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(clang clang-19 lld binaryen wasi-libc libclang-rt-14-dev libclang-rt-14-dev-wasm32 libcmocka-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist make gcc nodejs python3 python3-venv pkgconf openssl chromium python3-numpy coturn gcc-multilib lib32stdc++-12-dev qemu-user tmux)
+debs=(clang clang-19 lld binaryen wasi-libc libclang-rt-14-dev libclang-rt-14-dev-wasm32 libcmocka-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist make gcc nodejs python3 python3-venv pkgconf openssl chromium python3-numpy coturn gcc-multilib lib32stdc++-12-dev qemu-user tmux python3-jsonschema)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

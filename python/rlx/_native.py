@@ -278,6 +278,7 @@ _SIGNATURES = {
     # rlx_llm_chat.h
     "rlx_llm_grammar_parse": (c_int, [c_char_p, c_size_t, ctypes.POINTER(c_void_p)]),
     "rlx_llm_grammar_free": (None, [c_void_p]),
+    "rlx_llm_grammar_from_json_schema": (c_int, [c_char_p, c_size_t, ctypes.POINTER(c_void_p)]),
     "rlx_llm_chat_template_name": (c_char_p, [c_int32]),
     "rlx_llm_chat_new": (c_int, [c_void_p, ctypes.POINTER(LlmChatOptions), ctypes.POINTER(c_void_p)]),
     "rlx_llm_chat_free": (None, [c_void_p]),

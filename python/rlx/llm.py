@@ -16,6 +16,7 @@ carry its message (rlx_last_error()).
 
 import ctypes
 import dataclasses
+import json
 import math
 import os
 import weakref
@@ -226,16 +227,30 @@ def _sampling(what, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty
 
 
 class _Grammar:
-    """A GBNF grammar parsed for one call (with: freed after it); None
-    text: no grammar.  A malformed grammar raises the parser's message."""
+    """A grammar for one call (with: freed after it): GBNF text parsed, or
+    a JSON Schema (a dict or bool, or its JSON text) converted and parsed;
+    neither: no grammar.  A malformed one raises the library's message."""
 
-    def __init__(self, what, text):
+    def __init__(self, what, text, schema=None):
         self.ptr = None
-        if text is None:
+        if text is not None and schema is not None:
+            fail("%s: give one of grammar, json_schema" % what)
+        if text is None and schema is None:
             return
-        b = _text_bytes(text, "%s: grammar" % what)
         g = ctypes.c_void_p()
-        check(lib().rlx_llm_grammar_parse(b, len(b), ctypes.byref(g)))
+        if text is not None:
+            b = _text_bytes(text, "%s: grammar" % what)
+            check(lib().rlx_llm_grammar_parse(b, len(b), ctypes.byref(g)))
+        else:
+            if isinstance(schema, (dict, bool)):
+                try:
+                    schema = json.dumps(schema, allow_nan=False)
+                except (TypeError, ValueError) as e:
+                    fail("%s: json_schema is not JSON: %s" % (what, e))
+            elif not isinstance(schema, (str, bytes, bytearray, memoryview)):
+                fail("%s: json_schema must be a dict, a bool or JSON text (got %s)" % (what, type(schema).__name__))
+            b = _text_bytes(schema, "%s: json_schema" % what)
+            check(lib().rlx_llm_grammar_from_json_schema(b, len(b), ctypes.byref(g)))
         self.ptr = g
 
     def __enter__(self):
@@ -417,7 +432,7 @@ class LanguageModel(_native.Handle):
 
     # ---- generation ------------------------------------------------------------
     def generate(self, prompt_or_ids, max_tokens=64, temperature=0, top_k=0, top_p=1, min_p=0, repeat_penalty=1,
-                 repeat_last_n=64, seed=0, stop=(), on_token=None, grammar=None):
+                 repeat_last_n=64, seed=0, stop=(), on_token=None, grammar=None, json_schema=None):
         """Generates up to max_tokens tokens after the prompt (text, tokenized
         as tokenize() does with the file's BOS rule, or token ids), starting
         from an empty context.  Greedy when temperature is 0, or below 1e-6
@@ -430,7 +445,11 @@ class LanguageModel(_native.Handle):
         a true value.  grammar: None, or GBNF text (llama.cpp's format) the
         output follows: only tokens that continue it are drawn, and it ends
         only where the text is complete under it (a malformed grammar raises
-        the parser's message).
+        the parser's message).  json_schema: None, or a JSON Schema (a dict,
+        or its JSON text) the output follows, as the grammar
+        rlx_llm_grammar_from_json_schema makes of it (the subset in
+        docs/language-models.md; one outside it raises "json schema:
+        <where>: <problem>"); give one of grammar and json_schema.
 
         on_token(id, text) is called for each generated token with the text
         it completes (whole UTF-8 characters, possibly '' while a character
@@ -459,7 +478,7 @@ class LanguageModel(_native.Handle):
         if on_token is not None and not callable(on_token):
             fail("%s: on_token must be callable or None (got %s)" % (what, type(on_token).__name__))
 
-        with _Grammar(what, grammar) as g:
+        with _Grammar(what, grammar, json_schema) as g:
             s.grammar = g
             return self._generate(h, prompt, s, on_token)
 
@@ -512,7 +531,8 @@ class LanguageModel(_native.Handle):
         return self._chat_session(template, "refuse").prompt(messages, add_generation_prompt)
 
     def chat(self, messages, template=None, overflow="refuse", max_tokens=256, temperature=0, top_k=0, top_p=1,
-             min_p=0, repeat_penalty=1, repeat_last_n=64, seed=0, stop=(), on_token=None, grammar=None):
+             min_p=0, repeat_penalty=1, repeat_last_n=64, seed=0, stop=(), on_token=None, grammar=None,
+             json_schema=None):
         """Answers a conversation: messages is a list of {"role": "system" |
         "user" | "assistant", "content": str} dicts ending with a user message
         (a system message only first).  It is rendered in the chat template
@@ -523,7 +543,7 @@ class LanguageModel(_native.Handle):
         an edited or removed turn rolls the cache back to where it differs.
         overflow: "refuse" a conversation that leaves no room in the context,
         or "drop" its oldest turns after the system prompt.  The sampling
-        arguments, grammar and on_token(id, text) are generate()'s.  eval(), reset()
+        arguments, grammar, json_schema and on_token(id, text) are generate()'s.  eval(), reset()
         and generate() share the cache: a chat after them recomputes.
 
         Returns (text, stats): the reply, and a dict with prompt_tokens (the
@@ -534,7 +554,7 @@ class LanguageModel(_native.Handle):
         what = "LanguageModel.chat"
         s, keep_stops = _sampling(what, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n,
                                   seed, stop)
-        with _Grammar(what, grammar) as g:
+        with _Grammar(what, grammar, json_schema) as g:
             s.grammar = g
             return self._chat_session(template, overflow).respond(messages, s, on_token, STOPPED_BY)
 

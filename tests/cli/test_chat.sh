@@ -10,7 +10,9 @@
 # --grammar FILE (of chat and generate) gives only text of the grammar: a
 # choice of words at any seed, a fixed string exactly, and a malformed
 # grammar, a missing file or two of them refused (exit 2, the parser's
-# message) before the model is read; and an interactive session under tmux
+# message) before the model is read; --json-schema FILE likewise (an enum
+# of words at any seed, an object with a const member from chat, bad
+# schemas refused with the converter's message); and an interactive session under tmux
 # (a terminal: the "> " prompt).
 # A few seconds.
 #   tests/cli/test_chat.sh [path/to/rlx]
@@ -132,8 +134,29 @@ expect_message "chat: left recursion" "^rlx chat: --grammar .*: grammar: rule 'r
   chat --model missing.gguf --grammar <(printf 'root ::= root "a" | "b"\n')
 expect_message "a missing file" "^rlx generate: --grammar $tmp/none.gbnf: cannot read the file$" \
   generate --model missing.gguf --prompt x --grammar "$tmp/none.gbnf"
-expect_message "two grammars" "^rlx generate: give one --grammar$" \
+expect_message "two grammars" "^rlx generate: give one of --grammar, --json-schema$" \
   generate --model missing.gguf --prompt x --grammar "$tmp/colour.gbnf" --grammar "$tmp/colour.gbnf"
+
+# ---- --json-schema FILE ----
+echo '{"enum": ["red", "green", "blue"]}' >"$tmp/colour.json"
+for seed in 1 2 3; do
+  "$RLX" generate --model "$MODEL" --prompt "My favourite colour is" --temperature 1.2 --seed $seed \
+    --json-schema "$tmp/colour.json" >"$tmp/out" 2>"$tmp/err" || fail "generate --json-schema: $(cat "$tmp/err")"
+  /usr/bin/python3 -c 'import json, sys; assert json.load(open(sys.argv[1])) in ("red", "green", "blue")' "$tmp/out" ||
+    fail "generate --json-schema seed $seed: '$(cat "$tmp/out")'"
+done
+echo '{"type": "object", "properties": {"ok": {"const": true}}, "required": ["ok"]}' >"$tmp/ok.json"
+"$RLX" chat --model "$MODEL" --messages "$tmp/messages.json" --temperature 0.8 --json-schema "$tmp/ok.json" \
+  >"$tmp/out" 2>"$tmp/err" || fail "chat --json-schema: $(cat "$tmp/err")"
+/usr/bin/python3 -c 'import json, sys; assert json.load(open(sys.argv[1])) == {"ok": True}' "$tmp/out" ||
+  fail "chat --json-schema: '$(cat "$tmp/out")'"
+echo '{"type": "string", "pattern": "^a"}' >"$tmp/bad.json"
+expect_message "an unsupported keyword" "^rlx generate: --json-schema $tmp/bad.json: json schema: /pattern: 'pattern' is not supported$" \
+  generate --model missing.gguf --prompt x --json-schema "$tmp/bad.json"
+expect_message "chat: malformed JSON" "^rlx chat: --json-schema .*: json schema: a value expected at byte 9$" \
+  chat --model missing.gguf --json-schema <(printf '{"type": ')
+expect_message "a grammar and a schema" "^rlx generate: give one of --grammar, --json-schema$" \
+  generate --model missing.gguf --prompt x --grammar "$tmp/colour.gbnf" --json-schema "$tmp/colour.json"
 
 
 # ---- interactive, on a terminal (tmux) -----------------------------------------------------
