@@ -14,7 +14,7 @@ FUZZ_CC            ?= clang
 FUZZ_SECONDS       ?= 600
 FUZZ_SHORT_SECONDS ?= 5
 FUZZ_JOBS          ?= $(shell nproc 2>/dev/null || echo 1)
-FUZZERS      := graph idx inflate plan_json gguf tokenizer llm lora chat grammar
+FUZZERS      := graph idx inflate plan_json gguf tokenizer llm lora chat grammar json_schema
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -g -O1 $(FUZZ_SAN) -std=c11 -fno-trapping-math -fno-math-errno -Iinclude \
                 -D_POSIX_C_SOURCE=200809L -DRLX_HAVE_ZLIB
