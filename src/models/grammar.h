@@ -71,13 +71,27 @@ void rlx_gscratch_free(rlx_gscratch *w);
  * the (negative) status of an error: out of memory, too many parses. */
 int rlx_gmatch_try(const rlx_llm_grammar *g, const rlx_gstacks *in, rlx_gutf8 u, const unsigned char *bytes,
                    size_t n, rlx_gscratch *w, const rlx_gstacks **out, rlx_gutf8 *u_out);
-/* first[b] = 1 when stacks in (with no partial code point) take a text
- * that starts with byte b, as rlx_gmatch_try would for that one byte. */
-void rlx_gmatch_first_bytes(const rlx_llm_grammar *g, const rlx_gstacks *in, uint8_t first[256]);
 /* The state's stacks and partial code point, and replacing them. */
 const rlx_gstacks *rlx_gstate_stacks(const rlx_llm_grammar_state *s, rlx_gutf8 *u);
 const rlx_llm_grammar *rlx_gstate_grammar(const rlx_llm_grammar_state *s);
 rlx_status rlx_gstate_set(rlx_llm_grammar_state *s, const rlx_gstacks *st, rlx_gutf8 u);
+
+/* ---- the byte automaton, built lazily (grammar_dfa.c) ---- */
+typedef struct rlx_gdfa rlx_gdfa;
+rlx_status rlx_gdfa_new(const rlx_llm_grammar *g, rlx_gdfa **out);
+void rlx_gdfa_free(rlx_gdfa *d);
+/* The state of stacks st with partial code point u (added when new; the
+ * states may all be forgotten first, which makes earlier ids invalid). */
+rlx_status rlx_gdfa_intern(rlx_gdfa *d, const rlx_gstacks *st, rlx_gutf8 u, int32_t *id);
+/* *to: the state after bytes from state from, or -1 when the grammar
+ * refuses them. */
+rlx_status rlx_gdfa_walk(rlx_gdfa *d, int32_t from, const unsigned char *bytes, size_t n, int32_t *to);
+int rlx_gdfa_complete(const rlx_gdfa *d, int32_t id);
+/* Counts the times the states were forgotten (an id is valid within one). */
+uint64_t rlx_gdfa_epoch(const rlx_gdfa *d);
+/* A state's stacks (a view into the automaton, valid until it next grows)
+ * and partial code point. */
+const rlx_gstacks *rlx_gdfa_stacks(const rlx_gdfa *d, int32_t id, rlx_gutf8 *u, rlx_gstacks *view);
 
 /* ---- sampling under a grammar (grammar_sample.c) ---- */
 struct rlx_tokenizer;

@@ -216,26 +216,6 @@ int rlx_gmatch_try(const rlx_llm_grammar *g, const rlx_gstacks *in, rlx_gutf8 u,
   return 1;
 }
 
-void rlx_gmatch_first_bytes(const rlx_llm_grammar *g, const rlx_gstacks *in, uint8_t first[256]) {
-  memset(first, 0, 256);
-  for (size_t at = 0; at < in->n; at += 1 + in->v[at]) {
-    if (!in->v[at]) continue;
-    const rlx_gel *e = &g->el[in->v[at + in->v[at]]];
-    for (uint32_t c = 0; c < 256; c++) {
-      /* the code points a text starting with byte c can go on to, as rlx_gmatch_try bounds a partial one */
-      const uint32_t need = c < 0x80 ? 0 : c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2
-                            : c >= 0xF0 && c <= 0xF4 ? 3 : 4;
-      if (first[c] || need == 4) continue;
-      const uint32_t bits = need == 0 ? c : need == 1 ? c & 0x1Fu : need == 2 ? c & 0x0Fu : c & 0x07u;
-      uint32_t lo = bits << (6 * need), hi = lo | ((1u << (6 * need)) - 1);
-      const uint32_t min = need == 0 ? 0 : need == 1 ? 0x80 : need == 2 ? 0x800 : 0x10000;
-      if (lo < min) lo = min;
-      if (hi > MAX_CP) hi = MAX_CP;
-      first[c] = lo <= hi && class_has(g, e, lo, hi);
-    }
-  }
-}
-
 const rlx_gstacks *rlx_gstate_stacks(const rlx_llm_grammar_state *s, rlx_gutf8 *u) {
   *u = s->u;
   return &s->st;

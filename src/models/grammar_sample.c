@@ -3,23 +3,22 @@
  * a token is drawn, a token is allowed when the grammar state takes its
  * bytes (a code point may stay partial across tokens); an end-of-generation
  * token only where the text so far is complete; a token with no text
- * (control tokens) never.
+ * (control tokens) never.  Tokens are matched by walking the grammar's
+ * byte automaton (grammar_dfa.c), built as generation goes: each state's
+ * step on a byte is matched once, then looked up.
  *
  * Greedy (a temperature below RLX_LLM_MIN_TEMPERATURE): the sampler picks
  * from the unmasked logits first; when the grammar takes that token it is
- * the masked argmax too, so only one token is checked on most steps, and
- * the state that check reached is kept for rlx_gsampler_accept (the token
- * is matched once); else every token is checked and the pick is made again.
- * A full check first finds which first bytes the state takes (from the
- * classes atop its stacks, when no code point is partial): a token whose
- * first byte is refused is refused whole, without matching it (a text the
- * grammar refuses stays refused as it grows), and a one-byte token is
- * decided by that table alone.  With a temperature,
+ * the masked argmax too, so only one token is checked on most steps; else
+ * every token is checked and the pick is made again.  With a temperature,
  * every token is checked and the disallowed ones are set to -inf before the
  * whole sampler chain (penalties, top-k, top-p, min-p, temperature, draw),
  * so the draw follows the chain's distribution over the allowed tokens.
- * A state that no token of the vocab continues (and that is not complete)
- * is an error. */
+ * The masks of the last MASKS states are kept (generation comes back to
+ * the same states again and again: inside a string, after a comma).  The
+ * drawn token's walk gives the next state, which rlx_gsampler_accept takes
+ * without matching the token again.  A state that no token of the vocab
+ * continues (and that is not complete) is an error. */
 #include <math.h>
 #include <string.h>
 
@@ -29,6 +28,8 @@
 #include "tokenizer.h"
 #include "../core/core.h"
 
+#define MASKS 16
+
 struct rlx_gsampler {
   const rlx_tokenizer *t;
   int32_t n_vocab;
@@ -37,19 +38,28 @@ struct rlx_gsampler {
   size_t cap_bytes;
   uint32_t *off;    /* piece i: bytes[off[i], off[i+1]) */
   float *masked;    /* n_vocab logits */
-  rlx_gscratch w;
-  rlx_llm_grammar_state *kept; /* the state after token kept_id (-1: none) */
-  int32_t kept_id;
+  rlx_gdfa *dfa;
+  int32_t now;      /* the automaton's state for st (valid in this step) */
+  int32_t kept_id, kept_to; /* the drawn token and the state after it (-1: none) */
+  struct mask {     /* a state's allowed tokens, one bit each */
+    uint64_t epoch, used;
+    int32_t state;
+    uint32_t *bits;
+  } masks[MASKS];
+  uint64_t clock;
 };
+
+static size_t mask_words(const rlx_gsampler *gs) { return ((size_t)gs->n_vocab + 31) / 32; }
 
 void rlx_gsampler_free(rlx_gsampler *gs) {
   if (!gs) return;
   rlx_llm_grammar_state_free(gs->st);
-  rlx_llm_grammar_state_free(gs->kept);
+  rlx_gdfa_free(gs->dfa);
   rlx_free(gs->bytes, gs->cap_bytes);
   rlx_free(gs->off, ((size_t)gs->n_vocab + 1) * sizeof *gs->off);
   rlx_free(gs->masked, (size_t)gs->n_vocab * sizeof *gs->masked);
-  rlx_gscratch_free(&gs->w);
+  for (int k = 0; k < MASKS; k++)
+    rlx_free(gs->masks[k].bits, gs->masks[k].bits ? mask_words(gs) * sizeof *gs->masks[k].bits : 0);
   rlx_free(gs, sizeof *gs);
 }
 
@@ -62,7 +72,7 @@ rlx_status rlx_gsampler_new(const rlx_llm_grammar *g, const rlx_tokenizer *t, in
   gs->n_vocab = n_vocab;
   gs->kept_id = -1;
   rlx_status st = rlx_llm_grammar_state_new(g, &gs->st);
-  if (st == RLX_OK) st = rlx_llm_grammar_state_new(g, &gs->kept);
+  if (st == RLX_OK) st = rlx_gdfa_new(g, &gs->dfa);
   gs->off = st == RLX_OK ? rlx_malloc(((size_t)n_vocab + 1) * sizeof *gs->off) : NULL;
   gs->masked = gs->off ? rlx_malloc((size_t)n_vocab * sizeof *gs->masked) : NULL;
   if (st == RLX_OK && !gs->masked) st = rlx_error(RLX_ERR_NO_MEMORY, "grammar: out of memory");
@@ -95,64 +105,87 @@ rlx_status rlx_gsampler_new(const rlx_llm_grammar *g, const rlx_tokenizer *t, in
   return RLX_OK;
 }
 
-/* 1 when the state takes bytes b[0, n), 0 not, or the (negative) status
- * of an error; with keep, the state it reaches is kept for token id. */
-static int takes(rlx_gsampler *gs, const unsigned char *b, size_t n, int keep, int32_t id) {
-  rlx_gutf8 u, u2;
-  const rlx_gstacks *in = rlx_gstate_stacks(gs->st, &u), *res;
-  int ok = rlx_gmatch_try(rlx_gstate_grammar(gs->st), in, u, b, n, &gs->w, &res, &u2);
-  if (ok > 0 && keep) {
-    rlx_status st = rlx_gstate_set(gs->kept, res, u2);
-    if (st != RLX_OK) return (int)st;
-    gs->kept_id = id;
+/* The state after token id from the state now (-1: refused; an
+ * end-of-generation token: now itself where the text is complete). */
+static rlx_status walk(rlx_gsampler *gs, int32_t id, int32_t *to) {
+  *to = -1;
+  if (rlx_tokenizer_is_eog(gs->t, id)) {
+    if (rlx_gdfa_complete(gs->dfa, gs->now)) *to = gs->now;
+    return RLX_OK;
   }
-  return ok;
+  const uint32_t a = gs->off[id], b = gs->off[id + 1];
+  if (a == b) return RLX_OK;
+  return rlx_gdfa_walk(gs->dfa, gs->now, (const unsigned char *)gs->bytes + a, b - a, to);
 }
 
-/* 1 allowed, 0 not, or the (negative) status of an error; first: the
- * first-byte table, or NULL. */
-static int allowed(rlx_gsampler *gs, int32_t id, const uint8_t *first, int keep) {
-  if (rlx_tokenizer_is_eog(gs->t, id)) return rlx_llm_grammar_state_complete(gs->st);
-  const uint32_t a = gs->off[id], b = gs->off[id + 1];
-  const unsigned char *bytes = (const unsigned char *)gs->bytes + a;
-  if (a == b) return 0;
-  if (first && (!first[bytes[0]] || b - a == 1)) return first[bytes[0]];
-  return takes(gs, bytes, b - a, keep, id);
+/* The allowed tokens of the state now, from the kept masks or made (then
+ * kept in place of the least recently used). */
+static rlx_status mask_of(rlx_gsampler *gs, const uint32_t **bits) {
+  const uint64_t epoch = rlx_gdfa_epoch(gs->dfa);
+  struct mask *e = &gs->masks[0];
+  for (int k = 0; k < MASKS; k++) {
+    struct mask *x = &gs->masks[k];
+    if (x->used && x->epoch == epoch && x->state == gs->now) {
+      x->used = ++gs->clock;
+      *bits = x->bits;
+      return RLX_OK;
+    }
+    if (x->used < e->used) e = x;
+  }
+  if (!e->bits && !(e->bits = rlx_malloc(mask_words(gs) * sizeof *e->bits)))
+    return rlx_error(RLX_ERR_NO_MEMORY, "grammar: out of memory");
+  e->used = 0; /* not valid until made whole */
+  memset(e->bits, 0, mask_words(gs) * sizeof *e->bits);
+  for (int32_t i = 0; i < gs->n_vocab; i++) {
+    int32_t to;
+    rlx_status st = walk(gs, i, &to);
+    if (st != RLX_OK) return st;
+    e->bits[i >> 5] |= (uint32_t)(to >= 0) << (i & 31);
+  }
+  e->epoch = epoch, e->state = gs->now, e->used = ++gs->clock;
+  *bits = e->bits;
+  return RLX_OK;
 }
 
 rlx_status rlx_gsampler_sample(rlx_gsampler *gs, rlx_sampler *s, int greedy, const float *logits,
                                const int32_t *history, size_t n_history, int32_t *id) {
-  rlx_status st;
+  rlx_gutf8 u;
+  const rlx_gstacks *stacks = rlx_gstate_stacks(gs->st, &u);
+  rlx_status st = rlx_gdfa_intern(gs->dfa, stacks, u, &gs->now);
   gs->kept_id = -1;
+  if (st != RLX_OK) return st;
+  int32_t to = -1;
   if (greedy) {
     if ((st = rlx_sampler_sample(s, logits, gs->n_vocab, history, n_history, id)) != RLX_OK) return st;
-    int ok = allowed(gs, *id, NULL, 1);
-    if (ok < 0) return (rlx_status)ok;
-    if (ok) return RLX_OK;
+    if ((st = walk(gs, *id, &to)) != RLX_OK) return st;
   }
-  uint8_t first[256];
-  rlx_gutf8 u;
-  const rlx_gstacks *now = rlx_gstate_stacks(gs->st, &u);
-  if (!u.need) rlx_gmatch_first_bytes(rlx_gstate_grammar(gs->st), now, first);
-  int any = 0;
-  for (int32_t i = 0; i < gs->n_vocab; i++) {
-    int ok = logits[i] > -INFINITY ? allowed(gs, i, u.need ? NULL : first, 0) : 0;
-    if (ok < 0) return (rlx_status)ok;
-    gs->masked[i] = ok ? logits[i] : -INFINITY;
-    any |= ok;
+  if (to < 0) {
+    const uint32_t *bits = NULL;
+    if ((st = mask_of(gs, &bits)) != RLX_OK) return st;
+    int any = 0;
+    for (int32_t i = 0; i < gs->n_vocab; i++) {
+      const int ok = (bits[i >> 5] >> (i & 31) & 1) && logits[i] > -INFINITY;
+      gs->masked[i] = ok ? logits[i] : -INFINITY;
+      any |= ok;
+    }
+    if (!any)
+      return rlx_error(RLX_ERR_STATE, "grammar: no token of the vocabulary can continue the text, and the text is "
+                       "not complete under the grammar");
+    if ((st = rlx_sampler_sample(s, gs->masked, gs->n_vocab, history, n_history, id)) != RLX_OK) return st;
+    if ((st = walk(gs, *id, &to)) != RLX_OK) return st; /* looked up: the mask walked it */
   }
-  if (!any)
-    return rlx_error(RLX_ERR_STATE, "grammar: no token of the vocabulary can continue the text, and the text is not "
-                     "complete under the grammar");
-  return rlx_sampler_sample(s, gs->masked, gs->n_vocab, history, n_history, id);
+  gs->kept_id = *id, gs->kept_to = to;
+  return RLX_OK;
 }
 
 rlx_status rlx_gsampler_accept(rlx_gsampler *gs, int32_t id) {
   if (rlx_tokenizer_is_eog(gs->t, id)) return RLX_OK;
-  if (id == gs->kept_id) { /* matched when it was drawn: take that state */
-    rlx_llm_grammar_state *t = gs->st;
-    gs->st = gs->kept, gs->kept = t, gs->kept_id = -1;
-    return RLX_OK;
+  if (id == gs->kept_id && gs->kept_to >= 0) { /* walked when it was drawn: take that state */
+    rlx_gutf8 u;
+    rlx_gstacks view;
+    const rlx_gstacks *next = rlx_gdfa_stacks(gs->dfa, gs->kept_to, &u, &view);
+    gs->kept_id = -1;
+    return rlx_gstate_set(gs->st, next, u);
   }
   int ok;
   rlx_status st = rlx_llm_grammar_state_accept(gs->st, gs->bytes + gs->off[id], gs->off[id + 1] - gs->off[id], &ok);
