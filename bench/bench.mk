@@ -48,6 +48,28 @@ bench-size: web/pkg/rlx_web.wasm | bench-models
 	node bench/size.mjs
 bench: bench-models bench-size
 
+# What sampling under a grammar costs per token (bench/bench_grammar_native.c):
+# unconstrained and under a JSON Schema's grammar, greedy and at a
+# temperature, one thread, on random-weight models whose byte-level BPE
+# vocabularies (8k and 32k tokens) make_test_lm trains from the repository's
+# own text (fewer tokens when the text runs out of pairs: the line printed
+# gives the count).
+GRAMMAR_BENCH_TEXT := $(sort $(wildcard README.md docs/*.md src/*/*.c src/*/*.h include/*.h tests/c/*.c web/runtime/*.js \
+                        tests/node/*.mjs python/rlx/*.py tools/*.c bench/*.mjs))
+$(BENCH_DIR)/grammar_corpus.txt: $(GRAMMAR_BENCH_TEXT)
+	@mkdir -p $(dir $@)
+	cat $^ > $@
+$(BENCH_DIR)/lm-vocab%.gguf: build/make_test_lm $(BENCH_DIR)/grammar_corpus.txt
+	build/make_test_lm --arch qwen2 --type q8_0 --n-vocab $* --corpus $(BENCH_DIR)/grammar_corpus.txt --out $@
+$(BENCH_DIR)/grammar_native: bench/bench_grammar_native.c build/librlx.a $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< build/librlx.a $(LDLIBS)
+
+.PHONY: bench-grammar
+bench-grammar: $(BENCH_DIR)/grammar_native $(BENCH_DIR)/lm-vocab8192.gguf $(BENCH_DIR)/lm-vocab32768.gguf
+	$(BENCH_DIR)/grammar_native $(BENCH_DIR)/lm-vocab8192.gguf $(BENCH_DIR)/lm-vocab32768.gguf
+bench: bench-grammar
+
 # WebGPU model speed (bench/webgpu_models.mjs): training steps of the vision
 # models and the W4 transformer forward on WebGPU (Dawn in Node), ours next to
 # TensorFlow.js's webgpu backend in the same process; results go to
