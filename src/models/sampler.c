@@ -184,10 +184,13 @@ rlx_status rlx_sampler_sample(rlx_sampler *s, const float *logits, int32_t n_voc
   double mx = -INFINITY, sum = 0.0;
   for (size_t i = 0; i < m; i++)
     if (c[i].logit / p->temperature > mx) mx = c[i].logit / p->temperature;
-  for (size_t i = 0; i < m; i++) sum += exp(c[i].logit / p->temperature - mx);
+  /* -inf logits (a grammar's mask) add exactly 0: skipped, not exp'd */
+  for (size_t i = 0; i < m; i++)
+    if (c[i].logit > -INFINITY) sum += exp(c[i].logit / p->temperature - mx);
   double u = (double)(rlx_hash64(p->seed, s->draws++) >> 11) * (1.0 / 9007199254740992.0) * sum, cum = 0.0;
   size_t pick = 0;
   for (size_t i = 0; i < m; i++) {
+    if (c[i].logit == -INFINITY) continue;
     double e = exp(c[i].logit / p->temperature - mx);
     if (e <= 0.0) continue;
     pick = i;
