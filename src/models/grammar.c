@@ -17,7 +17,9 @@
  * rule that can reach itself without consuming input, which includes a
  * repetition of something that can be empty).  Alternatives that can never
  * complete (they use such a rule) are dropped, so every live parse of the
- * matcher can still finish. */
+ * matcher can still finish.  The rules made for groups and repetitions are
+ * named after the rule they serve with a '~' and a number (root~3), which
+ * no user rule name can be. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
