@@ -217,7 +217,7 @@ typedef struct {
   /* NULL, or the grammar the generated text follows (rlx_llm_grammar.h):
    * each token must continue it, and generation ends only where the text is
    * complete under it (or at max_tokens, a stop string or a full context).
-   * Native builds only: the web modules leave it out. */
+   * It must outlive the generator. */
   const rlx_llm_grammar *grammar;
 } rlx_llm_sampling;
 

@@ -6,11 +6,16 @@
 // the context used, and each reply's tokens (cached, evaluated, generated)
 // and speed. Regenerate sends the same conversation again without its last
 // reply (the cache rolls back to it); Clear forgets the conversation.
+// JSON replies: each reply is held to JSON that follows the schema box's
+// JSON schema (any JSON object when it is empty: chat()'s jsonSchema,
+// runtime/llm_grammar.js) and shown as the model wrote it; a schema the
+// module refuses is shown under the box with the parser's message.
 //
 //   const chat = new ChatView({ model: () => lm, sampling: () => readFields(...), setBusy });
 //   chat.modelChanged(info, lm.chatTemplate);   after each load
 import { show, status, showError } from './page-status.js';
 import { notStarted } from './fields.js';
+import { ANY_OBJECT_SCHEMA } from './runtime/llm_grammar.js';
 
 const $ = (id) => document.getElementById(id);
 const tokens = (n) => `${n.toLocaleString('en-US')} token${n === 1 ? '' : 's'}`;
@@ -37,6 +42,8 @@ export class ChatView {
       this.model()?.stop();
       status('stopping', 'Stopping...');
     });
+    $('json-mode').addEventListener('change', () => { $('json-schema-box').hidden = !$('json-mode').checked; });
+    $('json-schema').addEventListener('input', () => { $('json-schema-error').textContent = ''; });
     $('message').addEventListener('keydown', (e) => {
       if (e.key === 'Enter' && !e.shiftKey && !$('send').disabled) {
         e.preventDefault();
@@ -64,6 +71,21 @@ export class ChatView {
   messages() {
     const system = $('system').value.trim();
     return [...(system ? [{ role: 'system', content: system }] : []), ...this.history];
+  }
+
+  /** chat()'s options for the JSON mode: { jsonSchema } (the box's text, or any JSON object), or none. */
+  jsonOptions() {
+    if (!$('json-mode').checked) return {};
+    const schema = $('json-schema').value.trim();
+    return { jsonSchema: schema === '' ? ANY_OBJECT_SCHEMA : schema };
+  }
+
+  /** A schema the module refused: its message under the box, and the message sent back in its box (to send again once fixed). */
+  schemaRefused(err) {
+    $('json-schema-error').textContent = err.message;
+    if (this.history.at(-1)?.role !== 'user' || $('message').value.trim() !== '') return;
+    $('message').value = this.history.pop().content;
+    $('conversation').lastElementChild?.remove();
   }
 
   clear() {
@@ -120,6 +142,7 @@ export class ChatView {
       return;
     }
     $('error').textContent = '';
+    $('json-schema-error').textContent = '';
     this.setBusy(true, true);
     status('running', 'Reading the conversation...');
     const body = this.bubble('assistant', '');
@@ -128,6 +151,7 @@ export class ChatView {
     try {
       const r = await lm.chat(this.messages(), {
         ...f.values,
+        ...this.jsonOptions(),
         onToken: (piece) => {
           n++;
           body.textContent += piece;
@@ -148,6 +172,7 @@ export class ChatView {
     } catch (err) {
       body.parentElement.remove(); // no reply: the conversation stays as it was before it
       showError(err);
+      if (/options\.jsonSchema\b/.test(err?.message ?? '')) this.schemaRefused(err);
     } finally {
       this.setBusy(false);
     }

@@ -625,6 +625,9 @@ export interface TokenizeOptions {
   special?: boolean;
 }
 
+/** A JSON schema as an object (options.jsonSchema, response_format.json_schema.schema). */
+export type JsonSchema = { [keyword: string]: unknown };
+
 export interface GenerateOptions {
   /** Default 64. */
   maxTokens?: number;
@@ -634,6 +637,10 @@ export interface GenerateOptions {
   seed?: number | bigint;
   /** The text before the first of these is kept. */
   stop?: string[];
+  /** GBNF text: the output follows the grammar (give grammar or jsonSchema, not both). */
+  grammar?: string;
+  /** A JSON schema (an object or its JSON text): the output is JSON that follows it. */
+  jsonSchema?: JsonSchema | string;
   /** Each token with the text it completes (possibly ''); return false to stop. */
   onToken?: (text: string, id: number) => boolean | void;
   signal?: AbortSignal;
@@ -706,8 +713,9 @@ export interface ChatCompletionRequest {
   temperature?: number; top_p?: number; seed?: number;
   stop?: string | string[];
   n?: 1;
-  /** Only { type: 'text' }: JSON output is not supported yet. */
-  response_format?: { type: 'text' };
+  /** The reply as text (the default), any JSON object, or JSON that follows a schema (any JSON object without one). */
+  response_format?: { type: 'text' } | { type: 'json_object' } |
+    { type: 'json_schema'; json_schema: { name: string; description?: string; schema?: JsonSchema; strict?: boolean | null } };
   signal?: AbortSignal;
 }
 

@@ -3,8 +3,7 @@
  * could be the start of a stop string, and ends at max_tokens, an
  * end-of-generation token, a stop string or a full context.  Under a
  * grammar (rlx_llm_sampling.grammar) the tokens are drawn by
- * grammar_sample.c; the web modules are built without that (their exports
- * never pass a grammar), so they stay as small as before. */
+ * grammar_sample.c. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 (wasm builds) */
 #endif
@@ -14,10 +13,7 @@
 
 #include "llm.h"
 #include "sampler.h"
-#if !defined(__wasm__)
-#define RLX_GEN_GRAMMAR 1
 #include "grammar.h"
-#endif
 
 struct rlx_llm_generator {
   rlx_llm *m;
@@ -36,9 +32,7 @@ struct rlx_llm_generator {
   int done;
   rlx_llm_stats stats;
   int external;           /* the caller evaluates (rlx_llm_generator_new_external) */
-#ifdef RLX_GEN_GRAMMAR
   rlx_gsampler *grammar;  /* NULL: no grammar */
-#endif
 };
 
 static double now_seconds(void) {
@@ -75,9 +69,7 @@ static int grow(void **p, size_t *cap, uint64_t need, size_t elem) {
 void rlx_llm_generator_free(rlx_llm_generator *gen) {
   if (!gen) return;
   rlx_sampler_free(gen->sampler);
-#ifdef RLX_GEN_GRAMMAR
   rlx_gsampler_free(gen->grammar);
-#endif
   for (int32_t i = 0; gen->stop && i < gen->s.n_stop; i++) rlx_free(gen->stop[i], strlen(gen->stop[i]) + 1);
   rlx_free(gen->stop, (size_t)gen->n_stop_alloc * sizeof *gen->stop);
   rlx_free(gen->history, gen->cap_history * sizeof *gen->history);
@@ -123,9 +115,7 @@ static rlx_status generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n_
   rlx_detok_init(&gen->detok, 0);
   rlx_sampler_params sp = {s->temperature, s->top_k, s->top_p, s->min_p, s->repeat_penalty, s->repeat_last_n, s->seed};
   st = rlx_sampler_new(&sp, &gen->sampler);
-#ifdef RLX_GEN_GRAMMAR
   if (st == RLX_OK && s->grammar) st = rlx_gsampler_new(s->grammar, m->tok, m->info.n_vocab, &gen->grammar);
-#endif
   if (st == RLX_OK && s->n_stop > 0) {
     gen->s.n_stop = 0; /* counts the copies made, for free */
     if (!(gen->stop = rlx_calloc((size_t)s->n_stop, sizeof *gen->stop))) st = RLX_ERR_NO_MEMORY;
@@ -309,13 +299,11 @@ rlx_status rlx_llm_generator_next(rlx_llm_generator *gen, int32_t *id, const cha
                      "logits of the pending ones over with rlx_llm_set_logits first)", gen->n_history, (int)m->pos);
   gen->pending = -1;
   int32_t tok;
-#ifdef RLX_GEN_GRAMMAR
   if (gen->grammar) {
     st = rlx_gsampler_sample(gen->grammar, gen->sampler, gen->s.temperature < RLX_LLM_MIN_TEMPERATURE, m->logits,
                              gen->history, gen->n_history, &tok);
     if (st == RLX_OK) st = rlx_gsampler_accept(gen->grammar, tok);
   } else
-#endif
     st = rlx_sampler_sample(gen->sampler, m->logits, m->info.n_vocab, gen->history, gen->n_history, &tok);
   gen->stats.generate_seconds += now_seconds() - t0;
   if (st != RLX_OK) return st;
@@ -323,9 +311,7 @@ rlx_status rlx_llm_generator_next(rlx_llm_generator *gen, int32_t *id, const cha
 }
 
 int rlx_llm_generator_greedy(const rlx_llm_generator *gen) {
-#ifdef RLX_GEN_GRAMMAR
   if (gen && gen->grammar) return 0; /* the grammar picks among the logits: no device argmax */
-#endif
   return gen && gen->s.temperature < RLX_LLM_MIN_TEMPERATURE &&
          (gen->s.repeat_penalty == 1.0f || gen->s.repeat_last_n == 0);
 }

@@ -122,8 +122,9 @@ EXPORT(rlx_llm_sampling_default) void w_sampling_default(double *out) {
 }
 
 /* The sampling settings as plain values (the 64-bit seed as two 32-bit
- * halves); stop[n_stop] are NUL-terminated strings that JS keeps alive
- * until rlx_llm_generator_free. */
+ * halves); stop[n_stop] are NUL-terminated strings and grammar NULL or a
+ * parsed grammar (grammar.c), which JS keeps alive until
+ * rlx_llm_generator_free. */
 /* external 1: the caller evaluates the model (the WebGPU build's executor
  * in JS, src/web_llm_gpu/exports.c): the generator of
  * rlx_llm_generator_new_external (src/models/llm.h).  keep: the prompt's
@@ -133,12 +134,12 @@ EXPORT(rlx_llm_generator_new)
 int32_t w_generator_new(rlx_llm *m, const int32_t *prompt_ids, size_t n_prompt, float temperature, int32_t top_k,
                         float top_p, float min_p, float repeat_penalty, int32_t repeat_last_n, uint32_t seed_lo,
                         uint32_t seed_hi, int32_t max_tokens, const char *const *stop, int32_t n_stop,
-                        int32_t external, size_t keep, rlx_llm_generator **out) {
+                        int32_t external, size_t keep, const rlx_llm_grammar *grammar, rlx_llm_generator **out) {
   rlx_llm_sampling s = rlx_llm_sampling_default();
   s.temperature = temperature, s.top_k = top_k, s.top_p = top_p, s.min_p = min_p;
   s.repeat_penalty = repeat_penalty, s.repeat_last_n = repeat_last_n;
   s.seed = ((uint64_t)seed_hi << 32) | seed_lo;
-  s.max_tokens = max_tokens, s.stop = stop, s.n_stop = n_stop;
+  s.max_tokens = max_tokens, s.stop = stop, s.n_stop = n_stop, s.grammar = grammar;
   return rlx_llm_generator_new_kept(m, prompt_ids, n_prompt, keep, &s, external, out);
 }
 

@@ -64,6 +64,11 @@ export async function main(file: File): Promise<void> {
   const prompt: { text: string; ids: number[] } = await model.chatPrompt(messages, { addGenerationPrompt: false });
   const completion: ChatCompletion = await model.createChatCompletion({ messages, max_tokens: 8, temperature: 0.7, top_p: 0.9, seed: 1, stop: '\n' });
   const content: string = completion.choices[0].message.content;
+  await model.createChatCompletion({ messages, response_format: { type: 'json_object' } });
+  await model.createChatCompletion({ messages, response_format: { type: 'json_schema', json_schema: { name: 'reply', schema: { type: 'object' }, strict: true } } });
+  await model.generate('x', { grammar: 'root ::= "yes" | "no"' });
+  await model.chat(messages, { jsonSchema: { type: 'array', items: { type: 'integer' } } });
+  await model.chat(messages, { jsonSchema: '{"type": "string"}' });
   for await (const chunk of await model.createChatCompletion({ messages, stream: true, stream_options: { include_usage: true } })) {
     const c: ChatCompletionChunk = chunk;
     console.log(c.choices[0]?.delta.content ?? '', c.usage?.total_tokens);
@@ -96,8 +101,10 @@ export async function main(file: File): Promise<void> {
   await model.chat([{ role: 'tool', content: 'x' }]);
   // @ts-expect-error overflow is 'refuse' or 'drop'
   await model.chat(messages, { overflow: 'wrap' });
-  // @ts-expect-error JSON output is not supported yet
-  await model.createChatCompletion({ messages, response_format: { type: 'json_object' } });
+  // @ts-expect-error json_schema needs its json_schema
+  await model.createChatCompletion({ messages, response_format: { type: 'json_schema' } });
+  // @ts-expect-error a grammar is GBNF text
+  await model.generate('x', { grammar: { root: 'a' } });
   // @ts-expect-error the info is read-only
   model.info = info;
 }

@@ -61,6 +61,7 @@ import { chat, chatPrompt } from './llm_chat.js';
 import { templateInForce } from './llm_chat_template.js';
 import { createChatCompletion } from './llm_openai.js';
 import { threadsChoice, threadsOption } from './llm_threads.js';
+import { GRAMMAR_OPTIONS, freeGrammar, grammarOption, parseGrammar } from './llm_grammar.js';
 
 export { RlxError };
 export { GgufWorker } from './llm_worker_client.js';
@@ -73,7 +74,7 @@ const TRAIN_GPU_WASM = new URL('../pkg/rlx_llm_train_gpu.wasm', import.meta.url)
 const TRAIN_WEBGL_WASM = new URL('../pkg/rlx_llm_train_webgl.wasm', import.meta.url);
 /** generate()'s options (chat() takes them too). */
 export const GENERATE_OPTIONS = Object.freeze(['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'seed',
-  'stop', 'onToken', 'signal']);
+  'stop', ...GRAMMAR_OPTIONS, 'onToken', 'signal']);
 const MAX_STOP = 16;           // stop strings per generation
 const MAX_TEXT = 1 << 26;      // bytes of text to tokenize at once
 const MAX_IDS = 1 << 24;       // ids in one call
@@ -509,7 +510,11 @@ export class GgufModel {
    * maxTokens, temperature (0, or anything below 1e-6: greedy), topK (0: off), topP (1: off), minP
    * (0: off), repeatPenalty (1: off), repeatLastN, seed (an integer >= 0 or
    * a BigInt below 2^64), stop (strings; the text before one is kept),
-   * onToken(text, id) (each generated token with the text it completes,
+   * grammar (GBNF text) or jsonSchema (a JSON schema: an object or its JSON
+   * text): every token continues a text of the grammar, and an
+   * end-of-generation token comes only where that text is whole
+   * (llm_grammar.js; a malformed one is an RlxError with the parser's
+   * message), onToken(text, id) (each generated token with the text it completes,
    * possibly ''; return false to stop), signal (an AbortSignal).
    * Returns a Generation (llm_stream.js): an async iterable of the pieces
    * ({ text, id }; leaving the loop early stops it) and a Promise that
@@ -574,6 +579,7 @@ export class GgufModel {
     stop.forEach((s, i) => {
       if (typeof s !== 'string' || s === '') throw fail(fn, `options.stop[${i}] must be a non-empty string, got ${describe(s)}`);
     });
+    const constraint = grammarOption(fn, o);
     const onToken = functionOption(fn, 'options.onToken', o.onToken);
     const signal = o.signal;
     if (signal !== undefined && (signal === null || typeof signal !== 'object' || typeof signal.aborted !== 'boolean')) {
@@ -593,7 +599,9 @@ export class GgufModel {
     const ptrs = [];
     const keep = (p) => (ptrs.push(p), p);
     let gen = 0;
+    let grammar = 0;
     try {
+      if (constraint) grammar = parseGrammar(fn, m, constraint);
       const idsPtr = keep(m.alloc(4 * promptIds.length));
       m.i32(idsPtr, promptIds.length).set(promptIds);
       const stopPtrs = stop.map((s) => {
@@ -611,7 +619,7 @@ export class GgufModel {
       const t0 = now();
       m.check(m.call('rlx_llm_generator_new', h, idsPtr, promptIds.length, temperature, topK, topP, minP, repeatPenalty,
         repeatLastN, Number(seed & 0xffffffffn), Number(seed >> 32n), maxTokens, stopArr, stopPtrs.length, this.gpu ? 1 : 0,
-        cached, scratch), `${fn}: `);
+        cached, grammar, scratch), `${fn}: `);
       gen = m.i32(scratch, 1)[0] >>> 0;
       if (this.gpu) await this.gpu.eval(fn, promptIds.slice(cached)); // the generator samples what the GPU computed
       const promptSeconds = (now() - t0) / 1000;
@@ -678,6 +686,7 @@ export class GgufModel {
     } finally {
       if (!m.dead) {
         if (gen) m.call('rlx_llm_generator_free', gen);
+        freeGrammar(m, grammar); // after the generator, which holds it
         for (const p of ptrs) m.free(p);
       }
     }

@@ -102,9 +102,10 @@ function splitOptions(fn, options) {
  * 'abort'), template: { name, source, why }, stats: { promptTokens (the
  * whole prompt), cachedTokens (reused from the KV cache), evaluatedTokens,
  * generatedTokens, droppedMessages, and generate()'s timings } }.
+ * options: generate()'s (grammar or jsonSchema among them) and
+ * CHAT_OPTIONS.  fn: the caller named in errors (createChatCompletion).
  */
-export function chat(model, messages, options = undefined) {
-  const fn = 'GgufModel.chat';
+export function chat(model, messages, options = undefined, fn = 'GgufModel.chat') {
   return model.exclusive(fn, async (push, stopRequested) => {
     model.live(fn);
     const msgs = checkMessages(fn, messages);

@@ -10,8 +10,11 @@
 // Request: messages, model (echoed back; default the file's name), stream,
 // stream_options ({ include_usage }), max_tokens (or max_completion_tokens),
 // temperature, top_p, seed, stop (a string or up to 16 strings), n (1),
-// response_format ({ type: 'text' }; 'json_object' and 'json_schema' are
-// refused: not supported yet), and signal (an AbortSignal, ours).  Left out,
+// response_format ({ type: 'text' }, { type: 'json_object' }: the reply is a
+// JSON object, or { type: 'json_schema', json_schema: { name, description?,
+// schema?, strict? } }: the reply follows the schema (any JSON object
+// without one); both through chat()'s jsonSchema, llm_grammar.js), and
+// signal (an AbortSignal, ours).  Left out,
 // sampling is the library's default (greedy, 64 tokens).  Anything else is
 // an RlxError naming createChatCompletion and the option.  finish_reason is
 // 'stop' (an end-of-generation token or a stop string), 'length'
@@ -21,10 +24,13 @@ import { describe, optionsArg } from './loader.js';
 import { fail, numberOption, intOption } from './llm_common.js';
 import { chat } from './llm_chat.js';
 import { checkMessages } from './llm_chat_template.js';
+import { ANY_OBJECT_SCHEMA, SCHEMA_SOURCE } from './llm_grammar.js';
 
 const KNOWN = ['messages', 'model', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'seed',
   'stop', 'n', 'response_format', 'signal'];
 const MAX_STOP = 16; // as generate()'s
+const JSON_SCHEMA_KEYS = ['name', 'description', 'schema', 'strict'];
+const SCHEMA_NAME = /^[A-Za-z0-9_-]{1,64}$/; // OpenAI's rule for json_schema.name
 
 function completionId() {
   const bytes = new Uint8Array(12);
@@ -47,16 +53,7 @@ function chatOptions(fn, model, req) {
   if (req.stream_options != null && !req.stream) throw fail(fn, 'stream_options is only for stream: true');
   if (req.n !== undefined && req.n !== 1) throw fail(fn, `n must be 1 (one choice per request), got ${describe(req.n)}`);
   if (req.max_tokens !== undefined && req.max_completion_tokens !== undefined) throw fail(fn, 'max_tokens and max_completion_tokens are the same option: give one');
-  const rf = req.response_format;
-  if (rf !== undefined && rf !== null) {
-    if (typeof rf !== 'object' || Array.isArray(rf) || typeof rf.type !== 'string') {
-      throw fail(fn, `response_format must be { type: 'text' }, got ${describe(rf)}`);
-    }
-    if (rf.type === 'json_object' || rf.type === 'json_schema') {
-      throw fail(fn, `response_format ${rf.type} is not supported yet (output constrained to JSON or a grammar): leave response_format out`);
-    }
-    if (rf.type !== 'text') throw fail(fn, `response_format.type must be 'text', got ${describe(rf.type)}`);
-  }
+  const jsonSchema = responseFormat(fn, req.response_format);
   let stop = req.stop ?? undefined;
   if (typeof stop === 'string') stop = [stop];
   else if (stop !== undefined && !Array.isArray(stop)) throw fail(fn, `stop must be a string or an Array of strings, got ${describe(stop)}`);
@@ -74,8 +71,47 @@ function chatOptions(fn, model, req) {
   if (req.top_p != null) o.topP = numberOption(fn, 'top_p', req.top_p, (v) => v >= 0 && v <= 1, 'a number from 0 to 1', 1);
   if (req.seed != null) o.seed = intOption(fn, 'seed', req.seed, 0, Number.MAX_SAFE_INTEGER, 0);
   if (stop !== undefined) o.stop = stop;
+  if (jsonSchema !== undefined) {
+    o.jsonSchema = jsonSchema;
+    o[SCHEMA_SOURCE] = jsonSchema === ANY_OBJECT_SCHEMA ? 'response_format' : 'response_format.json_schema.schema';
+  }
   if (req.signal !== undefined) o.signal = req.signal;
   return { options: o, stream: req.stream === true, usage: so.include_usage === true };
+}
+
+/** response_format checked as OpenAI does: chat()'s jsonSchema for the reply, or undefined for text. */
+function responseFormat(fn, rf) {
+  if (rf === undefined || rf === null) return undefined;
+  const shapes = "{ type: 'text' }, { type: 'json_object' } or { type: 'json_schema', json_schema: { name, schema } }";
+  if (typeof rf !== 'object' || Array.isArray(rf)) throw fail(fn, `response_format must be ${shapes}, got ${describe(rf)}`);
+  const only = (obj, what, keys) => {
+    for (const k of Object.keys(obj)) if (!keys.includes(k)) throw fail(fn, `unknown option ${what}.${k} (known: ${keys.join(', ')})`);
+  };
+  if (rf.type === 'text' || rf.type === 'json_object') {
+    only(rf, 'response_format', ['type']);
+    return rf.type === 'text' ? undefined : ANY_OBJECT_SCHEMA;
+  }
+  if (rf.type !== 'json_schema') throw fail(fn, `response_format.type must be 'text', 'json_object' or 'json_schema', got ${describe(rf.type)}`);
+  only(rf, 'response_format', ['type', 'json_schema']);
+  const js = rf.json_schema;
+  if (js === null || typeof js !== 'object' || Array.isArray(js)) {
+    throw fail(fn, `response_format.json_schema must be an object { name, description?, schema?, strict? }, got ${describe(js)}`);
+  }
+  only(js, 'response_format.json_schema', JSON_SCHEMA_KEYS);
+  if (typeof js.name !== 'string' || !SCHEMA_NAME.test(js.name)) {
+    throw fail(fn, `response_format.json_schema.name must be 1 to 64 letters, digits, underscores or dashes, got ${describe(js.name)}`);
+  }
+  if (js.description !== undefined && typeof js.description !== 'string') {
+    throw fail(fn, `response_format.json_schema.description must be a string, got ${describe(js.description)}`);
+  }
+  if (js.strict !== undefined && js.strict !== null && typeof js.strict !== 'boolean') {
+    throw fail(fn, `response_format.json_schema.strict must be true, false or null, got ${describe(js.strict)}`);
+  }
+  if (js.schema === undefined || js.schema === null) return ANY_OBJECT_SCHEMA;
+  if (typeof js.schema !== 'object' || Array.isArray(js.schema)) {
+    throw fail(fn, `response_format.json_schema.schema must be a JSON schema object, got ${describe(js.schema)}`);
+  }
+  return js.schema;
 }
 
 function usageOf(r) {
@@ -97,7 +133,7 @@ export async function createChatCompletion(model, request) {
   checkMessages(fn, req.messages);
   const { options, stream, usage } = chatOptions(fn, model, req);
   const head = { id: completionId(), created: Math.floor(Date.now() / 1000), model: req.model ?? model.info.name ?? '' };
-  const generation = chat(model, req.messages, options);
+  const generation = chat(model, req.messages, options, fn);
   if (!stream) {
     const r = await generation;
     return {

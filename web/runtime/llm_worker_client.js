@@ -4,6 +4,7 @@
 // exports it.
 import { RlxError, describe, optionsArg } from './loader.js';
 import { STATUS, fail, functionOption } from './llm_common.js';
+import { grammarOption } from './llm_grammar.js';
 
 /** A URL resolved against the page (the worker's own location is runtime/), as a string (a URL does not clone). */
 const pageUrl = (s) => new URL(String(s), globalThis.document?.baseURI ?? globalThis.location?.href).href;
@@ -23,6 +24,7 @@ function remoteError(e) {
  *   const info = await lm.load(file, { nCtx: 2048, onProgress });
  *   const r = await lm.generate('Hello', { maxTokens: 32, onToken: (text) => ... });
  *   const c = await lm.chat([{ role: 'user', content: 'Hi' }], { onToken });  // lm.chatTemplate says which template
+ *   const j = await lm.chat(messages, { jsonSchema: { type: 'object' } });  // or grammar: GBNF text (llm_grammar.js)
  *   for await (const chunk of await lm.createChatCompletion({ messages, stream: true })) ...
  *   await lm.load(file, { train: true });
  *   const { adapter } = await lm.finetune(text, { steps: 30, onProgress, signal });
@@ -93,11 +95,16 @@ export class GgufWorker {
   /** As GgufModel.generate; onToken(text, id) is called as the tokens arrive (its result does not stop the run: use stop()). */
   generate(prompt, options = undefined) { return this.streamed('generate', { prompt }, options); }
 
-  /** A generation op (generate, chat) with options.onToken fed by the worker's token messages. */
+  /**
+   * A generation op (generate, chat) with options.onToken fed by the
+   * worker's token messages.  grammar / jsonSchema are checked here and
+   * parsed in the worker (its model names a malformed one).
+   */
   async streamed(op, args, options) {
     const fn = `GgufWorker.${op}`;
     const o = optionsArg(fn, options);
     const onToken = functionOption(fn, 'options.onToken', o.onToken);
+    grammarOption(fn, o);
     const { onToken: _, signal, ...rest } = o;
     return this.stoppable(fn, signal, op, { ...args, options: rest }, (msg) => onToken?.(msg.text, msg.tokenId));
   }

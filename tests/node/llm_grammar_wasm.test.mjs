@@ -1,0 +1,123 @@
+// llm_grammar_wasm.test.mjs - output held to a grammar in JS
+// (web/runtime/llm_grammar.js through rlx_llm.wasm) on the seeded test
+// models of build/lm/ (make lm-fixtures), which write noise unconstrained:
+// with a GBNF grammar (a choice of words, a list of numbers) every seeded
+// generation, chat reply and streamed piece sequence is accepted by a
+// recogniser written here; the grammar is parsed once per call and freed
+// after it however it ends (the end, an abort, an error); bad options are
+// RlxErrors naming the function and the option, with the parser's message.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { loadGguf, RlxError } from '../../web/runtime/llm.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const WORDS = 'root ::= ("north" | "south" | "east" | "west") "!"';
+const LIST = 'root ::= "[" num ("," " "? num){0,3} "]"\nnum ::= "-"? [0-9]{1,3}'; // at most 25 characters
+const SEEDS = [0, 1, 2, 3];
+
+// The recognisers: a whole text of each grammar, and a text that can still become one.
+const isWords = (t) => /^(north|south|east|west)!$/.test(t);
+const isList = (t) => /^\[-?\d{1,3}(, ?-?\d{1,3}){0,3}\]$/.test(t);
+const isListPrefix = (t) => isList(t) || /^(\[(-?\d{1,3}, ?){0,3}-?\d{0,3})?$/.test(t);
+
+const rlxError = (re) => (err) => {
+  assert.ok(err instanceof RlxError, `expected an RlxError, got ${err?.name}: ${err?.message}`);
+  assert.match(err.message, re);
+  return true;
+};
+
+const models = {};
+async function model(name) {
+  models[name] ??= loadGguf(`${ROOT}build/lm/${name}.gguf`, { backend: 'cpu', nCtx: 256 });
+  return models[name];
+}
+test.after(async () => { for (const m of Object.values(models)) (await m).free(); });
+
+/** Counts the module's grammar parses and frees on m while run() runs. */
+async function counted(m, run) {
+  const mod = m.mod;
+  const call = mod.call;
+  const n = { parse: 0, free: 0 };
+  mod.call = (name, ...args) => {
+    if (name === 'rlx_llm_grammar_parse' || name === 'rlx_llm_grammar_from_json_schema') n.parse++;
+    if (name === 'rlx_llm_grammar_free') n.free++;
+    return call.call(mod, name, ...args);
+  };
+  try {
+    await run();
+  } finally {
+    mod.call = call;
+  }
+  return n;
+}
+
+for (const name of ['qwen2-q8_0', 'llama-q4_0']) {
+  test(`${name}: every seeded generation under a GBNF grammar is a text of it`, async () => {
+    const m = await model(name);
+    const free = await m.generate('Which way?', { temperature: 1.5, seed: 0, maxTokens: 12 });
+    assert.ok(!isWords(free.text) && !isListPrefix(free.text), `unconstrained, the model writes noise: ${JSON.stringify(free.text)}`);
+    for (const seed of SEEDS) {
+      const r = await m.generate('Which way?', { temperature: 1.5, seed, grammar: WORDS, maxTokens: 16 });
+      assert.ok(isWords(r.text), `seed ${seed}: ${JSON.stringify(r.text)}`);
+      assert.equal(r.stoppedBy, 'eog', 'nothing follows the "!": only an end-of-generation token can');
+    }
+    for (const seed of SEEDS) {
+      const r = await m.generate('Numbers:', { temperature: 1, seed, grammar: LIST, maxTokens: 32 });
+      assert.ok(isList(r.text), `seed ${seed}: ${JSON.stringify(r.text)}`);
+      assert.equal(r.stoppedBy, 'eog', 'a whole list comes within 26 tokens, then only the end');
+    }
+  });
+}
+
+test('streamed pieces and chat replies follow the grammar; one parse and one free per call', async () => {
+  const m = await model('qwen2-q8_0');
+  const pieces = [];
+  const n = await counted(m, async () => {
+    const g = m.generate('Numbers:', { temperature: 1, seed: 5, grammar: LIST, maxTokens: 8 });
+    for await (const { text } of g) pieces.push(text);
+    assert.equal(pieces.join(''), (await g).text);
+    const c = await m.chat([{ role: 'user', content: 'Which way?' }], { temperature: 1.5, seed: 2, grammar: WORDS });
+    assert.ok(isWords(c.text), JSON.stringify(c.text));
+    assert.equal(c.finishReason, 'stop');
+  });
+  assert.ok(isListPrefix(pieces.join('')), JSON.stringify(pieces));
+  assert.deepEqual(n, { parse: 2, free: 2 });
+});
+
+test('the grammar is freed when a generation is aborted, stopped by onToken, or fails', async () => {
+  const m = await model('qwen2-q8_0');
+  const n = await counted(m, async () => {
+    const ac = new AbortController();
+    const a = await m.generate('Numbers:', { temperature: 1, seed: 1, grammar: LIST, maxTokens: 24, signal: ac.signal, onToken: () => ac.abort() });
+    assert.equal(a.stoppedBy, 'abort');
+    const early = m.generate('Numbers:', { grammar: LIST, maxTokens: 24 });
+    for await (const _ of early) break;
+    assert.equal((await early).stoppedBy, 'abort');
+    await assert.rejects(m.generate('Numbers:', { grammar: LIST, onToken: () => { throw new Error('from onToken'); } }), /from onToken/);
+    // the generator refuses the prompt (it fills the context) after the grammar was parsed
+    await assert.rejects(m.generate(new Array(300).fill(1), { grammar: LIST }), rlxError(/^GgufModel\.generate: rlx_llm_generator_new: a prompt of 300 tokens/));
+  });
+  assert.deepEqual(n, { parse: 4, free: 4 });
+  const after = await m.generate('Numbers:', { temperature: 1, seed: 3, grammar: LIST, maxTokens: 24 });
+  assert.ok(isListPrefix(after.text) && after.ids.length > 0, `the model still runs: ${JSON.stringify(after.text)}`);
+});
+
+test('bad grammar options: RlxErrors naming the function and the option', async () => {
+  const m = await model('qwen2-q8_0');
+  const cyclic = { type: 'object' };
+  cyclic.self = cyclic;
+  const cases = [
+    [{ grammar: 5 }, /^GgufModel\.generate: options\.grammar must be GBNF text \(a string with a root rule\), got number 5/],
+    [{ grammar: '  ' }, /^GgufModel\.generate: options\.grammar must be GBNF text/],
+    [{ grammar: 'root ::= (' }, /^GgufModel\.generate: options\.grammar: grammar: line 1, column 10: a '\(' without its '\)'/],
+    [{ grammar: WORDS, jsonSchema: { type: 'object' } }, /^GgufModel\.generate: options\.grammar and options\.jsonSchema both constrain the output: give one of them/],
+    [{ jsonSchema: 5 }, /^GgufModel\.generate: options\.jsonSchema must be a JSON schema: an object or its JSON text, got number 5/],
+    [{ jsonSchema: [] }, /^GgufModel\.generate: options\.jsonSchema must be a JSON schema/],
+    [{ jsonSchema: cyclic }, /^GgufModel\.generate: options\.jsonSchema cannot be written as JSON: /],
+  ];
+  for (const [options, re] of cases) await assert.rejects(m.generate('x', options), rlxError(re));
+  await assert.rejects(m.chat([{ role: 'user', content: 'hi' }], { grammar: 'start ::= "a"' }),
+    rlxError(/^GgufModel\.chat: options\.grammar: grammar: no 'root' rule/));
+  assert.ok((await m.generate('x', { maxTokens: 2 })).ids.length > 0, 'the model still runs');
+});
