@@ -6,7 +6,10 @@
 // KV cache (the same cached count as Node's); Regenerate gives the same
 // greedy reply again evaluating only the generation prompt's tail; Clear
 // empties the conversation; an empty message is refused next to the box.
-// Screenshot: build/screens/generate-chat.png.
+// JSON replies: a malformed schema is refused under its box with the
+// parser's message (the message goes back to its box, the page goes on);
+// with a schema the reply is the model's text and parses as JSON of it.
+// Screenshots: build/screens/generate-chat.png, generate-chat-json.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -19,6 +22,7 @@ const FILE = fileURLToPath(new URL(`../../web/data/lm/${FIXTURE}.gguf`, import.m
 const SYSTEM = 'You are a helpful assistant.'; // the page's default system prompt
 const TURNS = ['Hello! Who are you?', 'And where is the mill?'];
 const OPTIONS = { temperature: 0, maxTokens: 6 };
+const SCHEMA = { type: 'object', properties: { way: { enum: ['north', 'south', 'east', 'west'] } }, required: ['way'], additionalProperties: false };
 const why = missing() ?? (!existsSync(FILE) ? `missing ${FILE}: run make lm-web-fixtures` : null) ??
   (!existsSync(new URL('../../web/vendor/jinja.js', import.meta.url)) ? 'missing web/vendor/jinja.js: run make' : null);
 let server;
@@ -92,6 +96,37 @@ test(`generate.html chat: ${FIXTURE}, two greedy turns give Node's replies, the 
     assert.equal(await page.$$eval('#conversation .msg', (els) => els.length), 0);
     assert.equal(await page.isEnabled('#regenerate'), false);
     assert.equal(await page.isEnabled('#send'), true);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+test(`generate.html chat, JSON replies: a malformed schema is refused under its box; a reply follows the schema`,
+  { skip: why ?? false, timeout: 120000 }, async () => {
+    const { page, problems } = await newPage(browser);
+    await page.goto(`${server.url}generate.html?model=${FIXTURE}&temperature=0.8&seed=3&maxTokens=48&autoload=1`);
+    await settled(page, ['ready', 'error']);
+    assert.equal(await state(page), 'ready', await page.textContent('#error'));
+    assert.equal(await page.isVisible('#json-schema'), false, 'the schema box shows in JSON mode only');
+    await page.check('#json-mode');
+    await page.fill('#json-schema', '{"type": "object", "properties": {"a": {"type": "strin"}}}');
+    await page.fill('#message', 'Which way?');
+    await page.click('#send');
+    await settled(page, ['finished', 'stopped', 'error']);
+    assert.equal(await state(page), 'error');
+    assert.match(await page.textContent('#json-schema-error'), /^GgufModel\.chat: options\.jsonSchema: json schema: \/properties\/a\b/);
+    assert.equal(await page.$$eval('#conversation .msg', (els) => els.length), 0, 'the refused turn left the conversation');
+    assert.equal(await page.inputValue('#message'), 'Which way?', 'and its message went back to its box');
+
+    await page.fill('#json-schema', JSON.stringify(SCHEMA));
+    assert.equal(await page.textContent('#json-schema-error'), '', 'editing the schema clears its error');
+    await page.click('#send');
+    await settled(page, ['finished', 'stopped', 'error']);
+    assert.equal(await state(page), 'finished', await page.textContent('#error'));
+    const [reply] = await replies(page);
+    const value = JSON.parse(reply); // the reply as the model wrote it
+    assert.deepEqual(Object.keys(value), ['way']);
+    assert.ok(SCHEMA.properties.way.enum.includes(value.way), reply);
+    await screenshot(page, 'generate-chat-json');
     assert.deepEqual(problems, []);
     await page.close();
   });

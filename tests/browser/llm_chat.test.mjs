@@ -3,15 +3,19 @@
 // Worker; GgufWorker.chat with a Jinja chat template answers as
 // GgufModel.chat on the page does, keeps its KV cache (turn 2 evaluates
 // only its new tokens), streams tokens, and stops on its signal; its
-// createChatCompletion gives OpenAI's shapes, streamed through messages.
+// createChatCompletion gives OpenAI's shapes, streamed through messages;
+// in the Worker a grammar holds a generation to its words, a JSON schema's
+// response_format gives JSON of it, and a malformed grammar is refused
+// with the parser's message.
 // On WebGL2 (SwiftShader) three turns give the CPU's tokens and reuse the
-// same cached tokens.
+// same cached tokens, and a reply under a JSON schema the CPU's tokens.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { lmSuite, REPO } from './helpers.mjs';
 
 const NAME = 'qwen2-q8_0';
+const WAY = { type: 'object', properties: { way: { enum: ['north', 'south'] } }, required: ['way'], additionalProperties: false };
 const suite = lmSuite([NAME], ['rlx_llm.wasm', 'rlx_llm_webgl.wasm']);
 const why = suite.whys[0] ?? (existsSync(`${REPO}web/vendor/jinja.js`) ? null : 'missing web/vendor/jinja.js: run make');
 const whyGl = suite.whys[1];
@@ -19,7 +23,7 @@ const whyGl = suite.whys[1];
 test('GgufWorker.chat and createChatCompletion with a Jinja template, as GgufModel.chat on the page', { skip: why ?? false, timeout: 120000 }, async () => {
   const { page, problems } = await suite.page();
   const jinja = readFileSync(`${REPO}tests/llm/chat_templates/chatml.jinja`, 'utf8');
-  const got = await page.evaluate(async ({ name, jinja }) => {
+  const got = await page.evaluate(async ({ name, jinja, WAY }) => {
     const { loadGguf, GgufWorker } = await import('./runtime/llm.js');
     const url = new URL(`./lm/${name}.gguf`, location.href).href;
     const turn1 = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hello <|im_end|> there' }];
@@ -40,13 +44,16 @@ test('GgufWorker.chat and createChatCompletion with a Jinja template, as GgufMod
       const c = await worker.createChatCompletion({ messages: turn1, max_tokens: 8, temperature: 0 });
       const chunks = [];
       for await (const chunk of await worker.createChatCompletion({ messages: turn1, max_tokens: 8, stream: true })) chunks.push(chunk);
+      const words = await worker.generate('Which way?', { grammar: 'root ::= ("north" | "south") "!"', temperature: 1, seed: 2 });
+      const json = await worker.createChatCompletion({ messages: turn1, max_tokens: 32, temperature: 0.8, seed: 1,
+        response_format: { type: 'json_schema', json_schema: { name: 'way', schema: WAY } } });
       let refused = null;
-      try { await worker.createChatCompletion({ messages: turn1, response_format: { type: 'json_object' } }); } catch (e) { refused = e.message; }
-      return { page1, page2, w1, w2, pieces, stopped: stopped.stoppedBy, template: worker.chatTemplate, c, chunks, refused };
+      try { await worker.chat(turn1, { grammar: 'root ::= (' }); } catch (e) { refused = e.message; }
+      return { page1, page2, w1, w2, pieces, stopped: stopped.stoppedBy, template: worker.chatTemplate, c, chunks, words: words.text, json, refused };
     } finally {
       worker.terminate();
     }
-  }, { name: NAME, jinja });
+  }, { name: NAME, jinja, WAY });
   assert.equal(got.page1.template.source, 'option');
   assert.deepEqual(got.w1.ids, got.page1.ids, 'the Worker answers turn 1 as the page does');
   assert.deepEqual(got.w2.ids, got.page2.ids, 'and turn 2');
@@ -61,18 +68,23 @@ test('GgufWorker.chat and createChatCompletion with a Jinja template, as GgufMod
   assert.deepEqual(got.chunks[0].choices[0].delta, { role: 'assistant', content: '' });
   assert.equal(got.chunks.slice(1, -1).map((ch) => ch.choices[0].delta.content).join(''), got.page1.text);
   assert.equal(got.chunks.at(-1).choices[0].finish_reason, 'length');
-  assert.match(got.refused, /createChatCompletion: response_format json_object is not supported yet/);
+  assert.match(got.words, /^(north|south)!$/);
+  assert.equal(got.json.object, 'chat.completion');
+  assert.equal(got.json.choices[0].finish_reason, 'stop');
+  assert.ok(WAY.properties.way.enum.includes(JSON.parse(got.json.choices[0].message.content).way), got.json.choices[0].message.content);
+  assert.match(got.refused, /^GgufModel\.chat: options\.grammar: grammar: line 1, column 10: a '\(' without its '\)'/);
   assert.deepEqual(problems, []);
   await page.close();
 });
 
-test('three chat turns on WebGL2 give the CPU\'s tokens and reuse the same cached tokens', { skip: whyGl ?? false, timeout: 300000 }, async () => {
+test('three chat turns on WebGL2 give the CPU\'s tokens and reuse the same cached tokens, and a reply under a JSON schema', { skip: whyGl ?? false, timeout: 300000 }, async () => {
   const { page, problems } = await suite.page();
-  const got = await page.evaluate(async ({ name }) => {
+  const got = await page.evaluate(async ({ name, WAY }) => {
     const { loadGguf } = await import('./runtime/llm.js');
     const cpu = await loadGguf(`./lm/${name}.gguf`, { backend: 'cpu' });
     const gl = await loadGguf(`./lm/${name}.gguf`, { backend: 'webgl' });
     const out = [];
+    let json = null;
     try {
       const msgs = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'The small river ran past the old mill' }];
       for (let turn = 1; turn <= 3; turn++) {
@@ -81,19 +93,27 @@ test('three chat turns on WebGL2 give the CPU\'s tokens and reuse the same cache
         out.push({ want: want.ids, got: r.ids, wantCached: want.stats.cachedTokens, stats: r.stats, backend: gl.info.backend });
         msgs.push({ role: 'assistant', content: r.text }, { role: 'user', content: `and ${turn}?` });
       }
+      // under a JSON schema the module masks WebGL2's logits: the CPU's tokens
+      const options = { temperature: 0, maxTokens: 16, jsonSchema: WAY };
+      const want = await cpu.chat(msgs.slice(0, 2), options);
+      const r = await gl.chat(msgs.slice(0, 2), options);
+      json = { want: want.ids, got: r.ids, text: r.text, stoppedBy: r.stoppedBy };
     } finally {
       gl.free();
       cpu.free();
     }
-    return out;
-  }, { name: NAME });
-  for (const [i, t] of got.entries()) {
+    return { turns: out, json };
+  }, { name: NAME, WAY });
+  for (const [i, t] of got.turns.entries()) {
     assert.equal(t.backend, 'webgl');
     assert.deepEqual(t.got, t.want, `turn ${i + 1}`);
     assert.equal(t.stats.cachedTokens, t.wantCached, `turn ${i + 1}`);
     assert.equal(t.stats.evaluatedTokens, t.stats.promptTokens - t.stats.cachedTokens);
     if (i > 0) assert.ok(t.stats.cachedTokens > 0, `turn ${i + 1} reused the cache`);
   }
+  assert.deepEqual(got.json.got, got.json.want, 'under a JSON schema');
+  assert.equal(got.json.stoppedBy, 'eog');
+  assert.ok(WAY.properties.way.enum.includes(JSON.parse(got.json.text).way), got.json.text);
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -121,3 +121,55 @@ test('bad grammar options: RlxErrors naming the function and the option', async 
     rlxError(/^GgufModel\.chat: options\.grammar: grammar: no 'root' rule/));
   assert.ok((await m.generate('x', { maxTokens: 2 })).ids.length > 0, 'the model still runs');
 });
+
+// ---- JSON schemas ----
+const SCHEMAS = {
+  'an object with required and optional properties': {
+    type: 'object', additionalProperties: false, required: ['name', 'ok'],
+    properties: { name: { type: 'string', maxLength: 6 }, age: { type: 'integer' }, ok: { type: 'boolean' } },
+  },
+  'an array of 1 to 3 integers': { type: 'array', items: { type: 'integer' }, minItems: 1, maxItems: 3 },
+  'an enum': { enum: ['red', 'green', 42, null] },
+  'nested objects through $ref': {
+    $defs: { point: { type: 'object', properties: { x: { type: 'integer' }, y: { type: 'integer' } }, required: ['x', 'y'], additionalProperties: false } },
+    type: 'object', additionalProperties: false, required: ['from', 'to'],
+    properties: { from: { $ref: '#/$defs/point' }, to: { $ref: '#/$defs/point' } },
+  },
+};
+
+/** A small validator of the keywords above (not the module's): the problem, or null. */
+function invalid(v, s, root = s, at = '') {
+  if (s.$ref) return invalid(v, s.$ref.slice(2).split('/').reduce((o, k) => o[k], root), root, at);
+  if (s.enum && !s.enum.some((e) => JSON.stringify(e) === JSON.stringify(v))) return `${at}: ${JSON.stringify(v)} is not in the enum`;
+  const type = v === null ? 'null' : Array.isArray(v) ? 'array' : Number.isInteger(v) && s.type === 'integer' ? 'integer' : typeof v;
+  if (s.type && s.type !== type) return `${at}: ${JSON.stringify(v)} is not of type ${s.type}`;
+  if (type === 'string' && s.maxLength !== undefined && [...v].length > s.maxLength) return `${at}: longer than ${s.maxLength}`;
+  if (type === 'array') {
+    if (v.length < (s.minItems ?? 0) || v.length > (s.maxItems ?? Infinity)) return `${at}: ${v.length} items`;
+    for (let i = 0; i < v.length; i++) { const p = s.items && invalid(v[i], s.items, root, `${at}/${i}`); if (p) return p; }
+  }
+  if (type === 'object') {
+    for (const k of s.required ?? []) if (!(k in v)) return `${at}: no ${k}`;
+    for (const [k, x] of Object.entries(v)) {
+      if (!s.properties?.[k]) { if (s.additionalProperties === false) return `${at}: ${k} is not allowed`; continue; }
+      const p = invalid(x, s.properties[k], root, `${at}/${k}`);
+      if (p) return p;
+    }
+  }
+  return null;
+}
+
+for (const [what, schema] of Object.entries(SCHEMAS)) {
+  test(`jsonSchema, ${what}: every generation that ends is JSON of the schema`, async () => {
+    const m = await model('llama-q4_0');
+    let ended = 0;
+    for (const seed of SEEDS) {
+      const r = await m.generate('JSON:', { temperature: 1, seed, jsonSchema: seed % 2 ? JSON.stringify(schema) : schema, maxTokens: 64 });
+      if (r.stoppedBy !== 'eog') continue;
+      ended++;
+      const problem = invalid(JSON.parse(r.text), schema);
+      assert.equal(problem, null, `seed ${seed}: ${r.text}`);
+    }
+    assert.ok(ended >= 2, `${ended} of ${SEEDS.length} generations ended`);
+  });
+}

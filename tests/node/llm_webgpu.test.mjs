@@ -15,6 +15,7 @@
 //    reset and a second run repeat the first, eval appends at the position;
 //  - a kept conversation (GgufModel.chat): three turns greedy, two sampled,
 //    give the CPU's tokens and evaluate only the tokens after the cache;
+//    a greedy reply under a grammar gives the CPU's tokens;
 //  - LoRA adapters (build/rlx make-lora, an f16 one and an f32 one with
 //    scales): the CPU's logits and greedy tokens with the same adapters;
 //    the logits differ from the plain model's (an adapter left out fails);
@@ -222,6 +223,13 @@ if (missing.length) {
           msgs.push({ role: 'assistant', content: got.text }, { role: 'user', content: `and ${turn}?` });
         }
       }
+      // under a grammar the host's sampler masks the GPU's logits (no argmax on the GPU): the CPU's tokens, a text of the grammar
+      const grammar = 'root ::= ("north" | "south" | "east" | "west") "!"';
+      const msgs = [{ role: 'user', content: PROMPT }];
+      const want = await cpu.chat(msgs, { temperature: 0, grammar });
+      const got = await g.chat(msgs, { temperature: 0, grammar });
+      assert.match(want.text, /^(north|south|east|west)!$/);
+      assert.deepEqual(got.ids, want.ids, 'under a grammar');
     } finally {
       g.free();
       cpu.free();
