@@ -4,8 +4,14 @@
 // with a GBNF grammar (a choice of words, a list of numbers) every seeded
 // generation, chat reply and streamed piece sequence is accepted by a
 // recogniser written here; the grammar is parsed once per call and freed
-// after it however it ends (the end, an abort, an error); bad options are
-// RlxErrors naming the function and the option, with the parser's message.
+// after it however it ends (the end, an abort, an error); under four JSON
+// schemas (an object with required and optional properties, an array of 1
+// to 3 items, an enum, nested objects through $ref) every generation that
+// ended on end-of-generation parses with JSON.parse and passes a small
+// validator written here; createChatCompletion's response_format
+// json_object and json_schema, streamed and not, give such JSON in OpenAI's
+// shapes; bad options are RlxErrors naming the function and the option,
+// with the parser's message.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
@@ -173,3 +179,27 @@ for (const [what, schema] of Object.entries(SCHEMAS)) {
     assert.ok(ended >= 2, `${ended} of ${SEEDS.length} generations ended`);
   });
 }
+
+test('createChatCompletion: response_format json_object and json_schema, streamed and not, give JSON in OpenAI\'s shapes', async () => {
+  const m = await model('qwen2-q8_0');
+  const messages = [{ role: 'user', content: 'Hello there' }];
+  const way = { type: 'object', properties: { way: { enum: ['north', 'south', 'east', 'west'] } }, required: ['way'], additionalProperties: false };
+  const formats = [[{ type: 'json_object' }, { type: 'object' }], [{ type: 'json_schema', json_schema: { name: 'way', strict: true, schema: way } }, way]];
+  for (const [response_format, schema] of formats) {
+    const request = { messages, max_tokens: 64, temperature: 0, response_format };
+    const want = await m.chat(messages, { maxTokens: 64, temperature: 0, jsonSchema: schema });
+    const c = await m.createChatCompletion(request);
+    assert.equal(c.object, 'chat.completion');
+    assert.deepEqual(c.choices, [{ index: 0, message: { role: 'assistant', content: want.text }, logprobs: null, finish_reason: 'stop' }]);
+    assert.equal(invalid(JSON.parse(c.choices[0].message.content), schema), null, c.choices[0].message.content);
+    const chunks = [];
+    for await (const ch of await m.createChatCompletion({ ...request, stream: true })) chunks.push(ch);
+    assert.ok(chunks.every((ch) => ch.object === 'chat.completion.chunk' && ch.id === chunks[0].id));
+    assert.deepEqual(chunks[0].choices[0].delta, { role: 'assistant', content: '' });
+    assert.equal(chunks.slice(1, -1).map((ch) => ch.choices[0].delta.content).join(''), want.text);
+    assert.deepEqual(chunks.at(-1).choices, [{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }]);
+  }
+  await assert.rejects(m.createChatCompletion({ messages, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'strin' } } } }),
+    rlxError(/^GgufModel\.createChatCompletion: response_format\.json_schema\.schema: json schema: \/type: unknown type 'strin'/));
+  await assert.rejects(m.generate('x', { jsonSchema: '{"type": ' }), rlxError(/^GgufModel\.generate: options\.jsonSchema: json schema: .* at byte 9/));
+});

@@ -10,7 +10,7 @@
 // exiting; without a shared memory loadGguf falls back to one thread with the
 // reason; bad threads options are RlxErrors naming loadGguf and
 // the option; both threaded builds stay within the one-thread module's
-// 300,000-byte budget.  RLX_TEST_SIMD=relaxed runs it on the relaxed-SIMD
+// budget (tests/common/llm_budget.mjs).  RLX_TEST_SIMD=relaxed runs it on the relaxed-SIMD
 // builds (Node 20 needs --experimental-wasm-relaxed-simd).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,12 +21,12 @@ import { fileURLToPath } from 'node:url';
 import { loadGguf, RlxError } from '../../web/runtime/llm.js';
 import { MODULE_FILES } from '../../web/runtime/simd.js';
 import { liveThreadWorkers } from '../../web/runtime/llm_threads.js';
+import { LLM_BUDGET as BUDGET } from '../common/llm_budget.mjs';
 
 const SIMD = process.env.RLX_TEST_SIMD ?? 'simd128';
 if (!['simd128', 'relaxed'].includes(SIMD)) throw new Error(`RLX_TEST_SIMD must be simd128 or relaxed, got ${SIMD}`);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const THREADED = MODULE_FILES.llmThreads[SIMD];
-const BUDGET = 300_000;
 const fixture = (name) => `${ROOT}build/lm/${name}.gguf`;
 // A prompt long enough for the prompt path's tiles to split, from ids every fixture has.
 const PROMPT = Array.from({ length: 48 }, (_, i) => 3 + ((i * 37) % 500));
@@ -146,7 +146,7 @@ test('bad threads options are RlxErrors naming loadGguf and options.threads', as
   assert.equal(liveThreadWorkers(), 0);
 });
 
-test('the threaded builds are within the one-thread module\'s 300,000-byte budget and valid', () => {
+test(`the threaded builds are within the one-thread module's ${BUDGET.toLocaleString('en')}-byte budget and valid`, () => {
   for (const url of Object.values(MODULE_FILES.llmThreads)) {
     const file = fileURLToPath(url);
     const bytes = statSync(file).size;

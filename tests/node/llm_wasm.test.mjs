@@ -19,6 +19,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { loadGguf as loadGgufAny, RlxError } from '../../web/runtime/llm.js';
 import { MODULE_FILES } from '../../web/runtime/simd.js';
 import { FATAL_STATUS } from '../../web/runtime/loader.js';
+import { LLM_BUDGET as BUDGET } from '../common/llm_budget.mjs';
 
 // The build under test; every load below asks for it (a bad options argument is passed on as it is).
 const SIMD = process.env.RLX_TEST_SIMD ?? 'simd128';
@@ -28,7 +29,6 @@ const loadGguf = (source, options) => loadGgufAny(source,
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const WASM = fileURLToPath(MODULE_FILES.llm[SIMD]);
 const CLI = `${ROOT}build/rlx`;
-const BUDGET = 300_000;
 const GAP = 0.05;
 // The smallest fixture of each arch and tokenizer: SPM (llama), byte-level BPE (qwen2, qwen3).
 const FIXTURES = ['llama-q4_0', 'qwen2-q4_0', 'qwen3-q4_k'];
@@ -73,7 +73,7 @@ test('the SDK exports loadGguf (web/rlx.js), and tests/types/llm_check.ts type-c
 
 test('the native CLI is built (make build/rlx)', () => assert.ok(existsSync(CLI), `missing ${CLI}`));
 
-test(`${SIMD === 'relaxed' ? 'rlx_llm_relaxed' : 'rlx_llm'}.wasm is within its 300,000-byte budget and valid`, () => {
+test(`${SIMD === 'relaxed' ? 'rlx_llm_relaxed' : 'rlx_llm'}.wasm is within its ${BUDGET.toLocaleString('en')}-byte budget and valid`, () => {
   const bytes = statSync(WASM).size;
   assert.ok(bytes <= BUDGET, `${WASM} is ${bytes} bytes, ${bytes - BUDGET} over its ${BUDGET}-byte budget`);
   assert.ok(WebAssembly.validate(readFileSync(WASM)), `${WASM} does not validate${SIMD === 'relaxed' ? ' (Node 20 needs --experimental-wasm-relaxed-simd)' : ''}`);
