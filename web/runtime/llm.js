@@ -12,6 +12,7 @@
 //     stop: ['\n\n'], onToken: (text, id) => out.append(text), signal });
 //   r.text; r.ids; r.stoppedBy; r.stats.generateTokensPerSecond;
 //   for await (const { text, id } of model.generate(prompt)) out.append(text);  // or stream it
+//   await model.generate(prompt, { grammar: 'root ::= "yes" | "no"' });  // or jsonSchema: the text held to it (llm_grammar.js)
 //   model.logits(ids);                            // the logits after ids (a fresh context)
 //   await loadGguf(file, { backend: 'webgpu' });  // the steps on WebGPU (eval / logits then return Promises)
 //   await loadGguf(file, { backend: 'webgl' });   // the steps on WebGL2 (likewise)

@@ -2,7 +2,8 @@
 // (llm.js): requests { id, op, ... } are answered { id, ok, value } or
 // { id, ok: false, error: { message, status, statusName } }; on the way,
 // { id, event: 'progress', loaded, total } while loading and { id, event:
-// 'token', text, tokenId } per generated token (generate, chat), { id, event:
+// 'token', text, tokenId } per generated token (generate, chat: their
+// options, grammar and jsonSchema among them, go to the model as sent), { id, event:
 // 'chunk', chunk } per chat.completion.chunk (createChatCompletion with
 // stream: true), { id, event: 'progress',
 // step, steps, loss, ... } after each fine-tuning step (the adapter's
