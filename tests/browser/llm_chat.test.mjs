@@ -49,7 +49,9 @@ test('GgufWorker.chat and createChatCompletion with a Jinja template, as GgufMod
         response_format: { type: 'json_schema', json_schema: { name: 'way', schema: WAY } } });
       let refused = null;
       try { await worker.chat(turn1, { grammar: 'root ::= (' }); } catch (e) { refused = e.message; }
-      return { page1, page2, w1, w2, pieces, stopped: stopped.stoppedBy, template: worker.chatTemplate, c, chunks, words: words.text, json, refused };
+      let both = null;
+      try { await worker.generate('x', { grammar: 'root ::= "a"', jsonSchema: {} }); } catch (e) { both = e.message; }
+      return { page1, page2, w1, w2, pieces, stopped: stopped.stoppedBy, template: worker.chatTemplate, c, chunks, words: words.text, json, refused, both };
     } finally {
       worker.terminate();
     }
@@ -73,6 +75,7 @@ test('GgufWorker.chat and createChatCompletion with a Jinja template, as GgufMod
   assert.equal(got.json.choices[0].finish_reason, 'stop');
   assert.ok(WAY.properties.way.enum.includes(JSON.parse(got.json.choices[0].message.content).way), got.json.choices[0].message.content);
   assert.match(got.refused, /^GgufModel\.chat: options\.grammar: grammar: line 1, column 10: a '\(' without its '\)'/);
+  assert.match(got.both, /^GgufWorker\.generate: options\.grammar and options\.jsonSchema both constrain the output/);
   assert.deepEqual(problems, []);
   await page.close();
 });
