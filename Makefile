@@ -458,6 +458,10 @@ LM_FIXTURES := $(foreach a,$(LM_ARCHS),$(foreach t,$(LM_TYPES),build/lm/$(a)-$(t
 build/make_test_lm: tools/make_test_lm.c tools/make_test_lm_vocab.c tools/make_test_lm.h build/librlx.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ tools/make_test_lm.c tools/make_test_lm_vocab.c build/librlx.a $(LDLIBS)
+build/gguf_split: tools/gguf_split.c tools/gguf_split.h build/librlx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ tools/gguf_split.c build/librlx.a $(LDLIBS)
+build/tests/test_llm_split: tools/gguf_split.h
 build/lm/llama-tied-%.gguf: build/make_test_lm tests/llm/corpus.txt
 	@mkdir -p $(dir $@)
 	build/make_test_lm --arch llama --type $* --tied --out $@
@@ -481,7 +485,7 @@ web/data/lm/corpus.txt: tests/llm/corpus.txt
 	@mkdir -p $(dir $@)
 	cp $< $@
 all: $(LM_WEB_FIXTURES) web/data/lm/corpus.txt
-test-node: lm-fixtures build/rlx
+test-node: lm-fixtures build/rlx build/gguf_split
 test-webgpu: lm-fixtures
 test-browser: $(LM_WEB_FIXTURES) web/data/lm/corpus.txt $(LM_FIXTURES) build/rlx
 llama-ref:

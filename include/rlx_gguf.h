@@ -128,6 +128,18 @@ rlx_status rlx_gguf_open_memory(const void *data, size_t size, uint64_t budget, 
 rlx_status rlx_gguf_open_file(const char *path, uint64_t budget, rlx_gguf **out);
 rlx_status rlx_gguf_open_stream(FILE *f, uint64_t budget, rlx_gguf **out);
 void rlx_gguf_free(rlx_gguf *g);
+/* A model split by llama.cpp's gguf-split (name-00001-of-0000N.gguf): the
+ * n parts in order, data[k][0, sizes[k]) each used in place as by
+ * rlx_gguf_open_memory.  Part k must say "split.no" k and "split.count" n;
+ * the handle has the first part's metadata and the tensors of every part
+ * ("split.tensors.count" of them).  A missing, repeated or misplaced part,
+ * or a tensor in two parts, is refused naming the part.  n 1: one file (a
+ * part of a larger split is refused). */
+#define RLX_GGUF_MAX_PARTS 9999
+rlx_status rlx_gguf_open_parts(const void *const *data, const size_t *sizes, int32_t n, uint64_t budget,
+                               rlx_gguf **out);
+/* The part (0-based) that holds tensor i. */
+uint32_t rlx_gguf_tensor_part(const rlx_gguf *g, int64_t i);
 
 uint32_t rlx_gguf_version(const rlx_gguf *g);
 uint32_t rlx_gguf_alignment(const rlx_gguf *g);

@@ -166,6 +166,12 @@ rlx_status rlx_llm_open_file(const char *path, const rlx_llm_options *opt, rlx_l
 /* Uses data[0, size) in place (no copy of the weights): it must stay valid
  * and unchanged until rlx_llm_free. */
 rlx_status rlx_llm_open_memory(const void *data, size_t size, const rlx_llm_options *opt, rlx_llm **out);
+/* A model split by llama.cpp's gguf-split: its n parts in order, each used
+ * in place as by rlx_llm_open_memory (rlx_gguf_open_parts says what is
+ * checked).  rlx_llm_open_file given the first part of a split
+ * ("x-00001-of-00003.gguf") reads every part beside it. */
+rlx_status rlx_llm_open_parts(const void *const *data, const size_t *sizes, int32_t n, const rlx_llm_options *opt,
+                              rlx_llm **out);
 void rlx_llm_free(rlx_llm *m);
 rlx_status rlx_llm_get_info(const rlx_llm *m, rlx_llm_info *info);
 

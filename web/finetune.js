@@ -13,7 +13,7 @@
 import { show, status, showError } from './page-status.js';
 import { readFields, applyQuery, intRule, numberRule, notStarted } from './fields.js';
 import { GgufWorker } from './runtime/llm.js';
-import { ModelPicker, backendRule, backendText, modelRule } from './gguf-picker.js';
+import { ModelPicker, backendRule, backendText, loadText, modelRule } from './gguf-picker.js';
 import * as store from './gguf-store.js';
 import { drawChart } from './chart.js';
 
@@ -67,9 +67,9 @@ async function load() {
   try {
     const nextInfo = await w.load(next.src, {
       train: true, backend: f.values.backend, // 'auto': a hardware GPU, else the CPU (info.fallbacks say why)
-      onProgress: ({ loaded, total }) => {
-        if (total) $('load-progress').value = loaded / total;
-        status('loading', `Loading ${next.name}: ${mib(loaded)}${total ? ` of ${mib(total)}` : ''}...`);
+      onProgress: (e) => {
+        if (e.total && !e.stage) $('load-progress').value = e.loaded / e.total;
+        status('loading', loadText(next.name, e));
       },
     });
     lm?.terminate();
@@ -81,7 +81,7 @@ async function load() {
     picker.keepLoaded(next).catch(showError);
   } catch (err) {
     w.terminate();
-    const where = /options\.backend\b/.test(err?.message ?? '') ? 'backend' : from === 'kept' ? 'file' : from;
+    const where = /options\.backend\b/.test(err?.message ?? '') ? 'backend' : from === 'kept' ? 'file' : from === 'cached' ? 'url' : from;
     $(`${where}-error`).textContent = err?.message ?? String(err);
     status('error', `Not loaded: ${next.name} (the reason is next to the control).`);
   } finally {
@@ -221,6 +221,7 @@ async function main() {
   setBusy(false);
   plot([], []);
   picker.kept.refresh().catch(showError);
+  picker.cached.refresh().catch(showError);
   if (!good) status('error', 'Some URL settings were refused (see above).');
   if (query.get('autoload') === '1' && good) await load();
 }

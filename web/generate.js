@@ -18,7 +18,7 @@ import { readFields, applyQuery, intRule, notStarted, choiceRule } from './field
 import { ChatView } from './chat-view.js';
 import { GgufWorker } from './runtime/llm.js';
 import { slowdown, slowdownText, gpuName } from './software-gpu.js';
-import { ModelPicker, backendRule, backendText, modelRule } from './gguf-picker.js';
+import { ModelPicker, backendRule, backendText, loadText, modelRule } from './gguf-picker.js';
 import { ADAPTER_FOLDER, kept as keptIn } from './gguf-store.js';
 
 const $ = (id) => document.getElementById(id);
@@ -121,7 +121,7 @@ function showInfo(i) {
 /** Where a failed load's message goes: next to the control that picked the file, or the backend's. */
 function noteFor(err, from) {
   if (/options\.(backend|xq8)\b/.test(err?.message ?? '')) return 'backend';
-  return from === 'kept' ? 'file' : from;
+  return from === 'kept' ? 'file' : from === 'cached' ? 'url' : from;
 }
 const CONTROL_NAMES = { file: 'the file picker', model: 'the test model list', url: 'the URL box', backend: 'the backend' };
 
@@ -148,7 +148,8 @@ async function load() {
       xq8: $('xq8').checked, // the CPU only: refused with 'webgpu' / 'webgl', not applied where 'auto' picks a GPU
       threads, // the CPU's: the threaded build where this page is cross-origin isolated (info.threadsWhy)
       lora: $('lora-kept').checked && keptAdapter ? [{ source: keptAdapter }] : undefined,
-      onProgress: ({ loaded, total, stage }) => {
+      onProgress: (e) => {
+        const { loaded, total, stage } = e;
         if (stage === 'compiling') {
           compiling = performance.now();
           $('load-progress').removeAttribute('value'); // no measure of this stage: indeterminate
@@ -156,7 +157,7 @@ async function load() {
           return;
         }
         if (total) $('load-progress').value = loaded / total;
-        status('loading', `Loading ${picked.name}: ${mib(loaded)}${total ? ` of ${mib(total)}` : ''}...`);
+        status('loading', loadText(picked.name, e));
       },
     });
     const old = lm;
@@ -340,6 +341,7 @@ async function main() {
   });
   setBusy(false);
   picker.kept.refresh().catch(showError);
+  picker.cached.refresh().catch(showError);
   keptIn(ADAPTER_FOLDER).then(({ file }) => { // an adapter finetune.html kept
     keptAdapter = file;
     if (!file) return;

@@ -7,55 +7,22 @@
 // chunk, no second copy in memory; the new file appears only when complete)
 // in place of the one kept before; kept() hands it back as a File that
 // loadGguf reads like a picked one; forget() deletes it; usage() is what
-// this site stores and may store.  Failures (no OPFS, the quota exceeded,
+// this site stores and may store (runtime/opfs.js: what it shares with
+// the cache of downloads, runtime/llm_cache.js).  Failures (no OPFS, the quota exceeded,
 // storage refused) come back as { ok: false, reason } with a plain reason.
 //
 //   const r = await keep(file, (written) => ...);  // { ok: true } | { ok: false, reason }
 //   const { file, reason } = await kept();         // file: File | null
 
+import { folder, reasonOf, removeAll, serialQueue, usage, writable } from './runtime/opfs.js';
+
 const FOLDER = 'rlx-gguf';
 /** Where finetune.html keeps the adapter it trained and generate.html finds it. */
 export const ADAPTER_FOLDER = 'rlx-lora';
-let queue = Promise.resolve(); // one store operation at a time
+const serial = serialQueue(); // one store operation at a time
+const failed = (err) => ({ ok: false, reason: reasonOf(err) });
 
-function serial(fn) {
-  const run = queue.then(fn);
-  queue = run.catch(() => {});
-  return run;
-}
-
-/** A plain reason for a storage failure. */
-function reasonOf(err) {
-  if (err?.name === 'QuotaExceededError') return 'the storage quota this browser gives this site is exceeded';
-  if (err?.name === 'SecurityError') return 'this browser does not allow storage here (a private window?)';
-  return `storage failed: ${err?.message ?? err}`;
-}
-
-async function folder(create, name) {
-  if (typeof globalThis.navigator?.storage?.getDirectory !== 'function') {
-    throw Object.assign(new Error('this browser has no Origin Private File System (navigator.storage.getDirectory)'), { plain: true });
-  }
-  const root = await navigator.storage.getDirectory();
-  return root.getDirectoryHandle(name, { create });
-}
-
-const failed = (err) => ({ ok: false, reason: err?.plain ? err.message : reasonOf(err) });
-
-async function removeAll(dir) {
-  const names = [];
-  for await (const name of dir.keys()) names.push(name);
-  for (const name of names) await dir.removeEntry(name, { recursive: true });
-}
-
-/** { usage, quota } in bytes (the whole site's), or null where the browser does not say. */
-export async function usage() {
-  try {
-    const e = await navigator.storage?.estimate?.();
-    return e && Number.isFinite(e.usage) && Number.isFinite(e.quota) ? { usage: e.usage, quota: e.quota } : null;
-  } catch {
-    return null;
-  }
-}
+export { usage };
 
 /** The kept file ({ file: File }), none ({ file: null }), or why there can be none ({ file: null, reason }). */
 export function kept(name = FOLDER) {
@@ -88,9 +55,7 @@ export function keep(file, onWritten = undefined, name = FOLDER) {
     }
     try {
       const handle = await dir.getFileHandle(file.name, { create: true });
-      if (typeof handle.createWritable !== 'function') {
-        throw Object.assign(new Error('this browser cannot write files into its Origin Private File System from a page (no createWritable)'), { plain: true });
-      }
+      const out = await writable(handle);
       let written = 0;
       const count = new TransformStream({
         transform(chunk, controller) {
@@ -99,7 +64,7 @@ export function keep(file, onWritten = undefined, name = FOLDER) {
           controller.enqueue(chunk);
         },
       });
-      await file.stream().pipeThrough(count).pipeTo(await handle.createWritable());
+      await file.stream().pipeThrough(count).pipeTo(out);
       return { ok: true };
     } catch (err) {
       await dir.removeEntry(file.name).catch(() => {});

@@ -74,6 +74,9 @@ typedef struct {
   int64_t n_elements;
   uint64_t offset; /* from the start of the data section */
   uint64_t bytes;
+  uint32_t part;   /* the part of a split model that holds it (0: the first, or the only file) */
+  const uint8_t *base; /* memory mode: the start of its part's data section */
+  uint64_t part_data_offset; /* where that data section starts in its part */
 } tensor_entry;
 
 struct rlx_gguf {
@@ -456,7 +459,12 @@ static rlx_status parse(rlx_gguf *g, uint64_t budget) {
       return st;
   }
   p.where[0] = 0;
-  return check_data(&p, budget);
+  if ((st = check_data(&p, budget)) != RLX_OK) return st;
+  for (int64_t i = 0; i < g->n_tensors; i++) {
+    g->tensors[i].base = g->mem ? g->mem + g->data_offset : NULL;
+    g->tensors[i].part_data_offset = g->data_offset;
+  }
+  return RLX_OK;
 }
 
 static rlx_status open_common(rlx_gguf *g, uint64_t budget, rlx_gguf **out) {
@@ -519,6 +527,112 @@ rlx_status rlx_gguf_open_file(const char *path, uint64_t budget, rlx_gguf **out)
     rlx_error(st, "%s (in '%s')", msg, path);
   }
   return st;
+}
+
+/* ---- split models (llama.cpp's gguf-split) ----------------------------------
+ * Part k (0-based) of n is a GGUF file with "split.no" k and "split.count"
+ * n; the first holds the metadata (and "split.tensors.count", the tensors of
+ * all parts), every part some tensors.  The parts merge into the first
+ * part's handle: its metadata, and every part's tensors read in place. */
+static rlx_status split_int(const rlx_gguf *g, const char *key, int32_t part, int64_t dflt, int64_t *out) {
+  *out = dflt;
+  if (rlx_gguf_find_kv(g, key) < 0) return RLX_OK;
+  if (rlx_gguf_get_int(g, key, out) != RLX_OK || *out < 0 || *out > MAX_ENTRIES)
+    return rlx_error(RLX_ERR_INVALID_ARG, "GGUF: part %d: %s is not a count from 0 to %u", part + 1, key,
+                     MAX_ENTRIES);
+  return RLX_OK;
+}
+
+/* Appends part k's tensors to g (names unique over every part). */
+static rlx_status merge_part(rlx_gguf *g, const rlx_gguf *q, uint32_t k) {
+  parser p = {g, 0, {0}};
+  rlx_status st;
+  char shown[96];
+  for (int64_t i = 0; i < q->n_tensors; i++) {
+    const tensor_entry *src = &q->tensors[i];
+    const char *name = q->arena + src->name_off;
+    int64_t had = rlx_name_set_find(&g->tensor_set, tensor_name_at, g, name, (size_t)src->name_len);
+    if (had >= 0)
+      return rlx_error(RLX_ERR_INVALID_ARG, "GGUF: tensor '%s' is in part %u and in part %u of the split model",
+                       show(shown, sizeof shown, name, (size_t)src->name_len), g->tensors[had].part + 1, k + 1);
+    if ((st = rlx_gguf_grow((void **)&g->tensors, &g->cap_tensors, (size_t)g->n_tensors, sizeof *g->tensors,
+                            MAX_ENTRIES, "tensor infos")) != RLX_OK)
+      return st;
+    tensor_entry *t = &g->tensors[g->n_tensors];
+    *t = *src;
+    t->part = k;
+    if ((st = arena_alloc(&p, src->name_len + 1, &t->name_off)) != RLX_OK) return st;
+    memcpy(g->arena + t->name_off, name, (size_t)src->name_len + 1);
+    g->n_tensors++;
+    if ((st = rlx_gguf_name_add(&g->tensor_set, tensor_name_at, g, (uint32_t)(g->n_tensors - 1))) != RLX_OK) return st;
+    g->data_bytes += t->bytes;
+  }
+  return RLX_OK;
+}
+
+static rlx_status open_parts(const void *const *data, const size_t *sizes, int32_t n, uint64_t budget,
+                             rlx_gguf **out) {
+  rlx_gguf *g = NULL;
+  rlx_status st = RLX_OK;
+  int64_t count = 0, no = 0, total = 0;
+  for (int32_t k = 0; k < n && st == RLX_OK; k++) {
+    rlx_gguf *q = NULL;
+    if (!data[k] || !sizes[k]) {
+      st = rlx_error(RLX_ERR_INVALID_ARG, "GGUF: part %d of %d is empty", k + 1, n);
+      break;
+    }
+    if ((st = rlx_gguf_open_memory(data[k], sizes[k], budget, &q)) != RLX_OK) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "%s", rlx_last_error());
+      st = rlx_error(st, "%s (in part %d of %d)", msg, k + 1, n);
+      break;
+    }
+    if ((st = split_int(q, "split.count", k, 1, &count)) == RLX_OK) st = split_int(q, "split.no", k, 0, &no);
+    if (st == RLX_OK && count != n)
+      st = n == 1 ? rlx_error(RLX_ERR_INVALID_ARG, "GGUF: this file is part %lld of a model split in %lld parts "
+                              "(split.count): give all %lld parts", (long long)no + 1, (long long)count, (long long)count)
+                  : rlx_error(RLX_ERR_INVALID_ARG, "GGUF: part %d of the %d given says the model has %lld parts "
+                              "(split.count)", k + 1, n, (long long)count);
+    if (st == RLX_OK && no != k)
+      st = rlx_error(RLX_ERR_INVALID_ARG, "GGUF: part %d of %d is split.no %lld (part %lld)%s", k + 1, n,
+                     (long long)no, (long long)no + 1,
+                     no < k ? ": a part given twice" : ": the parts must come in order, each once");
+    if (st == RLX_OK && k == 0) {
+      g = q;
+      q = NULL;
+      st = split_int(g, "split.tensors.count", 0, g->n_tensors, &total);
+    } else if (st == RLX_OK) {
+      st = merge_part(g, q, (uint32_t)k);
+    }
+    rlx_gguf_free(q);
+  }
+  if (st == RLX_OK && g->n_tensors != total)
+    st = rlx_error(RLX_ERR_INVALID_ARG, "GGUF: the %d part(s) hold %lld tensors; part 1 says %lld "
+                   "(split.tensors.count)", n, (long long)g->n_tensors, (long long)total);
+  if (st == RLX_OK && g->data_bytes > budget)
+    st = rlx_error(RLX_ERR_NO_MEMORY, "GGUF: the tensor data of the %d parts takes %llu bytes (%.2f GiB), past the "
+                   "budget of %llu bytes", n, (unsigned long long)g->data_bytes, (double)g->data_bytes / (1 << 30),
+                   (unsigned long long)budget);
+  if (st != RLX_OK) {
+    rlx_gguf_free(g);
+    return st;
+  }
+  *out = g;
+  return RLX_OK;
+}
+
+rlx_status rlx_gguf_open_parts(const void *const *data, const size_t *sizes, int32_t n, uint64_t budget,
+                               rlx_gguf **out) {
+  if (!out) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_gguf_open_parts: out is NULL");
+  *out = NULL;
+  if (n < 1 || n > RLX_GGUF_MAX_PARTS || !data || !sizes)
+    return rlx_error(RLX_ERR_INVALID_ARG, "rlx_gguf_open_parts: %d parts (1 to %d, with data and sizes)", n,
+                     RLX_GGUF_MAX_PARTS);
+  return open_parts(data, sizes, n, budget, out);
+}
+
+uint32_t rlx_gguf_tensor_part(const rlx_gguf *g, int64_t i) {
+  return g && i >= 0 && i < g->n_tensors ? g->tensors[i].part : 0;
 }
 
 /* ---- queries ---------------------------------------------------------------------- */
@@ -652,17 +766,17 @@ rlx_status rlx_gguf_tensor(const rlx_gguf *g, int64_t i, rlx_gguf_tensor_info *i
   info->n_dims = t->n_dims;
   memcpy(info->dims, t->dims, sizeof info->dims);
   info->n_elements = t->n_elements;
-  info->file_offset = g->data_offset + t->offset;
+  info->file_offset = t->part_data_offset + t->offset;
   info->bytes = t->bytes;
-  info->data = g->mem ? g->mem + g->data_offset + t->offset : NULL;
+  info->data = t->base ? t->base + t->offset : NULL;
   return RLX_OK;
 }
 
 /* Reads bytes [from, from + n) of the file (from the data of tensor t). */
 static rlx_status read_at(rlx_gguf *g, const tensor_entry *t, uint64_t from, void *dst, uint64_t n) {
   uint64_t at = g->data_offset + t->offset + from;
-  if (g->mem) {
-    memcpy(dst, g->mem + at, (size_t)n);
+  if (t->base) {
+    memcpy(dst, t->base + t->offset + from, (size_t)n);
     return RLX_OK;
   }
   if (g->base > (uint64_t)INT64_MAX - at || n > SIZE_MAX || fseeko(g->file, (off_t)(g->base + at), SEEK_SET) != 0 ||
@@ -692,8 +806,8 @@ rlx_status rlx_gguf_read_tensor_f32(rlx_gguf *g, int64_t i, float *dst, size_t n
                      g->arena + t->name_off, (long long)t->n_elements, dst ? n : 0);
   const rlx_wtype *w = rlx_wtype_get(t->type);
   int64_t blocks = t->n_elements / w->block_elems;
-  if (g->mem) {
-    if (blocks) w->dequant(g->mem + g->data_offset + t->offset, dst, blocks);
+  if (t->base) {
+    if (blocks) w->dequant(t->base + t->offset, dst, blocks);
     return RLX_OK;
   }
   int64_t chunk = 65536 / w->block_bytes;

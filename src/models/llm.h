@@ -60,9 +60,12 @@ typedef struct {
 
 struct rlx_llm {
   rlx_gguf *gguf;
-  unsigned char *owned;   /* the file's bytes when opened from a path */
-  const unsigned char *buf; /* the file's bytes (owned or the caller's) */
-  size_t buf_size;
+  struct llm_part {         /* the file's bytes: one part, or each part of a split model */
+    const unsigned char *buf; /* the caller's, or owned when read from a path */
+    size_t size;
+    unsigned char *owned;
+  } *parts;
+  int32_t n_parts;
   rlx_tokenizer *tok;
   int arch;
   char arch_name[16], name[96], weight_types[160];

@@ -169,7 +169,8 @@ static rlx_status weight(rlx_llm *m, const char *name, int64_t cols, int64_t row
   if (block <= 0 || cols % block)
     return FAIL(RLX_ERR_UNSUPPORTED, "rlx_llm_open: tensor '%s' (type %d) cannot be used as a weight matrix", name,
                 (int)t.type);
-  return rlx_llm_matrix_data(m, &t, m->buf, m->buf_size, w);
+  const struct llm_part *part = &m->parts[rlx_gguf_tensor_part(m->gguf, i)];
+  return rlx_llm_matrix_data(m, &t, part->buf, part->size, w);
 }
 
 rlx_status rlx_llm_matrix_data(rlx_llm *m, const rlx_gguf_tensor_info *t, const unsigned char *buf, size_t size,
@@ -312,15 +313,23 @@ static rlx_status open_parsed(rlx_llm *m, const rlx_llm_options *opt) {
   return RLX_OK;
 }
 
-rlx_status rlx_llm_open_memory(const void *data, size_t size, const rlx_llm_options *opt, rlx_llm **out) {
-  if (!out) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_memory: out is NULL");
+rlx_status rlx_llm_open_parts(const void *const *data, const size_t *sizes, int32_t n, const rlx_llm_options *opt,
+                             rlx_llm **out) {
+  if (!out) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_parts: out is NULL");
   *out = NULL;
-  if (!data) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_memory: data is NULL");
+  if (!data || !sizes || n < 1 || n > RLX_GGUF_MAX_PARTS)
+    return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_parts: %d parts (1 to %d, with data and sizes)", n,
+                RLX_GGUF_MAX_PARTS);
+  for (int32_t k = 0; k < n; k++)
+    if (!data[k]) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_parts: data of part %d is NULL", k + 1);
   rlx_llm *m = rlx_calloc(1, sizeof *m);
-  if (!m) return FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open_memory: out of memory");
-  m->buf = data;
-  m->buf_size = size;
-  rlx_status st = rlx_gguf_open_memory(data, size, budget_of(opt), &m->gguf);
+  if (!m || !(m->parts = rlx_calloc((size_t)n, sizeof *m->parts))) {
+    rlx_free(m, sizeof *m);
+    return FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open_parts: out of memory");
+  }
+  m->n_parts = n;
+  for (int32_t k = 0; k < n; k++) m->parts[k] = (struct llm_part){data[k], sizes[k], NULL};
+  rlx_status st = rlx_gguf_open_parts(data, sizes, n, budget_of(opt), &m->gguf);
   if (st == RLX_OK) st = open_parsed(m, opt);
   if (st != RLX_OK) {
     char msg[512];
@@ -330,6 +339,13 @@ rlx_status rlx_llm_open_memory(const void *data, size_t size, const rlx_llm_opti
   }
   *out = m;
   return RLX_OK;
+}
+
+rlx_status rlx_llm_open_memory(const void *data, size_t size, const rlx_llm_options *opt, rlx_llm **out) {
+  if (!out) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_memory: out is NULL");
+  *out = NULL;
+  if (!data) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_memory: data is NULL");
+  return rlx_llm_open_parts(&data, &size, 1, opt, out);
 }
 
 rlx_status rlx_llm_read_gguf(const char *fn, const char *path, uint64_t budget, unsigned char **out, size_t *out_size) {
@@ -357,21 +373,56 @@ rlx_status rlx_llm_read_gguf(const char *fn, const char *path, uint64_t budget, 
   return RLX_OK;
 }
 
+/* The parts a path names: "x-00001-of-00003.gguf" (llama.cpp's gguf-split
+ * names) is part 1 of 3; any other name is one file.
+ * *at: where the part number begins in path. */
+static int32_t split_parts(const char *path, size_t *at) {
+  size_t len = strlen(path);
+  const size_t tail = strlen("-00001-of-00003.gguf");
+  if (len < tail) return 1;
+  const char *s = path + len - tail;
+  int no = 0, count = 0, used = 0;
+  if (sscanf(s, "-%5d-of-%5d.gguf%n", &no, &count, &used) != 2 || (size_t)used != tail || no != 1 || count < 2)
+    return 1;
+  for (size_t k = 1; k < 6; k++)
+    if (s[k] < '0' || s[k] > '9' || s[k + 9] < '0' || s[k + 9] > '9') return 1;
+  *at = (size_t)(s - path) + 1;
+  return count;
+}
+
 rlx_status rlx_llm_open_file(const char *path, const rlx_llm_options *opt, rlx_llm **out) {
   if (!out) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_file: out is NULL");
   *out = NULL;
   if (!path) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_file: path is NULL");
-  unsigned char *buf;
-  size_t size;
-  rlx_status st = rlx_llm_read_gguf("rlx_llm_open_file", path, budget_of(opt), &buf, &size);
-  if (st != RLX_OK) return st;
-  st = rlx_llm_open_memory(buf, size, opt, out);
-  if (st != RLX_OK) {
-    rlx_free(buf, size);
-    return st;
+  size_t at = 0, len = strlen(path);
+  const int32_t n = split_parts(path, &at);
+  unsigned char **bufs = rlx_calloc((size_t)n, sizeof *bufs);
+  size_t *sizes = rlx_calloc((size_t)n, sizeof *sizes);
+  char *name = rlx_malloc(len + 1);
+  rlx_status st = bufs && sizes && name ? RLX_OK : FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open_file: out of memory");
+  if (name) memcpy(name, path, len + 1);
+  for (int32_t k = 0; k < n && st == RLX_OK; k++) {
+    if (n > 1) {
+      char no[6];
+      snprintf(no, sizeof no, "%05d", (int)(k + 1) % 100000);
+      memcpy(name + at, no, 5);
+    }
+    st = rlx_llm_read_gguf("rlx_llm_open_file", name, budget_of(opt), &bufs[k], &sizes[k]);
+    if (st != RLX_OK && n > 1) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "%s", rlx_last_error());
+      st = rlx_error(st, "%s (part %d of the %d that '%s' names)", msg, k + 1, n, path);
+    }
   }
-  (*out)->owned = buf;
-  return RLX_OK;
+  if (st == RLX_OK) st = rlx_llm_open_parts((const void *const *)bufs, sizes, n, opt, out);
+  if (st == RLX_OK)
+    for (int32_t k = 0; k < n; k++) (*out)->parts[k].owned = bufs[k];
+  for (int32_t k = 0; st != RLX_OK && bufs && k < n; k++)
+    if (bufs[k]) rlx_free(bufs[k], sizes[k]);
+  rlx_free(bufs, (size_t)n * sizeof *bufs);
+  rlx_free(sizes, (size_t)n * sizeof *sizes);
+  rlx_free(name, len + 1);
+  return st;
 }
 
 void rlx_llm_free(rlx_llm *m) {
@@ -385,7 +436,9 @@ void rlx_llm_free(rlx_llm *m) {
   rlx_free(m->logits, (size_t)m->info.n_vocab * sizeof(float));
   rlx_tokenizer_free(m->tok);
   rlx_gguf_free(m->gguf);
-  if (m->owned) rlx_free(m->owned, m->buf_size);
+  for (int32_t k = 0; k < m->n_parts; k++)
+    if (m->parts[k].owned) rlx_free(m->parts[k].owned, m->parts[k].size);
+  rlx_free(m->parts, (size_t)m->n_parts * sizeof *m->parts);
   rlx_free(m, sizeof *m);
 }
 

@@ -57,9 +57,12 @@ EXPORT(rlx_llm_buffer_new) void *w_buffer_new(double bytes) {
 /* n_lora LoRA adapters: adapter i's bytes at lora_data[i] (a buffer from
  * rlx_llm_buffer_new, kept until the model is freed), lora_size[i] of them,
  * its scale lora_scale[i]. */
+/* The model's n_parts buffers (rlx_llm_buffer_new; one, or each part of a
+ * split model in order): part k at data[k], sizes[k] bytes. */
 EXPORT(rlx_llm_open)
-int32_t w_open(const void *data, size_t size, int32_t n_ctx, int32_t xq8, const uint32_t *lora_data,
-               const uint32_t *lora_size, const double *lora_scale, int32_t n_lora, rlx_llm **out) {
+int32_t w_open(const uint32_t *data, const uint32_t *sizes, int32_t n_parts, int32_t n_ctx, int32_t xq8,
+               const uint32_t *lora_data, const uint32_t *lora_size, const double *lora_scale, int32_t n_lora,
+               rlx_llm **out) {
   rlx_llm_options opt = {.n_ctx = n_ctx, .budget = RLX_GGUF_WASM32_DATA_BUDGET, .xq8 = xq8};
   rlx_llm_lora *lora = n_lora > 0 ? calloc((size_t)n_lora, sizeof *lora) : NULL;
   if (n_lora > 0 && !lora) return rlx_error(RLX_ERR_NO_MEMORY, "rlx_llm_open: out of memory");
@@ -67,7 +70,17 @@ int32_t w_open(const void *data, size_t size, int32_t n_ctx, int32_t xq8, const 
     lora[i] = (rlx_llm_lora){NULL, (const void *)(uintptr_t)lora_data[i], lora_size[i], (float)lora_scale[i]};
   opt.lora = lora;
   opt.n_lora = n_lora;
-  const rlx_status st = rlx_llm_open_memory(data, size, &opt, out);
+  const void **parts = n_parts > 0 ? calloc((size_t)n_parts, sizeof *parts) : NULL;
+  size_t *part_sizes = n_parts > 0 ? calloc((size_t)n_parts, sizeof *part_sizes) : NULL;
+  rlx_status st = RLX_OK;
+  if (n_parts > 0 && (!parts || !part_sizes)) st = rlx_error(RLX_ERR_NO_MEMORY, "rlx_llm_open: out of memory");
+  for (int32_t k = 0; st == RLX_OK && k < n_parts; k++) {
+    parts[k] = (const void *)(uintptr_t)data[k];
+    part_sizes[k] = sizes[k];
+  }
+  if (st == RLX_OK) st = rlx_llm_open_parts(parts, part_sizes, n_parts, &opt, out);
+  free(parts);
+  free(part_sizes);
   free(lora);
   return st;
 }

@@ -68,7 +68,9 @@ function openInSameModule(model, bytes) {
   const [status, handle] = m.scoped((t) => {
     const out = t.alloc(4);
     m.i32(out, 1)[0] = 0;
-    return [m.call('rlx_llm_open', ptr, bytes.length, 0, 0, 0, 0, 0, 0, out), m.i32(out, 1)[0]];
+    const part = t.alloc(8);
+    m.i32(part, 2).set([ptr, bytes.length]);
+    return [m.call('rlx_llm_open', part, part + 4, 1, 0, 0, 0, 0, 0, 0, out), m.i32(out, 1)[0]];
   });
   const message = m.lastError();
   if (handle) m.call('rlx_llm_free', handle);

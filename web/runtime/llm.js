@@ -55,7 +55,7 @@ import { simdOption, moduleFile } from './simd.js';
 import { Generation } from './llm_stream.js';
 import { STATUS, fail, functionOption, intOption, now, numberOption, yieldToEvents } from './llm_common.js';
 import { LlmModule, instantiate } from './llm_module.js';
-import { SOURCE_KINDS, isSource, openSource } from './llm_source.js';
+import { SOURCE_KINDS, isPartList, isSource, openSource, partArrays, partSources, readSource } from './llm_source.js';
 import { loraArrays, loraMessage, loraOption, readAdapters } from './llm_lora.js';
 import { finetune } from './llm_finetune.js';
 import { chat, chatPrompt } from './llm_chat.js';
@@ -148,14 +148,17 @@ export async function loadGguf(source, options = undefined) {
   const wasm = o.train ? (o.trainWasm ?? (gpu?.device ? TRAIN_GPU_WASM : gpu?.gl ? TRAIN_WEBGL_WASM : moduleFile('llmTrain', simd)))
     : gpu?.device ? (o.gpuWasm ?? GPU_WASM) : gpu?.gl ? (o.webglWasm ?? WEBGL_WASM)
       : (o.wasm ?? moduleFile(threading.threaded ? 'llmThreads' : 'llm', simd));
-  if (!isSource(source)) {
+  if (!isSource(source) && !isPartList(source)) {
     gpu?.release?.();
     throw fail(fn, `source must be ${SOURCE_KINDS}, got ${describe(source)}`);
   }
 
   let src, mod;
+  const sources = partSources(fn, source);
+  const fetchOptions = { signal: o.signal, retries: o.retries, cache: o.cache, onEvent: (e) => onProgress?.({ ...e, part: part + 1, parts: sources.length }) };
+  let part = 0;
   try {
-    src = await openSource(fn, source);
+    src = await openSource(fn, sources[0], fetchOptions);
     mod = await instantiate(wasm, threading.threaded ? threads : 1).catch((err) => {
       // No shared memory or Workers after all (a memory limit, a CSP): the one-thread build, with the reason
       if (!err?.threadsFailed || o.wasm) throw err;
@@ -185,66 +188,41 @@ export async function loadGguf(source, options = undefined) {
     throw err;
   }
   const budget = mod.call('rlx_llm_data_budget');
-  const tooBig = (bytes) => new RlxError(STATUS.NO_MEMORY, `${fn}: ${src.name.slice(0, 200)} is ${bytes} bytes (${gib(bytes)}), ` +
+  const tooBig = (bytes) => new RlxError(STATUS.NO_MEMORY, `${fn}: ${src.name.slice(0, 200)}${part ? ' (with the parts before it)' : ''} is ${bytes} bytes (${gib(bytes)}), ` +
     `more than the ${gib(budget)} a wasm32 module can hold for a model's weights (RLX_GGUF_WASM32_DATA_BUDGET); ` +
     'take a smaller or more quantized file (e.g. Q4_K of a model up to about 6 billion parameters)', 'no memory');
-  // Progress at most every PROGRESS_MS (a Blob's stream gives 64 KiB chunks), and always at 0 and at the end.
+  // Progress at most every PROGRESS_MS (a Blob's stream gives 64 KiB chunks), and always at 0 and at the end;
+  // over the parts of a split model: the bytes of the parts read so far, and the total once the last part's size is known.
   let lastProgress = -Infinity;
+  let before = 0;
   const progress = (loaded, force = false) => {
     if (!onProgress || (!force && now() - lastProgress < PROGRESS_MS && loaded !== src.size)) return;
     lastProgress = now();
-    onProgress({ loaded, total: src.size });
+    const last = part === sources.length - 1;
+    onProgress({ loaded: before + loaded, total: last && src.size !== null ? before + src.size : null,
+      ...(sources.length > 1 ? { part: part + 1, parts: sources.length } : {}) });
   };
-  if (src.size !== null && src.size > budget) {
-    mod.close();
-    gpu?.release?.();
-    await src.chunks.return?.();
-    throw tooBig(src.size);
-  }
-  if (src.size === 0) {
-    mod.close();
-    gpu?.release?.();
-    throw fail(fn, `${src.name.slice(0, 200)} is empty (0 bytes), not a GGUF file`);
-  }
 
-  let ptr = 0;
+  const parts = []; // [{ ptr, size }] until the model holds them
   let loaded = 0;
   let adapters = []; // [{ ptr, size, name }] until the model holds them
   try {
     progress(0, true);
-    if (src.size !== null) {
-      ptr = mod.call('rlx_llm_buffer_new', src.size) >>> 0;
-      if (!ptr) mod.check(STATUS.NO_MEMORY, `${fn}: `);
-      for await (const chunk of src.chunks) {
-        if (loaded + chunk.length > src.size) throw fail(fn, `${src.name.slice(0, 200)} sent more than the ${src.size} bytes it announced`);
-        mod.u8(ptr + loaded, chunk.length).set(chunk);
-        loaded += chunk.length;
-        progress(loaded);
-      }
-      if (loaded !== src.size) throw fail(fn, `${src.name.slice(0, 200)} ended after ${loaded} of its ${src.size} bytes`);
-    } else {
-      // Size unknown (no Content-Length, or an encoded body): the chunks are
-      // kept until the end, then copied once into the buffer.
-      const chunks = [];
-      for await (const chunk of src.chunks) {
-        loaded += chunk.length;
-        if (loaded > budget) throw tooBig(loaded);
-        chunks.push(chunk);
-        progress(loaded);
-      }
-      progress(loaded, true);
-      if (loaded === 0) throw fail(fn, `${src.name.slice(0, 200)} is empty (0 bytes), not a GGUF file`);
-      ptr = mod.call('rlx_llm_buffer_new', loaded) >>> 0;
-      if (!ptr) mod.check(STATUS.NO_MEMORY, `${fn}: `);
-      let off = 0;
-      for (const chunk of chunks) { mod.u8(ptr + off, chunk.length).set(chunk); off += chunk.length; }
+    for (; part < sources.length; part++) {
+      if (part > 0) src = await openSource(fn, sources[part], fetchOptions);
+      const read = await readSource(fn, mod, src, { budget: budget - before, tooBig: (n) => tooBig(before + n), onBytes: (n) => progress(n) });
+      parts.push(read);
+      if (part < sources.length - 1) { before += read.size; progress(0, true); }
     }
+    part = sources.length - 1;
+    loaded = before + parts[parts.length - 1].size;
+    progress(parts[parts.length - 1].size, true);
     adapters = await readAdapters(fn, mod, lora);
     const handle = mod.scoped((t) => {
       const out = t.alloc(4);
       mod.i32(out, 1)[0] = 0;
       const xq8 = o.xq8 && !gpu?.device && !gpu?.gl ? 1 : 0; // the CPU only
-      const status = mod.call('rlx_llm_open', ptr, loaded, nCtx, xq8, ...loraArrays(mod, t, adapters, lora), out);
+      const status = mod.call('rlx_llm_open', ...partArrays(mod, t, parts), nCtx, xq8, ...loraArrays(mod, t, adapters, lora), out);
       try {
         mod.check(status, `${fn}: ${src.name.slice(0, 200)}: `);
       } catch (err) {
@@ -253,14 +231,14 @@ export async function loadGguf(source, options = undefined) {
       }
       return mod.i32(out, 1)[0] >>> 0;
     });
-    const model = new GgufModel(mod, handle, ptr, loaded, gpu ?? { backend: 'cpu', fallbacks: [] });
+    const model = new GgufModel(mod, handle, [...parts], loaded, gpu ?? { backend: 'cpu', fallbacks: [] });
     model.adapters = adapters.map((a) => a.ptr);
     adapters = [];
-    ptr = 0; // the model's now
+    parts.length = 0; // the model's now
     gpu = null; // and so is the GPU context
     if (model.gpu) {
       try {
-        onProgress?.({ loaded, total: src.size, stage: 'compiling' });
+        onProgress?.({ loaded, total: loaded, stage: 'compiling' });
         await model.gpu.warm(fn); // the decoding step's plan and the weights' upload: part of loading
       } catch (err) {
         model.free();
@@ -270,7 +248,7 @@ export async function loadGguf(source, options = undefined) {
     model.chatTemplate = await templateInForce(fn, model);
     return model;
   } catch (err) {
-    if (!mod.dead) for (const p of [ptr, ...adapters.map((a) => a.ptr)]) mod.free(p);
+    if (!mod.dead) for (const p of [...parts, ...adapters].map((a) => a.ptr)) mod.free(p);
     mod.close();
     gpu?.release?.();
     throw err;
@@ -334,11 +312,11 @@ async function chooseWebGl(fn, backend, fallbacks) {
 
 /** A model loaded by loadGguf. */
 export class GgufModel {
-  constructor(mod, handle, buffer, fileBytes, backend = { backend: 'cpu', fallbacks: [] }) {
+  constructor(mod, handle, parts, fileBytes, backend = { backend: 'cpu', fallbacks: [] }) {
     if (!(mod instanceof LlmModule)) throw new RlxError(STATUS.STATE, 'GgufModel: made by loadGguf()', 'bad state');
     this.mod = mod;
     this.handle = handle;
-    this.buffer = buffer;
+    this.parts = parts;       // [{ ptr, size }]: the file's bytes (each part of a split model), read in place by the model
     this.adapters = [];       // the LoRA adapters' buffers (llm_lora.js), read in place by the model
     this.running = false;     // a generate() (or, on a GPU, an eval) is in progress
     this.training = false;    // a finetune() is in progress (llm_finetune.js)
@@ -732,13 +710,13 @@ export class GgufModel {
     this.gpu = null;
     if (!m.dead) {
       m.call('rlx_llm_free', this.handle);
-      m.free(this.buffer);
+      for (const p of this.parts) m.free(p.ptr);
       for (const p of this.adapters) m.free(p);
     }
     m.close(); // a threaded build's Workers end here
     this.adapters = [];
     this.handle = 0;
-    this.buffer = 0;
+    this.parts = [];
     this.mod = null; // the instance and its memory go with the last reference to it
   }
 }

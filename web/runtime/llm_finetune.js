@@ -25,7 +25,7 @@ import { RlxError, describe, optionsArg } from './loader.js';
 import { seed as seedArg } from './args.js';
 import { DATA_FORMAT, DATA_SPLIT, OPTIMIZER } from './constants.js';
 import { STATUS, fail, functionOption, intOption, numberOption, now, yieldToEvents } from './llm_common.js';
-import { SOURCE_KINDS, isSource } from './llm_source.js';
+import { SOURCE_KINDS, isSource, partArrays } from './llm_source.js';
 import { loraArrays, readAdapters } from './llm_lora.js';
 import { LlmFinetuneWebGpu } from './llm_finetune_webgpu.js';
 import { LlmFinetuneWebGl } from './llm_finetune_webgl.js';
@@ -190,7 +190,7 @@ class CpuRunner {
     this.adapterBuf = read[0].ptr;
     m.scoped((t) => {
       const out = t.alloc(4);
-      const st = m.call('rlx_llm_open', model.buffer, model.info.fileBytes, 1, 0, ...loraArrays(m, t, read, [{ scale: 1 }]), out);
+      const st = m.call('rlx_llm_open', ...partArrays(m, t, model.parts), 1, 0, ...loraArrays(m, t, read, [{ scale: 1 }]), out);
       if (st < 0) throw refused(m, st, fn, `options.adapterIn (${read[0].name.slice(0, 200)})`);
       this.own = this.handle = m.i32(out, 1)[0] >>> 0;
     });

@@ -3,9 +3,9 @@
 // takes; include/rlx_llm.h says what they do): the option checked, each
 // adapter's bytes read whole into a buffer of the module's memory (the model
 // reads them in place until free()), and the arrays rlx_llm_open takes.
-import { describe } from './loader.js';
+import { RlxError, describe } from './loader.js';
 import { STATUS, fail } from './llm_common.js';
-import { SOURCE_KINDS, isSource, openSource } from './llm_source.js';
+import { SOURCE_KINDS, isSource, openSource, readSource } from './llm_source.js';
 
 export const MAX_LORA = 64; // adapters per model
 
@@ -31,15 +31,15 @@ export async function readAdapters(fn, mod, adapters) {
   try {
     for (const [i, a] of adapters.entries()) {
       const src = await openSource(fn, a.source);
-      const chunks = [];
-      let size = 0;
-      for await (const chunk of src.chunks) { chunks.push(chunk); size += chunk.length; }
-      if (size === 0) throw fail(fn, `options.lora[${i}]: ${src.name.slice(0, 200)} is empty (0 bytes), not a GGUF file`);
-      const ptr = mod.call('rlx_llm_buffer_new', size) >>> 0;
-      if (!ptr) mod.check(STATUS.NO_MEMORY, `${fn}: options.lora[${i}]: `);
-      read.push({ ptr, size, name: src.name });
-      let off = 0;
-      for (const chunk of chunks) { mod.u8(ptr + off, chunk.length).set(chunk); off += chunk.length; }
+      const what = `options.lora[${i}]: ${src.name.slice(0, 200)}`;
+      const tooBig = (n) => new RlxError(STATUS.NO_MEMORY, `${fn}: ${what} is ${n} bytes, past what this module can hold`, 'no memory');
+      try {
+        const { ptr, size } = await readSource(fn, mod, src, { budget: mod.call('rlx_llm_data_budget'), tooBig, onBytes: () => {} });
+        read.push({ ptr, size, name: src.name });
+      } catch (err) {
+        err.message = err.message.replace(`${fn}: ${src.name.slice(0, 200)}`, `${fn}: ${what}`);
+        throw err;
+      }
     }
     return read;
   } catch (err) {

@@ -1,7 +1,7 @@
 // llm_worker.js - a module Worker holding one GGUF model for GgufWorker
 // (llm.js): requests { id, op, ... } are answered { id, ok, value } or
 // { id, ok: false, error: { message, status, statusName } }; on the way,
-// { id, event: 'progress', loaded, total } while loading and { id, event:
+// { id, event: 'progress', loaded, total, ... } (loadGguf's onProgress) while loading and { id, event:
 // 'token', text, tokenId } per generated token (generate, chat: their
 // options, grammar and jsonSchema among them, go to the model as sent), { id, event:
 // 'chunk', chunk } per chat.completion.chunk (createChatCompletion with
@@ -44,7 +44,7 @@ const OPS = {
     while (loading) await loading.catch(() => {});
     model?.free();
     model = null;
-    const opts = { ...(msg.options ?? {}), onProgress: ({ loaded, total, stage }) => post({ event: 'progress', loaded, total, stage }) };
+    const opts = { ...(msg.options ?? {}), onProgress: (p) => post({ event: 'progress', ...p }) };
     loading = loadGguf(msg.source, opts);
     try {
       model = await loading;

@@ -69,20 +69,26 @@ export class GgufWorker {
     });
   }
 
-  /** Loads a model (replacing one loaded before); resolves to its info.  source: a URL (resolved against the page), a File or Blob, or bytes. */
+  /**
+   * Loads a model (replacing one loaded before); resolves to its info.
+   * source: a URL (resolved against the page), a File or Blob, bytes, or a
+   * list of URLs or Files (the parts of a split model).  onProgress gets
+   * loadGguf's events (resume, restart, cached, part ...).
+   */
   async load(source, options = undefined) {
     const fn = 'GgufWorker.load';
     const o = optionsArg(fn, options);
     const onProgress = functionOption(fn, 'options.onProgress', o.onProgress);
-    let src = source;
-    if (isUrl(source)) {
-      src = pageUrl(source);
-    } else if (!(source instanceof ArrayBuffer || ArrayBuffer.isView(source) || (typeof Blob === 'function' && source instanceof Blob))) {
-      throw fail(fn, `source must be a URL, a File or Blob, an ArrayBuffer or a Uint8Array, got ${describe(source)}`);
+    const one = (s) => (isUrl(s) ? pageUrl(s)
+      : s instanceof ArrayBuffer || ArrayBuffer.isView(s) || (typeof Blob === 'function' && s instanceof Blob) ? s : null);
+    const list = Array.isArray(source) || (typeof FileList === 'function' && source instanceof FileList) ? [...source] : null;
+    const src = list ? list.map(one) : one(source);
+    if (list ? !list.length || src.includes(null) : src === null) {
+      throw fail(fn, `source must be a URL, a File or Blob, an ArrayBuffer or a Uint8Array, or a list of URLs or Files (a split model's parts), got ${describe(source)}`);
     }
     const { onProgress: _, ...rest } = o;
     if (Array.isArray(rest.lora)) rest.lora = rest.lora.map((a) => (isUrl(a?.source) ? { ...a, source: pageUrl(a.source) } : a));
-    this.info = await this.request('load', { source: src, options: rest }, (msg) => onProgress?.({ loaded: msg.loaded, total: msg.total, stage: msg.stage }));
+    this.info = await this.request('load', { source: src, options: rest }, ({ id: _id, event: _e, ...p }) => onProgress?.(p));
     this.chatTemplate = await this.request('chatTemplate', {}); // as GgufModel.chatTemplate
     return this.info;
   }
