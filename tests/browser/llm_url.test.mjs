@@ -19,10 +19,17 @@ const TOKENS = 6;
 const why = missing() ?? (!existsSync(FILE) ? `missing ${FILE}: run make lm-fixtures` : null);
 let server, browser, other, expected;
 
-/** The second origin: /cors/m.gguf with CORS headers (its first answer drops after 100000 bytes), /plain/m.gguf without. */
+/**
+ * The second origin: /cors/m.gguf with CORS headers, /plain/m.gguf without.
+ * Its first answer stops after 100000 bytes and holds the connection until
+ * drop() ends it (once the page shows those bytes).
+ */
 function secondOrigin(bytes) {
   let drops = 1;
+  let held = null;
+  const seen = []; // [method, path, Range, If-Range] of each request
   const srv = createServer((req, res) => {
+    seen.push([req.method, req.url, req.headers.range ?? null, req.headers['if-range'] ?? null]);
     const cors = req.url.startsWith('/cors/');
     const headers = cors ? { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': 'Content-Range, ETag' } : {};
     if (req.method === 'OPTIONS') {
@@ -38,13 +45,16 @@ function secondOrigin(bytes) {
     if (req.method === 'HEAD') { res.end(); return; }
     if (cors && drops > 0 && body.length > 100000) {
       drops--;
-      res.write(body.subarray(0, 100000), () => res.socket.destroy());
+      res.write(body.subarray(0, 100000));
+      held = res;
       return;
     }
     res.end(body);
   });
   return new Promise((resolve) => srv.listen(0, '127.0.0.1', () => resolve({
     url: `http://127.0.0.1:${srv.address().port}`,
+    drop: () => held.socket.destroy(),
+    seen,
     stop: () => new Promise((r) => { srv.closeAllConnections(); srv.close(r); }),
   })));
 }
@@ -98,10 +108,15 @@ test('generate.html: a model from another origin with CORS loads, resumes, gener
     // With CORS headers: loads (resuming after the dropped answer) and generates Node's tokens
     await page.fill('#url', `${other.url}/cors/m.gguf`);
     await page.click('#load');
+    await page.waitForFunction(() => /Loading m\.gguf: 0\.1 MiB of 0\.8 MiB/.test(document.getElementById('status').textContent));
+    other.drop();
     await settled(page);
     assert.equal(await page.$eval('#status', (el) => el.dataset.state), 'ready', await page.textContent('#url-error'));
     const seen = await page.evaluate(() => window.statuses);
-    assert.ok(seen.some((s) => /the download stopped \(.*\); resuming from 0\.1 MiB, attempt 1 of 4/.test(s)), seen.join('\n'));
+    assert.ok(seen.some((s) => /the download stopped \(.*\); resuming from 0\.1 MiB, attempt 1 of 4\.\.\.$/.test(s)), seen.join('\n'));
+    assert.deepEqual(other.seen.filter(([, path]) => path === '/cors/m.gguf'),
+      [['GET', '/cors/m.gguf', null, null], ['OPTIONS', '/cors/m.gguf', null, null], ['GET', '/cors/m.gguf', 'bytes=100000-', '"m1"']],
+      'the rest asked for with Range and If-Range, after the preflight that If-Range needs');
     assert.deepEqual(await greedy(page), expected.ids);
     await page.waitForSelector(`#cached .cached-url[data-url="${other.url}/cors/m.gguf"]`);
 

@@ -155,7 +155,7 @@ export async function loadGguf(source, options = undefined) {
 
   let src, mod;
   const sources = partSources(fn, source);
-  const fetchOptions = { signal: o.signal, retries: o.retries, cache: o.cache, onEvent: (e) => onProgress?.({ ...e, part: part + 1, parts: sources.length }) };
+  const fetchOptions = { signal: o.signal, retries: o.retries, cache: o.cache, onEvent: (e) => onProgress?.(sources.length > 1 ? { ...e, part: part + 1, parts: sources.length } : e) };
   let part = 0;
   try {
     src = await openSource(fn, sources[0], fetchOptions);
@@ -191,12 +191,20 @@ export async function loadGguf(source, options = undefined) {
   const tooBig = (bytes) => new RlxError(STATUS.NO_MEMORY, `${fn}: ${src.name.slice(0, 200)}${part ? ' (with the parts before it)' : ''} is ${bytes} bytes (${gib(bytes)}), ` +
     `more than the ${gib(budget)} a wasm32 module can hold for a model's weights (RLX_GGUF_WASM32_DATA_BUDGET); ` +
     'take a smaller or more quantized file (e.g. Q4_K of a model up to about 6 billion parameters)', 'no memory');
-  // Progress at most every PROGRESS_MS (a Blob's stream gives 64 KiB chunks), and always at 0 and at the end;
+  // Progress at most every PROGRESS_MS (a Blob's stream gives 64 KiB chunks), always at 0 and at the end, and
+  // the last count held back is given PROGRESS_MS later (a download that stalls shows what it has);
   // over the parts of a split model: the bytes of the parts read so far, and the total once the last part's size is known.
   let lastProgress = -Infinity;
   let before = 0;
+  let held = null; // the timer of a count held back
   const progress = (loaded, force = false) => {
-    if (!onProgress || (!force && now() - lastProgress < PROGRESS_MS && loaded !== src.size)) return;
+    if (!onProgress) return;
+    clearTimeout(held);
+    held = null;
+    if (!force && now() - lastProgress < PROGRESS_MS && loaded !== src.size) {
+      held = setTimeout(() => progress(loaded, true), PROGRESS_MS);
+      return;
+    }
     lastProgress = now();
     const last = part === sources.length - 1;
     onProgress({ loaded: before + loaded, total: last && src.size !== null ? before + src.size : null,
@@ -217,6 +225,7 @@ export async function loadGguf(source, options = undefined) {
     part = sources.length - 1;
     loaded = before + parts[parts.length - 1].size;
     progress(parts[parts.length - 1].size, true);
+    clearTimeout(held);
     adapters = await readAdapters(fn, mod, lora);
     const handle = mod.scoped((t) => {
       const out = t.alloc(4);
@@ -248,6 +257,7 @@ export async function loadGguf(source, options = undefined) {
     model.chatTemplate = await templateInForce(fn, model);
     return model;
   } catch (err) {
+    clearTimeout(held);
     if (!mod.dead) for (const p of [...parts, ...adapters].map((a) => a.ptr)) mod.free(p);
     mod.close();
     gpu?.release?.();
