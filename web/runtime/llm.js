@@ -215,12 +215,11 @@ export async function loadGguf(source, options = undefined) {
   let loaded = 0;
   let adapters = []; // [{ ptr, size, name }] until the model holds them
   try {
-    progress(0, true);
     for (; part < sources.length; part++) {
       if (part > 0) src = await openSource(fn, sources[part], fetchOptions);
-      const read = await readSource(fn, mod, src, { budget: budget - before, tooBig: (n) => tooBig(before + n), onBytes: (n) => progress(n) });
+      const read = await readSource(fn, mod, src, { budget: budget - before, tooBig: (n) => tooBig(before + n), onBytes: (n) => progress(n, n === 0) });
       parts.push(read);
-      if (part < sources.length - 1) { before += read.size; progress(0, true); }
+      if (part < sources.length - 1) before += read.size;
     }
     part = sources.length - 1;
     loaded = before + parts[parts.length - 1].size;

@@ -112,8 +112,8 @@ async function fileSource(fn, path) {
  * Reads src (openSource's) into a buffer of mod (rlx_llm_buffer_new): { ptr,
  * size }.  A chunk is a Uint8Array (the next bytes) or { at, data } (bytes
  * at `at`: a download that resumed or began again, llm_download.js).
- * tooBig(bytes) is the error for more than budget bytes; onBytes(loaded)
- * as they come.  The buffer is freed again on an error.
+ * tooBig(bytes) is the error for more than budget bytes (before anything
+ * is read when the size is known); onBytes(loaded) as they come, from 0.  The buffer is freed again on an error.
  */
 export async function readSource(fn, mod, src, { budget, tooBig, onBytes }) {
   const empty = () => fail(fn, `${src.name.slice(0, 200)} is empty (0 bytes), not a GGUF file`);
@@ -126,6 +126,7 @@ export async function readSource(fn, mod, src, { budget, tooBig, onBytes }) {
   };
   let ptr = 0;
   let loaded = 0;
+  onBytes(0);
   try {
     if (src.size !== null) {
       ptr = alloc(src.size);
