@@ -581,7 +581,7 @@ test-browser: wasm sdk build/wasm-tests/webgl_cases.wasm web/vendor/jinja.js
 # targets, LoRA fine-tuning and perplexity, adapters merged (export-lora),
 # and the language models (with LoRA adapters too) against llama.cpp's
 # answers.
-test-cli: build/rlx $(LM_FIXTURES)
+test-cli: build/rlx build/gguf_split $(LM_FIXTURES)
 	tests/cli/test_cli.sh
 	tests/cli/test_chat.sh
 	tests/cli/accuracy.sh

@@ -164,6 +164,17 @@ if [ -f "$lm" ]; then
   cmp -s "$tmp/gen1" "$tmp/gen2" && cmp -s "$tmp/gen1" "$tmp/gen3" || fail "generate differs between 1, 2 and 3 threads"
   cmp -s "$tmp/next1" "$tmp/next2" && cmp -s "$tmp/next1" "$tmp/next3" || fail "next-tokens differs between 1, 2 and 3 threads"
 fi
+# A model split as llama.cpp's gguf-split splits it (build/gguf_split): --model
+# names its first part, the others are read beside it; a missing part is named
+if [ -f "$lm" ] && [ -x build/gguf_split ]; then
+  build/gguf_split "$lm" 3 "$tmp/split" || fail "build/gguf_split $lm 3 exited $?"
+  "$RLX" generate --model "$tmp/split-00001-of-00003.gguf" --prompt "The small river" --max-tokens 6 --ids --threads 1 \
+    >"$tmp/gensplit" 2>"$tmp/err" || fail "generate of a split model: $(cat "$tmp/err")"
+  cmp -s "$tmp/gen1" "$tmp/gensplit" || fail "generate of the split model differs from the whole file's"
+  rm "$tmp/split-00003-of-00003.gguf"
+  expect_message "a split model without its last part" "cannot open '.*split-00003-of-00003\.gguf'.*part 3 of the 3 that" \
+    generate --model "$tmp/split-00001-of-00003.gguf" --prompt x
+fi
 expect_message "help of an unknown command" "unknown command 'fly'" help fly
 "$RLX" info mnist-cnn >"$tmp/out" 2>&1 || fail "rlx info mnist-cnn exited $?"
 grep -q "5258" "$tmp/out" || fail "rlx info mnist-cnn does not show 5258 params: $(cat "$tmp/out")"

@@ -13,7 +13,7 @@
 //   const list = await cachedModels();  // [{ url, size, have, complete }]
 //   await deleteCached(url);            // { ok: true } | { ok: false, reason }
 import { download } from './llm_download.js';
-import { folder, hasOpfs, reasonOf, serialQueue } from './opfs.js';
+import { folder, hasOpfs, reasonOf, serialQueue, writable } from './opfs.js';
 
 export const CACHE_FOLDER = 'rlx-gguf-url';
 const COMMIT_BYTES = 8 << 20; // the partial file is committed (and its record written) this often
@@ -40,7 +40,7 @@ async function readRecord(dir, key) {
 }
 
 async function writeRecord(dir, key, record) {
-  const out = await (await dir.getFileHandle(`${key}.json`, { create: true })).createWritable();
+  const out = await writable(await dir.getFileHandle(`${key}.json`, { create: true }));
   await out.write(JSON.stringify(record));
   await out.close();
 }
@@ -117,10 +117,17 @@ export async function cachedSource(fn, url, options) {
   let dir;
   try { dir = await folder(true, CACHE_FOLDER); } catch { return null; }
   const key = keyOf(url);
+  let handle;
+  try {
+    handle = await dir.getFileHandle(`${key}.gguf`, { create: true });
+    if (typeof handle.createWritable !== 'function') return null; // OPFS that a page cannot write (downloads are not cached)
+  } catch {
+    return null;
+  }
   const record = await serial(() => readRecord(dir, key));
   if (record?.url === url && record.complete) {
     const valid = await stillValid(url, record, options.signal);
-    const file = await (await dir.getFileHandle(`${key}.gguf`)).getFile().catch(() => null);
+    const file = await handle.getFile().catch(() => null);
     const magic = file ? new Uint8Array(await file.slice(0, 4).arrayBuffer()) : null;
     const whole = file && file.size === record.size && String.fromCharCode(...magic) === 'GGUF';
     if (whole && valid !== false) {
@@ -132,14 +139,13 @@ export async function cachedSource(fn, url, options) {
   const partial = record?.url === url && !record.complete && record.have > 0 ? record : null;
   const from = partial ? { at: partial.have, etag: partial.etag, lastModified: partial.lastModified } : undefined;
   const got = await download(fn, url, { ...options, from });
-  const handle = await dir.getFileHandle(`${key}.gguf`, { create: true });
-  const resumed = partial && got.validator && got.size === partial.size ? partial.have : 0;
+  const resumed = got.start; // partial.have when the server sent the rest, else 0
   const base = { url, size: got.size, etag: got.validator.etag, lastModified: got.validator.lastModified };
-  return { size: got.size, name: url, cached: false, chunks: keepWhileReading(dir, key, handle, got, base, resumed, partial) };
+  return { size: got.size, name: url, cached: false, chunks: keepWhileReading(dir, key, handle, got, base, resumed) };
 }
 
 /** The bytes kept before (when resuming), then the download's, each written into the data file as it passes. */
-async function* keepWhileReading(dir, key, handle, got, base, resumed, partial) {
+async function* keepWhileReading(dir, key, handle, got, base, resumed) {
   let out = null, committed = 0, have = 0;
   const commit = async (complete) => {
     if (out) { await out.close(); out = null; }
@@ -147,12 +153,10 @@ async function* keepWhileReading(dir, key, handle, got, base, resumed, partial) 
     await serial(() => writeRecord(dir, key, { ...base, have, complete }));
   };
   try {
-    out = await handle.createWritable({ keepExistingData: resumed > 0 });
+    out = await writable(handle, resumed > 0);
     if (resumed > 0) {
       for await (const piece of readFile(await handle.getFile(), resumed)) yield piece;
       have = resumed;
-    } else if (partial) {
-      await out.truncate(0);
     }
     for await (const piece of got.chunks) {
       if (piece.at === 0 && have > 0) { await out.truncate(0); have = 0; committed = 0; } // begun again
@@ -161,7 +165,7 @@ async function* keepWhileReading(dir, key, handle, got, base, resumed, partial) 
       yield piece;
       if (have - committed >= COMMIT_BYTES) {
         await commit(false);
-        out = await handle.createWritable({ keepExistingData: true });
+        out = await writable(handle, true);
       }
     }
     await commit(got.size !== null && have === got.size);

@@ -69,8 +69,9 @@ function aborted(fn, url, signal) {
 }
 
 /**
- * Starts a download: { size (null when not said), validator, chunks (async
- * iterable of { at, data })}.  options: { signal, retries (0 .. 100,
+ * Starts a download: { size (null when not said), validator, start (the
+ * byte its first piece begins at: from.at when the server resumed it, else
+ * 0), chunks (async iterable of { at, data })}.  options: { signal, retries (0 .. 100,
  * default DEFAULT_RETRIES), onEvent, from: { at, etag, lastModified } }.
  */
 export async function download(fn, url, options = {}) {
@@ -173,5 +174,5 @@ export async function download(fn, url, options = {}) {
       }
     }
   }
-  return { size, validator, chunks: pieces() };
+  return { size, validator, start: place.start, chunks: pieces() };
 }
