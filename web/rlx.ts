@@ -476,15 +476,44 @@ export class Rlx {
 
 /** A GGUF file: a URL (fetched; in Node also a path), a File or Blob, a Response, or its bytes. */
 export type GgufSource = string | URL | Blob | Response | ArrayBuffer | ArrayBufferView;
+/** A model: one GGUF source, or the parts of a split model (x-00001-of-0000N.gguf ...) as URLs, paths or Files. */
+export type GgufModelSource = GgufSource | ReadonlyArray<string | URL | Blob>;
+
+/** What loadGguf's onProgress gets: bytes, a download's resume / restart / cache events, a split model's part. */
+export interface GgufLoadProgress {
+  loaded?: number;
+  total?: number | null;
+  stage?: 'compiling' | 'resume' | 'restart' | 'cached' | 'stale';
+  /** 'resume': the attempt (of retries in a row), the byte it resumes from and why the body stopped. */
+  attempt?: number;
+  retries?: number;
+  at?: number;
+  reason?: string;
+  /** 'cached': whether the server confirmed the kept file (false: it could not be reached). */
+  checked?: boolean;
+  part?: number;
+  parts?: number;
+}
 
 export interface LoadGgufOptions {
   /** KV cache positions; 0 or undefined: the model's context length, at most 4096. */
   nCtx?: number;
   /**
    * Called as the file's bytes arrive (total null when the size is not known in advance); then once
-   * with stage 'compiling' while a GPU backend builds its pipelines and uploads the weights.
+   * with stage 'compiling' while a GPU backend builds its pipelines and uploads the weights; a
+   * download's resumes, restarts and cache use as they happen.
    */
-  onProgress?: (p: { loaded: number; total: number | null; stage?: 'compiling' }) => void;
+  onProgress?: (p: GgufLoadProgress) => void;
+  /**
+   * An http(s) URL's download kept in this browser's Origin Private File System under its URL
+   * (true, the default where it exists: resumed after a reload, checked against the server
+   * before use) or not ('no').
+   */
+  cache?: true | 'no';
+  /** Resumes of a download that stopped, in a row (0 .. 100, default 4). */
+  retries?: number;
+  /** Aborts a download. */
+  signal?: AbortSignal;
   /** Where rlx_llm.wasm is (default: pkg/rlx_llm.wasm next to runtime/llm.js). */
   wasm?: string | URL | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
   /** Which build of rlx_llm.wasm to load when `wasm` is not given (default 'auto'; see SimdChoice). */
@@ -776,8 +805,8 @@ export interface GgufModel {
  *   const model = await loadGguf(file, { onProgress: ({ loaded, total }) => ... });
  *   const { text, stats } = await model.generate('Once upon a time', { maxTokens: 32, onToken: (t) => ... });
  */
-export function loadGguf(source: GgufSource, options?: LoadGgufOptions): Promise<GgufModel> {
-  return (llm as { loadGguf(s: GgufSource, o?: LoadGgufOptions): Promise<GgufModel> }).loadGguf(source, options);
+export function loadGguf(source: GgufModelSource, options?: LoadGgufOptions): Promise<GgufModel> {
+  return (llm as { loadGguf(s: GgufModelSource, o?: LoadGgufOptions): Promise<GgufModel> }).loadGguf(source, options);
 }
 
 export default Rlx;

@@ -3,9 +3,11 @@
 // `Range: bytes=N-` and If-Range (the first answer's ETag); a server that
 // answers 200 to a resume begins again from byte 0; a file that changed
 // between the answers is not spliced (If-Range honoured: the whole new
-// file); resumes are bounded; HTTP 404 is refused by status.  Then
-// loadGguf over that server, and of a model split by build/gguf_split
-// (llama.cpp's gguf-split layout), gives the whole file's logits.
+// file); resumes are bounded; HTTP 404 is refused by status; an aborted
+// signal and bad download options are refused.  Then loadGguf over that
+// server, and of a model split by build/gguf_split (llama.cpp's gguf-split
+// layout; from a URL and from a path), gives the whole file's logits, and
+// a lone part or a list missing a part is refused by name.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -102,7 +104,7 @@ test('a file that changed between the answers is not spliced: If-Range sends the
   } finally { await s.close(); }
 });
 
-test('resumes are bounded; HTTP 404 is refused by its status', async () => {
+test('resumes are bounded; HTTP 404, an aborted signal and bad options are refused', async () => {
   const file = { bytes: bytesOf(50_000, 3), etag: '"v1"' };
   const s = await serve({ '/m.gguf': file }, { drops: 1, dropAt: 10_000, fail: (n) => n > 1 });
   try {
@@ -111,6 +113,14 @@ test('resumes are bounded; HTTP 404 is refused by its status', async () => {
     assert.equal(s.seen.length, 4);
     await assert.rejects(download('loadGguf', `${s.url}/absent.gguf`), (err) => err instanceof RlxError &&
       err.statusName === 'not found' && /cannot fetch http:\/\/127\.0\.0\.1:\d+\/absent\.gguf: HTTP 404/.test(err.message));
+    await assert.rejects(download('loadGguf', `${s.url}/m.gguf`, { signal: AbortSignal.abort() }),
+      (err) => err instanceof RlxError && /^loadGguf: the download of .*\/m\.gguf was aborted$/.test(err.message));
+    // Bad download options are RlxErrors naming the option, whatever the source
+    for (const [options, re] of [[{ cache: 5 }, /options\.cache must be true or 'no', got number 5/],
+      [{ retries: -1 }, /options\.retries must be an integer from 0 to 100, got number -1/],
+      [{ signal: 'stop' }, /options\.signal must be an AbortSignal, got string stop/]]) {
+      await assert.rejects(loadGguf(new Uint8Array(8), options), (err) => err instanceof RlxError && /^loadGguf: /.test(err.message) && re.test(err.message));
+    }
   } finally { await s.close(); }
 });
 

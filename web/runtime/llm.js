@@ -23,7 +23,11 @@
 //
 // Sources: a File or Blob (read with stream(), or slice() where there is
 // none), a Response (its body reader), an ArrayBuffer or a typed array, a
-// URL (fetched; in Node a path or file: URL is read from disk).  The bytes go
+// URL (downloaded by llm_download.js: resumed after a dropped connection,
+// cached in OPFS by llm_cache.js; in Node a path or file: URL is read from
+// disk), or the parts of a split model (a list, or the first part's URL or
+// path x-00001-of-0000N.gguf: llm_source.js partSources), each part in a
+// buffer of its own that the model reads in place.  The bytes go
 // straight into one buffer of the module's memory, which the model then reads
 // in place: the weights are held once.  A file larger than the wasm32 budget
 // (RLX_GGUF_WASM32_DATA_BUDGET, 3.5 GiB) is refused before that buffer is
@@ -55,7 +59,7 @@ import { simdOption, moduleFile } from './simd.js';
 import { Generation } from './llm_stream.js';
 import { STATUS, fail, functionOption, intOption, now, numberOption, yieldToEvents } from './llm_common.js';
 import { LlmModule, instantiate } from './llm_module.js';
-import { SOURCE_KINDS, isPartList, isSource, openSource, partArrays, partSources, readSource } from './llm_source.js';
+import { SOURCE_KINDS, fetchOptions, isPartList, isSource, openSource, partArrays, partSources, readSource } from './llm_source.js';
 import { loraArrays, loraMessage, loraOption, readAdapters } from './llm_lora.js';
 import { finetune } from './llm_finetune.js';
 import { chat, chatPrompt } from './llm_chat.js';
@@ -117,7 +121,12 @@ function gib(bytes) { return `${(bytes / 2 ** 30).toFixed(2)} GiB`; }
  * reasons in info.fallbacks), threads (1 .. 64, default half the logical
  * cores, at least 1: the CPU steps' threads, through the threaded build
  * where SharedArrayBuffer exists; info.threads and info.threadsWhy say what
- * runs and why) }.  A 'webgpu' or 'webgl'
+ * runs and why), cache (an http(s) URL's download kept in OPFS under its
+ * URL: true, the default where OPFS exists, or 'no'; llm_cache.js),
+ * retries (resumes of a stopped download in a row, 0 .. 100, default 4),
+ * signal (an AbortSignal that aborts a download) }.  onProgress also gets a
+ * download's { stage: 'resume', attempt, retries, at, reason }, 'restart',
+ * 'cached' and 'stale' events, and { part, parts } for a split model.  A 'webgpu' or 'webgl'
  * that cannot run here is an RlxError with reason 'unavailable'.
  */
 export async function loadGguf(source, options = undefined) {
@@ -135,6 +144,7 @@ export async function loadGguf(source, options = undefined) {
   const lora = loraOption(fn, o.lora);
   if (o.train !== undefined && typeof o.train !== 'boolean') throw fail(fn, `options.train must be true or false, got ${describe(o.train)}`);
   const threads = await threadsOption(fn, o.threads);
+  const fetching = fetchOptions(fn, o);
   const isWasm = (w) => typeof w === 'string' || w instanceof URL || w instanceof ArrayBuffer || ArrayBuffer.isView(w) ||
     w instanceof WebAssembly.Module;
   for (const k of ['wasm', 'gpuWasm', 'webglWasm', 'trainWasm']) {
@@ -154,11 +164,17 @@ export async function loadGguf(source, options = undefined) {
   }
 
   let src, mod;
-  const sources = partSources(fn, source);
-  const fetchOptions = { signal: o.signal, retries: o.retries, cache: o.cache, onEvent: (e) => onProgress?.(sources.length > 1 ? { ...e, part: part + 1, parts: sources.length } : e) };
+  let sources;
+  try {
+    sources = partSources(fn, source);
+  } catch (err) {
+    gpu?.release?.();
+    throw err;
+  }
+  const downloading = { ...fetching, onEvent: (e) => onProgress?.(sources.length > 1 ? { ...e, part: part + 1, parts: sources.length } : e) };
   let part = 0;
   try {
-    src = await openSource(fn, sources[0], fetchOptions);
+    src = await openSource(fn, sources[0], downloading);
     mod = await instantiate(wasm, threading.threaded ? threads : 1).catch((err) => {
       // No shared memory or Workers after all (a memory limit, a CSP): the one-thread build, with the reason
       if (!err?.threadsFailed || o.wasm) throw err;
@@ -216,7 +232,7 @@ export async function loadGguf(source, options = undefined) {
   let adapters = []; // [{ ptr, size, name }] until the model holds them
   try {
     for (; part < sources.length; part++) {
-      if (part > 0) src = await openSource(fn, sources[part], fetchOptions);
+      if (part > 0) src = await openSource(fn, sources[part], downloading);
       const read = await readSource(fn, mod, src, { budget: budget - before, tooBig: (n) => tooBig(before + n), onBytes: (n) => progress(n, n === 0) });
       parts.push(read);
       if (part < sources.length - 1) before += read.size;

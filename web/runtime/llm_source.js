@@ -64,14 +64,20 @@ async function* readerChunks(reader) {
   }
 }
 
-async function urlSource(fn, url, { cache = true, ...options }) {
+/** loadGguf's download options checked: { cache, retries, signal } (an RlxError naming a bad one). */
+export function fetchOptions(fn, o) {
+  const { cache = true, retries, signal } = o;
   if (cache !== true && cache !== 'no') throw fail(fn, `options.cache must be true or 'no', got ${describe(cache)}`);
-  if (options.retries !== undefined && !(Number.isInteger(options.retries) && options.retries >= 0 && options.retries <= 100)) {
-    throw fail(fn, `options.retries must be an integer from 0 to 100, got ${describe(options.retries)}`);
+  if (retries !== undefined && !(Number.isInteger(retries) && retries >= 0 && retries <= 100)) {
+    throw fail(fn, `options.retries must be an integer from 0 to 100, got ${describe(retries)}`);
   }
-  if (options.signal !== undefined && !(options.signal && typeof options.signal.aborted === 'boolean')) {
-    throw fail(fn, `options.signal must be an AbortSignal, got ${describe(options.signal)}`);
+  if (signal !== undefined && !(signal && typeof signal === 'object' && typeof signal.aborted === 'boolean')) {
+    throw fail(fn, `options.signal must be an AbortSignal, got ${describe(signal)}`);
   }
+  return { cache, retries, signal };
+}
+
+async function urlSource(fn, url, { cache = true, ...options }) {
   if (cache === true && hasOpfs()) {
     const { cachedSource } = await import('./llm_cache.js');
     const kept = await cachedSource(fn, url, options);
