@@ -1,6 +1,7 @@
 // finetune.js - the UI of finetune.html: a base model from the picker it
 // shares with generate.html (gguf-picker.js: a test model on this server, a
-// picked or dropped .gguf file or the file kept in this browser), loaded in
+// picked or dropped .gguf file or its split parts, the file kept in this
+// browser, any http(s) URL or one cached in this browser), loaded in
 // a Worker with the training module of the backend chosen (GgufWorker,
 // loadGguf's { train: true, backend }: the CPU, WebGPU, WebGL2 or auto; the
 // page says which runs and why not the others); training text pasted or a
@@ -14,6 +15,7 @@ import { show, status, showError } from './page-status.js';
 import { readFields, applyQuery, intRule, numberRule, notStarted } from './fields.js';
 import { GgufWorker } from './runtime/llm.js';
 import { ModelPicker, backendRule, backendText, loadText, modelRule } from './gguf-picker.js';
+import { mib } from './gguf-kept.js';
 import * as store from './gguf-store.js';
 import { drawChart } from './chart.js';
 
@@ -51,7 +53,6 @@ function setBusy(on, training = false) {
   $('stop-run').disabled = !training;
 }
 
-const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(bytes < 2 ** 24 ? 2 : 0)} MiB`;
 const clock = (s) => `${Math.floor(s / 60)}:${String(Math.round(s % 60)).padStart(2, '0')}`;
 
 async function load() {

@@ -1,7 +1,7 @@
 // generate.js - the UI of generate.html: a model from the picker it shares
 // with finetune.html (gguf-picker.js: a test model on this server, a picked
-// or dropped .gguf file, the file kept in this browser or a URL on this
-// server), loaded in a Worker (GgufWorker, runtime/llm.js) with progress; its info;
+// or dropped .gguf file or its split parts, the file kept in this browser,
+// any http(s) URL or one cached in this browser), loaded in a Worker (GgufWorker, runtime/llm.js) with progress; its info;
 // the backend (the CPU, WebGPU, WebGL2 or auto, and what runs); sampling settings
 // checked next to their fields (fields.js); the prompt's tokens and the
 // context used and left, live; the text streamed in as it is generated,
@@ -19,6 +19,7 @@ import { ChatView } from './chat-view.js';
 import { GgufWorker } from './runtime/llm.js';
 import { slowdown, slowdownText, gpuName } from './software-gpu.js';
 import { ModelPicker, backendRule, backendText, loadText, modelRule } from './gguf-picker.js';
+import { mib } from './gguf-kept.js';
 import { ADAPTER_FOLDER, kept as keptIn } from './gguf-store.js';
 
 const $ = (id) => document.getElementById(id);
@@ -95,7 +96,6 @@ function applyMode() {
   $('complete-section').hidden = isChat;
 }
 
-const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(bytes < 2 ** 24 ? 2 : 0)} MiB`;
 /** "1 token", "12 tokens". */
 const tokens = (n) => `${n.toLocaleString('en-US')} token${n === 1 ? '' : 's'}`;
 function count(n) {

@@ -5,9 +5,9 @@
 // says what a delete did or why nothing is cached here.
 import { cachedModels, deleteCached } from './runtime/llm_cache.js';
 import { hasOpfs } from './runtime/opfs.js';
+import { mib } from './gguf-kept.js';
 
 const $ = (id) => document.getElementById(id);
-const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(bytes < 2 ** 24 ? 2 : 0)} MiB`;
 
 /** The name a URL's model is shown by: its file name. */
 export const urlName = (url) => decodeURIComponent(new URL(url).pathname.split('/').pop() || url);

@@ -6,7 +6,8 @@
 import * as store from './gguf-store.js';
 
 const $ = (id) => document.getElementById(id);
-const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(bytes < 2 ** 24 ? 2 : 0)} MiB`;
+/** bytes as the pages show them: '0.80 MiB', '512 MiB'. */
+export const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(bytes < 2 ** 24 ? 2 : 0)} MiB`;
 const size = (bytes) => (bytes < 2 ** 30 ? mib(bytes) : `${(bytes / 2 ** 30).toFixed(1)} GiB`);
 
 function note(state, text) {

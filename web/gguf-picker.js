@@ -10,7 +10,7 @@
 // here too.
 import { choiceRule } from './fields.js';
 import { acceptDrops } from './gguf-drop.js';
-import { KeptFile } from './gguf-kept.js';
+import { KeptFile, mib } from './gguf-kept.js';
 import { CachedUrls, urlName } from './gguf-cached.js';
 import { gpuName } from './software-gpu.js';
 import { TEST_MODELS, testModelUrl } from './test-models.js';
@@ -32,8 +32,6 @@ export function backendText(info) {
   const gpu = gpuName(info.backend);
   return `${gpu ? `${gpu}${info.software ? ` (${info.software})` : ''}` : 'CPU (wasm)'}${info.xq8 ? ', 8-bit activations' : ''}${why ? ` (${why})` : ''}`;
 }
-
-const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
 /** The status text of a load's progress event (loadGguf's onProgress) for the model called name. */
 export function loadText(name, e) {

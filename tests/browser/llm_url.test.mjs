@@ -108,12 +108,12 @@ test('generate.html: a model from another origin with CORS loads, resumes, gener
     // With CORS headers: loads (resuming after the dropped answer) and generates Node's tokens
     await page.fill('#url', `${other.url}/cors/m.gguf`);
     await page.click('#load');
-    await page.waitForFunction(() => /Loading m\.gguf: 0\.1 MiB of 0\.8 MiB/.test(document.getElementById('status').textContent));
+    await page.waitForFunction(() => /Loading m\.gguf: 0\.10 MiB of 0\.80 MiB/.test(document.getElementById('status').textContent));
     other.drop();
     await settled(page);
     assert.equal(await page.$eval('#status', (el) => el.dataset.state), 'ready', await page.textContent('#url-error'));
     const seen = await page.evaluate(() => window.statuses);
-    assert.ok(seen.some((s) => /the download stopped \(.*\); resuming from 0\.1 MiB, attempt 1 of 4\.\.\.$/.test(s)), seen.join('\n'));
+    assert.ok(seen.some((s) => /the download stopped \(.*\); resuming from 0\.10 MiB, attempt 1 of 4\.\.\.$/.test(s)), seen.join('\n'));
     assert.deepEqual(other.seen.filter(([, path]) => path === '/cors/m.gguf'),
       [['GET', '/cors/m.gguf', null, null], ['OPTIONS', '/cors/m.gguf', null, null], ['GET', '/cors/m.gguf', 'bytes=100000-', '"m1"']],
       'the rest asked for with Range and If-Range, after the preflight that If-Range needs');

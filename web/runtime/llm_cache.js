@@ -96,6 +96,7 @@ async function stillValid(url, record, signal) {
   let response;
   try {
     response = await fetch(url, { method: 'HEAD', mode: 'cors', cache: 'no-store', signal });
+    await response.arrayBuffer(); // no body: read to its end, so the request completes (not left aborted)
   } catch {
     return null;
   }
