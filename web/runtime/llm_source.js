@@ -1,7 +1,10 @@
 // llm_source.js - the bytes of a GGUF file for loadGguf, from a File or
 // Blob (stream() or slices), a Response (its body reader), an ArrayBuffer or
-// typed array, or a URL (fetched; in Node a path or file: URL is read from
-// disk): its size when known, its name, and its chunks as they arrive.
+// typed array, or a URL (an http(s) one downloaded by llm_download.js,
+// through the OPFS cache of llm_cache.js where there is one; in Node a path
+// or file: URL is read from disk): its size when known, its name, and its
+// chunks as they arrive; readSource puts them in a buffer of the module.
+// partSources lists the parts of a split model (x-00001-of-0000N.gguf).
 import { RlxError, describe } from './loader.js';
 import { STATUS, fail, isNode } from './llm_common.js';
 import { download } from './llm_download.js';
