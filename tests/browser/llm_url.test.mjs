@@ -1,9 +1,10 @@
 // llm_url.test.mjs - generate.html (served cross-origin isolated by
 // tools/serve.py) loads a model from a second loopback origin: with CORS
 // headers (and a first answer that drops mid-body: the page says the
-// resume) it loads and generates the same greedy tokens as Node's
-// loadGguf of the file, and lands in this browser's OPFS cache, from which
-// a reload loads it with the second server stopped; a server without CORS
+// resume), a reload resumes it from the part kept in this browser's OPFS
+// cache, and it generates the same greedy tokens as Node's loadGguf of the
+// file; a later reload loads it from the cache with the second server
+// stopped; a server without CORS
 // headers is refused with the reason next to the URL box.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,11 +22,11 @@ let server, browser, other, expected;
 
 /**
  * The second origin: /cors/m.gguf with CORS headers, /plain/m.gguf without.
- * Its first answer stops after 100000 bytes and holds the connection until
- * drop() ends it (once the page shows those bytes).
+ * Its first two answers to /cors/ stop after 100000 bytes each and hold the
+ * connection until drop() ends it or the page goes away.
  */
 function secondOrigin(bytes) {
-  let drops = 1;
+  let holds = 2;
   let held = null;
   const seen = []; // [method, path, Range, If-Range] of each request
   const srv = createServer((req, res) => {
@@ -43,8 +44,8 @@ function secondOrigin(bytes) {
     res.writeHead(start ? 206 : 200, { ...headers, 'Content-Length': body.length, ETag: '"m1"', 'Content-Type': 'application/octet-stream',
       ...(start ? { 'Content-Range': `bytes ${start}-${bytes.length - 1}/${bytes.length}` } : {}) });
     if (req.method === 'HEAD') { res.end(); return; }
-    if (cors && drops > 0 && body.length > 100000) {
-      drops--;
+    if (cors && req.method === 'GET' && holds > 0 && body.length > 100000) {
+      holds--;
       res.write(body.subarray(0, 100000));
       held = res;
       return;
@@ -105,20 +106,35 @@ test('generate.html: a model from another origin with CORS loads, resumes, gener
     assert.match(await page.textContent('#url-error'), new RegExp(`cannot fetch ${other.url}/plain/m\\.gguf: the server at ${other.url} did not answer, ` +
       `or did not allow this page's origin \\(${server.url.slice(0, -1)}\\) to read it: a server must send 'Access-Control-Allow-Origin: \\*'`));
 
-    // With CORS headers: loads (resuming after the dropped answer) and generates Node's tokens
+    // With CORS headers: the first answer stops at 100000 bytes and is dropped: the page resumes
+    // from there (Range, If-Range); the resumed answer stops at 200000 and the page is reloaded:
+    // the part kept in OPFS is offered and resumed from where its record says.
     await page.fill('#url', `${other.url}/cors/m.gguf`);
     await page.click('#load');
     await page.waitForFunction(() => /Loading m\.gguf: 0\.10 MiB of 0\.80 MiB/.test(document.getElementById('status').textContent));
     other.drop();
-    await settled(page);
-    assert.equal(await page.$eval('#status', (el) => el.dataset.state), 'ready', await page.textContent('#url-error'));
+    await page.waitForFunction(() => /Loading m\.gguf: 0\.19 MiB of 0\.80 MiB/.test(document.getElementById('status').textContent));
     const seen = await page.evaluate(() => window.statuses);
     assert.ok(seen.some((s) => /the download stopped \(.*\); resuming from 0\.10 MiB, attempt 1 of 4\.\.\.$/.test(s)), seen.join('\n'));
-    assert.deepEqual(other.seen.filter(([, path]) => path === '/cors/m.gguf'),
-      [['GET', '/cors/m.gguf', null, null], ['OPTIONS', '/cors/m.gguf', null, null], ['GET', '/cors/m.gguf', 'bytes=100000-', '"m1"']],
-      'the rest asked for with Range and If-Range, after the preflight that If-Range needs');
+    const kept = await page.waitForFunction(async () => {
+      const { cachedModels } = await import('./runtime/llm_cache.js');
+      const [c] = await cachedModels();
+      return c && !c.complete && c.have >= 131072 ? c.have : false;
+    });
+    const have = await kept.jsonValue();
+    await page.reload();
+    await page.waitForSelector(`#cached .cached-url[data-url="${other.url}/cors/m.gguf"]`);
+    assert.match(await page.textContent('#cached button'), /^resume m\.gguf \(0\.\d\d MiB of 0\.80 MiB cached in this browser\)$/);
+    await page.click('#cached .cached-url button:first-child');
+    await settled(page);
+    assert.equal(await page.$eval('#status', (el) => el.dataset.state), 'ready', await page.textContent('#url-error'));
+    assert.deepEqual(other.seen.filter(([, path]) => path === '/cors/m.gguf'), [['GET', '/cors/m.gguf', null, null],
+      ['OPTIONS', '/cors/m.gguf', null, null], ['GET', '/cors/m.gguf', 'bytes=100000-', '"m1"'],
+      ['OPTIONS', '/cors/m.gguf', null, null], ['GET', '/cors/m.gguf', `bytes=${have}-`, '"m1"']],
+      'each rest asked for with Range and If-Range, after the preflight that If-Range needs; after the reload from the kept part');
     assert.deepEqual(await greedy(page), expected.ids);
     await page.waitForSelector(`#cached .cached-url[data-url="${other.url}/cors/m.gguf"]`);
+    assert.match(await page.textContent('#cached button'), /^load m\.gguf \(0\.80 MiB\) cached in this browser$/);
 
     // Cached: a reload loads it with the second origin stopped
     await other.stop();

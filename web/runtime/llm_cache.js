@@ -16,7 +16,9 @@ import { download } from './llm_download.js';
 import { folder, hasOpfs, reasonOf, serialQueue, writable } from './opfs.js';
 
 export const CACHE_FOLDER = 'rlx-gguf-url';
-const COMMIT_BYTES = 8 << 20; // the partial file is committed (and its record written) this often
+// The partial file is committed (and its record written) every 16th of the
+// file, at least every 64 KiB and at most every 8 MiB.
+const commitBytes = (size) => Math.min(8 << 20, Math.max(64 << 10, Math.ceil((size ?? 0) / 16)));
 const serial = serialQueue();
 
 /** The names of a URL's files: a hash of it (the record keeps the URL itself). */
@@ -164,7 +166,7 @@ async function* keepWhileReading(dir, key, handle, got, base, resumed) {
       await out.write({ type: 'write', position: piece.at, data: piece.data });
       have = piece.at + piece.data.length;
       yield piece;
-      if (have - committed >= COMMIT_BYTES) {
+      if (have - committed >= commitBytes(got.size)) {
         await commit(false);
         out = await writable(handle, true);
       }
