@@ -6,7 +6,7 @@
 // file); resumes are bounded; HTTP 404 is refused by status; an aborted
 // signal and bad download options are refused.  Then loadGguf over that
 // server, and of a model split by build/gguf_split (llama.cpp's gguf-split
-// layout; from a URL and from a path), gives the whole file's logits, and
+// layout; from a URL, a path and a list of Files), gives the whole file's logits, and
 // a lone part or a list missing a part is refused by name.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -141,6 +141,8 @@ test('loadGguf over a dropping server, and of split parts, gives the whole file\
     models.push(await loadGguf(`${s.url}/m.gguf`, { backend: 'cpu', threads: 1, onProgress: (e) => events.push(e) }));
     models.push(await loadGguf(`${s.url}/m-00001-of-00003.gguf`, { backend: 'cpu', threads: 1 }));
     models.push(await loadGguf(join(dir, 'm-00001-of-00003.gguf'), { backend: 'cpu', threads: 1 }));
+    const files = [3, 1, 2].map((k) => new File([readFileSync(join(dir, `m-0000${k}-of-00003.gguf`))], `m-0000${k}-of-00003.gguf`));
+    models.push(await loadGguf(files, { backend: 'cpu', threads: 1 })); // Files in any order: put in order by name
     assert.ok(events.some((e) => e.stage === 'resume'), 'the dropped download resumed');
     assert.deepEqual(events.at(-1), { loaded: whole.length, total: whole.length });
     const ref = models[0].logits(ids);
