@@ -1,8 +1,9 @@
 // llm_gpu.test.mjs - GGUF language models on Chromium's GPU backends
 // (headless, SwiftShader; flags in helpers.mjs), on the page's main thread,
-// for the q8_0, q4_0, q4_K and f16 test models of each architecture
-// (build/lm, through a route; WebGPU: one per architecture from the half
-// that tests/node/llm_webgpu.test.mjs leaves out, tests/common/lm_names.mjs),
+// for the q8_0, q4_0, q4_K and f16 test models (build/lm, through a route;
+// WebGPU: one per architecture from the half that
+// tests/node/llm_webgpu.test.mjs leaves out; WebGL2: one half, every
+// architecture and every type; tests/common/lm_names.mjs),
 // each also loaded on the CPU module:
 // WebGPU: loadGguf(..., { backend: 'webgpu' }) (rlx_llm_gpu.wasm,
 // web/runtime/llm_webgpu.js): the logits after a prompt agree within
@@ -31,15 +32,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lmSuite, REPO } from './helpers.mjs';
-import { LM_NAMES, lmHalfPerArch } from '../common/lm_names.mjs';
+import { LM_NAMES, lmHalf, lmHalfPerArch } from '../common/lm_names.mjs';
 
-const NAMES = LM_NAMES;
+const GL_NAMES = lmHalf(0);
 const GPU_NAMES = lmHalfPerArch(1);
 const LOGIT_TOL = 1e-3;
 const PROMPT = 'The small river ran past the old mill';
 const TEXT = `${PROMPT}, and the miller counted the sacks of grain by the door`;
 const PROMPT_TOKENS = 21; // WebGL2: 16 + 4 + 1
-const suite = lmSuite(NAMES, ['rlx_llm_gpu.wasm', 'rlx_llm_webgl.wasm']);
+const suite = lmSuite(LM_NAMES, ['rlx_llm_gpu.wasm', 'rlx_llm_webgl.wasm']);
 const [why, whyGl] = suite.whys;
 
 test(`${GPU_NAMES.length} test models on WebGPU in Chromium: logits within ${LOGIT_TOL} and greedy tokens equal to the CPU's`,
@@ -100,7 +101,7 @@ test(`${GPU_NAMES.length} test models on WebGPU in Chromium: logits within ${LOG
     await page.close();
   });
 
-test(`${NAMES.length} test models on WebGL2 in Chromium: logits within ${LOGIT_TOL} and greedy tokens equal to the CPU's`,
+test(`${GL_NAMES.length} test models on WebGL2 in Chromium: logits within ${LOGIT_TOL} and greedy tokens equal to the CPU's`,
   { skip: whyGl ?? false, timeout: 600000 }, async (t) => {
     const { page, problems } = await suite.page();
     const got = await page.evaluate(async ({ names, text, n }) => {
@@ -136,9 +137,9 @@ test(`${NAMES.length} test models on WebGL2 in Chromium: logits within ${LOGIT_T
         }
       }
       return out;
-    }, { names: NAMES, text: TEXT, n: PROMPT_TOKENS });
+    }, { names: GL_NAMES, text: TEXT, n: PROMPT_TOKENS });
     let worst = 0;
-    for (const [i, name] of NAMES.entries()) {
+    for (const [i, name] of GL_NAMES.entries()) {
       const r = got[i];
       assert.equal(r.name, name);
       assert.equal(r.n, PROMPT_TOKENS, `${name}: the text gives ${PROMPT_TOKENS} tokens or more`);

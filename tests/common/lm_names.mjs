@@ -5,7 +5,9 @@
 // (tests/node/llm_webgpu.test.mjs), Chromium three of the other, one per
 // architecture with three types (tests/browser/llm_gpu.test.mjs: the
 // browser's share is the architectures in a real page; the types' shaders
-// are Dawn's, the same in both).
+// are Dawn's, the same in both).  WebGL2's, in Chromium only, takes half 0
+// (every architecture and every type; each type's shaders are checked on
+// WebGL2 by the op cases of tests/c/cases_llm.c too).
 export const ARCHS = ['llama', 'qwen2', 'qwen3'];
 export const TYPES = ['q8_0', 'q4_0', 'q4_k', 'f16'];
 export const LM_NAMES = ARCHS.flatMap((a) => TYPES.map((t) => `${a}-${t}`));
