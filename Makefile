@@ -277,6 +277,22 @@ web/pkg/rlx_llm_gpu.wasm: $(LLM_GPU_LIB_OBJ) $(LLM_GPU_WEB_OBJ)
 	$(if $(WASM_OPT),$(WASM_OPT) $(WASM_OPT_FLAGS) build/wasm/rlx_llm_gpu.linked.wasm -o $@.tmp,cp build/wasm/rlx_llm_gpu.linked.wasm $@.tmp)
 	mv -f $@.tmp $@
 wasm: web/pkg/rlx_llm_gpu.wasm
+# The tests' small modules (tests/node/llm_stream_webgpu.test.mjs): rlx_llm.wasm
+# and rlx_llm_gpu.wasm linked with a small --max-memory, their exports.c
+# built with the matching data budget, so that a model larger than the
+# module's memory is a small file: the CPU one refuses it with the budget
+# message, the GPU one streams it to WebGPU without holding it.
+SMALL_LLM_MEMORY := 16777216
+SMALL_LLM_BUDGET := 8388608
+build/wasm-tests/web_llm_exports_small.o: src/web_llm/exports.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_CFLAGS) -Oz -DRLX_LLM_MODULE_BUDGET=$(SMALL_LLM_BUDGET) -c $< -o $@
+SMALL_LLM_SWAP = build/wasm-tests/web_llm_exports_small.o $(filter-out build/wasm/src/web_llm/exports.o,$(1))
+build/wasm-tests/rlx_llm_small.wasm: $(LLM_LIB_OBJ) $(LLM_WEB_OBJ) build/wasm-tests/web_llm_exports_small.o
+	$(WASMCC) $(WASM_LDFLAGS) -Wl,--max-memory=$(SMALL_LLM_MEMORY) -o $@ $(call SMALL_LLM_SWAP,$(LLM_WEB_OBJ)) $(LLM_LIB_OBJ)
+build/wasm-tests/rlx_llm_gpu_small.wasm: $(LLM_GPU_LIB_OBJ) $(LLM_GPU_WEB_OBJ) build/wasm-tests/web_llm_exports_small.o
+	$(WASMCC) $(WASM_LDFLAGS) -Wl,--max-memory=$(SMALL_LLM_MEMORY) -o $@ $(call SMALL_LLM_SWAP,$(LLM_GPU_WEB_OBJ)) $(LLM_GPU_LIB_OBJ)
+wasm: build/wasm-tests/rlx_llm_small.wasm build/wasm-tests/rlx_llm_gpu_small.wasm
 # Its WebGL2 build, web/pkg/rlx_llm_webgl.wasm, for options.backend 'webgl'
 # (a file of its own: both GPU backends in one module came to 360,060
 # bytes, and a page runs one of them): rlx_llm.wasm's objects, backends.c

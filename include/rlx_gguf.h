@@ -127,6 +127,16 @@ rlx_status rlx_gguf_open_memory(const void *data, size_t size, uint64_t budget, 
  * it is not closed).  Tensor data is then read with rlx_gguf_read_tensor*. */
 rlx_status rlx_gguf_open_file(const char *path, uint64_t budget, rlx_gguf **out);
 rlx_status rlx_gguf_open_stream(FILE *f, uint64_t budget, rlx_gguf **out);
+/* The header alone (metadata and tensor table) from head[0, head_len), the
+ * first bytes of a file of file_size bytes whose tensor data stays
+ * elsewhere (streamed to a GPU): every tensor is checked against file_size
+ * as in memory mode, info.data is NULL (file_offset says where it is) and
+ * reading tensors is refused.  The metadata is copied: head may be freed
+ * after the call.  A header longer than head_len
+ * fails with *need = the bytes it needs (0 for any other failure): call
+ * again with at least that many. */
+rlx_status rlx_gguf_open_head(const void *head, size_t head_len, uint64_t file_size, uint64_t *need,
+                              rlx_gguf **out);
 void rlx_gguf_free(rlx_gguf *g);
 /* A model split by llama.cpp's gguf-split (name-00001-of-0000N.gguf): the
  * n parts in order, data[k][0, sizes[k]) each used in place as by

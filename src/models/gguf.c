@@ -1,5 +1,7 @@
-/* gguf.c - the GGUF reader: a memory buffer (zero-copy) or a seekable
- * FILE streamed tensor by tensor.  The format is described
+/* gguf.c - the GGUF reader: a memory buffer (zero-copy), a seekable
+ * FILE streamed tensor by tensor, or the header alone from the first bytes
+ * of a file (rlx_gguf_open_head: the tensor data is elsewhere, e.g. on a
+ * GPU, and tensors are known by their file offsets).  The format is described
  * in include/rlx_gguf.h; the weight types are in gguf_quants.c, the writer
  * in gguf_write.c, what both use in gguf_common.c.
  *
@@ -80,7 +82,9 @@ typedef struct {
 } tensor_entry;
 
 struct rlx_gguf {
-  const uint8_t *mem;  /* memory mode */
+  const uint8_t *mem;  /* memory mode (head mode: the header's bytes) */
+  uint64_t head_len;   /* head mode: bytes of the file at mem (0: not head mode) */
+  uint64_t need;       /* head mode: bytes the header needed past head_len (0: none) */
   FILE *file;          /* stream mode */
   int own_file;
   uint64_t base;       /* stream: file position of byte 0 */
@@ -141,6 +145,11 @@ static rlx_status truncated(const parser *p, const char *what, uint64_t n) {
 static rlx_status take(parser *p, void *dst, uint64_t n, const char *what) {
   if (n > left(p)) return truncated(p, what, n);
   if (n == 0) return RLX_OK;
+  if (p->g->head_len && n > p->g->head_len - p->pos) {
+    p->g->need = p->pos + n;
+    return rlx_error(RLX_ERR_INVALID_ARG, "GGUF: the header needs %llu bytes, past the first %llu given",
+                     (unsigned long long)(p->pos + n), (unsigned long long)p->g->head_len);
+  }
   if (p->g->mem) {
     memcpy(dst, p->g->mem + p->pos, (size_t)n);
   } else if (n > SIZE_MAX || fread(dst, 1, (size_t)n, p->g->file) != (size_t)n) {
@@ -461,7 +470,7 @@ static rlx_status parse(rlx_gguf *g, uint64_t budget) {
   p.where[0] = 0;
   if ((st = check_data(&p, budget)) != RLX_OK) return st;
   for (int64_t i = 0; i < g->n_tensors; i++) {
-    g->tensors[i].base = g->mem ? g->mem + g->data_offset : NULL;
+    g->tensors[i].base = g->mem && !g->head_len ? g->mem + g->data_offset : NULL;
     g->tensors[i].part_data_offset = g->data_offset;
   }
   return RLX_OK;
@@ -486,6 +495,29 @@ rlx_status rlx_gguf_open_memory(const void *data, size_t size, uint64_t budget, 
   g->mem = data ? data : (const uint8_t *)"";
   g->size = size;
   return open_common(g, budget, out);
+}
+
+rlx_status rlx_gguf_open_head(const void *head, size_t head_len, uint64_t file_size, uint64_t *need,
+                              rlx_gguf **out) {
+  if (!out || !need) return rlx_error(RLX_ERR_INVALID_ARG, "rlx_gguf_open_head: %s is NULL", out ? "need" : "out");
+  *out = NULL;
+  *need = 0;
+  if (!head || !head_len || head_len > file_size)
+    return rlx_error(RLX_ERR_INVALID_ARG, "rlx_gguf_open_head: %zu header bytes of a %llu-byte file", head ? head_len : 0,
+                     (unsigned long long)file_size);
+  rlx_gguf *g = rlx_calloc(1, sizeof *g);
+  if (!g) return rlx_error(RLX_ERR_NO_MEMORY, "rlx_gguf_open_head: out of memory");
+  g->mem = head;
+  g->head_len = head_len;
+  g->size = file_size;
+  rlx_status st = parse(g, RLX_GGUF_NO_BUDGET);
+  if (st != RLX_OK) {
+    *need = g->need;
+    rlx_gguf_free(g);
+    return st;
+  }
+  *out = g;
+  return RLX_OK;
 }
 
 static rlx_status open_file(FILE *f, int own, const char *what, uint64_t budget, rlx_gguf **out) {
@@ -775,6 +807,9 @@ rlx_status rlx_gguf_tensor(const rlx_gguf *g, int64_t i, rlx_gguf_tensor_info *i
 /* Reads bytes [from, from + n) of the file (from the data of tensor t). */
 static rlx_status read_at(rlx_gguf *g, const tensor_entry *t, uint64_t from, void *dst, uint64_t n) {
   uint64_t at = g->data_offset + t->offset + from;
+  if (g->head_len)
+    return rlx_error(RLX_ERR_UNSUPPORTED, "GGUF: tensor '%s' is not in memory (only the file's header was read)",
+                     g->arena + t->name_off);
   if (t->base) {
     memcpy(dst, t->base + t->offset + from, (size_t)n);
     return RLX_OK;

@@ -30,8 +30,10 @@ typedef struct {
   int32_t qtype;      /* rlx_gguf_type; -1 for a missing optional tensor */
   int32_t matrix;     /* 1: a 2-D weight (of any rows, 1 too: a 1-token vocab, n_ff 1) */
   int32_t rows, cols; /* 1-D: rows 1 */
-  void *data;
+  void *data;         /* NULL for an external weight (rlx_llm_open_head) */
   size_t bytes;       /* bound bytes (a multiple of 4) */
+  uint64_t offset;    /* where its data is in the file (external weights: the bytes streamed there) */
+  uint64_t file_bytes; /* its bytes in the file (bytes rounds them up to whole words) */
 } llm_weight;
 
 /* The products a LoRA adapter may adapt, in the order of
@@ -81,6 +83,7 @@ struct rlx_llm {
   uint64_t ctx_epoch;     /* bumped whenever the context changes: a chat session's check that it still owns it */
   float *logits;          /* n_vocab */
   llm_adapter *lora;      /* info.n_lora adapters (llm_lora.c) */
+  int external;           /* opened by rlx_llm_open_head: no weights or KV cache here (llm_external.c) */
 };
 
 /* llm_load.c: w->data for the 2-D tensor t of a file whose bytes are
@@ -88,6 +91,24 @@ struct rlx_llm {
  * lie in the buffer, else a padded copy the model keeps until free. */
 rlx_status rlx_llm_matrix_data(rlx_llm *m, const rlx_gguf_tensor_info *t, const unsigned char *buf, size_t size,
                                llm_weight *w);
+/* llm_load.c: the model from the header of a GGUF file (head[0, head_len)
+ * of its file_size bytes) with its weights external: bound to nothing,
+ * known by file offset and size, the KV cache not allocated; the steps run
+ * only where a GPU executor supplies those params (llm_external.c lists
+ * them).  A header past head_len fails with *need set (rlx_gguf_open_head). */
+rlx_status rlx_llm_open_head(const void *head, size_t head_len, uint64_t file_size, const rlx_llm_options *opt,
+                             uint64_t *need, rlx_llm **out);
+/* llm_run.c: weight j (0 .. LLM_LAYER_WEIGHTS - 1) of a layer, absent
+ * optional ones (qtype -1) included. */
+#define LLM_LAYER_WEIGHTS 14
+const llm_weight *rlx_llm_layer_weight(const llm_layer *L, int j);
+/* llm_external.c: param i (0 .. count - 1) of an external model's steps:
+ * its name (valid until the next call), its GPU buffer's bytes, and where
+ * its data is in the file (file_bytes 0: zeros, a KV cache).  -1 past the
+ * end. */
+int32_t rlx_llm_external_count(const rlx_llm *m);
+rlx_status rlx_llm_external(const rlx_llm *m, int32_t i, const char **name, uint64_t *bytes, uint64_t *offset,
+                            uint64_t *file_bytes);
 /* llm_load.c: the whole GGUF file at path (its header read first, its
  * tensor data within budget) in a buffer for rlx_free(*buf, *size);
  * messages begin with fn. */

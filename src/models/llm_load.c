@@ -131,6 +131,25 @@ static void *keep_copy(rlx_llm *m, size_t bytes) {
   return p;
 }
 
+/* An external weight (rlx_llm_open_head): its data stays in the file, for
+ * the GPU; a 1-D one must be f32 there (the steps read 1-D weights as f32,
+ * which the in-memory path converts). */
+static rlx_status external_weight(const rlx_gguf_tensor_info *t, llm_weight *w) {
+  if (!w->matrix && t->type != RLX_GGUF_TYPE_F32)
+    return FAIL(RLX_ERR_UNSUPPORTED, "rlx_llm_open: tensor '%s' is a 1-D %s tensor; a model streamed to the GPU takes "
+                "1-D tensors in f32 only (load it in memory)", w->name, rlx_gguf_type_name(t->type));
+  if (w->matrix) {
+    int32_t block = rlx_gguf_type_block_elems(t->type);
+    if (block <= 0 || w->cols % block)
+      return FAIL(RLX_ERR_UNSUPPORTED, "rlx_llm_open: tensor '%s' (type %d) cannot be used as a weight matrix",
+                  w->name, (int)t->type);
+  }
+  w->qtype = w->matrix ? (int32_t)t->type : RLX_GGUF_TYPE_F32;
+  w->bytes = (size_t)((t->bytes + 3) & ~(uint64_t)3);
+  w->data = NULL;
+  return RLX_OK;
+}
+
 /* Finds `name` with dims [cols] (rows 0) or [cols, rows]; optional tensors
  * that are absent get qtype -1. */
 static rlx_status weight(rlx_llm *m, const char *name, int64_t cols, int64_t rows, int optional, llm_weight *w) {
@@ -155,6 +174,9 @@ static rlx_status weight(rlx_llm *m, const char *name, int64_t cols, int64_t row
   w->matrix = rows != 0;
   w->rows = rows ? (int32_t)rows : 1;
   w->cols = (int32_t)cols;
+  w->offset = t.file_offset;
+  w->file_bytes = t.bytes;
+  if (m->external) return external_weight(&t, w);
   if (!rows) { /* 1-D: f32, aligned */
     w->qtype = RLX_GGUF_TYPE_F32;
     w->bytes = (size_t)cols * 4;
@@ -266,6 +288,9 @@ static rlx_status alloc_cache(rlx_llm *m) {
   if (floats > SIZE_MAX / 4 / 2)
     return FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open: a KV cache of %d positions does not fit in memory", (int)in->n_ctx);
   in->kv_bytes = floats * 4u;
+  if (!(m->logits = rlx_calloc((size_t)in->n_vocab, sizeof(float))))
+    return FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open: out of memory");
+  if (m->external) return RLX_OK; /* the caches are the GPU's */
   if (!(m->kv = rlx_calloc((size_t)floats, 4)))
     return FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open: out of memory for the KV cache (%llu bytes for %d positions; "
                 "ask for a smaller n_ctx)", (unsigned long long)in->kv_bytes, (int)in->n_ctx);
@@ -273,8 +298,6 @@ static rlx_status alloc_cache(rlx_llm *m) {
     m->layers[l].k_cache = m->kv + (size_t)per * (size_t)(2 * l);
     m->layers[l].v_cache = m->kv + (size_t)per * (size_t)(2 * l + 1);
   }
-  if (!(m->logits = rlx_calloc((size_t)in->n_vocab, sizeof(float))))
-    return FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open: out of memory");
   return RLX_OK;
 }
 
@@ -305,11 +328,26 @@ static rlx_status open_parsed(rlx_llm *m, const rlx_llm_options *opt) {
   in->eos = rlx_tokenizer_eos(m->tok);
   in->add_bos = rlx_tokenizer_add_bos(m->tok);
   /* Every step compiled now: load reports a graph the model cannot make,
-   * and the first prompt's speed is not the compiler's. */
-  for (int k = 0; k < LLM_N_STEP_SIZES; k++) {
+   * and the first prompt's speed is not the compiler's (not for external
+   * weights: the CPU cannot run those steps). */
+  for (int k = 0; k < LLM_N_STEP_SIZES && !m->external; k++) {
     rlx_session *s;
     if (rlx_llm_step_sizes[k] <= in->n_ctx && (st = rlx_llm_step_session(m, k, &s)) != RLX_OK) return st;
   }
+  return RLX_OK;
+}
+
+/* The model m after its file was parsed with status st: opened into *out,
+ * or freed with the error kept. */
+static rlx_status finish_open(rlx_llm *m, rlx_status st, const rlx_llm_options *opt, rlx_llm **out) {
+  if (st == RLX_OK) st = open_parsed(m, opt);
+  if (st != RLX_OK) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", rlx_last_error());
+    rlx_llm_free(m);
+    return rlx_error(st, "%s", msg);
+  }
+  *out = m;
   return RLX_OK;
 }
 
@@ -329,16 +367,19 @@ rlx_status rlx_llm_open_parts(const void *const *data, const size_t *sizes, int3
   }
   m->n_parts = n;
   for (int32_t k = 0; k < n; k++) m->parts[k] = (struct llm_part){data[k], sizes[k], NULL};
-  rlx_status st = rlx_gguf_open_parts(data, sizes, n, budget_of(opt), &m->gguf);
-  if (st == RLX_OK) st = open_parsed(m, opt);
-  if (st != RLX_OK) {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", rlx_last_error());
-    rlx_llm_free(m);
-    return rlx_error(st, "%s", msg);
-  }
-  *out = m;
-  return RLX_OK;
+  return finish_open(m, rlx_gguf_open_parts(data, sizes, n, budget_of(opt), &m->gguf), opt, out);
+}
+
+rlx_status rlx_llm_open_head(const void *head, size_t head_len, uint64_t file_size, const rlx_llm_options *opt,
+                             uint64_t *need, rlx_llm **out) {
+  if (!out || !need) return FAIL(RLX_ERR_INVALID_ARG, "rlx_llm_open_head: %s is NULL", out ? "need" : "out");
+  *out = NULL;
+  *need = 0;
+  if (opt && opt->n_lora) return FAIL(RLX_ERR_UNSUPPORTED, "rlx_llm_open_head: LoRA adapters need the weights in memory");
+  rlx_llm *m = rlx_calloc(1, sizeof *m);
+  if (!m) return FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open_head: out of memory");
+  m->external = 1;
+  return finish_open(m, rlx_gguf_open_head(head, head_len, file_size, need, &m->gguf), opt, out);
 }
 
 rlx_status rlx_llm_open_memory(const void *data, size_t size, const rlx_llm_options *opt, rlx_llm **out) {

@@ -11,10 +11,17 @@
 const int32_t rlx_llm_step_sizes[LLM_N_STEP_SIZES] = {64, 16, 4, 1};
 
 static rlx_status bind(rlx_session *s, const llm_weight *w) {
-  if (w->qtype < 0) return RLX_OK;
+  if (w->qtype < 0 || !w->data) return RLX_OK; /* absent, or external (the GPU executor's) */
   rlx_status st = rlx_session_bind_param(s, w->name, w->data, w->bytes);
   /* A param no output depends on is dropped by the compiler: nothing to bind. */
   return st == RLX_ERR_NOT_FOUND ? RLX_OK : st;
+}
+
+const llm_weight *rlx_llm_layer_weight(const llm_layer *L, int j) {
+  const llm_weight *ws[LLM_LAYER_WEIGHTS] = {&L->attn_norm, &L->wq,     &L->wk,     &L->wv,       &L->wo,
+                                             &L->bq,        &L->bk,     &L->bv,     &L->q_norm,   &L->k_norm,
+                                             &L->ffn_norm,  &L->gate,   &L->up,     &L->down};
+  return ws[j];
 }
 
 rlx_status rlx_llm_bind_params(const rlx_llm *m, rlx_session *s) {
@@ -24,15 +31,13 @@ rlx_status rlx_llm_bind_params(const rlx_llm *m, rlx_session *s) {
   const size_t cache_bytes = (size_t)in->n_head_kv * (size_t)in->n_ctx * (size_t)in->head_dim * 4;
   for (int32_t l = 0; l < in->n_layer; l++) {
     const llm_layer *L = &m->layers[l];
-    const llm_weight *ws[] = {&L->attn_norm, &L->wq, &L->wk,     &L->wv,     &L->wo,       &L->bq, &L->bk,
-                              &L->bv,        &L->q_norm, &L->k_norm, &L->ffn_norm, &L->gate, &L->up, &L->down};
-    for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
-      if ((st = bind(s, ws[i])) != RLX_OK) return st;
+    for (int j = 0; j < LLM_LAYER_WEIGHTS; j++)
+      if ((st = bind(s, rlx_llm_layer_weight(L, j))) != RLX_OK) return st;
     char name[32];
     snprintf(name, sizeof name, "cache.k.%d", (int)l);
-    if ((st = rlx_session_bind_param(s, name, L->k_cache, cache_bytes)) != RLX_OK) return st;
+    if (m->kv && (st = rlx_session_bind_param(s, name, L->k_cache, cache_bytes)) != RLX_OK) return st;
     snprintf(name, sizeof name, "cache.v.%d", (int)l);
-    if ((st = rlx_session_bind_param(s, name, L->v_cache, cache_bytes)) != RLX_OK) return st;
+    if (m->kv && (st = rlx_session_bind_param(s, name, L->v_cache, cache_bytes)) != RLX_OK) return st;
     for (int32_t i = 0; i < in->n_lora; i++)
       for (int p = 0; p < LLM_N_PROJ; p++) {
         const llm_lora_pair *pr = rlx_llm_lora_pair(m, i, l, p);
@@ -67,6 +72,9 @@ rlx_status rlx_llm_compile_step(const rlx_llm *m, int32_t k, rlx_device device, 
 }
 
 rlx_status rlx_llm_step_session(rlx_llm *m, int32_t k, rlx_session **out) {
+  if (m->external)
+    return rlx_error(RLX_ERR_UNSUPPORTED, "rlx_llm_eval: the model's weights were streamed to a GPU, not held here: "
+                     "its steps run there only");
   if (!m->steps[k]) {
     rlx_status st = rlx_llm_compile_step(m, k, RLX_DEVICE_CPU, 0, &m->steps[k]);
     if (st != RLX_OK) return st;

@@ -28,14 +28,20 @@ EXPORT(rlx_status_name) const char *w_status_name(int32_t s) { return rlx_status
 EXPORT(rlx_version) const char *w_version(void) { return rlx_version(); }
 
 /* ---- the file's buffer -------------------------------------------------- */
+/* Bytes of tensor data a model may have in this module: the wasm32 budget,
+ * or less for a build linked with a smaller --max-memory (the tests' small
+ * modules, build/wasm-tests/rlx_llm*_small.wasm). */
+#ifndef RLX_LLM_MODULE_BUDGET
+#define RLX_LLM_MODULE_BUDGET RLX_GGUF_WASM32_DATA_BUDGET
+#endif
 /* Bytes of tensor data a model may have here (a double: exact below 2^53). */
-EXPORT(rlx_llm_data_budget) double w_data_budget(void) { return (double)RLX_GGUF_WASM32_DATA_BUDGET; }
+EXPORT(rlx_llm_data_budget) double w_data_budget(void) { return (double)RLX_LLM_MODULE_BUDGET; }
 
 /* A buffer for a GGUF file of `bytes` bytes (a double from JS, so a size
  * past 4 GiB arrives intact and is refused), aligned for every tensor type;
  * NULL with the reason in rlx_last_error().  Freed with rlx_wasm_free. */
 EXPORT(rlx_llm_buffer_new) void *w_buffer_new(double bytes) {
-  const double budget = (double)RLX_GGUF_WASM32_DATA_BUDGET;
+  const double budget = (double)RLX_LLM_MODULE_BUDGET;
   if (!(bytes >= 1) || bytes != floor(bytes)) {
     rlx_error(RLX_ERR_INVALID_ARG, "GGUF buffer: %.0f bytes is not a file size", bytes);
     return NULL;
@@ -63,7 +69,7 @@ EXPORT(rlx_llm_open)
 int32_t w_open(const uint32_t *data, const uint32_t *sizes, int32_t n_parts, int32_t n_ctx, int32_t xq8,
                const uint32_t *lora_data, const uint32_t *lora_size, const double *lora_scale, int32_t n_lora,
                rlx_llm **out) {
-  rlx_llm_options opt = {.n_ctx = n_ctx, .budget = RLX_GGUF_WASM32_DATA_BUDGET, .xq8 = xq8};
+  rlx_llm_options opt = {.n_ctx = n_ctx, .budget = RLX_LLM_MODULE_BUDGET, .xq8 = xq8};
   rlx_llm_lora *lora = n_lora > 0 ? calloc((size_t)n_lora, sizeof *lora) : NULL;
   if (n_lora > 0 && !lora) return rlx_error(RLX_ERR_NO_MEMORY, "rlx_llm_open: out of memory");
   for (int32_t i = 0; i < n_lora; i++)

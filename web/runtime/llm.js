@@ -145,6 +145,9 @@ export async function loadGguf(source, options = undefined) {
   if (o.train !== undefined && typeof o.train !== 'boolean') throw fail(fn, `options.train must be true or false, got ${describe(o.train)}`);
   const threads = await threadsOption(fn, o.threads);
   const fetching = fetchOptions(fn, o);
+  if (o.stream !== undefined && typeof o.stream !== 'boolean') throw fail(fn, `options.stream must be true or false, got ${describe(o.stream)}`);
+  const bindingLimit = o.gpuBindingLimit === undefined ? undefined
+    : intOption(fn, 'options.gpuBindingLimit', o.gpuBindingLimit, 16, Number.MAX_SAFE_INTEGER, 0);
   const isWasm = (w) => typeof w === 'string' || w instanceof URL || w instanceof ArrayBuffer || ArrayBuffer.isView(w) ||
     w instanceof WebAssembly.Module;
   for (const k of ['wasm', 'gpuWasm', 'webglWasm', 'trainWasm']) {
@@ -203,6 +206,8 @@ export async function loadGguf(source, options = undefined) {
     gpu?.release?.();
     throw err;
   }
+  // WebGPU (no LoRA, no training, one file): streamed to GPU buffers, never whole in wasm memory (llm_gpu_stream.js)
+  const streamed = !!gpu?.device && !o.train && lora.length === 0 && o.stream !== false && sources.length === 1;
   const budget = mod.call('rlx_llm_data_budget');
   const tooBig = (bytes) => new RlxError(STATUS.NO_MEMORY, `${fn}: ${src.name.slice(0, 200)}${part ? ' (with the parts before it)' : ''} is ${bytes} bytes (${gib(bytes)}), ` +
     `more than the ${gib(budget)} a wasm32 module can hold for a model's weights (RLX_GGUF_WASM32_DATA_BUDGET); ` +
@@ -226,6 +231,7 @@ export async function loadGguf(source, options = undefined) {
     onProgress({ loaded: before + loaded, total: last && src.size !== null ? before + src.size : null,
       ...(sources.length > 1 ? { part: part + 1, parts: sources.length } : {}) });
   };
+  if (streamed) return loadStreamed(fn, mod, src, gpu, { nCtx, progress, bindingLimit, onProgress });
 
   const parts = []; // [{ ptr, size }] until the model holds them
   let loaded = 0;
@@ -260,17 +266,7 @@ export async function loadGguf(source, options = undefined) {
     adapters = [];
     parts.length = 0; // the model's now
     gpu = null; // and so is the GPU context
-    if (model.gpu) {
-      try {
-        onProgress?.({ loaded, total: loaded, stage: 'compiling' });
-        await model.gpu.warm(fn); // the decoding step's plan and the weights' upload: part of loading
-      } catch (err) {
-        model.free();
-        throw err;
-      }
-    }
-    model.chatTemplate = await templateInForce(fn, model);
-    return model;
+    return await ready(fn, model, onProgress, loaded, loaded);
   } catch (err) {
     clearTimeout(held);
     if (!mod.dead) for (const p of [...parts, ...adapters].map((a) => a.ptr)) mod.free(p);
@@ -278,6 +274,41 @@ export async function loadGguf(source, options = undefined) {
     gpu?.release?.();
     throw err;
   }
+}
+
+/** A loaded model made ready: its GPU's decoding step compiled (the weights' upload, where they are in memory) and its chat template read. */
+async function ready(fn, model, onProgress, loaded, total) {
+  try {
+    if (model.gpu) {
+      onProgress?.({ loaded, total, stage: 'compiling' });
+      await model.gpu.warm(fn); // the decoding step's plan: part of loading
+    }
+    model.chatTemplate = await templateInForce(fn, model);
+    return model;
+  } catch (err) {
+    model.free();
+    throw err;
+  }
+}
+
+/** loadGguf on WebGPU with the file streamed to the GPU's buffers (llm_gpu_stream.js): the module holds its header only. */
+async function loadStreamed(fn, mod, src, gpu, { nCtx, progress, bindingLimit, onProgress }) {
+  let r = null;
+  let model;
+  try {
+    const { streamToWebGpu } = await import('./llm_gpu_stream.js');
+    progress(0, true);
+    r = await streamToWebGpu(fn, mod, src, gpu.device, { nCtx, progress, bindingLimit });
+    model = new GgufModel(mod, r.handle, [], r.loaded, { ...gpu, streamed: true });
+  } catch (err) {
+    if (r && !mod.dead) mod.call('rlx_llm_free', r.handle);
+    for (const b of r?.shared.values() ?? []) b.destroy();
+    mod.close();
+    gpu.release?.();
+    throw err;
+  }
+  for (const [name, buffer] of r.shared) model.gpu.shared.set(name, buffer); // the step plans' weights and caches
+  return ready(fn, model, onProgress, r.loaded, src.size);
 }
 
 /**
@@ -350,7 +381,7 @@ export class GgufModel {
     this.chatState = null;    // what the kept conversation knows of the KV cache (llm_chat.js)
     const fallbacks = backend.fallbacks.map((f) => Object.freeze({ ...f }));
     this.info = Object.freeze({ ...this.readInfo(), fileBytes, simd: mod.simd, threads: mod.threads,
-      threadsWhy: mod.threadsWhy ?? '', backend: backend.backend,
+      threadsWhy: mod.threadsWhy ?? '', backend: backend.backend, streamed: !!backend.streamed,
       fallbacks: Object.freeze(fallbacks), ...(backend.software ? { software: backend.software } : {}) });
     this.defaults = this.readDefaults();
     this.gpu = backend.steps ? backend.steps(mod, handle, this.info) : null; // LlmWebGpu or LlmWebGl (llm_gpu_steps.js)
