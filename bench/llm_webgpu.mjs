@@ -24,6 +24,10 @@
 //   node bench/llm_webgpu.mjs --unfused   the plain step graphs (rms_norm and rope as their own dispatches)
 //   node bench/llm_webgpu.mjs --fused     the fused ones (norms in the products, rotations in attention_kv)
 //                                          (without either: loadGguf's choice, fused on a hardware adapter)
+//   node bench/llm_webgpu.mjs --in-memory the file read into wasm memory first (loadGguf's stream: false), not
+//                                          streamed to the GPU's buffers (llm_gpu_stream.js)
+//   node bench/llm_webgpu.mjs --load-both also: after the run, the load timed again both ways (pipelines cached;
+//                                          in memory only where the file fits the module's budget)
 //   node bench/llm_webgpu.mjs --profile   also: where a decoded token's time goes (the 1-token step run
 //                                          64 times with and without the logits' readback; GPU time per
 //                                          kernel from timestamps where the device has 'timestamp-query')
@@ -96,7 +100,7 @@ const wantTimestamps = args.profile !== undefined && adapter.features.has('times
 const device = await adapter.requestDevice({ requiredLimits: { maxBufferSize: adapter.limits.maxBufferSize,
   maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize }, requiredFeatures: wantTimestamps ? ['timestamp-query'] : [] });
 const t0 = performance.now();
-const model = await loadGguf(file, { backend: 'webgpu', gpu: device });
+const model = await loadGguf(file, { backend: 'webgpu', gpu: device, stream: args['in-memory'] === undefined });
 if (args.unfused !== undefined || args.fused !== undefined) { // the warm step dropped, the steps compiled again
   model.gpu.free();
   model.gpu.fuse = args.fused !== undefined;
@@ -105,7 +109,8 @@ const loadSeconds = (performance.now() - t0) / 1000;
 const info = model.info;
 console.log(`llm_webgpu bench: ${path.relative(REPO, file)}: ${info.arch}, ${info.nLayer} layers, ${info.nEmbd} wide, vocabulary ${info.nVocab}, ` +
   `${info.weightTypes}; adapter ${ai.vendor ?? '?'} / ${ai.architecture ?? '?'} / ${ai.device ?? '?'}${info.software ? ` (${info.software})` : ''}; ` +
-  `loaded in ${loadSeconds.toFixed(2)} s`);
+  `loaded in ${loadSeconds.toFixed(2)} s (${info.streamed ? 'streamed' : 'in memory'}, ${(info.fileBytes / 1e9).toFixed(2)} GB; ` +
+  `module memory ${(model.mod.memory.buffer.byteLength / 2 ** 20).toFixed(0)} MiB)`);
 
 // A 64-token prompt: the corpus's words, tokenized by the model.
 const prompt = model.tokenize(syllableWords(777, 200).join(' ')).slice(0, N_PROMPT);
@@ -126,6 +131,15 @@ const result = { file: path.relative(REPO, file), type: TYPE, fused: model.gpu.f
   software: info.software ?? null, rounds: ROUNDS, promptTokensPerSecond: median(rounds.map((x) => x.prompt)),
   generateTokensPerSecond: median(rounds.map((x) => x.gen)), loadSeconds, ids };
 model.free();
+if (args['load-both'] !== undefined) {
+  for (const stream of [true, false]) {
+    const t = performance.now();
+    const m = await loadGguf(file, { backend: 'webgpu', gpu: device, stream }).catch((err) => err);
+    const s = (performance.now() - t) / 1000;
+    console.log(`  load ${stream ? 'streamed' : 'in memory'}: ${m instanceof Error ? m.message.slice(0, 160) : `${s.toFixed(2)} s`}`);
+    if (!(m instanceof Error)) m.free();
+  }
+}
 
 if (args['no-cpu'] === undefined) {
   const cpu = await loadGguf(file, { backend: 'cpu', simd: 'simd128' });

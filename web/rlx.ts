@@ -534,6 +534,14 @@ export interface LoadGgufOptions {
   /** Where rlx_llm_webgl.wasm is (default: pkg/rlx_llm_webgl.wasm next to runtime/llm.js). */
   webglWasm?: string | URL | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
   /**
+   * On WebGPU (without lora or train): true (the default) streams the file to
+   * GPU buffers, never whole in wasm memory (info.streamed); false reads it
+   * into the module's memory first (the wasm32 budget applies).
+   */
+  stream?: boolean;
+  /** On WebGPU: bytes a tensor may take, below the device's maxStorageBufferBindingSize (a larger one is refused). */
+  gpuBindingLimit?: number;
+  /**
    * On the CPU: products with block-quantized weights round their input to
    * 8 bits per 32 values first (as llama.cpp does) and run as int8 dot
    * products (faster generation).  Refused with backend 'webgpu' / 'webgl';
@@ -634,6 +642,8 @@ export interface GgufInfo {
   /** -1 when the file has none. */
   bos: number; eos: number;
   nParams: number; weightBytes: number; kvBytes: number; fileBytes: number;
+  /** The weights were streamed to the GPU's buffers (LoadGgufOptions.stream), not held in wasm memory. */
+  streamed: boolean;
   /** LoRA adapters applied (LoadGgufOptions.lora), the products they adapt, their tensor bytes. */
   nLora: number; nLoraPairs: number; loraBytes: number;
   /** Which build of rlx_llm.wasm runs the model. */

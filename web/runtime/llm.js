@@ -27,11 +27,13 @@
 // cached in OPFS by llm_cache.js; in Node a path or file: URL is read from
 // disk), or the parts of a split model (a list, or the first part's URL or
 // path x-00001-of-0000N.gguf: llm_source.js partSources), each part in a
-// buffer of its own that the model reads in place.  The bytes go
-// straight into one buffer of the module's memory, which the model then reads
-// in place: the weights are held once.  A file larger than the wasm32 budget
-// (RLX_GGUF_WASM32_DATA_BUDGET, 3.5 GiB) is refused before that buffer is
-// allocated.  Every bad argument is an RlxError naming the function and the
+// buffer of its own that the model reads in place.  On the CPU and WebGL2
+// the bytes go straight into the module's memory, which the model then
+// reads in place: the weights are held once.  A file larger than the wasm32
+// budget (RLX_GGUF_WASM32_DATA_BUDGET, 3.5 GiB) is refused before that
+// buffer is allocated.  On WebGPU one file is streamed to GPU buffers
+// instead, the module holding its header only (./llm_gpu_stream.js: the
+// device's limits checked first).  Every bad argument is an RlxError naming the
 // argument; the library's own refusals are RlxErrors with its message.
 //
 // Threads: on the CPU, options.threads (default: half the logical cores)
@@ -124,7 +126,12 @@ function gib(bytes) { return `${(bytes / 2 ** 30).toFixed(2)} GiB`; }
  * runs and why), cache (an http(s) URL's download kept in OPFS under its
  * URL: true, the default where OPFS exists, or 'no'; llm_cache.js),
  * retries (resumes of a stopped download in a row, 0 .. 100, default 4),
- * signal (an AbortSignal that aborts a download) }.  onProgress also gets a
+ * signal (an AbortSignal that aborts a download), stream (WebGPU without
+ * lora or train, one file: true, the default, streams the file to GPU
+ * buffers, never whole in wasm memory, info.streamed true; false reads it
+ * into the module's memory first, under its budget), gpuBindingLimit
+ * (bytes, at least 16: a lower binding size than the device's
+ * maxStorageBufferBindingSize, a tensor over it refused) }.  onProgress also gets a
  * download's { stage: 'resume', attempt, retries, at, reason }, 'restart',
  * 'cached' and 'stale' events, and { part, parts } for a split model.  A 'webgpu' or 'webgl'
  * that cannot run here is an RlxError with reason 'unavailable'.
