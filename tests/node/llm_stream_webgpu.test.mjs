@@ -6,8 +6,10 @@
 //    16 MiB at most, 8 MiB of weights): the small CPU module refuses it
 //    with the budget message; the small GPU module streams it (sent in
 //    ragged chunks of a Response of unknown size, so tensors span chunks and
-//    4-byte words break between them) and generates the full CPU module's
-//    greedy tokens, its memory staying below the file's size;
+//    4-byte words break between them): every weight's GPU buffer holds the
+//    file's bytes of that tensor (read back), the caches zeros, and it
+//    generates the full CPU module's greedy tokens, its memory staying below
+//    the file's size;
 //  - a tensor over the binding size (lowered by options.gpuBindingLimit) is
 //    refused before the data is read, naming the tensor, its size and the
 //    limit; a file cut short is refused naming the tensor it cuts.
@@ -22,6 +24,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dawnEnv, dawnDevice, rerunTestFileWithDawn } from '../../tools/dawn_node.mjs';
 import { loadGguf, RlxError } from '../../web/runtime/llm.js';
+import { externalParams } from '../../web/runtime/llm_gpu_stream.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SMALL_CPU = `${ROOT}build/wasm-tests/rlx_llm_small.wasm`;
@@ -58,6 +61,19 @@ if (missing.length) {
   const bytes = readFileSync(file);
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 
+  /** The first n bytes of a GPU buffer. */
+  async function readBuffer(buffer, n) {
+    const size = Math.ceil(n / 4) * 4;
+    const out = device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const enc = device.createCommandEncoder();
+    enc.copyBufferToBuffer(buffer, 0, out, 0, size);
+    device.queue.submit([enc.finish()]);
+    await out.mapAsync(GPUMapMode.READ);
+    const copy = new Uint8Array(out.getMappedRange()).slice();
+    out.destroy();
+    return copy;
+  }
+
   test('a model larger than the module\'s memory: refused by the small CPU module, streamed to WebGPU with the CPU\'s greedy tokens', async () => {
     await assert.rejects(loadGguf(file, { backend: 'cpu', wasm: SMALL_CPU }), (err) => {
       assert.ok(err instanceof RlxError);
@@ -78,6 +94,11 @@ if (missing.length) {
       assert.ok(memory < bytes.length / 2, `the module holds ${memory} bytes of a ${bytes.length}-byte file`);
       assert.ok(progress.some((p) => p.loaded > 0 && p.loaded < bytes.length), 'progress while streaming');
       assert.equal(progress.at(-1).stage, 'compiling');
+      for (const p of externalParams('test', g.mod, g.handle)) {
+        const on = await readBuffer(g.gpu.shared.get(p.name), p.bytes);
+        const want = p.fileBytes ? bytes.subarray(p.offset, p.offset + p.fileBytes) : new Uint8Array(p.bytes);
+        assert.ok(Buffer.from(on.subarray(0, want.length)).equals(want), `${p.name}: the GPU holds the file's bytes`);
+      }
       const got = await g.generate(prompt, { maxTokens: 8 });
       assert.deepEqual(got.ids, want.ids);
       assert.equal(got.text, want.text);

@@ -111,8 +111,8 @@ async function openHead(fn, mod, src, reader, nCtx, progress) {
   }
 }
 
-/** The params the GPU supplies: [{ name, bytes, offset, fileBytes }] (llm_external.c). */
-function externalParams(fn, mod, handle) {
+/** The params the GPU supplies for model handle: [{ name, bytes, offset, fileBytes }] (llm_external.c). */
+export function externalParams(fn, mod, handle) {
   const n = mod.call('rlx_llm_external_count', handle);
   return mod.scoped((t) => {
     const out = t.alloc(24);
