@@ -314,7 +314,7 @@ async function loadStreamed(fn, mod, src, gpu, { nCtx, progress, bindingLimit, o
     gpu.release?.();
     throw err;
   }
-  for (const [name, buffer] of r.shared) model.gpu.shared.set(name, buffer); // the step plans' weights and caches
+  model.gpu.adopt(r.shared); // the step plans' weights and caches
   return ready(fn, model, onProgress, r.loaded, src.size);
 }
 
@@ -770,6 +770,7 @@ export class GgufModel {
   release() {
     const m = this.mod;
     this.gpu?.free();
+    this.gpu?.dispose?.(); // a streamed model's weights (llm_webgpu.js)
     this.gpu = null;
     if (!m.dead) {
       m.call('rlx_llm_free', this.handle);

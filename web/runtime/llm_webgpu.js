@@ -86,6 +86,7 @@ export class LlmWebGpu extends LlmGpuSteps {
     super(mod, handle, info);
     this.device = device;
     this.shared = new Map(); // param name -> GPUBuffer: weights and caches, one set
+    this.external = new Map(); // the streamed weights and caches (llm_gpu_stream.js), kept across free()
     this.lost = null;
     this.argmax = null; // the greedy kernel (./llm_gpu_greedy.js), made on first use
     this.fuse = fuse; // which step graphs compile() makes (src/models/llm_graph.c)
@@ -118,10 +119,23 @@ export class LlmWebGpu extends LlmGpuSteps {
     return wrapped;
   }
 
+  /** Takes the buffers a streamed model's file was written to (Map param name -> GPUBuffer): the steps' weights and caches. */
+  adopt(buffers) {
+    this.external = buffers;
+    for (const [name, b] of buffers) this.shared.set(name, b);
+  }
+
   freeShared() {
     this.argmax?.destroy();
     this.argmax = null;
-    for (const b of this.shared.values()) b.destroy();
-    this.shared.clear();
+    for (const [name, b] of this.shared) if (this.external.get(name) !== b) b.destroy();
+    this.shared = new Map(this.external); // steps compiled again find the streamed weights (there is no other copy)
+  }
+
+  /** Destroys the streamed buffers too (the model's release, after free()). */
+  dispose() {
+    for (const b of this.external.values()) b.destroy();
+    this.external = new Map();
+    this.shared = new Map();
   }
 }
