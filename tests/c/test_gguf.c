@@ -15,7 +15,9 @@
  * lengths, bad alignment, bad types, overflowing dims, offsets past the end
  * or overlapping, duplicate names, a tensor-data budget) each give an error
  * with a message, allocate little and leak nothing; every allocation of
- * open and of the writer fails in turn. */
+ * open and of the writer fails in turn.  The header alone from a prefix
+ * (rlx_gguf_open_head): more bytes asked for until it parses, the table
+ * without data, reads refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -805,6 +807,68 @@ static void write_then_read_every_type(void **state) {
   }
 }
 
+/* rlx_gguf_open_head: the header from the file's first bytes alone.  A
+ * prefix shorter than the header fails with need past it (following need
+ * reaches the header's end), the header parsed from a prefix has the
+ * memory open's metadata and tensor table (file offsets, no data), and its
+ * tensors' reads are refused; a file size the tensors end past is refused. */
+static void header_from_a_prefix(void **state) {
+  (void)state;
+  tensors_t ts;
+  rlx_gguf_writer *w = make_writer(&ts, 64);
+  uint64_t size;
+  assert_int_equal(rlx_gguf_writer_size(w, &size), RLX_OK);
+  uint8_t *buf = malloc((size_t)size);
+  assert_int_equal(rlx_gguf_writer_write_memory(w, buf, (size_t)size), RLX_OK);
+  rlx_gguf *full, *g = NULL;
+  assert_int_equal(rlx_gguf_open_memory(buf, (size_t)size, RLX_GGUF_NO_BUDGET, &full), RLX_OK);
+  const uint64_t data = rlx_gguf_data_offset(full);
+  uint64_t need = 0, n = 1;
+  int steps = 0;
+  while (rlx_gguf_open_head(buf, (size_t)n, size, &need, &g) != RLX_OK) {
+    assert_null(g);
+    if (need <= n || need > data) fail_msg("prefix %llu: need %llu (%s)", (unsigned long long)n, (unsigned long long)need, rlx_last_error());
+    n = need;
+    steps++;
+  }
+  assert_true(steps > 10 && n <= data);
+  assert_int_equal(rlx_gguf_tensor_count(g), rlx_gguf_tensor_count(full));
+  assert_int_equal(rlx_gguf_kv_count(g), rlx_gguf_kv_count(full));
+  assert_int_equal(rlx_gguf_data_offset(g), data);
+  for (int64_t i = 0; i < rlx_gguf_tensor_count(g); i++) {
+    rlx_gguf_tensor_info a, b;
+    assert_int_equal(rlx_gguf_tensor(g, i, &a), RLX_OK);
+    assert_int_equal(rlx_gguf_tensor(full, i, &b), RLX_OK);
+    assert_string_equal(a.name, b.name);
+    assert_null(a.data);
+    assert_true(a.file_offset == b.file_offset && a.bytes == b.bytes && a.type == b.type);
+    uint8_t one[4];
+    if (a.bytes) assert_int_equal(rlx_gguf_read_tensor(g, i, one, 0), RLX_ERR_INVALID_ARG);
+  }
+  int64_t big = -1;
+  for (int64_t i = 0; i < rlx_gguf_tensor_count(g) && big < 0; i++) {
+    rlx_gguf_tensor_info a;
+    assert_int_equal(rlx_gguf_tensor(g, i, &a), RLX_OK);
+    if (a.bytes >= 4 && a.bytes <= 65536) big = i;
+  }
+  assert_true(big >= 0);
+  uint8_t *dst = malloc(65536);
+  assert_int_equal(rlx_gguf_read_tensor(g, big, dst, 65536), RLX_ERR_UNSUPPORTED);
+  assert_non_null(strstr(rlx_last_error(), "not in memory"));
+  free(dst);
+  rlx_gguf_free(g);
+  g = NULL;
+  assert_int_equal(rlx_gguf_open_head(buf, (size_t)data, size - 1, &need, &g), RLX_ERR_INVALID_ARG);
+  assert_null(g);
+  assert_int_equal(need, 0);
+  assert_non_null(strstr(rlx_last_error(), "end past the file"));
+  assert_int_equal(rlx_gguf_open_head(buf, 0, size, &need, &g), RLX_ERR_INVALID_ARG);
+  rlx_gguf_free(full);
+  free(buf);
+  rlx_gguf_writer_free(w);
+  free_tensors(&ts);
+}
+
 static void version_2_is_read(void **state) {
   (void)state;
   bytes_t s = {0};
@@ -1268,6 +1332,7 @@ int main(void) {
       cmocka_unit_test(row_calls_refuse_bad_arguments),
       cmocka_unit_test(write_then_read_every_type),
       cmocka_unit_test(version_2_is_read),
+      cmocka_unit_test(header_from_a_prefix),
       cmocka_unit_test(truncated_at_every_byte),
       cmocka_unit_test(hostile_files_are_refused),
       cmocka_unit_test(bad_calls_are_refused),
