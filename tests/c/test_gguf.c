@@ -807,6 +807,14 @@ static void write_then_read_every_type(void **state) {
   }
 }
 
+/* w's file in memory (malloc'd), its size at *size. */
+static uint8_t *written(rlx_gguf_writer *w, uint64_t *size) {
+  assert_int_equal(rlx_gguf_writer_size(w, size), RLX_OK);
+  uint8_t *buf = malloc((size_t)*size);
+  assert_int_equal(rlx_gguf_writer_write_memory(w, buf, (size_t)*size), RLX_OK);
+  return buf;
+}
+
 /* rlx_gguf_open_head: the header from the file's first bytes alone.  A
  * prefix shorter than the header fails with need past it (following need
  * reaches the header's end), the header parsed from a prefix has the
@@ -815,11 +823,9 @@ static void write_then_read_every_type(void **state) {
 static void header_from_a_prefix(void **state) {
   (void)state;
   tensors_t ts;
-  rlx_gguf_writer *w = make_writer(&ts, 64);
   uint64_t size;
-  assert_int_equal(rlx_gguf_writer_size(w, &size), RLX_OK);
-  uint8_t *buf = malloc((size_t)size);
-  assert_int_equal(rlx_gguf_writer_write_memory(w, buf, (size_t)size), RLX_OK);
+  rlx_gguf_writer *w = make_writer(&ts, 64);
+  uint8_t *buf = written(w, &size);
   rlx_gguf *full, *g = NULL;
   assert_int_equal(rlx_gguf_open_memory(buf, (size_t)size, RLX_GGUF_NO_BUDGET, &full), RLX_OK);
   const uint64_t data = rlx_gguf_data_offset(full);
@@ -1246,11 +1252,9 @@ static void every_allocation_failure_is_clean(void **state) {
   (void)state;
   if (!check_alloc_active()) skip();
   tensors_t ts;
-  rlx_gguf_writer *w = make_writer(&ts, 64);
   uint64_t size;
-  assert_int_equal(rlx_gguf_writer_size(w, &size), RLX_OK);
-  uint8_t *buf = malloc((size_t)size);
-  assert_int_equal(rlx_gguf_writer_write_memory(w, buf, (size_t)size), RLX_OK);
+  rlx_gguf_writer *w = make_writer(&ts, 64);
+  uint8_t *buf = written(w, &size);
   assert_int_equal(rlx_gguf_writer_write_file(w, tmp_path("oom.gguf")), RLX_OK);
   rlx_gguf_writer_free(w);
   size_t live = check_alloc_live_bytes();
