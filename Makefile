@@ -258,6 +258,24 @@ web/pkg/rlx_llm.wasm: $(LLM_LIB_OBJ) $(LLM_WEB_OBJ)
 	$(if $(WASM_OPT),$(WASM_OPT) $(WASM_OPT_FLAGS) build/wasm/rlx_llm.linked.wasm -o $@.tmp,cp build/wasm/rlx_llm.linked.wasm $@.tmp)
 	mv -f $@.tmp $@
 wasm: web/pkg/rlx_llm.wasm
+# The JSON Schema converter, web/pkg/rlx_json_schema.wasm (-Oz), which
+# web/runtime/llm_json_schema.js loads on the first options.jsonSchema, so
+# that no language-model module carries it: src/web_json_schema/exports.c,
+# the converter (src/models/json_*.c), the GBNF parser it checks its output
+# with (src/models/grammar*.c) and the core's errors and allocator (the
+# core's objects; wasm-ld drops what the exports do not reach).
+SCHEMA_WEB_OBJ := build/wasm/src/web_json_schema/exports.o
+SCHEMA_LIB_OBJ := $(patsubst src/%.c,build/wasm-schema/src/%.o,$(wildcard src/models/json_*.c src/models/grammar*.c src/core/*.c))
+$(SCHEMA_WEB_OBJ): WASM_CFLAGS += -Oz
+$(SCHEMA_LIB_OBJ): build/wasm-schema/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_CFLAGS) -Oz -DRLX_WITHOUT_WEBGPU -DRLX_WITHOUT_WEBGL -c $< -o $@
+web/pkg/rlx_json_schema.wasm: $(SCHEMA_WEB_OBJ) $(SCHEMA_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_LDFLAGS) -o build/wasm/rlx_json_schema.linked.wasm $^
+	$(if $(WASM_OPT),$(WASM_OPT) $(WASM_OPT_FLAGS) build/wasm/rlx_json_schema.linked.wasm -o $@.tmp,cp build/wasm/rlx_json_schema.linked.wasm $@.tmp)
+	mv -f $@.tmp $@
+wasm: web/pkg/rlx_json_schema.wasm
 # The same module with the WebGPU backend, web/pkg/rlx_llm_gpu.wasm, which
 # web/runtime/llm.js loads for options.backend 'webgpu' (so the CPU module
 # stays as small as it is): the objects of rlx_llm.wasm, backends.c with

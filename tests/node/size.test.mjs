@@ -7,24 +7,31 @@
 // loads; `make bench` runs it).  The language-model module's WebGPU build,
 // web/pkg/rlx_llm_gpu.wasm (rlx_llm.wasm plus the WebGPU backend, loaded
 // only for backend 'webgpu'), and its WebGL2 build rlx_llm_webgl.wasm
-// (backend 'webgl') have a budget of their own, 373,000 bytes each, and so
+// (backend 'webgl') have a budget of their own, 358,000 bytes each, and so
 // do both builds of its training build rlx_llm_train.wasm (loadGguf's
 // options.train: autodiff, the optimizer and the training ops on top of
-// rlx_llm.wasm; 352,595 bytes when its budget was set to 360,000), 389,000,
+// rlx_llm.wasm; 352,595 bytes when its budget was set to 360,000), 375,000,
 // and its GPU builds rlx_llm_train_gpu.wasm (WebGPU) and
 // rlx_llm_train_webgl.wasm (WebGL2), loaded for options.train with backend
 // 'webgpu' / 'webgl': the training build plus the GPU module's backend,
-// 447,000 bytes each (410,290 and 410,511 when it was set to 420,000).  Each
+// 433,000 bytes each (410,290 and 410,511 when it was set to 420,000).  Each
 // of the language-model budgets grew (from 350,000, 360,000 and 420,000) by
 // what generation under a grammar added to every build, all -Oz: the GBNF
 // parser, matcher and sampler (src/models/grammar*.c, src/web_llm/grammar.c)
-// 13,225 to 13,275 bytes, then the JSON Schema converter
-// (src/models/json_*.c) 18,237 to 19,983 (rlx_llm_gpu.wasm 339,315 ->
-// 352,540 -> 372,523; rlx_llm_webgl.wasm 336,977 -> 350,194 -> 368,431;
-// rlx_llm_train.wasm 355,411 -> 368,682 -> 388,462; rlx_llm_train_gpu.wasm
-// 413,517 -> 426,793 -> 446,513).  rlx_llm.wasm's own budget is in
-// tests/common/llm_budget.mjs.  The budget assumes the build ran wasm-opt
-// (binaryen, installed by tools/setup.sh; npm's binaryen for the relaxed build).
+// 13,225 to 13,275 bytes (rlx_llm_gpu.wasm 339,315 -> 352,540;
+// rlx_llm_webgl.wasm 336,977 -> 350,194; rlx_llm_train.wasm 355,411 ->
+// 368,682; rlx_llm_train_gpu.wasm 413,517 -> 426,793).  The JSON Schema
+// converter (src/models/json_*.c) was in each of them too, 18,197 to 19,944
+// bytes, until it became a module of its own, rlx_json_schema.wasm, loaded
+// on the first options.jsonSchema (web/runtime/llm_json_schema.js; -Oz,
+// with the GBNF parser it checks its output with, the allocator and printf:
+// 56,381 bytes when its budget was set); the budgets came down with it
+// (rlx_llm_gpu.wasm 377,857 -> 357,913; rlx_llm_webgl.wasm 373,760 ->
+// 355,563; rlx_llm_train.wasm 393,831 -> 374,087; rlx_llm_train_gpu.wasm
+// 451,875 -> 432,201; rlx_llm_train_webgl.wasm 450,570 -> 432,345).
+// rlx_llm.wasm's own budget is in tests/common/llm_budget.mjs.  The budget
+// assumes the build ran wasm-opt (binaryen, installed by tools/setup.sh;
+// npm's binaryen for the relaxed build).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { statSync, readFileSync } from 'node:fs';
@@ -32,9 +39,10 @@ import { fileURLToPath } from 'node:url';
 import { MODULE_FILES, relaxedSimdSupported } from '../../web/runtime/simd.js';
 
 const BUDGET = 303_000;
-const GPU_LLM_BUDGET = 373_000;
-const TRAIN_LLM_BUDGET = 389_000;
-const TRAIN_GPU_LLM_BUDGET = 447_000;
+const GPU_LLM_BUDGET = 358_000;
+const TRAIN_LLM_BUDGET = 375_000;
+const TRAIN_GPU_LLM_BUDGET = 433_000;
+const SCHEMA_BUDGET = 57_000;
 
 for (const [kind, budget] of [['web', BUDGET], ['llmTrain', TRAIN_LLM_BUDGET]]) for (const [build, url] of Object.entries(MODULE_FILES[kind])) {
   const file = fileURLToPath(url), name = file.split('/').pop();
@@ -48,7 +56,8 @@ for (const [kind, budget] of [['web', BUDGET], ['llmTrain', TRAIN_LLM_BUDGET]]) 
 }
 
 for (const [name, budget] of [['rlx_llm_gpu.wasm', GPU_LLM_BUDGET], ['rlx_llm_webgl.wasm', GPU_LLM_BUDGET],
-  ['rlx_llm_train_gpu.wasm', TRAIN_GPU_LLM_BUDGET], ['rlx_llm_train_webgl.wasm', TRAIN_GPU_LLM_BUDGET]]) {
+  ['rlx_llm_train_gpu.wasm', TRAIN_GPU_LLM_BUDGET], ['rlx_llm_train_webgl.wasm', TRAIN_GPU_LLM_BUDGET],
+  ['rlx_json_schema.wasm', SCHEMA_BUDGET]]) {
   test(`${name} is within its ${budget.toLocaleString('en')}-byte budget and valid`, () => {
     const file = fileURLToPath(new URL(`../../web/pkg/${name}`, import.meta.url));
     const bytes = statSync(file).size;

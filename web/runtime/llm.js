@@ -105,7 +105,9 @@ function gib(bytes) { return `${(bytes / 2 ** 30).toFixed(2)} GiB`; }
  * says which runs, info.fallbacks [{ backend, reason }] why a better one did
  * not), gpu (for WebGPU: a GPUDevice or a GPU such as navigator.gpu, the
  * default), gpuWasm (the WebGPU build, rlx_llm_gpu.wasm, as wasm),
- * webglWasm (the WebGL2 build, rlx_llm_webgl.wasm), xq8 (true: on the
+ * webglWasm (the WebGL2 build, rlx_llm_webgl.wasm), schemaWasm (the JSON
+ * Schema converter, rlx_json_schema.wasm, which the first options.jsonSchema
+ * loads: llm_json_schema.js), xq8 (true: on the
  * CPU, products with block-quantized weights round their input to 8 bits
  * per 32 values first, as llama.cpp does, and run as int8 dot products:
  * faster generation, logits within that rounding; not on a GPU backend:
@@ -157,7 +159,7 @@ export async function loadGguf(source, options = undefined) {
     : intOption(fn, 'options.gpuBindingLimit', o.gpuBindingLimit, 16, Number.MAX_SAFE_INTEGER, 0);
   const isWasm = (w) => typeof w === 'string' || w instanceof URL || w instanceof ArrayBuffer || ArrayBuffer.isView(w) ||
     w instanceof WebAssembly.Module;
-  for (const k of ['wasm', 'gpuWasm', 'webglWasm', 'trainWasm']) {
+  for (const k of ['wasm', 'gpuWasm', 'webglWasm', 'trainWasm', 'schemaWasm']) {
     if (o[k] !== undefined && !isWasm(o[k])) throw fail(fn, `options.${k} must be a URL, a path, bytes or a WebAssembly.Module, got ${describe(o[k])}`);
   }
   // The GPU first (an explicit 'webgpu' or 'webgl' that cannot run is refused before anything is read)
@@ -270,6 +272,7 @@ export async function loadGguf(source, options = undefined) {
     });
     const model = new GgufModel(mod, handle, [...parts], loaded, gpu ?? { backend: 'cpu', fallbacks: [] });
     model.adapters = adapters.map((a) => a.ptr);
+    model.schemaWasm = o.schemaWasm;
     adapters = [];
     parts.length = 0; // the model's now
     gpu = null; // and so is the GPU context
@@ -386,6 +389,7 @@ export class GgufModel {
     this.freeLater = false;   // free() came during generate()
     this.chatTemplate = null; // { name, source, why }: the chat template in force (llm_chat_template.js), set by loadGguf
     this.chatState = null;    // what the kept conversation knows of the KV cache (llm_chat.js)
+    this.schemaWasm = undefined; // loadGguf's options.schemaWasm: where the JSON Schema converter is (llm_json_schema.js)
     const fallbacks = backend.fallbacks.map((f) => Object.freeze({ ...f }));
     this.info = Object.freeze({ ...this.readInfo(), fileBytes, simd: mod.simd, threads: mod.threads,
       threadsWhy: mod.threadsWhy ?? '', backend: backend.backend, streamed: !!backend.streamed,
@@ -643,7 +647,7 @@ export class GgufModel {
     let gen = 0;
     let grammar = 0;
     try {
-      if (constraint) grammar = parseGrammar(fn, m, constraint);
+      if (constraint) grammar = await parseGrammar(fn, m, constraint, this.schemaWasm);
       const idsPtr = keep(m.alloc(4 * promptIds.length));
       m.i32(idsPtr, promptIds.length).set(promptIds);
       const stopPtrs = stop.map((s) => {

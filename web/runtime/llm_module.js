@@ -11,7 +11,7 @@ import { moduleSimd } from './simd.js';
 import { STATUS, isNode, now } from './llm_common.js';
 
 /** The WASI shim plus clock_time_get (the library's timers). */
-class LlmWasi extends WasiShim {
+export class LlmWasi extends WasiShim {
   imports(module) {
     const out = super.imports(module);
     const w = out.wasi_snapshot_preview1;
@@ -28,7 +28,8 @@ class LlmWasi extends WasiShim {
 
 const compiled = new Map(); // module URL -> Promise<WebAssembly.Module>
 
-async function compileModule(source) {
+/** source (a URL, a path, bytes or a WebAssembly.Module) compiled; a URL's or path's Promise kept while it has not failed. */
+export async function compileModule(source) {
   if (source instanceof WebAssembly.Module) return source;
   if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) return WebAssembly.compile(source);
   const key = String(source);
