@@ -575,6 +575,8 @@ export interface LoadGgufOptions {
   train?: boolean;
   /** Where the training build is (default: pkg/rlx_llm_train.wasm or its relaxed-SIMD build, rlx_llm_train_gpu.wasm or rlx_llm_train_webgl.wasm, next to runtime/llm.js). */
   trainWasm?: string | URL | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
+  /** Where the JSON Schema converter is, which the first jsonSchema loads (default: pkg/rlx_json_schema.wasm, next to runtime/llm.js). */
+  schemaWasm?: string | URL | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
 }
 
 /** Fine-tuning data as bytes or a string (a text), or { text } / { jsonl } ({"prompt", "completion"} lines). */

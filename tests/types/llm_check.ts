@@ -45,7 +45,7 @@ export async function main(file: File): Promise<void> {
   console.log(glLogits, notTaken);
   console.log(runsOn, onGpu.info.fallbacks.map((f) => f.reason), onGpu.info.software ?? 'hardware');
   console.log(first);
-  const trainable = await loadGguf(file, { train: true, trainWasm: './pkg/rlx_llm_train.wasm' });
+  const trainable = await loadGguf(file, { train: true, trainWasm: './pkg/rlx_llm_train.wasm', schemaWasm: './pkg/rlx_json_schema.wasm' });
   const tuned: FinetuneResult = await trainable.finetune('some text', { rank: 4, alpha: 8, targets: ['attn_q', 'attn_v'], seq: 32,
     batch: 2, steps: 10, lr: 1e-3, optimizer: 'sgd', seed: 1n, shuffle: false, validFraction: 0.2, evalEvery: 5,
     adapterIn: new Uint8Array(8), backend: 'cpu', signal: new AbortController().signal,
