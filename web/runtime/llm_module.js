@@ -3,7 +3,8 @@
 // instantiated with the WASI shim (a threaded build on a shared memory, with
 // its Workers started: llm_threads.js), and wrapped with its memory helpers;
 // a trap inside it (a bug, never bad arguments) becomes a 'fatal' RlxError
-// and ends the instance.
+// and ends the instance.  The JSON Schema converter's module
+// (llm_json_schema.js) is compiled, instantiated and wrapped the same way.
 import { WasiShim, unshared } from './wasi.js';
 import { isThreadedModule, startThreads, threadsMemory } from './llm_threads.js';
 import { RlxError } from './loader.js';
