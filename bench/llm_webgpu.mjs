@@ -127,7 +127,7 @@ for (let r = 0; r <= ROUNDS; r++) { // round 0 warms up (pipelines of the 64-tok
     `generation ${res.stats.generateTokensPerSecond.toFixed(1)} tokens/s\n`);
 }
 if (args.profile !== undefined) await profile(model);
-const result = { file: path.relative(REPO, file), type: TYPE, fused: model.gpu.fuse, adapter: `${ai.vendor ?? ''} ${ai.architecture ?? ''} ${ai.device ?? ''}`.trim(),
+const result = { file: path.relative(REPO, file), type: args.model ? info.weightTypes : TYPE, fused: model.gpu.fuse, adapter: `${ai.vendor ?? ''} ${ai.architecture ?? ''} ${ai.device ?? ''}`.trim(),
   software: info.software ?? null, rounds: ROUNDS, promptTokensPerSecond: median(rounds.map((x) => x.prompt)),
   generateTokensPerSecond: median(rounds.map((x) => x.gen)), loadSeconds, ids };
 model.free();
