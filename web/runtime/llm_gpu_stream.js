@@ -28,7 +28,7 @@
 // (./llm_webgpu.js): the step plans find their weights and caches there.
 //
 //   const { handle, shared, loaded } = await streamToWebGpu(fn, mod, src, device, { nCtx, progress, bindingLimit });
-import { STATUS } from './llm_common.js';
+import { STATUS, fail } from './llm_common.js';
 import { RlxError } from './loader.js';
 import { webGpuUnavailable } from './llm_webgpu.js';
 
@@ -38,6 +38,27 @@ const UNKNOWN_SIZE = 2 ** 53; // a source without a size: the tensors are checke
 
 const round16 = (n) => Math.max(16, Math.ceil(n / 16) * 16);
 const mib = (n) => `${(n / 2 ** 20).toFixed(1)} MiB`;
+
+/**
+ * src's chunks as the file's bytes in order.  A download's pieces ({ at,
+ * data }, llm_download.js: resumed with a range request, or through the
+ * OPFS cache) continue where the last ended; one that begins the file again
+ * (a server that could not resume) is refused: what came before it is on
+ * the GPU already.
+ */
+async function* inOrder(fn, src) {
+  let at = 0;
+  for await (const piece of src.chunks) {
+    const plain = ArrayBuffer.isView(piece);
+    const chunk = plain ? piece : piece.data;
+    if (!plain && piece.at !== at) {
+      throw fail(fn, `${src.name.slice(0, 200)}: the download began again at byte ${piece.at} after ${at} bytes were ` +
+        'streamed to the GPU; load it again, or with options.stream false');
+    }
+    at += chunk.length;
+    yield chunk;
+  }
+}
 
 /** One tensor's bytes written to its buffer as they come, in whole 4-byte words. */
 class TensorWriter {
@@ -171,7 +192,7 @@ async function createBuffers(fn, device, params) {
  * device's).  Throws an RlxError naming fn; frees what it made.
  */
 export async function streamToWebGpu(fn, mod, src, device, { nCtx, progress, bindingLimit }) {
-  const reader = src.chunks[Symbol.asyncIterator]?.() ?? src.chunks[Symbol.iterator](); // a body's chunks, or bytes in one
+  const reader = inOrder(fn, src);
   let handle = 0;
   let shared = null;
   try {
