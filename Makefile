@@ -545,8 +545,20 @@ test: setup
 # Every part of make test, in order; each prints how long it took.
 TEST_PARTS := test-native test-asan test-fuzz test-node test-webgpu test-cli test-browser test-python test-examples test-install
 
-test-native: $(TEST_BINS) test-subops test-tsan $(LM_FIXTURES)
-	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t; done
+# Each C test binary is a target of its own (run-native-NAME, run-asan-NAME),
+# so make's -j runs two at a time (the tests are single-threaded but for the
+# thread pool's); a test's output is printed whole when it ends.
+# $(call run_test,BINARY,ENV)
+define run_test
+@out=$$($(2) $(1) 2>&1); rc=$$?; printf '== %s\n%s\n' "$(1)" "$$out"; \
+  if [ $$rc != 0 ]; then echo "== $(1) failed (exit $$rc)"; exit 1; fi
+endef
+run-native-%: build/tests/% $(LM_FIXTURES)
+	$(call run_test,$<,)
+run-asan-%: build/tests-asan/% $(LM_FIXTURES)
+	$(call run_test,$<,ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1)
+
+test-native: $(TEST_BINS:build/tests/%=run-native-%) test-subops test-tsan
 
 # The thread pool's tests (tests/c/test_pool.c, -DPOOL_ONLY) over its own
 # files (src/core/pool.c, core.c, src/cpu/scratch.c) under ThreadSanitizer.
@@ -565,9 +577,7 @@ test-tsan: build/tests-tsan/test_pool
 test-subops:
 	tests/cli/test_subops.sh
 
-test-asan: $(ASAN_BINS) $(LM_FIXTURES)
-	@set -e; for t in $(ASAN_BINS); do echo "== $$t (ASan+UBSan)"; \
-	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 $$t; done
+test-asan: $(ASAN_BINS:build/tests-asan/%=run-asan-%)
 
 # Node tests; the ones that need a WebGPU device (file names with "webgpu")
 # run in test-webgpu.
