@@ -260,16 +260,26 @@ static void literals(rlx_js_cv *c, const rlx_jv *s, const rlx_jv *en, const rlx_
   rlx_js_pop(c, was);
 }
 
+/* Bounds s[lo_key] .. s[hi_key] (counts; *has_hi: the upper one given):
+ * 0 (failed: "less than <lo_key> (lo), so no <what> fits" at hi_key) when
+ * they admit nothing or one is not a count. */
+static int bounds(rlx_js_cv *c, const rlx_jv *s, const char *lo_key, const char *hi_key, const char *what,
+                  uint32_t *lo, uint32_t *hi, int *has_hi) {
+  int has_lo;
+  if (!count(c, s, lo_key, lo, &has_lo) || !count(c, s, hi_key, hi, has_hi)) return 0;
+  if (*has_hi && *lo > *hi) {
+    size_t was = rlx_js_push(c, hi_key);
+    rlx_js_fail(c, "less than %s (%u), so no %s fits", lo_key, *lo, what);
+    rlx_js_pop(c, was);
+    return 0;
+  }
+  return 1;
+}
+
 static void string_of(rlx_js_cv *c, const rlx_jv *s, rlx_sbuf *out) {
   uint32_t lo = 0, hi = 0;
-  int has_lo, has_hi;
-  if (!count(c, s, "minLength", &lo, &has_lo) || !count(c, s, "maxLength", &hi, &has_hi)) return;
-  if (has_hi && lo > hi) {
-    size_t was = rlx_js_push(c, "maxLength");
-    rlx_js_fail(c, "less than minLength (%u), so no string fits", lo);
-    rlx_js_pop(c, was);
-    return;
-  }
+  int has_hi;
+  if (!bounds(c, s, "minLength", "maxLength", "string", &lo, &hi, &has_hi)) return;
   if (!lo && !has_hi) {
     rlx_sb_put(out, rlx_js_prim(&c->prims, JS_STRING));
     return;
@@ -282,14 +292,8 @@ static void string_of(rlx_js_cv *c, const rlx_jv *s, rlx_sbuf *out) {
 
 static void array_of(rlx_js_cv *c, const rlx_jv *s, const char *hint, rlx_sbuf *out) {
   uint32_t lo = 0, hi = 0;
-  int has_lo, has_hi;
-  if (!count(c, s, "minItems", &lo, &has_lo) || !count(c, s, "maxItems", &hi, &has_hi)) return;
-  if (has_hi && lo > hi) {
-    size_t was = rlx_js_push(c, "maxItems");
-    rlx_js_fail(c, "less than minItems (%u), so no array fits", lo);
-    rlx_js_pop(c, was);
-    return;
-  }
+  int has_hi;
+  if (!bounds(c, s, "minItems", "maxItems", "array", &lo, &hi, &has_hi)) return;
   const rlx_jv *items = rlx_jv_get(s, "items");
   char item[48], name[48];
   if (items && items->type == RLX_JV_ARRAY) {
