@@ -48,8 +48,12 @@
 // random models emit) makes: those 128 tokens are banned from its sampling
 // by a logit bias (and from ours' greedy choice where ours follows it).
 //
-//   node bench/llm.mjs [--types=q8_0,q4_0,q4_k] [--rounds=5] [--out=build/bench/llm.json] [--xq8]
+//   node bench/llm.mjs [--types=q8_0,q4_0,q4_k] [--rounds=5] [--out=build/bench/llm.json] [--xq8] [--threads=N]
 //                      --xq8: ours (wasm and native) with 8-bit activations
+//                      --threads=N: every side on N threads (default 1): ours in
+//                      wasm through its threaded build (the page is cross-origin
+//                      isolated), wllama with n_threads N, ours native with
+//                      RLX_THREADS=N, llama.cpp with N threads
 //   RLX_BENCH_QUICK=1 node bench/llm.mjs     small settings (about a minute): a
 //                      256-wide 4-layer model (vocabulary 2048, context 512),
 //                      q8_0 and q4_k, 2 rounds
@@ -78,6 +82,7 @@ const TYPES = (args.types ?? (QUICK ? 'q8_0,q4_k' : 'q8_0,q4_0,q4_k')).split(','
 const ROUNDS = Number(args.rounds ?? (QUICK ? 2 : 5));
 const N_PROMPT = 64, N_GEN = 64;
 const OUT = args.out ?? 'build/bench/llm.json';
+const THREADS = Number(args.threads ?? 1);
 // --xq8: every side of ours rounds the input of its quantized products to 8
 // bits first (loadGguf's xq8, rlx generate --xq8), as llama.cpp does
 const XQ8 = 'xq8' in args;
@@ -87,7 +92,9 @@ const WRITER = MODEL_WRITER;
 // the run (make in another shell) cannot mix two builds in one table.
 const RLX = path.join(DIR, 'llm-rlx');
 // ours' sides: build -> its file name in web/pkg (relaxed first: what Chromium loads)
-const LLM_WASM = Object.fromEntries(['relaxed', 'simd128'].map((b) => [b, path.basename(fileURLToPath(MODULE_FILES.llm[b]))]));
+// (more than one thread: its threaded builds)
+const LLM_WASM = Object.fromEntries(['relaxed', 'simd128'].map((b) =>
+  [b, path.basename(fileURLToPath(MODULE_FILES[THREADS > 1 ? 'llmThreads' : 'llm'][b]))]));
 const OURS = Object.keys(LLM_WASM).map((b) => `ours ${b}`);
 const CHROMIUM = process.env.RLX_CHROMIUM ?? '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update',
@@ -101,6 +108,7 @@ const LLAMA_REF = path.join(REPO, 'tests/llama_ref');
 const BAN = Array.from({ length: 128 }, (_, i) => 3 + 0x80 + i);
 
 if (!(ROUNDS >= 1)) throw new Error('--rounds must be >= 1');
+if (!(Number.isInteger(THREADS) && THREADS >= 1 && THREADS <= 64)) throw new Error('--threads must be an integer from 1 to 64');
 for (const t of TYPES) if (!/^(f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k)$/.test(t)) throw new Error(`unknown type ${t}`);
 for (const need of [path.join(REPO, 'build/rlx'), WRITER, ...Object.values(LLM_WASM).map((f) => path.join(REPO, 'web/pkg', f)), CHROMIUM,
   path.join(REPO, 'node_modules/@wllama/wllama/esm/wasm/wllama.wasm')]) {
@@ -145,7 +153,7 @@ function promptFor(file) {
 // ---- the native sides ---------------------------------------------------------------
 function run(cmd, argv) {
   return new Promise((resolve, reject) => {
-    const p = spawn(cmd, argv, { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(cmd, argv, { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RLX_THREADS: String(THREADS) } });
     let out = '', err = '';
     p.stdout.on('data', (d) => { out += d; });
     p.stderr.on('data', (d) => { err += d; });
@@ -168,7 +176,7 @@ async function oursNative(m, prompt) {
 
 async function llamaCpp(m, prompt, extra = []) {
   const { out } = await run(process.execPath, [path.join(REPO, 'bench/llm_llamacpp.mjs'), m.file, '--ids', prompt.ids.join(','),
-    '--tokens', String(N_GEN), '--ctx', String(m.shape['n-ctx']), ...extra]);
+    '--tokens', String(N_GEN), '--ctx', String(m.shape['n-ctx']), '--threads', String(THREADS), ...extra]);
   const r = JSON.parse(out.trim().split('\n').at(-1));
   return { ...r, memoryBytes: r.maxRssBytes };
 }
@@ -247,14 +255,15 @@ try {
   });
   console.log(`llm bench: ${TYPES.join(', ')}; prompt ${N_PROMPT} tokens, ${N_GEN} generated (greedy), ${ROUNDS} rounds ` +
     `interleaved; chromium ${browser.version()}; ${os.cpus().length} cores (${os.cpus()[0]?.model}); load ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}; ` +
-    `tree ${build}${XQ8 ? '; ours with xq8 (8-bit activations)' : ''}`);
+    `tree ${build}${XQ8 ? '; ours with xq8 (8-bit activations)' : ''}; every side on ${THREADS} thread(s)`);
 
   for (const m of models) {
     const url = `/${path.relative(REPO, m.file)}`;
     const wasmUrls = Object.fromEntries(Object.entries(LLM_WASM).map(([b, f]) => [b, `/${path.relative(REPO, path.join(DIR, `llm-${f}`))}`]));
-    const setup = await page.evaluate(([u, n, w, x]) => window.setup(u, n, w, x), [url, m.shape['n-ctx'], wasmUrls, XQ8]);
-    if (setup.wllama.threads !== 1) throw new Error(`wllama runs ${setup.wllama.threads} threads`);
+    const setup = await page.evaluate(([u, n, w, x, t]) => window.setup(u, n, w, x, t), [url, m.shape['n-ctx'], wasmUrls, XQ8, THREADS]);
+    if (setup.wllama.threads !== THREADS) throw new Error(`wllama runs ${setup.wllama.threads} threads, not ${THREADS}`);
     for (const b of Object.keys(LLM_WASM)) {
+      if (setup.ours[b].info.threads !== THREADS) throw new Error(`ours ${b}: ${setup.ours[b].info.threads} threads (${setup.ours[b].info.threadsWhy})`);
       if (setup.ours[b].info.simd !== b) throw new Error(`ours ${b}: the page loaded the ${setup.ours[b].info.simd} build`);
       if (setup.ours[b].info.xq8 !== XQ8) throw new Error(`ours ${b}: xq8 is ${setup.ours[b].info.xq8}`);
     }
