@@ -25,7 +25,7 @@ NODE_RELAXED_FLAG = $(shell node --experimental-wasm-relaxed-simd -e 0 2>/dev/nu
 # loaders take.
 RELAXED_TESTS := tests/node/opcases.test.mjs tests/node/gradcases.test.mjs tests/node/llm_wasm.test.mjs \
                  tests/node/llm_finetune_wasm.test.mjs tests/node/llm_threads.test.mjs \
-                 tests/node/simd.test.mjs
+                 tests/node/llm_finetune_threads.test.mjs tests/node/simd.test.mjs
 
 build/wasm-relaxed/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)

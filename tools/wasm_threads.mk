@@ -1,11 +1,14 @@
-# wasm_threads.mk - the threaded builds of the language-model module,
-# web/pkg/rlx_llm_threads.wasm and its relaxed-SIMD twin
-# rlx_llm_threads_relaxed.wasm, included by the Makefile.  web/runtime/llm.js
-# loads them where SharedArrayBuffer exists (a cross-origin isolated page, a
-# Worker of one, or Node) and options.threads > 1; rlx_llm.wasm and
-# rlx_llm_relaxed.wasm stay as they are.  Every object of rlx_llm.wasm is
-# compiled again into build/wasm-mt/ with the same optimization and family
-# flags plus -matomics -DRLX_WASM_THREADS (rlx_parallel_for then runs on
+# wasm_threads.mk - the threaded builds of the language-model modules,
+# included by the Makefile: web/pkg/rlx_llm_threads.wasm (from rlx_llm.wasm)
+# and web/pkg/rlx_llm_train_threads.wasm (from the training build
+# rlx_llm_train.wasm), each with its relaxed-SIMD twin NAME_relaxed.wasm.
+# web/runtime/llm.js loads them where SharedArrayBuffer exists (a
+# cross-origin isolated page, a Worker of one, or Node) and options.threads
+# > 1; rlx_llm*.wasm and rlx_llm_train*.wasm stay as they are.  A module is
+# one $(call mt_module,...) below: every object of its one-thread build is
+# compiled again into build/wasm-mt/ (once, for every module that links
+# it) with the same optimization and family flags plus -matomics
+# -DRLX_WASM_THREADS (rlx_parallel_for then runs on
 # the Web Worker pool of src/core/pool_wasm.c instead of inline; the
 # allocator takes a spinlock), with src/web_llm_threads/ (the pool's
 # exports and stack.S, which sets a Worker's stack pointer).  The module
@@ -23,22 +26,25 @@
 # binaryen 132 gave equal logits in every run; of 108's passes,
 # --inlining-optimizing added to -O1 is enough for the wrong logits (it
 # looks like a plain load moved across an atomic after inlining; not
-# pinned down further).  tests/node/llm_threads.test.mjs catches it.
+# pinned down further).  tests/node/llm_threads.test.mjs and
+# llm_finetune_threads.test.mjs catch it.
 WASM_THREADS_CFLAGS := -matomics -DRLX_WASM_THREADS
 WASM_THREADS_LDFLAGS := -Wl,--import-memory -Wl,--shared-memory -Wl,--no-check-features
-LLM_WASM_THREADS := web/pkg/rlx_llm_threads.wasm
-LLM_WASM_THREADS_RELAXED := web/pkg/rlx_llm_threads_relaxed.wasm
 
 # $(call mt,OBJECTS): their threaded twins under build/wasm-mt/.
 mt = $(patsubst build/%,build/wasm-mt/%,$(1))
-# The source of an object of build/wasm/ or build/wasm-llm/.
-mt_src = $(patsubst build/wasm-llm/%,%,$(patsubst build/wasm/%,%,$(1:.o=.c)))
-# The flags each object gets in the Makefile (target-specific there).
+# The folder under build/ of an object (wasm, or wasm-KIND of a module kind).
+mt_dir = $(word 2,$(subst /, ,$(1)))
+# The source of an object of build/wasm/ or build/wasm-KIND/.
+mt_src = $(patsubst build/$(call mt_dir,$(1))/%,%,$(1:.o=.c))
+# The flags each object gets in the Makefile (target-specific there); the
+# op-family tables of build/wasm-KIND/ take MODULE_FAMILIES_KIND.
 mt_flags = $(strip \
   $(if $(filter build/wasm-llm/src/core/backends.o,$(1)),-Oz -DRLX_WITHOUT_WEBGPU -DRLX_WITHOUT_WEBGL,\
   $(if $(filter $(LLM_O3_OBJ),$(1)),-O3,\
   $(if $(filter $(LLM_O2_OBJ),$(1)),-O2,\
-  $(if $(filter build/wasm-llm/%,$(1)),$(if $(filter build/wasm-llm/src/cpu/%,$(1)),-O2,-Oz) $(MODULE_FAMILIES_llm),\
+  $(if $(filter-out build/wasm/%,$(1)),$(if $(filter src/cpu/%,$(call mt_src,$(1))),-O2,-Oz) \
+    $(MODULE_FAMILIES_$(patsubst wasm-%,%,$(call mt_dir,$(1)))),\
   $(if $(filter $(WASM_O3_KERNELS:%=build/wasm/src/cpu/%.o),$(1)),,\
   $(if $(filter $(WASM_OS_KERNELS:%=build/wasm/src/cpu/%.o),$(1)),-Os,\
   $(if $(filter build/wasm/src/cpu/%,$(1)),$(if $(filter $(WASM_OZ_KERNELS:%=build/wasm/src/cpu/%.o),$(1)),-Oz,-O2),\
@@ -48,33 +54,41 @@ $(call mt,$(1)): $(call mt_src,$(1)) $$(HDRS)
 	@mkdir -p $$(dir $$@)
 	$$(WASMCC) $$(WASM_CFLAGS) $(call mt_flags,$(1)) $$(WASM_THREADS_CFLAGS) -c $$< -o $$@
 endef
-LLM_MT_PLAIN := $(LLM_LIB_OBJ) $(LLM_WEB_OBJ)
-$(foreach o,$(sort $(LLM_MT_PLAIN)),$(eval $(call mt_rule,$(o))))
-LLM_MT_OBJ := $(call mt,$(LLM_MT_PLAIN)) build/wasm-mt/src/web_llm_threads/exports.o build/wasm-mt/src/web_llm_threads/stack.o
+# $(call mt_rules,OBJECTS): mt_rule for those of OBJECTS no module gave one yet.
+MT_RULED :=
+mt_rules = $(foreach o,$(sort $(filter-out $(MT_RULED),$(1))),$(eval $(call mt_rule,$(o))))$(eval MT_RULED += $(1))
+# $(call mt_relaxed,OBJECTS): their threaded twins, the relaxed-SIMD kernels
+# (relaxed_simd.mk's RELAXED_SRC) under build/wasm-mt-relaxed/.
+mt_relaxed = $(foreach o,$(1),$(if $(filter $(RELAXED_SRC),$(call mt_src,$(o))),\
+               $(patsubst %.c,build/wasm-mt-relaxed/%.o,$(call mt_src,$(o))),$(call mt,$(o))))
+MT_POOL_OBJ := build/wasm-mt/src/web_llm_threads/exports.o build/wasm-mt/src/web_llm_threads/stack.o
 build/wasm-mt/src/web_llm_threads/exports.o: src/web_llm_threads/exports.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_CFLAGS) -Oz $(WASM_THREADS_CFLAGS) -c $< -o $@
 build/wasm-mt/src/web_llm_threads/stack.o: src/web_llm_threads/stack.S
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_TARGET) $(WASM_THREADS_CFLAGS) -c $< -o $@
-# The relaxed-SIMD kernels (relaxed_simd.mk's RELAXED_SRC), threaded.
-LLM_MT_RELAXED_OBJ := $(foreach o,$(LLM_MT_OBJ),$(if $(filter $(RELAXED_SRC:%.c=%.o),$(patsubst build/wasm-mt/wasm-llm/%,%,\
-                        $(o:build/wasm-mt/wasm/%=%))),build/wasm-mt-relaxed/$(patsubst build/wasm-mt/wasm-llm/%,%,\
-                        $(o:build/wasm-mt/wasm/%=%)),$(o)))
 build/wasm-mt-relaxed/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	@command -v $(RELAXED_CC) >/dev/null || { echo "$(RELAXED_CC) is missing: run make setup"; exit 1; }
 	$(RELAXED_CC) $(WASM_CFLAGS) -mrelaxed-simd $(WASM_THREADS_CFLAGS) -c $< -o $@
 
-$(LLM_WASM_THREADS): $(LLM_MT_OBJ)
-	@mkdir -p $(dir $@)
-	$(WASMCC) $(WASM_LDFLAGS) $(LLM_LDFLAGS) $(WASM_THREADS_LDFLAGS) -o build/wasm/rlx_llm_threads.linked.wasm $(LLM_MT_OBJ)
-	@test -f $(RELAXED_WASM_OPT) || { echo "$(RELAXED_WASM_OPT) is missing: run make setup (npm ci)"; exit 1; }
-	$(RELAXED_WASM_OPT) $(WASM_OPT_FLAGS) --enable-threads build/wasm/rlx_llm_threads.linked.wasm -o $@.tmp
-	mv -f $@.tmp $@
-$(LLM_WASM_THREADS_RELAXED): $(LLM_MT_RELAXED_OBJ)
-	@mkdir -p $(dir $@)
-	$(WASMCC) $(WASM_LDFLAGS) $(LLM_LDFLAGS) $(WASM_THREADS_LDFLAGS) -o build/wasm/rlx_llm_threads_relaxed.linked.wasm \
-	  $(LLM_MT_RELAXED_OBJ)
-	$(call relaxed_opt,build/wasm/rlx_llm_threads_relaxed.linked.wasm --enable-threads,$@)
-wasm: $(LLM_WASM_THREADS) $(LLM_WASM_THREADS_RELAXED)
+# $(call mt_module,NAME,OBJECTS,LDFLAGS): web/pkg/NAME.wasm and
+# NAME_relaxed.wasm, the threaded twins of OBJECTS (a one-thread build's,
+# in its link order) with the pool's, linked with LDFLAGS.
+define mt_module
+$(call mt_rules,$(2))
+web/pkg/$(1).wasm: $(call mt,$(2)) $$(MT_POOL_OBJ)
+	@mkdir -p $$(dir $$@)
+	$$(WASMCC) $$(WASM_LDFLAGS) $(3) $$(WASM_THREADS_LDFLAGS) -o build/wasm/$(1).linked.wasm $$^
+	@test -f $$(RELAXED_WASM_OPT) || { echo "$$(RELAXED_WASM_OPT) is missing: run make setup (npm ci)"; exit 1; }
+	$$(RELAXED_WASM_OPT) $$(WASM_OPT_FLAGS) --enable-threads build/wasm/$(1).linked.wasm -o $$@.tmp
+	mv -f $$@.tmp $$@
+web/pkg/$(1)_relaxed.wasm: $(call mt_relaxed,$(2)) $$(MT_POOL_OBJ)
+	@mkdir -p $$(dir $$@)
+	$$(WASMCC) $$(WASM_LDFLAGS) $(3) $$(WASM_THREADS_LDFLAGS) -o build/wasm/$(1)_relaxed.linked.wasm $$^
+	$$(call relaxed_opt,build/wasm/$(1)_relaxed.linked.wasm --enable-threads,$$@)
+wasm: web/pkg/$(1).wasm web/pkg/$(1)_relaxed.wasm
+endef
+$(eval $(call mt_module,rlx_llm_threads,$(LLM_LIB_OBJ) $(LLM_WEB_OBJ),$(LLM_LDFLAGS)))
+$(eval $(call mt_module,rlx_llm_train_threads,$(LLM_TRAIN_LIB_OBJ) $(LLM_TRAIN_WEB_OBJ),$(LLM_LDFLAGS)))

@@ -24,7 +24,7 @@ const rlxError = (re) => (err) => err instanceof RlxError && re.test(err.message
 const REFUSED = /'relaxed': this engine does not support relaxed SIMD \(Node 20 needs --experimental-wasm-relaxed-simd\)/;
 
 test(`the probe agrees with the relaxed modules (relaxed SIMD here: ${supported})`, () => {
-  for (const kind of ['web', 'llm', 'llmTrain']) {
+  for (const kind of ['web', 'llm', 'llmTrain', 'llmThreads', 'llmTrainThreads']) {
     assert.equal(WebAssembly.validate(readFileSync(MODULE_FILES[kind].relaxed)), supported, `${kind} relaxed build`);
     assert.equal(WebAssembly.validate(readFileSync(MODULE_FILES[kind].simd128)), true, `${kind} SIMD128 build`);
   }

@@ -22,6 +22,8 @@ export const MODULE_FILES = {
   llmTrain: { simd128: new URL('../pkg/rlx_llm_train.wasm', import.meta.url), relaxed: new URL('../pkg/rlx_llm_train_relaxed.wasm', import.meta.url) },
   // its threaded build (loadGguf's options.threads > 1 where SharedArrayBuffer exists: runtime/llm_threads.js)
   llmThreads: { simd128: new URL('../pkg/rlx_llm_threads.wasm', import.meta.url), relaxed: new URL('../pkg/rlx_llm_threads_relaxed.wasm', import.meta.url) },
+  // the training build's threaded build (options.train with options.threads > 1 likewise)
+  llmTrainThreads: { simd128: new URL('../pkg/rlx_llm_train_threads.wasm', import.meta.url), relaxed: new URL('../pkg/rlx_llm_train_threads_relaxed.wasm', import.meta.url) },
 };
 
 // (module (func (param v128) (result v128) local.get 0 local.get 0 local.get 0 f32x4.relaxed_madd))
@@ -57,7 +59,7 @@ export function simdOption(fn, v, what = 'options.simd') {
   return v;
 }
 
-/** The default file of module kind ('web', 'llm', 'llmTrain' or 'llmThreads') for a checked simd option. */
+/** The default file of module kind (a key of MODULE_FILES) for a checked simd option. */
 export function moduleFile(kind, simd) {
   const build = simd === 'auto' ? (relaxedSimdSupported() ? 'relaxed' : 'simd128') : simd;
   return MODULE_FILES[kind][build];
