@@ -4,7 +4,9 @@
 // browser, any http(s) URL or one cached in this browser), loaded in
 // a Worker with the training module of the backend chosen (GgufWorker,
 // loadGguf's { train: true, backend }: the CPU, WebGPU, WebGL2 or auto; the
-// page says which runs and why not the others); training text pasted or a
+// page says which runs and why not the others, and on how many CPU threads
+// and why: ?threads= as generate.html's, the threaded training build where
+// the page is cross-origin isolated); training text pasted or a
 // .txt / .jsonl file; the settings checked next to their fields (fields.js);
 // GgufWorker.finetune with live loss plots (chart.js), tokens per second and
 // time left; the prompt's greedy text before and after (the adapter applied
@@ -30,6 +32,7 @@ let picked = null;    // { src, name } of the model loaded
 let busy = false;
 let run = null;       // the running fine-tuning's AbortController
 let adapter = null;   // the last run's adapter bytes
+let threads;          // the URL's threads (1 .. 64), else loadGguf's default: half the logical cores
 const picker = new ModelPicker({ isBusy: () => busy, load: () => load(), waitFor: 'the model has loaded or training has ended' });
 
 const LOAD = { backend: backendRule }; // read at Load: the model's Worker loads the backend's training module
@@ -44,7 +47,12 @@ const SETTINGS = {
   batch: intRule(1, 256),
   prompt: (text) => (text === '' ? { error: 'write a prompt' } : { value: text }),
 };
-const QUERY_RULES = { ...SETTINGS, ...LOAD, model: modelRule };
+const threadsRule = (text) => { // no field: the URL's value is kept for Load
+  const r = intRule(1, 64, 'a whole number')(text);
+  if (!r.error) threads = r.value;
+  return r;
+};
+const QUERY_RULES = { ...SETTINGS, ...LOAD, model: modelRule, threads: threadsRule };
 
 function setBusy(on, training = false) {
   busy = on;
@@ -68,6 +76,7 @@ async function load() {
   try {
     const nextInfo = await w.load(next.src, {
       train: true, backend: f.values.backend, // 'auto': a hardware GPU, else the CPU (info.fallbacks say why)
+      threads, // the CPU's: the threaded training build where this page is cross-origin isolated (info.threadsWhy)
       onProgress: (e) => {
         if (e.total && !e.stage) $('load-progress').value = e.loaded / e.total;
         status('loading', loadText(next.name, e));
@@ -77,6 +86,7 @@ async function load() {
     [lm, info, picked] = [w, nextInfo, next];
     $('load-progress').value = 1;
     show('r-backend', info.backend, backendText(info));
+    show('r-threads', info.threads, `${info.threads} (${info.threadsWhy})`);
     status('ready', `Loaded ${next.name}: ${info.arch}, ${info.nLayer} layers, context ${info.nCtxTrain}; training runs on ` +
       `${backendText(info)}. Set the data and Train.`);
     picker.keepLoaded(next).catch(showError);

@@ -6,6 +6,9 @@
 // gives logits bitwise equal to the one-thread build's in the same page and
 // Node's greedy tokens; GgufWorker runs it in a Worker (its helper Workers
 // nested there) to the same tokens; generate.html?threads=2 shows the
+// threads and why; loadGguf with train: true and threads 2 takes
+// rlx_llm_train_threads_relaxed.wasm and fine-tunes to the one-thread
+// build's losses and adapter bytes, and finetune.html?threads=2 shows the
 // threads and why; a page served without the isolation headers falls back
 // to the one-thread build with the reason in info.threadsWhy.
 import { test, before, after } from 'node:test';
@@ -100,6 +103,36 @@ test('GgufWorker runs the threaded build in a Worker; generate.html?threads=2 sh
   assert.deepEqual(r.ids, expected);
   await page.goto(`${server.url}generate.html?threads=0`);
   assert.match(await page.textContent('#error'), /URL parameter threads=0: must be a whole number from 1 to 64/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('train: true with threads 2 runs the threaded training build: the same losses and adapter; finetune.html?threads=2 shows it', { skip: why ?? false, timeout: 120000 }, async () => {
+  const { page, problems } = await newPage(browser);
+  await page.goto(`${server.url}finetune.html?model=${FIXTURE}&threads=2&autoload=1`);
+  await page.waitForFunction(() => ['ready', 'error'].includes(document.getElementById('status').dataset.state), null, { timeout: 60000 });
+  assert.equal(await page.$eval('#status', (el) => el.dataset.state), 'ready', await page.textContent('#error'));
+  assert.match(await page.textContent('#r-threads'), /^2 \(2 threads: the calling thread and 1 Worker on a shared memory\)$/);
+  const r = await page.evaluate(async ({ file }) => {
+    const { loadGguf } = await import('./runtime/llm.js');
+    const { liveThreadWorkers } = await import('./runtime/llm_threads.js');
+    const hex = async (bytes) => [...new Uint8Array(await crypto.subtle.digest('SHA-256', bytes))].map((b) => b.toString(16).padStart(2, '0')).join('');
+    const out = { runs: {} };
+    for (const threads of [1, 2]) {
+      const model = await loadGguf(file, { train: true, threads, nCtx: 64 });
+      const f = await model.finetune('The small river ran past the old mill. '.repeat(12), { seq: 24, batch: 2, steps: 2, lr: 3e-3, seed: 5, evalEvery: 1 });
+      out.runs[threads] = { info: { ...model.info }, losses: f.losses, valid: f.validLosses, adapter: await hex(f.adapter) };
+      model.free();
+    }
+    out.live = liveThreadWorkers();
+    return out;
+  }, { file: `data/lm/${FIXTURE}.gguf` });
+  assert.equal(r.runs[2].info.threads, 2, r.runs[2].info.threadsWhy);
+  assert.equal(r.runs[2].info.simd, 'relaxed', 'Chromium has relaxed SIMD: rlx_llm_train_threads_relaxed.wasm');
+  assert.deepEqual(r.runs[2].losses, r.runs[1].losses);
+  assert.deepEqual(r.runs[2].valid, r.runs[1].valid);
+  assert.equal(r.runs[2].adapter, r.runs[1].adapter, 'adapter bytes');
+  assert.equal(r.live, 0, 'free() ended every Worker');
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -37,11 +37,13 @@
 // argument; the library's own refusals are RlxErrors with its message.
 //
 // Threads: on the CPU, options.threads (default: half the logical cores)
-// > 1 loads the module's threaded build (rlx_llm_threads*.wasm, its helper
-// Workers on a shared memory; llm_threads.js) where SharedArrayBuffer
-// exists (a cross-origin isolated page or Worker, or Node), the one-thread
-// build otherwise; info.threads says how many run and info.threadsWhy why.
-// Results are bitwise the same for any count.  free() ends the Workers.
+// > 1 loads the module's threaded build (rlx_llm_threads*.wasm, with
+// options.train rlx_llm_train_threads*.wasm: its helper Workers on a shared
+// memory; llm_threads.js) where SharedArrayBuffer exists (a cross-origin
+// isolated page or Worker, or Node), the one-thread build otherwise;
+// info.threads says how many run and info.threadsWhy why.  Results (logits,
+// fine-tuning's losses and adapters) are bitwise the same for any count.
+// free() ends the Workers.
 //
 // GgufWorker (llm_worker_client.js) runs the same API in a module Worker
 // (llm_worker.js), so a page generates without blocking its UI; tokens
@@ -117,7 +119,8 @@ function gib(bytes) { return `${(bytes / 2 ** 30).toFixed(2)} GiB`; }
  * on every backend, each with its scale (default 1); llm_lora.js; info.nLora,
  * nLoraPairs and loraBytes say what was applied), train (true: the
  * module's training build, so that model.finetune() runs: on the CPU
- * rlx_llm_train.wasm (trainWasm); with backend 'webgpu' its WebGPU build
+ * rlx_llm_train.wasm, or rlx_llm_train_threads.wasm where threads run
+ * (trainWasm); with backend 'webgpu' its WebGPU build
  * rlx_llm_train_gpu.wasm and with 'webgl' its WebGL2 build
  * rlx_llm_train_webgl.wasm (trainWasm too; they generate on that GPU and
  * fine-tune on it: llm_finetune_webgpu.js, llm_finetune_webgl.js); backend
@@ -166,10 +169,12 @@ export async function loadGguf(source, options = undefined) {
   const cpuOnly = backend === 'cpu';
   let gpu = cpuOnly || backend === 'webgl' ? null : await chooseWebGpu(fn, backend, o.gpu);
   if (!cpuOnly && (backend === 'webgl' || (backend === 'auto' && !gpu.device))) gpu = await chooseWebGl(fn, backend, gpu?.fallbacks ?? []);
-  let threading = threadsChoice(threads, { backend: gpu?.device ? 'webgpu' : gpu?.gl ? 'webgl' : 'cpu', train: o.train });
-  const wasm = o.train ? (o.trainWasm ?? (gpu?.device ? TRAIN_GPU_WASM : gpu?.gl ? TRAIN_WEBGL_WASM : moduleFile('llmTrain', simd)))
-    : gpu?.device ? (o.gpuWasm ?? GPU_WASM) : gpu?.gl ? (o.webglWasm ?? WEBGL_WASM)
-      : (o.wasm ?? moduleFile(threading.threaded ? 'llmThreads' : 'llm', simd));
+  let threading = threadsChoice(threads, { backend: gpu?.device ? 'webgpu' : gpu?.gl ? 'webgl' : 'cpu' });
+  const cpuKind = o.train ? 'llmTrain' : 'llm'; // the CPU build's kind in MODULE_FILES; its threaded build is kind + 'Threads'
+  const given = o.train ? o.trainWasm : o.wasm; // the caller's CPU build
+  const wasm = gpu?.device ? (o.train ? (o.trainWasm ?? TRAIN_GPU_WASM) : (o.gpuWasm ?? GPU_WASM))
+    : gpu?.gl ? (o.train ? (o.trainWasm ?? TRAIN_WEBGL_WASM) : (o.webglWasm ?? WEBGL_WASM))
+      : (given ?? moduleFile(threading.threaded ? `${cpuKind}Threads` : cpuKind, simd));
   if (!isSource(source) && !isPartList(source)) {
     gpu?.release?.();
     throw fail(fn, `source must be ${SOURCE_KINDS}, got ${describe(source)}`);
@@ -189,12 +194,13 @@ export async function loadGguf(source, options = undefined) {
     src = await openSource(fn, sources[0], downloading);
     mod = await instantiate(wasm, threading.threaded ? threads : 1).catch((err) => {
       // No shared memory or Workers after all (a memory limit, a CSP): the one-thread build, with the reason
-      if (!err?.threadsFailed || o.wasm) throw err;
+      if (!err?.threadsFailed || given) throw err;
       threading = { threaded: false, why: err.message.replace(/^loadGguf: /, '').replace(/; options\.threads 1 .*$/, '; one thread runs') };
-      return instantiate(moduleFile('llm', simd), 1);
+      return instantiate(moduleFile(cpuKind, simd), 1);
     });
-    mod.threadsWhy = mod.pool ? (threading.threaded ? threading.why : `options.wasm is a threaded build: ${mod.threads} thread(s)`)
-      : threading.threaded ? 'options.wasm is a build without threads' : threading.why;
+    const option = o.train ? 'options.trainWasm' : 'options.wasm';
+    mod.threadsWhy = mod.pool ? (threading.threaded ? threading.why : `${option} is a threaded build: ${mod.threads} thread(s)`)
+      : threading.threaded ? `${option} is a build without threads` : threading.why;
     if (o.train && gpu?.device && typeof mod.e.rlx_llm_finetune_webgpu !== 'function') {
       throw fail(fn, 'options.trainWasm is not rlx_llm_train_gpu.wasm (no rlx_llm_finetune_webgpu export)');
     }

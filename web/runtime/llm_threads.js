@@ -1,7 +1,7 @@
 // llm_threads.js - the threads of the language-model module on the CPU:
 // which build runs (threadsChoice), and the pool of helper Workers of a
-// threaded build (startThreads; web/pkg/rlx_llm_threads*.wasm,
-// tools/wasm_threads.mk).  The threaded build imports a shared
+// threaded build (startThreads; web/pkg/rlx_llm_threads*.wasm and the
+// training build's rlx_llm_train_threads*.wasm, tools/wasm_threads.mk).  The threaded build imports a shared
 // WebAssembly.Memory; each of its threads - 1 Workers (llm_thread_worker.js)
 // instantiates the same module on that memory with its own stack and runs
 // the pool's loop (src/core/pool_wasm.c), sleeping in memory.atomic.wait32
@@ -47,9 +47,8 @@ export async function threadsOption(fn, v) {
  * why }.  It needs SharedArrayBuffer (a cross-origin isolated page or
  * Worker: COOP + COEP headers; always in Node) and Workers.
  */
-export function threadsChoice(threads, { backend = 'cpu', train = false } = {}) {
+export function threadsChoice(threads, { backend = 'cpu' } = {}) {
   if (backend !== 'cpu') return { threaded: false, why: `backend '${backend}' runs the steps on the GPU` };
-  if (train) return { threaded: false, why: 'the training build (options.train) has no threaded build yet' };
   if (threads === 1) return { threaded: false, why: 'options.threads is 1' };
   if (typeof SharedArrayBuffer !== 'function') {
     return { threaded: false, why: 'no SharedArrayBuffer here (the page is not cross-origin isolated: serve it with ' +
