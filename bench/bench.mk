@@ -165,15 +165,17 @@ bench: bench-llm-threads
 # (the GPU machine), PyTorch + peft (bench/peft_lora.py) on the same weights
 # and windows; fails when the first losses disagree; results go to
 # build/bench/finetune.json.  Then the wasm module in headless Chromium
-# (bench/llm_finetune_chromium.mjs, the relaxed-SIMD training build) next to
-# ours native in the same run, for q8_0 and q4_0; then the cluster's share
+# (bench/llm_finetune_chromium.mjs, the relaxed-SIMD training build on 1
+# thread and its threaded build on 2) next to ours native in the same run,
+# for q8_0 and q4_0; then the cluster's share
 # of a step spent on the adapter exchange, 1 and 2 Chromium processes over
 # WebRTC (bench/llm_cluster.mjs, results in build/bench/llm_cluster.json).
 $(BENCH_DIR)/llm_finetune_native: bench/llm_finetune_native.c bench/bench_clock.h build/librlx.a $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< build/librlx.a $(LDLIBS)
 .PHONY: bench-finetune
-bench-finetune: $(BENCH_DIR)/llm_finetune_native build/make_test_lm web/pkg/rlx_llm_train.wasm $(LLM_TRAIN_WASM_RELAXED)
+bench-finetune: $(BENCH_DIR)/llm_finetune_native build/make_test_lm web/pkg/rlx_llm_train.wasm $(LLM_TRAIN_WASM_RELAXED) \
+                web/pkg/rlx_llm_train_threads_relaxed.wasm
 	RLX_THREADS=1 node bench/llm_finetune.mjs --out=$(BENCH_DIR)/finetune.json
 	node bench/llm_finetune_chromium.mjs --type=q8_0
 	node bench/llm_finetune_chromium.mjs --type=q4_0
