@@ -551,10 +551,11 @@ export interface LoadGgufOptions {
   /**
    * Threads of the CPU steps, 1 .. 64 (default: half the logical cores, at
    * least 1).  More than 1 loads the module's threaded build
-   * (rlx_llm_threads.wasm: helper Workers on a shared memory) where
-   * SharedArrayBuffer exists (a cross-origin isolated page or Worker, or
-   * Node), the one-thread build otherwise; results are bitwise the same
-   * for any count.  info.threads and info.threadsWhy say what runs and why.
+   * (rlx_llm_threads.wasm, with train rlx_llm_train_threads.wasm: helper
+   * Workers on a shared memory) where SharedArrayBuffer exists (a
+   * cross-origin isolated page or Worker, or Node), the one-thread build
+   * otherwise; results (fine-tuning's losses and adapters too) are bitwise
+   * the same for any count.  info.threads and info.threadsWhy say what runs and why.
    */
   threads?: number;
   /**
