@@ -21,10 +21,10 @@ OPCASES_RELAXED  := build/wasm-tests/opcases_relaxed.wasm
 NODE_RELAXED_FLAG = $(shell node --experimental-wasm-relaxed-simd -e 0 2>/dev/null && echo --experimental-wasm-relaxed-simd)
 # The Node tests make test-node runs again on the relaxed builds
 # (RLX_TEST_SIMD=relaxed): the kernels' op cases, gradients and training
-# steps, the language models and their fine-tuning, and which build the
-# loaders take.
+# steps, the language models and their fine-tuning, the threaded builds
+# of both modules, and which build the loaders take.
 RELAXED_TESTS := tests/node/opcases.test.mjs tests/node/gradcases.test.mjs tests/node/llm_wasm.test.mjs \
-                 tests/node/llm_finetune_wasm.test.mjs tests/node/llm_threads.test.mjs \
+                 tests/node/llm_finetune_wasm.test.mjs tests/node/llm_threads.test.mjs tests/node/web_threads.test.mjs \
                  tests/node/llm_finetune_threads.test.mjs tests/node/simd.test.mjs
 
 build/wasm-relaxed/%.o: %.c $(HDRS)

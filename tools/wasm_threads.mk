@@ -1,17 +1,19 @@
-# wasm_threads.mk - the threaded builds of the language-model modules,
-# included by the Makefile: web/pkg/rlx_llm_threads.wasm (from rlx_llm.wasm)
-# and web/pkg/rlx_llm_train_threads.wasm (from the training build
-# rlx_llm_train.wasm), each with its relaxed-SIMD twin NAME_relaxed.wasm.
-# web/runtime/llm.js loads them where SharedArrayBuffer exists (a
+# wasm_threads.mk - the threaded builds of the wasm modules, included by the
+# Makefile: web/pkg/rlx_llm_threads.wasm (from rlx_llm.wasm),
+# web/pkg/rlx_llm_train_threads.wasm (from the training build
+# rlx_llm_train.wasm) and web/pkg/rlx_web_threads.wasm (from the graph /
+# ops / vision-training module rlx_web.wasm), each with its relaxed-SIMD
+# twin NAME_relaxed.wasm.  web/runtime/llm.js (loadGguf) and
+# web/runtime/instance.js (init) load them where SharedArrayBuffer exists (a
 # cross-origin isolated page, a Worker of one, or Node) and options.threads
-# > 1; rlx_llm*.wasm and rlx_llm_train*.wasm stay as they are.  A module is
+# > 1; the one-thread builds stay as they are.  A module is
 # one $(call mt_module,...) below: every object of its one-thread build is
 # compiled again into build/wasm-mt/ (once, for every module that links
 # it) with the same optimization and family flags plus -matomics
 # -DRLX_WASM_THREADS (rlx_parallel_for then runs on
 # the Web Worker pool of src/core/pool_wasm.c instead of inline; the
-# allocator takes a spinlock), with src/web_llm_threads/ (the pool's
-# exports and stack.S, which sets a Worker's stack pointer).  The module
+# allocator takes a spinlock), with src/web_threads/ (the pool's exports
+# and stack.S, which sets a Worker's stack pointer).  The module
 # imports a shared memory (--import-memory --shared-memory, up to 4 GiB as
 # rlx_llm.wasm); wasm-ld then makes the data segments passive and
 # initializes them once (__wasm_init_memory, the start function), so each
@@ -26,8 +28,8 @@
 # binaryen 132 gave equal logits in every run; of 108's passes,
 # --inlining-optimizing added to -O1 is enough for the wrong logits (it
 # looks like a plain load moved across an atomic after inlining; not
-# pinned down further).  tests/node/llm_threads.test.mjs and
-# llm_finetune_threads.test.mjs catch it.
+# pinned down further).  tests/node/llm_threads.test.mjs,
+# llm_finetune_threads.test.mjs and web_threads.test.mjs catch it.
 WASM_THREADS_CFLAGS := -matomics -DRLX_WASM_THREADS
 WASM_THREADS_LDFLAGS := -Wl,--import-memory -Wl,--shared-memory -Wl,--no-check-features
 
@@ -61,11 +63,11 @@ mt_rules = $(foreach o,$(sort $(filter-out $(MT_RULED),$(1))),$(eval $(call mt_r
 # (relaxed_simd.mk's RELAXED_SRC) under build/wasm-mt-relaxed/.
 mt_relaxed = $(foreach o,$(1),$(if $(filter $(RELAXED_SRC),$(call mt_src,$(o))),\
                $(patsubst %.c,build/wasm-mt-relaxed/%.o,$(call mt_src,$(o))),$(call mt,$(o))))
-MT_POOL_OBJ := build/wasm-mt/src/web_llm_threads/exports.o build/wasm-mt/src/web_llm_threads/stack.o
-build/wasm-mt/src/web_llm_threads/exports.o: src/web_llm_threads/exports.c $(HDRS)
+MT_POOL_OBJ := build/wasm-mt/src/web_threads/exports.o build/wasm-mt/src/web_threads/stack.o
+build/wasm-mt/src/web_threads/exports.o: src/web_threads/exports.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_CFLAGS) -Oz $(WASM_THREADS_CFLAGS) -c $< -o $@
-build/wasm-mt/src/web_llm_threads/stack.o: src/web_llm_threads/stack.S
+build/wasm-mt/src/web_threads/stack.o: src/web_threads/stack.S
 	@mkdir -p $(dir $@)
 	$(WASMCC) $(WASM_TARGET) $(WASM_THREADS_CFLAGS) -c $< -o $@
 build/wasm-mt-relaxed/%.o: %.c $(HDRS)
@@ -90,5 +92,25 @@ web/pkg/$(1)_relaxed.wasm: $(call mt_relaxed,$(2)) $$(MT_POOL_OBJ)
 	$$(call relaxed_opt,build/wasm/$(1)_relaxed.linked.wasm --enable-threads,$$@)
 wasm: web/pkg/$(1).wasm web/pkg/$(1)_relaxed.wasm
 endef
+LLM_WASM_THREADS := web/pkg/rlx_llm_threads.wasm
+LLM_WASM_THREADS_RELAXED := web/pkg/rlx_llm_threads_relaxed.wasm
 $(eval $(call mt_module,rlx_llm_threads,$(LLM_LIB_OBJ) $(LLM_WEB_OBJ),$(LLM_LDFLAGS)))
 $(eval $(call mt_module,rlx_llm_train_threads,$(LLM_TRAIN_LIB_OBJ) $(LLM_TRAIN_WEB_OBJ),$(LLM_LDFLAGS)))
+# A shared memory needs a maximum: rlx_web.wasm has none, its threaded builds 4 GiB as the language model's.
+WEB_THREADS_LDFLAGS := -Wl,--max-memory=4294967296
+$(eval $(call mt_module,rlx_web_threads,$(WEB_LIB_OBJ) $(WEB_OBJ),$(WEB_THREADS_LDFLAGS)))
+
+# The op cases, gradient checks and training models of opcases.wasm built
+# threaded, with tests/c/wasm_threads_cases.c (the work threshold, lowered
+# by tests/node/web_threads.test.mjs so that tiny cases split too).
+OPCASES_THREADS := build/wasm-tests/opcases_threads.wasm
+$(call mt_rules,$(WASM_OBJ))
+OPCASES_MT_TEST_OBJ := $(call mt,$(WASM_TEST_OBJ) build/wasm/tests/c/wasm_threads_cases.o)
+$(filter build/wasm-mt/wasm/tests/%,$(OPCASES_MT_TEST_OBJ)): build/wasm-mt/wasm/tests/c/%.o: tests/c/%.c \
+    tests/c/op_case.h tests/c/grad_case.h tests/c/grad_train.h $(HDRS)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_CFLAGS) $(WASM_THREADS_CFLAGS) -Itests/c -c $< -o $@
+$(OPCASES_THREADS): $(OPCASES_MT_TEST_OBJ) $(call mt,$(WASM_OBJ)) $(MT_POOL_OBJ)
+	@mkdir -p $(dir $@)
+	$(WASMCC) $(WASM_LDFLAGS) $(WEB_THREADS_LDFLAGS) $(WASM_THREADS_LDFLAGS) -o $@ $^
+wasm: $(OPCASES_THREADS)

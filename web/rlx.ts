@@ -86,6 +86,14 @@ export interface InitOptions {
   /** Which build to load when `wasm` is not given (default 'auto'; see SimdChoice). */
   simd?: SimdChoice;
   /**
+   * CPU threads, 1 .. 64 (default: half the logical cores): more than 1 loads
+   * the threaded build (rlx_web_threads.wasm: helper Workers on a shared
+   * memory) where SharedArrayBuffer exists (a cross-origin isolated page,
+   * Node); results are bitwise the same for any count.  `threads` and
+   * `threadsWhy` of the Rlx say what runs and why.
+   */
+  threads?: number;
+  /**
    * WebGPU: true (default) uses navigator.gpu when there is one; a GPU object
    * (npm `webgpu`'s create([]) in Node) or a GPUDevice; false turns it off.
    */
@@ -406,7 +414,7 @@ export class Rlx {
   /** Loads the wasm and, unless turned off, the GPU backends; never fails for a missing GPU. */
   static async init(options?: InitOptions): Promise<Rlx> {
     options = optionsOf('Rlx.init', options);
-    await run.init({ module_or_path: options.wasm, simd: options.simd });
+    await run.init({ module_or_path: options.wasm, simd: options.simd, threads: options.threads });
     const webgpu = options.webgpu ?? true;
     if (webgpu !== false) await run.init_webgpu(webgpu === true ? undefined : webgpu);
     else await run.init_webgpu(false);
@@ -431,6 +439,16 @@ export class Rlx {
   /** Which build of the module runs: 'relaxed' (relaxed SIMD) or 'simd128'. */
   get simd(): SimdBuild {
     return run.runtime().simd;
+  }
+
+  /** Threads the CPU kernels run on (InitOptions.threads where the threaded build runs, else 1). */
+  get threads(): number {
+    return run.runtime().threads;
+  }
+
+  /** Why that many threads run (e.g. 'threads is 1', or the page is not cross-origin isolated). */
+  get threadsWhy(): string {
+    return run.runtime().threadsWhy;
   }
 
   /** What runs here: each backend available or the reason it is not. */

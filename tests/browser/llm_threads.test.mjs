@@ -10,7 +10,9 @@
 // rlx_llm_train_threads_relaxed.wasm and fine-tunes to the one-thread
 // build's losses and adapter bytes, and finetune.html?threads=2 shows the
 // threads and why; a page served without the isolation headers falls back
-// to the one-thread build with the reason in info.threadsWhy.
+// to the one-thread build with the reason in info.threadsWhy.  The same
+// page's init({ threads: 2 }) of rlx_web.js takes rlx_web_threads_relaxed.wasm
+// and gives a vision training step bitwise equal to one thread's.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -25,15 +27,19 @@ const PROMPT = 'The miller counted the sacks';
 const TOKENS = 6;
 const why = missing() ?? (!existsSync(THREADED) ? 'missing web/pkg/rlx_llm_threads_relaxed.wasm: run `make wasm`' : null) ??
   (!existsSync(FILE) ? `missing ${FILE}: run make lm-web-fixtures` : null);
+const WEB_THREADED = new URL('../../web/pkg/rlx_web_threads_relaxed.wasm', import.meta.url);
+const whyWeb = missing() ?? (!existsSync(WEB_THREADED) ? 'missing web/pkg/rlx_web_threads_relaxed.wasm: run `make wasm`' : null);
 let server;
 let browser;
 let expected; // Node's greedy ids of PROMPT (the one-thread build)
 
 before(async () => {
-  if (why) return;
-  const model = await loadGguf(FILE, { threads: 1 });
-  expected = (await model.generate(PROMPT, { maxTokens: TOKENS, temperature: 0 })).ids;
-  model.free();
+  if (why && whyWeb) return;
+  if (!why) {
+    const model = await loadGguf(FILE, { threads: 1 });
+    expected = (await model.generate(PROMPT, { maxTokens: TOKENS, temperature: 0 })).ids;
+    model.free();
+  }
   [server, browser] = await Promise.all([startServer(), launch()]);
 });
 
@@ -147,6 +153,35 @@ test('a page served without the isolation headers falls back to the one-thread b
   assert.equal(r.runs[2].info.threads, 1);
   assert.match(r.runs[2].info.threadsWhy, /not cross-origin isolated/);
   assert.deepEqual(r.runs[2].ids, expected);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('rlx_web: init({ threads: 2 }) on an isolated page runs the threaded build: a training step equal to one thread\'s', { skip: whyWeb ?? false, timeout: 60000 }, async () => {
+  const { page, problems } = await newPage(browser);
+  await page.goto(`${server.url}generate.html`);
+  const r = await page.evaluate(async () => {
+    const rlx = await import('./pkg/rlx_web.js');
+    const { liveThreadWorkers } = await import('./runtime/threads.js');
+    const runs = {};
+    for (const threads of [1, 2]) {
+      const rt = await rlx.default({ threads });
+      const bench = new rlx.VisionBench('mnist-cnn');
+      const batch = bench.synthetic_batch(7, 8);
+      const out = bench.train_step_cpu(batch.x, batch.labels, bench.init_params(7), 0.05);
+      bench.free();
+      runs[threads] = { threads: rt.threads, why: rt.threadsWhy, simd: rt.simd,
+        step: btoa(String.fromCharCode(...new Uint8Array(out.buffer, out.byteOffset, out.byteLength))) };
+    }
+    rlx.free();
+    return { runs, live: liveThreadWorkers() };
+  });
+  assert.equal(r.runs[1].threads, 1);
+  assert.equal(r.runs[2].threads, 2, r.runs[2].why);
+  assert.match(r.runs[2].why, /^2 threads: the calling thread and 1 Worker/);
+  assert.equal(r.runs[2].simd, 'relaxed', 'Chromium has relaxed SIMD: rlx_web_threads_relaxed.wasm');
+  assert.equal(r.runs[2].step, r.runs[1].step, 'mnist-cnn: loss and params on 2 threads differ from one thread\'s');
+  assert.equal(r.live, 0, 'free() ended every Worker');
   assert.deepEqual(problems, []);
   await page.close();
 });

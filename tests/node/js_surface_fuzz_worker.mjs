@@ -172,7 +172,9 @@ async function makeTargets() {
   for (const [name, v] of exported) {
     if (typeof v !== 'function') continue;
     const label = name === 'default' ? 'init' : name;
-    targets.push(isClass(v) ? { label: `new ${label}`, call: (args) => new v(...args) } : { label, call: (args) => v(...args) });
+    // free() drops the instance by design (the targets and the reference with it): a fresh one is loaded after it.
+    const resets = name === 'free';
+    targets.push(isClass(v) ? { label: `new ${label}`, call: (args) => new v(...args) } : { label, resets, call: (args) => v(...args) });
   }
   targets.push({ label: 'new Sdk (private)', call: (args) => new Sdk(...args) });
   targets.push({ label: 'Sdk.init', call: (args) => Sdk.init(...args) });
@@ -269,6 +271,12 @@ async function run() {
     if (outcome === 'hang' || ms > callMs) fail('hang', i, label, `${ms.toFixed(0)} ms`);
     else if (outcome === 'escape' || outcome === 'trap') fail(outcome, i, label, detail);
     else counts[outcome]++;
+    if (t.resets) {
+      await init();
+      reference = makeReference();
+      targets = await makeTargets();
+      continue;
+    }
     let got;
     try {
       got = reference.compute();

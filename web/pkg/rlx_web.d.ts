@@ -27,11 +27,15 @@ export type PreferredBackend = BackendName | 'none';
 
 /**
  * Loads rlx_web.wasm (default: next to rlx_web.js, or its relaxed-SIMD build
- * as `simd` picks) and installs the fatal-error hook.  Idempotent: later
- * calls resolve to the same runtime, unless the instance hit a fatal error,
- * in which case a fresh one is loaded.
+ * as `simd` picks; with `threads` > 1, default half the logical cores, its
+ * threaded build rlx_web_threads*.wasm where SharedArrayBuffer exists) and
+ * installs the fatal-error hook.  Idempotent: later calls resolve to the
+ * same runtime, unless the instance hit a fatal error or was freed, or
+ * `threads` differs from the live one's, in which case a fresh one is loaded.
  */
-export default function init(source?: InitInput | { module_or_path?: InitInput; simd?: SimdChoice }): Promise<LoadedRuntime>;
+export default function init(source?: InitInput | { module_or_path?: InitInput; simd?: SimdChoice; threads?: number }): Promise<LoadedRuntime>;
+/** Drops the live instance (a threaded build's Workers stop); the next init() loads a fresh one. */
+export function free(): void;
 /** Throws unless init() has completed (the hook is installed by init()). */
 export function start(): void;
 /** The loaded module after init() (throws before it, or after a fatal error). */
@@ -41,6 +45,10 @@ export function runtime(): LoadedRuntime;
 export interface LoadedRuntime {
   /** Which build this module is. */
   readonly simd: SimdBuild;
+  /** Threads the CPU kernels run on (1, or init's threads on the threaded build). */
+  readonly threads: number;
+  /** Why that many (e.g. 'threads is 1', or no cross-origin isolation). */
+  readonly threadsWhy: string;
   /** The library's version. */
   version(): string;
   /** The GEMM kernel path of this build ('relaxed-simd', 'simd128', ...). */

@@ -50,15 +50,17 @@
 //
 // WebGraph is the one graph API.  ../runtime/loader.js's Graph / Session,
 // the thin binding of the C exports that WebGraph is built on, is internal
-// and not exported; runtime() gives the loaded module's version(), simd and
-// gemmPath().
+// and not exported; runtime() gives the loaded module's version(), simd,
+// threads, threadsWhy and gemmPath().  init({ threads }) takes the threaded
+// build where it can run (../runtime/threads.js); free() drops the instance
+// and stops its Workers.
 import { init } from '../runtime/instance.js';
 import { VisionBench as Bench } from '../runtime/vision.js';
 import { mlpForward, mlpGrads } from '../runtime/models.js';
 
 export { RlxError } from '../runtime/loader.js';
 export { CompiledGraph } from '../runtime/webgraph.js';
-export { start, runtime } from '../runtime/instance.js';
+export { start, runtime, free } from '../runtime/instance.js';
 export {
   backend, parse_backend, preferred_backend, init_webgpu, init_webgl, backend_environment,
   backend_candidates, select_backend,

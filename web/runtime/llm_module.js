@@ -1,12 +1,12 @@
 // llm_module.js - one instance of a language-model module (rlx_llm.wasm or
 // its WebGPU / WebGL2 and threaded builds): compiled once per URL,
 // instantiated with the WASI shim (a threaded build on a shared memory, with
-// its Workers started: llm_threads.js), and wrapped with its memory helpers;
+// its Workers started: threads.js), and wrapped with its memory helpers;
 // a trap inside it (a bug, never bad arguments) becomes a 'fatal' RlxError
 // and ends the instance.  The JSON Schema converter's module
 // (llm_json_schema.js) is compiled, instantiated and wrapped the same way.
 import { WasiShim, unshared } from './wasi.js';
-import { isThreadedModule, startThreads, threadsMemory } from './llm_threads.js';
+import { isThreadedModule, startThreads, threadsMemory } from './threads.js';
 import { RlxError } from './loader.js';
 import { moduleSimd } from './simd.js';
 import { STATUS, isNode, now } from './llm_common.js';
@@ -60,7 +60,7 @@ export class LlmModule {
     this.e = instance.exports;
     this.simd = simd; // 'relaxed' | 'simd128': the build (runtime/simd.js)
     this.memory = memory; // shared (and imported) in a threaded build
-    this.pool = null; // a threaded build's Workers (llm_threads.js)
+    this.pool = null; // a threaded build's Workers (threads.js)
     this.encoder = new TextEncoder();
     this.decoder = new TextDecoder();
     this.dead = null; // the trap that ended this instance

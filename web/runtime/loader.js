@@ -20,7 +20,8 @@
 // argument is checked here first (a bad one is an RlxError naming the method
 // and the argument, never a TypeError, a RangeError or a wasm trap), and the
 // memory helpers only free blocks that alloc() handed out.
-import { WasiShim } from './wasi.js';
+import { WasiShim, cstringAt } from './wasi.js';
+import { isThreadedModule, startThreads, threadsChoice, threadsMemory, threadsOption } from './threads.js';
 import { simdOption, moduleFile, moduleSimd } from './simd.js';
 import { STATUS, DEVICE, DTYPE, OPTIMIZER } from './constants.js';
 import { RlxError } from './errors.js';
@@ -118,8 +119,13 @@ async function compileModule(source) {
 /**
  * Loads and initializes the module.  `source`: URL/path string, URL, bytes
  * or a WebAssembly.Module (default: ../pkg/rlx_web.wasm next to this file,
- * or its relaxed-SIMD build as `opts.simd` picks: runtime/simd.js).
+ * or its relaxed-SIMD build as `opts.simd` picks: runtime/simd.js; with
+ * `opts.threads` > 1 (default: half the logical cores) where
+ * SharedArrayBuffer exists, its threaded build rlx_web_threads*.wasm, whose
+ * helper Workers run the CPU kernels' ranges: runtime/threads.js).
  * `opts.stdout` / `opts.stderr`: line callbacks for the module's printing.
+ * The result's threads / threadsWhy say how many threads run and why;
+ * close() stops its Workers.
  */
 export async function loadRlx(source = undefined, opts = undefined) {
   const fn = 'loadRlx';
@@ -128,24 +134,55 @@ export async function loadRlx(source = undefined, opts = undefined) {
     if (o[k] !== undefined && typeof o[k] !== 'function') throw fail(fn, `opts.${k} must be a function (line) => void, got ${describe(o[k])}`);
   }
   const simd = simdOption(fn, o.simd, 'opts.simd');
-  if (source === undefined) source = moduleFile('web', simd);
-  const okSource = typeof source === 'string' || source instanceof URL || source instanceof ArrayBuffer ||
+  const threads = await threadsOption(fn, o.threads, 'opts.threads');
+  const what = 'threads'; // in the reasons (init's option has this name too)
+  const choice = threadsChoice(threads, what);
+  const given = source !== undefined;
+  const okSource = !given || typeof source === 'string' || source instanceof URL || source instanceof ArrayBuffer ||
     ArrayBuffer.isView(source) || source instanceof WebAssembly.Module;
   if (!okSource) throw fail(fn, `source must be a URL, a path, bytes or a WebAssembly.Module, got ${describe(source)}`);
-  let module;
+  const load = async (src, threaded) => {
+    let module;
+    try {
+      module = await compileModule(src);
+    } catch (err) {
+      const where = typeof src === 'string' || src instanceof URL ? ` from ${String(src).slice(0, 200)}` : '';
+      const wrapped = new RlxError(STATUS.INVALID_ARG, `${fn}: cannot load the module${where}: ${err?.message ?? err}`);
+      wrapped.cause = err;
+      throw wrapped;
+    }
+    const shared = isThreadedModule(module);
+    if (shared && typeof SharedArrayBuffer !== 'function') {
+      throw new RlxError(STATUS.UNSUPPORTED, `${fn}: the module is a threaded build, which needs SharedArrayBuffer ` +
+        '(a cross-origin isolated page); give rlx_web.wasm');
+    }
+    const memory = shared ? threadsMemory(fn, what) : undefined;
+    const wasi = new WasiShim({ stdout: o.stdout, stderr: o.stderr });
+    const imports = wasi.imports(module);
+    if (memory) imports.env = { memory };
+    const instance = await WebAssembly.instantiate(module, imports);
+    wasi.attach(instance, memory);
+    instance.exports._initialize?.();
+    const rt = new Rlx(memory ? { exports: { ...instance.exports, memory } } : instance, moduleSimd(module));
+    if (shared) {
+      const mod = { call: (name, ...args) => rt.exports[name](...args), check: (st, prefix) => rt.check(st, st < 0 ? prefix + rt.lastError() : undefined),
+        memory, get dead() { return rt.dead; } };
+      rt.pool = await startThreads(fn, mod, module, threaded ? threads : 1, what);
+    }
+    return rt;
+  };
+  let rt;
+  let why = choice.why;
   try {
-    module = await compileModule(source);
+    rt = await load(given ? source : moduleFile(choice.threaded ? 'webThreads' : 'web', simd), choice.threaded);
   } catch (err) {
-    const where = typeof source === 'string' || source instanceof URL ? ` from ${String(source).slice(0, 200)}` : '';
-    const wrapped = new RlxError(STATUS.INVALID_ARG, `${fn}: cannot load the module${where}: ${err?.message ?? err}`);
-    wrapped.cause = err;
-    throw wrapped;
+    if (given || !err?.threadsFailed) throw err;
+    why = err.message.replace(/^loadRlx: /, '').replace(/; \S+ 1 runs without them$/, '; one thread runs');
+    rt = await load(moduleFile('web', simd), false);
   }
-  const wasi = new WasiShim({ stdout: o.stdout, stderr: o.stderr });
-  const instance = await WebAssembly.instantiate(module, wasi.imports(module));
-  wasi.attach(instance);
-  instance.exports._initialize?.();
-  return new Rlx(instance, moduleSimd(module));
+  rt.threadsWhy = rt.pool ? (!given ? why : `the module given is a threaded build: ${rt.threads} thread(s)`)
+    : given && choice.threaded ? 'the module given is a build without threads' : why;
+  return rt;
 }
 
 /** The loaded module: raw exports, memory helpers and the Graph factory; simd: which build it is. */
@@ -160,10 +197,19 @@ export class Rlx {
     this.exports = instance.exports;
     this.memory = instance.exports.memory;
     this.encoder = new TextEncoder();
-    this.decoder = new TextDecoder();
     this.opCount = this.exports.rlx_op_count();
     this.allocations = new Map(); // ptr -> bytes of every live block from alloc()
     this.sessions = new Set();    // ptrs of the live sessions compiled through this module
+    this.pool = null;             // a threaded build's Workers (runtime/threads.js)
+    this.threadsWhy = '';         // why this many threads run (loadRlx)
+    this.dead = false;            // set by init()'s guard once the instance trapped
+  }
+  /** Threads the CPU kernels run on: the caller and the pool's Workers. */
+  get threads() { return this.pool?.threads ?? 1; }
+  /** Stops a threaded build's Workers (the instance is not used again); harmless twice. */
+  close() {
+    this.pool?.stop();
+    this.pool = null;
   }
 
   // ---- memory helpers (views are made fresh: memory.grow detaches them) ---
@@ -245,10 +291,7 @@ export class Rlx {
   cstring(ptr) {
     if (!ptr) return '';
     if (!Number.isInteger(ptr) || ptr < -0x80000000 || ptr > 0xffffffff) throw fail('Rlx.cstring', `ptr must be an address, got ${describe(ptr)}`);
-    const mem = new Uint8Array(this.memory.buffer);
-    let end = ptr >>> 0;
-    while (end < mem.length && mem[end] !== 0) end++;
-    return this.decoder.decode(mem.subarray(ptr >>> 0, end));
+    return cstringAt(this.memory, ptr);
   }
   /** Runs fn(t) with t.str/t.f32/t.i32/t.bytes allocators; frees them all after. */
   scoped(fn) {

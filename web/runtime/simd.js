@@ -20,10 +20,12 @@ export const MODULE_FILES = {
   llm: { simd128: new URL('../pkg/rlx_llm.wasm', import.meta.url), relaxed: new URL('../pkg/rlx_llm_relaxed.wasm', import.meta.url) },
   // the language-model module's training build (loadGguf's options.train)
   llmTrain: { simd128: new URL('../pkg/rlx_llm_train.wasm', import.meta.url), relaxed: new URL('../pkg/rlx_llm_train_relaxed.wasm', import.meta.url) },
-  // its threaded build (loadGguf's options.threads > 1 where SharedArrayBuffer exists: runtime/llm_threads.js)
+  // its threaded build (loadGguf's options.threads > 1 where SharedArrayBuffer exists: runtime/threads.js)
   llmThreads: { simd128: new URL('../pkg/rlx_llm_threads.wasm', import.meta.url), relaxed: new URL('../pkg/rlx_llm_threads_relaxed.wasm', import.meta.url) },
   // the training build's threaded build (options.train with options.threads > 1 likewise)
   llmTrainThreads: { simd128: new URL('../pkg/rlx_llm_train_threads.wasm', import.meta.url), relaxed: new URL('../pkg/rlx_llm_train_threads_relaxed.wasm', import.meta.url) },
+  // rlx_web's threaded build (init's / loadRlx's threads > 1 where SharedArrayBuffer exists: runtime/threads.js)
+  webThreads: { simd128: new URL('../pkg/rlx_web_threads.wasm', import.meta.url), relaxed: new URL('../pkg/rlx_web_threads_relaxed.wasm', import.meta.url) },
 };
 
 // (module (func (param v128) (result v128) local.get 0 local.get 0 local.get 0 f32x4.relaxed_madd))

@@ -21,6 +21,14 @@ export function unshared(bytes) {
   return bytes.buffer instanceof ArrayBuffer ? bytes : bytes.slice();
 }
 
+/** The UTF-8 C string at ptr of a wasm memory (shared or not). */
+export function cstringAt(memory, ptr) {
+  const mem = new Uint8Array(memory.buffer);
+  let end = ptr >>> 0;
+  while (end < mem.length && mem[end] !== 0) end++;
+  return new TextDecoder().decode(unshared(mem.subarray(ptr >>> 0, end)));
+}
+
 /** Thrown by proc_exit (a reactor should never call it; abort() traps instead). */
 export class WasiExit extends Error {
   constructor(code) {

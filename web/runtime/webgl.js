@@ -52,6 +52,7 @@
 // MAX_TEXTURE_SIZE) or 'context-lost' (the browser dropped the context:
 // create the session again).
 import { Executor } from './executor.js';
+import { cstringAt } from './wasi.js';
 
 /** WebGL2 cannot run this plan here; `reason` says why (see above). */
 export class WebGlUnavailableError extends Error {
@@ -91,12 +92,7 @@ function exportsOf(mod) {
   return e;
 }
 
-function cstring(e, ptr) {
-  const mem = new Uint8Array(e.memory.buffer);
-  let end = ptr >>> 0;
-  while (end < mem.length && mem[end] !== 0) end++;
-  return new TextDecoder().decode(mem.subarray(ptr >>> 0, end));
-}
+const cstring = (e, ptr) => cstringAt(e.memory, ptr);
 
 function lastError(e) {
   const f = e.rlx_webgl_last_error ?? e.rlx_last_error;

@@ -31,6 +31,7 @@
 // exceeds, a lost device) throw a WebGpuUnavailableError whose `reason`
 // says which.
 import { Executor } from './executor.js';
+import { cstringAt, unshared } from './wasi.js';
 
 /** WebGPU cannot run this plan here; `reason`: 'no-webgpu' | 'no-adapter' | 'limits' | 'device-lost'. */
 export class WebGpuUnavailableError extends Error {
@@ -106,12 +107,7 @@ function exportsOf(mod) {
   return e;
 }
 
-function cstring(e, ptr) {
-  const mem = new Uint8Array(e.memory.buffer);
-  let end = ptr >>> 0;
-  while (end < mem.length && mem[end] !== 0) end++;
-  return new TextDecoder().decode(mem.subarray(ptr >>> 0, end));
-}
+const cstring = (e, ptr) => cstringAt(e.memory, ptr);
 
 /** The plan document of a WebGPU session, parsed (throws when it has none or it cannot run here). */
 export function readWebGpuPlan(rlxModule, sessionHandle) {
@@ -124,7 +120,7 @@ export function readWebGpuPlan(rlxModule, sessionHandle) {
     throw new Error(`createWebGpuSession: not a WebGPU session${why ? `: ${why}` : ''} (compile with device 'webgpu')`);
   }
   const len = e.rlx_webgpu_plan_len(s) >>> 0;
-  const plan = JSON.parse(new TextDecoder().decode(new Uint8Array(e.memory.buffer, ptr, len)));
+  const plan = JSON.parse(new TextDecoder().decode(unshared(new Uint8Array(e.memory.buffer, ptr, len))));
   if (plan.format !== 'rlx-webgpu-plan' || plan.version !== 1) throw new Error('createWebGpuSession: unknown plan format');
   const host = plan.steps.find((st) => st.host);
   if (host) throw new WebGpuUnavailableError('host-steps', `WebGPU: step ${host.op} (node ${host.node}) needs host execution, which this executor does not do`);

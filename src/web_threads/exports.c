@@ -1,6 +1,7 @@
 /* exports.c - the thread-pool exports of the language-model module's
- * threaded builds (web/pkg/rlx_llm_threads*.wasm and the training build's
- * rlx_llm_train_threads*.wasm), beside src/web_llm/exports.c: web/runtime/llm_threads.js starts the pool
+ * threaded builds (web/pkg/rlx_llm_threads*.wasm, the training build's
+ * rlx_llm_train_threads*.wasm and rlx_web_threads*.wasm), beside
+ * src/web_llm/exports.c: web/runtime/llm_threads.js starts the pool
  * (src/core/pool_wasm.c) before the model opens, runs each Worker's loop
  * on its own stack (stack.S sets the stack pointer) and stops it when the
  * model is freed. */

@@ -1,11 +1,11 @@
-// llm_thread_worker.js - one helper thread of a threaded language-model
-// module (llm_threads.js starts it: a module Worker in a browser, a
+// thread_worker.js - one helper thread of a threaded module (the language
+// model's or rlx_web's; threads.js starts it: a module Worker in a browser, a
 // worker_threads Worker in Node).  Its one message { module, memory, index,
 // stackTop, deadPtr } instantiates the module on the shared memory (the
 // start function sees the data already initialized and leaves it), points
 // this instance's stack pointer at its own stack, answers { ready }, and
-// runs the pool's loop (rlx_wasm_thread_run), which returns when the model
-// is freed.  A trap in a kernel range sets the pool's dead flag, so the
+// runs the pool's loop (rlx_wasm_thread_run), which returns when the pool
+// is stopped.  A trap in a kernel range sets the pool's dead flag, so the
 // caller's join fails instead of waiting for a range that never ends.
 import { WasiShim } from './wasi.js';
 
