@@ -159,6 +159,15 @@ bench-llm-threads: build/make_test_lm web/pkg/rlx_llm.wasm $(LLM_WASM_THREADS)
 	node bench/llm_threads.mjs | tee $(BENCH_DIR)/llm_threads.txt
 bench: bench-llm-threads
 
+# rlx_web's vision training steps on 1 and 2 threads in Node
+# (bench/web_threads.mjs): rlx_web.wasm for one thread, the threaded build
+# rlx_web_threads.wasm for two, each step's loss and params checked equal.
+.PHONY: bench-web-threads
+bench-web-threads: web/pkg/rlx_web.wasm $(WEB_WASM_THREADS)
+	@mkdir -p $(BENCH_DIR)
+	node bench/web_threads.mjs | tee $(BENCH_DIR)/web_threads.txt
+bench: bench-web-threads
+
 # LoRA fine-tuning speed (bench/llm_finetune.mjs): the same SmolLM-shaped
 # llama (q8_0, q4_0), rank 8 on attn_q,attn_v, seq 128, batch 4: ours
 # natively (one thread) and, where torch, transformers and peft import

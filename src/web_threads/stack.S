@@ -1,7 +1,7 @@
 # stack.S - rlx_wasm_set_stack_pointer(top): points this instance's
 # __stack_pointer (a global of each instance, set by wasm-ld to the main
 # stack's top) at a Worker's own stack (src/core/pool_wasm.c carves them);
-# web/runtime/llm_thread_worker.js calls it before anything else runs there.
+# web/runtime/thread_worker.js calls it before anything else runs there.
 .globaltype __stack_pointer, i32
 
 .globl rlx_wasm_set_stack_pointer
