@@ -7,7 +7,14 @@
  * starts to pay), and with --lm=FILE a language model's 64-token prompt
  * and 32 one-token steps (rlx_llm_options.threads; --xq8: 8-bit
  * activations).  The contenders' calls are interleaved so they see the
- * same load; medians.  Prints one JSON object per line.
+ * same load (GEMM: rounds of BLOCK calls of each, after untimed ones for
+ * WARM_MS: seen on a VM, a core idle for a while ran the next few ms of work
+ * up to 2x slower, one thread or two); medians.  After each OpenBLAS block the bench sleeps
+ * BLAS_SETTLE_MS: OpenBLAS's threads spin for a while after a call
+ * (THREAD_TIMEOUT, 2^28 cycles by default), and on a machine with no spare
+ * core they would take the core our next call's second thread needs (seen:
+ * ours on 2 threads 0.9-1.0x one thread interleaved call by call,
+ * 1.8-2.0x alone).  Prints one JSON object per line.
  *   bench_threads [--threads=1,2] [--iters=N] [--quick] [--lm=FILE.gguf] [--xq8] */
 #include <cblas.h>
 #include <stdio.h>
@@ -24,6 +31,9 @@
 void openblas_set_num_threads(int n);
 
 #define MAX_T 8
+#define BLAS_SETTLE_MS 300 /* longer than OpenBLAS's spin after a call */
+#define BLOCK 3            /* GEMM calls in a row per contender and round */
+#define WARM_MS 30         /* untimed calls first: cores idle for a while run slow for some ms */
 
 static int n_threads = 2, threads[MAX_T] = {1, 2};
 
@@ -102,23 +112,33 @@ static void gemm(int size, int iters) {
   rlx_pool *pools[MAX_T];
   for (int k = 0; k < n_threads; k++)
     if (rlx_pool_acquire(threads[k], &pools[k]) != RLX_OK) exit(1);
-  double ours[MAX_T][64], blas[MAX_T][64];
+  double ours[MAX_T][64 * BLOCK], blas[MAX_T][64 * BLOCK];
   rlx_scratch s = {0};
-  for (int it = -2; it < iters; it++)
+  for (int it = 0; it < iters; it++)
     for (int k = 0; k < n_threads; k++) {
       rlx_pool *prev = rlx_pool_use(pools[k]);
-      rlx_gemm_args g = {size, size, size, A, size, 0, B, size, 0, C, size, 0};
-      double t0 = now_ms();
-      if (rlx_gemm(&g, &s) != RLX_OK) exit(1);
-      double t1 = now_ms();
+      const double warm = now_ms() + WARM_MS;
+      for (int b = -1; b < BLOCK; b++) { /* a block of calls after untimed ones for WARM_MS */
+        rlx_gemm_args g = {size, size, size, A, size, 0, B, size, 0, C, size, 0};
+        double t0 = now_ms();
+        if (rlx_gemm(&g, &s) != RLX_OK) exit(1);
+        if (b >= 0) ours[k][it * BLOCK + b] = now_ms() - t0;
+        else if (t0 < warm) b--;
+      }
       rlx_pool_use(prev);
       openblas_set_num_threads(threads[k]);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, size, size, size, 1.0f, A, size, B, size, 0.0f, C, size);
-      double t2 = now_ms();
-      if (it >= 0) ours[k][it] = t1 - t0, blas[k][it] = t2 - t1;
+      const double warm_blas = now_ms() + WARM_MS;
+      for (int b = -1; b < BLOCK; b++) {
+        double t0 = now_ms();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, size, size, size, 1.0f, A, size, B, size, 0.0f, C, size);
+        if (b >= 0) blas[k][it * BLOCK + b] = now_ms() - t0;
+        else if (t0 < warm_blas) b--;
+      }
+      nanosleep(&(struct timespec){0, BLAS_SETTLE_MS * 1000000L}, NULL);
     }
   for (int k = 0; k < n_threads; k++) {
-    const double flop = 2.0 * size * size * size, mo = median_of(ours[k], iters), mb = median_of(blas[k], iters);
+    const double flop = 2.0 * size * size * size, mo = median_of(ours[k], iters * BLOCK),
+                 mb = median_of(blas[k], iters * BLOCK);
     printf("{\"kind\":\"gemm\",\"size\":%d,\"threads\":%d,\"ours_ms\":%.3f,\"ours_gflops\":%.1f,"
            "\"openblas_ms\":%.3f,\"openblas_gflops\":%.1f}\n",
            size, threads[k], mo, flop / (mo * 1e6), mb, flop / (mb * 1e6));
