@@ -42,6 +42,8 @@ async function hello() {
   }));
   return {
     version: runtime().version(),
+    // the CPU's threads: the threaded build where this page is cross-origin isolated, and why
+    threads: runtime().threads, threadsWhy: runtime().threadsWhy,
     backends: { cpu: env.cpu, webgpu: env.webgpu, webgl: env.webgl },
     models,
     auto,

@@ -178,6 +178,7 @@ function onProgress(p, t0) {
 
 async function main() {
   hello = await call('hello');
+  show('r-threads', hello.threads, `${hello.threads} (${hello.threadsWhy})`);
   fillControls(hello);
   const good = applyQuery(query, RULES, (m) => { $('error').textContent += `${$('error').textContent ? '\n' : ''}${m}`; },
     ['autostart']);

@@ -11,8 +11,9 @@
 // build's losses and adapter bytes, and finetune.html?threads=2 shows the
 // threads and why; a page served without the isolation headers falls back
 // to the one-thread build with the reason in info.threadsWhy.  The same
-// page's init({ threads: 2 }) of rlx_web.js takes rlx_web_threads_relaxed.wasm
-// and gives a vision training step bitwise equal to one thread's.
+// page's init({ threads: 2 or 3 }) of rlx_web.js takes rlx_web_threads_relaxed.wasm
+// and gives the four vision models' training steps bitwise equal to one
+// thread's.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -157,30 +158,42 @@ test('a page served without the isolation headers falls back to the one-thread b
   await page.close();
 });
 
-test('rlx_web: init({ threads: 2 }) on an isolated page runs the threaded build: a training step equal to one thread\'s', { skip: whyWeb ?? false, timeout: 60000 }, async () => {
+test('rlx_web: init({ threads }) on an isolated page runs the threaded build: the vision models\' training steps equal to one thread\'s', { skip: whyWeb ?? false, timeout: 60000 }, async () => {
   const { page, problems } = await newPage(browser);
   await page.goto(`${server.url}generate.html`);
   const r = await page.evaluate(async () => {
     const rlx = await import('./pkg/rlx_web.js');
     const { liveThreadWorkers } = await import('./runtime/threads.js');
     const runs = {};
-    for (const threads of [1, 2]) {
+    const base64 = (bytes) => { // in pieces: a spread of a whole resnet's params would overflow the stack
+      let text = '';
+      for (let i = 0; i < bytes.length; i += 8192) text += String.fromCharCode(...bytes.subarray(i, i + 8192));
+      return btoa(text);
+    };
+    for (const threads of [1, 2, 3]) {
       const rt = await rlx.default({ threads });
-      const bench = new rlx.VisionBench('mnist-cnn');
-      const batch = bench.synthetic_batch(7, 8);
-      const out = bench.train_step_cpu(batch.x, batch.labels, bench.init_params(7), 0.05);
-      bench.free();
-      runs[threads] = { threads: rt.threads, why: rt.threadsWhy, simd: rt.simd,
-        step: btoa(String.fromCharCode(...new Uint8Array(out.buffer, out.byteOffset, out.byteLength))) };
+      const steps = {};
+      for (const [model, batch] of [['mnist-mlp', 16], ['mnist-cnn', 8], ['cifar-cnn', 4], ['resnet', 2]]) {
+        const bench = new rlx.VisionBench(model);
+        const b = bench.synthetic_batch(7, batch);
+        const out = bench.train_step_cpu(b.x, b.labels, bench.init_params(7), 0.05);
+        bench.free();
+        steps[model] = base64(new Uint8Array(out.buffer, out.byteOffset, out.byteLength));
+      }
+      runs[threads] = { threads: rt.threads, why: rt.threadsWhy, simd: rt.simd, steps };
     }
     rlx.free();
     return { runs, live: liveThreadWorkers() };
   });
   assert.equal(r.runs[1].threads, 1);
-  assert.equal(r.runs[2].threads, 2, r.runs[2].why);
-  assert.match(r.runs[2].why, /^2 threads: the calling thread and 1 Worker/);
-  assert.equal(r.runs[2].simd, 'relaxed', 'Chromium has relaxed SIMD: rlx_web_threads_relaxed.wasm');
-  assert.equal(r.runs[2].step, r.runs[1].step, 'mnist-cnn: loss and params on 2 threads differ from one thread\'s');
+  for (const t of [2, 3]) {
+    assert.equal(r.runs[t].threads, t, r.runs[t].why);
+    assert.match(r.runs[t].why, new RegExp(`^${t} threads: the calling thread and ${t - 1} Worker`));
+    assert.equal(r.runs[t].simd, 'relaxed', 'Chromium has relaxed SIMD: rlx_web_threads_relaxed.wasm');
+    for (const model of Object.keys(r.runs[1].steps)) {
+      assert.equal(r.runs[t].steps[model], r.runs[1].steps[model], `${model}: loss and params on ${t} threads differ from one thread's`);
+    }
+  }
   assert.equal(r.live, 0, 'free() ended every Worker');
   assert.deepEqual(problems, []);
   await page.close();

@@ -57,6 +57,7 @@ test('train.html: Adam on Fashion-MNIST passes 65% test accuracy in 200 steps, p
   assert.equal(grid.length, 24);
   for (const [p, l, cls] of grid) assert.equal(cls, p === l ? 'right' : 'wrong');
   assert.equal(await valueOf(page, '#r-backend'), 'cpu');
+  assert.match(await page.textContent('#r-threads'), /^\d+ \(.+\)$/, 'the page says how many CPU threads run and why');
   assert.equal(await page.textContent('#backend-note'), '', 'the note on what auto picks is for auto only');
   assert.equal(await page.textContent('#software-warning'), '', 'no software-GPU warning on the CPU');
   assert.match(await page.textContent('#r-time'), /^\d+\.\d s$/);
