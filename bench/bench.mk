@@ -168,6 +168,17 @@ bench-web-threads: web/pkg/rlx_web.wasm $(WEB_WASM_THREADS)
 	node bench/web_threads.mjs | tee $(BENCH_DIR)/web_threads.txt
 bench: bench-web-threads
 
+# f32 GEMM (256, 512, 1024) in headless Chromium on 1 and 2 threads
+# (bench/gemm_chromium.mjs, bench/gemm_page.html): ours through the SDK (the
+# build the page picks; rlx_web_threads*.wasm above 1 thread) next to
+# TensorFlow.js's wasm backend (threaded SIMD), one page per thread count,
+# each size's C checked equal within 1e-4 of max |C| first; results go to
+# build/bench/gemm_chromium.json.
+.PHONY: bench-gemm-chromium
+bench-gemm-chromium: web/pkg/rlx_web.wasm $(WEB_WASM_RELAXED) web/pkg/rlx_web_threads.wasm web/pkg/rlx_web_threads_relaxed.wasm web/rlx.js
+	node bench/gemm_chromium.mjs --threads=1,2 --out=$(BENCH_DIR)/gemm_chromium.json
+bench: bench-gemm-chromium
+
 # LoRA fine-tuning speed (bench/llm_finetune.mjs): the same SmolLM-shaped
 # llama (q8_0, q4_0), rank 8 on attn_q,attn_v, seq 128, batch 4: ours
 # natively (one thread) and, where torch, transformers and peft import
@@ -192,4 +203,4 @@ bench-finetune: $(BENCH_DIR)/llm_finetune_native build/make_test_lm web/pkg/rlx_
 bench: bench-finetune
 
 # The benches load web/runtime/, which imports the generated constants.
-bench bench-models bench-size bench-gpu bench-webgl bench-gpu-chromium bench-llm bench-finetune: web/runtime/constants.js
+bench bench-models bench-size bench-gpu bench-webgl bench-gpu-chromium bench-llm bench-finetune bench-gemm-chromium: web/runtime/constants.js

@@ -64,11 +64,11 @@
 // page is served from 127.0.0.1 and every other request is aborted.
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { serveIsolated } from './isolated_server.mjs';
 import { MODULE_FILES } from '../web/runtime/simd.js';
 import { BENCH_DIR, MODEL_WRITER, benchModel, benchShape, syllableWords } from './llm_models.mjs';
 
@@ -203,21 +203,6 @@ function judge(forced, peerIds, refGap) {
 const prefix = (a, b) => { let i = 0; while (i < a.length && i < b.length && a[i] === b[i]) i++; return i; };
 
 // ---- the browser side ---------------------------------------------------------------
-const MIME = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm' };
-const server = http.createServer((req, res) => {
-  const rel = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-  const file = rel === '/bench.html' ? path.join(REPO, 'bench/llm_page.html') : path.join(REPO, rel);
-  const allowed = ['web/', 'node_modules/@wllama/wllama/esm/', 'build/bench/'].some((d) => file.startsWith(path.join(REPO, d)));
-  if (!allowed && rel !== '/bench.html') return res.writeHead(403).end();
-  fs.stat(file, (err, st) => {
-    if (err || !st.isFile()) return res.writeHead(404).end();
-    // COOP/COEP: wllama's page must be cross-origin isolated.
-    res.writeHead(200, { 'Content-Type': MIME[path.extname(file)] ?? 'application/octet-stream', 'Content-Length': st.size,
-      'Cache-Control': 'no-store', 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' });
-    fs.createReadStream(file).pipe(res);
-  });
-});
-
 const median = (v) => {
   const s = v.filter((x) => x != null).sort((a, b) => a - b), n = s.length;
   return !n ? null : n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
@@ -229,8 +214,10 @@ const git = (...a) => { try { return execFileSync('git', a, { cwd: REPO, encodin
 const build = `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--', 'src', 'include', 'web/runtime') ? ' + uncommitted changes in src/include/web' : ''}`;
 const models = TYPES.map(writeModel);
 for (const m of models) m.prompt = promptFor(m.file);
-await new Promise((r) => server.listen(0, '127.0.0.1', r));
-const origin = `http://127.0.0.1:${server.address().port}`;
+// The page, web/, wllama and the models on 127.0.0.1, cross-origin isolated (wllama's page must be).
+const server = await serveIsolated({ pages: { '/bench.html': 'bench/llm_page.html' },
+  dirs: ['web/', 'node_modules/@wllama/wllama/esm/', 'build/bench/'] });
+const { origin } = server;
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
 const results = [];
 let failed = false;
