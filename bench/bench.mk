@@ -154,7 +154,7 @@ bench: bench-threads
 # Workers on a shared memory) for two, on bench-llm's SmolLM-shaped q8_0
 # model (128-token prompt, 32 greedy tokens), the greedy ids checked equal.
 .PHONY: bench-llm-threads
-bench-llm-threads: build/make_test_lm web/pkg/rlx_llm.wasm $(LLM_WASM_THREADS)
+bench-llm-threads: build/make_test_lm web/pkg/rlx_llm.wasm web/pkg/rlx_llm_threads.wasm
 	@mkdir -p $(BENCH_DIR)
 	node bench/llm_threads.mjs | tee $(BENCH_DIR)/llm_threads.txt
 bench: bench-llm-threads
@@ -163,7 +163,7 @@ bench: bench-llm-threads
 # (bench/web_threads.mjs): rlx_web.wasm for one thread, the threaded build
 # rlx_web_threads.wasm for two, each step's loss and params checked equal.
 .PHONY: bench-web-threads
-bench-web-threads: web/pkg/rlx_web.wasm $(WEB_WASM_THREADS)
+bench-web-threads: web/pkg/rlx_web.wasm web/pkg/rlx_web_threads.wasm
 	@mkdir -p $(BENCH_DIR)
 	node bench/web_threads.mjs | tee $(BENCH_DIR)/web_threads.txt
 bench: bench-web-threads

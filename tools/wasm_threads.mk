@@ -92,8 +92,6 @@ web/pkg/$(1)_relaxed.wasm: $(call mt_relaxed,$(2)) $$(MT_POOL_OBJ)
 	$$(call relaxed_opt,build/wasm/$(1)_relaxed.linked.wasm --enable-threads,$$@)
 wasm: web/pkg/$(1).wasm web/pkg/$(1)_relaxed.wasm
 endef
-LLM_WASM_THREADS := web/pkg/rlx_llm_threads.wasm
-LLM_WASM_THREADS_RELAXED := web/pkg/rlx_llm_threads_relaxed.wasm
 $(eval $(call mt_module,rlx_llm_threads,$(LLM_LIB_OBJ) $(LLM_WEB_OBJ),$(LLM_LDFLAGS)))
 $(eval $(call mt_module,rlx_llm_train_threads,$(LLM_TRAIN_LIB_OBJ) $(LLM_TRAIN_WEB_OBJ),$(LLM_LDFLAGS)))
 # A shared memory needs a maximum: rlx_web.wasm has none, its threaded builds 4 GiB as the language model's.
