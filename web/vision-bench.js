@@ -287,6 +287,7 @@ function fillBackends(available) {
 
 async function main() {
   const hello = await call('hello');
+  show('r-threads', hello.threads, `${hello.threads} (${hello.threadsWhy})`);
   evals = hello.evals;
   fillModels(hello.models);
   fillBackends(hello.backends);

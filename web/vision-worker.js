@@ -53,6 +53,8 @@ async function hello() {
     backend: syncBackend(),
     preferred: preferred_backend(),
     version: runtime().version(),
+    // the CPU's threads: the threaded build where this page is cross-origin isolated, and why
+    threads: runtime().threads, threadsWhy: runtime().threadsWhy,
     evals: EVALS,
   };
 }

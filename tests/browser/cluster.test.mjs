@@ -101,6 +101,7 @@ async function cohortTest(n, { tree = false } = {}) {
   try {
     await waitSynced(tabs, STEPS, n);
     const states = await Promise.all(tabs.map(({ page }) => state(page)));
+    assert.match(await tabs[0].page.textContent('#threads'), /^\d+ \(.+\)$/, 'the page says how many CPU threads run and why');
 
     // exactly one leader, followed by everyone, all at step 20
     const leaders = states.filter((s) => s.role === 'leader');

@@ -175,6 +175,7 @@ test('vision-bench.html: forward logits match Node, the loss falls, the table fi
   assert.deepEqual(await page.$$eval('#backend option', (os) => os.map((o) => `${o.value}:${o.disabled}`)),
     ['cpu:false', 'webgpu:false', 'webgl:false']);
   assert.equal(await page.$eval('#table tbody tr', (tr) => tr.children[2].textContent), 'cpu');
+  assert.match(await page.textContent('#r-threads'), /^\d+ \(.+\)$/, 'the page says how many CPU threads run and why');
   await page.setViewportSize({ width: 1280, height: 900 });
   const [right, edge] = await page.$eval('#table', (t) => [t.getBoundingClientRect().right, t.parentElement.getBoundingClientRect().right]);
   assert.ok(right <= edge + 1, `the table's last column is cut off at 1280 px (${right} > ${edge})`);

@@ -401,6 +401,7 @@ worker.onmessage = (event) => {
     case 'hello': {
       hello = msg;
       models = msg.models;
+      show('threads', msg.threads, `${msg.threads} (${msg.threadsWhy})`);
       const sel = $('model');
       for (const m of models) {
         const opt = document.createElement('option');

@@ -8,7 +8,7 @@
 // in force). The page only renders what this Worker reports.
 //
 // Messages in (from the page, on `self`):
-//   { cmd: 'hello' }                            -> { type: 'hello', models, version, protocol }
+//   { cmd: 'hello' }                            -> { type: 'hello', models, version, protocol, threads, threadsWhy }
 //   { cmd: 'start', port, keys, task, slug, llm, backend, batch, lr, maxSteps, minMembers, seed, tree, fanout }
 //                                               task: 'vision' (default: the model `slug`) or 'llm' (a LoRA
 //                                               fine-tuning, task_llm.js: llm = { model, text: bytes, name,
@@ -82,7 +82,9 @@ async function hello() {
       trainsOn: BACKEND_ORDER.filter((b) => i[`${b}_train`]),
     };
   });
-  return { type: 'hello', models, version: runtime().version(), protocol: PROTOCOL_VERSION };
+  // threads / threadsWhy: the CPU's threads (the threaded build where this page is cross-origin isolated) and why
+  return { type: 'hello', models, version: runtime().version(), protocol: PROTOCOL_VERSION,
+    threads: runtime().threads, threadsWhy: runtime().threadsWhy };
 }
 
 /**
