@@ -33,6 +33,7 @@ const why = missing() ?? (!existsSync(THREADED) ? 'missing web/pkg/rlx_llm_threa
 const WEB_THREADED = new URL('../../web/pkg/rlx_web_threads_relaxed.wasm', import.meta.url);
 const whyWeb = missing() ?? (!existsSync(WEB_THREADED) ? 'missing web/pkg/rlx_web_threads_relaxed.wasm: run `make wasm`' : null);
 const CASES = ['opcases', 'opcases_threads'].map((n) => fileURLToPath(new URL(`../../build/wasm-tests/${n}.wasm`, import.meta.url)));
+const CASE_INSTANCE = fileURLToPath(new URL('../common/case_instance.mjs', import.meta.url));
 const whyCases = missing() ?? (CASES.every((f) => existsSync(f)) ? null : 'missing build/wasm-tests/opcases*.wasm: run `make wasm`');
 let server;
 let browser;
@@ -205,42 +206,30 @@ test('rlx_web: init({ threads }) on an isolated page runs the threaded build: th
 
 test('op cases and gradient checks of tests/c on 3 threads in a page: bitwise the one-thread module\'s', { skip: whyCases ?? false, timeout: 120000 }, async () => {
   const { page, problems } = await newPage(browser);
-  await page.route('**/cases/*.wasm', (route) => {
+  await page.route('**/cases/*', (route) => {
     const name = new URL(route.request().url()).pathname.split('/').pop();
-    route.fulfill({ path: CASES.find((f) => f.endsWith(`/${name}`)), contentType: 'application/wasm' });
+    if (name === 'case_instance.mjs') route.fulfill({ path: CASE_INSTANCE, contentType: 'text/javascript' });
+    else route.fulfill({ path: CASES.find((f) => f.endsWith(`/${name}`)), contentType: 'application/wasm' });
   });
   await page.goto(`${server.url}generate.html`);
   const r = await page.evaluate(async () => {
-    const { WasiShim } = await import('./runtime/wasi.js');
-    const { startThreads, threadsMemory, liveThreadWorkers } = await import('./runtime/threads.js');
+    const runtime = { ...await import('./runtime/wasi.js'), ...await import('./runtime/threads.js') };
+    const { caseInstance } = await import('./cases/case_instance.mjs');
     // One instance of an op-case module: the plain one, or the threaded one on `threads` threads (every loop split).
     const load = async (name, threads) => {
-      const module = await WebAssembly.compileStreaming(fetch(`./cases/${name}.wasm`));
-      const memory = threads ? threadsMemory('test') : undefined;
-      const wasi = new WasiShim({ stdout: () => {}, stderr: () => {} });
-      const imports = wasi.imports(module);
-      if (memory) imports.env = { memory };
-      const instance = await WebAssembly.instantiate(module, imports);
-      wasi.attach(instance, memory);
-      instance.exports._initialize?.();
-      const e = instance.exports;
-      let pool = null;
-      if (threads) {
-        const check = (st) => { if (st < 0) throw new Error(`rlx_wasm_threads_start: ${st}`); };
-        pool = await startThreads('test', { call: (n, ...a) => e[n](...a), check, memory, dead: false }, module, threads);
-        e.threads_set_min_work(1);
-      }
+      const { e, buffer, stop } = await caseInstance(await WebAssembly.compileStreaming(fetch(`./cases/${name}.wasm`)),
+        threads, runtime);
       // each case's output bits (a copy: a shared memory's view cannot be kept)
       const bits = (i) => {
         const res = e.opcase_run_case(i);
         try {
           if (e.result_status(res) !== 0) return `status ${e.result_status(res)}`;
-          return Array.from(new Uint32Array((memory ?? e.memory).buffer, e.result_out(res), e.result_n_out(res) >>> 0)).join();
+          return Array.from(new Uint32Array(buffer(), e.result_out(res), e.result_n_out(res) >>> 0)).join();
         } finally {
           e.result_free(res);
         }
       };
-      return { e, bits, stop: () => pool?.stop() };
+      return { e, bits, stop };
     };
     // (a gradient check compiles its backward graph on 1 and on 3 threads itself and needs 3)
     const one = await load('opcases', 0), three = await load('opcases_threads', 3);
@@ -254,7 +243,7 @@ test('op cases and gradient checks of tests/c on 3 threads in a page: bitwise th
       if (a !== b) differ.push(`gradient check ${i}: ${a} (one thread ${b})`);
     }
     three.stop();
-    return { n, grads, differ, live: liveThreadWorkers() };
+    return { n, grads, differ, live: runtime.liveThreadWorkers() };
   });
   assert.ok(r.n > 100 && r.grads > 20, `${r.n} op cases, ${r.grads} gradient checks`);
   assert.deepEqual(r.differ, [], 'on 3 threads these differ from one thread');

@@ -17,6 +17,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { WasiShim } from '../../web/runtime/wasi.js';
 import { liveThreadWorkers, startThreads, threadsMemory } from '../../web/runtime/threads.js';
 import init, * as rlx from '../../web/pkg/rlx_web.js';
+import { caseInstance } from '../common/case_instance.mjs';
 
 const root = new URL('../../', import.meta.url);
 const SIMD = process.env.RLX_TEST_SIMD === 'relaxed' ? 'relaxed' : 'simd128';
@@ -39,34 +40,20 @@ function sameBits(a, b, what) {
 
 /** An instance of an op-case module: the plain one, or the threaded one with `threads` threads (work threshold 1). */
 async function caseModule(url, threads) {
-  const module = await WebAssembly.compile(readFileSync(url));
-  const memory = threads ? threadsMemory('test') : undefined;
-  const wasi = new WasiShim({ stdout: () => {}, stderr: () => {} });
-  const imports = wasi.imports(module);
-  if (memory) imports.env = { memory };
-  const instance = await WebAssembly.instantiate(module, imports);
-  wasi.attach(instance, memory);
-  instance.exports._initialize?.();
-  const e = instance.exports;
-  const mem = () => (memory ?? e.memory).buffer;
-  let pool = null;
-  if (threads) {
-    const check = (st) => assert.ok(st >= 0, `rlx_wasm_threads_start: ${st}`);
-    pool = await startThreads('test', { call: (n, ...a) => e[n](...a), check, memory, dead: false }, module, threads);
-    e.threads_set_min_work(1);
-  }
+  const { e, buffer, stop } = await caseInstance(await WebAssembly.compile(readFileSync(url)), threads,
+    { WasiShim, threadsMemory, startThreads });
   const outputs = (i) => {
     const r = e.opcase_run_case(i);
     try {
       assert.equal(e.result_status(r), 0, `case ${i}: status`);
-      return new Float32Array(mem(), e.result_out(r), e.result_n_out(r) >>> 0).slice();
+      return new Float32Array(buffer(), e.result_out(r), e.result_n_out(r) >>> 0).slice();
     } finally {
       e.result_free(r);
     }
   };
   const grad = (i) => [e.gradcase_check(i), e.gradcase_max_err(), e.gradcase_checked()];
   const train = (cnn, kind) => [e.train_run(cnn, kind, 0.05, 3), e.train_first(), e.train_last()];
-  return { e, outputs, grad, train, close: () => pool?.stop() };
+  return { e, outputs, grad, train, close: stop };
 }
 
 async function gone() {
