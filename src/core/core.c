@@ -23,15 +23,6 @@ void rlx_set_allocator(rlx_alloc_fn fn, void *ud) {
   g_alloc_ud = fn ? ud : NULL;
 }
 
-/* One call of the hook; with zeroed (a new block that must read as zeros),
- * the default allocator's calloc, whose fresh pages from the OS are zero
- * without being written (a model's KV cache is then touched only where
- * used), and *zeroed says whether the block came zeroed. */
-static void *alloc_now(void *ptr, size_t osize, size_t nsize, int *zeroed) {
-  if (zeroed && (*zeroed = g_alloc == default_alloc)) return calloc(1, nsize);
-  return g_alloc(g_alloc_ud, ptr, osize, nsize);
-}
-
 /* The kernels' ranges on the thread pool (pool.c) allocate their
  * workspaces from several threads at once: the hook is called under a lock,
  * so a hook written for one thread stays correct. */
@@ -41,36 +32,50 @@ static void *alloc_now(void *ptr, size_t osize, size_t nsize, int *zeroed) {
  * own, to one thread at a time. */
 #include <stdatomic.h>
 static atomic_flag alloc_mu = ATOMIC_FLAG_INIT;
-static void *call_alloc(void *ptr, size_t osize, size_t nsize, int *zeroed) {
+static void *call_alloc(void *ptr, size_t osize, size_t nsize) {
   while (atomic_flag_test_and_set_explicit(&alloc_mu, memory_order_acquire)) {
   }
-  void *r = alloc_now(ptr, osize, nsize, zeroed);
+  void *r = g_alloc(g_alloc_ud, ptr, osize, nsize);
   atomic_flag_clear_explicit(&alloc_mu, memory_order_release);
   return r;
 }
 #elif defined(__wasm__) || defined(RLX_NO_THREADS)
-static void *call_alloc(void *ptr, size_t osize, size_t nsize, int *zeroed) {
-  return alloc_now(ptr, osize, nsize, zeroed);
-}
+static void *call_alloc(void *ptr, size_t osize, size_t nsize) { return g_alloc(g_alloc_ud, ptr, osize, nsize); }
 #else
 #include <pthread.h>
 static pthread_mutex_t alloc_mu = PTHREAD_MUTEX_INITIALIZER;
-static void *call_alloc(void *ptr, size_t osize, size_t nsize, int *zeroed) {
+static void *call_alloc(void *ptr, size_t osize, size_t nsize) {
   pthread_mutex_lock(&alloc_mu);
-  void *r = alloc_now(ptr, osize, nsize, zeroed);
+  void *r = g_alloc(g_alloc_ud, ptr, osize, nsize);
+  pthread_mutex_unlock(&alloc_mu);
+  return r;
+}
+/* A zeroed block: the default allocator's calloc, whose fresh pages from
+ * the OS are zero without being written (a model's KV cache is then
+ * touched only where used); *zeroed says whether it came zeroed.  Native
+ * only: wasi-libc's calloc clears every block itself. */
+#define RLX_CALLOC_ZEROED 1
+static void *call_calloc(size_t n, int *zeroed) {
+  pthread_mutex_lock(&alloc_mu);
+  void *r = (*zeroed = g_alloc == default_alloc) ? calloc(1, n) : g_alloc(g_alloc_ud, NULL, 0, n);
   pthread_mutex_unlock(&alloc_mu);
   return r;
 }
 #endif
 
-void *rlx_malloc(size_t n) { return n ? call_alloc(NULL, 0, n, NULL) : NULL; }
+void *rlx_malloc(size_t n) { return n ? call_alloc(NULL, 0, n) : NULL; }
 
 void *rlx_calloc(size_t count, size_t size) {
   size_t n;
   if (!rlx_mul_size(count, size, &n) || n == 0) return NULL;
+#ifdef RLX_CALLOC_ZEROED
   int zeroed;
-  void *p = call_alloc(NULL, 0, n, &zeroed);
+  void *p = call_calloc(n, &zeroed);
   if (p && !zeroed) memset(p, 0, n);
+#else
+  void *p = rlx_malloc(n);
+  if (p) memset(p, 0, n);
+#endif
   return p;
 }
 
@@ -79,11 +84,11 @@ void *rlx_realloc(void *p, size_t old_n, size_t new_n) {
     rlx_free(p, old_n);
     return NULL;
   }
-  return call_alloc(p, p ? old_n : 0, new_n, NULL);
+  return call_alloc(p, p ? old_n : 0, new_n);
 }
 
 void rlx_free(void *p, size_t n) {
-  if (p) call_alloc(p, n, 0, NULL);
+  if (p) call_alloc(p, n, 0);
 }
 
 char *rlx_strdup(const char *s) {
