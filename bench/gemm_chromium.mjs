@@ -36,13 +36,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { serveIsolated } from './isolated_server.mjs';
+import { benchArgs, median } from './bench_args.mjs';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
-const args = Object.fromEntries(process.argv.slice(2).map((a) => {
-  const m = /^--([a-z]+)=(.*)$/.exec(a);
-  if (!m) throw new Error(`gemm_chromium: unknown argument ${a}`);
-  return [m[1], m[2]];
-}));
+const args = benchArgs('gemm_chromium');
 const list = (s) => s.split(',').map(Number);
 const THREADS = list(args.threads ?? '1,2');
 const SIZES = list(args.sizes ?? '256,512,1024');
@@ -57,10 +54,6 @@ for (const f of [CHROMIUM, 'web/rlx.js', 'web/pkg/rlx_web_threads.wasm', 'node_m
   if (!fs.existsSync(path.resolve(REPO, f))) throw new Error(`gemm_chromium: missing ${f} (make wasm sdk; npm ci)`);
 }
 
-const median = (v) => {
-  const s = [...v].sort((a, b) => a - b), n = s.length;
-  return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-};
 const gflops = (n, ms) => (2 * n ** 3) / (ms * 1e6);
 const load = () => os.loadavg().map((v) => v.toFixed(2)).join(' ');
 

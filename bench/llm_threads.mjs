@@ -16,12 +16,9 @@
 import { availableParallelism } from 'node:os';
 import { loadGguf } from '../web/runtime/llm.js';
 import { benchModel, syllableWords } from './llm_models.mjs';
+import { benchArgs, median } from './bench_args.mjs';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => {
-  const m = /^--([a-z]+)=(.*)$/.exec(a);
-  if (!m) throw new Error(`llm_threads: unknown argument ${a}`);
-  return [m[1], m[2]];
-}));
+const args = benchArgs('llm_threads');
 const quick = !!process.env.RLX_BENCH_QUICK;
 const counts = (args.threads ?? '1,2').split(',').map(Number);
 const rounds = Number(args.rounds ?? (quick ? 2 : 5));
@@ -47,7 +44,6 @@ for (let r = 0; r < rounds; r++) {
     runs[t].push({ prompt: res.stats.promptTokensPerSecond, generate: res.stats.generateTokensPerSecond, ids: res.ids });
   }
 }
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
 const ref = runs[counts[0]][0].ids.join(',');
 let bad = false;
 const cores = availableParallelism();

@@ -14,12 +14,9 @@
 // builds for --simd=relaxed, which Node 20 runs with --experimental-wasm-relaxed-simd).
 import { availableParallelism } from 'node:os';
 import init, { VisionBench, free } from '../web/pkg/rlx_web.js';
+import { benchArgs, median } from './bench_args.mjs';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => {
-  const m = /^--([a-z]+)=(.*)$/.exec(a);
-  if (!m) throw new Error(`web_threads: unknown argument ${a}`);
-  return [m[1], m[2]];
-}));
+const args = benchArgs('web_threads');
 const counts = (args.threads ?? '1,2').split(',').map(Number);
 const rounds = Number(args.rounds ?? 5), steps = Number(args.steps ?? 5);
 const simd = args.simd ?? 'simd128';
@@ -59,7 +56,6 @@ for (let r = 0; r < rounds; r++) {
 }
 free();
 
-const median = (a) => [...a].sort((p, q) => p - q)[a.length >> 1];
 console.log(`rlx_web training steps (SGD), ${simd}, ${availableParallelism()} logical cores, ${rounds} rounds x ${steps} steps, medians`);
 console.log('model | batch | threads | ms per step | vs 1 thread');
 for (const [slug, batch] of MODELS) {

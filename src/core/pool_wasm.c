@@ -1,8 +1,8 @@
 /* pool_wasm.c - rlx_parallel_for (pool.h) over Web Workers, for wasm
- * builds with RLX_WASM_THREADS (web/pkg/rlx_llm_threads*.wasm and
- * rlx_llm_train_threads*.wasm; compiled with -matomics and linked with
- * --import-memory --shared-memory, so the module's memory is one
- * SharedArrayBuffer).  JS (web/runtime/llm_threads.js)
+ * builds with RLX_WASM_THREADS (web/pkg/rlx_llm_threads*.wasm,
+ * rlx_llm_train_threads*.wasm and rlx_web_threads*.wasm; compiled with
+ * -matomics and linked with --import-memory --shared-memory, so the
+ * module's memory is one SharedArrayBuffer).  JS (web/runtime/threads.js)
  * starts the pool once per instance, before the model opens: it asks for
  * `threads` (the caller and threads - 1 Workers), instantiates the same
  * module in each Worker on the same memory, points the Worker's

@@ -138,13 +138,7 @@ static rlx_status external_weight(const rlx_gguf_tensor_info *t, llm_weight *w) 
   if (!w->matrix && t->type != RLX_GGUF_TYPE_F32)
     return FAIL(RLX_ERR_UNSUPPORTED, "rlx_llm_open: tensor '%s' is a 1-D %s tensor; a model streamed to the GPU takes "
                 "1-D tensors in f32 only (load it in memory)", w->name, rlx_gguf_type_name(t->type));
-  if (w->matrix) {
-    int32_t block = rlx_gguf_type_block_elems(t->type);
-    if (block <= 0 || w->cols % block)
-      return FAIL(RLX_ERR_UNSUPPORTED, "rlx_llm_open: tensor '%s' (type %d) cannot be used as a weight matrix",
-                  w->name, (int)t->type);
-  }
-  w->qtype = w->matrix ? (int32_t)t->type : RLX_GGUF_TYPE_F32;
+  w->qtype = (int32_t)t->type;
   w->bytes = (size_t)((t->bytes + 3) & ~(uint64_t)3);
   w->data = NULL;
   return RLX_OK;
@@ -176,6 +170,10 @@ static rlx_status weight(rlx_llm *m, const char *name, int64_t cols, int64_t row
   w->cols = (int32_t)cols;
   w->offset = t.file_offset;
   w->file_bytes = t.bytes;
+  int32_t block = rlx_gguf_type_block_elems(t.type);
+  if (rows && (block <= 0 || cols % block))
+    return FAIL(RLX_ERR_UNSUPPORTED, "rlx_llm_open: tensor '%s' (type %d) cannot be used as a weight matrix", name,
+                (int)t.type);
   if (m->external) return external_weight(&t, w);
   if (!rows) { /* 1-D: f32, aligned */
     w->qtype = RLX_GGUF_TYPE_F32;
@@ -187,10 +185,6 @@ static rlx_status weight(rlx_llm *m, const char *name, int64_t cols, int64_t row
     if (!(w->data = keep_copy(m, w->bytes))) return FAIL(RLX_ERR_NO_MEMORY, "rlx_llm_open: out of memory");
     return rlx_gguf_read_tensor_f32(m->gguf, i, w->data, (size_t)cols);
   }
-  int32_t block = rlx_gguf_type_block_elems(t.type);
-  if (block <= 0 || cols % block)
-    return FAIL(RLX_ERR_UNSUPPORTED, "rlx_llm_open: tensor '%s' (type %d) cannot be used as a weight matrix", name,
-                (int)t.type);
   const struct llm_part *part = &m->parts[rlx_gguf_tensor_part(m->gguf, i)];
   return rlx_llm_matrix_data(m, &t, part->buf, part->size, w);
 }

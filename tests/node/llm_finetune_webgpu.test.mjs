@@ -22,7 +22,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { dawnEnv, dawnDevice, rerunTestFileWithDawn } from '../../tools/dawn_node.mjs';
+import { dawnDevice } from '../../tools/dawn_node.mjs';
+import { dawnTestFile } from '../common/dawn_gate.mjs';
 import { loadGguf, RlxError } from '../../web/runtime/llm.js';
 import { LlmFinetuneWebGpu } from '../../web/runtime/llm_finetune_webgpu.js';
 import { finetuneAgainstCpu, FT_TOL, FT_SEQ } from '../common/llm_finetune_case.mjs';
@@ -37,14 +38,7 @@ const CASES = FT_GPU_CASES.filter((_, i) => i % 2 === 0);
 const SENTENCE = 'The small river ran past the old mill. ';
 
 const missing = [WASM, ...CASES.map(([name]) => fixture(name))].filter((f) => !existsSync(f));
-if (missing.length) {
-  test('llm finetune webgpu: build outputs present', () => assert.fail(`missing ${missing.join(', ')}: run \`make wasm lm-fixtures\``));
-} else if (Object.keys(dawnEnv()).length > 0 && !process.env.RLX_DAWN_REEXEC) {
-  test('llm finetune webgpu (re-run with the Dawn environment)', { timeout: 900_000 }, (t) => {
-    const r = rerunTestFileWithDawn(t, import.meta.url);
-    assert.equal(r.status, 0, `llm finetune webgpu tests failed:\n${r.out.slice(-8000)}`);
-  });
-} else {
+if (dawnTestFile('llm finetune webgpu', import.meta.url, { missing, make: 'make wasm lm-fixtures', timeout: 900_000 })) {
   const { device } = await dawnDevice();
   const open = (name) => loadGguf(fixture(name), { backend: 'cpu', wasm: WASM, nCtx: 64 });
 

@@ -22,7 +22,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { dawnEnv, dawnDevice, rerunTestFileWithDawn } from '../../tools/dawn_node.mjs';
+import { dawnDevice } from '../../tools/dawn_node.mjs';
+import { dawnTestFile } from '../common/dawn_gate.mjs';
 import { loadGguf, RlxError } from '../../web/runtime/llm.js';
 import { externalParams } from '../../web/runtime/llm_gpu_stream.js';
 
@@ -45,14 +46,7 @@ function raggedResponse(bytes, n) {
 }
 
 const missing = [SMALL_CPU, SMALL_GPU, MAKE_LM].filter((f) => !existsSync(f));
-if (missing.length) {
-  test('llm stream webgpu: build outputs present', () => assert.fail(`missing ${missing.join(', ')}: run \`make wasm build/make_test_lm\``));
-} else if (Object.keys(dawnEnv()).length > 0 && !process.env.RLX_DAWN_REEXEC) {
-  test('llm stream webgpu (re-run with the Dawn environment)', { timeout: 600_000 }, (t) => {
-    const r = rerunTestFileWithDawn(t, import.meta.url);
-    assert.equal(r.status, 0, `llm stream webgpu tests failed:\n${r.out.slice(-8000)}`);
-  });
-} else {
+if (dawnTestFile('llm stream webgpu', import.meta.url, { missing, make: 'make wasm build/make_test_lm', timeout: 600_000 })) {
   const { device } = await dawnDevice();
   const dir = mkdtempSync(join(tmpdir(), 'rlx-stream-'));
   const file = join(dir, 'big.gguf');

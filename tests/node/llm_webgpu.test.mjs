@@ -35,7 +35,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { dawnEnv, dawnDevice, rerunTestFileWithDawn } from '../../tools/dawn_node.mjs';
+import { dawnDevice } from '../../tools/dawn_node.mjs';
+import { dawnTestFile } from '../common/dawn_gate.mjs';
 import { loadGguf, RlxError } from '../../web/runtime/llm.js';
 import { LM_NAMES, lmHalf } from '../common/lm_names.mjs';
 
@@ -68,14 +69,7 @@ function closeLogits(got, want, what) {
 }
 
 const missing = [GPU_WASM, CLI, ...LM_NAMES.map(fixture)].filter((f) => !existsSync(f));
-if (missing.length) {
-  test('llm webgpu: build outputs present', () => assert.fail(`missing ${missing.join(', ')}: run \`make wasm lm-fixtures\``));
-} else if (Object.keys(dawnEnv()).length > 0 && !process.env.RLX_DAWN_REEXEC) {
-  test('llm webgpu (re-run with the Dawn environment)', { timeout: 1_800_000 }, (t) => {
-    const r = rerunTestFileWithDawn(t, import.meta.url);
-    assert.equal(r.status, 0, `llm webgpu tests failed:\n${r.out.slice(-8000)}`);
-  });
-} else {
+if (dawnTestFile('llm webgpu', import.meta.url, { missing, make: 'make wasm lm-fixtures', timeout: 1_800_000 })) {
   const { gpu, device } = await dawnDevice();
   // One device for every model: the pipelines are compiled once per device.
   const onGpu = (name, options = {}) => loadGguf(fixture(name), { backend: 'webgpu', gpu: device, ...options });

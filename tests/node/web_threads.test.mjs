@@ -15,7 +15,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { WasiShim } from '../../web/runtime/wasi.js';
-import { liveThreadWorkers, startThreads, threadsMemory } from '../../web/runtime/threads.js';
+import { instantiateModule, liveThreadWorkers, startThreads } from '../../web/runtime/threads.js';
 import init, * as rlx from '../../web/pkg/rlx_web.js';
 import { caseInstance } from '../common/case_instance.mjs';
 
@@ -41,7 +41,7 @@ function sameBits(a, b, what) {
 /** An instance of an op-case module: the plain one, or the threaded one with `threads` threads (work threshold 1). */
 async function caseModule(url, threads) {
   const { e, buffer, stop } = await caseInstance(await WebAssembly.compile(readFileSync(url)), threads,
-    { WasiShim, threadsMemory, startThreads });
+    { WasiShim, instantiateModule, startThreads });
   const outputs = (i) => {
     const r = e.opcase_run_case(i);
     try {

@@ -57,7 +57,6 @@ export function init(source) {
         state.rt = new Rlx({ exports: guardExports(raw.exports, state) }, raw.simd);
         state.rt.pool = raw.pool;
         state.rt.threadsWhy = raw.threadsWhy;
-        current?.rt.close(); // a dead instance's Workers
         current = state;
         return state.rt;
       } finally {

@@ -3,14 +3,13 @@
 // codes (the library's, from ./constants.js, and FATAL), argument errors
 // and option checks (RlxError naming the function and the argument),
 // whether this is Node, the clock, and letting queued events in.
-import { FATAL_STATUS, describe, fail } from './loader.js';
+import { FATAL_STATUS, describe, fail, isNode } from './loader.js';
 import { STATUS as RLX_STATUS } from './constants.js';
 
-export const isNode = typeof process === 'object' && !!process.versions?.node;
 export const STATUS = Object.freeze({ ...RLX_STATUS, FATAL: FATAL_STATUS });
 export const now = () => (typeof performance === 'object' ? performance.now() : Date.now());
 
-export { fail };
+export { fail, isNode };
 
 export function intOption(fn, what, v, min, max, dflt) {
   if (v === undefined) return dflt;

@@ -8,6 +8,7 @@
 // schema's JSON text into GBNF text, which the model's module then parses
 // (llm_grammar.js).  loadGguf's options.schemaWasm gives another source.
 import { LlmModule, LlmWasi, compileModule } from './llm_module.js';
+import { instantiateModule } from './threads.js';
 import { RlxError } from './loader.js';
 import { STATUS } from './llm_common.js';
 
@@ -18,11 +19,8 @@ const byUrl = new Map();        // a URL's or path's text -> Promise<LlmModule>
 const byObject = new WeakMap(); // bytes or a WebAssembly.Module given -> Promise<LlmModule>
 
 async function instantiateConverter(source) {
-  const module = await compileModule(source);
-  const wasi = new LlmWasi();
-  const instance = await WebAssembly.instantiate(module, wasi.imports(module));
-  wasi.attach(instance);
-  instance.exports._initialize?.();
+  const { instance } = await instantiateModule('jsonSchema', await compileModule(source), new LlmWasi(),
+    { given: 'the converter', plain: 'rlx_json_schema.wasm' });
   if (typeof instance.exports.rlx_llm_json_schema_to_gbnf !== 'function') {
     throw new Error('it is not rlx_json_schema.wasm (no rlx_llm_json_schema_to_gbnf export)');
   }

@@ -5,8 +5,8 @@
 // a trap inside it (a bug, never bad arguments) becomes a 'fatal' RlxError
 // and ends the instance.  The JSON Schema converter's module
 // (llm_json_schema.js) is compiled, instantiated and wrapped the same way.
-import { WasiShim, unshared } from './wasi.js';
-import { isThreadedModule, startThreads, threadsMemory } from './threads.js';
+import { WasiShim, cstringAt, unshared } from './wasi.js';
+import { instantiateModule, startThreads } from './threads.js';
 import { RlxError } from './loader.js';
 import { moduleSimd } from './simd.js';
 import { STATUS, isNode, now } from './llm_common.js';
@@ -77,14 +77,7 @@ export class LlmModule {
   }
   /** The UTF-8 text of n bytes at ptr. */
   text(ptr, n) { return this.decoder.decode(unshared(this.u8(ptr, n))); }
-  cstring(ptr) {
-    ptr >>>= 0;
-    if (!ptr) return '';
-    const mem = new Uint8Array(this.memory.buffer);
-    let end = ptr;
-    while (end < mem.length && mem[end] !== 0) end++;
-    return this.decoder.decode(unshared(mem.subarray(ptr, end)));
-  }
+  cstring(ptr) { return ptr ? cstringAt(this.memory, ptr) : ''; }
   alloc(bytes) {
     const ptr = this.call('rlx_wasm_alloc', bytes) >>> 0;
     if (!ptr) throw new RlxError(STATUS.NO_MEMORY, `wasm out of memory allocating ${bytes} bytes`, 'no memory');
@@ -147,22 +140,12 @@ export async function instantiate(wasm, threads = 1) {
     e.cause = err;
     throw e;
   }
-  const threaded = isThreadedModule(module);
-  if (threaded && typeof SharedArrayBuffer !== 'function') {
-    throw new RlxError(STATUS.UNSUPPORTED, 'loadGguf: options.wasm is a threaded build, which needs SharedArrayBuffer ' +
-      '(a cross-origin isolated page); give rlx_llm.wasm', 'unsupported');
-  }
-  const memory = threaded ? threadsMemory('loadGguf') : undefined;
-  const wasi = new LlmWasi();
-  const imports = wasi.imports(module);
-  if (memory) imports.env = { memory };
-  const instance = await WebAssembly.instantiate(module, imports);
-  wasi.attach(instance, memory);
-  instance.exports._initialize?.();
+  const { instance, memory } = await instantiateModule('loadGguf', module, new LlmWasi(),
+    { given: 'options.wasm', plain: 'rlx_llm.wasm' });
   if (typeof instance.exports.rlx_llm_open !== 'function') {
     throw new RlxError(STATUS.INVALID_ARG, 'loadGguf: options.wasm is not rlx_llm.wasm (no rlx_llm_open export)', 'invalid argument');
   }
   const mod = new LlmModule(instance, moduleSimd(module), memory);
-  if (threaded) mod.pool = await startThreads('loadGguf', mod, module, threads);
+  if (memory) mod.pool = await startThreads('loadGguf', mod, module, threads);
   return mod;
 }

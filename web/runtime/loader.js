@@ -21,14 +21,15 @@
 // and the argument, never a TypeError, a RangeError or a wasm trap), and the
 // memory helpers only free blocks that alloc() handed out.
 import { WasiShim, cstringAt } from './wasi.js';
-import { isThreadedModule, startThreads, threadsChoice, threadsMemory, threadsOption } from './threads.js';
+import { instantiateModule, startThreads, threadsChoice, threadsOption } from './threads.js';
 import { simdOption, moduleFile, moduleSimd } from './simd.js';
 import { STATUS, DEVICE, DTYPE, OPTIMIZER } from './constants.js';
 import { RlxError } from './errors.js';
 
 export { RlxError };
 
-const isNode = typeof process === 'object' && !!process.versions?.node;
+/** Whether this is Node (else a page or a Worker). */
+export const isNode = typeof process === 'object' && !!process.versions?.node;
 const MAX_ELEMENTS = 2 ** 28;   // 1 GiB of 32-bit values: more than one copy can take in wasm32 memory
 const MAX_ALLOC = 0x7fffffff;   // bytes of one block (size_t is 32-bit in wasm32)
 const MAX_LIST = 1 << 16;       // entries of an integer list (dims, inputs, attributes)
@@ -151,20 +152,10 @@ export async function loadRlx(source = undefined, opts = undefined) {
       wrapped.cause = err;
       throw wrapped;
     }
-    const shared = isThreadedModule(module);
-    if (shared && typeof SharedArrayBuffer !== 'function') {
-      throw new RlxError(STATUS.UNSUPPORTED, `${fn}: the module is a threaded build, which needs SharedArrayBuffer ` +
-        '(a cross-origin isolated page); give rlx_web.wasm');
-    }
-    const memory = shared ? threadsMemory(fn, what) : undefined;
-    const wasi = new WasiShim({ stdout: o.stdout, stderr: o.stderr });
-    const imports = wasi.imports(module);
-    if (memory) imports.env = { memory };
-    const instance = await WebAssembly.instantiate(module, imports);
-    wasi.attach(instance, memory);
-    instance.exports._initialize?.();
+    const { instance, memory } = await instantiateModule(fn, module, new WasiShim({ stdout: o.stdout, stderr: o.stderr }),
+      { given: 'the module', plain: 'rlx_web.wasm', what });
     const rt = new Rlx(memory ? { exports: { ...instance.exports, memory } } : instance, moduleSimd(module));
-    if (shared) {
+    if (memory) {
       const mod = { call: (name, ...args) => rt.exports[name](...args), check: (st, prefix) => rt.check(st, st < 0 ? prefix + rt.lastError() : undefined),
         memory, get dead() { return rt.dead; } };
       rt.pool = await startThreads(fn, mod, module, threaded ? threads : 1, what);

@@ -14,7 +14,8 @@
 // Results are bitwise the same for any thread count.  Stopping the pool
 // (a model's free, rlx_web's free() or a new init) wakes the Workers and
 // terminates them.
-import { describe, fail } from './loader.js';
+import { RlxError, describe, fail, isNode } from './loader.js';
+import { STATUS } from './constants.js';
 
 export const MAX_THREADS = 64;               // RLX_WASM_MAX_THREADS (src/core/pool.h)
 const STACK_BYTES = 1 << 20;                 // each Worker's stack: the main one's (-z stack-size in the Makefile)
@@ -22,7 +23,6 @@ const STACK_BYTES = 1 << 20;                 // each Worker's stack: the main on
 const MEMORY = { initial: 64, maximum: 65536, shared: true };
 const START_MS = 30_000;                     // a Worker that is not running by then is an error
 const WORKER_URL = new URL('./thread_worker.js', import.meta.url);
-const isNode = typeof process === 'object' && !!process.versions?.node;
 
 let live = 0; // Workers started and not yet ended (liveThreadWorkers)
 
@@ -75,6 +75,30 @@ function setupError(fn, message, cause, what) {
   e.cause = cause;
   e.threadsFailed = true;
   return e;
+}
+
+/**
+ * Instantiates a compiled module over `wasi` (a WasiShim): a threaded build
+ * on a new shared memory, refused where there is no SharedArrayBuffer
+ * (naming `given`, where the module came from, and `plain`, the build to
+ * give instead).  Returns { instance, memory: the shared memory, else
+ * undefined }; a threaded build's Workers are startThreads'.
+ */
+export async function instantiateModule(fn, module, wasi, { given, plain, what = 'options.threads' }) {
+  let memory;
+  if (isThreadedModule(module)) {
+    if (typeof SharedArrayBuffer !== 'function') {
+      throw new RlxError(STATUS.UNSUPPORTED, `${fn}: ${given} is a threaded build, which needs SharedArrayBuffer ` +
+        `(a cross-origin isolated page); give ${plain}`);
+    }
+    memory = threadsMemory(fn, what);
+  }
+  const imports = wasi.imports(module);
+  if (memory) imports.env = { memory };
+  const instance = await WebAssembly.instantiate(module, imports);
+  wasi.attach(instance, memory);
+  instance.exports._initialize?.();
+  return { instance, memory };
 }
 
 /** The shared memory a threaded build is instantiated on. */
